@@ -1,0 +1,443 @@
+//! A general-purpose work-stealing executor for any `Future + Send + 'static`.
+//!
+//! ```
+//! use procsched::executor::Executor;
+//! use std::sync::atomic::{AtomicUsize, Ordering};
+//! use std::sync::Arc;
+//!
+//! let executor = Executor::builder().workers(2).thread_name("demo").build()?;
+//! let count = Arc::new(AtomicUsize::new(0));
+//! let handles: Vec<_> = (0..100)
+//!     .map(|i| {
+//!         let count = count.clone();
+//!         executor.spawn(async move {
+//!             count.fetch_add(1, Ordering::Relaxed);
+//!             i * 2
+//!         })
+//!     })
+//!     .collect();
+//! let sum: usize = executor.block_on(async {
+//!     let mut sum = 0;
+//!     for handle in handles {
+//!         sum += handle.await.unwrap();
+//!     }
+//!     sum
+//! });
+//! assert_eq!(sum, 9900);
+//! assert_eq!(count.load(Ordering::Relaxed), 100);
+//! # Ok::<(), std::io::Error>(())
+//! ```
+//!
+//! # Architecture
+//! | module | concept |
+//! |---|---|
+//! | `task/` | one allocation per task; the atomic state word (`task/state.rs`); wakers; `JoinHandle` |
+//! | `queue` | per-worker deque (crossbeam, LIFO for the owner), global and per-worker FIFO injectors |
+//! | `worker` | the worker loop: where to look for work, in which order, when to sleep |
+//! | `idle` | how many workers search or sleep; the protocol that never loses a wake-up |
+//! | `park` | the sleep primitive |
+//! | `shared` | the state all workers share, and where each runnable task is queued |
+//! | `owned` | every live task, so that shutdown can cancel them all |
+//! | `metrics` | per-worker counters |
+//!
+//! The executor knows nothing of processes; `procsched`'s process layer runs on it as ordinary
+//! futures.
+
+mod idle;
+mod metrics;
+mod owned;
+mod park;
+mod queue;
+mod shared;
+mod task;
+mod worker;
+
+#[cfg(all(test, loom))]
+mod loom_park;
+
+pub use metrics::{ExecutorMetrics, WorkerMetrics};
+pub use task::{JoinError, JoinHandle};
+
+use crate::loom::{lock, thread, Arc, Mutex};
+use shared::{Remote, Shared};
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+/// How long dropping an [`Executor`] waits for workers to finish their current poll.
+pub const DROP_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// Configures and starts an [`Executor`].
+///
+/// # Examples
+///
+/// ```
+/// use procsched::executor::Executor;
+///
+/// let executor = Executor::builder().workers(4).thread_name("my-app").build()?;
+/// assert_eq!(executor.handle().num_workers(), 4);
+/// # Ok::<(), std::io::Error>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct Builder {
+    workers: usize,
+    thread_name: String,
+}
+
+impl Builder {
+    fn new() -> Builder {
+        Builder {
+            workers: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            thread_name: "procsched-worker".to_owned(),
+        }
+    }
+
+    /// Number of worker threads (at least 1). Default: the available parallelism.
+    pub fn workers(&mut self, workers: usize) -> &mut Self {
+        self.workers = workers.max(1);
+        self
+    }
+
+    /// Worker thread name prefix; workers are named `<prefix>-<index>`.
+    pub fn thread_name(&mut self, name: impl Into<String>) -> &mut Self {
+        self.thread_name = name.into();
+        self
+    }
+
+    /// Starts the worker threads.
+    ///
+    /// # Errors
+    ///
+    /// Fails if the operating system refuses to start a thread; the workers already started are
+    /// stopped again.
+    pub fn build(&mut self) -> std::io::Result<Executor> {
+        let locals: Vec<queue::Local<shared::Notified>> =
+            (0..self.workers).map(|_| queue::Local::new()).collect();
+        let remotes = locals
+            .iter()
+            .map(|local| Remote {
+                stealer: local.stealer(),
+                inject: queue::Injector::new(),
+                parker: park::Parker::new(),
+            })
+            .collect();
+        let shared = Arc::new(Shared::new(remotes));
+        let mut threads = Vec::with_capacity(self.workers);
+        for (index, local) in locals.into_iter().enumerate() {
+            let worker_shared = shared.clone();
+            let spawned = thread::Builder::new()
+                .name(format!("{}-{index}", self.thread_name))
+                .spawn(move || worker::run(worker_shared, index, local));
+            match spawned {
+                Ok(thread) => threads.push(thread),
+                Err(error) => {
+                    // Workers that never started must still count as exited.
+                    for _ in index..self.workers {
+                        shared.worker_exited();
+                    }
+                    let executor = Executor::from_parts(shared, threads);
+                    let _ = executor.shutdown(DROP_SHUTDOWN_TIMEOUT);
+                    return Err(error);
+                }
+            }
+        }
+        tracing::debug!(workers = self.workers, "executor started");
+        Ok(Executor::from_parts(shared, threads))
+    }
+}
+
+/// A work-stealing executor: one worker thread per core, each with its own run queue.
+///
+/// Dropping the executor shuts it down (waiting at most [`DROP_SHUTDOWN_TIMEOUT`] for workers to
+/// finish their current poll); unfinished tasks are dropped and their handles resolve to
+/// [`JoinError::is_shutdown`].
+///
+/// # Examples
+///
+/// ```
+/// use procsched::executor::Executor;
+/// use std::time::Duration;
+///
+/// let executor = Executor::builder().workers(2).build()?;
+/// let handle = executor.spawn(async { "hello" });
+/// assert_eq!(executor.block_on(handle).unwrap(), "hello");
+/// let never = executor.spawn(std::future::pending::<()>());
+/// let report = executor.shutdown(Duration::from_secs(1));
+/// assert_eq!(report.cancelled, 1);
+/// assert!(executor.block_on(never).unwrap_err().is_shutdown());
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub struct Executor {
+    handle: Handle,
+    shutdown: Mutex<ShutdownState>,
+}
+
+struct ShutdownState {
+    threads: Vec<thread::JoinHandle<()>>,
+    report: Option<ShutdownReport>,
+}
+
+/// What [`Executor::shutdown`] did.
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ShutdownReport {
+    /// Tasks whose futures were dropped unfinished.
+    pub cancelled: usize,
+    /// Workers still inside a poll when the timeout passed. They exit (and cancel the task they
+    /// were polling) as soon as that poll returns.
+    pub stuck_workers: usize,
+}
+
+impl Executor {
+    /// A builder with the default settings.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let executor = procsched::executor::Executor::builder().build()?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn builder() -> Builder {
+        Builder::new()
+    }
+
+    fn from_parts(shared: Arc<Shared>, threads: Vec<thread::JoinHandle<()>>) -> Executor {
+        Executor {
+            handle: Handle { shared },
+            shutdown: Mutex::new(ShutdownState {
+                threads,
+                report: None,
+            }),
+        }
+    }
+
+    /// A cheap, clonable handle that spawns from any thread.
+    pub fn handle(&self) -> &Handle {
+        &self.handle
+    }
+
+    /// Spawns a task; see [`Handle::spawn`].
+    pub fn spawn<F>(&self, future: F) -> JoinHandle<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        self.handle.spawn(future)
+    }
+
+    /// Runs `future` to completion on the calling thread (not on a worker), blocking it.
+    ///
+    /// Tasks spawned meanwhile run on the workers as usual. Do not call this from inside a task:
+    /// it would block that worker.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let executor = procsched::executor::Executor::builder().workers(1).build()?;
+    /// assert_eq!(executor.block_on(async { 1 + 1 }), 2);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn block_on<F: Future>(&self, future: F) -> F::Output {
+        futures::executor::block_on(future)
+    }
+
+    /// A snapshot of the per-worker counters.
+    pub fn metrics(&self) -> ExecutorMetrics {
+        self.handle.metrics()
+    }
+
+    /// Stops the executor: no new tasks (spawns resolve to [`JoinError::is_shutdown`]), workers
+    /// stop after their current poll, every unfinished task is dropped (its destructor runs) and
+    /// its handle resolves to [`JoinError::is_shutdown`].
+    ///
+    /// Waits at most `timeout` for workers that are inside a long poll. Idempotent: later and
+    /// concurrent calls wait for the first and return its report.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let executor = procsched::executor::Executor::builder().workers(1).build()?;
+    /// let report = executor.shutdown(Duration::from_secs(1));
+    /// assert_eq!(report.cancelled, 0);
+    /// assert!(executor.block_on(executor.spawn(async {})).unwrap_err().is_shutdown());
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn shutdown(&self, timeout: Duration) -> ShutdownReport {
+        let mut state = lock(&self.shutdown);
+        if let Some(report) = state.report {
+            return report;
+        }
+        let shared = &self.handle.shared;
+        let deadline = Instant::now() + timeout;
+        shared.begin_shutdown();
+        let stuck_workers = shared.wait_for_workers(deadline);
+        if stuck_workers == 0 {
+            for thread in state.threads.drain(..) {
+                // A worker never panics (user code runs under `catch_unwind`); if it somehow
+                // did, the panic was already reported on that thread.
+                let _ = thread.join();
+            }
+        } else {
+            tracing::warn!(
+                stuck_workers,
+                "executor shutdown timed out waiting for workers inside a poll"
+            );
+        }
+        let cancelled = shared.cancel_all();
+        let report = ShutdownReport {
+            cancelled,
+            stuck_workers,
+        };
+        tracing::debug!(?report, "executor shut down");
+        state.report = Some(report);
+        report
+    }
+}
+
+impl Drop for Executor {
+    fn drop(&mut self) {
+        self.shutdown(DROP_SHUTDOWN_TIMEOUT);
+    }
+}
+
+impl fmt::Debug for Executor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Executor")
+            .field("shared", &self.handle.shared)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A handle to an [`Executor`]: spawn from any thread (a task, a plain thread, a tokio runtime).
+///
+/// Cloning is cheap (one reference count). A handle does not keep the workers alive: once the
+/// executor is shut down or dropped, spawns resolve to [`JoinError::is_shutdown`].
+///
+/// # Examples
+///
+/// ```
+/// use procsched::executor::Executor;
+///
+/// let executor = Executor::builder().workers(2).build()?;
+/// let handle = executor.handle().clone();
+/// let from_thread = std::thread::spawn(move || handle.spawn(async { 7 }))
+///     .join()
+///     .unwrap();
+/// assert_eq!(executor.block_on(from_thread).unwrap(), 7);
+/// # Ok::<(), std::io::Error>(())
+/// ```
+#[derive(Clone)]
+pub struct Handle {
+    shared: Arc<Shared>,
+}
+
+impl Handle {
+    /// Spawns `future` as a task and returns its [`JoinHandle`].
+    ///
+    /// From a worker thread of this executor the task goes to that worker's deque; from anywhere
+    /// else to the global queue, waking a sleeping worker.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let executor = procsched::executor::Executor::builder().workers(1).build()?;
+    /// let handle = executor.handle().clone();
+    /// let nested = executor.spawn(async move { handle.spawn(async { 5 }).await.unwrap() + 1 });
+    /// assert_eq!(executor.block_on(nested).unwrap(), 6);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn spawn<F>(&self, future: F) -> JoinHandle<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        self.shared.spawn(future)
+    }
+
+    /// The handle of the executor whose worker runs the current thread, if any.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use procsched::executor::{Executor, Handle};
+    ///
+    /// let executor = Executor::builder().workers(1).build()?;
+    /// assert!(Handle::try_current().is_none());
+    /// let inside = executor.spawn(async { Handle::try_current().is_some() });
+    /// assert!(executor.block_on(inside).unwrap());
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn try_current() -> Option<Handle> {
+        worker::current_shared().map(|shared| Handle { shared })
+    }
+
+    /// Number of worker threads.
+    pub fn num_workers(&self) -> usize {
+        self.shared.num_workers()
+    }
+
+    /// `true` once shutdown has begun.
+    pub fn is_shutdown(&self) -> bool {
+        self.shared.is_shutdown()
+    }
+
+    /// Number of tasks spawned and not yet finished (takes a lock per shard; for diagnostics).
+    pub fn live_tasks(&self) -> usize {
+        self.shared.owned.len()
+    }
+
+    /// A snapshot of the per-worker counters.
+    pub fn metrics(&self) -> ExecutorMetrics {
+        self.shared.metrics.snapshot()
+    }
+}
+
+impl fmt::Debug for Handle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Handle")
+            .field("shared", &self.shared)
+            .finish()
+    }
+}
+
+/// Yields once: the task goes behind every other ready task (to the global queue), then runs again.
+///
+/// # Examples
+///
+/// ```
+/// let executor = procsched::executor::Executor::builder().workers(1).build()?;
+/// let task = executor.spawn(async {
+///     for _ in 0..3 {
+///         procsched::executor::yield_now().await;
+///     }
+/// });
+/// executor.block_on(task).unwrap();
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub fn yield_now() -> YieldNow {
+    YieldNow { yielded: false }
+}
+
+/// The future returned by [`yield_now`].
+#[derive(Debug)]
+#[must_use = "futures do nothing unless awaited"]
+pub struct YieldNow {
+    yielded: bool,
+}
+
+impl Future for YieldNow {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        if self.yielded {
+            return Poll::Ready(());
+        }
+        self.yielded = true;
+        cx.waker().wake_by_ref();
+        Poll::Pending
+    }
+}

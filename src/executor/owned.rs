@@ -1,0 +1,107 @@
+//! The owned-task list: every live task of an executor, so shutdown can cancel them all.
+//!
+//! A task parked on a waker nobody will ever fire is referenced only by that waker; without this
+//! list, shutdown could not drop its future and it would leak. The list is sharded (a slab per
+//! shard behind its own mutex) so that spawns and completions on different workers do not contend:
+//! a worker binds the tasks it spawns to its own shard, and a task usually completes on the worker
+//! that spawned it. The critical sections are a few instructions and never run user code.
+//!
+//! # Protocol
+//! 1. `bind` stores the task's `Task` reference in a free slot and records the slot in the task
+//!    header; it fails once the list is closed (spawn after shutdown).
+//! 2. `release` (task completion) takes the reference back out, if the slot still holds this task.
+//! 3. `close_and_take_all` (shutdown) marks every shard closed and takes every reference out, in one
+//!    critical section per shard; a concurrent `release` then finds its slot empty and does nothing.
+
+use super::task::{Schedule, Task};
+use crate::loom::atomic::Ordering::Relaxed;
+use crate::loom::{lock, Mutex};
+use crossbeam_utils::CachePadded;
+
+pub(crate) struct OwnedTasks<S: 'static> {
+    shards: Box<[CachePadded<Mutex<Shard<S>>>]>,
+}
+
+struct Shard<S: 'static> {
+    slots: Vec<Option<Task<S>>>,
+    free: Vec<usize>,
+    closed: bool,
+}
+
+impl<S: Schedule> OwnedTasks<S> {
+    /// `shards` is rounded up to a power of two.
+    pub(crate) fn new(shards: usize) -> OwnedTasks<S> {
+        let shards = shards.max(1).next_power_of_two();
+        OwnedTasks {
+            shards: (0..shards)
+                .map(|_| {
+                    CachePadded::new(Mutex::new(Shard {
+                        slots: Vec::new(),
+                        free: Vec::new(),
+                        closed: false,
+                    }))
+                })
+                .collect(),
+        }
+    }
+
+    /// Step 1. `hint` picks the shard (any number; a worker passes its index).
+    pub(crate) fn bind(&self, task: Task<S>, hint: usize) -> Result<(), Task<S>> {
+        let shard_index = hint & (self.shards.len() - 1);
+        let mut shard = lock(&self.shards[shard_index]);
+        if shard.closed {
+            return Err(task);
+        }
+        let slot = match shard.free.pop() {
+            Some(slot) => slot,
+            None => {
+                shard.slots.push(None);
+                shard.slots.len() - 1
+            }
+        };
+        // Relaxed: `release` reads it on whichever thread completes the task, which received the
+        // task through a queue (release/acquire), after this store.
+        task.header()
+            .owner_slot
+            .store(slot * self.shards.len() + shard_index, Relaxed);
+        shard.slots[slot] = Some(task);
+        Ok(())
+    }
+
+    /// Step 2.
+    pub(crate) fn release(&self, task: &Task<S>) -> Option<Task<S>> {
+        let id = task.header().owner_slot.load(Relaxed);
+        let (slot, shard_index) = (id / self.shards.len(), id % self.shards.len());
+        let mut shard = lock(self.shards.get(shard_index)?);
+        let entry = shard.slots.get_mut(slot)?;
+        if !entry.as_ref().is_some_and(|t| t.ptr_eq(task)) {
+            return None;
+        }
+        let owned = entry.take();
+        shard.free.push(slot);
+        owned
+    }
+
+    /// Step 3.
+    pub(crate) fn close_and_take_all(&self) -> Vec<Task<S>> {
+        let mut all = Vec::new();
+        for shard in self.shards.iter() {
+            let mut shard = lock(shard);
+            shard.closed = true;
+            all.extend(shard.slots.drain(..).flatten());
+            shard.free.clear();
+        }
+        all
+    }
+
+    /// Number of live tasks (takes every shard's lock; for diagnostics and tests).
+    pub(crate) fn len(&self) -> usize {
+        self.shards
+            .iter()
+            .map(|s| {
+                let shard = lock(s);
+                shard.slots.len() - shard.free.len()
+            })
+            .sum()
+    }
+}

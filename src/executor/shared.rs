@@ -1,0 +1,275 @@
+//! State shared by all workers and handles of one executor, and the scheduling decisions.
+//!
+//! # Where a runnable task goes
+//! | event | queue | who is woken |
+//! |---|---|---|
+//! | spawn or wake on one of our worker threads | that worker's deque (LIFO: runs next, cache-warm) | a parked worker, if none is searching and the deque holds more than this task |
+//! | spawn from outside | the global injector | a parked worker, if none is searching |
+//! | wake from outside of a task that ran before | the inject queue of the worker it last ran on (affinity) | that worker if it sleeps, else any parked worker |
+//! | a task woke itself while running (`yield_now`) | the global injector: behind all other ready work | a parked worker, if none is searching |
+//!
+//! Everything that lands in a queue stays reachable by every worker: deques through their
+//! stealers, inject queues and the injector directly. A busy or stuck worker can never strand work.
+//!
+//! # Shutdown vs. a concurrent push
+//! A push to a shared queue is followed by a SeqCst fence and a read of `shutdown`; shutdown sets
+//! `shutdown`, fences, and later drains every shared queue. Either the pusher sees the flag (and
+//! drains the queue itself), or shutdown's drain sees the push: a `Notified` can never be stranded
+//! in a queue after shutdown, where it would keep its task (and, through the task, this `Shared`)
+//! alive forever.
+
+use super::idle::Idle;
+use super::metrics::MetricsBatch;
+use super::owned::OwnedTasks;
+use super::park::Parker;
+use super::queue::{Injector, Stealer};
+use super::task::{self, JoinHandle, Schedule, Task};
+use super::worker;
+use crate::loom::atomic::{fence, AtomicBool, Ordering::*};
+use crate::loom::{lock, Arc, Condvar, Mutex};
+use std::future::Future;
+
+pub(crate) type Notified = task::Notified<Arc<Shared>>;
+
+/// Tasks taken from the global queue (or an inject queue) per visit, including the one run now.
+pub(crate) const INJECT_BATCH: usize = if cfg!(loom) { 2 } else { 1 + 16 };
+/// Tasks stolen per steal, at most (crossbeam takes about half of the victim's deque).
+pub(crate) const STEAL_BATCH: usize = if cfg!(loom) { 2 } else { 32 };
+
+/// One worker's state that others reach.
+pub(crate) struct Remote {
+    /// The thieves' end of the worker's deque.
+    pub(crate) stealer: Stealer<Notified>,
+    /// Tasks woken from outside that last ran on this worker.
+    pub(crate) inject: Injector<Notified>,
+    pub(crate) parker: Parker,
+}
+
+pub(crate) struct Shared {
+    pub(crate) remotes: Box<[Remote]>,
+    pub(crate) injector: Injector<Notified>,
+    pub(crate) idle: Idle,
+    pub(crate) owned: OwnedTasks<Arc<Shared>>,
+    pub(crate) metrics: MetricsBatch,
+    /// The numbers in `1..=n` coprime with `n` (worker count), for random victim order.
+    pub(crate) coprimes: Box<[usize]>,
+    shutdown: AtomicBool,
+    /// Workers that have not exited yet; shutdown waits on `exited` for it to reach zero.
+    live_workers: Mutex<usize>,
+    exited: Condvar,
+}
+
+impl Shared {
+    pub(crate) fn new(remotes: Box<[Remote]>) -> Shared {
+        let n = remotes.len();
+        Shared {
+            idle: Idle::new(n),
+            owned: OwnedTasks::new(n * 4),
+            metrics: MetricsBatch::new(n),
+            coprimes: (1..=n).filter(|&k| gcd(k, n) == 1).collect(),
+            injector: Injector::new(),
+            shutdown: AtomicBool::new(false),
+            live_workers: Mutex::new(n),
+            exited: Condvar::new(),
+            remotes,
+        }
+    }
+
+    pub(crate) fn num_workers(&self) -> usize {
+        self.remotes.len()
+    }
+
+    /// Spawns a task: binds it to the owned list and queues its first poll.
+    pub(crate) fn spawn<F>(self: &Arc<Self>, future: F) -> JoinHandle<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        let (task, notified, join) = task::new(future, self.clone());
+        let shard_hint = worker::current_index(self).unwrap_or_else(thread_hint);
+        match self.owned.bind(task, shard_hint) {
+            Ok(()) => self.schedule_task(notified, false),
+            Err(task) => {
+                // Closed: spawned after shutdown. Cancel right here; the handle reports it.
+                drop(notified);
+                task.shutdown();
+            }
+        }
+        join
+    }
+
+    /// Queues a runnable task per the table in the module docs.
+    fn schedule_task(self: &Arc<Self>, task: Notified, is_yield: bool) {
+        if is_yield {
+            return self.push_global(task);
+        }
+        let Err(task) = worker::try_push_local(self, task) else {
+            return;
+        };
+        let last = task.header().affinity.load(Relaxed);
+        match self.remotes.get(last) {
+            Some(remote) => {
+                remote.inject.push(task);
+                self.after_shared_push(|| self.drain(&remote.inject));
+                if self.idle.unpark_worker_by_id(last, true) {
+                    self.unpark(last);
+                } else {
+                    self.notify_parked();
+                }
+            }
+            None => self.push_global(task),
+        }
+    }
+
+    fn push_global(&self, task: Notified) {
+        self.injector.push(task);
+        self.after_shared_push(|| self.drain(&self.injector));
+        self.notify_parked();
+    }
+
+    /// The pusher's half of the shutdown handshake (module docs).
+    fn after_shared_push(&self, drain: impl FnOnce()) {
+        fence(SeqCst);
+        if self.shutdown.load(Relaxed) {
+            drain();
+        }
+    }
+
+    /// Wakes a parked worker if no one is searching and someone sleeps (`Idle` step 2).
+    pub(crate) fn notify_parked(&self) {
+        if let Some(worker) = self.idle.worker_to_notify() {
+            self.unpark(worker);
+        }
+    }
+
+    pub(crate) fn unpark(&self, worker: usize) {
+        self.remotes[worker].parker.unpark();
+    }
+
+    /// `true` if any shared queue or any deque holds work (the last searcher's re-check).
+    pub(crate) fn has_pending_work(&self) -> bool {
+        !self.injector.is_empty()
+            || self
+                .remotes
+                .iter()
+                .any(|r| !r.inject.is_empty() || !r.stealer.is_empty())
+    }
+
+    pub(crate) fn is_shutdown(&self) -> bool {
+        self.shutdown.load(Acquire)
+    }
+
+    /// Shutdown step 1: no more spawns, no more polls; wake every worker so it exits.
+    /// Returns `false` if shutdown had already begun.
+    pub(crate) fn begin_shutdown(&self) -> bool {
+        if self.shutdown.swap(true, SeqCst) {
+            return false;
+        }
+        fence(SeqCst);
+        for worker in self.idle.take_all_sleepers() {
+            self.unpark(worker);
+        }
+        // Workers that are awake see the flag at their next tick; unpark them too in case they
+        // are between their last check and sleeping.
+        for remote in self.remotes.iter() {
+            remote.parker.unpark();
+        }
+        true
+    }
+
+    /// Shutdown step 2: waits until every worker has exited, or `deadline` passes. Returns the
+    /// number of workers still running (stuck in a poll).
+    pub(crate) fn wait_for_workers(&self, deadline: std::time::Instant) -> usize {
+        let mut live = lock(&self.live_workers);
+        while *live > 0 {
+            let now = std::time::Instant::now();
+            if now >= deadline {
+                break;
+            }
+            live = match self.exited.wait_timeout(live, deadline - now) {
+                Ok((guard, _)) => guard,
+                Err(poisoned) => poisoned.into_inner().0,
+            };
+        }
+        *live
+    }
+
+    pub(crate) fn worker_exited(&self) {
+        let mut live = lock(&self.live_workers);
+        *live -= 1;
+        if *live == 0 {
+            self.exited.notify_all();
+        }
+    }
+
+    /// Shutdown step 3: drops every queued `Notified` and cancels every live task. Returns how many
+    /// futures were dropped unfinished. Tasks a stuck worker is polling are cancelled by that worker
+    /// when its poll returns.
+    pub(crate) fn cancel_all(&self) -> usize {
+        self.drain(&self.injector);
+        for remote in self.remotes.iter() {
+            self.drain(&remote.inject);
+            while remote.stealer.steal().is_some() {}
+        }
+        let tasks: Vec<Task<Arc<Shared>>> = self.owned.close_and_take_all();
+        let mut cancelled = 0;
+        for task in &tasks {
+            if task.shutdown() {
+                cancelled += 1;
+            }
+        }
+        drop(tasks);
+        cancelled
+    }
+
+    fn drain(&self, queue: &Injector<Notified>) {
+        while queue.pop().is_some() {}
+    }
+}
+
+impl Schedule for Arc<Shared> {
+    fn schedule(&self, task: Notified) {
+        self.schedule_task(task, false);
+    }
+
+    fn yield_now(&self, task: Notified) {
+        self.schedule_task(task, true);
+    }
+
+    fn release(&self, task: &Task<Self>) -> Option<Task<Self>> {
+        self.owned.release(task)
+    }
+
+    fn is_shutdown(&self) -> bool {
+        Shared::is_shutdown(self)
+    }
+}
+
+impl std::fmt::Debug for Shared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Shared")
+            .field("workers", &self.num_workers())
+            .field("idle", &self.idle)
+            .field("shutdown", &self.is_shutdown())
+            .finish_non_exhaustive()
+    }
+}
+
+fn gcd(a: usize, b: usize) -> usize {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
+}
+
+/// A per-thread number, to spread spawns from non-worker threads over the owned-list shards:
+/// the address of a thread-local, which differs between live threads.
+fn thread_hint() -> usize {
+    crate::loom::thread_local! {
+        static ANCHOR: u8 = 0;
+    }
+    ANCHOR
+        .try_with(|anchor| (anchor as *const u8 as usize) >> 4)
+        .unwrap_or(0)
+}

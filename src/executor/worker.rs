@@ -1,0 +1,350 @@
+//! A worker thread: find a task, run it, repeat; spin, then park, when there is none.
+//!
+//! # Finding work, in order
+//! 1. Every [`GLOBAL_POLL_INTERVAL`]th tick: the global injector first, then the own inject queue,
+//!    so work from outside is never starved by a worker busy with its own local work.
+//! 2. The local deque, newest first (a freshly woken or spawned task runs while its data is
+//!    cache-warm). Every [`MAX_LOCAL_STREAK`]th local pop takes the *oldest* local task instead, so
+//!    two tasks waking each other forever cannot starve the rest of the deque.
+//! 3. The own inject queue (affinity wakes), then the global injector: one task plus up to 16 more
+//!    moved into the local deque in one batch.
+//! 4. Search (at most half of the workers at once, see `idle.rs`): visit the other workers in a
+//!    random order — start `r % n`, stride a number coprime with `n`, one random number per search —
+//!    stealing about half of a victim's deque (at most 32), or a batch of its inject queue.
+//! 5. Nothing anywhere: spin (rounds 0..4, a growing busy-wait), yield the thread (rounds 4..16),
+//!    then park (`idle.rs` steps 4–5).
+
+use super::metrics::WorkerCounters;
+use super::queue::Local;
+use super::shared::{Notified, Remote, Shared, INJECT_BATCH, STEAL_BATCH};
+use crate::loom::atomic::{fence, Ordering::*};
+use crate::loom::{thread, Arc};
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+
+/// Ticks between forced checks of the global queue (tokio and Go use 61: prime, so it does not
+/// resonate with periodic workloads).
+pub(crate) const GLOBAL_POLL_INTERVAL: u32 = 61;
+/// Local pops between two takes of the oldest local task.
+pub(crate) const MAX_LOCAL_STREAK: u32 = 16;
+/// Search rounds spent busy-waiting before yielding the thread.
+const SPIN_ROUNDS: u32 = if cfg!(loom) { 0 } else { 4 };
+/// Search rounds (spinning included) before parking.
+const YIELD_ROUNDS: u32 = if cfg!(loom) { 1 } else { 16 };
+
+crate::loom::thread_local! {
+    /// The worker running on this thread, if any.
+    static CURRENT: RefCell<Option<Rc<Core>>> = RefCell::new(None);
+}
+
+/// A worker's thread-local state.
+pub(crate) struct Core {
+    shared: Arc<Shared>,
+    index: usize,
+    local: Local<Notified>,
+    tick: Cell<u32>,
+    local_streak: Cell<u32>,
+    is_searching: Cell<bool>,
+    rng: Cell<u64>,
+}
+
+/// Runs worker `index` on the current thread until shutdown.
+pub(crate) fn run(shared: Arc<Shared>, index: usize, local: Local<Notified>) {
+    /// Reports the exit even if the loop panics (it never runs user code outside `catch_unwind`,
+    /// but a shutdown must not wait for a worker that is gone).
+    struct ExitGuard(Arc<Shared>);
+    impl Drop for ExitGuard {
+        fn drop(&mut self) {
+            self.0.worker_exited();
+        }
+    }
+    let _exit = ExitGuard(shared.clone());
+
+    let core = Rc::new(Core {
+        shared,
+        index,
+        local,
+        tick: Cell::new(0),
+        local_streak: Cell::new(0),
+        is_searching: Cell::new(false),
+        rng: Cell::new(seed(index)),
+    });
+    CURRENT.with(|current| *current.borrow_mut() = Some(core.clone()));
+    tracing::trace!(worker = index, "worker started");
+    core.run();
+    CURRENT.with(|current| current.borrow_mut().take());
+    // Drop what is left in our deque: the tasks stay in the owned list, which shutdown cancels.
+    while core.local.pop().is_some() {}
+    tracing::trace!(worker = index, "worker stopped");
+}
+
+/// Pushes `task` to the current thread's deque if it is a worker of `shared`; gives it back
+/// otherwise.
+pub(crate) fn try_push_local(shared: &Arc<Shared>, task: Notified) -> Result<(), Notified> {
+    let mut task = Some(task);
+    let _ = CURRENT.try_with(|current| {
+        if let Some(core) = current.borrow().as_ref() {
+            if Arc::ptr_eq(&core.shared, shared) {
+                if let Some(task) = task.take() {
+                    core.push_local(task);
+                }
+            }
+        }
+    });
+    match task {
+        None => Ok(()),
+        Some(task) => Err(task),
+    }
+}
+
+/// The index of the current thread's worker, if it is a worker of `shared`.
+pub(crate) fn current_index(shared: &Arc<Shared>) -> Option<usize> {
+    CURRENT
+        .try_with(|current| {
+            current
+                .borrow()
+                .as_ref()
+                .filter(|core| Arc::ptr_eq(&core.shared, shared))
+                .map(|core| core.index)
+        })
+        .ok()
+        .flatten()
+}
+
+/// The executor whose worker runs on the current thread, if any.
+pub(crate) fn current_shared() -> Option<Arc<Shared>> {
+    CURRENT
+        .try_with(|current| current.borrow().as_ref().map(|core| core.shared.clone()))
+        .ok()
+        .flatten()
+}
+
+impl Core {
+    fn run(&self) {
+        while let Some(task) = self.next_task() {
+            self.run_task(task);
+        }
+        self.leave_searching(false);
+    }
+
+    fn run_task(&self, task: Notified) {
+        let affinity = &task.header().affinity;
+        if affinity.load(Relaxed) != self.index {
+            affinity.store(self.index, Relaxed);
+        }
+        self.counters().polls.incr();
+        task.run();
+    }
+
+    /// The next task to run, or `None` at shutdown.
+    fn next_task(&self) -> Option<Notified> {
+        if self.shared.is_shutdown() {
+            return None;
+        }
+        let tick = self.tick.get().wrapping_add(1);
+        self.tick.set(tick);
+        if tick % GLOBAL_POLL_INTERVAL == 0 {
+            if let Some(task) = self.pop_global().or_else(|| self.pop_inject()) {
+                return Some(task);
+            }
+        }
+        if let Some(task) = self.pop_local() {
+            return Some(task);
+        }
+        self.pop_inject()
+            .or_else(|| self.pop_global())
+            .or_else(|| self.search_or_park())
+    }
+
+    fn pop_local(&self) -> Option<Notified> {
+        let streak = self.local_streak.get() + 1;
+        if streak >= MAX_LOCAL_STREAK {
+            self.local_streak.set(0);
+            if let Some(task) = self.remote().stealer.steal() {
+                return Some(task);
+            }
+        } else {
+            self.local_streak.set(streak);
+        }
+        self.local.pop()
+    }
+
+    fn pop_inject(&self) -> Option<Notified> {
+        let counters = self.counters();
+        let before = self.local.len();
+        let task = self
+            .remote()
+            .inject
+            .pop_batch_into(&self.local, INJECT_BATCH)?;
+        counters.inject_batches.incr();
+        counters
+            .inject_pops
+            .add(1 + self.local.len().saturating_sub(before) as u64);
+        Some(task)
+    }
+
+    fn pop_global(&self) -> Option<Notified> {
+        let counters = self.counters();
+        let before = self.local.len();
+        let task = self
+            .shared
+            .injector
+            .pop_batch_into(&self.local, INJECT_BATCH)?;
+        counters.inject_batches.incr();
+        counters
+            .global_pops
+            .add(1 + self.local.len().saturating_sub(before) as u64);
+        Some(task)
+    }
+
+    /// Steps 4 and 5 of the module docs. `None` means shutdown.
+    fn search_or_park(&self) -> Option<Notified> {
+        let mut round = 0;
+        loop {
+            if self.shared.is_shutdown() {
+                return None;
+            }
+            if !self.is_searching.get() {
+                self.is_searching
+                    .set(self.shared.idle.transition_worker_to_searching());
+            }
+            let found = if self.is_searching.get() {
+                self.steal_work()
+            } else {
+                None
+            };
+            if let Some(task) = found
+                .or_else(|| self.pop_inject())
+                .or_else(|| self.pop_global())
+            {
+                self.leave_searching(true);
+                return Some(task);
+            }
+            self.counters().spins.incr();
+            round += 1;
+            if round < SPIN_ROUNDS {
+                for _ in 0..(1 << round) {
+                    std::hint::spin_loop();
+                }
+            } else if round < YIELD_ROUNDS {
+                thread::yield_now();
+            } else {
+                self.park();
+                round = 0;
+            }
+        }
+    }
+
+    /// One random sweep over the other workers (module docs, step 4).
+    fn steal_work(&self) -> Option<Notified> {
+        let shared = &self.shared;
+        let n = shared.num_workers();
+        if n < 2 {
+            return None;
+        }
+        let r = self.next_random();
+        let stride = shared.coprimes[(r / n) % shared.coprimes.len()];
+        let mut victim = r % n;
+        for _ in 0..n {
+            if victim != self.index {
+                let remote = &shared.remotes[victim];
+                let before = self.local.len();
+                let task = remote
+                    .stealer
+                    .steal_half_into(&self.local, STEAL_BATCH)
+                    .or_else(|| remote.inject.pop_batch_into(&self.local, INJECT_BATCH));
+                if let Some(task) = task {
+                    let counters = self.counters();
+                    counters.steal_ops.incr();
+                    counters
+                        .stolen
+                        .add(1 + self.local.len().saturating_sub(before) as u64);
+                    return Some(task);
+                }
+            }
+            victim = (victim + stride) % n;
+        }
+        None
+    }
+
+    /// Stops searching; if this was the last searcher and it found work, wakes another worker so a
+    /// burst of work is picked up (`idle.rs`, step 3).
+    fn leave_searching(&self, found_work: bool) {
+        if self.is_searching.replace(false)
+            && self.shared.idle.transition_worker_from_searching()
+            && found_work
+        {
+            self.shared.notify_parked();
+        }
+    }
+
+    /// Parks until woken (`idle.rs`, steps 4 and 5).
+    fn park(&self) {
+        let shared = &self.shared;
+        let was_searching = self.is_searching.replace(false);
+        let last_searcher = shared
+            .idle
+            .transition_worker_to_parked(self.index, was_searching);
+        // Pairs with the producers' fence after a push (`shared.rs`).
+        fence(SeqCst);
+        let work_pending = !self.remote().inject.is_empty()
+            || !shared.injector.is_empty()
+            || (last_searcher && shared.has_pending_work())
+            || shared.is_shutdown();
+        if work_pending {
+            if !shared.idle.unpark_worker_by_id(self.index, false) {
+                // A producer claimed us as a searcher meanwhile; consume its unpark token.
+                self.remote().parker.park();
+                self.is_searching.set(true);
+            }
+            return;
+        }
+        let counters = self.counters();
+        counters.parks.incr();
+        tracing::trace!(worker = self.index, "parking");
+        loop {
+            self.remote().parker.park();
+            if shared.is_shutdown() {
+                break;
+            }
+            if !shared.idle.is_parked(self.index) {
+                // Claimed by a producer: it counted us as unparked and searching.
+                self.is_searching.set(true);
+                break;
+            }
+        }
+        counters.unparks.incr();
+    }
+
+    /// Pushes a task spawned or woken on this worker to its deque; wakes an idle worker if the
+    /// deque now holds more than this task (others could run it meanwhile).
+    pub(crate) fn push_local(&self, task: Notified) {
+        self.local.push(task);
+        if self.local.len() > 1 {
+            self.shared.notify_parked();
+        }
+    }
+
+    fn remote(&self) -> &Remote {
+        &self.shared.remotes[self.index]
+    }
+
+    fn counters(&self) -> &WorkerCounters {
+        self.shared.metrics.worker(self.index)
+    }
+
+    /// xorshift64*: fast, and good enough to pick victims.
+    fn next_random(&self) -> usize {
+        let mut x = self.rng.get();
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.rng.set(x);
+        (x.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 32) as usize
+    }
+}
+
+fn seed(index: usize) -> u64 {
+    // Any non-zero value works; mixing in the index de-correlates the workers' victim orders.
+    0x9E37_79B9_7F4A_7C15u64.wrapping_mul(index as u64 + 1) | 1
+}

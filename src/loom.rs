@@ -1,0 +1,56 @@
+//! The one door to synchronisation primitives.
+//!
+//! Under `--cfg loom` these are loom's model-checked types; otherwise std's. Nothing else in the
+//! crate imports `std::sync::atomic`, `std::sync::{Mutex, Condvar}`, `std::thread` or
+//! `std::cell::UnsafeCell` directly, so every atomic protocol in the crate is visible to loom.
+
+#[cfg(loom)]
+pub(crate) use loom::{
+    sync::{atomic, Arc, Condvar, Mutex, MutexGuard},
+    thread, thread_local,
+};
+
+#[cfg(not(loom))]
+pub(crate) use std::{
+    sync::{atomic, Arc, Condvar, Mutex, MutexGuard},
+    thread, thread_local,
+};
+
+/// `UnsafeCell` with closure-based access, so loom can track every read and write.
+#[cfg(loom)]
+pub(crate) use loom::cell::UnsafeCell;
+
+/// `UnsafeCell` with closure-based access, so loom can track every read and write.
+#[cfg(not(loom))]
+#[derive(Debug)]
+pub(crate) struct UnsafeCell<T>(std::cell::UnsafeCell<T>);
+
+#[cfg(not(loom))]
+impl<T> UnsafeCell<T> {
+    pub(crate) const fn new(data: T) -> UnsafeCell<T> {
+        UnsafeCell(std::cell::UnsafeCell::new(data))
+    }
+
+    /// Gives `f` a shared pointer to the contents.
+    #[inline(always)]
+    pub(crate) fn with<R>(&self, f: impl FnOnce(*const T) -> R) -> R {
+        f(self.0.get())
+    }
+
+    /// Gives `f` an exclusive pointer to the contents.
+    #[inline(always)]
+    pub(crate) fn with_mut<R>(&self, f: impl FnOnce(*mut T) -> R) -> R {
+        f(self.0.get())
+    }
+}
+
+/// Locks a mutex, ignoring poisoning.
+///
+/// Our critical sections never run user code, so a poisoned lock can only come from a bug that
+/// already panicked elsewhere; the protected data is still consistent at every await point.
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    match mutex.lock() {
+        Ok(guard) => guard,
+        Err(poisoned) => poisoned.into_inner(),
+    }
+}
