@@ -10,9 +10,14 @@
 //! Markdown table, printed and written to `target/bench-executor.md`.
 //!
 //! ```text
-//! cargo bench --bench executor               # full run, ~1.5-3 min on 2 cores
-//! cargo bench --bench executor -- --quick    # smoke run
+//! cargo bench --bench executor                    # full run, about 1.5 min on 2 cores
+//! cargo bench --bench executor -- --quick         # smoke run, a few seconds
+//! cargo bench --bench executor -- chained_spawn   # one workload
 //! ```
+//!
+//! `--quick` times only a few short batches right after each runtime starts;
+//! its numbers swing by 2x or more between runs and include start-up
+//! effects, so compare runtimes on full runs only.
 //!
 //! Like tokio's, these measure scheduler overheads with near-empty tasks:
 //! good for regressions and for spotting pathologies, not as a prediction of
@@ -193,15 +198,17 @@ mod harness {
 }
 
 /// Builds the comparison table from the medians criterion saved during this
-/// run; `None` if nothing was measured (test or list mode, or everything
-/// filtered out), since an all-dash table would only mislead.
+/// run. Workloads not measured in this run (filtered out) get no row; `None`
+/// if nothing was measured at all (test or list mode, or everything filtered
+/// out), since an empty table would only mislead.
 fn comparison_table(since: SystemTime) -> Option<String> {
     let mut rows = Vec::with_capacity(WORKLOADS.len());
-    let mut measured_any = false;
     for (workload, _) in WORKLOADS {
         let [procsched, tokio, async_executor] =
             RtKind::ALL.map(|kind| common::median_ns(workload, kind.name(), since));
-        measured_any |= procsched.is_some() || tokio.is_some() || async_executor.is_some();
+        if procsched.is_none() && tokio.is_none() && async_executor.is_none() {
+            continue;
+        }
         rows.push(format!(
             "| {workload} | {} | {} | {} | {} | {} |",
             common::format_cell(procsched),
@@ -211,7 +218,7 @@ fn comparison_table(since: SystemTime) -> Option<String> {
             common::format_ratio(procsched, async_executor),
         ));
     }
-    if !measured_any {
+    if rows.is_empty() {
         return None;
     }
 

@@ -54,3 +54,15 @@ pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
         Err(poisoned) => poisoned.into_inner(),
     }
 }
+
+/// Runs a future to completion on the current thread (loom's model-aware version under loom).
+pub(crate) fn block_on<F: std::future::Future>(future: F) -> F::Output {
+    #[cfg(loom)]
+    {
+        loom::future::block_on(future)
+    }
+    #[cfg(not(loom))]
+    {
+        futures::executor::block_on(future)
+    }
+}

@@ -151,7 +151,7 @@ impl Rt {
     /// its own tasks (or any other thread).
     pub(crate) fn spawner(&self) -> Spawner {
         match self {
-            Rt::Procsched(ex) => Spawner::Procsched(ex.handle()),
+            Rt::Procsched(ex) => Spawner::Procsched(ex.handle().clone()),
             Rt::Tokio(rt) => Spawner::Tokio(rt.handle().clone()),
             Rt::AsyncExecutor(pool) => Spawner::AsyncExecutor(Arc::clone(&pool.executor)),
         }
@@ -191,7 +191,12 @@ impl Rt {
     pub(crate) fn shutdown(self) {
         match self {
             Rt::Procsched(ex) => {
-                let _report = ex.shutdown(SHUTDOWN_TIMEOUT);
+                // Benchmarks wait for all their tasks, so anything cancelled
+                // or stuck here is a leak or a lost wake-up worth reporting.
+                let report = ex.shutdown(SHUTDOWN_TIMEOUT);
+                if report.cancelled > 0 || report.stuck_workers > 0 {
+                    eprintln!("warning: procsched left work behind at shutdown: {report:?}");
+                }
             }
             Rt::Tokio(rt) => rt.shutdown_timeout(SHUTDOWN_TIMEOUT),
             // Dropping the pool stops and joins its threads.

@@ -128,20 +128,13 @@ impl Idle {
     pub(crate) fn take_all_sleepers(&self) -> Vec<usize> {
         let mut sleepers = lock(&self.sleepers);
         let all = std::mem::take(&mut *sleepers);
-        self.state
-            .fetch_add(all.len() * UNPARKED_ONE, SeqCst);
+        self.state.fetch_add(all.len() * UNPARKED_ONE, SeqCst);
         all
     }
 
     fn notify_should_wakeup(&self) -> bool {
         let state = self.state.load(SeqCst);
         num_searching(state) == 0 && num_unparked(state) < self.num_workers
-    }
-
-    #[cfg(test)]
-    pub(crate) fn counts(&self) -> (usize, usize) {
-        let state = self.state.load(SeqCst);
-        (num_searching(state), num_unparked(state))
     }
 }
 

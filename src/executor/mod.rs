@@ -240,7 +240,7 @@ impl Executor {
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn block_on<F: Future>(&self, future: F) -> F::Output {
-        futures::executor::block_on(future)
+        crate::loom::block_on(future)
     }
 
     /// A snapshot of the per-worker counters.
@@ -355,7 +355,7 @@ impl Handle {
         F: Future + Send + 'static,
         F::Output: Send + 'static,
     {
-        self.shared.spawn(future)
+        Shared::spawn(&self.shared, future)
     }
 
     /// The handle of the executor whose worker runs the current thread, if any.

@@ -80,15 +80,15 @@ impl Shared {
     }
 
     /// Spawns a task: binds it to the owned list and queues its first poll.
-    pub(crate) fn spawn<F>(self: &Arc<Self>, future: F) -> JoinHandle<F::Output>
+    pub(crate) fn spawn<F>(this: &Arc<Self>, future: F) -> JoinHandle<F::Output>
     where
         F: Future + Send + 'static,
         F::Output: Send + 'static,
     {
-        let (task, notified, join) = task::new(future, self.clone());
-        let shard_hint = worker::current_index(self).unwrap_or_else(thread_hint);
-        match self.owned.bind(task, shard_hint) {
-            Ok(()) => self.schedule_task(notified, false),
+        let (task, notified, join) = task::new(future, this.clone());
+        let shard_hint = worker::current_index(this).unwrap_or_else(thread_hint);
+        match this.owned.bind(task, shard_hint) {
+            Ok(()) => Shared::schedule_task(this, notified, false),
             Err(task) => {
                 // Closed: spawned after shutdown. Cancel right here; the handle reports it.
                 drop(notified);
@@ -99,13 +99,18 @@ impl Shared {
     }
 
     /// Queues a runnable task per the table in the module docs.
-    fn schedule_task(self: &Arc<Self>, task: Notified, is_yield: bool) {
+    fn schedule_task(this: &Arc<Self>, task: Notified, is_yield: bool) {
         if is_yield {
-            return self.push_global(task);
+            return this.push_global(task);
         }
-        let Err(task) = worker::try_push_local(self, task) else {
+        let Err(task) = worker::try_push_local(this, task) else {
             return;
         };
+        this.schedule_remote(task);
+    }
+
+    /// A wake from a thread that is not one of our workers.
+    fn schedule_remote(&self, task: Notified) {
         let last = task.header().affinity.load(Relaxed);
         match self.remotes.get(last) {
             Some(remote) => {
@@ -183,7 +188,8 @@ impl Shared {
         let mut live = lock(&self.live_workers);
         while *live > 0 {
             let now = std::time::Instant::now();
-            if now >= deadline {
+            // Loom cannot model time (its `wait_timeout` never times out): wait for real there.
+            if now >= deadline && !cfg!(loom) {
                 break;
             }
             live = match self.exited.wait_timeout(live, deadline - now) {
@@ -229,11 +235,11 @@ impl Shared {
 
 impl Schedule for Arc<Shared> {
     fn schedule(&self, task: Notified) {
-        self.schedule_task(task, false);
+        Shared::schedule_task(self, task, false);
     }
 
     fn yield_now(&self, task: Notified) {
-        self.schedule_task(task, true);
+        Shared::schedule_task(self, task, true);
     }
 
     fn release(&self, task: &Task<Self>) -> Option<Task<Self>> {
@@ -266,8 +272,12 @@ fn gcd(a: usize, b: usize) -> usize {
 /// A per-thread number, to spread spawns from non-worker threads over the owned-list shards:
 /// the address of a thread-local, which differs between live threads.
 fn thread_hint() -> usize {
+    if cfg!(loom) {
+        // Loom models must be deterministic; addresses are not.
+        return 0;
+    }
     crate::loom::thread_local! {
-        static ANCHOR: u8 = 0;
+        static ANCHOR: u8 = const { 0 };
     }
     ANCHOR
         .try_with(|anchor| (anchor as *const u8 as usize) >> 4)

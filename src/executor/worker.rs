@@ -34,7 +34,7 @@ const YIELD_ROUNDS: u32 = if cfg!(loom) { 1 } else { 16 };
 
 crate::loom::thread_local! {
     /// The worker running on this thread, if any.
-    static CURRENT: RefCell<Option<Rc<Core>>> = RefCell::new(None);
+    static CURRENT: RefCell<Option<Rc<Core>>> = const { RefCell::new(None) };
 }
 
 /// A worker's thread-local state.

@@ -139,8 +139,9 @@ where
     fn cancel_future(&self) {
         let core = &self.cell().core;
         // SAFETY: the caller holds `RUNNING`.
-        let dropped =
-            catch_unwind(AssertUnwindSafe(|| unsafe { core.set_stage(Stage::Consumed) }));
+        let dropped = catch_unwind(AssertUnwindSafe(|| unsafe {
+            core.set_stage(Stage::Consumed)
+        }));
         let error = match dropped {
             Err(panic) => JoinError::panic(panic),
             Ok(()) if core.scheduler.is_shutdown() => JoinError::shutdown(),

@@ -186,8 +186,8 @@ impl<F: Future, S> Core<F, S> {
     /// # Safety
     /// As for [`Core::set_stage`].
     pub(super) unsafe fn take_output(&self) -> Result<F::Output, JoinError> {
-        // SAFETY: exclusive access per the caller's contract.
         self.stage.with_mut(|ptr| {
+            // SAFETY: exclusive access per the caller's contract.
             match std::mem::replace(unsafe { &mut *ptr }, Stage::Consumed) {
                 Stage::Finished(output) => output,
                 _ => panic!("JoinHandle polled after its output was taken"),
@@ -202,6 +202,7 @@ impl<F: Future, S> Core<F, S> {
             // SAFETY: `RUNNING` gives exclusive access; the future is never moved out of the
             // allocation while in `Stage::Running`, so pinning it here is sound.
             let future = match unsafe { &mut *ptr } {
+                // SAFETY: as above: pinned in place inside the task allocation.
                 Stage::Running(future) => unsafe { std::pin::Pin::new_unchecked(future) },
                 _ => unreachable!("polled a task whose future is gone"),
             };
@@ -229,8 +230,8 @@ impl Trailer {
     /// # Safety
     /// As for [`Trailer::will_wake`].
     pub(super) unsafe fn wake_join(&self) {
-        // SAFETY: shared read access per the caller's contract.
         self.waker.with(|ptr| {
+            // SAFETY: shared read access per the caller's contract.
             if let Some(waker) = unsafe { (*ptr).as_ref() } {
                 waker.wake_by_ref();
             }

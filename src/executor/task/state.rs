@@ -477,14 +477,20 @@ mod tests {
             TransitionToNotified::DoNothing
         );
         assert_eq!(state.transition_to_idle(), TransitionToIdle::Cancelled);
-        assert!(state.load().is_running(), "the runner still holds the future");
+        assert!(
+            state.load().is_running(),
+            "the runner still holds the future"
+        );
     }
 
     #[test]
     fn shutdown_takes_an_idle_future_only() {
         let state = State::new();
         assert_eq!(state.transition_to_running(), TransitionToRunning::Success);
-        assert!(!state.transition_to_shutdown(), "running: the runner cancels");
+        assert!(
+            !state.transition_to_shutdown(),
+            "running: the runner cancels"
+        );
         let state = State::new();
         assert!(state.transition_to_shutdown(), "queued: the caller cancels");
         assert_eq!(state.transition_to_running(), TransitionToRunning::Failed);

@@ -1,0 +1,77 @@
+//! Loom models of the executor's park/unpark and shutdown protocols, on the real worker loop.
+//!
+//! Under loom the queues are loom mutexes, spinning is skipped (a worker parks after one empty
+//! round) and batches shrink to 2, so the models stay small.
+//!
+//! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test --lib --release loom_`
+
+use super::Executor;
+use crate::loom::atomic::{AtomicUsize, Ordering::SeqCst};
+use crate::loom::Arc;
+use std::time::Duration;
+
+fn model(f: impl Fn() + Sync + Send + 'static) {
+    let mut builder = loom::model::Builder::new();
+    if builder.preemption_bound.is_none() {
+        builder.preemption_bound = Some(2);
+    }
+    builder.check(f);
+}
+
+#[test]
+fn loom_task_pushed_while_the_only_worker_parks_is_run() {
+    model(|| {
+        let executor = Executor::builder().workers(1).build().unwrap();
+        let ran = Arc::new(AtomicUsize::new(0));
+        let counted = ran.clone();
+        // The worker may be anywhere between "found nothing" and asleep when this lands.
+        let join = executor.spawn(async move {
+            counted.fetch_add(1, SeqCst);
+        });
+        executor.block_on(join).expect("the task ran");
+        assert_eq!(ran.load(SeqCst), 1);
+        assert_eq!(executor.shutdown(Duration::from_secs(1)).cancelled, 0);
+    });
+}
+
+#[test]
+fn loom_wake_from_outside_reaches_a_parked_worker() {
+    model(|| {
+        let executor = Executor::builder().workers(1).build().unwrap();
+        let (tx, rx) = futures::channel::oneshot::channel::<u8>();
+        let join = executor.spawn(async move { rx.await.unwrap() });
+        // The task may or may not have been polled (and the worker parked) before this send.
+        tx.send(7).unwrap();
+        assert_eq!(executor.block_on(join).unwrap(), 7);
+        drop(executor);
+    });
+}
+
+#[test]
+fn loom_two_workers_spawn_from_outside_and_inside() {
+    model(|| {
+        let executor = Executor::builder().workers(2).build().unwrap();
+        let handle = executor.handle().clone();
+        let join = executor.spawn(async move { handle.spawn(async { 2 }).await.unwrap() + 1 });
+        assert_eq!(executor.block_on(join).unwrap(), 3);
+        drop(executor);
+    });
+}
+
+#[test]
+fn loom_shutdown_racing_with_a_spawn() {
+    model(|| {
+        let executor = Arc::new(Executor::builder().workers(1).build().unwrap());
+        let spawner = {
+            let executor = executor.clone();
+            crate::loom::thread::spawn(move || executor.spawn(async { 1 }))
+        };
+        let report = executor.shutdown(Duration::from_secs(1));
+        let join = spawner.join().unwrap();
+        match executor.block_on(join) {
+            Ok(1) => assert_eq!(report.cancelled, 0),
+            Ok(_) => unreachable!(),
+            Err(e) => assert!(e.is_shutdown(), "{e:?}"),
+        }
+    });
+}
