@@ -6,15 +6,27 @@
 
 #[cfg(loom)]
 pub(crate) use loom::{
-    sync::{atomic, Arc, Condvar, Mutex, MutexGuard},
-    thread, thread_local,
+    sync::{atomic, Arc, Condvar, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard},
+    thread,
 };
 
 #[cfg(not(loom))]
 pub(crate) use std::{
-    sync::{atomic, Arc, Condvar, Mutex, MutexGuard},
-    thread, thread_local,
+    sync::{atomic, Arc, Condvar, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard},
+    thread,
 };
+
+/// `thread_local!` with a `const` initializer: std's (fast, no lazy-init check) normally, loom's
+/// (one value per model thread, which has no `const` form) under loom.
+macro_rules! thread_local_const {
+    ($(#[$attr:meta])* static $name:ident: $t:ty = $init:expr;) => {
+        #[cfg(loom)]
+        loom::thread_local! { $(#[$attr])* static $name: $t = $init; }
+        #[cfg(not(loom))]
+        std::thread_local! { $(#[$attr])* static $name: $t = const { $init }; }
+    };
+}
+pub(crate) use thread_local_const;
 
 /// `UnsafeCell` with closure-based access, so loom can track every read and write.
 #[cfg(loom)]

@@ -56,6 +56,7 @@ mod worker;
 mod loom_park;
 
 pub use metrics::{ExecutorMetrics, WorkerMetrics};
+pub(crate) use task::panic_message;
 pub use task::{JoinError, JoinHandle};
 
 use crate::loom::{lock, thread, Arc, Mutex};

@@ -185,11 +185,22 @@ mod tests {
         }
         assert_eq!(local.pop(), Some(9));
         let thief = Local::new();
-        let first = local.stealer().steal_half_into(&thief, 32);
-        assert_eq!(first, Some(0));
-        let stolen = 1 + thief.len();
-        assert!((4..=5).contains(&stolen), "about half of 9: {stolen}");
-        assert_eq!(local.stealer().steal(), Some(stolen as i32));
+        let first = local.stealer().steal_half_into(&thief, 32).unwrap();
+        let mut stolen = vec![first];
+        while let Some(task) = thief.pop() {
+            stolen.push(task);
+        }
+        stolen.sort();
+        assert_eq!(
+            stolen,
+            (0..stolen.len() as i32).collect::<Vec<_>>(),
+            "the oldest"
+        );
+        assert!(
+            (4..=5).contains(&stolen.len()),
+            "about half of 9: {stolen:?}"
+        );
+        assert_eq!(local.pop(), Some(8), "the owner keeps the newest");
     }
 
     #[test]

@@ -276,8 +276,8 @@ fn thread_hint() -> usize {
         // Loom models must be deterministic; addresses are not.
         return 0;
     }
-    crate::loom::thread_local! {
-        static ANCHOR: u8 = const { 0 };
+    crate::loom::thread_local_const! {
+        static ANCHOR: u8 = 0;
     }
     ANCHOR
         .try_with(|anchor| (anchor as *const u8 as usize) >> 4)

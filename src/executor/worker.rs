@@ -32,9 +32,9 @@ const SPIN_ROUNDS: u32 = if cfg!(loom) { 0 } else { 4 };
 /// Search rounds (spinning included) before parking.
 const YIELD_ROUNDS: u32 = if cfg!(loom) { 1 } else { 16 };
 
-crate::loom::thread_local! {
+crate::loom::thread_local_const! {
     /// The worker running on this thread, if any.
-    static CURRENT: RefCell<Option<Rc<Core>>> = const { RefCell::new(None) };
+    static CURRENT: RefCell<Option<Rc<Core>>> = RefCell::new(None);
 }
 
 /// A worker's thread-local state.

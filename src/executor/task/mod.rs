@@ -17,9 +17,10 @@ mod raw;
 mod state;
 mod waker;
 
-#[cfg(all(test, loom))]
-mod loom_task;
+#[cfg(test)]
+mod tests;
 
+pub(crate) use error::panic_message;
 pub use error::JoinError;
 pub use join::JoinHandle;
 pub(crate) use raw::{Header, RawTask};

@@ -1,0 +1,79 @@
+//! Commands, handlers and the tokio bridge.
+//!
+//! A yield is a command value; the handler registered for its type runs it:
+//!
+//! | kind | runs | completes |
+//! |---|---|---|
+//! | inline | on the worker, during dispatch | at once: the completion joins the next step of the same poll (no oneshot, no allocation) |
+//! | async | as a tokio task, on the configured / ambient / owned tokio runtime | through its [`YieldCompleter`] into the process's mailbox |
+//! | blocking | on tokio's blocking pool | likewise |
+//!
+//! A command with no handler completes at once with [`CommandError::NoHandler`]; a handler that
+//! panics completes its yield with [`CommandError::Panicked`]. Either way the process sees it.
+
+mod completer;
+mod registry;
+
+pub(crate) use completer::YieldCompleter;
+pub(crate) use registry::{Handler, HandlerSet};
+
+use crate::loom::Arc;
+use crate::process::mailbox::{Generation, ProcessCell};
+use crate::process::{panic_message, CommandError, Event, Events, Yield};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+/// Dispatches one yield (see the module docs). Returns the abort handle of the handler task for
+/// async and blocking handlers.
+pub(crate) fn dispatch(
+    handlers: &HandlerSet,
+    runtime: Option<&tokio::runtime::Handle>,
+    cell: &Arc<ProcessCell>,
+    generation: Generation,
+    yielded: Yield,
+    completions: &mut Events,
+) -> Option<tokio::task::AbortHandle> {
+    let Yield { tag, command } = yielded;
+    let type_name = command.type_name();
+    let complete_now = |completions: &mut Events, result| {
+        completions.push(Event::YieldComplete { tag, result });
+    };
+    let Some(handler) = handlers.get(command.value_type_id()) else {
+        tracing::debug!(pid = %cell.pid, command = type_name, "no handler for command");
+        drop(command);
+        complete_now(completions, Err(CommandError::NoHandler(type_name)));
+        return None;
+    };
+    match handler {
+        Handler::Inline(run) => {
+            let result = catch_unwind(AssertUnwindSafe(|| run(command)))
+                .unwrap_or_else(|panic| Err(CommandError::Panicked(panic_message(&*panic))));
+            complete_now(completions, result);
+            None
+        }
+        Handler::Async(spawn) | Handler::Blocking(spawn) => {
+            let Some(runtime) = runtime else {
+                // Unreachable by construction: `build` provides a runtime whenever an async or
+                // blocking handler is registered. Still, never hang the process.
+                complete_now(completions, Err(CommandError::Cancelled));
+                return None;
+            };
+            let completer = YieldCompleter::new(cell.clone(), generation, tag);
+            // Creating the handler's future is user code and may panic; the completer, dropped
+            // during the unwind, then reports the yield as cancelled — report the panic instead.
+            match catch_unwind(AssertUnwindSafe(|| spawn(command, completer, runtime))) {
+                Ok(abort) => Some(abort),
+                Err(panic) => {
+                    let message = panic_message(&*panic);
+                    let _ = cell.deliver(
+                        generation,
+                        Event::YieldComplete {
+                            tag,
+                            result: Err(CommandError::Panicked(message)),
+                        },
+                    );
+                    None
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,120 @@
+//! A toy scheduler for task-level tests: one loom-aware `Mutex<VecDeque>` run queue, run by hand.
+
+use super::super::{JoinHandle, Notified, Schedule, Task};
+use crate::loom::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
+use crate::loom::{lock, Arc, Mutex};
+use std::collections::VecDeque;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll, Waker};
+
+#[derive(Default)]
+pub(super) struct Toy {
+    pub(super) queue: Mutex<VecDeque<Notified<Arc<Toy>>>>,
+    owned: Mutex<Vec<Task<Arc<Toy>>>>,
+}
+
+impl Schedule for Arc<Toy> {
+    fn schedule(&self, task: Notified<Self>) {
+        lock(&self.queue).push_back(task);
+    }
+    fn yield_now(&self, task: Notified<Self>) {
+        lock(&self.queue).push_back(task);
+    }
+    fn release(&self, task: &Task<Self>) -> Option<Task<Self>> {
+        let mut owned = lock(&self.owned);
+        let i = owned.iter().position(|t| t.ptr_eq(task))?;
+        Some(owned.swap_remove(i))
+    }
+    fn is_shutdown(&self) -> bool {
+        false
+    }
+}
+
+pub(super) fn spawn<F>(toy: &Arc<Toy>, future: F) -> JoinHandle<F::Output>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    let (task, notified, join) = super::super::new(future, toy.clone());
+    lock(&toy.owned).push(task);
+    toy.schedule(notified);
+    join
+}
+
+impl Toy {
+    pub(super) fn run_one(&self) -> bool {
+        let next = lock(&self.queue).pop_front();
+        match next {
+            Some(task) => {
+                task.run();
+                true
+            }
+            None => false,
+        }
+    }
+
+    pub(super) fn run_all(&self) {
+        while self.run_one() {}
+    }
+
+    /// Drops every queued `Notified` and cancels every live task, so the model ends without leaks.
+    pub(super) fn shutdown(&self) {
+        lock(&self.queue).clear();
+        let owned = std::mem::take(&mut *lock(&self.owned));
+        for task in &owned {
+            let _ = task.shutdown();
+        }
+    }
+}
+
+/// A future that is ready once `event` is set; counts polls and checks they never overlap.
+pub(super) struct Probe {
+    shared: Arc<ProbeShared>,
+}
+
+#[derive(Default)]
+pub(super) struct ProbeShared {
+    pub(super) event: AtomicBool,
+    pub(super) polls: AtomicUsize,
+    pub(super) in_poll: AtomicBool,
+    pub(super) waker: Mutex<Option<Waker>>,
+    pub(super) drops: AtomicUsize,
+}
+
+impl Future for Probe {
+    type Output = usize;
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<usize> {
+        let s = &self.shared;
+        assert!(!s.in_poll.swap(true, SeqCst), "two concurrent polls");
+        let polls = s.polls.fetch_add(1, SeqCst) + 1;
+        *lock(&s.waker) = Some(cx.waker().clone());
+        let ready = s.event.load(SeqCst);
+        s.in_poll.store(false, SeqCst);
+        if ready {
+            Poll::Ready(polls)
+        } else {
+            Poll::Pending
+        }
+    }
+}
+
+impl Drop for Probe {
+    fn drop(&mut self) {
+        self.shared.drops.fetch_add(1, SeqCst);
+    }
+}
+
+pub(super) fn probe() -> (Probe, Arc<ProbeShared>) {
+    let shared = Arc::new(ProbeShared::default());
+    (
+        Probe {
+            shared: shared.clone(),
+        },
+        shared,
+    )
+}
+
+pub(super) fn take_waker(probe: &ProbeShared) -> Waker {
+    lock(&probe.waker).take().expect("polled once")
+}

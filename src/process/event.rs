@@ -1,0 +1,145 @@
+//! What a process's `step` receives: yield completions, messages and cancellation.
+
+use super::{CommandError, Payload, Pid};
+use std::borrow::Cow;
+use std::collections::VecDeque;
+
+/// The correlation tag of a yield, chosen by the process and returned unchanged with its
+/// completion.
+pub type Tag = u64;
+
+/// The topic of a message: a static string (no allocation) or an owned one.
+pub type Topic = Cow<'static, str>;
+
+/// One input to a process's `step`.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Event {
+    /// A yield dispatched by an earlier step completed.
+    YieldComplete {
+        /// The tag the process gave the yield.
+        tag: Tag,
+        /// The handler's result.
+        result: Result<Payload, CommandError>,
+    },
+    /// A message sent with [`Scheduler::send`](crate::Scheduler::send).
+    Message(Message),
+    /// The scheduler asks the process to finish (shutdown). The process may still yield and
+    /// receive completions; it should reach `Done` soon.
+    Cancel {
+        /// Why.
+        reason: CancelReason,
+    },
+}
+
+/// Why a process received [`Event::Cancel`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CancelReason {
+    /// The scheduler is shutting down.
+    Shutdown,
+}
+
+/// A message between processes (or from outside).
+///
+/// # Examples
+///
+/// ```
+/// use procsched::{Message, Payload};
+///
+/// let m = Message::new("cart.updated", Payload::new(3u32));
+/// assert_eq!(m.topic, "cart.updated");
+/// assert_eq!(m.from, None);
+/// ```
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct Message {
+    /// The sending process, if a process sent it.
+    pub from: Option<Pid>,
+    /// What the message is about.
+    pub topic: Topic,
+    /// The body.
+    pub payload: Payload,
+}
+
+impl Message {
+    /// A message with no sender.
+    pub fn new(topic: impl Into<Topic>, payload: Payload) -> Message {
+        Message {
+            from: None,
+            topic: topic.into(),
+            payload,
+        }
+    }
+
+    /// Sets the sender.
+    pub fn with_from(mut self, from: Pid) -> Message {
+        self.from = Some(from);
+        self
+    }
+}
+
+/// The events that arrived since the previous step, oldest first.
+///
+/// `step` takes them by value ([`pop`](Self::pop), [`drain`](Self::drain)), so payloads move out
+/// without a clone. Events the step leaves unread are dropped when it returns: every event is
+/// presented to exactly one step.
+///
+/// # Examples
+///
+/// ```
+/// # use procsched::{Event, Events};
+/// fn count_messages(events: &mut Events) -> usize {
+///     events.drain().filter(|e| matches!(e, Event::Message(_))).count()
+/// }
+/// ```
+#[derive(Debug, Default)]
+pub struct Events {
+    queue: VecDeque<Event>,
+}
+
+impl Events {
+    /// Number of unread events.
+    pub fn len(&self) -> usize {
+        self.queue.len()
+    }
+
+    /// `true` if there is no unread event.
+    pub fn is_empty(&self) -> bool {
+        self.queue.is_empty()
+    }
+
+    /// Takes the oldest unread event.
+    pub fn pop(&mut self) -> Option<Event> {
+        self.queue.pop_front()
+    }
+
+    /// Takes every unread event, oldest first.
+    pub fn drain(&mut self) -> impl Iterator<Item = Event> + '_ {
+        self.queue.drain(..)
+    }
+
+    /// Looks at the unread events.
+    pub fn iter(&self) -> impl Iterator<Item = &Event> + '_ {
+        self.queue.iter()
+    }
+
+    pub(crate) fn push(&mut self, event: Event) {
+        self.queue.push_back(event);
+    }
+
+    /// Moves up to `max` events from `source` (oldest first).
+    pub(crate) fn take_from(&mut self, source: &mut VecDeque<Event>, max: usize) {
+        if self.queue.is_empty() && source.len() <= max {
+            // The common case: swap buffers, keeping both allocations.
+            std::mem::swap(&mut self.queue, source);
+        } else {
+            let n = source.len().min(max);
+            self.queue.extend(source.drain(..n));
+        }
+    }
+
+    pub(crate) fn clear(&mut self) {
+        self.queue.clear();
+    }
+}

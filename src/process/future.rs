@@ -1,0 +1,235 @@
+//! The process future: drains the mailbox, steps the process, dispatches its yields.
+//!
+//! # One poll
+//! 1. Register the task's waker with the mailbox; state → `Running`.
+//! 2. Move a bounded batch of events from the mailbox into the step's `Events` (after any inline
+//!    completions of the previous step).
+//! 3. Call `step` (panics caught). `Err` → the process fails; `Done` → it finishes (yields of that
+//!    step are dropped, with a warning).
+//! 4. Dispatch the yields through the [`Host`]: inline handlers complete right here (their
+//!    completions feed the next step of this same poll); async and blocking ones complete later
+//!    through the mailbox.
+//! 5. `Continue` → state `Ready`, wake ourselves (the executor queues us behind other ready work),
+//!    return `Pending`. `Wait`/`Idle` → if inline completions are pending, step again (step 2);
+//!    otherwise try to park (`state.rs`): parked → `Pending`; an event landed → step again. Every
+//!    extra step spends one unit of the step budget; when it is spent, re-queue as for `Continue`.
+//!
+//! # Finish (done, failed, panicked, terminated, or dropped by a shutdown)
+//! State → `Complete`; the mailbox closes (later sends see `Closed`, then `NotFound`); outstanding
+//! handler tasks are aborted; `close` runs exactly once (panics caught); the host forgets the PID.
+
+use super::mailbox::{Generation, ProcessCell};
+use super::output::{Status, Yield};
+use super::state::{Park, ProcessState};
+use super::{panic_message, Events, Process, ProcessError, StepOutput};
+use crate::loom::Arc;
+use crate::Payload;
+use std::future::Future;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+/// What the process future needs from the scheduler hosting it.
+pub(crate) trait Host: Send + Sync + 'static {
+    /// A handle to an in-flight async or blocking handler, aborted if the process ends first.
+    type Outstanding: Send + 'static;
+
+    /// Dispatches one yield. An inline handler (or a missing one) completes at once by pushing
+    /// its `YieldComplete` to `completions`; other kinds return a handle to their task.
+    fn dispatch(
+        &self,
+        cell: &Arc<ProcessCell>,
+        generation: Generation,
+        yielded: Yield,
+        completions: &mut Events,
+    ) -> Option<Self::Outstanding>;
+
+    /// Aborts an outstanding handler task.
+    fn abort(&self, outstanding: Self::Outstanding);
+
+    /// `true` if the outstanding handler has finished (its completion is delivered or rejected).
+    fn is_finished(&self, outstanding: &Self::Outstanding) -> bool;
+
+    /// The process finished: forget its PID.
+    fn finished(&self, cell: &ProcessCell);
+
+    /// Most events moved into one step.
+    fn max_batch(&self) -> usize;
+
+    /// Most steps in one poll.
+    fn step_budget(&self) -> usize;
+}
+
+/// A process, wrapped as a future for the executor.
+pub(crate) struct ProcessFuture<P: Process, H: Host> {
+    process: P,
+    cell: Arc<ProcessCell>,
+    generation: Generation,
+    host: Arc<H>,
+    events: Events,
+    out: StepOutput,
+    outstanding: Vec<H::Outstanding>,
+    finished: bool,
+}
+
+// The process is never pinned: `poll` only takes `&mut` to it, so moving the future is fine.
+impl<P: Process, H: Host> Unpin for ProcessFuture<P, H> {}
+
+impl<P: Process, H: Host> ProcessFuture<P, H> {
+    pub(crate) fn new(process: P, cell: Arc<ProcessCell>, host: Arc<H>) -> Self {
+        let generation = cell.generation();
+        ProcessFuture {
+            process,
+            cell,
+            generation,
+            host,
+            events: Events::default(),
+            out: StepOutput::default(),
+            outstanding: Vec::new(),
+            finished: false,
+        }
+    }
+
+    fn poll_steps(&mut self, cx: &mut Context<'_>) -> Poll<Result<Payload, ProcessError>> {
+        self.cell.mailbox.register_waker(cx.waker());
+        self.cell.state.start_poll();
+        let max_batch = self.host.max_batch();
+        let mut budget = self.host.step_budget().max(1);
+        loop {
+            if self.cell.is_terminate_requested() {
+                let pid = self.cell.pid;
+                return Poll::Ready(self.finish(Err(ProcessError::terminated(pid))));
+            }
+            self.cell.mailbox.drain_into(&mut self.events, max_batch);
+            let (process, events, out) = (&mut self.process, &mut self.events, &mut self.out);
+            let stepped = catch_unwind(AssertUnwindSafe(|| process.step(events, out)));
+            self.drop_unread_events();
+            let pid = self.cell.pid;
+            match stepped {
+                Ok(Ok(())) => {}
+                Ok(Err(error)) => {
+                    return Poll::Ready(self.finish(Err(ProcessError::failed(pid, error))))
+                }
+                Err(panic) => {
+                    let message = panic_message(&*panic);
+                    drop_caught(panic);
+                    return Poll::Ready(self.finish(Err(ProcessError::panicked(pid, message))));
+                }
+            }
+            let status = self.out.take_status();
+            let park_as = match status {
+                Status::Done(result) => {
+                    let dropped = self.out.yield_count();
+                    if dropped > 0 {
+                        tracing::warn!(%pid, dropped, "yields of a Done step are dropped");
+                        self.out.clear_yields();
+                    }
+                    return Poll::Ready(self.finish(Ok(result)));
+                }
+                Status::Continue => None,
+                Status::Wait => Some(ProcessState::Blocked),
+                Status::Idle => Some(ProcessState::Idle),
+            };
+            self.dispatch_yields();
+            budget -= 1;
+            let step_again = match park_as {
+                None => false,
+                Some(_) if !self.events.is_empty() => true,
+                Some(state) => self.cell.state.try_park(state) == Park::Notified,
+            };
+            if !step_again {
+                if park_as.is_none() {
+                    return self.requeue(cx);
+                }
+                return Poll::Pending;
+            }
+            if budget == 0 {
+                return self.requeue(cx);
+            }
+        }
+    }
+
+    /// Back into the run queue, behind other ready work.
+    fn requeue(&mut self, cx: &mut Context<'_>) -> Poll<Result<Payload, ProcessError>> {
+        self.cell.state.requeue();
+        cx.waker().wake_by_ref();
+        Poll::Pending
+    }
+
+    fn dispatch_yields(&mut self) {
+        if self.out.yield_count() == 0 {
+            return;
+        }
+        // Forget handler tasks that already delivered their completion.
+        let host = &*self.host;
+        self.outstanding.retain(|o| !host.is_finished(o));
+        for yielded in self.out.drain_yields() {
+            if let Some(outstanding) =
+                host.dispatch(&self.cell, self.generation, yielded, &mut self.events)
+            {
+                self.outstanding.push(outstanding);
+            }
+        }
+    }
+
+    fn drop_unread_events(&mut self) {
+        if !self.events.is_empty() {
+            let events = &mut self.events;
+            if catch_unwind(AssertUnwindSafe(|| events.clear())).is_err() {
+                tracing::warn!(pid = %self.cell.pid, "a payload destructor panicked; contained");
+            }
+        }
+    }
+
+    /// The finish protocol (module docs). `result` is what the handle receives, unless `close`
+    /// panics.
+    fn finish(&mut self, result: Result<Payload, ProcessError>) -> Result<Payload, ProcessError> {
+        debug_assert!(!self.finished);
+        self.finished = true;
+        let cell = &self.cell;
+        cell.state.complete();
+        cell.mailbox.close();
+        for outstanding in self.outstanding.drain(..) {
+            self.host.abort(outstanding);
+        }
+        let process = &mut self.process;
+        let closed = catch_unwind(AssertUnwindSafe(|| process.close()));
+        self.host.finished(cell);
+        match closed {
+            Ok(()) => result,
+            Err(panic) => {
+                let message = panic_message(&*panic);
+                drop_caught(panic);
+                tracing::warn!(pid = %cell.pid, %message, "close panicked");
+                Err(ProcessError::panicked(
+                    cell.pid,
+                    format!("in close: {message}"),
+                ))
+            }
+        }
+    }
+}
+
+impl<P: Process, H: Host> Future for ProcessFuture<P, H> {
+    type Output = Result<Payload, ProcessError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        self.get_mut().poll_steps(cx)
+    }
+}
+
+impl<P: Process, H: Host> Drop for ProcessFuture<P, H> {
+    fn drop(&mut self) {
+        // Dropped unfinished: the executor shut down (or the task was aborted). `close` still
+        // runs exactly once; whoever awaits the handle sees the cancellation.
+        if !self.finished {
+            let pid = self.cell.pid;
+            let _ = self.finish(Err(ProcessError::cancelled(pid)));
+        }
+    }
+}
+
+/// Drops a panic payload, containing a panic from its destructor.
+fn drop_caught(panic: Box<dyn std::any::Any + Send>) {
+    let _ = catch_unwind(AssertUnwindSafe(move || drop(panic)));
+}

@@ -1,0 +1,128 @@
+//! The process contract: a stateful state machine stepped by the scheduler.
+//!
+//! A [`Process`] is written as an explicit state machine with three methods:
+//!
+//! | method | called | purpose |
+//! |---|---|---|
+//! | [`init`](Process::init) | once, inside `spawn`, before it returns | pick an entry point (`method`) and take its input; an error is returned from `spawn` |
+//! | [`step`](Process::step) | repeatedly, on a worker | consume the [`Events`] that arrived, write yields and a [`Status`] into the [`StepOutput`] |
+//! | [`close`](Process::close) | exactly once, however the process ends | release resources |
+//!
+//! # Rules
+//! - **Yields** are dispatched whatever the status, except with `Done` (then they are dropped and
+//!   a warning is traced). Each completes, exactly once, as an [`Event::YieldComplete`] with the
+//!   tag the process chose.
+//! - **Any event wakes** a `Blocked` or `Idle` process: a completion wakes an idle process too, and
+//!   a message wakes a blocked one.
+//! - **Continue** re-queues the process *behind* other ready work (the global queue), so a process
+//!   that never waits cannot starve its worker.
+//! - **Flooded mailboxes** are delivered in batches (at most `max_batch` events per step), so one
+//!   process cannot monopolise a worker; the rest come in the next steps.
+//! - A step whose yields all completed inline is stepped again within the same poll, up to the
+//!   step budget; then the process is re-queued like `Continue`.
+//! - `close` runs exactly once on every path: done, failed (step error), panicked, terminated,
+//!   shut down — and after a failed `init`.
+//! - A panic in `init`, `step` or `close` is caught and reported (as a [`SpawnError`] or a
+//!   [`ProcessError`]); the worker keeps running and other processes are untouched.
+
+mod context;
+mod error;
+mod event;
+pub(crate) mod future;
+mod handle;
+pub(crate) mod mailbox;
+mod output;
+mod payload;
+mod pid;
+mod state;
+
+pub use context::ProcessContext;
+pub use error::{BoxError, CommandError, InitError, ProcessError, SendError, SpawnError};
+pub use event::{CancelReason, Event, Events, Message, Tag, Topic};
+pub use handle::ProcessHandle;
+pub use output::{Status, StepOutput};
+pub use payload::Payload;
+pub use pid::Pid;
+pub use state::ProcessState;
+
+pub(crate) use error::panic_message;
+pub(crate) use output::Yield;
+
+/// A long-lived, stateful process, written as an explicit state machine.
+///
+/// # Examples
+///
+/// A counter that asks a `Lookup` handler for a value `n` times, then finishes with the sum:
+///
+/// ```
+/// use procsched::{
+///     BoxError, Event, Events, InitError, Payload, Process, ProcessContext, Scheduler, StepOutput,
+/// };
+///
+/// struct Lookup(u64);
+///
+/// #[derive(Default)]
+/// struct Summer { remaining: u64, sum: u64 }
+///
+/// impl Process for Summer {
+///     fn init(&mut self, _: &ProcessContext<'_>, method: &str, input: Payload) -> Result<(), InitError> {
+///         match method {
+///             "sum" => self.remaining = input.downcast::<u64>().map_err(|_| InitError::failed("want a u64"))?,
+///             other => return Err(InitError::unknown_method(other)),
+///         }
+///         Ok(())
+///     }
+///
+///     fn step(&mut self, events: &mut Events, out: &mut StepOutput) -> Result<(), BoxError> {
+///         for event in events.drain() {
+///             if let Event::YieldComplete { result, .. } = event {
+///                 self.sum += result?.downcast::<u64>().map_err(|_| "bad reply")?;
+///             }
+///         }
+///         if self.remaining == 0 {
+///             out.done(Payload::new(self.sum));
+///         } else {
+///             out.yield_command(self.remaining, Lookup(self.remaining));
+///             self.remaining -= 1;
+///             out.wait();
+///         }
+///         Ok(())
+///     }
+/// }
+///
+/// let sched = Scheduler::builder()
+///     .workers(2)
+///     .inline_handler(|Lookup(n): Lookup| Ok(Payload::new(n * 10)))
+///     .build()?;
+/// let handle = sched.spawn(Summer::default(), "sum", Payload::new(3u64))?;
+/// let sum = sched.block_on(handle)?.downcast::<u64>().unwrap();
+/// assert_eq!(sum, 60);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub trait Process: Send + 'static {
+    /// Prepares the process for the entry point `method` with its `input`. Runs inside `spawn`;
+    /// an error (typically [`InitError::UnknownMethod`]) is returned from `spawn` and the process
+    /// never steps (its `close` is still called).
+    ///
+    /// # Errors
+    ///
+    /// Any [`InitError`]; `spawn` returns it as [`SpawnError::Init`].
+    fn init(
+        &mut self,
+        ctx: &ProcessContext<'_>,
+        method: &str,
+        input: Payload,
+    ) -> Result<(), InitError>;
+
+    /// Advances the state machine with the events that arrived since the previous step, writing
+    /// yields and the new status into `out` (default: [`Status::Continue`]).
+    ///
+    /// # Errors
+    ///
+    /// An error fails the process: its handle resolves to a [`ProcessError`] with
+    /// [`is_failed`](ProcessError::is_failed), and the error as its source.
+    fn step(&mut self, events: &mut Events, out: &mut StepOutput) -> Result<(), BoxError>;
+
+    /// Releases resources. Called exactly once, however the process ends.
+    fn close(&mut self) {}
+}

@@ -1,0 +1,109 @@
+//! What a step produces: yields to dispatch, and the process's new status.
+
+use super::{Payload, Tag};
+use smallvec::SmallVec;
+
+/// What a process wants after a step.
+#[derive(Debug, Default)]
+#[non_exhaustive]
+pub enum Status {
+    /// Run me again, after the other ready work (the default).
+    #[default]
+    Continue,
+    /// I have yields outstanding: step me when an event arrives.
+    Wait,
+    /// I wait for messages: step me when an event arrives.
+    Idle,
+    /// I am finished, with this result. Yields of this step are dropped (with a warning).
+    Done(Payload),
+}
+
+/// One yield: a command for the handler registered for its type.
+#[derive(Debug)]
+pub(crate) struct Yield {
+    pub(crate) tag: Tag,
+    pub(crate) command: Payload,
+}
+
+/// The output buffer of a step: yields to dispatch and the new status.
+///
+/// The buffer is reused across steps; each step starts with no yields and status
+/// [`Status::Continue`]. Up to two yields per step are stored inline (no heap allocation), and
+/// small commands (up to four words) are stored inline in their yield.
+///
+/// # Examples
+///
+/// ```
+/// use procsched::{Payload, Status, StepOutput};
+///
+/// struct Fetch { url: &'static str }
+///
+/// let mut out = StepOutput::default();
+/// out.yield_command(1, Fetch { url: "https://example.com" });
+/// out.wait();
+/// assert_eq!(out.yield_count(), 1);
+/// assert!(matches!(out.status(), Status::Wait));
+/// ```
+#[derive(Debug, Default)]
+pub struct StepOutput {
+    yields: SmallVec<[Yield; 2]>,
+    status: Status,
+}
+
+impl StepOutput {
+    /// Asks for `command` to be dispatched to the handler registered for its type; its result
+    /// comes back as [`Event::YieldComplete`](crate::Event::YieldComplete) with this `tag`.
+    pub fn yield_command<C: Send + 'static>(&mut self, tag: Tag, command: C) {
+        self.yields.push(Yield {
+            tag,
+            command: Payload::new(command),
+        });
+    }
+
+    /// Number of yields so far in this step.
+    pub fn yield_count(&self) -> usize {
+        self.yields.len()
+    }
+
+    /// Sets the status.
+    pub fn set_status(&mut self, status: Status) {
+        self.status = status;
+    }
+
+    /// The status so far.
+    pub fn status(&self) -> &Status {
+        &self.status
+    }
+
+    /// [`Status::Continue`]: run again after other ready work.
+    pub fn continue_(&mut self) {
+        self.status = Status::Continue;
+    }
+
+    /// [`Status::Wait`]: step again when an event (usually a yield completion) arrives.
+    pub fn wait(&mut self) {
+        self.status = Status::Wait;
+    }
+
+    /// [`Status::Idle`]: step again when an event (usually a message) arrives.
+    pub fn idle(&mut self) {
+        self.status = Status::Idle;
+    }
+
+    /// [`Status::Done`]: finish with `result`.
+    pub fn done(&mut self, result: Payload) {
+        self.status = Status::Done(result);
+    }
+
+    pub(crate) fn take_status(&mut self) -> Status {
+        std::mem::take(&mut self.status)
+    }
+
+    pub(crate) fn drain_yields(&mut self) -> smallvec::Drain<'_, [Yield; 2]> {
+        self.yields.drain(..)
+    }
+
+    pub(crate) fn clear_yields(&mut self) {
+        self.yields.clear();
+    }
+}

@@ -1,0 +1,638 @@
+//! The public facade: spawn processes, send them messages, observe and shut them down.
+//!
+//! A [`Scheduler`] owns a work-stealing [`Executor`](crate::executor::Executor) (one worker per
+//! core), the handlers yields are dispatched to, the tokio runtime async handlers run on, and the
+//! routing table from [`Pid`] to process.
+
+mod table;
+
+use crate::dispatch::{self, Handler, HandlerSet};
+use crate::executor::{self, Executor};
+use crate::loom::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering::*};
+use crate::loom::{lock, Arc, Condvar, Mutex};
+use crate::process::future::{Host, ProcessFuture};
+use crate::process::mailbox::{Admission, Generation, ProcessCell};
+use crate::process::{
+    panic_message, CancelReason, Event, Events, Message, Pid, Process, ProcessContext,
+    ProcessHandle, ProcessState, SendError, SpawnError, Yield,
+};
+use crate::Payload;
+use std::any::TypeId;
+use std::fmt;
+use std::future::Future;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::time::{Duration, Instant};
+use table::Table;
+
+/// Default most events moved into one step.
+pub const DEFAULT_MAX_BATCH: usize = 64;
+/// Default most steps in one poll before a process is re-queued behind other work.
+pub const DEFAULT_STEP_BUDGET: usize = 64;
+/// How long dropping a [`Scheduler`] lets cancelled processes finish before forcing them.
+pub const DEFAULT_DROP_TIMEOUT: Duration = Duration::from_millis(250);
+
+/// Why [`SchedulerBuilder::build`] failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BuildError {
+    /// Two handlers were registered for the same command type.
+    #[error("two handlers registered for command type `{0}`")]
+    DuplicateHandler(&'static str),
+    /// A worker thread or the tokio runtime could not be started.
+    #[error("could not start the scheduler: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// Configures and starts a [`Scheduler`].
+///
+/// # Examples
+///
+/// ```
+/// use procsched::{CommandError, Payload, Scheduler};
+///
+/// struct Lookup(u32);
+/// struct Fetch(String);
+///
+/// let sched = Scheduler::builder()
+///     .workers(2)
+///     .inline_handler(|Lookup(key): Lookup| Ok(Payload::new(key * 2)))
+///     .async_handler(|Fetch(url): Fetch| async move {
+///         Ok::<_, CommandError>(Payload::new(url.len()))
+///     })
+///     .build()?;
+/// # Ok::<(), procsched::BuildError>(())
+/// ```
+pub struct SchedulerBuilder {
+    executor: executor::Builder,
+    handlers: Vec<(TypeId, &'static str, Handler)>,
+    runtime: Option<tokio::runtime::Handle>,
+    max_batch: usize,
+    step_budget: usize,
+    max_processes: usize,
+    drop_timeout: Duration,
+}
+
+impl SchedulerBuilder {
+    /// Number of worker threads (default: the available parallelism).
+    pub fn workers(&mut self, workers: usize) -> &mut Self {
+        self.executor.workers(workers);
+        self
+    }
+
+    /// Worker thread name prefix.
+    pub fn thread_name(&mut self, name: impl Into<String>) -> &mut Self {
+        self.executor.thread_name(name);
+        self
+    }
+
+    /// Registers a synchronous handler for commands of type `C`, run on the worker during
+    /// dispatch. Keep it short and non-blocking; use [`blocking_handler`](Self::blocking_handler)
+    /// for blocking work.
+    pub fn inline_handler<C, F>(&mut self, handler: F) -> &mut Self
+    where
+        C: Send + 'static,
+        F: Fn(C) -> Result<Payload, crate::CommandError> + Send + Sync + 'static,
+    {
+        self.add::<C>(Handler::inline(handler))
+    }
+
+    /// Registers an async handler for commands of type `C`: each command runs as a tokio task.
+    pub fn async_handler<C, F, Fut>(&mut self, handler: F) -> &mut Self
+    where
+        C: Send + 'static,
+        F: Fn(C) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Payload, crate::CommandError>> + Send + 'static,
+    {
+        self.add::<C>(Handler::asynchronous(handler))
+    }
+
+    /// Registers a blocking handler for commands of type `C`: each command runs on tokio's
+    /// blocking thread pool.
+    pub fn blocking_handler<C, F>(&mut self, handler: F) -> &mut Self
+    where
+        C: Send + 'static,
+        F: Fn(C) -> Result<Payload, crate::CommandError> + Send + Sync + 'static,
+    {
+        self.add::<C>(Handler::blocking(handler))
+    }
+
+    fn add<C: 'static>(&mut self, handler: Handler) -> &mut Self {
+        self.handlers
+            .push((TypeId::of::<C>(), std::any::type_name::<C>(), handler));
+        self
+    }
+
+    /// The tokio runtime async and blocking handlers run on. Default: the runtime `build` is
+    /// called from, if any, else a small runtime the scheduler owns (started only if an async or
+    /// blocking handler is registered).
+    pub fn tokio_handle(&mut self, handle: tokio::runtime::Handle) -> &mut Self {
+        self.runtime = Some(handle);
+        self
+    }
+
+    /// Most events delivered to one step (default [`DEFAULT_MAX_BATCH`]); the rest wait for the
+    /// next steps, so one flooded process cannot monopolise a worker.
+    pub fn max_batch(&mut self, max_batch: usize) -> &mut Self {
+        self.max_batch = max_batch.max(1);
+        self
+    }
+
+    /// Most steps in one poll (default [`DEFAULT_STEP_BUDGET`]) before the process is re-queued
+    /// behind other ready work.
+    pub fn step_budget(&mut self, step_budget: usize) -> &mut Self {
+        self.step_budget = step_budget.max(1);
+        self
+    }
+
+    /// Most live processes; `spawn` beyond it fails with [`SpawnError::Limit`]. Default: no limit.
+    pub fn max_processes(&mut self, max_processes: usize) -> &mut Self {
+        self.max_processes = max_processes;
+        self
+    }
+
+    /// How long dropping the scheduler lets cancelled processes finish (default
+    /// [`DEFAULT_DROP_TIMEOUT`]).
+    pub fn drop_timeout(&mut self, timeout: Duration) -> &mut Self {
+        self.drop_timeout = timeout;
+        self
+    }
+
+    /// Starts the scheduler.
+    ///
+    /// # Errors
+    ///
+    /// [`BuildError::DuplicateHandler`] if two handlers share a command type;
+    /// [`BuildError::Io`] if a thread could not be started.
+    pub fn build(&mut self) -> Result<Scheduler, BuildError> {
+        let mut handlers = HandlerSet::default();
+        for (type_id, name, handler) in self.handlers.drain(..) {
+            if !handlers.insert(type_id, handler) {
+                return Err(BuildError::DuplicateHandler(name));
+            }
+        }
+        let mut owned_runtime = None;
+        let runtime = match self.runtime.clone() {
+            Some(handle) => Some(handle),
+            None => match tokio::runtime::Handle::try_current() {
+                Ok(handle) => Some(handle),
+                Err(_) if handlers.needs_runtime() => {
+                    let runtime = tokio::runtime::Builder::new_multi_thread()
+                        .worker_threads(1)
+                        .thread_name("procsched-io")
+                        .enable_all()
+                        .build()?;
+                    let handle = runtime.handle().clone();
+                    owned_runtime = Some(runtime);
+                    Some(handle)
+                }
+                Err(_) => None,
+            },
+        };
+        let executor = self.executor.build()?;
+        let inner = Arc::new(Inner {
+            executor: executor.handle().clone(),
+            handlers,
+            runtime,
+            table: Table::new(),
+            next_pid: AtomicU64::new(1),
+            live: AtomicUsize::new(0),
+            shutting_down: AtomicBool::new(false),
+            all_done: (Mutex::new(()), Condvar::new()),
+            max_batch: self.max_batch,
+            step_budget: self.step_budget,
+            max_processes: self.max_processes,
+        });
+        Ok(Scheduler {
+            handle: SchedulerHandle { inner },
+            executor,
+            runtime: owned_runtime,
+            shutdown: Mutex::new(None),
+            drop_timeout: self.drop_timeout,
+        })
+    }
+}
+
+impl fmt::Debug for SchedulerBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SchedulerBuilder")
+            .field("executor", &self.executor)
+            .field("handlers", &self.handlers.len())
+            .field("max_batch", &self.max_batch)
+            .field("step_budget", &self.step_budget)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What [`Scheduler::shutdown`] did.
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ShutdownReport {
+    /// Processes that finished on their own after the `Cancel` event, within the timeout.
+    pub graceful: usize,
+    /// Processes still running at the timeout, terminated (their handles report
+    /// [`ProcessError::is_cancelled`](crate::ProcessError::is_cancelled)).
+    pub forced: usize,
+}
+
+/// Runs processes: spawn, send, observe, shut down.
+///
+/// Dropping it shuts it down with the builder's drop timeout.
+///
+/// # Examples
+///
+/// ```
+/// use procsched::{BoxError, Event, Events, InitError, Message, Payload, Process, ProcessContext, Scheduler, StepOutput};
+///
+/// /// Echoes the first message's payload back as its result.
+/// struct Echo;
+/// impl Process for Echo {
+///     fn init(&mut self, _: &ProcessContext<'_>, _: &str, _: Payload) -> Result<(), InitError> { Ok(()) }
+///     fn step(&mut self, events: &mut Events, out: &mut StepOutput) -> Result<(), BoxError> {
+///         match events.pop() {
+///             Some(Event::Message(m)) => out.done(m.payload),
+///             _ => out.idle(),
+///         }
+///         Ok(())
+///     }
+/// }
+///
+/// let sched = Scheduler::builder().workers(2).build()?;
+/// let handle = sched.spawn(Echo, "run", Payload::empty())?;
+/// sched.send(handle.pid(), Message::new("hello", Payload::new("world")))?;
+/// assert_eq!(sched.block_on(handle)?.downcast::<&str>().unwrap(), "world");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct Scheduler {
+    handle: SchedulerHandle,
+    executor: Executor,
+    runtime: Option<tokio::runtime::Runtime>,
+    shutdown: Mutex<Option<ShutdownReport>>,
+    drop_timeout: Duration,
+}
+
+/// A cheap, clonable handle to a [`Scheduler`]: spawn and send from anywhere, including from
+/// inside a process (see [`ProcessContext::scheduler`]).
+#[derive(Clone)]
+pub struct SchedulerHandle {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    executor: executor::Handle,
+    handlers: HandlerSet,
+    runtime: Option<tokio::runtime::Handle>,
+    table: Table,
+    next_pid: AtomicU64,
+    /// Processes admitted and not yet finished.
+    live: AtomicUsize,
+    shutting_down: AtomicBool,
+    /// Signalled when `live` drops to zero during shutdown.
+    all_done: (Mutex<()>, Condvar),
+    max_batch: usize,
+    step_budget: usize,
+    max_processes: usize,
+}
+
+impl Scheduler {
+    /// A builder with default settings.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let sched = procsched::Scheduler::builder().workers(1).build()?;
+    /// # Ok::<(), procsched::BuildError>(())
+    /// ```
+    pub fn builder() -> SchedulerBuilder {
+        SchedulerBuilder {
+            executor: Executor::builder(),
+            handlers: Vec::new(),
+            runtime: None,
+            max_batch: DEFAULT_MAX_BATCH,
+            step_budget: DEFAULT_STEP_BUDGET,
+            max_processes: usize::MAX,
+            drop_timeout: DEFAULT_DROP_TIMEOUT,
+        }
+    }
+
+    /// A clonable handle.
+    pub fn handle(&self) -> &SchedulerHandle {
+        &self.handle
+    }
+
+    /// See [`SchedulerHandle::spawn`].
+    ///
+    /// # Errors
+    ///
+    /// See [`SchedulerHandle::spawn`].
+    pub fn spawn<P: Process>(
+        &self,
+        process: P,
+        method: &str,
+        input: Payload,
+    ) -> Result<ProcessHandle, SpawnError> {
+        self.handle.spawn(process, method, input)
+    }
+
+    /// See [`SchedulerHandle::send`].
+    ///
+    /// # Errors
+    ///
+    /// See [`SchedulerHandle::send`].
+    pub fn send(&self, pid: Pid, message: Message) -> Result<(), SendError> {
+        self.handle.send(pid, message)
+    }
+
+    /// See [`SchedulerHandle::terminate`].
+    ///
+    /// # Errors
+    ///
+    /// See [`SchedulerHandle::terminate`].
+    pub fn terminate(&self, pid: Pid) -> Result<(), SendError> {
+        self.handle.terminate(pid)
+    }
+
+    /// See [`SchedulerHandle::state`].
+    pub fn state(&self, pid: Pid) -> Option<ProcessState> {
+        self.handle.state(pid)
+    }
+
+    /// Number of live processes.
+    pub fn live_processes(&self) -> usize {
+        self.handle.live_processes()
+    }
+
+    /// The executor's per-worker counters.
+    pub fn metrics(&self) -> executor::ExecutorMetrics {
+        self.executor.metrics()
+    }
+
+    /// Runs `future` to completion on the calling thread (not a worker), e.g. to await a
+    /// [`ProcessHandle`] from synchronous code.
+    pub fn block_on<F: Future>(&self, future: F) -> F::Output {
+        self.executor.block_on(future)
+    }
+
+    /// Graceful shutdown: admits no new processes, delivers [`Event::Cancel`] to every live
+    /// process and keeps running them (they may still yield and receive completions); when all
+    /// have finished, or `timeout` passed, terminates the rest and stops the workers. Every
+    /// process's `close` has run when this returns, and no step is running.
+    ///
+    /// Idempotent; concurrent and later callers get the first call's report.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use procsched::{BoxError, Events, InitError, Payload, Process, ProcessContext, Scheduler, StepOutput};
+    /// # struct Stubborn;
+    /// # impl Process for Stubborn {
+    /// #     fn init(&mut self, _: &ProcessContext<'_>, _: &str, _: Payload) -> Result<(), InitError> { Ok(()) }
+    /// #     fn step(&mut self, _: &mut Events, out: &mut StepOutput) -> Result<(), BoxError> { out.idle(); Ok(()) }
+    /// # }
+    /// use std::time::Duration;
+    ///
+    /// let sched = Scheduler::builder().workers(1).build()?;
+    /// let handle = sched.spawn(Stubborn, "run", Payload::empty())?; // ignores Cancel
+    /// let report = sched.shutdown(Duration::from_millis(50));
+    /// assert_eq!((report.graceful, report.forced), (0, 1));
+    /// assert!(sched.block_on(handle).unwrap_err().is_cancelled());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn shutdown(&self, timeout: Duration) -> ShutdownReport {
+        let mut done = lock(&self.shutdown);
+        if let Some(report) = *done {
+            return report;
+        }
+        let deadline = Instant::now() + timeout;
+        let inner = &self.handle.inner;
+        inner.shutting_down.store(true, SeqCst);
+        // Pairs with the fence in `spawn` after its table insert: a racing spawn either sees the
+        // flag or its process is in this snapshot.
+        fence(SeqCst);
+        let cells = inner.table.cells();
+        let at_start = inner.live.load(SeqCst);
+        for cell in &cells {
+            cancel(cell);
+        }
+        drop(cells);
+        let forced = inner.wait_until_idle(deadline);
+        let remaining = deadline.saturating_duration_since(Instant::now());
+        // Drops every unfinished process future: `close` runs, handles report cancellation.
+        self.executor
+            .shutdown(remaining.max(executor::DROP_SHUTDOWN_TIMEOUT));
+        let report = ShutdownReport {
+            graceful: at_start.saturating_sub(forced),
+            forced,
+        };
+        tracing::debug!(?report, "scheduler shut down");
+        *done = Some(report);
+        report
+    }
+}
+
+impl Drop for Scheduler {
+    fn drop(&mut self) {
+        self.shutdown(self.drop_timeout);
+        if let Some(runtime) = self.runtime.take() {
+            // Never blocks, and is allowed inside an async context (a plain drop is not).
+            runtime.shutdown_background();
+        }
+    }
+}
+
+impl fmt::Debug for Scheduler {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Scheduler")
+            .field("handle", &self.handle)
+            .finish_non_exhaustive()
+    }
+}
+
+fn cancel(cell: &ProcessCell) {
+    let _ = cell.send(Event::Cancel {
+        reason: CancelReason::Shutdown,
+    });
+}
+
+impl SchedulerHandle {
+    /// Starts a process: runs `init(method, input)` on the calling thread, then queues its first
+    /// step. Works from sync code, any async code and from inside a process.
+    ///
+    /// # Errors
+    ///
+    /// [`SpawnError::Init`] / [`SpawnError::InitPanicked`] if `init` failed (the process never
+    /// steps; its `close` was called), [`SpawnError::ShuttingDown`] during shutdown,
+    /// [`SpawnError::Limit`] at the process limit.
+    pub fn spawn<P: Process>(
+        &self,
+        mut process: P,
+        method: &str,
+        input: Payload,
+    ) -> Result<ProcessHandle, SpawnError> {
+        let inner = &self.inner;
+        if inner.shutting_down.load(Acquire) {
+            return Err(SpawnError::ShuttingDown);
+        }
+        // Admission: reserve a slot first, so concurrent spawns can never overshoot.
+        if inner.live.fetch_add(1, AcqRel) >= inner.max_processes {
+            inner.release_slot();
+            return Err(SpawnError::Limit(inner.max_processes));
+        }
+        let pid =
+            Pid::from_raw(inner.next_pid.fetch_add(1, Relaxed)).expect("pid counter is never 0");
+        let ctx = ProcessContext::new(pid, self);
+        let initialised = catch_unwind(AssertUnwindSafe(|| process.init(&ctx, method, input)));
+        let failure = match initialised {
+            Ok(Ok(())) => None,
+            Ok(Err(error)) => Some(SpawnError::Init(error)),
+            Err(panic) => Some(SpawnError::InitPanicked(panic_message(&*panic))),
+        };
+        if let Some(error) = failure {
+            if catch_unwind(AssertUnwindSafe(|| process.close())).is_err() {
+                tracing::warn!(%pid, "close panicked after a failed init");
+            }
+            inner.release_slot();
+            return Err(error);
+        }
+        let cell = Arc::new(ProcessCell::new(pid));
+        inner.table.insert(cell.clone());
+        // Shutdown may have started since the check above: make sure this process is cancelled
+        // too (see `Scheduler::shutdown`).
+        fence(SeqCst);
+        if inner.shutting_down.load(Relaxed) {
+            cancel(&cell);
+        }
+        let future = ProcessFuture::new(process, cell, inner.clone());
+        let join = inner.executor.spawn(future);
+        Ok(ProcessHandle::new(pid, join))
+    }
+
+    /// Delivers `message` to process `pid`, waking it if it is blocked or idle.
+    ///
+    /// # Errors
+    ///
+    /// [`SendError::NotFound`] if no live process has this PID (never spawned or finished);
+    /// [`SendError::Closed`] if it is finishing.
+    pub fn send(&self, pid: Pid, message: Message) -> Result<(), SendError> {
+        let mut message = Some(message);
+        let admitted = self.inner.table.with(pid, |cell| {
+            cell.send(Event::Message(message.take().expect("sent once")))
+        });
+        match admitted {
+            Some(Admission::Accepted) => Ok(()),
+            Some(Admission::Rejected) => Err(SendError::Closed(pid)),
+            None => Err(SendError::NotFound(pid)),
+        }
+    }
+
+    /// Stops process `pid`: it gets no more steps (a running step finishes first), its
+    /// outstanding handler tasks are aborted, its `close` runs, and its handle resolves to
+    /// [`ProcessError::is_terminated`](crate::ProcessError::is_terminated).
+    ///
+    /// # Errors
+    ///
+    /// [`SendError::NotFound`] for an unknown or finished PID; [`SendError::Closed`] if it is
+    /// already finishing.
+    pub fn terminate(&self, pid: Pid) -> Result<(), SendError> {
+        match self.inner.table.with(pid, |cell| cell.request_terminate()) {
+            Some(true) => Ok(()),
+            Some(false) => Err(SendError::Closed(pid)),
+            None => Err(SendError::NotFound(pid)),
+        }
+    }
+
+    /// The observable state of `pid`, or `None` if no live process has this PID.
+    pub fn state(&self, pid: Pid) -> Option<ProcessState> {
+        self.inner.table.with(pid, |cell| cell.state())
+    }
+
+    /// Number of live processes (spawned and not finished).
+    pub fn live_processes(&self) -> usize {
+        self.inner.live.load(Acquire)
+    }
+
+    /// `true` once shutdown has begun.
+    pub fn is_shutting_down(&self) -> bool {
+        self.inner.shutting_down.load(Acquire)
+    }
+
+    /// Number of processes in the routing table (takes every shard's lock; for diagnostics).
+    pub fn registered_processes(&self) -> usize {
+        self.inner.table.len()
+    }
+}
+
+impl fmt::Debug for SchedulerHandle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SchedulerHandle")
+            .field("live", &self.inner.live.load(Relaxed))
+            .field("shutting_down", &self.inner.shutting_down.load(Relaxed))
+            .finish_non_exhaustive()
+    }
+}
+
+impl Inner {
+    fn release_slot(&self) {
+        if self.live.fetch_sub(1, AcqRel) == 1 && self.shutting_down.load(Acquire) {
+            let _guard = lock(&self.all_done.0);
+            self.all_done.1.notify_all();
+        }
+    }
+
+    /// Waits until no process is live or `deadline` passes; returns how many are still live.
+    fn wait_until_idle(&self, deadline: Instant) -> usize {
+        let mut guard = lock(&self.all_done.0);
+        loop {
+            let live = self.live.load(Acquire);
+            let now = Instant::now();
+            if live == 0 || (now >= deadline && !cfg!(loom)) {
+                return live;
+            }
+            guard = match self.all_done.1.wait_timeout(guard, deadline - now) {
+                Ok((guard, _)) => guard,
+                Err(poisoned) => poisoned.into_inner().0,
+            };
+        }
+    }
+}
+
+impl Host for Inner {
+    type Outstanding = tokio::task::AbortHandle;
+
+    fn dispatch(
+        &self,
+        cell: &Arc<ProcessCell>,
+        generation: Generation,
+        yielded: Yield,
+        completions: &mut Events,
+    ) -> Option<Self::Outstanding> {
+        dispatch::dispatch(
+            &self.handlers,
+            self.runtime.as_ref(),
+            cell,
+            generation,
+            yielded,
+            completions,
+        )
+    }
+
+    fn abort(&self, outstanding: Self::Outstanding) {
+        outstanding.abort();
+    }
+
+    fn is_finished(&self, outstanding: &Self::Outstanding) -> bool {
+        outstanding.is_finished()
+    }
+
+    fn finished(&self, cell: &ProcessCell) {
+        self.table.remove(cell.pid);
+        self.release_slot();
+    }
+
+    fn max_batch(&self) -> usize {
+        self.max_batch
+    }
+
+    fn step_budget(&self) -> usize {
+        self.step_budget
+    }
+}
