@@ -79,6 +79,20 @@ impl Message {
     }
 }
 
+impl Extend<Event> for Events {
+    fn extend<I: IntoIterator<Item = Event>>(&mut self, iter: I) {
+        self.queue.extend(iter);
+    }
+}
+
+impl FromIterator<Event> for Events {
+    fn from_iter<I: IntoIterator<Item = Event>>(iter: I) -> Events {
+        Events {
+            queue: iter.into_iter().collect(),
+        }
+    }
+}
+
 /// The events that arrived since the previous step, oldest first.
 ///
 /// `step` takes them by value ([`pop`](Self::pop), [`drain`](Self::drain)), so payloads move out
@@ -124,7 +138,9 @@ impl Events {
         self.queue.iter()
     }
 
-    pub(crate) fn push(&mut self, event: Event) {
+    /// Appends an event. The scheduler fills `Events` itself; this is for driving a process by
+    /// hand — unit tests of a `Process`, or a custom driver.
+    pub fn push(&mut self, event: Event) {
         self.queue.push_back(event);
     }
 

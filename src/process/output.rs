@@ -95,8 +95,29 @@ impl StepOutput {
         self.status = Status::Done(result);
     }
 
-    pub(crate) fn take_status(&mut self) -> Status {
+    /// Takes the status, leaving [`Status::Continue`]. For driving a process by hand (unit
+    /// tests of a `Process`, custom drivers); the scheduler does this after every step.
+    pub fn take_status(&mut self) -> Status {
         std::mem::take(&mut self.status)
+    }
+
+    /// Takes the yields, in order, as `(tag, command)` pairs. For driving a process by hand, like
+    /// [`take_status`](Self::take_status).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use procsched::StepOutput;
+    ///
+    /// let mut out = StepOutput::default();
+    /// out.yield_command(7, "lookup");
+    /// let yields: Vec<_> = out.take_yields().collect();
+    /// assert_eq!(yields[0].0, 7);
+    /// assert_eq!(yields[0].1.downcast_ref::<&str>(), Some(&"lookup"));
+    /// assert_eq!(out.yield_count(), 0);
+    /// ```
+    pub fn take_yields(&mut self) -> impl Iterator<Item = (Tag, Payload)> + '_ {
+        self.yields.drain(..).map(|y| (y.tag, y.command))
     }
 
     pub(crate) fn drain_yields(&mut self) -> smallvec::Drain<'_, [Yield; 2]> {
