@@ -293,9 +293,11 @@ impl Core {
             || shared.is_shutdown();
         if work_pending {
             if !shared.idle.unpark_worker_by_id(self.index, false) {
-                // A producer claimed us as a searcher meanwhile; consume its unpark token.
+                // Someone took us off the sleeper list meanwhile; consume their unpark token.
                 self.remote().parker.park();
-                self.is_searching.set(true);
+                // A producer claims a sleeper as a searcher (counted); shutdown empties the list
+                // without counting anyone as searching (it sets its flag first, so we see it).
+                self.is_searching.set(!shared.is_shutdown());
             }
             return;
         }

@@ -36,6 +36,9 @@ mod payload;
 mod pid;
 mod state;
 
+#[cfg(test)]
+mod tests;
+
 pub use context::ProcessContext;
 pub use error::{BoxError, CommandError, InitError, ProcessError, SendError, SpawnError};
 pub use event::{CancelReason, Event, Events, Message, Tag, Topic};

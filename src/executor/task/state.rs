@@ -256,10 +256,11 @@ impl State {
     /// Fails (returning the state) if the task completed meanwhile; the slot stays the handle's.
     pub(crate) fn set_join_waker(&self) -> Result<Snapshot, Snapshot> {
         self.fetch_update(|mut next| {
-            debug_assert!(next.is_join_interested() && !next.is_join_waker_set());
+            debug_assert!(next.is_join_interested());
             if next.is_complete() {
                 return None;
             }
+            debug_assert!(!next.is_join_waker_set());
             next.0 |= JOIN_WAKER;
             Some(next)
         })
@@ -269,10 +270,12 @@ impl State {
     /// Fails if the task completed meanwhile (then the slot stays the runtime's until it is done).
     pub(crate) fn unset_join_waker(&self) -> Result<Snapshot, Snapshot> {
         self.fetch_update(|mut next| {
-            debug_assert!(next.is_join_interested() && next.is_join_waker_set());
+            debug_assert!(next.is_join_interested());
             if next.is_complete() {
+                // The runtime may already have handed the slot back after waking it.
                 return None;
             }
+            debug_assert!(next.is_join_waker_set());
             next.0 &= !JOIN_WAKER;
             Some(next)
         })

@@ -1,0 +1,190 @@
+//! Loom models of the process protocols, end to end on the real executor (one worker).
+//!
+//! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test --lib --release loom_`
+
+use crate::executor::Executor;
+use crate::loom::atomic::{AtomicUsize, Ordering::SeqCst};
+use crate::loom::{thread, Arc};
+use crate::process::future::{Host, ProcessFuture};
+use crate::process::mailbox::{Admission, Generation, ProcessCell};
+use crate::process::{
+    BoxError, CommandError, Event, Events, InitError, Message, Pid, Process, ProcessContext,
+    ProcessError, StepOutput, Yield,
+};
+use crate::Payload;
+use std::time::Duration;
+
+/// A host with no handlers: yields are dropped, so completions can only come from the model.
+#[derive(Default)]
+struct ToyHost {
+    finished: AtomicUsize,
+}
+
+impl Host for ToyHost {
+    type Outstanding = ();
+    fn dispatch(
+        &self,
+        _: &Arc<ProcessCell>,
+        _: Generation,
+        _: Yield,
+        _: &mut Events,
+    ) -> Option<()> {
+        None
+    }
+    fn abort(&self, _: ()) {}
+    fn is_finished(&self, _: &()) -> bool {
+        true
+    }
+    fn finished(&self, _: &ProcessCell) {
+        self.finished.fetch_add(1, SeqCst);
+    }
+    fn max_batch(&self) -> usize {
+        4
+    }
+    fn step_budget(&self) -> usize {
+        2
+    }
+}
+
+/// Waits (`Idle` or `Wait`) until it has seen `expected` events, counting steps and closes.
+struct Waiter {
+    wait: bool,
+    expected: usize,
+    seen: usize,
+    closes: Arc<AtomicUsize>,
+}
+
+impl Process for Waiter {
+    fn init(&mut self, _: &ProcessContext<'_>, _: &str, _: Payload) -> Result<(), InitError> {
+        Ok(())
+    }
+    fn step(&mut self, events: &mut Events, out: &mut StepOutput) -> Result<(), BoxError> {
+        self.seen += events.drain().count();
+        if self.seen >= self.expected {
+            out.done(Payload::new(self.seen));
+        } else if self.wait {
+            out.yield_command(1, ());
+            out.wait();
+        } else {
+            out.idle();
+        }
+        Ok(())
+    }
+    fn close(&mut self) {
+        self.closes.fetch_add(1, SeqCst);
+    }
+}
+
+fn start(
+    wait: bool,
+    expected: usize,
+) -> (
+    Executor,
+    Arc<ProcessCell>,
+    Arc<AtomicUsize>,
+    crate::executor::JoinHandle<Result<Payload, ProcessError>>,
+) {
+    let executor = Executor::builder().workers(1).build().unwrap();
+    let cell = Arc::new(ProcessCell::new(Pid::from_raw(1).unwrap()));
+    let closes = Arc::new(AtomicUsize::new(0));
+    let process = Waiter {
+        wait,
+        expected,
+        seen: 0,
+        closes: closes.clone(),
+    };
+    let future = ProcessFuture::new(process, cell.clone(), Arc::new(ToyHost::default()));
+    let join = executor.spawn(future);
+    (executor, cell, closes, join)
+}
+
+fn model(f: impl Fn() + Sync + Send + 'static) {
+    let mut builder = loom::model::Builder::new();
+    if builder.preemption_bound.is_none() {
+        builder.preemption_bound = Some(2);
+    }
+    builder.check(f);
+}
+
+#[test]
+fn loom_idle_process_sent_a_message_while_stepping_or_parking() {
+    model(|| {
+        let (executor, cell, closes, join) = start(false, 1);
+        // Lands before, during, or after the first step, or between the step and the park.
+        let sent = cell.send(Event::Message(Message::new("m", Payload::empty())));
+        assert_eq!(sent, Admission::Accepted);
+        let seen = executor.block_on(join).unwrap().unwrap();
+        assert_eq!(seen.downcast::<usize>().unwrap(), 1);
+        assert_eq!(closes.load(SeqCst), 1);
+        executor.shutdown(Duration::from_secs(1));
+    });
+}
+
+#[test]
+fn loom_completion_while_running_causes_one_more_step() {
+    model(|| {
+        let (executor, cell, closes, join) = start(true, 1);
+        let generation = cell.generation();
+        let completer = {
+            let cell = cell.clone();
+            thread::spawn(move || {
+                cell.deliver(
+                    generation,
+                    Event::YieldComplete {
+                        tag: 1,
+                        result: Err(CommandError::TimedOut),
+                    },
+                )
+            })
+        };
+        let seen = executor.block_on(join).unwrap().unwrap();
+        assert_eq!(seen.downcast::<usize>().unwrap(), 1);
+        assert_eq!(completer.join().unwrap(), Admission::Accepted);
+        assert_eq!(closes.load(SeqCst), 1);
+        executor.shutdown(Duration::from_secs(1));
+    });
+}
+
+#[test]
+fn loom_terminate_racing_with_a_running_step() {
+    model(|| {
+        let (executor, cell, closes, join) = start(false, 2);
+        let _ = cell.send(Event::Message(Message::new("m", Payload::empty())));
+        assert!(cell.request_terminate() || closes.load(SeqCst) == 1);
+        let result = executor.block_on(join).unwrap();
+        assert!(result.unwrap_err().is_terminated());
+        assert_eq!(closes.load(SeqCst), 1, "close exactly once");
+        executor.shutdown(Duration::from_secs(1));
+    });
+}
+
+#[test]
+fn loom_generation_check_rejects_a_stale_completion() {
+    model(|| {
+        let cell = Arc::new(ProcessCell::new(Pid::from_raw(1).unwrap()));
+        let old = cell.generation();
+        let late = {
+            let cell = cell.clone();
+            thread::spawn(move || {
+                cell.deliver(
+                    old,
+                    Event::YieldComplete {
+                        tag: 1,
+                        result: Err(CommandError::Cancelled),
+                    },
+                )
+            })
+        };
+        let new = cell.mailbox.reset();
+        let outcome = late.join().unwrap();
+        let mut events = Events::default();
+        cell.mailbox.drain_into(&mut events, 8);
+        // Either it landed in the old generation (before the reset) or it was rejected; it can
+        // never be counted in the new one.
+        match outcome {
+            Admission::Accepted => assert_eq!(events.len(), 1),
+            Admission::Rejected => assert_eq!(events.len(), 0),
+        }
+        assert_ne!(old, new);
+    });
+}

@@ -1,0 +1,4 @@
+//! Process-layer tests with crate-private access.
+
+#[cfg(loom)]
+mod loom_process;
