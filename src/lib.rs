@@ -66,7 +66,7 @@ mod scheduler;
 pub use process::{
     BoxError, CancelReason, CommandError, Event, Events, InitError, Message, Payload, Pid, Process,
     ProcessContext, ProcessError, ProcessHandle, ProcessState, SendError, SpawnError, Status,
-    StepOutput, Tag, Topic,
+    StepOutput, Tag, Topic, TopicBudget,
 };
 pub use scheduler::{
     BuildError, Scheduler, SchedulerBuilder, SchedulerHandle, ShutdownReport, DEFAULT_DROP_TIMEOUT,

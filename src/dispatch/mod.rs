@@ -32,7 +32,11 @@ pub(crate) fn dispatch(
     yielded: Yield,
     completions: &mut Events,
 ) -> Option<tokio::task::AbortHandle> {
-    let Yield { tag, command } = yielded;
+    let Yield {
+        tag,
+        command,
+        timeout,
+    } = yielded;
     let type_name = command.type_name();
     let complete_now = |completions: &mut Events, result| {
         completions.push(Event::YieldComplete { tag, result });
@@ -60,7 +64,9 @@ pub(crate) fn dispatch(
             let completer = YieldCompleter::new(cell.clone(), generation, tag);
             // Creating the handler's future is user code and may panic; the completer, dropped
             // during the unwind, then reports the yield as cancelled — report the panic instead.
-            match catch_unwind(AssertUnwindSafe(|| spawn(command, completer, runtime))) {
+            match catch_unwind(AssertUnwindSafe(|| {
+                spawn(command, completer, runtime, timeout)
+            })) {
                 Ok(abort) => Some(abort),
                 Err(panic) => {
                     let message = panic_message(&*panic);

@@ -9,10 +9,18 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::Arc as StdArc;
+// Plain std types: these live on tokio's threads, outside every loom model.
+use std::sync::{Arc as StdArc, Mutex as StdMutex};
+use std::time::Duration;
 
 type InlineFn = dyn Fn(Payload) -> Result<Payload, CommandError> + Send + Sync;
-type SpawnFn = dyn Fn(Payload, YieldCompleter, &tokio::runtime::Handle) -> tokio::task::AbortHandle
+/// Spawns the handler for one command: (command, its completer, the runtime, the deadline).
+type SpawnFn = dyn Fn(
+        Payload,
+        YieldCompleter,
+        &tokio::runtime::Handle,
+        Option<Duration>,
+    ) -> tokio::task::AbortHandle
     + Send
     + Sync;
 
@@ -39,16 +47,20 @@ impl Handler {
         F: Fn(C) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<Payload, CommandError>> + Send + 'static,
     {
-        Handler::Async(Box::new(move |command, completer, runtime| {
-            let future = f(downcast::<C>(command));
+        Handler::Async(Box::new(move |command, completer, runtime, timeout| {
+            let future = AssertUnwindSafe(f(downcast::<C>(command))).catch_unwind();
             runtime
                 .spawn(async move {
-                    let result = AssertUnwindSafe(future)
-                        .catch_unwind()
-                        .await
-                        .unwrap_or_else(|panic| {
-                            Err(CommandError::Panicked(panic_message(&*panic)))
-                        });
+                    let caught = match timeout {
+                        None => future.await,
+                        Some(timeout) => match tokio::time::timeout(timeout, future).await {
+                            Ok(caught) => caught,
+                            Err(_elapsed) => Ok(Err(CommandError::TimedOut)),
+                        },
+                    };
+                    let result = caught.unwrap_or_else(|panic| {
+                        Err(CommandError::Panicked(panic_message(&*panic)))
+                    });
                     completer.complete(result);
                 })
                 .abort_handle()
@@ -61,16 +73,29 @@ impl Handler {
         F: Fn(C) -> Result<Payload, CommandError> + Send + Sync + 'static,
     {
         let f = StdArc::new(f);
-        Handler::Blocking(Box::new(move |command, completer, runtime| {
+        Handler::Blocking(Box::new(move |command, completer, runtime, timeout| {
             let f = f.clone();
             let command = downcast::<C>(command);
+            // With a deadline, the blocking call and a timer race for the one completion.
+            let slot = StdArc::new(StdMutex::new(Some(completer)));
+            if let Some(timeout) = timeout {
+                let slot = slot.clone();
+                runtime.spawn(async move {
+                    tokio::time::sleep(timeout).await;
+                    if let Some(completer) = take(&slot) {
+                        completer.complete(Err(CommandError::TimedOut));
+                    }
+                });
+            }
             runtime
                 .spawn_blocking(move || {
                     let result =
                         catch_unwind(AssertUnwindSafe(|| f(command))).unwrap_or_else(|panic| {
                             Err(CommandError::Panicked(panic_message(&*panic)))
                         });
-                    completer.complete(result);
+                    if let Some(completer) = take(&slot) {
+                        completer.complete(result);
+                    }
                 })
                 .abort_handle()
         }))
@@ -79,6 +104,11 @@ impl Handler {
     pub(crate) fn needs_runtime(&self) -> bool {
         !matches!(self, Handler::Inline(_))
     }
+}
+
+/// Takes the completer out of a blocking yield's slot (first of handler and timer wins).
+fn take(slot: &StdMutex<Option<YieldCompleter>>) -> Option<YieldCompleter> {
+    slot.lock().unwrap_or_else(|p| p.into_inner()).take()
 }
 
 fn downcast<C: 'static>(command: Payload) -> C {

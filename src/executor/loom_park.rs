@@ -18,6 +18,15 @@ fn model(f: impl Fn() + Sync + Send + 'static) {
     builder.check(f);
 }
 
+/// For models that run the whole executor (worker loop, queues, parking) with two workers or an
+/// extra producer thread: every interleaving at one preemption takes minutes already, two takes
+/// hours. The protocols they compose are each modelled at two preemptions on their own.
+fn model_full_stack(f: impl Fn() + Sync + Send + 'static) {
+    let mut builder = loom::model::Builder::new();
+    builder.preemption_bound = Some(1);
+    builder.check(f);
+}
+
 #[test]
 fn loom_task_pushed_while_the_only_worker_parks_is_run() {
     model(|| {
@@ -49,7 +58,7 @@ fn loom_wake_from_outside_reaches_a_parked_worker() {
 
 #[test]
 fn loom_two_workers_spawn_from_outside_and_inside() {
-    model(|| {
+    model_full_stack(|| {
         let executor = Executor::builder().workers(2).build().unwrap();
         let handle = executor.handle().clone();
         let join = executor.spawn(async move { handle.spawn(async { 2 }).await.unwrap() + 1 });

@@ -108,6 +108,10 @@ pub enum SendError {
     /// The process is finishing or shutting down and accepts no more messages.
     #[error("process {0} is closed")]
     Closed(Pid),
+    /// The message was dropped: the process's mailbox is at capacity, or the message's topic
+    /// is over its budget.
+    #[error("mailbox of process {0} is full: message dropped")]
+    MailboxFull(Pid),
 }
 
 /// How a process ended without a result; what its [`ProcessHandle`](crate::ProcessHandle)

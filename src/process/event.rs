@@ -30,6 +30,33 @@ pub enum Event {
         /// Why.
         reason: CancelReason,
     },
+    /// A topic's [`TopicBudget`] overflowed: messages on `topic` were dropped from this point
+    /// on. The terminal event of that topic's traffic: once the process has received it, the
+    /// topic's budget starts afresh.
+    MailboxOverflow {
+        /// The topic whose budget overflowed.
+        topic: Topic,
+    },
+}
+
+/// A per-topic mailbox budget, declared by the sender of a message
+/// ([`Message::with_budget`]): how many messages, and how many bytes (as the senders declare
+/// them), of this topic may wait in the process's mailbox at once.
+///
+/// # Examples
+///
+/// ```
+/// use procsched::{Message, Payload, TopicBudget};
+///
+/// let budget = TopicBudget { max_items: 100, max_bytes: 64 * 1024 };
+/// let m = Message::new("telemetry", Payload::new([0u8; 16])).with_budget(budget, 16);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TopicBudget {
+    /// Most queued messages of the topic.
+    pub max_items: usize,
+    /// Most queued bytes of the topic, summing the sizes the senders declared.
+    pub max_bytes: usize,
 }
 
 /// Why a process received [`Event::Cancel`].
@@ -60,6 +87,8 @@ pub struct Message {
     pub topic: Topic,
     /// The body.
     pub payload: Payload,
+    /// The topic budget and this message's declared size, if the sender gave one.
+    pub(crate) budget: Option<(TopicBudget, usize)>,
 }
 
 impl Message {
@@ -69,7 +98,17 @@ impl Message {
             from: None,
             topic: topic.into(),
             payload,
+            budget: None,
         }
+    }
+
+    /// Subjects the message to a per-topic mailbox budget; `size_bytes` is what this message
+    /// counts against `budget.max_bytes`. Past the budget, `send` reports
+    /// [`SendError::MailboxFull`](crate::SendError::MailboxFull) and the process receives one
+    /// [`Event::MailboxOverflow`] for the topic.
+    pub fn with_budget(mut self, budget: TopicBudget, size_bytes: usize) -> Message {
+        self.budget = Some((budget, size_bytes));
+        self
     }
 
     /// Sets the sender.

@@ -58,6 +58,10 @@ pub(crate) trait Host: Send + Sync + 'static {
 
     /// Most steps in one poll.
     fn step_budget(&self) -> usize;
+
+    /// `true` once the host is force-stopping every process: no further step may start (the
+    /// process future is about to be dropped, which closes the process).
+    fn should_stop(&self) -> bool;
 }
 
 /// A process, wrapped as a future for the executor.
@@ -96,6 +100,10 @@ impl<P: Process, H: Host> ProcessFuture<P, H> {
         let max_batch = self.host.max_batch();
         let mut budget = self.host.step_budget().max(1);
         loop {
+            if self.host.should_stop() {
+                // Shutdown's grace period is over: stop stepping; the executor drops us next.
+                return Poll::Pending;
+            }
             if self.cell.is_terminate_requested() {
                 let pid = self.cell.pid;
                 return Poll::Ready(self.finish(Err(ProcessError::terminated(pid))));

@@ -12,9 +12,10 @@
 //! queue, and nothing is pushed into a process that is gone.
 
 use super::state::StateWord;
-use super::{Event, Events, Pid, ProcessState};
+use super::{Event, Events, Message, Pid, ProcessState, Topic};
 use crate::loom::atomic::{AtomicBool, Ordering::SeqCst};
 use crate::loom::{lock, Mutex};
+use std::collections::HashMap;
 use std::collections::VecDeque;
 use std::task::Waker;
 
@@ -26,6 +27,8 @@ pub(crate) type Generation = u64;
 pub(crate) enum Admission {
     /// Queued; the process will see it.
     Accepted,
+    /// A message over the mailbox capacity or its topic budget: not queued.
+    Dropped,
     /// Closed queue or stale generation: the event was not queued.
     Rejected,
 }
@@ -36,6 +39,12 @@ pub(crate) struct Mailbox {
 
 struct Inner {
     events: VecDeque<Event>,
+    /// Messages (not completions, cancels or overflow markers) in `events`.
+    queued_messages: usize,
+    /// Most queued messages; `usize::MAX` when unbounded.
+    capacity: usize,
+    /// Usage of the topics that carry a budget.
+    topics: HashMap<Topic, TopicUsage>,
     generation: Generation,
     closed: bool,
     /// The process task's waker, registered by its poll.
@@ -52,7 +61,14 @@ pub(crate) struct ProcessCell {
 }
 
 impl ProcessCell {
+    #[cfg(test)]
     pub(crate) fn new(pid: Pid) -> ProcessCell {
+        ProcessCell::with_capacity(pid, usize::MAX)
+    }
+
+    /// A cell whose mailbox holds at most `capacity` messages (yield completions are never
+    /// counted or dropped).
+    pub(crate) fn with_capacity(pid: Pid, capacity: usize) -> ProcessCell {
         ProcessCell {
             pid,
             state: StateWord::new(),
@@ -60,6 +76,9 @@ impl ProcessCell {
             mailbox: Mailbox {
                 inner: Mutex::new(Inner {
                     events: VecDeque::new(),
+                    queued_messages: 0,
+                    capacity,
+                    topics: HashMap::new(),
                     generation: 1,
                     closed: false,
                     waker: None,
@@ -87,14 +106,31 @@ impl ProcessCell {
             drop_caught(event);
             return Admission::Rejected;
         }
+        if let Event::Message(message) = &event {
+            let admitted = inner.admit(message);
+            if admitted != Admission::Accepted {
+                if inner.events.back().is_some_and(is_overflow_marker) {
+                    // `admit` may just have queued the overflow marker: the process must see it.
+                    self.wake_if_waiting(&inner);
+                }
+                drop(inner);
+                drop_caught(event);
+                return admitted;
+            }
+            inner.queued_messages += 1;
+        }
         inner.events.push_back(event);
+        self.wake_if_waiting(&inner);
+        Admission::Accepted
+    }
+
+    fn wake_if_waiting(&self, inner: &Inner) {
         // Under the lock, so the waker cannot change (or be taken at close) meanwhile.
         if self.state.on_event() {
             if let Some(waker) = &inner.waker {
                 waker.wake_by_ref();
             }
         }
-        Admission::Accepted
     }
 
     /// Asks the process to stop before its next step, waking it if it waits. Returns `false` if
@@ -141,8 +177,16 @@ impl Mailbox {
     /// Moves up to `max` queued events into `events`.
     pub(crate) fn drain_into(&self, events: &mut Events, max: usize) {
         let mut inner = lock(&self.inner);
-        if !inner.events.is_empty() {
-            events.take_from(&mut inner.events, max);
+        if inner.events.is_empty() {
+            return;
+        }
+        let before = events.len();
+        events.take_from(&mut inner.events, max);
+        if inner.capacity != usize::MAX || !inner.topics.is_empty() {
+            // Bounded mailbox: give back what the moved events used.
+            for event in events.iter().skip(before) {
+                inner.release(event);
+            }
         }
     }
 
@@ -174,6 +218,67 @@ impl Mailbox {
         inner.closed = false;
         inner.generation
     }
+}
+
+/// Per-topic usage of a budgeted topic.
+#[derive(Debug, Default)]
+struct TopicUsage {
+    items: usize,
+    bytes: usize,
+    /// The budget overflowed and the marker is queued: drop the topic's traffic until the
+    /// process receives the marker.
+    overflowed: bool,
+}
+
+impl Inner {
+    /// Capacity and topic-budget admission of a message (the lock is held).
+    fn admit(&mut self, message: &Message) -> Admission {
+        if self.queued_messages >= self.capacity {
+            return Admission::Dropped;
+        }
+        let Some((budget, size)) = message.budget else {
+            return Admission::Accepted;
+        };
+        let usage = self.topics.entry(message.topic.clone()).or_default();
+        if usage.overflowed {
+            return Admission::Dropped;
+        }
+        if usage.items + 1 > budget.max_items || usage.bytes.saturating_add(size) > budget.max_bytes
+        {
+            usage.overflowed = true;
+            self.events.push_back(Event::MailboxOverflow {
+                topic: message.topic.clone(),
+            });
+            return Admission::Dropped;
+        }
+        usage.items += 1;
+        usage.bytes += size;
+        Admission::Accepted
+    }
+
+    /// An event left the mailbox for a step.
+    fn release(&mut self, event: &Event) {
+        match event {
+            Event::Message(message) => {
+                self.queued_messages -= 1;
+                if let Some((_, size)) = message.budget {
+                    if let Some(usage) = self.topics.get_mut(&message.topic) {
+                        usage.items = usage.items.saturating_sub(1);
+                        usage.bytes = usage.bytes.saturating_sub(size);
+                    }
+                }
+            }
+            Event::MailboxOverflow { topic } => {
+                // The process has the marker: the topic starts afresh.
+                self.topics.remove(topic);
+            }
+            _ => {}
+        }
+    }
+}
+
+fn is_overflow_marker(event: &Event) -> bool {
+    matches!(event, Event::MailboxOverflow { .. })
 }
 
 /// Drops an event, containing a panic from a payload destructor (user code).
@@ -225,6 +330,90 @@ mod tests {
         cell.mailbox.close();
         assert!(!cell.mailbox.has_events());
         assert_eq!(cell.deliver(generation, msg()), Admission::Rejected);
+    }
+
+    fn budgeted(topic: &'static str, n: u32) -> Event {
+        let budget = crate::TopicBudget {
+            max_items: 3,
+            max_bytes: 1_000,
+        };
+        Event::Message(crate::Message::new(topic, Payload::new(n)).with_budget(budget, 100))
+    }
+
+    fn kinds(cell: &ProcessCell) -> Vec<String> {
+        let mut events = Events::default();
+        cell.mailbox.drain_into(&mut events, usize::MAX);
+        events
+            .drain()
+            .map(|e| match e {
+                Event::Message(m) => {
+                    format!("{}:{}", m.topic, m.payload.downcast::<u32>().unwrap())
+                }
+                Event::MailboxOverflow { topic } => format!("overflow:{topic}"),
+                Event::YieldComplete { tag, .. } => format!("done:{tag}"),
+                other => format!("{other:?}"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_topic_over_budget_gets_one_marker_then_drops_until_drained() {
+        let cell = ProcessCell::new(Pid::from_raw(1).unwrap());
+        let generation = cell.generation();
+        let outcomes: Vec<Admission> = (0..6).map(|n| cell.send(budgeted("a", n))).collect();
+        use Admission::*;
+        assert_eq!(
+            outcomes,
+            [Accepted, Accepted, Accepted, Dropped, Dropped, Dropped]
+        );
+        // Other topics and completions are unaffected.
+        assert_eq!(cell.send(budgeted("b", 0)), Accepted);
+        assert_eq!(cell.deliver(generation, completion(9)), Accepted);
+        assert_eq!(
+            kinds(&cell),
+            ["a:0", "a:1", "a:2", "overflow:a", "b:0", "done:9"],
+            "exactly one marker, in order"
+        );
+        // The process received the marker: the topic starts afresh.
+        assert_eq!(cell.send(budgeted("a", 7)), Accepted);
+        assert_eq!(kinds(&cell), ["a:7"]);
+    }
+
+    #[test]
+    fn byte_budgets_count_declared_sizes() {
+        let cell = ProcessCell::new(Pid::from_raw(1).unwrap());
+        let budget = crate::TopicBudget {
+            max_items: 100,
+            max_bytes: 250,
+        };
+        let msg = |size| {
+            Event::Message(crate::Message::new("t", Payload::new(0u32)).with_budget(budget, size))
+        };
+        assert_eq!(cell.send(msg(200)), Admission::Accepted);
+        assert_eq!(cell.send(msg(100)), Admission::Dropped);
+        assert_eq!(kinds(&cell), ["t:0", "overflow:t"]);
+    }
+
+    #[test]
+    fn capacity_drops_messages_but_never_completions() {
+        let cell = ProcessCell::with_capacity(Pid::from_raw(1).unwrap(), 2);
+        let generation = cell.generation();
+        let msg = |n: u32| Event::Message(crate::Message::new("m", Payload::new(n)));
+        assert_eq!(cell.send(msg(0)), Admission::Accepted);
+        assert_eq!(cell.send(msg(1)), Admission::Accepted);
+        assert_eq!(cell.send(msg(2)), Admission::Dropped);
+        for tag in 0..5 {
+            assert_eq!(
+                cell.deliver(generation, completion(tag)),
+                Admission::Accepted
+            );
+        }
+        assert_eq!(kinds(&cell).len(), 7);
+        assert_eq!(
+            cell.send(msg(3)),
+            Admission::Accepted,
+            "drained: room again"
+        );
     }
 
     #[test]

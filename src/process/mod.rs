@@ -41,7 +41,7 @@ mod tests;
 
 pub use context::ProcessContext;
 pub use error::{BoxError, CommandError, InitError, ProcessError, SendError, SpawnError};
-pub use event::{CancelReason, Event, Events, Message, Tag, Topic};
+pub use event::{CancelReason, Event, Events, Message, Tag, Topic, TopicBudget};
 pub use handle::ProcessHandle;
 pub use output::{Status, StepOutput};
 pub use payload::Payload;

@@ -2,6 +2,7 @@
 
 use super::{Payload, Tag};
 use smallvec::SmallVec;
+use std::time::Duration;
 
 /// What a process wants after a step.
 #[derive(Debug, Default)]
@@ -23,6 +24,8 @@ pub enum Status {
 pub(crate) struct Yield {
     pub(crate) tag: Tag,
     pub(crate) command: Payload,
+    /// Complete with `CommandError::TimedOut` if the handler takes longer.
+    pub(crate) timeout: Option<Duration>,
 }
 
 /// The output buffer of a step: yields to dispatch and the new status.
@@ -57,6 +60,25 @@ impl StepOutput {
         self.yields.push(Yield {
             tag,
             command: Payload::new(command),
+            timeout: None,
+        });
+    }
+
+    /// Like [`yield_command`](Self::yield_command), with a deadline: if an async or blocking
+    /// handler has not completed within `timeout`, the yield completes with
+    /// [`CommandError::TimedOut`](crate::CommandError::TimedOut) (an async handler's task is
+    /// cancelled; a blocking one runs on, its late result discarded). Inline handlers complete
+    /// during dispatch and are never late. Uses the tokio timer of the handlers' runtime.
+    pub fn yield_command_within<C: Send + 'static>(
+        &mut self,
+        tag: Tag,
+        command: C,
+        timeout: Duration,
+    ) {
+        self.yields.push(Yield {
+            tag,
+            command: Payload::new(command),
+            timeout: Some(timeout),
         });
     }
 

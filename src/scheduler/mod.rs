@@ -69,6 +69,7 @@ pub struct SchedulerBuilder {
     max_batch: usize,
     step_budget: usize,
     max_processes: usize,
+    mailbox_capacity: usize,
     drop_timeout: Duration,
 }
 
@@ -150,6 +151,14 @@ impl SchedulerBuilder {
         self
     }
 
+    /// Most messages waiting in one process's mailbox (default: unbounded). Past it, `send`
+    /// reports [`SendError::MailboxFull`] and drops the message. Yield completions and `Cancel`
+    /// are never counted or dropped.
+    pub fn mailbox_capacity(&mut self, capacity: usize) -> &mut Self {
+        self.mailbox_capacity = capacity;
+        self
+    }
+
     /// How long dropping the scheduler lets cancelled processes finish (default
     /// [`DEFAULT_DROP_TIMEOUT`]).
     pub fn drop_timeout(&mut self, timeout: Duration) -> &mut Self {
@@ -197,10 +206,13 @@ impl SchedulerBuilder {
             next_pid: AtomicU64::new(1),
             live: AtomicUsize::new(0),
             shutting_down: AtomicBool::new(false),
+            live_at_shutdown: AtomicUsize::new(0),
+            forcing: AtomicBool::new(false),
             all_done: (Mutex::new(()), Condvar::new()),
             max_batch: self.max_batch,
             step_budget: self.step_budget,
             max_processes: self.max_processes,
+            mailbox_capacity: self.mailbox_capacity,
         });
         Ok(Scheduler {
             handle: SchedulerHandle { inner },
@@ -286,11 +298,16 @@ struct Inner {
     /// Processes admitted and not yet finished.
     live: AtomicUsize,
     shutting_down: AtomicBool,
+    /// Live processes when shutdown began.
+    live_at_shutdown: AtomicUsize,
+    /// The grace period is over: processes stop before their next step.
+    forcing: AtomicBool,
     /// Signalled when `live` drops to zero during shutdown.
     all_done: (Mutex<()>, Condvar),
     max_batch: usize,
     step_budget: usize,
     max_processes: usize,
+    mailbox_capacity: usize,
 }
 
 impl Scheduler {
@@ -310,6 +327,7 @@ impl Scheduler {
             max_batch: DEFAULT_MAX_BATCH,
             step_budget: DEFAULT_STEP_BUDGET,
             max_processes: usize::MAX,
+            mailbox_capacity: usize::MAX,
             drop_timeout: DEFAULT_DROP_TIMEOUT,
         }
     }
@@ -398,34 +416,59 @@ impl Scheduler {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn shutdown(&self, timeout: Duration) -> ShutdownReport {
+        let deadline = Instant::now() + timeout;
         let mut done = lock(&self.shutdown);
         if let Some(report) = *done {
             return report;
         }
-        let deadline = Instant::now() + timeout;
         let inner = &self.handle.inner;
-        inner.shutting_down.store(true, SeqCst);
-        // Pairs with the fence in `spawn` after its table insert: a racing spawn either sees the
-        // flag or its process is in this snapshot.
-        fence(SeqCst);
-        let cells = inner.table.cells();
-        let at_start = inner.live.load(SeqCst);
-        for cell in &cells {
-            cancel(cell);
-        }
-        drop(cells);
+        inner.begin_shutdown();
         let forced = inner.wait_until_idle(deadline);
+        // Grace is over: processes still running stop before their next step, ...
+        inner.forcing.store(true, SeqCst);
+        // ... and the executor drops every unfinished process future (`close` runs, handles
+        // report cancellation) once the workers finished their current poll.
         let remaining = deadline.saturating_duration_since(Instant::now());
-        // Drops every unfinished process future: `close` runs, handles report cancellation.
         self.executor
             .shutdown(remaining.max(executor::DROP_SHUTDOWN_TIMEOUT));
         let report = ShutdownReport {
-            graceful: at_start.saturating_sub(forced),
+            graceful: inner.live_at_shutdown.load(SeqCst).saturating_sub(forced),
             forced,
         };
         tracing::debug!(?report, "scheduler shut down");
         *done = Some(report);
         report
+    }
+
+    /// [`shutdown`](Self::shutdown) for async code: the grace period is awaited (on a helper
+    /// thread), not blocked on, so it may be called from a task of any runtime. Only the final
+    /// stop of the workers — at most the duration of one poll — blocks.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let sched = procsched::Scheduler::builder().workers(1).build()?;
+    /// let report = futures::executor::block_on(sched.shutdown_async(Duration::from_secs(1)));
+    /// assert_eq!((report.graceful, report.forced), (0, 0));
+    /// # Ok::<(), procsched::BuildError>(())
+    /// ```
+    pub async fn shutdown_async(&self, timeout: Duration) -> ShutdownReport {
+        let deadline = Instant::now() + timeout;
+        let inner = self.handle.inner.clone();
+        inner.begin_shutdown();
+        let (tx, rx) = futures::channel::oneshot::channel();
+        let waiter = std::thread::Builder::new()
+            .name("procsched-shutdown".to_owned())
+            .spawn(move || {
+                inner.wait_until_idle(deadline);
+                let _ = tx.send(());
+            });
+        if waiter.is_ok() {
+            let _ = rx.await;
+        }
+        self.shutdown(deadline.saturating_duration_since(Instant::now()))
     }
 }
 
@@ -493,7 +536,7 @@ impl SchedulerHandle {
             inner.release_slot();
             return Err(error);
         }
-        let cell = Arc::new(ProcessCell::new(pid));
+        let cell = Arc::new(ProcessCell::with_capacity(pid, inner.mailbox_capacity));
         inner.table.insert(cell.clone());
         // Shutdown may have started since the check above: make sure this process is cancelled
         // too (see `Scheduler::shutdown`).
@@ -511,7 +554,8 @@ impl SchedulerHandle {
     /// # Errors
     ///
     /// [`SendError::NotFound`] if no live process has this PID (never spawned or finished);
-    /// [`SendError::Closed`] if it is finishing.
+    /// [`SendError::Closed`] if it is finishing; [`SendError::MailboxFull`] if the message was
+    /// dropped by the mailbox capacity or its topic budget (see [`Message::with_budget`]).
     pub fn send(&self, pid: Pid, message: Message) -> Result<(), SendError> {
         let mut message = Some(message);
         let admitted = self.inner.table.with(pid, |cell| {
@@ -519,6 +563,7 @@ impl SchedulerHandle {
         });
         match admitted {
             Some(Admission::Accepted) => Ok(()),
+            Some(Admission::Dropped) => Err(SendError::MailboxFull(pid)),
             Some(Admission::Rejected) => Err(SendError::Closed(pid)),
             None => Err(SendError::NotFound(pid)),
         }
@@ -571,6 +616,22 @@ impl fmt::Debug for SchedulerHandle {
 }
 
 impl Inner {
+    /// Stops admission and delivers `Cancel` to every live process, once.
+    fn begin_shutdown(&self) {
+        if self.shutting_down.swap(true, SeqCst) {
+            return;
+        }
+        // Pairs with the fence in `spawn` after its table insert: a racing spawn either sees the
+        // flag or its process is in this snapshot.
+        fence(SeqCst);
+        self.live_at_shutdown.store(self.live.load(SeqCst), SeqCst);
+        let cells = self.table.cells();
+        tracing::debug!(processes = cells.len(), "scheduler shutdown: cancelling");
+        for cell in &cells {
+            cancel(cell);
+        }
+    }
+
     fn release_slot(&self) {
         if self.live.fetch_sub(1, AcqRel) == 1 && self.shutting_down.load(Acquire) {
             let _guard = lock(&self.all_done.0);
@@ -634,5 +695,9 @@ impl Host for Inner {
 
     fn step_budget(&self) -> usize {
         self.step_budget
+    }
+
+    fn should_stop(&self) -> bool {
+        self.forcing.load(Relaxed)
     }
 }

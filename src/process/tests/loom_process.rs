@@ -44,6 +44,9 @@ impl Host for ToyHost {
     fn step_budget(&self) -> usize {
         2
     }
+    fn should_stop(&self) -> bool {
+        false
+    }
 }
 
 /// Waits (`Idle` or `Wait`) until it has seen `expected` events, counting steps and closes.
@@ -106,6 +109,15 @@ fn model(f: impl Fn() + Sync + Send + 'static) {
     builder.check(f);
 }
 
+/// For models that run the whole executor (worker loop, queues, parking) with two workers or an
+/// extra producer thread: every interleaving at one preemption takes minutes already, two takes
+/// hours. The protocols they compose are each modelled at two preemptions on their own.
+fn model_full_stack(f: impl Fn() + Sync + Send + 'static) {
+    let mut builder = loom::model::Builder::new();
+    builder.preemption_bound = Some(1);
+    builder.check(f);
+}
+
 #[test]
 fn loom_idle_process_sent_a_message_while_stepping_or_parking() {
     model(|| {
@@ -122,7 +134,7 @@ fn loom_idle_process_sent_a_message_while_stepping_or_parking() {
 
 #[test]
 fn loom_completion_while_running_causes_one_more_step() {
-    model(|| {
+    model_full_stack(|| {
         let (executor, cell, closes, join) = start(true, 1);
         let generation = cell.generation();
         let completer = {
