@@ -133,7 +133,6 @@ fn a_command_within_its_deadline_completes_normally() {
 /// Idle until told to drain; then counts messages and overflow markers per topic until "stop".
 #[derive(Default)]
 struct Collector {
-    draining: bool,
     seen: Vec<String>,
     started: Option<mpsc::Sender<()>>,
 }

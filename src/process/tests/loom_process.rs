@@ -196,6 +196,7 @@ fn loom_generation_check_rejects_a_stale_completion() {
         match outcome {
             Admission::Accepted => assert_eq!(events.len(), 1),
             Admission::Rejected => assert_eq!(events.len(), 0),
+            Admission::Dropped => unreachable!("completions are never dropped"),
         }
         assert_ne!(old, new);
     });
