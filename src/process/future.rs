@@ -104,11 +104,12 @@ impl<P: Process, H: Host> ProcessFuture<P, H> {
                 // Shutdown's grace period is over: stop stepping; the executor drops us next.
                 return Poll::Pending;
             }
-            if self.cell.is_terminate_requested() {
+            if self.cell.mailbox.drain_into(&mut self.events, max_batch) {
+                // Terminated: inline completions still buffered are dropped with the process.
+                self.drop_unread_events();
                 let pid = self.cell.pid;
                 return Poll::Ready(self.finish(Err(ProcessError::terminated(pid))));
             }
-            self.cell.mailbox.drain_into(&mut self.events, max_batch);
             let (process, events, out) = (&mut self.process, &mut self.events, &mut self.out);
             let stepped = catch_unwind(AssertUnwindSafe(|| process.step(events, out)));
             self.drop_unread_events();

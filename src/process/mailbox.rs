@@ -13,7 +13,6 @@
 
 use super::state::StateWord;
 use super::{Event, Events, Message, Pid, ProcessState, Topic};
-use crate::loom::atomic::{AtomicBool, Ordering::SeqCst};
 use crate::loom::{lock, Mutex};
 use std::collections::HashMap;
 use std::collections::VecDeque;
@@ -41,6 +40,10 @@ struct Inner {
     events: VecDeque<Event>,
     /// Messages (not completions, cancels or overflow markers) in `events`.
     queued_messages: usize,
+    /// Set once by `terminate`. Read by the poller in the same critical section that drains
+    /// events, so — exactly like an event — a request that lands after a drain finds the
+    /// process `Running` (and flags it) or parked (and wakes it).
+    terminate: bool,
     /// Most queued messages; `usize::MAX` when unbounded.
     capacity: usize,
     /// Usage of the topics that carry a budget.
@@ -56,8 +59,6 @@ pub(crate) struct ProcessCell {
     pub(crate) pid: Pid,
     pub(crate) state: StateWord,
     pub(crate) mailbox: Mailbox,
-    /// Set once by `terminate`; the process future checks it before every step.
-    terminate: AtomicBool,
 }
 
 impl ProcessCell {
@@ -72,10 +73,10 @@ impl ProcessCell {
         ProcessCell {
             pid,
             state: StateWord::new(),
-            terminate: AtomicBool::new(false),
             mailbox: Mailbox {
                 inner: Mutex::new(Inner {
                     events: VecDeque::new(),
+                    terminate: false,
                     queued_messages: 0,
                     capacity,
                     topics: HashMap::new(),
@@ -136,11 +137,11 @@ impl ProcessCell {
     /// Asks the process to stop before its next step, waking it if it waits. Returns `false` if
     /// the mailbox is already closed (the process is finishing).
     pub(crate) fn request_terminate(&self) -> bool {
-        let inner = lock(&self.mailbox.inner);
+        let mut inner = lock(&self.mailbox.inner);
         if inner.closed {
             return false;
         }
-        self.terminate.store(true, SeqCst);
+        inner.terminate = true;
         // As for an event: a running process re-checks before parking, a waiting one is woken.
         if self.state.on_event() {
             if let Some(waker) = &inner.waker {
@@ -148,10 +149,6 @@ impl ProcessCell {
             }
         }
         true
-    }
-
-    pub(crate) fn is_terminate_requested(&self) -> bool {
-        self.terminate.load(SeqCst)
     }
 
     /// The current generation, for a new producer to bind to.
@@ -174,11 +171,15 @@ impl Mailbox {
         }
     }
 
-    /// Moves up to `max` queued events into `events`.
-    pub(crate) fn drain_into(&self, events: &mut Events, max: usize) {
+    /// Moves up to `max` queued events into `events`. Returns `true` if termination was
+    /// requested (the caller then steps no more).
+    pub(crate) fn drain_into(&self, events: &mut Events, max: usize) -> bool {
         let mut inner = lock(&self.inner);
+        if inner.terminate {
+            return true;
+        }
         if inner.events.is_empty() {
-            return;
+            return false;
         }
         let before = events.len();
         events.take_from(&mut inner.events, max);
@@ -188,6 +189,7 @@ impl Mailbox {
                 inner.release(event);
             }
         }
+        false
     }
 
     /// `true` if events are waiting.

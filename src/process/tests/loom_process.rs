@@ -201,3 +201,89 @@ fn loom_generation_check_rejects_a_stale_completion() {
         assert_ne!(old, new);
     });
 }
+
+/// Idle until `Cancel`, then done; counts closes.
+struct CancelAware(Arc<AtomicUsize>);
+
+impl Process for CancelAware {
+    fn init(&mut self, _: &ProcessContext<'_>, _: &str, _: Payload) -> Result<(), InitError> {
+        Ok(())
+    }
+    fn step(&mut self, events: &mut Events, out: &mut StepOutput) -> Result<(), BoxError> {
+        if events.drain().any(|e| matches!(e, Event::Cancel { .. })) {
+            out.done(Payload::empty());
+        } else {
+            out.idle();
+        }
+        Ok(())
+    }
+    fn close(&mut self) {
+        self.0.fetch_add(1, SeqCst);
+    }
+}
+
+#[test]
+fn loom_scheduler_shutdown_racing_with_a_spawn() {
+    model_full_stack(|| {
+        let sched = Arc::new(crate::Scheduler::builder().workers(1).build().unwrap());
+        let closes = Arc::new(AtomicUsize::new(0));
+        let spawner = {
+            let sched = sched.clone();
+            let closes = closes.clone();
+            thread::spawn(move || sched.spawn(CancelAware(closes), "run", Payload::empty()))
+        };
+        let report = sched.shutdown(Duration::from_secs(1));
+        match spawner.join().unwrap() {
+            // Admitted: it got its Cancel (or was forced), and was closed.
+            Ok(handle) => {
+                assert_eq!(report.graceful + report.forced, 1);
+                let _ = sched.block_on(handle);
+                assert_eq!(closes.load(SeqCst), 1);
+            }
+            Err(e) => {
+                assert!(matches!(e, crate::SpawnError::ShuttingDown), "{e}");
+                assert_eq!(closes.load(SeqCst), 0, "never initialised");
+            }
+        }
+        assert_eq!(sched.live_processes(), 0);
+    });
+}
+
+#[test]
+fn loom_shutdown_racing_with_a_completion() {
+    model_full_stack(|| {
+        let (executor, cell, closes, join) = start(true, 2);
+        let generation = cell.generation();
+        let completer = {
+            let cell = cell.clone();
+            thread::spawn(move || {
+                cell.deliver(
+                    generation,
+                    Event::YieldComplete {
+                        tag: 1,
+                        result: Err(CommandError::TimedOut),
+                    },
+                )
+            })
+        };
+        executor.shutdown(Duration::from_secs(1));
+        // Accepted (the process saw it or was cancelled with it queued) or rejected (closed):
+        // never lost in between, never a panic, close exactly once.
+        let _ = completer.join().unwrap();
+        // The process needed two events: shutdown dropped it (its future's drop closed it).
+        assert!(executor.block_on(join).unwrap_err().is_shutdown());
+        assert_eq!(closes.load(SeqCst), 1);
+    });
+}
+
+#[test]
+fn loom_terminate_racing_with_the_first_poll() {
+    model(|| {
+        let (executor, cell, closes, join) = start(false, 2);
+        assert!(cell.request_terminate());
+        let result = executor.block_on(join).unwrap();
+        assert!(result.unwrap_err().is_terminated());
+        assert_eq!(closes.load(SeqCst), 1, "close exactly once");
+        executor.shutdown(Duration::from_secs(1));
+    });
+}
