@@ -78,3 +78,26 @@ pub(crate) fn block_on<F: std::future::Future>(future: F) -> F::Output {
         futures::executor::block_on(future)
     }
 }
+
+/// Loom model runners shared by the crate's models.
+#[cfg(all(test, loom))]
+pub(crate) mod model {
+    /// Explores a model at `LOOM_MAX_PREEMPTIONS` (CI: 2) preemptions, or 2 if unset.
+    pub(crate) fn model(f: impl Fn() + Sync + Send + 'static) {
+        let mut builder = loom::model::Builder::new();
+        if builder.preemption_bound.is_none() {
+            builder.preemption_bound = Some(2);
+        }
+        builder.check(f);
+    }
+
+    /// For models that run the whole executor (worker loop, queues, parking) with two workers
+    /// or an extra producer thread: every interleaving at one preemption takes a minute already,
+    /// two take hours. The protocols they compose are each modelled at two preemptions on their
+    /// own.
+    pub(crate) fn model_full_stack(f: impl Fn() + Sync + Send + 'static) {
+        let mut builder = loom::model::Builder::new();
+        builder.preemption_bound = Some(1);
+        builder.check(f);
+    }
+}

@@ -7,25 +7,9 @@
 
 use super::Executor;
 use crate::loom::atomic::{AtomicUsize, Ordering::SeqCst};
+use crate::loom::model::{model, model_full_stack};
 use crate::loom::Arc;
 use std::time::Duration;
-
-fn model(f: impl Fn() + Sync + Send + 'static) {
-    let mut builder = loom::model::Builder::new();
-    if builder.preemption_bound.is_none() {
-        builder.preemption_bound = Some(2);
-    }
-    builder.check(f);
-}
-
-/// For models that run the whole executor (worker loop, queues, parking) with two workers or an
-/// extra producer thread: every interleaving at one preemption takes minutes already, two takes
-/// hours. The protocols they compose are each modelled at two preemptions on their own.
-fn model_full_stack(f: impl Fn() + Sync + Send + 'static) {
-    let mut builder = loom::model::Builder::new();
-    builder.preemption_bound = Some(1);
-    builder.check(f);
-}
 
 #[test]
 fn loom_task_pushed_while_the_only_worker_parks_is_run() {

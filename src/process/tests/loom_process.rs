@@ -4,6 +4,7 @@
 
 use crate::executor::Executor;
 use crate::loom::atomic::{AtomicUsize, Ordering::SeqCst};
+use crate::loom::model::{model, model_full_stack};
 use crate::loom::{thread, Arc};
 use crate::process::future::{Host, ProcessFuture};
 use crate::process::mailbox::{Admission, Generation, ProcessCell};
@@ -78,6 +79,17 @@ impl Process for Waiter {
     }
 }
 
+/// Delivers the completion of the waiter's yield (tag 1).
+fn complete_yield(cell: &ProcessCell, generation: Generation) -> Admission {
+    cell.deliver(
+        generation,
+        Event::YieldComplete {
+            tag: 1,
+            result: Err(CommandError::TimedOut),
+        },
+    )
+}
+
 fn start(
     wait: bool,
     expected: usize,
@@ -101,23 +113,6 @@ fn start(
     (executor, cell, closes, join)
 }
 
-fn model(f: impl Fn() + Sync + Send + 'static) {
-    let mut builder = loom::model::Builder::new();
-    if builder.preemption_bound.is_none() {
-        builder.preemption_bound = Some(2);
-    }
-    builder.check(f);
-}
-
-/// For models that run the whole executor (worker loop, queues, parking) with two workers or an
-/// extra producer thread: every interleaving at one preemption takes minutes already, two takes
-/// hours. The protocols they compose are each modelled at two preemptions on their own.
-fn model_full_stack(f: impl Fn() + Sync + Send + 'static) {
-    let mut builder = loom::model::Builder::new();
-    builder.preemption_bound = Some(1);
-    builder.check(f);
-}
-
 #[test]
 fn loom_idle_process_sent_a_message_while_stepping_or_parking() {
     model(|| {
@@ -139,15 +134,7 @@ fn loom_completion_while_running_causes_one_more_step() {
         let generation = cell.generation();
         let completer = {
             let cell = cell.clone();
-            thread::spawn(move || {
-                cell.deliver(
-                    generation,
-                    Event::YieldComplete {
-                        tag: 1,
-                        result: Err(CommandError::TimedOut),
-                    },
-                )
-            })
+            thread::spawn(move || complete_yield(&cell, generation))
         };
         let seen = executor.block_on(join).unwrap().unwrap();
         assert_eq!(seen.downcast::<usize>().unwrap(), 1);
@@ -256,15 +243,7 @@ fn loom_shutdown_racing_with_a_completion() {
         let generation = cell.generation();
         let completer = {
             let cell = cell.clone();
-            thread::spawn(move || {
-                cell.deliver(
-                    generation,
-                    Event::YieldComplete {
-                        tag: 1,
-                        result: Err(CommandError::TimedOut),
-                    },
-                )
-            })
+            thread::spawn(move || complete_yield(&cell, generation))
         };
         executor.shutdown(Duration::from_secs(1));
         // Accepted (the process saw it or was cancelled with it queued) or rejected (closed):
