@@ -62,21 +62,15 @@ pub(crate) fn dispatch(
                 return None;
             };
             let completer = YieldCompleter::new(cell.clone(), generation, tag);
-            // Creating the handler's future is user code and may panic; the completer, dropped
-            // during the unwind, then reports the yield as cancelled — report the panic instead.
+            // The spawn functions catch the handler's own panics; anything escaping here is a
+            // bug of ours, and the completer — dropped in the unwind — has already completed the
+            // yield as `Cancelled`, so the process is not left waiting.
             match catch_unwind(AssertUnwindSafe(|| {
                 spawn(command, completer, runtime, timeout)
             })) {
-                Ok(abort) => Some(abort),
+                Ok(abort) => abort,
                 Err(panic) => {
-                    let message = panic_message(&*panic);
-                    let _ = cell.deliver(
-                        generation,
-                        Event::YieldComplete {
-                            tag,
-                            result: Err(CommandError::Panicked(message)),
-                        },
-                    );
+                    tracing::error!(pid = %cell.pid, message = %panic_message(&*panic), "handler dispatch panicked");
                     None
                 }
             }

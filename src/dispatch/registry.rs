@@ -20,7 +20,7 @@ type SpawnFn = dyn Fn(
         YieldCompleter,
         &tokio::runtime::Handle,
         Option<Duration>,
-    ) -> tokio::task::AbortHandle
+    ) -> Option<tokio::task::AbortHandle>
     + Send
     + Sync;
 
@@ -48,7 +48,15 @@ impl Handler {
         Fut: Future<Output = Result<Payload, CommandError>> + Send + 'static,
     {
         Handler::Async(Box::new(move |command, completer, runtime, timeout| {
-            let future = AssertUnwindSafe(f(downcast::<C>(command))).catch_unwind();
+            // Building the future is user code too: a panic here completes the yield, once.
+            let command = downcast::<C>(command);
+            let future = match catch_unwind(AssertUnwindSafe(|| f(command))) {
+                Ok(future) => AssertUnwindSafe(future).catch_unwind(),
+                Err(panic) => {
+                    completer.complete(Err(CommandError::Panicked(panic_message(&*panic))));
+                    return None;
+                }
+            };
             runtime
                 .spawn(async move {
                     let caught = match timeout {
@@ -64,6 +72,7 @@ impl Handler {
                     completer.complete(result);
                 })
                 .abort_handle()
+                .into()
         }))
     }
 
@@ -98,6 +107,7 @@ impl Handler {
                     }
                 })
                 .abort_handle()
+                .into()
         }))
     }
 

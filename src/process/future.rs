@@ -10,7 +10,8 @@
 //!    completions feed the next step of this same poll); async and blocking ones complete later
 //!    through the mailbox.
 //! 5. `Continue` → state `Ready`, wake ourselves (the executor queues us behind other ready work),
-//!    return `Pending`. `Wait`/`Idle` → if inline completions are pending, step again (step 2);
+//!    return `Pending`. `Wait`/`Idle` → if inline completions are pending, or the mailbox held
+//!    more than one batch, step again (step 2);
 //!    otherwise try to park (`state.rs`): parked → `Pending`; an event landed → step again. Every
 //!    extra step spends one unit of the step budget; when it is spent, re-queue as for `Continue`.
 //!
@@ -18,7 +19,7 @@
 //! State → `Complete`; the mailbox closes (later sends see `Closed`, then `NotFound`); outstanding
 //! handler tasks are aborted; `close` runs exactly once (panics caught); the host forgets the PID.
 
-use super::mailbox::{Generation, ProcessCell};
+use super::mailbox::{Drained, Generation, ProcessCell};
 use super::output::{Status, Yield};
 use super::state::{Park, ProcessState};
 use super::{panic_message, Events, Process, ProcessError, StepOutput};
@@ -104,7 +105,8 @@ impl<P: Process, H: Host> ProcessFuture<P, H> {
                 // Shutdown's grace period is over: stop stepping; the executor drops us next.
                 return Poll::Pending;
             }
-            if self.cell.mailbox.drain_into(&mut self.events, max_batch) {
+            let drained = self.cell.mailbox.drain_into(&mut self.events, max_batch);
+            if drained == Drained::Terminate {
                 // Terminated: inline completions still buffered are dropped with the process.
                 self.drop_unread_events();
                 let pid = self.cell.pid;
@@ -143,7 +145,9 @@ impl<P: Process, H: Host> ProcessFuture<P, H> {
             budget -= 1;
             let step_again = match park_as {
                 None => false,
-                Some(_) if !self.events.is_empty() => true,
+                // Inline completions, or a backlog past one batch: no event will come to wake us
+                // for those, so parking now would strand them.
+                Some(_) if !self.events.is_empty() || drained == Drained::More => true,
                 Some(state) => self.cell.state.try_park(state) == Park::Notified,
             };
             if !step_again {

@@ -21,6 +21,18 @@ use std::task::Waker;
 /// The generation a producer is bound to.
 pub(crate) type Generation = u64;
 
+/// What [`Mailbox::drain_into`] left behind.
+#[must_use]
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Drained {
+    /// The mailbox is empty.
+    All,
+    /// More than a batch was waiting: the rest is for the next step.
+    More,
+    /// Termination was requested (read under the same lock as the events: see `terminate`).
+    Terminate,
+}
+
 /// What happened to a pushed event.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Admission {
@@ -171,15 +183,14 @@ impl Mailbox {
         }
     }
 
-    /// Moves up to `max` queued events into `events`. Returns `true` if termination was
-    /// requested (the caller then steps no more).
-    pub(crate) fn drain_into(&self, events: &mut Events, max: usize) -> bool {
+    /// Moves up to `max` queued events into `events`.
+    pub(crate) fn drain_into(&self, events: &mut Events, max: usize) -> Drained {
         let mut inner = lock(&self.inner);
         if inner.terminate {
-            return true;
+            return Drained::Terminate;
         }
         if inner.events.is_empty() {
-            return false;
+            return Drained::All;
         }
         let before = events.len();
         events.take_from(&mut inner.events, max);
@@ -189,7 +200,11 @@ impl Mailbox {
                 inner.release(event);
             }
         }
-        false
+        if inner.events.is_empty() {
+            Drained::All
+        } else {
+            Drained::More
+        }
     }
 
     /// `true` if events are waiting.
@@ -312,7 +327,7 @@ mod tests {
         assert_eq!(cell.deliver(old, completion(2)), Admission::Rejected);
         assert_eq!(cell.deliver(new, completion(3)), Admission::Accepted);
         let mut events = Events::default();
-        cell.mailbox.drain_into(&mut events, 10);
+        let _ = cell.mailbox.drain_into(&mut events, 10);
         let tags: Vec<u64> = events
             .drain()
             .map(|e| match e {
@@ -344,7 +359,7 @@ mod tests {
 
     fn kinds(cell: &ProcessCell) -> Vec<String> {
         let mut events = Events::default();
-        cell.mailbox.drain_into(&mut events, usize::MAX);
+        let _ = cell.mailbox.drain_into(&mut events, usize::MAX);
         events
             .drain()
             .map(|e| match e {
@@ -426,7 +441,7 @@ mod tests {
             let _ = cell.deliver(generation, completion(tag));
         }
         let mut events = Events::default();
-        cell.mailbox.drain_into(&mut events, 4);
+        assert_eq!(cell.mailbox.drain_into(&mut events, 4), Drained::More);
         assert_eq!(events.len(), 4);
         assert!(cell.mailbox.has_events());
     }

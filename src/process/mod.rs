@@ -16,7 +16,8 @@
 //!   a message wakes a blocked one.
 //! - **Continue** re-queues the process *behind* other ready work (the global queue), so a process
 //!   that never waits cannot starve its worker.
-//! - **Flooded mailboxes** are delivered in batches (at most `max_batch` events per step), so one
+//! - **Flooded mailboxes** are delivered in batches (at most `max_batch` mailbox events per
+//!   step, plus the completions of the previous step's inline yields), so one
 //!   process cannot monopolise a worker; the rest come in the next steps.
 //! - A step whose yields all completed inline is stepped again within the same poll, up to the
 //!   step budget; then the process is re-queued like `Continue`.

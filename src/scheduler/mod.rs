@@ -206,7 +206,8 @@ impl SchedulerBuilder {
             next_pid: AtomicU64::new(1),
             live: AtomicUsize::new(0),
             shutting_down: AtomicBool::new(false),
-            live_at_shutdown: AtomicUsize::new(0),
+            graceful: AtomicUsize::new(0),
+            forced: AtomicUsize::new(0),
             forcing: AtomicBool::new(false),
             all_done: (Mutex::new(()), Condvar::new()),
             max_batch: self.max_batch,
@@ -239,10 +240,11 @@ impl fmt::Debug for SchedulerBuilder {
 #[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ShutdownReport {
-    /// Processes that finished on their own after the `Cancel` event, within the timeout.
+    /// Processes that finished on their own during the grace period (after their `Cancel`).
     pub graceful: usize,
     /// Processes still running at the timeout, terminated (their handles report
-    /// [`ProcessError::is_cancelled`](crate::ProcessError::is_cancelled)).
+    /// [`ProcessError::is_cancelled`](crate::ProcessError::is_cancelled)). Every process live
+    /// during shutdown is counted exactly once, as graceful or forced.
     pub forced: usize,
 }
 
@@ -298,8 +300,10 @@ struct Inner {
     /// Processes admitted and not yet finished.
     live: AtomicUsize,
     shutting_down: AtomicBool,
-    /// Live processes when shutdown began.
-    live_at_shutdown: AtomicUsize,
+    /// Processes that finished during shutdown's grace period, and after it (forced). Each
+    /// process is counted once, when it finishes, so the two always add up.
+    graceful: AtomicUsize,
+    forced: AtomicUsize,
     /// The grace period is over: processes stop before their next step.
     forcing: AtomicBool,
     /// Signalled when `live` drops to zero during shutdown.
@@ -423,7 +427,7 @@ impl Scheduler {
         }
         let inner = &self.handle.inner;
         inner.begin_shutdown();
-        let forced = inner.wait_until_idle(deadline);
+        inner.wait_until_idle(deadline);
         // Grace is over: processes still running stop before their next step, ...
         inner.forcing.store(true, SeqCst);
         // ... and the executor drops every unfinished process future (`close` runs, handles
@@ -432,8 +436,8 @@ impl Scheduler {
         self.executor
             .shutdown(remaining.max(executor::DROP_SHUTDOWN_TIMEOUT));
         let report = ShutdownReport {
-            graceful: inner.live_at_shutdown.load(SeqCst).saturating_sub(forced),
-            forced,
+            graceful: inner.graceful.load(SeqCst),
+            forced: inner.forced.load(SeqCst),
         };
         tracing::debug!(?report, "scheduler shut down");
         *done = Some(report);
@@ -624,7 +628,6 @@ impl Inner {
         // Pairs with the fence in `spawn` after its table insert: a racing spawn either sees the
         // flag or its process is in this snapshot.
         fence(SeqCst);
-        self.live_at_shutdown.store(self.live.load(SeqCst), SeqCst);
         let cells = self.table.cells();
         tracing::debug!(processes = cells.len(), "scheduler shutdown: cancelling");
         for cell in &cells {
@@ -639,14 +642,14 @@ impl Inner {
         }
     }
 
-    /// Waits until no process is live or `deadline` passes; returns how many are still live.
-    fn wait_until_idle(&self, deadline: Instant) -> usize {
+    /// Waits until no process is live or `deadline` passes.
+    fn wait_until_idle(&self, deadline: Instant) {
         let mut guard = lock(&self.all_done.0);
         loop {
             let live = self.live.load(Acquire);
             let now = Instant::now();
             if live == 0 || (now >= deadline && !cfg!(loom)) {
-                return live;
+                return;
             }
             guard = match self.all_done.1.wait_timeout(guard, deadline - now) {
                 Ok((guard, _)) => guard,
@@ -685,6 +688,14 @@ impl Host for Inner {
     }
 
     fn finished(&self, cell: &ProcessCell) {
+        if self.shutting_down.load(Acquire) {
+            let counter = if self.forcing.load(Acquire) {
+                &self.forced
+            } else {
+                &self.graceful
+            };
+            counter.fetch_add(1, AcqRel);
+        }
         self.table.remove(cell.pid);
         self.release_slot();
     }
