@@ -516,11 +516,16 @@ impl SchedulerHandle {
         input: Payload,
     ) -> Result<ProcessHandle, SpawnError> {
         let inner = &self.inner;
-        if inner.shutting_down.load(Acquire) {
+        // Admission: reserve a slot first, so concurrent spawns can never overshoot, and so that
+        // shutdown — which sets its flag, then waits for `live` to reach zero — either makes us
+        // fail here or waits for this process (the fences make it a Dekker pair).
+        let live_before = inner.live.fetch_add(1, AcqRel);
+        fence(SeqCst);
+        if inner.shutting_down.load(Relaxed) {
+            inner.release_slot();
             return Err(SpawnError::ShuttingDown);
         }
-        // Admission: reserve a slot first, so concurrent spawns can never overshoot.
-        if inner.live.fetch_add(1, AcqRel) >= inner.max_processes {
+        if live_before >= inner.max_processes {
             inner.release_slot();
             return Err(SpawnError::Limit(inner.max_processes));
         }
@@ -625,8 +630,9 @@ impl Inner {
         if self.shutting_down.swap(true, SeqCst) {
             return;
         }
-        // Pairs with the fence in `spawn` after its table insert: a racing spawn either sees the
-        // flag or its process is in this snapshot.
+        // Pairs with the fences in `spawn` (after its admission, and after its table insert): a
+        // racing spawn either sees the flag, or is counted in `live` (so shutdown waits for it)
+        // and, once registered, in this snapshot.
         fence(SeqCst);
         let cells = self.table.cells();
         tracing::debug!(processes = cells.len(), "scheduler shutdown: cancelling");
