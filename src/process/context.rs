@@ -46,7 +46,9 @@ pub struct ProcessContext<'a> {
 }
 
 impl<'a> ProcessContext<'a> {
-    pub(crate) fn new(pid: Pid, scheduler: &'a SchedulerHandle) -> Self {
+    /// A context for `pid`. The scheduler builds one for every `init`; build your own to drive a
+    /// process by hand (unit tests of a `Process`, custom drivers).
+    pub fn new(pid: Pid, scheduler: &'a SchedulerHandle) -> Self {
         ProcessContext { pid, scheduler }
     }
 
