@@ -100,12 +100,22 @@ impl<P: Process, H: Host> ProcessFuture<P, H> {
         self.cell.state.start_poll();
         let max_batch = self.host.max_batch();
         let mut budget = self.host.step_budget().max(1);
+        // The first step of a poll drains the mailbox. Later steps of the same poll drain it only
+        // if something may have arrived: every delivery made while we are `Running` sets the
+        // state word's `NOTIFIED` flag (after queueing, under the mailbox lock), so a step that
+        // only consumes inline completions skips the lock entirely.
+        let mut must_drain = true;
         loop {
             if self.host.should_stop() {
                 // Shutdown's grace period is over: stop stepping; the executor drops us next.
                 return Poll::Pending;
             }
-            let drained = self.cell.mailbox.drain_into(&mut self.events, max_batch);
+            let drained = if must_drain || self.cell.state.take_notified() {
+                self.cell.mailbox.drain_into(&mut self.events, max_batch)
+            } else {
+                Drained::All
+            };
+            must_drain = drained == Drained::More;
             if drained == Drained::Terminate {
                 // Terminated: inline completions still buffered are dropped with the process.
                 self.drop_unread_events();
@@ -148,7 +158,11 @@ impl<P: Process, H: Host> ProcessFuture<P, H> {
                 // Inline completions, or a backlog past one batch: no event will come to wake us
                 // for those, so parking now would strand them.
                 Some(_) if !self.events.is_empty() || drained == Drained::More => true,
-                Some(state) => self.cell.state.try_park(state) == Park::Notified,
+                Some(state) => {
+                    // A failed park cleared `NOTIFIED`: the next step must drain regardless.
+                    must_drain = self.cell.state.try_park(state) == Park::Notified;
+                    must_drain
+                }
             };
             if !step_again {
                 if park_as.is_none() {

@@ -130,6 +130,16 @@ impl StateWord {
         }
     }
 
+    /// Consumes the `NOTIFIED` flag: `true` if an event (or a terminate request) was delivered
+    /// while running, since the last check.
+    pub(crate) fn take_notified(&self) -> bool {
+        if self.0.load(Acquire) & NOTIFIED == 0 {
+            return false;
+        }
+        self.0.fetch_and(!NOTIFIED, AcqRel);
+        true
+    }
+
     /// The process goes back in the run queue (`Continue`, or the step budget ran out).
     pub(crate) fn requeue(&self) {
         self.0.store(ProcessState::Ready.bits(), SeqCst);

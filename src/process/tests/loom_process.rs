@@ -15,6 +15,8 @@ use crate::process::{
 use crate::Payload;
 use std::time::Duration;
 
+const INLINE_TAG: u64 = 2;
+
 /// A host with no handlers: yields are dropped, so completions can only come from the model.
 #[derive(Default)]
 struct ToyHost {
@@ -263,6 +265,55 @@ fn loom_terminate_racing_with_the_first_poll() {
         let result = executor.block_on(join).unwrap();
         assert!(result.unwrap_err().is_terminated());
         assert_eq!(closes.load(SeqCst), 1, "close exactly once");
+        executor.shutdown(Duration::from_secs(1));
+    });
+}
+
+/// Keeps yielding to an inline handler (stepping again within its poll, without draining the
+/// mailbox) until the external completion with tag 1 arrives.
+struct InlineLoop {
+    closes: Arc<AtomicUsize>,
+}
+
+impl Process for InlineLoop {
+    fn init(&mut self, _: &ProcessContext<'_>, _: &str, _: Payload) -> Result<(), InitError> {
+        Ok(())
+    }
+    fn step(&mut self, events: &mut Events, out: &mut StepOutput) -> Result<(), BoxError> {
+        if events
+            .drain()
+            .any(|e| matches!(e, Event::YieldComplete { tag: 1, .. }))
+        {
+            out.done(Payload::empty());
+        } else {
+            out.yield_command(INLINE_TAG, ());
+            out.wait();
+        }
+        Ok(())
+    }
+    fn close(&mut self) {
+        self.closes.fetch_add(1, SeqCst);
+    }
+}
+
+#[test]
+fn loom_completion_during_inline_steps_is_not_skipped() {
+    model_full_stack(|| {
+        let executor = Executor::builder().workers(1).build().unwrap();
+        let cell = Arc::new(ProcessCell::new(Pid::from_raw(1).unwrap()));
+        let closes = Arc::new(AtomicUsize::new(0));
+        let future = ProcessFuture::new(
+            InlineLoop {
+                closes: closes.clone(),
+            },
+            cell.clone(),
+            Arc::new(ToyHost::default()),
+        );
+        let join = executor.spawn(future);
+        let generation = cell.generation();
+        assert_eq!(complete_yield(&cell, generation), Admission::Accepted);
+        executor.block_on(join).unwrap().unwrap();
+        assert_eq!(closes.load(SeqCst), 1);
         executor.shutdown(Duration::from_secs(1));
     });
 }
