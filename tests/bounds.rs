@@ -359,3 +359,137 @@ fn async_shutdown_inside_tokio_forces_a_stubborn_process_and_closes_it() {
     }
     assert_eq!(steps.load(SeqCst), after);
 }
+
+/// Waits for one async command, then finishes with how its yield completed.
+struct AwaitOne;
+
+impl Process for AwaitOne {
+    fn init(&mut self, _: &ProcessContext<'_>, _: &str, _: Payload) -> Result<(), InitError> {
+        Ok(())
+    }
+    fn step(&mut self, events: &mut Events, out: &mut StepOutput) -> Result<(), BoxError> {
+        match events.pop() {
+            None => {
+                out.yield_command(1, Never);
+                out.wait();
+            }
+            Some(Event::YieldComplete { result, .. }) => {
+                out.done(Payload::new(result.map(|_| ()).map_err(|e| e.to_string())))
+            }
+            Some(other) => return Err(format!("unexpected {other:?}").into()),
+        }
+        Ok(())
+    }
+}
+
+#[test]
+fn the_handler_runtime_shutting_down_cancels_yields_instead_of_hanging() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let sched = Scheduler::builder()
+        .workers(2)
+        .tokio_handle(runtime.handle().clone())
+        .async_handler(|Never: Never| std::future::pending::<Result<Payload, CommandError>>())
+        .build()
+        .unwrap();
+    // One process waits on a handler task when the runtime goes away...
+    let waiting = sched.spawn(AwaitOne, "run", Payload::empty()).unwrap();
+    support_wait_blocked(&sched, waiting.pid());
+    runtime.shutdown_background();
+    assert_eq!(
+        outcome(&sched, waiting),
+        Err(CommandError::Cancelled.to_string())
+    );
+    // ... and one yields after it is gone.
+    let late = sched.spawn(AwaitOne, "run", Payload::empty()).unwrap();
+    assert_eq!(
+        outcome(&sched, late),
+        Err(CommandError::Cancelled.to_string())
+    );
+    let report = sched.shutdown(HANG_GUARD);
+    assert_eq!(report.forced, 0);
+}
+
+/// Hang-guarded wait until `pid` is blocked on its yield.
+fn support_wait_blocked(sched: &Scheduler, pid: Pid) {
+    let deadline = std::time::Instant::now() + HANG_GUARD;
+    while sched.state(pid) != Some(procsched::ProcessState::Blocked) {
+        assert!(std::time::Instant::now() < deadline, "never blocked");
+        std::thread::yield_now();
+    }
+}
+
+/// A message body whose destructor panics.
+struct Grenade(Arc<AtomicUsize>);
+
+impl Drop for Grenade {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, SeqCst);
+        panic!("expected panic: payload destructor");
+    }
+}
+
+#[test]
+fn panicking_payload_destructors_are_contained() {
+    /// Never takes its events: it only looks for "done", and leaves every payload to the
+    /// scheduler, which drops unread events after each step (and queued ones at close).
+    struct Ignorer;
+    impl Process for Ignorer {
+        fn init(&mut self, _: &ProcessContext<'_>, _: &str, _: Payload) -> Result<(), InitError> {
+            Ok(())
+        }
+        fn step(&mut self, events: &mut Events, out: &mut StepOutput) -> Result<(), BoxError> {
+            let done = events
+                .iter()
+                .any(|e| matches!(e, Event::Message(m) if m.topic == "done"));
+            if done {
+                out.done(Payload::empty());
+            } else {
+                out.idle();
+            }
+            Ok(())
+        }
+    }
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|info| {
+        let expected = info
+            .payload()
+            .downcast_ref::<&str>()
+            .is_some_and(|m| m.starts_with("expected panic"));
+        if !expected {
+            eprintln!("{info}");
+        }
+    }));
+    let drops = Arc::new(AtomicUsize::new(0));
+    let sched = Scheduler::builder().workers(1).build().unwrap();
+    let (started_tx, started_rx) = mpsc::channel::<()>();
+    let collector = sched
+        .spawn(Collector::default(), "run", Payload::new(started_tx))
+        .unwrap();
+    started_rx.recv_timeout(HANG_GUARD).unwrap();
+    let ignorer = sched.spawn(Ignorer, "run", Payload::empty()).unwrap();
+    for _ in 0..10 {
+        let grenade = Payload::new(Grenade(drops.clone()));
+        let _ = sched.send(ignorer.pid(), Message::new("g", grenade));
+    }
+    sched
+        .send(ignorer.pid(), Message::new("done", Payload::empty()))
+        .unwrap();
+    sched
+        .block_on(ignorer)
+        .expect("the ignorer finishes normally");
+    // The scheduler is healthy: another process still works.
+    sched
+        .send(collector.pid(), Message::new("stop", Payload::empty()))
+        .unwrap();
+    sched.block_on(collector).unwrap();
+    std::panic::set_hook(previous);
+    assert_eq!(
+        drops.load(SeqCst),
+        10,
+        "every unread payload was dropped, once"
+    );
+}

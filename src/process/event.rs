@@ -193,8 +193,4 @@ impl Events {
             self.queue.extend(source.drain(..n));
         }
     }
-
-    pub(crate) fn clear(&mut self) {
-        self.queue.clear();
-    }
 }

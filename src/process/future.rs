@@ -143,7 +143,9 @@ impl<P: Process, H: Host> ProcessFuture<P, H> {
                     let dropped = self.out.yield_count();
                     if dropped > 0 {
                         tracing::warn!(%pid, dropped, "yields of a Done step are dropped");
-                        self.out.clear_yields();
+                        for (_, command) in self.out.take_yields() {
+                            drop_caught(command);
+                        }
                     }
                     return Poll::Ready(self.finish(Ok(result)));
                 }
@@ -199,12 +201,11 @@ impl<P: Process, H: Host> ProcessFuture<P, H> {
         }
     }
 
+    /// Drops the events the step left unread, one at a time: a payload destructor may panic,
+    /// and a second panic while the first unwinds (as in a bulk `clear`) would abort.
     fn drop_unread_events(&mut self) {
-        if !self.events.is_empty() {
-            let events = &mut self.events;
-            if catch_unwind(AssertUnwindSafe(|| events.clear())).is_err() {
-                tracing::warn!(pid = %self.cell.pid, "a payload destructor panicked; contained");
-            }
+        while let Some(event) = self.events.pop() {
+            drop_caught(event);
         }
     }
 
@@ -213,6 +214,10 @@ impl<P: Process, H: Host> ProcessFuture<P, H> {
     fn finish(&mut self, result: Result<Payload, ProcessError>) -> Result<Payload, ProcessError> {
         debug_assert!(!self.finished);
         self.finished = true;
+        self.drop_unread_events();
+        for (_, command) in self.out.take_yields() {
+            drop_caught(command);
+        }
         let cell = &self.cell;
         cell.state.complete();
         cell.mailbox.close();
@@ -256,7 +261,10 @@ impl<P: Process, H: Host> Drop for ProcessFuture<P, H> {
     }
 }
 
-/// Drops a panic payload, containing a panic from its destructor.
-fn drop_caught(panic: Box<dyn std::any::Any + Send>) {
-    let _ = catch_unwind(AssertUnwindSafe(move || drop(panic)));
+/// Drops a value owned by user code (an event, a command, a panic payload), containing a panic
+/// from its destructor.
+fn drop_caught<T>(value: T) {
+    if catch_unwind(AssertUnwindSafe(move || drop(value))).is_err() {
+        tracing::warn!("a destructor panicked; the panic was contained");
+    }
 }

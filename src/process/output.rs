@@ -145,8 +145,4 @@ impl StepOutput {
     pub(crate) fn drain_yields(&mut self) -> smallvec::Drain<'_, [Yield; 2]> {
         self.yields.drain(..)
     }
-
-    pub(crate) fn clear_yields(&mut self) {
-        self.yields.clear();
-    }
 }
