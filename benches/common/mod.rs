@@ -518,3 +518,31 @@ pub(crate) fn publish_report(file_name: &str, markdown: &str) {
         Err(err) => eprintln!("warning: could not write {}: {err}", path.display()),
     }
 }
+
+/// Formats a rate (or any count) with an SI prefix and 3-4 significant digits: `812`,
+/// `12.40 k`, `3.07 M`, `1.25 G`.
+pub(crate) fn format_si(value: f64) -> String {
+    if value < 1e3 {
+        format!("{value:.0}")
+    } else if value < 1e6 {
+        format!("{:.2} k", value / 1e3)
+    } else if value < 1e9 {
+        format!("{:.2} M", value / 1e6)
+    } else {
+        format!("{:.2} G", value / 1e9)
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Memory
+// ---------------------------------------------------------------------------
+
+/// A `kB` field of `/proc/self/status` (`VmHWM`, `VmRSS`, ...), in KiB; `None` where procfs
+/// is unavailable (not Linux) or the field is missing.
+pub(crate) fn proc_status_kib(field: &str) -> Option<u64> {
+    let status = fs::read_to_string("/proc/self/status").ok()?;
+    status.lines().find_map(|line| {
+        let value = line.strip_prefix(field)?.strip_prefix(':')?;
+        value.trim().strip_suffix("kB")?.trim().parse().ok()
+    })
+}
