@@ -64,7 +64,7 @@ impl Shared {
         let n = remotes.len();
         Shared {
             idle: Idle::new(n),
-            owned: OwnedTasks::new(n * 4),
+            owned: OwnedTasks::new(n * 16),
             metrics: MetricsBatch::new(n),
             coprimes: (1..=n).filter(|&k| gcd(k, n) == 1).collect(),
             injector: Injector::new(),
@@ -86,8 +86,7 @@ impl Shared {
         F::Output: Send + 'static,
     {
         let (task, notified, join) = task::new(future, this.clone());
-        let shard_hint = worker::current_index(this).unwrap_or_else(thread_hint);
-        match this.owned.bind(task, shard_hint) {
+        match this.owned.bind(task) {
             Ok(()) => Shared::schedule_task(this, notified, false),
             Err(task) => {
                 // Closed: spawned after shutdown. Cancel right here; the handle reports it.
@@ -267,19 +266,4 @@ fn gcd(a: usize, b: usize) -> usize {
     } else {
         gcd(b, a % b)
     }
-}
-
-/// A per-thread number, to spread spawns from non-worker threads over the owned-list shards:
-/// the address of a thread-local, which differs between live threads.
-fn thread_hint() -> usize {
-    if cfg!(loom) {
-        // Loom models must be deterministic; addresses are not.
-        return 0;
-    }
-    crate::loom::thread_local_const! {
-        static ANCHOR: u8 = 0;
-    }
-    ANCHOR
-        .try_with(|anchor| (anchor as *const u8 as usize) >> 4)
-        .unwrap_or(0)
 }

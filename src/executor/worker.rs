@@ -97,20 +97,6 @@ pub(crate) fn try_push_local(shared: &Arc<Shared>, task: Notified) -> Result<(),
     }
 }
 
-/// The index of the current thread's worker, if it is a worker of `shared`.
-pub(crate) fn current_index(shared: &Arc<Shared>) -> Option<usize> {
-    CURRENT
-        .try_with(|current| {
-            current
-                .borrow()
-                .as_ref()
-                .filter(|core| Arc::ptr_eq(&core.shared, shared))
-                .map(|core| core.index)
-        })
-        .ok()
-        .flatten()
-}
-
 /// The executor whose worker runs on the current thread, if any.
 pub(crate) fn current_shared() -> Option<Arc<Shared>> {
     CURRENT
