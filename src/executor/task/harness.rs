@@ -9,12 +9,12 @@
 //! 4. `Ready` or panic → store the output (or `JoinError::Panic`), then complete.
 //!
 //! # Complete (the caller holds `RUNNING`, the output is stored)
-//! 1. `transition_to_complete`: `RUNNING` → `COMPLETE` in one RMW.
-//! 2. No `JoinHandle`? Drop the output here. Otherwise, if the join waker is registered, wake it
+//! 1. Remove the task from the scheduler's owned list (so an awakened joiner sees it gone).
+//! 2. `transition_to_complete`: `RUNNING` → `COMPLETE` in one RMW.
+//! 3. No `JoinHandle`? Drop the output here. Otherwise, if the join waker is registered, wake it
 //!    and hand the slot back (`unset_waker_after_complete`); if the handle vanished meanwhile,
 //!    drop the waker here.
-//! 3. Remove the task from the scheduler's owned list and drop that reference together with the
-//!    caller's, in one RMW.
+//! 4. Drop the owned list's reference together with the caller's, in one RMW.
 //!
 //! Panics from user destructors (future, output) and from the join waker are caught at every
 //! step: a task can never unwind into a worker.
@@ -154,6 +154,18 @@ where
     /// The completion protocol (module docs). `held_refs` references of the caller are dropped.
     fn complete(self, held_refs: usize) {
         let cell = self.cell();
+        let raw = self.raw();
+        // Leave the owned list first, so that whoever the join waker wakes already sees the task
+        // gone from it (`Handle::live_tasks`). Safe before `COMPLETE`: we hold `RUNNING`, so a
+        // concurrent shutdown could only mark the task cancelled, which no longer matters.
+        // SAFETY: `raw` is live (we hold references); the `ManuallyDrop` means this borrowed
+        // `Task` never drops a reference it does not own.
+        let me = ManuallyDrop::new(unsafe { Task::<S>::from_raw(raw) });
+        let released = cell.core.scheduler.release(&me);
+        let count = held_refs + usize::from(released.is_some());
+        // The released `Task` reference is dropped together with ours below, in one RMW.
+        std::mem::forget(released);
+
         let snapshot = cell.header.state.transition_to_complete();
         let _ = catch_unwind(AssertUnwindSafe(|| {
             if !snapshot.is_join_interested() {
@@ -171,14 +183,6 @@ where
             }
         }));
 
-        let raw = self.raw();
-        // SAFETY: `raw` is live (we hold references); the `ManuallyDrop` means this borrowed
-        // `Task` never drops a reference it does not own.
-        let me = ManuallyDrop::new(unsafe { Task::<S>::from_raw(raw) });
-        let released = cell.core.scheduler.release(&me);
-        let count = held_refs + usize::from(released.is_some());
-        // The released `Task` reference is dropped together with ours, in one RMW.
-        std::mem::forget(released);
         let last = match count {
             1 => cell.header.state.ref_dec(),
             2 => cell.header.state.ref_dec_twice(),
