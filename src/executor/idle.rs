@@ -24,8 +24,10 @@
 //! RMW), then (SeqCst fence) re-checks the queues. By the fences, either the producer sees the
 //! worker still unparked/searching — and then that worker's re-check sees the push — or the
 //! producer sees the worker parked and wakes it. Work pushed to a *specific* worker's inject queue
-//! is covered by the sleeper list's mutex: the producer locks it after pushing, the parker locks it
-//! before re-checking. Searchers are always woken with the searching count already raised, so
+//! follows the same pattern: the producer fences, reads the word and locks the sleeper list only
+//! if someone sleeps; the parker joins the list under that lock, fences and re-checks its inject
+//! queue. Either it sees the push, or the producer sees it parked (and then finds it on the list,
+//! whose lock it cannot take before the parker has released it). Searchers are always woken with the searching count already raised, so
 //! "someone is searching" is never a stale promise: a searcher always re-checks every queue before
 //! it gives the role up (step 5).
 
@@ -130,6 +132,11 @@ impl Idle {
         let all = std::mem::take(&mut *sleepers);
         self.state.fetch_add(all.len() * UNPARKED_ONE, SeqCst);
         all
+    }
+
+    /// `true` if some worker is (or is about to be) parked.
+    pub(crate) fn has_sleepers(&self) -> bool {
+        num_unparked(self.state.load(SeqCst)) < self.num_workers
     }
 
     fn notify_should_wakeup(&self) -> bool {
