@@ -4,15 +4,16 @@
 //! Deadlines in these tests are *inputs* (a command's timeout), never assertions about how long
 //! something took; hang guards are the only other use of time.
 
+mod support;
+
 use procsched::{
     BoxError, CommandError, Event, Events, InitError, Message, Payload, Pid, Process,
-    ProcessContext, Scheduler, SendError, StepOutput, TopicBudget,
+    ProcessContext, ProcessState, Scheduler, SendError, StepOutput, TopicBudget,
 };
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::sync::{mpsc, Arc};
 use std::time::Duration;
-
-const HANG_GUARD: Duration = Duration::from_secs(60);
+use support::{quiet_panics, wait_for_state, EXPECTED_PANIC, HANG_GUARD};
 
 /// Never completes (async).
 struct Never;
@@ -46,6 +47,22 @@ impl<C: Send + 'static> Process for OneYield<C> {
     }
 }
 
+/// Spawns a [`OneYield`] of `command` with `timeout` and returns how its yield completed.
+fn yield_within<C: Send + 'static>(
+    sched: &Scheduler,
+    command: C,
+    timeout: Duration,
+) -> Result<(), String> {
+    let process = OneYield {
+        command: Some(command),
+        timeout,
+    };
+    outcome(
+        sched,
+        sched.spawn(process, "run", Payload::empty()).unwrap(),
+    )
+}
+
 fn outcome(sched: &Scheduler, handle: procsched::ProcessHandle) -> Result<(), String> {
     sched
         .block_on(handle)
@@ -61,48 +78,25 @@ fn an_async_command_past_its_deadline_times_out() {
         .async_handler(|Never: Never| std::future::pending::<Result<Payload, CommandError>>())
         .build()
         .unwrap();
-    let handle = sched
-        .spawn(
-            OneYield {
-                command: Some(Never),
-                timeout: Duration::from_millis(10),
-            },
-            "run",
-            Payload::empty(),
-        )
-        .unwrap();
     assert_eq!(
-        outcome(&sched, handle),
+        yield_within(&sched, Never, Duration::from_millis(10)),
         Err(CommandError::TimedOut.to_string())
     );
 }
 
 #[test]
 fn a_blocking_command_past_its_deadline_times_out_and_its_late_result_is_dropped() {
-    let completed = Arc::new(AtomicUsize::new(0));
-    let counted = completed.clone();
     let sched = Scheduler::builder()
         .workers(2)
-        .blocking_handler(move |BlockUntil(rx): BlockUntil| {
+        .blocking_handler(|BlockUntil(rx): BlockUntil| {
             let _ = rx.recv_timeout(HANG_GUARD);
-            counted.fetch_add(1, SeqCst);
             Ok(Payload::empty())
         })
         .build()
         .unwrap();
     let (release, rx) = mpsc::channel();
-    let handle = sched
-        .spawn(
-            OneYield {
-                command: Some(BlockUntil(rx)),
-                timeout: Duration::from_millis(10),
-            },
-            "run",
-            Payload::empty(),
-        )
-        .unwrap();
     assert_eq!(
-        outcome(&sched, handle),
+        yield_within(&sched, BlockUntil(rx), Duration::from_millis(10)),
         Err(CommandError::TimedOut.to_string())
     );
     // Now let the handler finish: its result has nowhere to go, and nothing breaks.
@@ -117,17 +111,7 @@ fn a_command_within_its_deadline_completes_normally() {
         .async_handler(|(): ()| async { Ok(Payload::empty()) })
         .build()
         .unwrap();
-    let handle = sched
-        .spawn(
-            OneYield {
-                command: Some(()),
-                timeout: HANG_GUARD,
-            },
-            "run",
-            Payload::empty(),
-        )
-        .unwrap();
-    assert_eq!(outcome(&sched, handle), Ok(()));
+    assert_eq!(yield_within(&sched, (), HANG_GUARD), Ok(()));
 }
 
 /// Idle until told to drain; then counts messages and overflow markers per topic until "stop".
@@ -397,7 +381,7 @@ fn the_handler_runtime_shutting_down_cancels_yields_instead_of_hanging() {
         .unwrap();
     // One process waits on a handler task when the runtime goes away...
     let waiting = sched.spawn(AwaitOne, "run", Payload::empty()).unwrap();
-    support_wait_blocked(&sched, waiting.pid());
+    wait_for_state(sched.handle(), waiting.pid(), ProcessState::Blocked);
     runtime.shutdown_background();
     assert_eq!(
         outcome(&sched, waiting),
@@ -413,22 +397,13 @@ fn the_handler_runtime_shutting_down_cancels_yields_instead_of_hanging() {
     assert_eq!(report.forced, 0);
 }
 
-/// Hang-guarded wait until `pid` is blocked on its yield.
-fn support_wait_blocked(sched: &Scheduler, pid: Pid) {
-    let deadline = std::time::Instant::now() + HANG_GUARD;
-    while sched.state(pid) != Some(procsched::ProcessState::Blocked) {
-        assert!(std::time::Instant::now() < deadline, "never blocked");
-        std::thread::yield_now();
-    }
-}
-
 /// A message body whose destructor panics.
 struct Grenade(Arc<AtomicUsize>);
 
 impl Drop for Grenade {
     fn drop(&mut self) {
         self.0.fetch_add(1, SeqCst);
-        panic!("expected panic: payload destructor");
+        panic!("{EXPECTED_PANIC}: payload destructor");
     }
 }
 
@@ -453,16 +428,7 @@ fn panicking_payload_destructors_are_contained() {
             Ok(())
         }
     }
-    let previous = std::panic::take_hook();
-    std::panic::set_hook(Box::new(|info| {
-        let expected = info
-            .payload()
-            .downcast_ref::<&str>()
-            .is_some_and(|m| m.starts_with("expected panic"));
-        if !expected {
-            eprintln!("{info}");
-        }
-    }));
+    quiet_panics();
     let drops = Arc::new(AtomicUsize::new(0));
     let sched = Scheduler::builder().workers(1).build().unwrap();
     let (started_tx, started_rx) = mpsc::channel::<()>();
@@ -486,7 +452,6 @@ fn panicking_payload_destructors_are_contained() {
         .send(collector.pid(), Message::new("stop", Payload::empty()))
         .unwrap();
     sched.block_on(collector).unwrap();
-    std::panic::set_hook(previous);
     assert_eq!(
         drops.load(SeqCst),
         10,
