@@ -1,9 +1,9 @@
 //! The process future: drains the mailbox, steps the process, dispatches its yields.
 //!
 //! # One poll
-//! 1. Register the task's waker with the mailbox; state → `Running`.
+//! 1. State → `Running`.
 //! 2. Move a bounded batch of events from the mailbox into the step's `Events` (after any inline
-//!    completions of the previous step).
+//!    completions of the previous step); the poll's first drain also registers the task's waker.
 //! 3. Call `step` (panics caught). `Err` → the process fails; `Done` → it finishes (yields of that
 //!    step are dropped, with a warning).
 //! 4. Dispatch the yields through the [`Host`]: inline handlers complete right here (their
@@ -96,7 +96,6 @@ impl<P: Process, H: Host> ProcessFuture<P, H> {
     }
 
     fn poll_steps(&mut self, cx: &mut Context<'_>) -> Poll<Result<Payload, ProcessError>> {
-        self.cell.mailbox.register_waker(cx.waker());
         self.cell.state.start_poll();
         let max_batch = self.host.max_batch();
         let mut budget = self.host.step_budget().max(1);
@@ -105,13 +104,16 @@ impl<P: Process, H: Host> ProcessFuture<P, H> {
         // state word's `NOTIFIED` flag (after queueing, under the mailbox lock), so a step that
         // only consumes inline completions skips the lock entirely.
         let mut must_drain = true;
+        let mut register = Some(cx.waker());
         loop {
             if self.host.should_stop() {
                 // Shutdown's grace period is over: stop stepping; the executor drops us next.
                 return Poll::Pending;
             }
             let drained = if must_drain || self.cell.state.take_notified() {
-                self.cell.mailbox.drain_into(&mut self.events, max_batch)
+                self.cell
+                    .mailbox
+                    .drain_into(&mut self.events, max_batch, register.take())
             } else {
                 Drained::All
             };

@@ -174,18 +174,22 @@ impl ProcessCell {
 }
 
 impl Mailbox {
-    /// Registers the waker of the task stepping this process (cheap when unchanged).
-    pub(crate) fn register_waker(&self, waker: &Waker) {
+    /// Moves up to `max` queued events into `events`. The first drain of a poll also registers
+    /// the task's waker (cheap when unchanged), in the same critical section: the waker is only
+    /// needed once the process parks, which happens after this drain.
+    pub(crate) fn drain_into(
+        &self,
+        events: &mut Events,
+        max: usize,
+        waker: Option<&Waker>,
+    ) -> Drained {
         let mut inner = lock(&self.inner);
-        match &inner.waker {
-            Some(current) if current.will_wake(waker) => {}
-            _ => inner.waker = Some(waker.clone()),
+        if let Some(waker) = waker {
+            match &inner.waker {
+                Some(current) if current.will_wake(waker) => {}
+                _ => inner.waker = Some(waker.clone()),
+            }
         }
-    }
-
-    /// Moves up to `max` queued events into `events`.
-    pub(crate) fn drain_into(&self, events: &mut Events, max: usize) -> Drained {
-        let mut inner = lock(&self.inner);
         if inner.terminate {
             return Drained::Terminate;
         }
@@ -327,7 +331,7 @@ mod tests {
         assert_eq!(cell.deliver(old, completion(2)), Admission::Rejected);
         assert_eq!(cell.deliver(new, completion(3)), Admission::Accepted);
         let mut events = Events::default();
-        let _ = cell.mailbox.drain_into(&mut events, 10);
+        let _ = cell.mailbox.drain_into(&mut events, 10, None);
         let tags: Vec<u64> = events
             .drain()
             .map(|e| match e {
@@ -359,7 +363,7 @@ mod tests {
 
     fn kinds(cell: &ProcessCell) -> Vec<String> {
         let mut events = Events::default();
-        let _ = cell.mailbox.drain_into(&mut events, usize::MAX);
+        let _ = cell.mailbox.drain_into(&mut events, usize::MAX, None);
         events
             .drain()
             .map(|e| match e {
@@ -441,7 +445,7 @@ mod tests {
             let _ = cell.deliver(generation, completion(tag));
         }
         let mut events = Events::default();
-        assert_eq!(cell.mailbox.drain_into(&mut events, 4), Drained::More);
+        assert_eq!(cell.mailbox.drain_into(&mut events, 4, None), Drained::More);
         assert_eq!(events.len(), 4);
         assert!(cell.mailbox.has_events());
     }

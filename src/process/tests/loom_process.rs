@@ -179,7 +179,7 @@ fn loom_generation_check_rejects_a_stale_completion() {
         let new = cell.mailbox.reset();
         let outcome = late.join().unwrap();
         let mut events = Events::default();
-        let _ = cell.mailbox.drain_into(&mut events, 8);
+        let _ = cell.mailbox.drain_into(&mut events, 8, None);
         // Either it landed in the old generation (before the reset) or it was rejected; it can
         // never be counted in the new one.
         match outcome {
