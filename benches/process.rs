@@ -12,7 +12,7 @@
 //! |---|---|
 //! | `single_step` | spawn [`BURST`] processes that are done on their first step, await all |
 //! | `one_yield` | spawn [`BURST`] processes doing one inline yield, await all |
-//! | `many_yields` | one process doing [`MANY_YIELDS`] inline yields, one after the other |
+//! | `many_yields` | [`MANY_YIELDS_PROCESSES`] processes, each doing [`MANY_YIELDS`] inline yields one after the other |
 //! | `async_yields` | [`ASYNC_PROCESSES`] processes × [`ASYNC_YIELDS`] async-handler yields |
 //! | `send_to_blocked` | [`SEND_BATCH`] sends from the bench thread to a process blocked on a yield that never completes |
 //! | `burst_spawn` | spawn [`BURST_SPAWN`] processes doing one async yield, as fast as possible, await all |
@@ -68,8 +68,12 @@ use procsched::{
 
 /// Processes per iteration of `single_step` and `one_yield`.
 const BURST: usize = 10_000;
-/// Inline yields of the one process of `many_yields`.
+/// Inline yields of each process of `many_yields`.
 const MANY_YIELDS: u64 = 100;
+/// Processes of `many_yields`, run at once: enough that the yields, not the one wake of the
+/// joining thread, dominate an iteration (with a single process, both peers measure mostly
+/// cross-thread wake latency).
+const MANY_YIELDS_PROCESSES: usize = 100;
 /// Processes of `async_yields`.
 const ASYNC_PROCESSES: usize = 1_000;
 /// Async yields per process of `async_yields`.
@@ -953,7 +957,9 @@ impl Workload {
         let per = |count: f64, what| Unit::Per { count, what };
         match self {
             Workload::SingleStep | Workload::OneYield => per(BURST as f64, "process"),
-            Workload::ManyYields => per(MANY_YIELDS as f64, "yield"),
+            Workload::ManyYields => {
+                per((MANY_YIELDS_PROCESSES as u64 * MANY_YIELDS) as f64, "yield")
+            }
             Workload::AsyncYields => per((ASYNC_PROCESSES as u64 * ASYNC_YIELDS) as f64, "yield"),
             Workload::SendToBlocked => per(SEND_BATCH as f64, "send"),
             Workload::BurstSpawn => per(BURST_SPAWN as f64, "process"),
@@ -1005,7 +1011,8 @@ impl Workload {
                 group.bench_function(R::NAME, |b| b.iter(|| one_yield(&peer, &mut handles)));
             }
             Workload::ManyYields => {
-                group.bench_function(R::NAME, |b| b.iter(|| many_yields(&peer)));
+                let mut handles = Vec::with_capacity(MANY_YIELDS_PROCESSES);
+                group.bench_function(R::NAME, |b| b.iter(|| many_yields(&peer, &mut handles)));
             }
             Workload::AsyncYields => {
                 let mut handles = Vec::with_capacity(ASYNC_PROCESSES);
@@ -1068,9 +1075,16 @@ fn one_yield<R: Peer>(peer: &R, handles: &mut Vec<R::Handle>) {
 
 /// One process yields [`MANY_YIELDS`] times to the inline `Inc` handler, each yield after the
 /// previous one completed.
-fn many_yields<R: Peer>(peer: &R) {
-    let handle = peer.spawn(Counter::<Inc>::new(MANY_YIELDS), Payload::empty());
-    assert_eq!(peer.join(handle).downcast::<u64>().ok(), Some(MANY_YIELDS));
+fn many_yields<R: Peer>(peer: &R, handles: &mut Vec<R::Handle>) {
+    for _ in 0..MANY_YIELDS_PROCESSES {
+        handles.push(peer.spawn(Counter::<Inc>::new(MANY_YIELDS), Payload::empty()));
+    }
+    let mut finished = 0;
+    peer.join_all(handles, |result| {
+        assert_eq!(result.downcast::<u64>().ok(), Some(MANY_YIELDS));
+        finished += 1;
+    });
+    assert_eq!(finished, MANY_YIELDS_PROCESSES);
 }
 
 /// [`ASYNC_PROCESSES`] processes each yield [`ASYNC_YIELDS`] times, serially, to the async
@@ -1470,8 +1484,9 @@ fn comparison_table(
         );
     }
     table.push_str(&format!(
-        "\n`many_yields` per yield includes spawning and joining its one process; `skynet` \
-         counts all {} processes of the tree ({} leaves).\n",
+        "\n`many_yields` per yield includes a 1/{} share of spawning and joining its process; \
+         `skynet` counts all {} processes of the tree ({} leaves).\n",
+        MANY_YIELDS,
         skynet_processes(),
         SKYNET_LEAVES
     ));

@@ -64,9 +64,9 @@ mod process;
 mod scheduler;
 
 pub use process::{
-    BoxError, CancelReason, CommandError, Event, Events, InitError, Message, Payload, Pid, Process,
-    ProcessContext, ProcessError, ProcessHandle, ProcessState, SendError, SpawnError, Status,
-    StepOutput, Tag, Topic, TopicBudget,
+    BoxError, CancelReason, CommandError, Event, EventDrain, Events, InitError, Message, Payload,
+    Pid, Process, ProcessContext, ProcessError, ProcessHandle, ProcessState, SendError, SpawnError,
+    Status, StepOutput, Tag, Topic, TopicBudget,
 };
 pub use scheduler::{
     BuildError, Scheduler, SchedulerBuilder, SchedulerHandle, ShutdownReport, DEFAULT_DROP_TIMEOUT,

@@ -49,9 +49,8 @@ pub(crate) fn dispatch(
     };
     match handler {
         Handler::Inline(run) => {
-            let result = catch_unwind(AssertUnwindSafe(|| run(command)))
-                .unwrap_or_else(|panic| Err(CommandError::Panicked(panic_message(&*panic))));
-            complete_now(completions, result);
+            // The handler catches its own panics (see `Handler::inline`).
+            run(command, tag, completions);
             None
         }
         Handler::Async(spawn) | Handler::Blocking(spawn) => {

@@ -1,7 +1,7 @@
 //! Handlers registered per command type.
 
 use super::YieldCompleter;
-use crate::process::{panic_message, CommandError};
+use crate::process::{panic_message, CommandError, Event, Events, Tag};
 use crate::Payload;
 use futures::FutureExt;
 use std::any::TypeId;
@@ -13,7 +13,10 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc as StdArc, Mutex as StdMutex};
 use std::time::Duration;
 
-type InlineFn = dyn Fn(Payload) -> Result<Payload, CommandError> + Send + Sync;
+/// Runs an inline handler and pushes its completion (tag, result) straight into the step's
+/// events: monomorphised per handler, so the result is built in place rather than moved through
+/// a type-erased return value.
+type InlineFn = dyn Fn(Payload, Tag, &mut Events) + Send + Sync;
 /// Spawns the handler for one command: (command, its completer, the runtime, the deadline).
 type SpawnFn = dyn Fn(
         Payload,
@@ -38,7 +41,14 @@ impl Handler {
         C: Send + 'static,
         F: Fn(C) -> Result<Payload, CommandError> + Send + Sync + 'static,
     {
-        Handler::Inline(Box::new(move |command: Payload| f(downcast::<C>(command))))
+        Handler::Inline(Box::new(
+            move |command: Payload, tag: Tag, completions: &mut Events| {
+                let command = downcast::<C>(command);
+                let result = catch_unwind(AssertUnwindSafe(|| f(command)))
+                    .unwrap_or_else(|panic| Err(CommandError::Panicked(panic_message(&*panic))));
+                completions.push(Event::YieldComplete { tag, result });
+            },
+        ))
     }
 
     pub(crate) fn asynchronous<C, F, Fut>(f: F) -> Handler
@@ -128,30 +138,55 @@ fn downcast<C: 'static>(command: Payload) -> C {
     }
 }
 
+/// Up to this many handlers are found by a linear scan of their `TypeId`s (a few compares of
+/// two words each, cheaper than hashing and probing); past it, through a hash index.
+const LINEAR_LOOKUP_MAX: usize = 8;
+
 /// The handlers of one scheduler, looked up by the command's `TypeId` on every yield.
 #[derive(Default)]
 pub(crate) struct HandlerSet {
-    handlers: HashMap<TypeId, Handler, BuildHasherDefault<TypeIdHasher>>,
+    handlers: Vec<(TypeId, Handler)>,
+    /// `TypeId` → position in `handlers`; built only past [`LINEAR_LOOKUP_MAX`] handlers.
+    index: HashMap<TypeId, usize, BuildHasherDefault<TypeIdHasher>>,
 }
 
 impl HandlerSet {
     /// Adds a handler; returns `false` if one is already registered for `C`.
     pub(crate) fn insert(&mut self, type_id: TypeId, handler: Handler) -> bool {
-        match self.handlers.entry(type_id) {
-            std::collections::hash_map::Entry::Occupied(_) => false,
-            std::collections::hash_map::Entry::Vacant(slot) => {
-                slot.insert(handler);
-                true
+        if self.position(type_id).is_some() {
+            return false;
+        }
+        self.handlers.push((type_id, handler));
+        if self.handlers.len() > LINEAR_LOOKUP_MAX {
+            if self.index.is_empty() {
+                self.index = self
+                    .handlers
+                    .iter()
+                    .enumerate()
+                    .map(|(i, (t, _))| (*t, i))
+                    .collect();
+            } else {
+                self.index.insert(type_id, self.handlers.len() - 1);
             }
+        }
+        true
+    }
+
+    fn position(&self, type_id: TypeId) -> Option<usize> {
+        if self.handlers.len() > LINEAR_LOOKUP_MAX {
+            self.index.get(&type_id).copied()
+        } else {
+            self.handlers.iter().position(|(t, _)| *t == type_id)
         }
     }
 
+    #[inline]
     pub(crate) fn get(&self, type_id: TypeId) -> Option<&Handler> {
-        self.handlers.get(&type_id)
+        self.position(type_id).map(|i| &self.handlers[i].1)
     }
 
     pub(crate) fn needs_runtime(&self) -> bool {
-        self.handlers.values().any(Handler::needs_runtime)
+        self.handlers.iter().any(|(_, h)| h.needs_runtime())
     }
 }
 
@@ -173,5 +208,87 @@ impl Hasher for TypeIdHasher {
     }
     fn write_u64(&mut self, n: u64) {
         self.0 ^= n;
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    /// One distinct command type per handler.
+    struct Cmd<const N: usize>;
+
+    fn set_of<const N: usize>(set: &mut HandlerSet) -> bool {
+        set.insert(
+            TypeId::of::<Cmd<N>>(),
+            Handler::inline(|_: Cmd<N>| Ok(Payload::new(N))),
+        )
+    }
+
+    fn run(set: &HandlerSet, command: Payload) -> Option<usize> {
+        let Handler::Inline(run) = set.get(command.value_type_id())? else {
+            panic!("inline handlers only");
+        };
+        let mut events = Events::default();
+        run(command, 7, &mut events);
+        match events.pop() {
+            Some(Event::YieldComplete { tag: 7, result }) => result.ok()?.downcast().ok(),
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    #[test]
+    fn lookup_finds_every_handler_below_and_above_the_linear_limit() {
+        let mut set = HandlerSet::default();
+        assert!(set_of::<0>(&mut set));
+        assert!(set_of::<1>(&mut set));
+        assert!(!set_of::<1>(&mut set), "a duplicate is refused");
+        assert_eq!(run(&set, Payload::new(Cmd::<1>)), Some(1));
+        assert_eq!(run(&set, Payload::new(Cmd::<9>)), None);
+        // Past LINEAR_LOOKUP_MAX the hash index takes over; every handler stays reachable.
+        for added in [
+            set_of::<2>,
+            set_of::<3>,
+            set_of::<4>,
+            set_of::<5>,
+            set_of::<6>,
+            set_of::<7>,
+            set_of::<8>,
+            set_of::<9>,
+            set_of::<10>,
+        ] {
+            assert!(added(&mut set));
+        }
+        assert!(set.handlers.len() > LINEAR_LOOKUP_MAX);
+        assert!(
+            !set_of::<4>(&mut set),
+            "a duplicate is refused past the limit too"
+        );
+        assert_eq!(run(&set, Payload::new(Cmd::<0>)), Some(0));
+        assert_eq!(run(&set, Payload::new(Cmd::<9>)), Some(9));
+        assert_eq!(run(&set, Payload::new(Cmd::<10>)), Some(10));
+        assert_eq!(run(&set, Payload::new(Cmd::<11>)), None);
+    }
+
+    #[test]
+    fn an_inline_handler_panic_completes_the_yield_with_panicked() {
+        let mut set = HandlerSet::default();
+        set.insert(
+            TypeId::of::<Cmd<0>>(),
+            Handler::inline(|_: Cmd<0>| -> Result<Payload, CommandError> { panic!("boom") }),
+        );
+        let Some(Handler::Inline(run)) = set.get(TypeId::of::<Cmd<0>>()) else {
+            panic!("registered");
+        };
+        let mut events = Events::default();
+        // (The panic message printed here is expected.)
+        run(Payload::new(Cmd::<0>), 3, &mut events);
+        match events.pop() {
+            Some(Event::YieldComplete {
+                tag: 3,
+                result: Err(CommandError::Panicked(message)),
+            }) => assert!(message.contains("boom")),
+            other => panic!("unexpected {other:?}"),
+        }
     }
 }

@@ -191,9 +191,21 @@ impl<P: Process, H: Host> ProcessFuture<P, H> {
         if self.out.yield_count() == 0 {
             return;
         }
-        // Forget handler tasks that already delivered their completion.
         let host = &*self.host;
-        self.outstanding.retain(|o| !host.is_finished(o));
+        if !self.outstanding.is_empty() {
+            // Forget handler tasks that already delivered their completion.
+            self.outstanding.retain(|o| !host.is_finished(o));
+        }
+        if self.out.yield_count() == 1 {
+            // The common case, without a drain's bookkeeping.
+            let yielded = self.out.pop_yield().expect("one yield");
+            if let Some(outstanding) =
+                host.dispatch(&self.cell, self.generation, yielded, &mut self.events)
+            {
+                self.outstanding.push(outstanding);
+            }
+            return;
+        }
         for yielded in self.out.drain_yields() {
             if let Some(outstanding) =
                 host.dispatch(&self.cell, self.generation, yielded, &mut self.events)

@@ -42,7 +42,7 @@ mod tests;
 
 pub use context::ProcessContext;
 pub use error::{BoxError, CommandError, InitError, ProcessError, SendError, SpawnError};
-pub use event::{CancelReason, Event, Events, Message, Tag, Topic, TopicBudget};
+pub use event::{CancelReason, Event, EventDrain, Events, Message, Tag, Topic, TopicBudget};
 pub use handle::ProcessHandle;
 pub use output::{Status, StepOutput};
 pub use payload::Payload;

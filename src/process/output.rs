@@ -142,6 +142,11 @@ impl StepOutput {
         self.yields.drain(..).map(|y| (y.tag, y.command))
     }
 
+    /// Takes the last yield (the only one, when `yield_count() == 1`).
+    pub(crate) fn pop_yield(&mut self) -> Option<Yield> {
+        self.yields.pop()
+    }
+
     pub(crate) fn drain_yields(&mut self) -> smallvec::Drain<'_, [Yield; 2]> {
         self.yields.drain(..)
     }
