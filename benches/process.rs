@@ -1073,32 +1073,35 @@ fn one_yield<R: Peer>(peer: &R, handles: &mut Vec<R::Handle>) {
     assert_eq!(finished, BURST);
 }
 
-/// One process yields [`MANY_YIELDS`] times to the inline `Inc` handler, each yield after the
-/// previous one completed.
+/// [`MANY_YIELDS_PROCESSES`] processes each yield [`MANY_YIELDS`] times to the inline `Inc`
+/// handler, each yield after the previous one completed.
 fn many_yields<R: Peer>(peer: &R, handles: &mut Vec<R::Handle>) {
-    for _ in 0..MANY_YIELDS_PROCESSES {
-        handles.push(peer.spawn(Counter::<Inc>::new(MANY_YIELDS), Payload::empty()));
-    }
-    let mut finished = 0;
-    peer.join_all(handles, |result| {
-        assert_eq!(result.downcast::<u64>().ok(), Some(MANY_YIELDS));
-        finished += 1;
-    });
-    assert_eq!(finished, MANY_YIELDS_PROCESSES);
+    run_counters::<R, Inc>(peer, handles, MANY_YIELDS_PROCESSES, MANY_YIELDS);
 }
 
 /// [`ASYNC_PROCESSES`] processes each yield [`ASYNC_YIELDS`] times, serially, to the async
 /// `AsyncInc` handler (a tokio task per yield).
 fn async_yields<R: Peer>(peer: &R, handles: &mut Vec<R::Handle>) {
-    for _ in 0..ASYNC_PROCESSES {
-        handles.push(peer.spawn(Counter::<AsyncInc>::new(ASYNC_YIELDS), Payload::empty()));
+    run_counters::<R, AsyncInc>(peer, handles, ASYNC_PROCESSES, ASYNC_YIELDS);
+}
+
+/// Spawns `processes` [`Counter`]s of `yields` yields of command `C` each, awaits them all and
+/// checks every result.
+fn run_counters<R: Peer, C: From<u64> + Send + 'static>(
+    peer: &R,
+    handles: &mut Vec<R::Handle>,
+    processes: usize,
+    yields: u64,
+) {
+    for _ in 0..processes {
+        handles.push(peer.spawn(Counter::<C>::new(yields), Payload::empty()));
     }
     let mut finished = 0;
     peer.join_all(handles, |result| {
-        assert_eq!(result.downcast::<u64>().ok(), Some(ASYNC_YIELDS));
+        assert_eq!(result.downcast::<u64>().ok(), Some(yields));
         finished += 1;
     });
-    assert_eq!(finished, ASYNC_PROCESSES);
+    assert_eq!(finished, processes);
 }
 
 /// Batches of [`SEND_BATCH`] sends from the bench thread to one process blocked on a yield

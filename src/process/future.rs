@@ -196,22 +196,18 @@ impl<P: Process, H: Host> ProcessFuture<P, H> {
             // Forget handler tasks that already delivered their completion.
             self.outstanding.retain(|o| !host.is_finished(o));
         }
+        let (cell, generation) = (&self.cell, self.generation);
+        let (events, outstanding) = (&mut self.events, &mut self.outstanding);
+        let mut dispatch = |yielded| {
+            if let Some(task) = host.dispatch(cell, generation, yielded, events) {
+                outstanding.push(task);
+            }
+        };
         if self.out.yield_count() == 1 {
             // The common case, without a drain's bookkeeping.
-            let yielded = self.out.pop_yield().expect("one yield");
-            if let Some(outstanding) =
-                host.dispatch(&self.cell, self.generation, yielded, &mut self.events)
-            {
-                self.outstanding.push(outstanding);
-            }
-            return;
-        }
-        for yielded in self.out.drain_yields() {
-            if let Some(outstanding) =
-                host.dispatch(&self.cell, self.generation, yielded, &mut self.events)
-            {
-                self.outstanding.push(outstanding);
-            }
+            dispatch(self.out.pop_yield().expect("one yield"));
+        } else {
+            self.out.drain_yields().for_each(dispatch);
         }
     }
 
