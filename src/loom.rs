@@ -6,13 +6,13 @@
 
 #[cfg(loom)]
 pub(crate) use loom::{
-    sync::{atomic, Arc, Condvar, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard},
+    sync::{atomic, Arc, Condvar, Mutex, MutexGuard},
     thread,
 };
 
 #[cfg(not(loom))]
 pub(crate) use std::{
-    sync::{atomic, Arc, Condvar, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard},
+    sync::{atomic, Arc, Condvar, Mutex, MutexGuard},
     thread,
 };
 

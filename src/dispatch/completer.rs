@@ -1,29 +1,30 @@
 //! The one-shot completion of an async or blocking yield.
 
 use crate::loom::Arc;
-use crate::process::mailbox::{Admission, Generation, ProcessCell};
-use crate::process::{CommandError, Event, Tag};
+use crate::process::mailbox::{Admission, ProcessCell};
+use crate::process::{CommandError, Event, Pid, Tag};
 use crate::Payload;
 
 /// The sending half of a yield's oneshot: completes the yield exactly once, as a
 /// `YieldComplete` event in the process's mailbox (which wakes the process).
 ///
-/// Bound to the mailbox generation seen at dispatch, so a completion that arrives after the
-/// process ended (or its mailbox was reset) is rejected instead of reaching anyone else. Dropped
+/// Bound to the cell's generation at dispatch (the process's PID names it), so a completion that
+/// arrives after the process ended — even once the cell hosts another process — is rejected
+/// instead of reaching anyone else. Dropped
 /// without completing (the handler task was aborted or its runtime shut down), it completes the
 /// yield with [`CommandError::Cancelled`], so the process is never left waiting.
 pub(crate) struct YieldCompleter {
     cell: Arc<ProcessCell>,
-    generation: Generation,
+    pid: Pid,
     tag: Tag,
     completed: bool,
 }
 
 impl YieldCompleter {
-    pub(crate) fn new(cell: Arc<ProcessCell>, generation: Generation, tag: Tag) -> Self {
+    pub(crate) fn new(cell: Arc<ProcessCell>, pid: Pid, tag: Tag) -> Self {
         YieldCompleter {
             cell,
-            generation,
+            pid,
             tag,
             completed: false,
         }
@@ -37,7 +38,7 @@ impl YieldCompleter {
 
     fn deliver(&self, result: Result<Payload, CommandError>) -> Admission {
         self.cell.deliver(
-            self.generation,
+            self.pid.generation(),
             Event::YieldComplete {
                 tag: self.tag,
                 result,
@@ -57,7 +58,7 @@ impl Drop for YieldCompleter {
 impl std::fmt::Debug for YieldCompleter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("YieldCompleter")
-            .field("pid", &self.cell.pid)
+            .field("pid", &self.pid)
             .field("tag", &self.tag)
             .finish()
     }

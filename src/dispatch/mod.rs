@@ -18,8 +18,8 @@ pub(crate) use completer::YieldCompleter;
 pub(crate) use registry::{Handler, HandlerSet};
 
 use crate::loom::Arc;
-use crate::process::mailbox::{Generation, ProcessCell};
-use crate::process::{panic_message, CommandError, Event, Events, Yield};
+use crate::process::mailbox::ProcessCell;
+use crate::process::{panic_message, CommandError, Event, Events, Pid, Yield};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 /// Dispatches one yield (see the module docs). Returns the abort handle of the handler task for
@@ -27,8 +27,8 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 pub(crate) fn dispatch(
     handlers: &HandlerSet,
     runtime: Option<&tokio::runtime::Handle>,
+    pid: Pid,
     cell: &Arc<ProcessCell>,
-    generation: Generation,
     yielded: Yield,
     completions: &mut Events,
 ) -> Option<tokio::task::AbortHandle> {
@@ -42,7 +42,7 @@ pub(crate) fn dispatch(
         completions.push(Event::YieldComplete { tag, result });
     };
     let Some(handler) = handlers.get(command.value_type_id()) else {
-        tracing::debug!(pid = %cell.pid, command = type_name, "no handler for command");
+        tracing::debug!(%pid, command = type_name, "no handler for command");
         drop(command);
         complete_now(completions, Err(CommandError::NoHandler(type_name)));
         return None;
@@ -60,7 +60,7 @@ pub(crate) fn dispatch(
                 complete_now(completions, Err(CommandError::Cancelled));
                 return None;
             };
-            let completer = YieldCompleter::new(cell.clone(), generation, tag);
+            let completer = YieldCompleter::new(cell.clone(), pid, tag);
             // The spawn functions catch the handler's own panics; anything escaping here is a
             // bug of ours, and the completer — dropped in the unwind — has already completed the
             // yield as `Cancelled`, so the process is not left waiting.
@@ -69,7 +69,7 @@ pub(crate) fn dispatch(
             })) {
                 Ok(abort) => abort,
                 Err(panic) => {
-                    tracing::error!(pid = %cell.pid, message = %panic_message(&*panic), "handler dispatch panicked");
+                    tracing::error!(%pid, message = %panic_message(&*panic), "handler dispatch panicked");
                     None
                 }
             }

@@ -16,13 +16,14 @@
 //!    extra step spends one unit of the step budget; when it is spent, re-queue as for `Continue`.
 //!
 //! # Finish (done, failed, panicked, terminated, or dropped by a shutdown)
-//! State → `Complete`; the mailbox closes (later sends see `Closed`, then `NotFound`); outstanding
-//! handler tasks are aborted; `close` runs exactly once (panics caught); the host forgets the PID.
+//! State → `Complete`; the cell closes (later sends see `Closed`, then `NotFound`); outstanding
+//! handler tasks are aborted; `close` runs exactly once (panics caught); the host forgets the PID
+//! and may reuse the cell for another process, so the future never touches it again.
 
-use super::mailbox::{Drained, Generation, ProcessCell};
+use super::mailbox::{Drained, ProcessCell};
 use super::output::{Status, Yield};
 use super::state::{Park, ProcessState};
-use super::{panic_message, Events, Process, ProcessError, StepOutput};
+use super::{panic_message, Events, Pid, Process, ProcessError, StepOutput};
 use crate::loom::Arc;
 use crate::Payload;
 use std::future::Future;
@@ -39,8 +40,8 @@ pub(crate) trait Host: Send + Sync + 'static {
     /// its `YieldComplete` to `completions`; other kinds return a handle to their task.
     fn dispatch(
         &self,
+        pid: Pid,
         cell: &Arc<ProcessCell>,
-        generation: Generation,
         yielded: Yield,
         completions: &mut Events,
     ) -> Option<Self::Outstanding>;
@@ -51,8 +52,9 @@ pub(crate) trait Host: Send + Sync + 'static {
     /// `true` if the outstanding handler has finished (its completion is delivered or rejected).
     fn is_finished(&self, outstanding: &Self::Outstanding) -> bool;
 
-    /// The process finished: forget its PID.
-    fn finished(&self, cell: &ProcessCell);
+    /// The process finished and its cell is closed: forget its PID (the cell may host another
+    /// process from now on, so the process future never touches it again).
+    fn finished(&self, pid: Pid, cell: &ProcessCell);
 
     /// Most events moved into one step.
     fn max_batch(&self) -> usize;
@@ -68,8 +70,9 @@ pub(crate) trait Host: Send + Sync + 'static {
 /// A process, wrapped as a future for the executor.
 pub(crate) struct ProcessFuture<P: Process, H: Host> {
     process: P,
+    /// Also names the cell's incarnation: `pid.generation()`.
+    pid: Pid,
     cell: Arc<ProcessCell>,
-    generation: Generation,
     host: Arc<H>,
     events: Events,
     out: StepOutput,
@@ -81,12 +84,12 @@ pub(crate) struct ProcessFuture<P: Process, H: Host> {
 impl<P: Process, H: Host> Unpin for ProcessFuture<P, H> {}
 
 impl<P: Process, H: Host> ProcessFuture<P, H> {
-    pub(crate) fn new(process: P, cell: Arc<ProcessCell>, host: Arc<H>) -> Self {
-        let generation = cell.generation();
+    /// The future of `process`, hosted by `cell` in the incarnation `pid` names (just opened).
+    pub(crate) fn new(process: P, pid: Pid, cell: Arc<ProcessCell>, host: Arc<H>) -> Self {
         ProcessFuture {
             process,
+            pid,
             cell,
-            generation,
             host,
             events: Events::default(),
             out: StepOutput::default(),
@@ -121,13 +124,13 @@ impl<P: Process, H: Host> ProcessFuture<P, H> {
             if drained == Drained::Terminate {
                 // Terminated: inline completions still buffered are dropped with the process.
                 self.drop_unread_events();
-                let pid = self.cell.pid;
+                let pid = self.pid;
                 return Poll::Ready(self.finish(Err(ProcessError::terminated(pid))));
             }
             let (process, events, out) = (&mut self.process, &mut self.events, &mut self.out);
             let stepped = catch_unwind(AssertUnwindSafe(|| process.step(events, out)));
             self.drop_unread_events();
-            let pid = self.cell.pid;
+            let pid = self.pid;
             match stepped {
                 Ok(Ok(())) => {}
                 Ok(Err(error)) => {
@@ -196,10 +199,10 @@ impl<P: Process, H: Host> ProcessFuture<P, H> {
             // Forget handler tasks that already delivered their completion.
             self.outstanding.retain(|o| !host.is_finished(o));
         }
-        let (cell, generation) = (&self.cell, self.generation);
+        let (pid, cell) = (self.pid, &self.cell);
         let (events, outstanding) = (&mut self.events, &mut self.outstanding);
         let mut dispatch = |yielded| {
-            if let Some(task) = host.dispatch(cell, generation, yielded, events) {
+            if let Some(task) = host.dispatch(pid, cell, yielded, events) {
                 outstanding.push(task);
             }
         };
@@ -228,25 +231,22 @@ impl<P: Process, H: Host> ProcessFuture<P, H> {
         for (_, command) in self.out.take_yields() {
             drop_caught(command);
         }
-        let cell = &self.cell;
+        let (pid, cell) = (self.pid, &self.cell);
         cell.state.complete();
-        cell.mailbox.close();
+        cell.close();
         for outstanding in self.outstanding.drain(..) {
             self.host.abort(outstanding);
         }
         let process = &mut self.process;
         let closed = catch_unwind(AssertUnwindSafe(|| process.close()));
-        self.host.finished(cell);
+        self.host.finished(pid, cell);
         match closed {
             Ok(()) => result,
             Err(panic) => {
                 let message = panic_message(&*panic);
                 drop_caught(panic);
-                tracing::warn!(pid = %cell.pid, %message, "close panicked");
-                Err(ProcessError::panicked(
-                    cell.pid,
-                    format!("in close: {message}"),
-                ))
+                tracing::warn!(%pid, %message, "close panicked");
+                Err(ProcessError::panicked(pid, format!("in close: {message}")))
             }
         }
     }
@@ -265,7 +265,7 @@ impl<P: Process, H: Host> Drop for ProcessFuture<P, H> {
         // Dropped unfinished: the executor shut down (or the task was aborted). `close` still
         // runs exactly once; whoever awaits the handle sees the cancellation.
         if !self.finished {
-            let pid = self.cell.pid;
+            let pid = self.pid;
             let _ = self.finish(Err(ProcessError::cancelled(pid)));
         }
     }

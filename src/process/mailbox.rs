@@ -4,15 +4,24 @@
 //! while user code runs); the one consumer is the worker stepping the process, which moves a
 //! bounded batch out per step.
 //!
-//! # Generations
-//! Every producer binds to the generation it observed when it was created (a completer: when its
-//! yield was dispatched; a sender: when it looked the PID up). [`Mailbox::reset`] bumps the
-//! generation, and [`Mailbox::close`] shuts the queue: pushes bound to an older generation, or to a
-//! closed queue, are rejected — so a late completion can never reach another incarnation of the
-//! queue, and nothing is pushed into a process that is gone.
+//! # Cells are pooled; generations guard them
+//! A [`ProcessCell`] is a slot of the scheduler's process table and hosts one process after
+//! another. Each incarnation has a *generation* (1, 2, …; it is part of the process's [`Pid`](super::Pid)),
+//! and the cell goes through three phases per incarnation, all under the mailbox lock:
+//!
+//! | phase | entered by | events |
+//! |---|---|---|
+//! | `Free` | a new cell; [`ProcessCell::release`] | rejected: `Gone` |
+//! | `Open` | [`ProcessCell::open`] (spawn), which bumps the generation | accepted (or dropped by a budget) |
+//! | `Closing` | [`ProcessCell::close`] (the process finishes; `close` runs) | rejected: `Closed` |
+//!
+//! Every producer binds to a generation — a sender to the one in the PID it names, a completer
+//! to the one its yield was dispatched in — and every push checks it in the same critical section
+//! that queues the event. So a late completion or a stale PID can never reach a later process in
+//! the same cell, and nothing is pushed into a process that is gone.
 
 use super::state::StateWord;
-use super::{Event, Events, Message, Pid, ProcessState, Topic};
+use super::{Event, Events, Message, ProcessState, Topic};
 use crate::loom::{lock, Mutex};
 use std::collections::HashMap;
 use std::collections::VecDeque;
@@ -33,15 +42,25 @@ pub(crate) enum Drained {
     Terminate,
 }
 
-/// What happened to a pushed event.
+/// What happened to a pushed event (or a terminate request).
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Admission {
     /// Queued; the process will see it.
     Accepted,
     /// A message over the mailbox capacity or its topic budget: not queued.
     Dropped,
-    /// Closed queue or stale generation: the event was not queued.
-    Rejected,
+    /// The process of this generation is finishing: not queued.
+    Closed,
+    /// No process of this generation lives in the cell (finished, or never spawned): not queued.
+    Gone,
+}
+
+/// The phase of the cell's current incarnation (module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    Free,
+    Open,
+    Closing,
 }
 
 pub(crate) struct Mailbox {
@@ -52,7 +71,7 @@ struct Inner {
     events: VecDeque<Event>,
     /// Messages (not completions, cancels or overflow markers) in `events`.
     queued_messages: usize,
-    /// Set once by `terminate`. Read by the poller in the same critical section that drains
+    /// Set by `terminate`. Read by the poller in the same critical section that drains
     /// events, so — exactly like an event — a request that lands after a drain finds the
     /// process `Running` (and flags it) or parked (and wakes it).
     terminate: bool,
@@ -60,30 +79,25 @@ struct Inner {
     capacity: usize,
     /// Usage of the topics that carry a budget.
     topics: HashMap<Topic, TopicUsage>,
+    /// The current (or, when `Free`, the last) incarnation; 0 before the first.
     generation: Generation,
-    closed: bool,
+    phase: Phase,
     /// The process task's waker, registered by its poll.
     waker: Option<Waker>,
 }
 
-/// Everything a process shares with the rest of the scheduler: its PID, state word and mailbox.
+/// Everything a process shares with the rest of the scheduler: its state word and mailbox. One
+/// cell hosts one process after another (module docs).
 pub(crate) struct ProcessCell {
-    pub(crate) pid: Pid,
     pub(crate) state: StateWord,
     pub(crate) mailbox: Mailbox,
 }
 
 impl ProcessCell {
-    #[cfg(test)]
-    pub(crate) fn new(pid: Pid) -> ProcessCell {
-        ProcessCell::with_capacity(pid, usize::MAX)
-    }
-
-    /// A cell whose mailbox holds at most `capacity` messages (yield completions are never
-    /// counted or dropped).
-    pub(crate) fn with_capacity(pid: Pid, capacity: usize) -> ProcessCell {
+    /// A `Free` cell whose mailbox will hold at most `capacity` messages (yield completions are
+    /// never counted or dropped).
+    pub(crate) fn new(capacity: usize) -> ProcessCell {
         ProcessCell {
-            pid,
             state: StateWord::new(),
             mailbox: Mailbox {
                 inner: Mutex::new(Inner {
@@ -92,32 +106,58 @@ impl ProcessCell {
                     queued_messages: 0,
                     capacity,
                     topics: HashMap::new(),
-                    generation: 1,
-                    closed: false,
+                    generation: 0,
+                    phase: Phase::Free,
                     waker: None,
                 }),
             },
         }
     }
 
-    /// Delivers a message at the current generation (a sender binds to the generation it finds,
-    /// in the same critical section).
-    pub(crate) fn send(&self, event: Event) -> Admission {
-        self.push(None, event)
+    /// An open cell with an unbounded mailbox, for tests of the process layer.
+    #[cfg(all(test, not(loom)))]
+    pub(crate) fn new_open() -> (ProcessCell, Generation) {
+        let cell = ProcessCell::new(usize::MAX);
+        let generation = cell.open();
+        (cell, generation)
     }
 
-    /// Delivers `event` if the mailbox is open at `generation`, waking the process if it is
-    /// blocked or idle (`state.rs`, protocol step 1).
+    /// Starts the next incarnation: `Free` → `Open`, state `Ready`, a new generation, which it
+    /// returns. The caller owns the cell exclusively (it took it off the free list) and checked
+    /// that the generation is not exhausted.
+    pub(crate) fn open(&self) -> Generation {
+        let mut inner = lock(&self.mailbox.inner);
+        debug_assert_eq!(inner.phase, Phase::Free);
+        debug_assert!(inner.events.is_empty() && inner.waker.is_none());
+        inner.generation += 1;
+        inner.phase = Phase::Open;
+        inner.terminate = false;
+        inner.queued_messages = 0;
+        inner.topics.clear();
+        // Under the lock: whoever sees `Open` and this generation sees a fresh state word.
+        self.state.reset();
+        inner.generation
+    }
+
+    /// Delivers `event` to the process of `generation`, if it is open, waking it if it is
+    /// blocked or idle (`state.rs`, protocol step 1). Senders bind to the generation of the PID
+    /// they name, completers to the one their yield was dispatched in.
     pub(crate) fn deliver(&self, generation: Generation, event: Event) -> Admission {
         self.push(Some(generation), event)
     }
 
+    /// Delivers `event` to whichever process the cell hosts, if it is open (shutdown's `Cancel`).
+    pub(crate) fn deliver_current(&self, event: Event) -> Admission {
+        self.push(None, event)
+    }
+
     fn push(&self, generation: Option<Generation>, event: Event) -> Admission {
         let mut inner = lock(&self.mailbox.inner);
-        if inner.closed || generation.is_some_and(|g| g != inner.generation) {
+        let refused = inner.admission(generation);
+        if refused != Admission::Accepted {
             drop(inner);
             drop_caught(event);
-            return Admission::Rejected;
+            return refused;
         }
         if let Event::Message(message) = &event {
             let admitted = inner.admit(message);
@@ -146,30 +186,58 @@ impl ProcessCell {
         }
     }
 
-    /// Asks the process to stop before its next step, waking it if it waits. Returns `false` if
-    /// the mailbox is already closed (the process is finishing).
-    pub(crate) fn request_terminate(&self) -> bool {
+    /// Asks the process of `generation` to stop before its next step, waking it if it waits.
+    /// `Accepted`, or why not (`Closed`: it is already finishing; `Gone`).
+    pub(crate) fn request_terminate(&self, generation: Generation) -> Admission {
         let mut inner = lock(&self.mailbox.inner);
-        if inner.closed {
-            return false;
+        let admission = inner.admission(Some(generation));
+        if admission == Admission::Accepted {
+            inner.terminate = true;
+            // As for an event: a running process re-checks before parking, a waiting one is woken.
+            self.wake_if_waiting(&inner);
         }
-        inner.terminate = true;
-        // As for an event: a running process re-checks before parking, a waiting one is woken.
-        if self.state.on_event() {
-            if let Some(waker) = &inner.waker {
-                waker.wake_by_ref();
-            }
-        }
-        true
+        admission
     }
 
-    /// The current generation, for a new producer to bind to.
-    pub(crate) fn generation(&self) -> Generation {
-        lock(&self.mailbox.inner).generation
+    /// The state of the process of `generation`, or `None` if the cell no longer hosts it.
+    pub(crate) fn state(&self, generation: Generation) -> Option<ProcessState> {
+        let inner = lock(&self.mailbox.inner);
+        (inner.generation == generation && inner.phase != Phase::Free).then(|| self.state.load())
     }
 
-    pub(crate) fn state(&self) -> ProcessState {
-        self.state.load()
+    /// Jumps the generation (tests of what happens when a slot's generations run out).
+    #[cfg(all(test, not(loom)))]
+    pub(crate) fn set_generation(&self, generation: Generation) {
+        lock(&self.mailbox.inner).generation = generation;
+    }
+
+    /// `true` while the cell hosts a process (open or closing).
+    pub(crate) fn is_occupied(&self) -> bool {
+        lock(&self.mailbox.inner).phase != Phase::Free
+    }
+
+    /// The process finishes: `Open` → `Closing`. Later pushes are refused (`Closed`); queued
+    /// events and the waker are dropped.
+    pub(crate) fn close(&self) {
+        let (events, waker) = {
+            let mut inner = lock(&self.mailbox.inner);
+            debug_assert_eq!(inner.phase, Phase::Open);
+            inner.phase = Phase::Closing;
+            (std::mem::take(&mut inner.events), inner.waker.take())
+        };
+        // Outside the lock: payload destructors are user code.
+        for event in events {
+            drop_caught(event);
+        }
+        drop(waker);
+    }
+
+    /// The process is gone: `Closing` → `Free`. Returns the generation that ended.
+    pub(crate) fn release(&self) -> Generation {
+        let mut inner = lock(&self.mailbox.inner);
+        debug_assert_eq!(inner.phase, Phase::Closing);
+        inner.phase = Phase::Free;
+        inner.generation
     }
 }
 
@@ -216,29 +284,6 @@ impl Mailbox {
     pub(crate) fn has_events(&self) -> bool {
         !lock(&self.inner).events.is_empty()
     }
-
-    /// Closes the queue: later pushes are rejected; queued events and the waker are dropped.
-    pub(crate) fn close(&self) {
-        let (events, waker) = {
-            let mut inner = lock(&self.inner);
-            inner.closed = true;
-            (std::mem::take(&mut inner.events), inner.waker.take())
-        };
-        // Outside the lock: payload destructors are user code.
-        for event in events {
-            drop_caught(event);
-        }
-        drop(waker);
-    }
-
-    /// Starts a new generation: producers bound to older ones are rejected from now on.
-    #[cfg_attr(not(test), allow(dead_code))]
-    pub(crate) fn reset(&self) -> Generation {
-        let mut inner = lock(&self.inner);
-        inner.generation += 1;
-        inner.closed = false;
-        inner.generation
-    }
 }
 
 /// Per-topic usage of a budgeted topic.
@@ -252,6 +297,18 @@ struct TopicUsage {
 }
 
 impl Inner {
+    /// Whether a push bound to `generation` (`None`: the current one) may enter.
+    fn admission(&self, generation: Option<Generation>) -> Admission {
+        if generation.is_some_and(|g| g != self.generation) {
+            return Admission::Gone;
+        }
+        match self.phase {
+            Phase::Open => Admission::Accepted,
+            Phase::Closing => Admission::Closed,
+            Phase::Free => Admission::Gone,
+        }
+    }
+
     /// Capacity and topic-budget admission of a message (the lock is held).
     fn admit(&mut self, message: &Message) -> Admission {
         if self.queued_messages >= self.capacity {
@@ -322,14 +379,18 @@ mod tests {
     }
 
     #[test]
-    fn a_late_completion_from_a_previous_generation_is_rejected() {
-        let cell = ProcessCell::new(Pid::from_raw(1).unwrap());
-        let old = cell.generation();
+    fn a_late_completion_from_a_previous_incarnation_is_rejected() {
+        let (cell, old) = ProcessCell::new_open();
         assert_eq!(cell.deliver(old, completion(1)), Admission::Accepted);
-        let new = cell.mailbox.reset();
+        // The process finishes (its queued event is dropped) and the cell hosts the next one.
+        cell.close();
+        assert_eq!(cell.deliver(old, completion(2)), Admission::Closed);
+        assert_eq!(cell.release(), old);
+        assert_eq!(cell.deliver(old, completion(2)), Admission::Gone);
+        let new = cell.open();
         assert_ne!(old, new);
-        assert_eq!(cell.deliver(old, completion(2)), Admission::Rejected);
-        assert_eq!(cell.deliver(new, completion(3)), Admission::Accepted);
+        assert_eq!(cell.deliver(old, completion(3)), Admission::Gone);
+        assert_eq!(cell.deliver(new, completion(4)), Admission::Accepted);
         let mut events = Events::default();
         let _ = cell.mailbox.drain_into(&mut events, 10, None);
         let tags: Vec<u64> = events
@@ -339,18 +400,35 @@ mod tests {
                 other => panic!("{other:?}"),
             })
             .collect();
-        assert_eq!(tags, [1, 3]);
+        assert_eq!(tags, [4]);
     }
 
     #[test]
-    fn a_closed_mailbox_rejects_and_drops_queued_events() {
-        let cell = ProcessCell::new(Pid::from_raw(1).unwrap());
-        let generation = cell.generation();
+    fn a_closing_cell_refuses_and_drops_queued_events() {
+        let (cell, generation) = ProcessCell::new_open();
         let msg = || Event::Message(crate::Message::new("t", Payload::new(1u8)));
         assert_eq!(cell.deliver(generation, msg()), Admission::Accepted);
-        cell.mailbox.close();
+        cell.close();
         assert!(!cell.mailbox.has_events());
-        assert_eq!(cell.deliver(generation, msg()), Admission::Rejected);
+        assert_eq!(cell.deliver(generation, msg()), Admission::Closed);
+        assert_eq!(cell.deliver_current(msg()), Admission::Closed);
+        assert_eq!(cell.request_terminate(generation), Admission::Closed);
+        let _ = cell.release();
+        assert_eq!(cell.deliver_current(msg()), Admission::Gone);
+        assert_eq!(cell.state(generation), None);
+    }
+
+    #[test]
+    fn a_free_cell_hosts_nobody() {
+        let cell = ProcessCell::new(usize::MAX);
+        assert!(!cell.is_occupied());
+        assert_eq!(cell.deliver(0, completion(1)), Admission::Gone);
+        assert_eq!(cell.request_terminate(0), Admission::Gone);
+        assert_eq!(cell.state(0), None);
+        let generation = cell.open();
+        assert_eq!(generation, 1);
+        assert_eq!(cell.state(generation), Some(ProcessState::Ready));
+        assert!(cell.is_occupied());
     }
 
     fn budgeted(topic: &'static str, n: u32) -> Event {
@@ -379,16 +457,17 @@ mod tests {
 
     #[test]
     fn a_topic_over_budget_gets_one_marker_then_drops_until_drained() {
-        let cell = ProcessCell::new(Pid::from_raw(1).unwrap());
-        let generation = cell.generation();
-        let outcomes: Vec<Admission> = (0..6).map(|n| cell.send(budgeted("a", n))).collect();
+        let (cell, generation) = ProcessCell::new_open();
+        let outcomes: Vec<Admission> = (0..6)
+            .map(|n| cell.deliver(generation, budgeted("a", n)))
+            .collect();
         use Admission::*;
         assert_eq!(
             outcomes,
             [Accepted, Accepted, Accepted, Dropped, Dropped, Dropped]
         );
         // Other topics and completions are unaffected.
-        assert_eq!(cell.send(budgeted("b", 0)), Accepted);
+        assert_eq!(cell.deliver(generation, budgeted("b", 0)), Accepted);
         assert_eq!(cell.deliver(generation, completion(9)), Accepted);
         assert_eq!(
             kinds(&cell),
@@ -396,13 +475,13 @@ mod tests {
             "exactly one marker, in order"
         );
         // The process received the marker: the topic starts afresh.
-        assert_eq!(cell.send(budgeted("a", 7)), Accepted);
+        assert_eq!(cell.deliver(generation, budgeted("a", 7)), Accepted);
         assert_eq!(kinds(&cell), ["a:7"]);
     }
 
     #[test]
     fn byte_budgets_count_declared_sizes() {
-        let cell = ProcessCell::new(Pid::from_raw(1).unwrap());
+        let (cell, generation) = ProcessCell::new_open();
         let budget = crate::TopicBudget {
             max_items: 100,
             max_bytes: 250,
@@ -410,19 +489,19 @@ mod tests {
         let msg = |size| {
             Event::Message(crate::Message::new("t", Payload::new(0u32)).with_budget(budget, size))
         };
-        assert_eq!(cell.send(msg(200)), Admission::Accepted);
-        assert_eq!(cell.send(msg(100)), Admission::Dropped);
+        assert_eq!(cell.deliver(generation, msg(200)), Admission::Accepted);
+        assert_eq!(cell.deliver(generation, msg(100)), Admission::Dropped);
         assert_eq!(kinds(&cell), ["t:0", "overflow:t"]);
     }
 
     #[test]
     fn capacity_drops_messages_but_never_completions() {
-        let cell = ProcessCell::with_capacity(Pid::from_raw(1).unwrap(), 2);
-        let generation = cell.generation();
+        let cell = ProcessCell::new(2);
+        let generation = cell.open();
         let msg = |n: u32| Event::Message(crate::Message::new("m", Payload::new(n)));
-        assert_eq!(cell.send(msg(0)), Admission::Accepted);
-        assert_eq!(cell.send(msg(1)), Admission::Accepted);
-        assert_eq!(cell.send(msg(2)), Admission::Dropped);
+        assert_eq!(cell.deliver(generation, msg(0)), Admission::Accepted);
+        assert_eq!(cell.deliver(generation, msg(1)), Admission::Accepted);
+        assert_eq!(cell.deliver(generation, msg(2)), Admission::Dropped);
         for tag in 0..5 {
             assert_eq!(
                 cell.deliver(generation, completion(tag)),
@@ -431,7 +510,7 @@ mod tests {
         }
         assert_eq!(kinds(&cell).len(), 7);
         assert_eq!(
-            cell.send(msg(3)),
+            cell.deliver(generation, msg(3)),
             Admission::Accepted,
             "drained: room again"
         );
@@ -439,8 +518,7 @@ mod tests {
 
     #[test]
     fn batches_are_bounded() {
-        let cell = ProcessCell::new(Pid::from_raw(1).unwrap());
-        let generation = cell.generation();
+        let (cell, generation) = ProcessCell::new_open();
         for tag in 0..10 {
             let _ = cell.deliver(generation, completion(tag));
         }

@@ -51,6 +51,7 @@ pub use state::ProcessState;
 
 pub(crate) use error::panic_message;
 pub(crate) use output::Yield;
+pub(crate) use pid::{INDEX_BITS, MAX_GENERATION};
 
 /// A long-lived, stateful process, written as an explicit state machine.
 ///

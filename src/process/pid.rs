@@ -3,10 +3,22 @@
 use std::fmt;
 use std::num::NonZeroU64;
 
+/// Bits of a [`Pid`] that name its slot in the scheduler's process table: at most
+/// `2^26 - 1` (about 67 million) processes are live at once.
+pub(crate) const INDEX_BITS: u32 = 26;
+/// Bits of a [`Pid`] that count the incarnations of its slot. A slot whose count reaches
+/// [`MAX_GENERATION`] is retired instead of reused, so no two processes ever share a `Pid`.
+pub(crate) const GENERATION_BITS: u32 = 64 - INDEX_BITS;
+/// The last incarnation of a slot.
+pub(crate) const MAX_GENERATION: u64 = (1 << GENERATION_BITS) - 1;
+const INDEX_MASK: u64 = (1 << INDEX_BITS) - 1;
+
 /// A process identifier: small, `Copy`, and unique for the lifetime of its scheduler.
 ///
-/// PIDs are assigned from a counter when a process is spawned and are **never reused**, so a
-/// stale `Pid` can only ever name a finished process (`send` then reports
+/// A `Pid` names a slot of the scheduler's process table and the incarnation of that slot
+/// (its *generation*, which starts at 1). Slots are reused, generations never: a slot is retired
+/// after its last generation (2^38 incarnations), so a `Pid` is **never reused**, and a stale
+/// `Pid` can only ever name a finished process (`send` then reports
 /// [`SendError::NotFound`](crate::SendError::NotFound)), never a different one.
 ///
 /// # Examples
@@ -14,9 +26,9 @@ use std::num::NonZeroU64;
 /// ```
 /// use procsched::Pid;
 ///
-/// let pid = Pid::from_raw(7).unwrap();
-/// assert_eq!(pid.as_u64(), 7);
-/// assert_eq!(pid.to_string(), "<7>");
+/// let pid = Pid::from_raw(7 << 26 | 3).unwrap();
+/// assert_eq!(pid.as_u64(), 7 << 26 | 3);
+/// assert_eq!(pid.to_string(), "<3.7>"); // <slot.generation>
 /// assert!(Pid::from_raw(0).is_none());
 /// ```
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -33,16 +45,48 @@ impl Pid {
     pub fn as_u64(self) -> u64 {
         self.0.get()
     }
+
+    /// The `Pid` of incarnation `generation` (1..=[`MAX_GENERATION`]) of table slot `index`.
+    pub(crate) fn new(index: usize, generation: u64) -> Pid {
+        debug_assert!((index as u64) <= INDEX_MASK);
+        debug_assert!((1..=MAX_GENERATION).contains(&generation));
+        Pid::from_raw(generation << INDEX_BITS | index as u64).expect("generation is at least 1")
+    }
+
+    /// The table slot.
+    pub(crate) fn index(self) -> usize {
+        (self.0.get() & INDEX_MASK) as usize
+    }
+
+    /// The incarnation of the slot.
+    pub(crate) fn generation(self) -> u64 {
+        self.0.get() >> INDEX_BITS
+    }
 }
 
 impl fmt::Debug for Pid {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Pid({})", self.0)
+        write!(f, "Pid({}.{})", self.index(), self.generation())
     }
 }
 
 impl fmt::Display for Pid {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "<{}>", self.0)
+        write!(f, "<{}.{}>", self.index(), self.generation())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn index_and_generation_round_trip() {
+        let max_index = (1 << INDEX_BITS) - 1;
+        for (index, generation) in [(0, 1), (5, 9), (max_index, MAX_GENERATION)] {
+            let pid = Pid::new(index, generation);
+            assert_eq!((pid.index(), pid.generation()), (index, generation));
+            assert_eq!(Pid::from_raw(pid.as_u64()), Some(pid));
+        }
     }
 }

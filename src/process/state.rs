@@ -6,7 +6,7 @@
 //! | 1 | `Running` | a worker is inside its poll (stepping it) |
 //! | 2 | `Blocked` | waiting for yield completions |
 //! | 3 | `Idle` | waiting for messages |
-//! | 4 | `Complete` | finished; never left |
+//! | 4 | `Complete` | finished (or no process yet); left only when the cell hosts its next process (`reset`) |
 //!
 //! Bit 3, `NOTIFIED`, is the process-level wakeup flag: set when an event is delivered while the
 //! process is `Running`.
@@ -82,9 +82,15 @@ pub(crate) enum Park {
 }
 
 impl StateWord {
-    /// A new process is `Ready`: its first poll is queued right after spawn.
+    /// A new cell's word: `Complete` until a process is spawned into it ([`reset`](Self::reset)).
     pub(crate) fn new() -> StateWord {
-        StateWord(AtomicU8::new(ProcessState::Ready.bits()))
+        StateWord(AtomicU8::new(ProcessState::Complete.bits()))
+    }
+
+    /// A process is spawned into the cell: `Ready`, its first poll is queued right after. Called
+    /// under the mailbox lock while the cell is not yet open, so no producer touches the word.
+    pub(crate) fn reset(&self) {
+        self.0.store(ProcessState::Ready.bits(), Release);
     }
 
     pub(crate) fn load(&self) -> ProcessState {
@@ -157,6 +163,8 @@ mod tests {
     #[test]
     fn an_event_while_running_makes_park_fail_once() {
         let s = StateWord::new();
+        s.reset();
+        assert_eq!(s.load(), ProcessState::Ready);
         s.start_poll();
         assert!(!s.on_event(), "running: no wake");
         assert!(!s.on_event(), "second event: flag already set");

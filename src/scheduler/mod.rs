@@ -2,16 +2,19 @@
 //!
 //! A [`Scheduler`] owns a work-stealing [`Executor`](crate::executor::Executor) (one worker per
 //! core), the handlers yields are dispatched to, the tokio runtime async handlers run on, and the
-//! routing table from [`Pid`] to process.
+//! process table: pooled process cells, found by [`Pid`] without a lock (`table.rs`).
 
 mod table;
 
+#[cfg(all(test, loom))]
+mod loom_table;
+
 use crate::dispatch::{self, Handler, HandlerSet};
 use crate::executor::{self, Executor};
-use crate::loom::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering::*};
+use crate::loom::atomic::{fence, AtomicBool, AtomicUsize, Ordering::*};
 use crate::loom::{lock, Arc, Condvar, Mutex};
 use crate::process::future::{Host, ProcessFuture};
-use crate::process::mailbox::{Admission, Generation, ProcessCell};
+use crate::process::mailbox::{Admission, ProcessCell};
 use crate::process::{
     panic_message, CancelReason, Event, Events, Message, Pid, Process, ProcessContext,
     ProcessHandle, ProcessState, SendError, SpawnError, Yield,
@@ -145,7 +148,8 @@ impl SchedulerBuilder {
         self
     }
 
-    /// Most live processes; `spawn` beyond it fails with [`SpawnError::Limit`]. Default: no limit.
+    /// Most live processes; `spawn` beyond it fails with [`SpawnError::Limit`]. Default: no limit
+    /// beyond the process table's, 2^26 (about 67 million) live processes.
     pub fn max_processes(&mut self, max_processes: usize) -> &mut Self {
         self.max_processes = max_processes;
         self
@@ -202,8 +206,7 @@ impl SchedulerBuilder {
             executor: executor.handle().clone(),
             handlers,
             runtime,
-            table: Table::new(),
-            next_pid: AtomicU64::new(1),
+            table: Table::new(self.mailbox_capacity),
             live: AtomicUsize::new(0),
             shutting_down: AtomicBool::new(false),
             graceful: AtomicUsize::new(0),
@@ -213,7 +216,6 @@ impl SchedulerBuilder {
             max_batch: self.max_batch,
             step_budget: self.step_budget,
             max_processes: self.max_processes,
-            mailbox_capacity: self.mailbox_capacity,
         });
         Ok(Scheduler {
             handle: SchedulerHandle { inner },
@@ -296,7 +298,6 @@ struct Inner {
     handlers: HandlerSet,
     runtime: Option<tokio::runtime::Handle>,
     table: Table,
-    next_pid: AtomicU64,
     /// Processes admitted and not yet finished.
     live: AtomicUsize,
     shutting_down: AtomicBool,
@@ -311,7 +312,6 @@ struct Inner {
     max_batch: usize,
     step_budget: usize,
     max_processes: usize,
-    mailbox_capacity: usize,
 }
 
 impl Scheduler {
@@ -494,8 +494,9 @@ impl fmt::Debug for Scheduler {
     }
 }
 
+/// Delivers shutdown's `Cancel` to the process the cell hosts, if any.
 fn cancel(cell: &ProcessCell) {
-    let _ = cell.send(Event::Cancel {
+    let _ = cell.deliver_current(Event::Cancel {
         reason: CancelReason::Shutdown,
     });
 }
@@ -529,8 +530,12 @@ impl SchedulerHandle {
             inner.release_slot();
             return Err(SpawnError::Limit(inner.max_processes));
         }
-        let pid =
-            Pid::from_raw(inner.next_pid.fetch_add(1, Relaxed)).expect("pid counter is never 0");
+        let Some((pid, cell)) = inner.table.claim() else {
+            inner.release_slot();
+            return Err(SpawnError::Limit(table::MAX_SLOTS));
+        };
+        // The cell is open from here on: events sent to `pid` during `init` wait for the first
+        // step.
         let ctx = ProcessContext::new(pid, self);
         let initialised = catch_unwind(AssertUnwindSafe(|| process.init(&ctx, method, input)));
         let failure = match initialised {
@@ -542,18 +547,19 @@ impl SchedulerHandle {
             if catch_unwind(AssertUnwindSafe(|| process.close())).is_err() {
                 tracing::warn!(%pid, "close panicked after a failed init");
             }
+            cell.state.complete();
+            cell.close();
+            inner.table.release(pid, &cell);
             inner.release_slot();
             return Err(error);
         }
-        let cell = Arc::new(ProcessCell::with_capacity(pid, inner.mailbox_capacity));
-        inner.table.insert(cell.clone());
         // Shutdown may have started since the check above: make sure this process is cancelled
         // too (see `Scheduler::shutdown`).
         fence(SeqCst);
         if inner.shutting_down.load(Relaxed) {
             cancel(&cell);
         }
-        let future = ProcessFuture::new(process, cell, inner.clone());
+        let future = ProcessFuture::new(process, pid, cell, inner.clone());
         let join = inner.executor.spawn(future);
         Ok(ProcessHandle::new(pid, join))
     }
@@ -566,15 +572,14 @@ impl SchedulerHandle {
     /// [`SendError::Closed`] if it is finishing; [`SendError::MailboxFull`] if the message was
     /// dropped by the mailbox capacity or its topic budget (see [`Message::with_budget`]).
     pub fn send(&self, pid: Pid, message: Message) -> Result<(), SendError> {
-        let mut message = Some(message);
-        let admitted = self.inner.table.with(pid, |cell| {
-            cell.send(Event::Message(message.take().expect("sent once")))
-        });
-        match admitted {
-            Some(Admission::Accepted) => Ok(()),
-            Some(Admission::Dropped) => Err(SendError::MailboxFull(pid)),
-            Some(Admission::Rejected) => Err(SendError::Closed(pid)),
-            None => Err(SendError::NotFound(pid)),
+        let Some(cell) = self.inner.table.get(pid) else {
+            return Err(SendError::NotFound(pid));
+        };
+        match cell.deliver(pid.generation(), Event::Message(message)) {
+            Admission::Accepted => Ok(()),
+            Admission::Dropped => Err(SendError::MailboxFull(pid)),
+            Admission::Closed => Err(SendError::Closed(pid)),
+            Admission::Gone => Err(SendError::NotFound(pid)),
         }
     }
 
@@ -587,16 +592,20 @@ impl SchedulerHandle {
     /// [`SendError::NotFound`] for an unknown or finished PID; [`SendError::Closed`] if it is
     /// already finishing.
     pub fn terminate(&self, pid: Pid) -> Result<(), SendError> {
-        match self.inner.table.with(pid, |cell| cell.request_terminate()) {
-            Some(true) => Ok(()),
-            Some(false) => Err(SendError::Closed(pid)),
-            None => Err(SendError::NotFound(pid)),
+        let admission = match self.inner.table.get(pid) {
+            Some(cell) => cell.request_terminate(pid.generation()),
+            None => Admission::Gone,
+        };
+        match admission {
+            Admission::Closed => Err(SendError::Closed(pid)),
+            Admission::Gone => Err(SendError::NotFound(pid)),
+            Admission::Accepted | Admission::Dropped => Ok(()),
         }
     }
 
     /// The observable state of `pid`, or `None` if no live process has this PID.
     pub fn state(&self, pid: Pid) -> Option<ProcessState> {
-        self.inner.table.with(pid, |cell| cell.state())
+        self.inner.table.get(pid)?.state(pid.generation())
     }
 
     /// Number of live processes (spawned and not finished).
@@ -609,7 +618,7 @@ impl SchedulerHandle {
         self.inner.shutting_down.load(Acquire)
     }
 
-    /// Number of processes in the routing table (takes every shard's lock; for diagnostics).
+    /// Number of processes in the process table (takes every cell's lock; for diagnostics).
     pub fn registered_processes(&self) -> usize {
         self.inner.table.len()
     }
@@ -630,13 +639,12 @@ impl Inner {
         if self.shutting_down.swap(true, SeqCst) {
             return;
         }
-        // Pairs with the fences in `spawn` (after its admission, and after its table insert): a
+        // Pairs with the fences in `spawn` (after its admission, and after it opened its cell): a
         // racing spawn either sees the flag, or is counted in `live` (so shutdown waits for it)
-        // and, once registered, in this snapshot.
+        // and, once its cell is open, reached by this scan.
         fence(SeqCst);
-        let cells = self.table.cells();
-        tracing::debug!(processes = cells.len(), "scheduler shutdown: cancelling");
-        for cell in &cells {
+        tracing::debug!("scheduler shutdown: cancelling every process");
+        for cell in self.table.cells() {
             cancel(cell);
         }
     }
@@ -670,16 +678,16 @@ impl Host for Inner {
 
     fn dispatch(
         &self,
+        pid: Pid,
         cell: &Arc<ProcessCell>,
-        generation: Generation,
         yielded: Yield,
         completions: &mut Events,
     ) -> Option<Self::Outstanding> {
         dispatch::dispatch(
             &self.handlers,
             self.runtime.as_ref(),
+            pid,
             cell,
-            generation,
             yielded,
             completions,
         )
@@ -693,7 +701,7 @@ impl Host for Inner {
         outstanding.is_finished()
     }
 
-    fn finished(&self, cell: &ProcessCell) {
+    fn finished(&self, pid: Pid, cell: &ProcessCell) {
         if self.shutting_down.load(Acquire) {
             let counter = if self.forcing.load(Acquire) {
                 &self.forced
@@ -702,7 +710,7 @@ impl Host for Inner {
             };
             counter.fetch_add(1, AcqRel);
         }
-        self.table.remove(cell.pid);
+        self.table.release(pid, cell);
         self.release_slot();
     }
 

@@ -1,86 +1,373 @@
-//! The routing table: PID → process cell, for `send`, `state` and shutdown.
+//! The process table: a pool of process cells, indexed by the slot part of a [`Pid`].
 //!
-//! Sharded by PID over reader-writer locks: `send` takes one shard's read lock (no writer
-//! contention from other shards' spawns and exits), spawn and exit take a write lock on one shard.
+//! A [`Pid`] is a slot index and the generation of that slot's current incarnation. Looking a
+//! PID up is two dependent loads (page, then cell) with no lock and no hashing; whether the cell
+//! still hosts *that* process is decided by the cell itself, under its mailbox lock, from the
+//! generation (`process/mailbox.rs`). So `send` never takes a table-wide lock, and spawning or
+//! finishing a process allocates nothing once the pool has grown to the live high-water mark.
+//!
+//! # Layout
+//! Page `k` holds `FIRST_PAGE << k` slots; pages are allocated on first use and never freed
+//! before the table, so a reference to a slot stays valid for the table's life. A slot's cell is
+//! created by the one spawner that claims the slot's index fresh (each fresh index is handed out
+//! once), and kept — it hosts one process after another — until the table is dropped.
+//!
+//! # Protocol
+//! 1. **Claim** (spawn): pop a slot off the free list, or take a fresh index (allocating its page
+//!    and creating its cell); then `open` the cell, which bumps its generation.
+//! 2. **Release** (the process finished and its cell is closed): the cell goes `Free`, and the
+//!    slot goes back on the free list — unless its generation is exhausted, then it is retired
+//!    for good, so no PID is ever issued twice.
+//!
+//! The free list is a Treiber stack threaded through the slots' `next_free` words. Its head packs
+//! a tag with the index, and every successful push or pop bumps the tag, so a pop that read a
+//! stale `next_free` (the slot was popped and pushed back meanwhile: ABA) fails its CAS. Slots are
+//! never freed, so reading a stale `next_free` is harmless.
 
-use crate::loom::{Arc, RwLock};
+use crate::loom::atomic::{AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering::*};
+use crate::loom::{lock, Arc, Mutex};
 use crate::process::mailbox::ProcessCell;
-use crate::process::Pid;
-use crossbeam_utils::CachePadded;
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
+use crate::process::{Pid, INDEX_BITS, MAX_GENERATION};
+use std::ptr;
 
-const SHARDS: usize = 64;
+/// Slots in page 0 (a power of two); page `k` holds `FIRST_PAGE << k`. Tiny under loom, so
+/// models cross page boundaries.
+const FIRST_PAGE: usize = if cfg!(loom) { 2 } else { 64 };
+/// Most slots: every index a [`Pid`] can hold.
+pub(crate) const MAX_SLOTS: usize = 1 << INDEX_BITS;
+/// Pages needed to hold `MAX_SLOTS` slots.
+const PAGES: usize = (usize::BITS - (MAX_SLOTS / FIRST_PAGE).leading_zeros()) as usize;
+/// `free_head`'s index half when the list is empty (indices are stored plus one).
+const EMPTY: u64 = 0;
 
-type Shard = RwLock<HashMap<Pid, Arc<ProcessCell>, BuildHasherDefault<PidHasher>>>;
+struct Slot {
+    /// The cell, created by the fresh claimer; owns one `Arc` reference (`Arc::into_raw`).
+    cell: AtomicPtr<ProcessCell>,
+    /// The next free slot's index plus one (0: none), while this slot is on the free list.
+    next_free: AtomicU32,
+}
 
 pub(crate) struct Table {
-    shards: Box<[CachePadded<Shard>]>,
+    /// Page `k`: a leaked `Box<[Slot]>` of `FIRST_PAGE << k` slots, or null.
+    pages: Box<[AtomicPtr<Slot>]>,
+    /// Serialises page allocation (rare: once per page).
+    grow: Mutex<()>,
+    /// The next index never handed out.
+    fresh: AtomicUsize,
+    /// The free list's head: `tag << 32 | (index + 1)`.
+    free_head: AtomicU64,
+    /// The mailbox capacity of new cells.
+    mailbox_capacity: usize,
 }
 
 impl Table {
-    pub(crate) fn new() -> Table {
+    pub(crate) fn new(mailbox_capacity: usize) -> Table {
         Table {
-            shards: (0..SHARDS).map(|_| CachePadded::default()).collect(),
+            pages: (0..PAGES)
+                .map(|_| AtomicPtr::new(ptr::null_mut()))
+                .collect(),
+            grow: Mutex::new(()),
+            fresh: AtomicUsize::new(0),
+            free_head: AtomicU64::new(EMPTY),
+            mailbox_capacity,
         }
     }
 
-    fn shard(&self, pid: Pid) -> &Shard {
-        &self.shards[pid.as_u64() as usize % SHARDS]
+    /// Protocol step 1: a cell for a new process, opened, and the process's PID. `None` when
+    /// every index is in use (or retired).
+    pub(crate) fn claim(&self) -> Option<(Pid, Arc<ProcessCell>)> {
+        let (index, cell) = match self.pop_free() {
+            Some(index) => (index, self.slot(index).cell.load(Acquire).cast_const()),
+            None => {
+                let index = self.fresh.fetch_add(1, Relaxed);
+                if index >= MAX_SLOTS {
+                    return None;
+                }
+                (index, self.create_cell(index))
+            }
+        };
+        debug_assert!(!cell.is_null(), "a claimed slot has a cell");
+        // SAFETY: the slot owns an `Arc` reference to the cell (`create_cell`), which it keeps
+        // until the table drops; `&self` keeps the table alive while we take our own reference.
+        let cell = unsafe {
+            Arc::increment_strong_count(cell);
+            Arc::from_raw(cell)
+        };
+        let generation = cell.open();
+        Some((Pid::new(index, generation), cell))
     }
 
-    pub(crate) fn insert(&self, cell: Arc<ProcessCell>) {
-        write(self.shard(cell.pid)).insert(cell.pid, cell);
-    }
-
-    pub(crate) fn remove(&self, pid: Pid) {
-        let removed = write(self.shard(pid)).remove(&pid);
-        // Drop the cell outside the lock.
-        drop(removed);
-    }
-
-    /// Runs `f` on the cell of `pid`, under the shard's read lock (no reference-count traffic).
-    pub(crate) fn with<R>(&self, pid: Pid, f: impl FnOnce(&Arc<ProcessCell>) -> R) -> Option<R> {
-        read(self.shard(pid)).get(&pid).map(f)
-    }
-
-    /// Every live cell (a snapshot).
-    pub(crate) fn cells(&self) -> Vec<Arc<ProcessCell>> {
-        let mut all = Vec::new();
-        for shard in self.shards.iter() {
-            all.extend(read(shard).values().cloned());
+    /// Protocol step 2, for the process `pid` whose cell is closed.
+    pub(crate) fn release(&self, pid: Pid, cell: &ProcessCell) {
+        let generation = cell.release();
+        debug_assert_eq!(generation, pid.generation());
+        if generation < MAX_GENERATION {
+            self.push_free(pid.index());
+        } else {
+            tracing::debug!(%pid, "process table slot retired: its generations are used up");
         }
-        all
     }
 
+    /// The cell that hosts (or hosted, or will host) the process `pid`. Whether it hosts `pid`
+    /// *now* is for the cell to say, from the generation.
+    pub(crate) fn get(&self, pid: Pid) -> Option<&ProcessCell> {
+        let (k, offset) = locate(pid.index());
+        let page = self.pages.get(k)?;
+        slot_cell(&self.page(k, page)?[offset])
+    }
+
+    /// Every cell created so far (shutdown visits them all).
+    pub(crate) fn cells(&self) -> impl Iterator<Item = &ProcessCell> + '_ {
+        self.pages
+            .iter()
+            .enumerate()
+            .filter_map(|(k, page)| self.page(k, page))
+            .flat_map(|slots| slots.iter())
+            .filter_map(slot_cell)
+    }
+
+    /// Number of cells hosting a process (takes every cell's lock; for diagnostics).
     pub(crate) fn len(&self) -> usize {
-        self.shards.iter().map(|s| read(s).len()).sum()
+        self.cells().filter(|cell| cell.is_occupied()).count()
     }
-}
 
-fn read<T>(lock: &RwLock<T>) -> crate::loom::RwLockReadGuard<'_, T> {
-    lock.read().unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
-fn write<T>(lock: &RwLock<T>) -> crate::loom::RwLockWriteGuard<'_, T> {
-    lock.write()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
-/// PIDs are sequential integers: a multiplicative hash spreads them over the buckets.
-#[derive(Default)]
-pub(crate) struct PidHasher(u64);
-
-impl Hasher for PidHasher {
-    fn finish(&self) -> u64 {
-        self.0
+    fn page(&self, k: usize, page: &AtomicPtr<Slot>) -> Option<&[Slot]> {
+        let first = page.load(Acquire);
+        if first.is_null() {
+            return None;
+        }
+        // SAFETY: a non-null page pointer was published (Release, after the slots were
+        // initialised) by `create_cell` from a leaked `Box<[Slot]>` of exactly
+        // `FIRST_PAGE << k` slots, which stays allocated until the table is dropped; `&self`
+        // keeps the table alive for the returned borrow.
+        Some(unsafe { std::slice::from_raw_parts(first, FIRST_PAGE << k) })
     }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+
+    /// Creates the cell of fresh `index`, allocating its page if needed, and returns the slot's
+    /// pointer to it. Each fresh index is handed out once, so no one else writes this slot.
+    fn create_cell(&self, index: usize) -> *const ProcessCell {
+        let (k, offset) = locate(index);
+        let page = match self.page(k, &self.pages[k]) {
+            Some(page) => page,
+            None => {
+                let _grow = lock(&self.grow);
+                match self.page(k, &self.pages[k]) {
+                    Some(page) => page,
+                    None => {
+                        let slots: Box<[Slot]> = (0..FIRST_PAGE << k)
+                            .map(|_| Slot {
+                                cell: AtomicPtr::new(ptr::null_mut()),
+                                next_free: AtomicU32::new(0),
+                            })
+                            .collect();
+                        let first = Box::into_raw(slots).cast::<Slot>();
+                        self.pages[k].store(first, Release);
+                        self.page(k, &self.pages[k]).expect("just published")
+                    }
+                }
+            }
+        };
+        let cell = Arc::into_raw(Arc::new(ProcessCell::new(self.mailbox_capacity)));
+        // Release: a reader that finds the pointer (e.g. shutdown's scan) sees the cell built.
+        page[offset].cell.store(cell.cast_mut(), Release);
+        cell
+    }
+
+    fn slot(&self, index: usize) -> &Slot {
+        let (k, offset) = locate(index);
+        &self
+            .page(k, &self.pages[k])
+            .expect("the slot's page exists")[offset]
+    }
+
+    fn pop_free(&self) -> Option<usize> {
+        let mut head = self.free_head.load(Acquire);
+        loop {
+            let index = (head & u64::from(u32::MAX)).checked_sub(1)? as usize;
+            // Possibly stale if the slot was popped meanwhile; the tag then fails the CAS.
+            let next = self.slot(index).next_free.load(Relaxed);
+            let new = next_tag(head) | u64::from(next);
+            match self
+                .free_head
+                .compare_exchange_weak(head, new, AcqRel, Acquire)
+            {
+                Ok(_) => return Some(index),
+                Err(actual) => head = actual,
+            }
         }
     }
-    fn write_u64(&mut self, n: u64) {
-        self.0 = n.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+
+    fn push_free(&self, index: usize) {
+        let slot = self.slot(index);
+        let mut head = self.free_head.load(Relaxed);
+        loop {
+            slot.next_free
+                .store((head & u64::from(u32::MAX)) as u32, Relaxed);
+            let new = next_tag(head) | (index as u64 + 1);
+            // Release: the popper that takes this slot sees `next_free` and the cell's release.
+            match self
+                .free_head
+                .compare_exchange_weak(head, new, Release, Relaxed)
+            {
+                Ok(_) => return,
+                Err(actual) => head = actual,
+            }
+        }
+    }
+}
+
+impl Drop for Table {
+    fn drop(&mut self) {
+        for (k, page) in self.pages.iter().enumerate() {
+            let first = page.load(Acquire);
+            if first.is_null() {
+                continue;
+            }
+            // SAFETY: as in `page`; `&mut self` means no borrow of a slot is left, and the
+            // pointer came from `Box::into_raw` of a boxed slice of this length.
+            let slots =
+                unsafe { Box::from_raw(ptr::slice_from_raw_parts_mut(first, FIRST_PAGE << k)) };
+            for slot in slots.iter() {
+                let cell = slot.cell.load(Acquire);
+                if !cell.is_null() {
+                    // SAFETY: the slot owns the reference it got from `Arc::into_raw`; the
+                    // pointer is never read again.
+                    drop(unsafe { Arc::from_raw(cell) });
+                }
+            }
+        }
+    }
+}
+
+/// The slot's cell, if created.
+fn slot_cell(slot: &Slot) -> Option<&ProcessCell> {
+    let cell = slot.cell.load(Acquire);
+    // SAFETY: a non-null pointer came from `Arc::into_raw` (`create_cell`, published with
+    // Release, loaded here with Acquire) and the slot owns that reference until the table drops;
+    // the returned borrow is tied to the slot's, hence to the table's.
+    unsafe { cell.as_ref() }
+}
+
+/// Page and offset of slot `index`.
+fn locate(index: usize) -> (usize, usize) {
+    let x = index + FIRST_PAGE;
+    let k = (x.ilog2() - FIRST_PAGE.ilog2()) as usize;
+    (k, x - (FIRST_PAGE << k))
+}
+
+/// The tag half of a new free-list head.
+fn next_tag(head: u64) -> u64 {
+    ((head >> 32).wrapping_add(1)) << 32
+}
+
+// SAFETY: the raw pointers are owned `Arc<ProcessCell>` references and boxed slot pages, both
+// `Send + Sync` (`ProcessCell` is); every access goes through atomics or the cells' own locks.
+unsafe impl Send for Table {}
+// SAFETY: as above.
+unsafe impl Sync for Table {}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use std::collections::HashSet;
+
+    fn finish(table: &Table, pid: Pid, cell: &ProcessCell) {
+        cell.close();
+        table.release(pid, cell);
+    }
+
+    #[test]
+    fn pids_are_distinct_across_pages_and_reuse_bumps_the_generation() {
+        let table = Table::new(usize::MAX);
+        let claimed: Vec<_> = (0..FIRST_PAGE * 5)
+            .map(|_| table.claim().unwrap())
+            .collect();
+        let indices: HashSet<usize> = claimed.iter().map(|(pid, _)| pid.index()).collect();
+        assert_eq!(
+            indices.len(),
+            claimed.len(),
+            "every live process has its own slot"
+        );
+        assert!(claimed.iter().all(|(pid, _)| pid.generation() == 1));
+        for (pid, cell) in &claimed {
+            assert!(std::ptr::eq(table.get(*pid).unwrap(), &**cell));
+        }
+        assert_eq!(table.len(), claimed.len());
+        let (old, cell) = &claimed[3];
+        finish(&table, *old, cell);
+        assert_eq!(table.len(), claimed.len() - 1);
+        // The freed slot is reused first, in its next generation.
+        let (new, _) = table.claim().unwrap();
+        assert_eq!((new.index(), new.generation()), (old.index(), 2));
+        assert_ne!(new, *old);
+        assert!(table.get(Pid::from_raw(u64::MAX).unwrap()).is_none());
+    }
+
+    #[test]
+    fn the_free_list_hands_every_slot_out_once() {
+        let table = Table::new(usize::MAX);
+        let first: Vec<_> = (0..100).map(|_| table.claim().unwrap()).collect();
+        for (pid, cell) in &first {
+            finish(&table, *pid, cell);
+        }
+        let second: Vec<_> = (0..100).map(|_| table.claim().unwrap()).collect();
+        let slots: HashSet<usize> = second.iter().map(|(pid, _)| pid.index()).collect();
+        assert_eq!(slots.len(), 100);
+        assert!(second.iter().all(|(pid, _)| pid.generation() == 2));
+        assert_eq!(
+            table.fresh.load(Relaxed),
+            100,
+            "no fresh slot while freed ones remain"
+        );
+    }
+
+    #[test]
+    fn a_slot_whose_generations_ran_out_is_retired() {
+        let table = Table::new(usize::MAX);
+        let (pid, cell) = table.claim().unwrap();
+        cell.close();
+        let _ = cell.release();
+        cell.set_generation(MAX_GENERATION - 1);
+        let last = cell.open();
+        assert_eq!(last, MAX_GENERATION);
+        let last = Pid::new(pid.index(), last);
+        finish(&table, last, &cell);
+        let (next, _) = table.claim().unwrap();
+        assert_ne!(next.index(), pid.index(), "retired, not reused");
+    }
+
+    #[test]
+    fn concurrent_claims_and_releases_never_share_a_slot() {
+        let table = Arc::new(Table::new(usize::MAX));
+        let per_thread = if cfg!(miri) { 50 } else { 20_000 };
+        let threads: Vec<_> = (0..4)
+            .map(|_| {
+                let table = table.clone();
+                std::thread::spawn(move || {
+                    let mut seen = Vec::new();
+                    let mut held = Vec::new();
+                    for i in 0..per_thread {
+                        let (pid, cell) = table.claim().unwrap();
+                        seen.push(pid);
+                        held.push((pid, cell));
+                        if i % 3 != 0 {
+                            let (pid, cell) = held.swap_remove(i % held.len());
+                            finish(&table, pid, &cell);
+                        }
+                    }
+                    for (pid, cell) in held {
+                        finish(&table, pid, &cell);
+                    }
+                    seen
+                })
+            })
+            .collect();
+        let all: Vec<Pid> = threads
+            .into_iter()
+            .flat_map(|t| t.join().unwrap())
+            .collect();
+        let distinct: HashSet<Pid> = all.iter().copied().collect();
+        assert_eq!(distinct.len(), all.len(), "a PID was issued twice");
+        assert_eq!(table.len(), 0);
     }
 }

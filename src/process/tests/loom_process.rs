@@ -8,8 +8,9 @@ use crate::loom::model::{model, model_full_stack};
 use crate::loom::{thread, Arc};
 use crate::process::future::{Host, ProcessFuture};
 use crate::process::mailbox::{Admission, Generation, ProcessCell};
+use crate::process::Pid;
 use crate::process::{
-    BoxError, CommandError, Event, Events, InitError, Message, Pid, Process, ProcessContext,
+    BoxError, CommandError, Event, Events, InitError, Message, Process, ProcessContext,
     ProcessError, StepOutput, Yield,
 };
 use crate::Payload;
@@ -25,20 +26,16 @@ struct ToyHost {
 
 impl Host for ToyHost {
     type Outstanding = ();
-    fn dispatch(
-        &self,
-        _: &Arc<ProcessCell>,
-        _: Generation,
-        _: Yield,
-        _: &mut Events,
-    ) -> Option<()> {
+    fn dispatch(&self, _: Pid, _: &Arc<ProcessCell>, _: Yield, _: &mut Events) -> Option<()> {
         None
     }
     fn abort(&self, _: ()) {}
     fn is_finished(&self, _: &()) -> bool {
         true
     }
-    fn finished(&self, _: &ProcessCell) {
+    fn finished(&self, pid: Pid, cell: &ProcessCell) {
+        // As the scheduler's table does: the cell may host another process from here on.
+        assert_eq!(cell.release(), pid.generation());
         self.finished.fetch_add(1, SeqCst);
     }
     fn max_batch(&self) -> usize {
@@ -92,17 +89,25 @@ fn complete_yield(cell: &ProcessCell, generation: Generation) -> Admission {
     )
 }
 
+/// An open cell and the PID of its first incarnation.
+fn open_cell() -> (Arc<ProcessCell>, Pid) {
+    let cell = Arc::new(ProcessCell::new(usize::MAX));
+    let pid = Pid::new(0, cell.open());
+    (cell, pid)
+}
+
 fn start(
     wait: bool,
     expected: usize,
 ) -> (
     Executor,
     Arc<ProcessCell>,
+    Generation,
     Arc<AtomicUsize>,
     crate::executor::JoinHandle<Result<Payload, ProcessError>>,
 ) {
     let executor = Executor::builder().workers(1).build().unwrap();
-    let cell = Arc::new(ProcessCell::new(Pid::from_raw(1).unwrap()));
+    let (cell, pid) = open_cell();
     let closes = Arc::new(AtomicUsize::new(0));
     let process = Waiter {
         wait,
@@ -110,17 +115,20 @@ fn start(
         seen: 0,
         closes: closes.clone(),
     };
-    let future = ProcessFuture::new(process, cell.clone(), Arc::new(ToyHost::default()));
+    let future = ProcessFuture::new(process, pid, cell.clone(), Arc::new(ToyHost::default()));
     let join = executor.spawn(future);
-    (executor, cell, closes, join)
+    (executor, cell, pid.generation(), closes, join)
 }
 
 #[test]
 fn loom_idle_process_sent_a_message_while_stepping_or_parking() {
     model(|| {
-        let (executor, cell, closes, join) = start(false, 1);
+        let (executor, cell, generation, closes, join) = start(false, 1);
         // Lands before, during, or after the first step, or between the step and the park.
-        let sent = cell.send(Event::Message(Message::new("m", Payload::empty())));
+        let sent = cell.deliver(
+            generation,
+            Event::Message(Message::new("m", Payload::empty())),
+        );
         assert_eq!(sent, Admission::Accepted);
         let seen = executor.block_on(join).unwrap().unwrap();
         assert_eq!(seen.downcast::<usize>().unwrap(), 1);
@@ -132,8 +140,7 @@ fn loom_idle_process_sent_a_message_while_stepping_or_parking() {
 #[test]
 fn loom_completion_while_running_causes_one_more_step() {
     model_full_stack(|| {
-        let (executor, cell, closes, join) = start(true, 1);
-        let generation = cell.generation();
+        let (executor, cell, generation, closes, join) = start(true, 1);
         let completer = {
             let cell = cell.clone();
             thread::spawn(move || complete_yield(&cell, generation))
@@ -149,9 +156,12 @@ fn loom_completion_while_running_causes_one_more_step() {
 #[test]
 fn loom_terminate_racing_with_a_running_step() {
     model(|| {
-        let (executor, cell, closes, join) = start(false, 2);
-        let _ = cell.send(Event::Message(Message::new("m", Payload::empty())));
-        assert!(cell.request_terminate() || closes.load(SeqCst) == 1);
+        let (executor, cell, generation, closes, join) = start(false, 2);
+        let _ = cell.deliver(
+            generation,
+            Event::Message(Message::new("m", Payload::empty())),
+        );
+        assert_eq!(cell.request_terminate(generation), Admission::Accepted);
         let result = executor.block_on(join).unwrap();
         assert!(result.unwrap_err().is_terminated());
         assert_eq!(closes.load(SeqCst), 1, "close exactly once");
@@ -160,15 +170,14 @@ fn loom_terminate_racing_with_a_running_step() {
 }
 
 #[test]
-fn loom_generation_check_rejects_a_stale_completion() {
+fn loom_stale_completion_racing_with_the_cells_reuse() {
     model(|| {
-        let cell = Arc::new(ProcessCell::new(Pid::from_raw(1).unwrap()));
-        let old = cell.generation();
+        let (cell, old) = open_cell();
         let late = {
             let cell = cell.clone();
             thread::spawn(move || {
                 cell.deliver(
-                    old,
+                    old.generation(),
                     Event::YieldComplete {
                         tag: 1,
                         result: Err(CommandError::Cancelled),
@@ -176,18 +185,24 @@ fn loom_generation_check_rejects_a_stale_completion() {
                 )
             })
         };
-        let new = cell.mailbox.reset();
+        // The process finishes and the cell hosts the next one.
+        cell.close();
+        assert_eq!(cell.release(), old.generation());
+        let new = cell.open();
         let outcome = late.join().unwrap();
         let mut events = Events::default();
         let _ = cell.mailbox.drain_into(&mut events, 8, None);
-        // Either it landed in the old generation (before the reset) or it was rejected; it can
-        // never be counted in the new one.
-        match outcome {
-            Admission::Accepted => assert_eq!(events.len(), 1),
-            Admission::Rejected => assert_eq!(events.len(), 0),
-            Admission::Dropped => unreachable!("completions are never dropped"),
-        }
-        assert_ne!(old, new);
+        // Whenever it landed — in the old incarnation (and was dropped at close), while closing,
+        // or after — it never reaches the new one.
+        assert!(
+            events.is_empty(),
+            "a stale completion reached the next process"
+        );
+        assert!(matches!(
+            outcome,
+            Admission::Accepted | Admission::Closed | Admission::Gone
+        ));
+        assert_ne!(old.generation(), new);
     });
 }
 
@@ -241,8 +256,7 @@ fn loom_scheduler_shutdown_racing_with_a_spawn() {
 #[test]
 fn loom_shutdown_racing_with_a_completion() {
     model_full_stack(|| {
-        let (executor, cell, closes, join) = start(true, 2);
-        let generation = cell.generation();
+        let (executor, cell, generation, closes, join) = start(true, 2);
         let completer = {
             let cell = cell.clone();
             thread::spawn(move || complete_yield(&cell, generation))
@@ -260,8 +274,8 @@ fn loom_shutdown_racing_with_a_completion() {
 #[test]
 fn loom_terminate_racing_with_the_first_poll() {
     model(|| {
-        let (executor, cell, closes, join) = start(false, 2);
-        assert!(cell.request_terminate());
+        let (executor, cell, generation, closes, join) = start(false, 2);
+        assert_eq!(cell.request_terminate(generation), Admission::Accepted);
         let result = executor.block_on(join).unwrap();
         assert!(result.unwrap_err().is_terminated());
         assert_eq!(closes.load(SeqCst), 1, "close exactly once");
@@ -300,18 +314,18 @@ impl Process for InlineLoop {
 fn loom_completion_during_inline_steps_is_not_skipped() {
     model_full_stack(|| {
         let executor = Executor::builder().workers(1).build().unwrap();
-        let cell = Arc::new(ProcessCell::new(Pid::from_raw(1).unwrap()));
+        let (cell, pid) = open_cell();
         let closes = Arc::new(AtomicUsize::new(0));
         let future = ProcessFuture::new(
             InlineLoop {
                 closes: closes.clone(),
             },
+            pid,
             cell.clone(),
             Arc::new(ToyHost::default()),
         );
         let join = executor.spawn(future);
-        let generation = cell.generation();
-        assert_eq!(complete_yield(&cell, generation), Admission::Accepted);
+        assert_eq!(complete_yield(&cell, pid.generation()), Admission::Accepted);
         executor.block_on(join).unwrap().unwrap();
         assert_eq!(closes.load(SeqCst), 1);
         executor.shutdown(Duration::from_secs(1));

@@ -1,0 +1,76 @@
+//! Loom models of the process table: the free list and slot reuse against stale producers.
+//!
+//! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test --lib --release loom_`
+
+use super::table::Table;
+use crate::loom::model::model;
+use crate::loom::{thread, Arc};
+use crate::process::mailbox::Admission;
+use crate::process::{Event, Events, Message, Pid};
+use crate::Payload;
+
+fn finish(table: &Table, pid: Pid) {
+    let cell = table.get(pid).expect("claimed");
+    cell.close();
+    table.release(pid, cell);
+}
+
+#[test]
+fn loom_free_list_never_hands_a_slot_to_two_live_processes() {
+    model(|| {
+        let table = Arc::new(Table::new(usize::MAX));
+        // Two slots on the free list, so both threads pop and push concurrently.
+        let (a, _) = table.claim().unwrap();
+        let (b, _) = table.claim().unwrap();
+        finish(&table, a);
+        finish(&table, b);
+        let threads: Vec<_> = (0..2)
+            .map(|_| {
+                let table = table.clone();
+                thread::spawn(move || {
+                    let (first, _) = table.claim().unwrap();
+                    finish(&table, first);
+                    let (second, _) = table.claim().unwrap();
+                    second
+                })
+            })
+            .collect();
+        let held: Vec<Pid> = threads.into_iter().map(|t| t.join().unwrap()).collect();
+        assert_ne!(
+            held[0].index(),
+            held[1].index(),
+            "one slot, two live processes"
+        );
+        for pid in held {
+            assert!(pid.generation() >= 2 || pid.index() >= 2);
+            finish(&table, pid);
+        }
+        assert_eq!(table.len(), 0);
+    });
+}
+
+#[test]
+fn loom_stale_pid_racing_with_the_slots_reuse_never_reaches_the_next_process() {
+    model(|| {
+        let table = Arc::new(Table::new(usize::MAX));
+        let (old, _) = table.claim().unwrap();
+        let sender = {
+            let table = table.clone();
+            thread::spawn(move || {
+                let message = Event::Message(Message::new("late", Payload::empty()));
+                table.get(old).unwrap().deliver(old.generation(), message)
+            })
+        };
+        finish(&table, old);
+        let (new, cell) = table.claim().unwrap();
+        assert_eq!(new.index(), old.index(), "the slot is reused");
+        let outcome = sender.join().unwrap();
+        let mut events = Events::default();
+        let _ = cell.mailbox.drain_into(&mut events, 8, None);
+        assert!(events.is_empty(), "the next process got a stale message");
+        assert!(matches!(
+            outcome,
+            Admission::Accepted | Admission::Closed | Admission::Gone
+        ));
+    });
+}
