@@ -22,6 +22,7 @@
 
 use super::state::StateWord;
 use super::{Event, Events, Message, ProcessState, Topic};
+use crate::loom::atomic::AtomicU32;
 use crate::loom::{lock, Mutex};
 use std::collections::HashMap;
 use std::collections::VecDeque;
@@ -91,6 +92,10 @@ struct Inner {
 pub(crate) struct ProcessCell {
     pub(crate) state: StateWord,
     pub(crate) mailbox: Mailbox,
+    /// The pool's free-list link while the cell is free (the scheduler's process table owns it).
+    /// Here rather than in the table's slot array so that taking a cell off the free list touches
+    /// the cell — which `open` needs next anyway — and not a second, freshly written line.
+    pub(crate) next_free: AtomicU32,
 }
 
 impl ProcessCell {
@@ -111,6 +116,7 @@ impl ProcessCell {
                     waker: None,
                 }),
             },
+            next_free: AtomicU32::new(0),
         }
     }
 

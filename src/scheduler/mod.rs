@@ -518,11 +518,12 @@ impl SchedulerHandle {
     ) -> Result<ProcessHandle, SpawnError> {
         let inner = &self.inner;
         // Admission: reserve a slot first, so concurrent spawns can never overshoot, and so that
-        // shutdown — which sets its flag, then waits for `live` to reach zero — either makes us
-        // fail here or waits for this process (the fences make it a Dekker pair).
-        let live_before = inner.live.fetch_add(1, AcqRel);
-        fence(SeqCst);
-        if inner.shutting_down.load(Relaxed) {
+        // shutdown — which sets its flag, fences, then waits for `live` to reach zero — either
+        // makes us fail here or waits for this process. Both accesses are SeqCst: if our load
+        // misses the flag, our increment precedes shutdown's fence, so its loads of `live` see
+        // it (a Dekker pair; on x86 the locked increment is the only barrier paid).
+        let live_before = inner.live.fetch_add(1, SeqCst);
+        if inner.shutting_down.load(SeqCst) {
             inner.release_slot();
             return Err(SpawnError::ShuttingDown);
         }
@@ -553,10 +554,12 @@ impl SchedulerHandle {
             inner.release_slot();
             return Err(error);
         }
-        // Shutdown may have started since the check above: make sure this process is cancelled
-        // too (see `Scheduler::shutdown`).
-        fence(SeqCst);
-        if inner.shutting_down.load(Relaxed) {
+        // Shutdown may have started since the check above: make sure this process is cancelled.
+        // Shutdown's scan locks every cell after setting its flag. If it locked ours after we
+        // opened it, it cancelled us; if before, our `open` took the lock after the scan released
+        // it, so this load sees the flag. (A cell the scan could not find yet — created just now —
+        // is covered by the fence in `Table::create_cell`.)
+        if inner.shutting_down.load(Acquire) {
             cancel(&cell);
         }
         let future = ProcessFuture::new(process, pid, cell, inner.clone());
@@ -639,9 +642,9 @@ impl Inner {
         if self.shutting_down.swap(true, SeqCst) {
             return;
         }
-        // Pairs with the fences in `spawn` (after its admission, and after it opened its cell): a
-        // racing spawn either sees the flag, or is counted in `live` (so shutdown waits for it)
-        // and, once its cell is open, reached by this scan.
+        // Pairs with `spawn`'s SeqCst admission and with the fence after a cell is created
+        // (`Table::claim`): a racing spawn either sees the flag, or is counted in `live` (so
+        // shutdown waits for it) and its cell is reached by this scan.
         fence(SeqCst);
         tracing::debug!("scheduler shutdown: cancelling every process");
         for cell in self.table.cells() {

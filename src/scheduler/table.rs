@@ -19,12 +19,12 @@
 //!    slot goes back on the free list — unless its generation is exhausted, then it is retired
 //!    for good, so no PID is ever issued twice.
 //!
-//! The free list is a Treiber stack threaded through the slots' `next_free` words. Its head packs
+//! The free list is a Treiber stack threaded through the cells' `next_free` words. Its head packs
 //! a tag with the index, and every successful push or pop bumps the tag, so a pop that read a
 //! stale `next_free` (the slot was popped and pushed back meanwhile: ABA) fails its CAS. Slots are
 //! never freed, so reading a stale `next_free` is harmless.
 
-use crate::loom::atomic::{AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering::*};
+use crate::loom::atomic::{fence, AtomicPtr, AtomicU64, AtomicUsize, Ordering::*};
 use crate::loom::{lock, Arc, Mutex};
 use crate::process::mailbox::ProcessCell;
 use crate::process::{Pid, INDEX_BITS, MAX_GENERATION};
@@ -42,9 +42,10 @@ const EMPTY: u64 = 0;
 
 struct Slot {
     /// The cell, created by the fresh claimer; owns one `Arc` reference (`Arc::into_raw`).
+    /// Written once, so the slot array stays read-mostly (shared in every core's cache); the
+    /// free-list link lives in the cell (`ProcessCell::next_free`: the next free slot's index
+    /// plus one, 0 for none).
     cell: AtomicPtr<ProcessCell>,
-    /// The next free slot's index plus one (0: none), while this slot is on the free list.
-    next_free: AtomicU32,
 }
 
 pub(crate) struct Table {
@@ -157,7 +158,6 @@ impl Table {
                         let slots: Box<[Slot]> = (0..FIRST_PAGE << k)
                             .map(|_| Slot {
                                 cell: AtomicPtr::new(ptr::null_mut()),
-                                next_free: AtomicU32::new(0),
                             })
                             .collect();
                         let first = Box::into_raw(slots).cast::<Slot>();
@@ -170,6 +170,10 @@ impl Table {
         let cell = Arc::into_raw(Arc::new(ProcessCell::new(self.mailbox_capacity)));
         // Release: a reader that finds the pointer (e.g. shutdown's scan) sees the cell built.
         page[offset].cell.store(cell.cast_mut(), Release);
+        // Shutdown sets its flag, fences, then scans the pages and slots; the spawner checks the
+        // flag after opening the cell. With this fence, either the scan finds the new cell (and
+        // then its lock orders the rest) or the spawner sees the flag. Only fresh slots pay it.
+        fence(SeqCst);
         cell
     }
 
@@ -180,12 +184,17 @@ impl Table {
             .expect("the slot's page exists")[offset]
     }
 
+    /// The cell of a slot that has one (it was claimed fresh once).
+    fn created_cell(&self, index: usize) -> &ProcessCell {
+        slot_cell(self.slot(index)).expect("a slot on the free list has a cell")
+    }
+
     fn pop_free(&self) -> Option<usize> {
         let mut head = self.free_head.load(Acquire);
         loop {
             let index = (head & u64::from(u32::MAX)).checked_sub(1)? as usize;
             // Possibly stale if the slot was popped meanwhile; the tag then fails the CAS.
-            let next = self.slot(index).next_free.load(Relaxed);
+            let next = self.created_cell(index).next_free.load(Relaxed);
             let new = next_tag(head) | u64::from(next);
             match self
                 .free_head
@@ -198,10 +207,10 @@ impl Table {
     }
 
     fn push_free(&self, index: usize) {
-        let slot = self.slot(index);
+        let cell = self.created_cell(index);
         let mut head = self.free_head.load(Relaxed);
         loop {
-            slot.next_free
+            cell.next_free
                 .store((head & u64::from(u32::MAX)) as u32, Relaxed);
             let new = next_tag(head) | (index as u64 + 1);
             // Release: the popper that takes this slot sees `next_free` and the cell's release.
