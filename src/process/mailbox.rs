@@ -168,27 +168,38 @@ impl ProcessCell {
         if let Event::Message(message) = &event {
             let admitted = inner.admit(message);
             if admitted != Admission::Accepted {
-                if inner.events.back().is_some_and(is_overflow_marker) {
-                    // `admit` may just have queued the overflow marker: the process must see it.
-                    self.wake_if_waiting(&inner);
-                }
+                // `admit` may just have queued the overflow marker: the process must see it.
+                let waker = inner
+                    .events
+                    .back()
+                    .is_some_and(is_overflow_marker)
+                    .then(|| self.waker_if_waiting(&inner))
+                    .flatten();
                 drop(inner);
+                wake(waker);
                 drop_caught(event);
                 return admitted;
             }
             inner.queued_messages += 1;
         }
         inner.events.push_back(event);
-        self.wake_if_waiting(&inner);
+        let waker = self.waker_if_waiting(&inner);
+        drop(inner);
+        wake(waker);
         Admission::Accepted
     }
 
-    fn wake_if_waiting(&self, inner: &Inner) {
-        // Under the lock, so the waker cannot change (or be taken at close) meanwhile.
+    /// Protocol step 1 of `state.rs`, under the lock: the waker to wake (after unlocking) if this
+    /// event moved the process from `Blocked`/`Idle` to `Ready`. Only the producer that made that
+    /// transition wakes, and the task cannot run again before it does, so waking after the lock
+    /// is released loses nothing; it keeps the scheduling work (a queue push, perhaps an unpark)
+    /// out of the critical section the worker's drain contends on. The clone is needed because
+    /// the slot's waker may be dropped as soon as the lock is released (shutdown closes the cell).
+    fn waker_if_waiting(&self, inner: &Inner) -> Option<Waker> {
         if self.state.on_event() {
-            if let Some(waker) = &inner.waker {
-                waker.wake_by_ref();
-            }
+            inner.waker.clone()
+        } else {
+            None
         }
     }
 
@@ -200,7 +211,9 @@ impl ProcessCell {
         if admission == Admission::Accepted {
             inner.terminate = true;
             // As for an event: a running process re-checks before parking, a waiting one is woken.
-            self.wake_if_waiting(&inner);
+            let waker = self.waker_if_waiting(&inner);
+            drop(inner);
+            wake(waker);
         }
         admission
     }
@@ -358,6 +371,12 @@ impl Inner {
             }
             _ => {}
         }
+    }
+}
+
+fn wake(waker: Option<Waker>) {
+    if let Some(waker) = waker {
+        waker.wake();
     }
 }
 

@@ -519,11 +519,12 @@ impl SchedulerHandle {
         let inner = &self.inner;
         // Admission: reserve a slot first, so concurrent spawns can never overshoot, and so that
         // shutdown — which sets its flag, fences, then waits for `live` to reach zero — either
-        // makes us fail here or waits for this process. Both accesses are SeqCst: if our load
-        // misses the flag, our increment precedes shutdown's fence, so its loads of `live` see
-        // it (a Dekker pair; on x86 the locked increment is the only barrier paid).
-        let live_before = inner.live.fetch_add(1, SeqCst);
-        if inner.shutting_down.load(SeqCst) {
+        // makes us fail here or waits for this process (the fences make it a Dekker pair). SeqCst
+        // accesses without the fence would do in the C++ model, but loom models them as AcqRel
+        // and then finds a spawn that shutdown misses; the fence keeps the proof checkable.
+        let live_before = inner.live.fetch_add(1, AcqRel);
+        fence(SeqCst);
+        if inner.shutting_down.load(Relaxed) {
             inner.release_slot();
             return Err(SpawnError::ShuttingDown);
         }
