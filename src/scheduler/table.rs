@@ -19,15 +19,19 @@
 //!    slot goes back on the free list — unless its generation is exhausted, then it is retired
 //!    for good, so no PID is ever issued twice.
 //!
-//! The free list is a Treiber stack threaded through the cells' `next_free` words. Its head packs
-//! a tag with the index, and every successful push or pop bumps the tag, so a pop that read a
-//! stale `next_free` (the slot was popped and pushed back meanwhile: ABA) fails its CAS. Slots are
-//! never freed, so reading a stale `next_free` is harmless.
+//! The free list is [`FREE_SHARDS`] Treiber stacks threaded through the cells' `next_free` words.
+//! A thread releases into, and claims from, the stack of its own shard first (a shard per thread,
+//! picked once from the address of a thread-local), and only when that is empty pops from the
+//! others, so workers that both spawn and finish processes (a process tree) do not fight over one
+//! head. A head packs a tag with the index, and every successful push or pop bumps the tag, so a
+//! pop that read a stale `next_free` (the slot was popped and pushed back meanwhile: ABA) fails its
+//! CAS. Slots are never freed, so reading a stale `next_free` is harmless.
 
 use crate::loom::atomic::{fence, AtomicPtr, AtomicU64, AtomicUsize, Ordering::*};
 use crate::loom::{lock, Arc, Mutex};
 use crate::process::mailbox::ProcessCell;
 use crate::process::{Pid, INDEX_BITS, MAX_GENERATION};
+use crossbeam_utils::CachePadded;
 use std::ptr;
 
 /// Slots in page 0 (a power of two); page `k` holds `FIRST_PAGE << k`. Tiny under loom, so
@@ -37,8 +41,15 @@ const FIRST_PAGE: usize = if cfg!(loom) { 2 } else { 64 };
 pub(crate) const MAX_SLOTS: usize = 1 << INDEX_BITS;
 /// Pages needed to hold `MAX_SLOTS` slots.
 const PAGES: usize = (usize::BITS - (MAX_SLOTS / FIRST_PAGE).leading_zeros()) as usize;
-/// `free_head`'s index half when the list is empty (indices are stored plus one).
+/// A free-list head's index half when the stack is empty (indices are stored plus one).
 const EMPTY: u64 = 0;
+/// Free-list stacks (a power of two).
+const FREE_SHARDS: usize = if cfg!(loom) { 1 } else { 8 };
+
+crate::loom::thread_local_const! {
+    /// Only its address is used: it tells threads apart, for free-list sharding.
+    static SHARD_PROBE: u8 = 0;
+}
 
 struct Slot {
     /// The cell, created by the fresh claimer; owns one `Arc` reference (`Arc::into_raw`).
@@ -55,8 +66,8 @@ pub(crate) struct Table {
     grow: Mutex<()>,
     /// The next index never handed out.
     fresh: AtomicUsize,
-    /// The free list's head: `tag << 32 | (index + 1)`.
-    free_head: AtomicU64,
+    /// The free lists' heads: `tag << 32 | (index + 1)`.
+    free_heads: Box<[CachePadded<AtomicU64>]>,
     /// The mailbox capacity of new cells.
     mailbox_capacity: usize,
 }
@@ -69,7 +80,9 @@ impl Table {
                 .collect(),
             grow: Mutex::new(()),
             fresh: AtomicUsize::new(0),
-            free_head: AtomicU64::new(EMPTY),
+            free_heads: (0..FREE_SHARDS)
+                .map(|_| CachePadded::new(AtomicU64::new(EMPTY)))
+                .collect(),
             mailbox_capacity,
         }
     }
@@ -189,35 +202,37 @@ impl Table {
         slot_cell(self.slot(index)).expect("a slot on the free list has a cell")
     }
 
+    /// Pops a free slot: from this thread's stack, else from any other.
     fn pop_free(&self) -> Option<usize> {
-        let mut head = self.free_head.load(Acquire);
+        let own = own_shard();
+        (0..FREE_SHARDS).find_map(|i| self.pop_from(&self.free_heads[(own + i) % FREE_SHARDS]))
+    }
+
+    fn pop_from(&self, free_head: &AtomicU64) -> Option<usize> {
+        let mut head = free_head.load(Acquire);
         loop {
             let index = (head & u64::from(u32::MAX)).checked_sub(1)? as usize;
             // Possibly stale if the slot was popped meanwhile; the tag then fails the CAS.
             let next = self.created_cell(index).next_free.load(Relaxed);
             let new = next_tag(head) | u64::from(next);
-            match self
-                .free_head
-                .compare_exchange_weak(head, new, AcqRel, Acquire)
-            {
+            match free_head.compare_exchange_weak(head, new, AcqRel, Acquire) {
                 Ok(_) => return Some(index),
                 Err(actual) => head = actual,
             }
         }
     }
 
+    /// Pushes a free slot onto this thread's stack.
     fn push_free(&self, index: usize) {
         let cell = self.created_cell(index);
-        let mut head = self.free_head.load(Relaxed);
+        let free_head = &self.free_heads[own_shard()];
+        let mut head = free_head.load(Relaxed);
         loop {
             cell.next_free
                 .store((head & u64::from(u32::MAX)) as u32, Relaxed);
             let new = next_tag(head) | (index as u64 + 1);
             // Release: the popper that takes this slot sees `next_free` and the cell's release.
-            match self
-                .free_head
-                .compare_exchange_weak(head, new, Release, Relaxed)
-            {
+            match free_head.compare_exchange_weak(head, new, Release, Relaxed) {
                 Ok(_) => return,
                 Err(actual) => head = actual,
             }
@@ -262,6 +277,18 @@ fn locate(index: usize) -> (usize, usize) {
     let x = index + FIRST_PAGE;
     let k = (x.ilog2() - FIRST_PAGE.ilog2()) as usize;
     (k, x - (FIRST_PAGE << k))
+}
+
+/// This thread's free-list stack.
+fn own_shard() -> usize {
+    if FREE_SHARDS == 1 {
+        return 0;
+    }
+    // Thread-locals of different threads live at different addresses; drop the low bits (all
+    // threads' blocks share their alignment) and mix the rest.
+    let address = SHARD_PROBE.with(|probe| ptr::from_ref(probe) as usize);
+    let hash = ((address >> 6) as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    (hash >> 60) as usize % FREE_SHARDS
 }
 
 /// The tag half of a new free-list head.
