@@ -10,7 +10,9 @@
 //! Page `k` holds `FIRST_PAGE << k` slots; pages are allocated on first use and never freed
 //! before the table, so a reference to a slot stays valid for the table's life. A slot's cell is
 //! created by the one spawner that claims the slot's index fresh (each fresh index is handed out
-//! once), and kept — it hosts one process after another — until the table is dropped.
+//! once), and kept — it hosts one process after another — until the table is dropped. So the pool
+//! never shrinks: for the scheduler's life its memory stays at the live high-water mark (a cell per
+//! slot: ~200 bytes plus the largest mailbox buffer it has needed).
 //!
 //! # Protocol
 //! 1. **Claim** (spawn): pop a slot off the free list, or take a fresh index (allocating its page
