@@ -10,9 +10,9 @@ use crate::Payload;
 ///
 /// Bound to the cell's generation at dispatch (the process's PID names it), so a completion that
 /// arrives after the process ended — even once the cell hosts another process — is rejected
-/// instead of reaching anyone else. Dropped
-/// without completing (the handler task was aborted or its runtime shut down), it completes the
-/// yield with [`CommandError::Cancelled`], so the process is never left waiting.
+/// instead of reaching anyone else. Dropped without completing (the handler task was aborted or
+/// its runtime shut down), it completes the yield with [`CommandError::Cancelled`], so the
+/// process is never left waiting.
 pub(crate) struct YieldCompleter {
     cell: Arc<ProcessCell>,
     pid: Pid,

@@ -232,7 +232,6 @@ impl<P: Process, H: Host> ProcessFuture<P, H> {
             drop_caught(command);
         }
         let (pid, cell) = (self.pid, &self.cell);
-        cell.state.complete();
         cell.close();
         for outstanding in self.outstanding.drain(..) {
             self.host.abort(outstanding);

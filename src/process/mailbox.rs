@@ -235,9 +235,10 @@ impl ProcessCell {
         lock(&self.mailbox.inner).phase != Phase::Free
     }
 
-    /// The process finishes: `Open` → `Closing`. Later pushes are refused (`Closed`); queued
-    /// events and the waker are dropped.
+    /// The process finishes: state `Complete`, `Open` → `Closing`. Later pushes are refused
+    /// (`Closed`); queued events and the waker are dropped.
     pub(crate) fn close(&self) {
+        self.state.complete();
         let (events, waker) = {
             let mut inner = lock(&self.mailbox.inner);
             debug_assert_eq!(inner.phase, Phase::Open);

@@ -549,7 +549,6 @@ impl SchedulerHandle {
             if catch_unwind(AssertUnwindSafe(|| process.close())).is_err() {
                 tracing::warn!(%pid, "close panicked after a failed init");
             }
-            cell.state.complete();
             cell.close();
             inner.table.release(pid, &cell);
             inner.release_slot();

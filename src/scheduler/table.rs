@@ -93,7 +93,7 @@ impl Table {
     /// every index is in use (or retired).
     pub(crate) fn claim(&self) -> Option<(Pid, Arc<ProcessCell>)> {
         let (index, cell) = match self.pop_free() {
-            Some(index) => (index, self.slot(index).cell.load(Acquire).cast_const()),
+            Some(index) => (index, self.created_cell(index)),
             None => {
                 let index = self.fresh.fetch_add(1, Relaxed);
                 if index >= MAX_SLOTS {
@@ -102,9 +102,9 @@ impl Table {
                 (index, self.create_cell(index))
             }
         };
-        debug_assert!(!cell.is_null(), "a claimed slot has a cell");
-        // SAFETY: the slot owns an `Arc` reference to the cell (`create_cell`), which it keeps
-        // until the table drops; `&self` keeps the table alive while we take our own reference.
+        let cell = ptr::from_ref(cell);
+        // SAFETY: the cell came from `Arc::into_raw` (`create_cell`) and the slot owns that
+        // reference until the table drops; `&self` keeps the table alive while we take our own.
         let cell = unsafe {
             Arc::increment_strong_count(cell);
             Arc::from_raw(cell)
@@ -127,17 +127,13 @@ impl Table {
     /// The cell that hosts (or hosted, or will host) the process `pid`. Whether it hosts `pid`
     /// *now* is for the cell to say, from the generation.
     pub(crate) fn get(&self, pid: Pid) -> Option<&ProcessCell> {
-        let (k, offset) = locate(pid.index());
-        let page = self.pages.get(k)?;
-        slot_cell(&self.page(k, page)?[offset])
+        self.cell(pid.index())
     }
 
     /// Every cell created so far (shutdown visits them all).
     pub(crate) fn cells(&self) -> impl Iterator<Item = &ProcessCell> + '_ {
-        self.pages
-            .iter()
-            .enumerate()
-            .filter_map(|(k, page)| self.page(k, page))
+        (0..PAGES)
+            .filter_map(|k| self.page(k))
             .flat_map(|slots| slots.iter())
             .filter_map(slot_cell)
     }
@@ -147,8 +143,9 @@ impl Table {
         self.cells().filter(|cell| cell.is_occupied()).count()
     }
 
-    fn page(&self, k: usize, page: &AtomicPtr<Slot>) -> Option<&[Slot]> {
-        let first = page.load(Acquire);
+    /// Page `k`, if allocated.
+    fn page(&self, k: usize) -> Option<&[Slot]> {
+        let first = self.pages.get(k)?.load(Acquire);
         if first.is_null() {
             return None;
         }
@@ -159,28 +156,25 @@ impl Table {
         Some(unsafe { std::slice::from_raw_parts(first, FIRST_PAGE << k) })
     }
 
-    /// Creates the cell of fresh `index`, allocating its page if needed, and returns the slot's
-    /// pointer to it. Each fresh index is handed out once, so no one else writes this slot.
-    fn create_cell(&self, index: usize) -> *const ProcessCell {
+    /// The cell of slot `index`, if created.
+    fn cell(&self, index: usize) -> Option<&ProcessCell> {
         let (k, offset) = locate(index);
-        let page = match self.page(k, &self.pages[k]) {
+        slot_cell(&self.page(k)?[offset])
+    }
+
+    /// The cell of a slot that has one (it was claimed fresh once: every slot on a free list).
+    fn created_cell(&self, index: usize) -> &ProcessCell {
+        self.cell(index)
+            .expect("a slot on the free list has a cell")
+    }
+
+    /// Creates the cell of fresh `index`, allocating its page if needed. Each fresh index is
+    /// handed out once, so no one else writes this slot.
+    fn create_cell(&self, index: usize) -> &ProcessCell {
+        let (k, offset) = locate(index);
+        let page = match self.page(k) {
             Some(page) => page,
-            None => {
-                let _grow = lock(&self.grow);
-                match self.page(k, &self.pages[k]) {
-                    Some(page) => page,
-                    None => {
-                        let slots: Box<[Slot]> = (0..FIRST_PAGE << k)
-                            .map(|_| Slot {
-                                cell: AtomicPtr::new(ptr::null_mut()),
-                            })
-                            .collect();
-                        let first = Box::into_raw(slots).cast::<Slot>();
-                        self.pages[k].store(first, Release);
-                        self.page(k, &self.pages[k]).expect("just published")
-                    }
-                }
-            }
+            None => self.allocate_page(k),
         };
         let cell = Arc::into_raw(Arc::new(ProcessCell::new(self.mailbox_capacity)));
         // Release: a reader that finds the pointer (e.g. shutdown's scan) sees the cell built.
@@ -189,19 +183,22 @@ impl Table {
         // flag after opening the cell. With this fence, either the scan finds the new cell (and
         // then its lock orders the rest) or the spawner sees the flag. Only fresh slots pay it.
         fence(SeqCst);
-        cell
+        slot_cell(&page[offset]).expect("just stored")
     }
 
-    fn slot(&self, index: usize) -> &Slot {
-        let (k, offset) = locate(index);
-        &self
-            .page(k, &self.pages[k])
-            .expect("the slot's page exists")[offset]
-    }
-
-    /// The cell of a slot that has one (it was claimed fresh once).
-    fn created_cell(&self, index: usize) -> &ProcessCell {
-        slot_cell(self.slot(index)).expect("a slot on the free list has a cell")
+    /// Page `k`, allocated by this call unless a concurrent one got there first.
+    fn allocate_page(&self, k: usize) -> &[Slot] {
+        let _grow = lock(&self.grow);
+        if let Some(page) = self.page(k) {
+            return page;
+        }
+        let slots: Box<[Slot]> = (0..FIRST_PAGE << k)
+            .map(|_| Slot {
+                cell: AtomicPtr::new(ptr::null_mut()),
+            })
+            .collect();
+        self.pages[k].store(Box::into_raw(slots).cast::<Slot>(), Release);
+        self.page(k).expect("just published")
     }
 
     /// Pops a free slot: from this thread's stack, else from any other.
