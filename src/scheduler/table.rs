@@ -92,8 +92,13 @@ impl Table {
     /// Protocol step 1: a cell for a new process, opened, and the process's PID. `None` when
     /// every index is in use (or retired).
     pub(crate) fn claim(&self) -> Option<(Pid, Arc<ProcessCell>)> {
+        // Raw pointers, as the slot stores them: their provenance covers the whole `Arc`
+        // allocation, which taking a reference of our own needs (a `&ProcessCell` would not do).
         let (index, cell) = match self.pop_free() {
-            Some(index) => (index, self.created_cell(index)),
+            Some(index) => (
+                index,
+                self.created_slot(index).cell.load(Acquire).cast_const(),
+            ),
             None => {
                 let index = self.fresh.fetch_add(1, Relaxed);
                 if index >= MAX_SLOTS {
@@ -102,8 +107,8 @@ impl Table {
                 (index, self.create_cell(index))
             }
         };
-        let cell = ptr::from_ref(cell);
-        // SAFETY: the cell came from `Arc::into_raw` (`create_cell`) and the slot owns that
+        debug_assert!(!cell.is_null(), "a claimed slot has a cell");
+        // SAFETY: the pointer came from `Arc::into_raw` (`create_cell`) and the slot owns that
         // reference until the table drops; `&self` keeps the table alive while we take our own.
         let cell = unsafe {
             Arc::increment_strong_count(cell);
@@ -156,21 +161,29 @@ impl Table {
         Some(unsafe { std::slice::from_raw_parts(first, FIRST_PAGE << k) })
     }
 
+    /// Slot `index`, if its page is allocated.
+    fn slot(&self, index: usize) -> Option<&Slot> {
+        let (k, offset) = locate(index);
+        Some(&self.page(k)?[offset])
+    }
+
     /// The cell of slot `index`, if created.
     fn cell(&self, index: usize) -> Option<&ProcessCell> {
-        let (k, offset) = locate(index);
-        slot_cell(&self.page(k)?[offset])
+        slot_cell(self.slot(index)?)
     }
 
-    /// The cell of a slot that has one (it was claimed fresh once: every slot on a free list).
+    /// A slot whose cell exists (it was claimed fresh once: every slot on a free list).
+    fn created_slot(&self, index: usize) -> &Slot {
+        self.slot(index).expect("a slot on the free list exists")
+    }
+
     fn created_cell(&self, index: usize) -> &ProcessCell {
-        self.cell(index)
-            .expect("a slot on the free list has a cell")
+        slot_cell(self.created_slot(index)).expect("a slot on the free list has a cell")
     }
 
-    /// Creates the cell of fresh `index`, allocating its page if needed. Each fresh index is
-    /// handed out once, so no one else writes this slot.
-    fn create_cell(&self, index: usize) -> &ProcessCell {
+    /// Creates the cell of fresh `index`, allocating its page if needed, and returns the slot's
+    /// pointer to it. Each fresh index is handed out once, so no one else writes this slot.
+    fn create_cell(&self, index: usize) -> *const ProcessCell {
         let (k, offset) = locate(index);
         let page = match self.page(k) {
             Some(page) => page,
@@ -183,7 +196,7 @@ impl Table {
         // flag after opening the cell. With this fence, either the scan finds the new cell (and
         // then its lock orders the rest) or the spawner sees the flag. Only fresh slots pay it.
         fence(SeqCst);
-        slot_cell(&page[offset]).expect("just stored")
+        cell
     }
 
     /// Page `k`, allocated by this call unless a concurrent one got there first.
