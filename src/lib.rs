@@ -70,5 +70,5 @@ pub use process::{
 };
 pub use scheduler::{
     BuildError, Scheduler, SchedulerBuilder, SchedulerHandle, ShutdownReport, DEFAULT_DROP_TIMEOUT,
-    DEFAULT_MAX_BATCH, DEFAULT_STEP_BUDGET,
+    DEFAULT_MAX_BATCH, DEFAULT_STEP_BUDGET, FORCED_STOP_WAIT,
 };

@@ -29,10 +29,13 @@ type SpawnFn = dyn Fn(
 
 /// A type-erased handler. The erased closures downcast the command to the type they were
 /// registered for; the registry only calls them with commands of that type.
+///
+/// Shared (`Arc`) so that a builder can hand the same registrations to every scheduler it builds.
+#[derive(Clone)]
 pub(crate) enum Handler {
-    Inline(Box<InlineFn>),
-    Async(Box<SpawnFn>),
-    Blocking(Box<SpawnFn>),
+    Inline(StdArc<InlineFn>),
+    Async(StdArc<SpawnFn>),
+    Blocking(StdArc<SpawnFn>),
 }
 
 impl Handler {
@@ -41,7 +44,7 @@ impl Handler {
         C: Send + 'static,
         F: Fn(C) -> Result<Payload, CommandError> + Send + Sync + 'static,
     {
-        Handler::Inline(Box::new(
+        Handler::Inline(StdArc::new(
             move |command: Payload, tag: Tag, completions: &mut Events| {
                 let command = downcast::<C>(command);
                 let result = catch_unwind(AssertUnwindSafe(|| f(command)))
@@ -57,7 +60,7 @@ impl Handler {
         F: Fn(C) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<Payload, CommandError>> + Send + 'static,
     {
-        Handler::Async(Box::new(move |command, completer, runtime, timeout| {
+        Handler::Async(StdArc::new(move |command, completer, runtime, timeout| {
             // Building the future is user code too: a panic here completes the yield, once.
             let command = downcast::<C>(command);
             let future = match catch_unwind(AssertUnwindSafe(|| f(command))) {
@@ -92,7 +95,7 @@ impl Handler {
         F: Fn(C) -> Result<Payload, CommandError> + Send + Sync + 'static,
     {
         let f = StdArc::new(f);
-        Handler::Blocking(Box::new(move |command, completer, runtime, timeout| {
+        Handler::Blocking(StdArc::new(move |command, completer, runtime, timeout| {
             let f = f.clone();
             let command = downcast::<C>(command);
             // With a deadline, the blocking call and a timer race for the one completion.
@@ -143,7 +146,7 @@ fn downcast<C: 'static>(command: Payload) -> C {
 const LINEAR_LOOKUP_MAX: usize = 8;
 
 /// The handlers of one scheduler, looked up by the command's `TypeId` on every yield.
-#[derive(Default)]
+#[derive(Default, Clone)]
 pub(crate) struct HandlerSet {
     handlers: Vec<(TypeId, Handler)>,
     /// `TypeId` → position in `handlers`; built only past [`LINEAR_LOOKUP_MAX`] handlers.

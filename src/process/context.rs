@@ -1,7 +1,7 @@
 //! What `init` gets to know about its process.
 
 use super::Pid;
-use crate::scheduler::SchedulerHandle;
+use std::any::Any;
 
 /// The process's identity and a handle to its scheduler, given to [`Process::init`](super::Process::init).
 ///
@@ -39,26 +39,47 @@ use crate::scheduler::SchedulerHandle;
 /// # let h = sched.spawn(Parent { me: None, sched: None }, "run", Payload::empty()).unwrap();
 /// # assert!(sched.block_on(h).unwrap().is::<Pid>());
 /// ```
-#[derive(Debug)]
 pub struct ProcessContext<'a> {
     pid: Pid,
-    scheduler: &'a SchedulerHandle,
+    /// The scheduler hosting the process, type-erased: the process layer does not depend on the
+    /// scheduler above it. The scheduler layer adds the typed constructor and accessor
+    /// (`ProcessContext::new`, `ProcessContext::scheduler`, in `scheduler/handle.rs`).
+    host: &'a (dyn Any + Send + Sync),
 }
 
 impl<'a> ProcessContext<'a> {
-    /// A context for `pid`. The scheduler builds one for every `init`; build your own to drive a
-    /// process by hand (unit tests of a `Process`, custom drivers).
-    pub fn new(pid: Pid, scheduler: &'a SchedulerHandle) -> Self {
-        ProcessContext { pid, scheduler }
+    /// A context for `pid` hosted by `host` (the scheduler layer's handle).
+    pub(crate) fn with_host(pid: Pid, host: &'a (dyn Any + Send + Sync)) -> Self {
+        ProcessContext { pid, host }
+    }
+
+    /// The host, for the scheduler layer to downcast.
+    pub(crate) fn host(&self) -> &'a (dyn Any + Send + Sync) {
+        self.host
     }
 
     /// This process's PID.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use procsched::{Pid, ProcessContext, Scheduler};
+    ///
+    /// let sched = Scheduler::builder().workers(1).build()?;
+    /// let pid = Pid::from_raw(1 << 26 | 7).unwrap();
+    /// let ctx = ProcessContext::new(pid, sched.handle());
+    /// assert_eq!(ctx.pid(), pid);
+    /// # Ok::<(), procsched::BuildError>(())
+    /// ```
     pub fn pid(&self) -> Pid {
         self.pid
     }
+}
 
-    /// The scheduler running this process.
-    pub fn scheduler(&self) -> &'a SchedulerHandle {
-        self.scheduler
+impl std::fmt::Debug for ProcessContext<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProcessContext")
+            .field("pid", &self.pid)
+            .finish_non_exhaustive()
     }
 }

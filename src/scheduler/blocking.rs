@@ -1,0 +1,37 @@
+//! Keeps blocking calls off threads that drive async work.
+//!
+//! A blocking call ([`Scheduler::block_on`](crate::Scheduler::block_on), the synchronous
+//! [`shutdown`](crate::Scheduler::shutdown)) made on a thread that runs async tasks stops those
+//! tasks: inside a current-thread tokio runtime (the default of `#[tokio::test]`) the handlers the
+//! call waits for never run, and it hangs forever; on a procsched worker it holds a worker the
+//! awaited process may need. Like tokio's own `block_on`, we panic at once instead, naming the
+//! async alternative.
+//!
+//! "Inside a tokio runtime" means the thread has a runtime context: a task, a `block_on` body
+//! (`#[tokio::main]`, `#[tokio::test]`), or `spawn_blocking` — tokio offers no public way to tell
+//! the last one apart, and a blocking call there is better written as an `.await` anyway.
+
+use crate::executor;
+
+/// Why the current thread must not block, if it must not.
+pub(crate) fn async_context() -> Option<&'static str> {
+    if executor::Handle::try_current().is_some() {
+        Some("a procsched worker thread (inside a process step or task)")
+    } else if tokio::runtime::Handle::try_current().is_ok() {
+        Some("a tokio runtime")
+    } else {
+        None
+    }
+}
+
+/// Panics if the current thread drives async work; `call` names the blocking method and
+/// `instead` the async alternative.
+#[track_caller]
+pub(crate) fn assert_may_block(call: &str, instead: &str) {
+    if let Some(context) = async_context() {
+        panic!(
+            "`{call}` blocks the current thread, which is {context}: blocking here can deadlock \
+             (the work it waits for may need this very thread). Use `{instead}` from async code."
+        );
+    }
+}

@@ -1,0 +1,373 @@
+//! [`SchedulerBuilder`]: settings, handler registration, and which tokio runtime handlers use.
+
+use super::facade::Scheduler;
+use super::shared::Inner;
+use crate::dispatch::{Handler, HandlerSet};
+use crate::executor::{self, Executor};
+use crate::loom::Arc;
+use crate::process::{CommandError, Payload};
+use std::any::TypeId;
+use std::fmt;
+use std::future::Future;
+use std::time::Duration;
+
+/// Default most events moved into one step.
+pub const DEFAULT_MAX_BATCH: usize = 64;
+/// Default most steps in one poll before a process is re-queued behind other work.
+pub const DEFAULT_STEP_BUDGET: usize = 64;
+/// How long dropping a [`Scheduler`] lets cancelled processes finish before forcing them.
+pub const DEFAULT_DROP_TIMEOUT: Duration = Duration::from_millis(250);
+
+/// Why [`SchedulerBuilder::build`] failed.
+///
+/// # Examples
+///
+/// ```
+/// use procsched::{BuildError, Payload, Scheduler};
+///
+/// struct Ping;
+/// let err = Scheduler::builder()
+///     .inline_handler(|Ping: Ping| Ok(Payload::empty()))
+///     .inline_handler(|Ping: Ping| Ok(Payload::empty()))
+///     .build()
+///     .unwrap_err();
+/// assert!(matches!(err, BuildError::DuplicateHandler(_)));
+/// ```
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BuildError {
+    /// Two handlers were registered for the same command type.
+    #[error("two handlers registered for command type `{0}`")]
+    DuplicateHandler(&'static str),
+    /// A worker thread or the tokio runtime could not be started.
+    #[error("could not start the scheduler: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// Configures and starts a [`Scheduler`].
+///
+/// `build` can be called again: every scheduler it starts gets the same settings and handlers.
+///
+/// # Examples
+///
+/// ```
+/// use procsched::{CommandError, Payload, Scheduler};
+///
+/// struct Lookup(u32);
+/// struct Fetch(String);
+///
+/// let mut builder = Scheduler::builder();
+/// builder
+///     .workers(2)
+///     .inline_handler(|Lookup(key): Lookup| Ok(Payload::new(key * 2)))
+///     .async_handler(|Fetch(url): Fetch| async move {
+///         Ok::<_, CommandError>(Payload::new(url.len()))
+///     });
+/// let first = builder.build()?;
+/// let second = builder.build()?; // same handlers
+/// # Ok::<(), procsched::BuildError>(())
+/// ```
+pub struct SchedulerBuilder {
+    executor: executor::Builder,
+    handlers: HandlerSet,
+    /// The first command type registered twice: `build` reports it (and keeps failing until a
+    /// new builder is made, since the registration cannot be undone).
+    duplicate: Option<&'static str>,
+    runtime: Option<tokio::runtime::Handle>,
+    max_batch: usize,
+    step_budget: usize,
+    max_processes: usize,
+    mailbox_capacity: usize,
+    drop_timeout: Duration,
+}
+
+impl SchedulerBuilder {
+    pub(super) fn new() -> SchedulerBuilder {
+        SchedulerBuilder {
+            executor: Executor::builder(),
+            handlers: HandlerSet::default(),
+            duplicate: None,
+            runtime: None,
+            max_batch: DEFAULT_MAX_BATCH,
+            step_budget: DEFAULT_STEP_BUDGET,
+            max_processes: usize::MAX,
+            mailbox_capacity: usize::MAX,
+            drop_timeout: DEFAULT_DROP_TIMEOUT,
+        }
+    }
+
+    /// Number of worker threads (default: the available parallelism).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let sched = procsched::Scheduler::builder().workers(2).build()?;
+    /// # Ok::<(), procsched::BuildError>(())
+    /// ```
+    pub fn workers(&mut self, workers: usize) -> &mut Self {
+        self.executor.workers(workers);
+        self
+    }
+
+    /// Worker thread name prefix.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let sched = procsched::Scheduler::builder().thread_name("orders").build()?;
+    /// # Ok::<(), procsched::BuildError>(())
+    /// ```
+    pub fn thread_name(&mut self, name: impl Into<String>) -> &mut Self {
+        self.executor.thread_name(name);
+        self
+    }
+
+    /// Registers a synchronous handler for commands of type `C`, run on the worker during
+    /// dispatch. Keep it short and non-blocking; use [`blocking_handler`](Self::blocking_handler)
+    /// for blocking work.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use procsched::{Payload, Scheduler};
+    ///
+    /// struct Double(u64);
+    /// let sched = Scheduler::builder()
+    ///     .inline_handler(|Double(n): Double| Ok(Payload::new(n * 2)))
+    ///     .build()?;
+    /// # Ok::<(), procsched::BuildError>(())
+    /// ```
+    pub fn inline_handler<C, F>(&mut self, handler: F) -> &mut Self
+    where
+        C: Send + 'static,
+        F: Fn(C) -> Result<Payload, CommandError> + Send + Sync + 'static,
+    {
+        self.add::<C>(Handler::inline(handler))
+    }
+
+    /// Registers an async handler for commands of type `C`: each command runs as a tokio task.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use procsched::{CommandError, Payload, Scheduler};
+    ///
+    /// struct Nap(u64);
+    /// let sched = Scheduler::builder()
+    ///     .async_handler(|Nap(ms): Nap| async move {
+    ///         tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+    ///         Ok::<_, CommandError>(Payload::empty())
+    ///     })
+    ///     .build()?;
+    /// # Ok::<(), procsched::BuildError>(())
+    /// ```
+    pub fn async_handler<C, F, Fut>(&mut self, handler: F) -> &mut Self
+    where
+        C: Send + 'static,
+        F: Fn(C) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Payload, CommandError>> + Send + 'static,
+    {
+        self.add::<C>(Handler::asynchronous(handler))
+    }
+
+    /// Registers a blocking handler for commands of type `C`: each command runs on tokio's
+    /// blocking thread pool.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use procsched::{Payload, Scheduler};
+    ///
+    /// struct ReadFile(std::path::PathBuf);
+    /// let sched = Scheduler::builder()
+    ///     .blocking_handler(|ReadFile(path): ReadFile| {
+    ///         std::fs::read(path).map(Payload::new).map_err(procsched::CommandError::failed)
+    ///     })
+    ///     .build()?;
+    /// # Ok::<(), procsched::BuildError>(())
+    /// ```
+    pub fn blocking_handler<C, F>(&mut self, handler: F) -> &mut Self
+    where
+        C: Send + 'static,
+        F: Fn(C) -> Result<Payload, CommandError> + Send + Sync + 'static,
+    {
+        self.add::<C>(Handler::blocking(handler))
+    }
+
+    fn add<C: 'static>(&mut self, handler: Handler) -> &mut Self {
+        if !self.handlers.insert(TypeId::of::<C>(), handler) && self.duplicate.is_none() {
+            self.duplicate = Some(std::any::type_name::<C>());
+        }
+        self
+    }
+
+    /// The tokio runtime async and blocking handlers run on.
+    ///
+    /// Default: the runtime `build` is called from, if any — a current-thread runtime (the
+    /// default of `#[tokio::test]`) included: its handlers then run only while that runtime is
+    /// driven, i.e. while its thread `.await`s (the blocking calls of [`Scheduler`] panic on
+    /// such a thread rather than hang). Outside any runtime, a small multi-thread runtime the
+    /// scheduler owns (started only if an async or blocking handler is registered).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let runtime = tokio::runtime::Runtime::new()?;
+    /// let sched = procsched::Scheduler::builder()
+    ///     .tokio_handle(runtime.handle().clone())
+    ///     .build()?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn tokio_handle(&mut self, handle: tokio::runtime::Handle) -> &mut Self {
+        self.runtime = Some(handle);
+        self
+    }
+
+    /// Most events delivered to one step (default [`DEFAULT_MAX_BATCH`]); the rest wait for the
+    /// next steps, so one flooded process cannot monopolise a worker.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let sched = procsched::Scheduler::builder().max_batch(16).build()?;
+    /// # Ok::<(), procsched::BuildError>(())
+    /// ```
+    pub fn max_batch(&mut self, max_batch: usize) -> &mut Self {
+        self.max_batch = max_batch.max(1);
+        self
+    }
+
+    /// Most steps in one poll (default [`DEFAULT_STEP_BUDGET`]) before the process is re-queued
+    /// behind other ready work.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let sched = procsched::Scheduler::builder().step_budget(8).build()?;
+    /// # Ok::<(), procsched::BuildError>(())
+    /// ```
+    pub fn step_budget(&mut self, step_budget: usize) -> &mut Self {
+        self.step_budget = step_budget.max(1);
+        self
+    }
+
+    /// Most live processes; `spawn` beyond it fails with
+    /// [`SpawnError::Limit`](crate::SpawnError::Limit). Default: no limit beyond the process
+    /// table's, 2^26 (about 67 million) live processes.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let sched = procsched::Scheduler::builder().max_processes(10_000).build()?;
+    /// # Ok::<(), procsched::BuildError>(())
+    /// ```
+    pub fn max_processes(&mut self, max_processes: usize) -> &mut Self {
+        self.max_processes = max_processes;
+        self
+    }
+
+    /// Most messages waiting in one process's mailbox (default: unbounded). Past it, `send`
+    /// reports [`SendError::MailboxFull`](crate::SendError::MailboxFull) and drops the message.
+    /// Yield completions and `Cancel` are never counted or dropped.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let sched = procsched::Scheduler::builder().mailbox_capacity(1_024).build()?;
+    /// # Ok::<(), procsched::BuildError>(())
+    /// ```
+    pub fn mailbox_capacity(&mut self, capacity: usize) -> &mut Self {
+        self.mailbox_capacity = capacity;
+        self
+    }
+
+    /// How long dropping the scheduler lets cancelled processes finish (default
+    /// [`DEFAULT_DROP_TIMEOUT`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let sched = procsched::Scheduler::builder().drop_timeout(Duration::from_secs(1)).build()?;
+    /// # Ok::<(), procsched::BuildError>(())
+    /// ```
+    pub fn drop_timeout(&mut self, timeout: Duration) -> &mut Self {
+        self.drop_timeout = timeout;
+        self
+    }
+
+    /// Starts a scheduler. The builder is left as it was: building again starts another
+    /// scheduler with the same settings and handlers.
+    ///
+    /// # Errors
+    ///
+    /// [`BuildError::DuplicateHandler`] if two handlers share a command type;
+    /// [`BuildError::Io`] if a thread could not be started.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let sched = procsched::Scheduler::builder().workers(1).build()?;
+    /// # Ok::<(), procsched::BuildError>(())
+    /// ```
+    pub fn build(&mut self) -> Result<Scheduler, BuildError> {
+        if let Some(name) = self.duplicate {
+            return Err(BuildError::DuplicateHandler(name));
+        }
+        let handlers = self.handlers.clone();
+        let mut owned_runtime = None;
+        let runtime = match self.runtime.clone() {
+            Some(handle) => Some(handle),
+            None => match tokio::runtime::Handle::try_current() {
+                Ok(handle) => {
+                    if handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::CurrentThread {
+                        tracing::debug!(
+                            "handlers run on the calling current-thread runtime: only while it is driven"
+                        );
+                    }
+                    Some(handle)
+                }
+                Err(_) if handlers.needs_runtime() => {
+                    let runtime = tokio::runtime::Builder::new_multi_thread()
+                        .worker_threads(1)
+                        .thread_name("procsched-io")
+                        .enable_all()
+                        .build()?;
+                    let handle = runtime.handle().clone();
+                    owned_runtime = Some(runtime);
+                    Some(handle)
+                }
+                Err(_) => None,
+            },
+        };
+        let executor = self.executor.build()?;
+        let inner = Arc::new(Inner::new(
+            executor.handle().clone(),
+            handlers,
+            runtime,
+            self.mailbox_capacity,
+            self.max_batch,
+            self.step_budget,
+            self.max_processes,
+        ));
+        Ok(Scheduler::from_parts(
+            inner,
+            executor,
+            owned_runtime,
+            self.drop_timeout,
+        ))
+    }
+}
+
+impl fmt::Debug for SchedulerBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SchedulerBuilder")
+            .field("executor", &self.executor)
+            .field("max_batch", &self.max_batch)
+            .field("step_budget", &self.step_budget)
+            .field("max_processes", &self.max_processes)
+            .field("mailbox_capacity", &self.mailbox_capacity)
+            .field("drop_timeout", &self.drop_timeout)
+            .finish_non_exhaustive()
+    }
+}

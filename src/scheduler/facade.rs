@@ -1,0 +1,439 @@
+//! [`Scheduler`]: the owner of the workers and the handler runtime; shutdown, blocking and async.
+
+use super::blocking;
+use super::builder::SchedulerBuilder;
+use super::deadline::Deadline;
+use super::handle::SchedulerHandle;
+use super::lifecycle::ShutdownReport;
+use super::shared::Inner;
+use crate::executor::{self, Executor};
+use crate::loom::{lock, Arc, Mutex};
+use crate::process::{Message, Payload, Pid, Process, ProcessHandle, ProcessState};
+use crate::process::{SendError, SpawnError};
+use futures::future::select;
+use std::fmt;
+use std::future::Future;
+use std::pin::pin;
+use std::time::{Duration, Instant};
+
+/// How long shutdown waits, after its timeout, for workers to leave the poll they are in. A
+/// process still inside user code then (a step that blocks or loops) is *abandoned*: counted in
+/// [`ShutdownReport::abandoned`], and closed when its call returns. So
+/// [`Scheduler::shutdown`] returns within `timeout + FORCED_STOP_WAIT`, plus the time the
+/// `close` of each forced process takes (they run on the calling thread).
+pub const FORCED_STOP_WAIT: Duration = Duration::from_millis(50);
+
+/// Runs processes: spawn, send, observe, shut down.
+///
+/// Dropping it shuts it down with the builder's drop timeout; inside an async context or on a
+/// worker thread the drop does not wait: it cancels every process and leaves the rest of the
+/// shutdown to a background thread.
+///
+/// # Examples
+///
+/// ```
+/// use procsched::{BoxError, Event, Events, InitError, Message, Payload, Process, ProcessContext, Scheduler, StepOutput};
+///
+/// /// Echoes the first message's payload back as its result.
+/// struct Echo;
+/// impl Process for Echo {
+///     fn init(&mut self, _: &ProcessContext<'_>, _: &str, _: Payload) -> Result<(), InitError> { Ok(()) }
+///     fn step(&mut self, events: &mut Events, out: &mut StepOutput) -> Result<(), BoxError> {
+///         match events.pop() {
+///             Some(Event::Message(m)) => out.done(m.payload),
+///             _ => out.idle(),
+///         }
+///         Ok(())
+///     }
+/// }
+///
+/// let sched = Scheduler::builder().workers(2).build()?;
+/// let handle = sched.spawn(Echo, "run", Payload::empty())?;
+/// sched.send(handle.pid(), Message::new("hello", Payload::new("world")))?;
+/// assert_eq!(sched.block_on(handle)?.downcast::<&str>().unwrap(), "world");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct Scheduler {
+    handle: SchedulerHandle,
+    /// `None` only once `Drop` handed it to a background shutdown.
+    engine: Option<Engine>,
+    shutdown: Mutex<Option<ShutdownReport>>,
+    drop_timeout: Duration,
+}
+
+/// What the scheduler owns beyond the shared state: the threads.
+struct Engine {
+    executor: Executor,
+    runtime: Option<tokio::runtime::Runtime>,
+}
+
+impl Engine {
+    /// Shutdown steps 2–5 (module docs of `scheduler`), after step 1.
+    fn stop(&self, inner: &Inner, deadline: Instant) -> ShutdownReport {
+        inner.lifecycle.wait_idle(deadline);
+        self.force(inner)
+    }
+
+    /// Shutdown steps 3–5.
+    fn force(&self, inner: &Inner) -> ShutdownReport {
+        inner.lifecycle.begin_forcing();
+        let stopped = self.executor.shutdown(FORCED_STOP_WAIT);
+        let report = inner.lifecycle.seal(|| inner.table.len());
+        if report.abandoned > 0 {
+            tracing::warn!(
+                abandoned = report.abandoned,
+                stuck_workers = stopped.stuck_workers,
+                "shutdown gave up on processes still inside user code; each is closed when its call returns"
+            );
+        }
+        tracing::debug!(?report, "scheduler shut down");
+        report
+    }
+}
+
+impl Drop for Engine {
+    fn drop(&mut self) {
+        if let Some(runtime) = self.runtime.take() {
+            // Never blocks, and is allowed inside an async context (a plain drop is not).
+            runtime.shutdown_background();
+        }
+    }
+}
+
+impl Scheduler {
+    /// A builder with default settings.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let sched = procsched::Scheduler::builder().workers(1).build()?;
+    /// # Ok::<(), procsched::BuildError>(())
+    /// ```
+    pub fn builder() -> SchedulerBuilder {
+        SchedulerBuilder::new()
+    }
+
+    pub(super) fn from_parts(
+        inner: Arc<Inner>,
+        executor: Executor,
+        runtime: Option<tokio::runtime::Runtime>,
+        drop_timeout: Duration,
+    ) -> Scheduler {
+        Scheduler {
+            handle: SchedulerHandle { inner },
+            engine: Some(Engine { executor, runtime }),
+            shutdown: Mutex::new(None),
+            drop_timeout,
+        }
+    }
+
+    fn engine(&self) -> &Engine {
+        self.engine
+            .as_ref()
+            .expect("the engine is taken only by Drop")
+    }
+
+    fn inner(&self) -> &Inner {
+        &self.handle.inner
+    }
+
+    /// A clonable handle.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let sched = procsched::Scheduler::builder().workers(1).build()?;
+    /// let handle = sched.handle().clone();
+    /// std::thread::spawn(move || assert_eq!(handle.live_processes(), 0)).join().unwrap();
+    /// # Ok::<(), procsched::BuildError>(())
+    /// ```
+    pub fn handle(&self) -> &SchedulerHandle {
+        &self.handle
+    }
+
+    /// See [`SchedulerHandle::spawn`].
+    ///
+    /// # Errors
+    ///
+    /// See [`SchedulerHandle::spawn`].
+    ///
+    /// # Examples
+    ///
+    /// See [`SchedulerHandle::spawn`].
+    pub fn spawn<P: Process>(
+        &self,
+        process: P,
+        method: &str,
+        input: Payload,
+    ) -> Result<ProcessHandle, SpawnError> {
+        self.handle.spawn(process, method, input)
+    }
+
+    /// See [`SchedulerHandle::send`].
+    ///
+    /// # Errors
+    ///
+    /// See [`SchedulerHandle::send`].
+    ///
+    /// # Examples
+    ///
+    /// See [`Scheduler`].
+    pub fn send(&self, pid: Pid, message: Message) -> Result<(), SendError> {
+        self.handle.send(pid, message)
+    }
+
+    /// See [`SchedulerHandle::terminate`].
+    ///
+    /// # Errors
+    ///
+    /// See [`SchedulerHandle::terminate`].
+    ///
+    /// # Examples
+    ///
+    /// See [`SchedulerHandle::terminate`].
+    pub fn terminate(&self, pid: Pid) -> Result<(), SendError> {
+        self.handle.terminate(pid)
+    }
+
+    /// See [`SchedulerHandle::state`].
+    ///
+    /// # Examples
+    ///
+    /// See [`SchedulerHandle::state`].
+    pub fn state(&self, pid: Pid) -> Option<ProcessState> {
+        self.handle.state(pid)
+    }
+
+    /// Number of live processes.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let sched = procsched::Scheduler::builder().workers(1).build()?;
+    /// assert_eq!(sched.live_processes(), 0);
+    /// # Ok::<(), procsched::BuildError>(())
+    /// ```
+    pub fn live_processes(&self) -> usize {
+        self.handle.live_processes()
+    }
+
+    /// The executor's per-worker counters.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let sched = procsched::Scheduler::builder().workers(2).build()?;
+    /// assert_eq!(sched.metrics().workers().len(), 2);
+    /// # Ok::<(), procsched::BuildError>(())
+    /// ```
+    pub fn metrics(&self) -> executor::ExecutorMetrics {
+        self.engine().executor.metrics()
+    }
+
+    /// Runs `future` to completion on the calling thread, e.g. to await a [`ProcessHandle`]
+    /// from synchronous code.
+    ///
+    /// # Panics
+    ///
+    /// If called from a thread that drives async work — inside a tokio runtime (a task,
+    /// `#[tokio::main]`, `#[tokio::test]`) or on a procsched worker (inside a step) — where
+    /// blocking could deadlock: `.await` the future there instead.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let sched = procsched::Scheduler::builder().workers(1).build()?;
+    /// assert_eq!(sched.block_on(async { 6 * 7 }), 42);
+    /// # Ok::<(), procsched::BuildError>(())
+    /// ```
+    #[track_caller]
+    pub fn block_on<F: Future>(&self, future: F) -> F::Output {
+        blocking::assert_may_block("Scheduler::block_on", "future.await");
+        self.engine().executor.block_on(future)
+    }
+
+    /// Graceful shutdown: admits no new processes, delivers [`Event::Cancel`](crate::Event::Cancel)
+    /// to every live process and keeps running them (they may still yield and receive
+    /// completions) until all have finished or `timeout` passed; then stops the rest before their
+    /// next step and stops the workers.
+    ///
+    /// Returns within `timeout +` [`FORCED_STOP_WAIT`] (plus the forced processes' `close`
+    /// calls, which run on this thread) with every process counted once in the
+    /// [`ShutdownReport`]: `graceful` and `forced` ones are closed; a process still inside
+    /// `init`, a `step` or `close` then cannot be preempted and is `abandoned` — it is closed
+    /// when its call returns ([`wait_for_abandoned`](Self::wait_for_abandoned) waits for that).
+    ///
+    /// Idempotent; concurrent and later callers get the first call's report.
+    ///
+    /// # Panics
+    ///
+    /// If called from a thread that drives async work (see [`block_on`](Self::block_on)): use
+    /// [`shutdown_async`](Self::shutdown_async) there.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use procsched::{BoxError, Events, InitError, Payload, Process, ProcessContext, Scheduler, StepOutput};
+    /// # struct Stubborn;
+    /// # impl Process for Stubborn {
+    /// #     fn init(&mut self, _: &ProcessContext<'_>, _: &str, _: Payload) -> Result<(), InitError> { Ok(()) }
+    /// #     fn step(&mut self, _: &mut Events, out: &mut StepOutput) -> Result<(), BoxError> { out.idle(); Ok(()) }
+    /// # }
+    /// use std::time::Duration;
+    ///
+    /// let sched = Scheduler::builder().workers(1).build()?;
+    /// let handle = sched.spawn(Stubborn, "run", Payload::empty())?; // ignores Cancel
+    /// let report = sched.shutdown(Duration::from_millis(50));
+    /// assert_eq!((report.graceful, report.forced, report.abandoned), (0, 1, 0));
+    /// assert!(sched.block_on(handle).unwrap_err().is_cancelled());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[track_caller]
+    pub fn shutdown(&self, timeout: Duration) -> ShutdownReport {
+        blocking::assert_may_block(
+            "Scheduler::shutdown",
+            "Scheduler::shutdown_async(timeout).await",
+        );
+        let deadline = Instant::now() + timeout;
+        self.inner().begin_shutdown();
+        let mut done = lock(&self.shutdown);
+        if let Some(report) = *done {
+            return report;
+        }
+        let report = self.engine().stop(self.inner(), deadline);
+        *done = Some(report);
+        report
+    }
+
+    /// [`shutdown`](Self::shutdown) for async code, on any executor (tokio of either flavour,
+    /// `futures::executor`, …): the grace period is awaited, not blocked on, so handlers running
+    /// on the same runtime — even a current-thread one — keep running. Only the final stop
+    /// blocks: at most [`FORCED_STOP_WAIT`] plus the forced processes' `close` calls.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let sched = procsched::Scheduler::builder().workers(1).build()?;
+    /// let report = futures::executor::block_on(sched.shutdown_async(Duration::from_secs(1)));
+    /// assert_eq!(report.total(), 0);
+    /// # Ok::<(), procsched::BuildError>(())
+    /// ```
+    pub async fn shutdown_async(&self, timeout: Duration) -> ShutdownReport {
+        let deadline = Instant::now() + timeout;
+        self.inner().begin_shutdown();
+        if let Some(report) = *lock(&self.shutdown) {
+            return report;
+        }
+        let all_finished = pin!(self.idle());
+        let _ = select(all_finished, Deadline::new(deadline)).await;
+        let mut done = lock(&self.shutdown);
+        if let Some(report) = *done {
+            return report;
+        }
+        let report = self.engine().force(self.inner());
+        *done = Some(report);
+        report
+    }
+
+    /// After a shutdown: waits until every abandoned process has returned from user code and
+    /// been closed, or `timeout` passes. Returns `true` if no process is left. Before shutdown
+    /// it does not wait: it tells whether no process is live.
+    ///
+    /// # Panics
+    ///
+    /// If called from a thread that drives async work (see [`block_on`](Self::block_on)): use
+    /// [`wait_for_abandoned_async`](Self::wait_for_abandoned_async) there.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let sched = procsched::Scheduler::builder().workers(1).build()?;
+    /// let report = sched.shutdown(Duration::from_millis(10));
+    /// assert!(sched.wait_for_abandoned(Duration::from_secs(1)));
+    /// # Ok::<(), procsched::BuildError>(())
+    /// ```
+    #[track_caller]
+    pub fn wait_for_abandoned(&self, timeout: Duration) -> bool {
+        blocking::assert_may_block(
+            "Scheduler::wait_for_abandoned",
+            "Scheduler::wait_for_abandoned_async().await",
+        );
+        let lifecycle = &self.inner().lifecycle;
+        if !lifecycle.is_shutting_down() {
+            return lifecycle.live() == 0;
+        }
+        lifecycle.wait_idle(Instant::now() + timeout)
+    }
+
+    /// Async [`wait_for_abandoned`](Self::wait_for_abandoned), without a timeout (wrap it in
+    /// your runtime's timeout). Before shutdown it resolves when no process is live.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let sched = procsched::Scheduler::builder().workers(1).build()?;
+    /// futures::executor::block_on(async {
+    ///     let report = sched.shutdown_async(Duration::from_millis(10)).await;
+    ///     sched.wait_for_abandoned_async().await;
+    /// });
+    /// # Ok::<(), procsched::BuildError>(())
+    /// ```
+    pub async fn wait_for_abandoned_async(&self) {
+        if !self.inner().lifecycle.is_shutting_down() {
+            // Finishes signal only during shutdown; until then, poll the count at a gentle pace.
+            while self.inner().lifecycle.live() > 0 {
+                Deadline::new(Instant::now() + Duration::from_millis(1)).await;
+            }
+            return;
+        }
+        self.idle().await;
+    }
+
+    /// Resolves when no process is live (signalled during shutdown).
+    fn idle(&self) -> impl Future<Output = ()> + '_ {
+        std::future::poll_fn(move |cx| self.inner().lifecycle.poll_idle(cx))
+    }
+}
+
+impl Drop for Scheduler {
+    fn drop(&mut self) {
+        let Some(engine) = self.engine.take() else {
+            return;
+        };
+        if lock(&self.shutdown).is_some() {
+            return; // already shut down; dropping the engine does not block
+        }
+        let inner = self.handle.inner.clone();
+        let deadline = Instant::now() + self.drop_timeout;
+        inner.begin_shutdown();
+        if blocking::async_context().is_none() {
+            engine.stop(&inner, deadline);
+            return;
+        }
+        // Inside an async context or on a worker (a process's `close` dropped its scheduler):
+        // waiting here would stall the very thread the processes may need. Every process has its
+        // `Cancel`; the rest of the shutdown runs in the background.
+        let started = std::thread::Builder::new()
+            .name("procsched-shutdown".to_owned())
+            .spawn(move || {
+                engine.stop(&inner, deadline);
+            });
+        if let Err(error) = started {
+            tracing::warn!(%error, "could not start a shutdown thread; shutting down in place");
+        }
+    }
+}
+
+impl fmt::Debug for Scheduler {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Scheduler")
+            .field("handle", &self.handle)
+            .finish_non_exhaustive()
+    }
+}

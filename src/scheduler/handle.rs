@@ -1,0 +1,315 @@
+//! [`SchedulerHandle`]: spawn, send, terminate and observe processes from anywhere.
+
+use super::lifecycle::Leave;
+use super::shared::{cancel, Inner};
+use super::table;
+use crate::loom::Arc;
+use crate::process::future::ProcessFuture;
+use crate::process::mailbox::Admission;
+use crate::process::{
+    drop_contained, panic_message, Event, Message, Payload, Pid, Process, ProcessContext,
+    ProcessHandle, ProcessState, SendError, SpawnError,
+};
+use std::fmt;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+/// A cheap, clonable handle to a [`Scheduler`](crate::Scheduler): spawn and send from anywhere,
+/// including from inside a process (see [`ProcessContext::scheduler`]).
+///
+/// Every method is non-blocking and may be called from sync code, async code of any runtime,
+/// and from inside a process's `init` or `step`.
+///
+/// # Examples
+///
+/// ```
+/// use procsched::{BoxError, Events, Payload, Process, ProcessContext, InitError, Scheduler, StepOutput};
+///
+/// struct Quick;
+/// impl Process for Quick {
+///     fn init(&mut self, _: &ProcessContext<'_>, _: &str, _: Payload) -> Result<(), InitError> { Ok(()) }
+///     fn step(&mut self, _: &mut Events, out: &mut StepOutput) -> Result<(), BoxError> {
+///         out.done(Payload::new(1u8));
+///         Ok(())
+///     }
+/// }
+///
+/// let sched = Scheduler::builder().workers(1).build()?;
+/// let handle = sched.handle().clone();
+/// let from_thread = std::thread::spawn(move || handle.spawn(Quick, "run", Payload::empty()).map(|h| h.pid()));
+/// assert!(from_thread.join().unwrap().is_ok());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone)]
+pub struct SchedulerHandle {
+    pub(super) inner: Arc<Inner>,
+}
+
+impl SchedulerHandle {
+    /// Starts a process: runs `init(method, input)` on the calling thread, then queues its first
+    /// step. Works from sync code, any async code and from inside a process.
+    ///
+    /// # Errors
+    ///
+    /// [`SpawnError::Init`] / [`SpawnError::InitPanicked`] if `init` failed (the process never
+    /// steps; its `close` was called), [`SpawnError::ShuttingDown`] during shutdown (also when
+    /// shutdown gave up waiting while this `init` ran: the process was counted as abandoned and
+    /// its `close` has run), [`SpawnError::Limit`] at the process limit.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use procsched::{BoxError, Events, InitError, Payload, Process, ProcessContext, Scheduler, StepOutput};
+    ///
+    /// struct Greeter;
+    /// impl Process for Greeter {
+    ///     fn init(&mut self, _: &ProcessContext<'_>, method: &str, _: Payload) -> Result<(), InitError> {
+    ///         match method {
+    ///             "greet" => Ok(()),
+    ///             other => Err(InitError::unknown_method(other)),
+    ///         }
+    ///     }
+    ///     fn step(&mut self, _: &mut Events, out: &mut StepOutput) -> Result<(), BoxError> {
+    ///         out.done(Payload::new("hello"));
+    ///         Ok(())
+    ///     }
+    /// }
+    ///
+    /// let sched = Scheduler::builder().workers(1).build()?;
+    /// let handle = sched.handle().spawn(Greeter, "greet", Payload::empty())?;
+    /// assert_eq!(sched.block_on(handle)?.downcast::<&str>().unwrap(), "hello");
+    /// let err = sched.handle().spawn(Greeter, "wave", Payload::empty()).unwrap_err();
+    /// assert!(err.is_unknown_method());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn spawn<P: Process>(
+        &self,
+        mut process: P,
+        method: &str,
+        input: Payload,
+    ) -> Result<ProcessHandle, SpawnError> {
+        let inner = &self.inner;
+        // Protocol steps in the module docs of `scheduler`.
+        if let Err(refused) = inner.lifecycle.admit() {
+            drop_contained(input);
+            drop_contained(process);
+            return Err(refused);
+        }
+        let Some((pid, cell)) = inner.table.claim() else {
+            inner.lifecycle.leave(Leave::Refused, || {});
+            drop_contained(input);
+            drop_contained(process);
+            return Err(SpawnError::Limit(table::MAX_SLOTS));
+        };
+        // Step 3. The cell is open from here on: events sent to `pid` during `init` wait for
+        // the first step.
+        let ctx = ProcessContext::new(pid, self);
+        let initialised = catch_unwind(AssertUnwindSafe(|| process.init(&ctx, method, input)));
+        let failure = match initialised {
+            Ok(Ok(())) => None,
+            Ok(Err(error)) => Some(SpawnError::Init(error)),
+            Err(panic) => {
+                let message = panic_message(&*panic);
+                drop_contained(panic);
+                Some(SpawnError::InitPanicked(message))
+            }
+        };
+        // Step 4.
+        let failure = failure.or_else(|| {
+            inner
+                .lifecycle
+                .is_sealed()
+                .then_some(SpawnError::ShuttingDown)
+        });
+        if let Some(error) = failure {
+            if catch_unwind(AssertUnwindSafe(|| process.close())).is_err() {
+                tracing::warn!(%pid, "close panicked after a failed spawn");
+            }
+            drop_contained(process);
+            cell.close();
+            inner
+                .lifecycle
+                .leave(Leave::Refused, || inner.table.release(pid, &cell));
+            return Err(error);
+        }
+        // Step 5. Shutdown may have started since admission: make sure this process is
+        // cancelled. Shutdown's scan locks every cell after setting its flag. If it locked ours
+        // after we opened it, it cancelled us; if before, our `open` took the lock after the scan
+        // released it, so this load sees the flag. (A cell the scan could not find yet — created
+        // just now — is covered by the fence in `Table::create_cell`.)
+        if inner.lifecycle.is_shutting_down() {
+            cancel(&cell);
+        }
+        let future = ProcessFuture::new(process, pid, cell, inner.clone());
+        let join = inner.executor.spawn(future);
+        Ok(ProcessHandle::new(pid, join))
+    }
+
+    /// Delivers `message` to process `pid`, waking it if it is blocked or idle.
+    ///
+    /// # Errors
+    ///
+    /// [`SendError::NotFound`] if no live process has this PID (never spawned or finished);
+    /// [`SendError::Closed`] if it is finishing; [`SendError::MailboxFull`] if the message was
+    /// dropped by the mailbox capacity or its topic budget (see [`Message::with_budget`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use procsched::{Message, Payload, Pid, Scheduler, SendError};
+    ///
+    /// let sched = Scheduler::builder().workers(1).build()?;
+    /// let nobody = Pid::from_raw(1 << 26).unwrap();
+    /// let err = sched.handle().send(nobody, Message::new("hi", Payload::empty())).unwrap_err();
+    /// assert!(matches!(err, SendError::NotFound(pid) if pid == nobody));
+    /// # Ok::<(), procsched::BuildError>(())
+    /// ```
+    pub fn send(&self, pid: Pid, message: Message) -> Result<(), SendError> {
+        let Some(cell) = self.inner.table.get(pid) else {
+            drop_contained(message);
+            return Err(SendError::NotFound(pid));
+        };
+        match cell.deliver(pid.generation(), Event::Message(message)) {
+            Admission::Accepted => Ok(()),
+            Admission::Dropped => Err(SendError::MailboxFull(pid)),
+            Admission::Closed => Err(SendError::Closed(pid)),
+            Admission::Gone => Err(SendError::NotFound(pid)),
+        }
+    }
+
+    /// Stops process `pid`: it gets no more steps (a running step finishes first), its
+    /// outstanding handler tasks are aborted, its `close` runs, and its handle resolves to
+    /// [`ProcessError::is_terminated`](crate::ProcessError::is_terminated).
+    ///
+    /// # Errors
+    ///
+    /// [`SendError::NotFound`] for an unknown or finished PID; [`SendError::Closed`] if it is
+    /// already finishing.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use procsched::{BoxError, Events, InitError, Payload, Process, ProcessContext, Scheduler, StepOutput};
+    ///
+    /// struct Sleeper;
+    /// impl Process for Sleeper {
+    ///     fn init(&mut self, _: &ProcessContext<'_>, _: &str, _: Payload) -> Result<(), InitError> { Ok(()) }
+    ///     fn step(&mut self, _: &mut Events, out: &mut StepOutput) -> Result<(), BoxError> {
+    ///         out.idle();
+    ///         Ok(())
+    ///     }
+    /// }
+    ///
+    /// let sched = Scheduler::builder().workers(1).build()?;
+    /// let handle = sched.spawn(Sleeper, "run", Payload::empty())?;
+    /// sched.handle().terminate(handle.pid())?;
+    /// assert!(sched.block_on(handle).unwrap_err().is_terminated());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn terminate(&self, pid: Pid) -> Result<(), SendError> {
+        let admission = match self.inner.table.get(pid) {
+            Some(cell) => cell.request_terminate(pid.generation()),
+            None => Admission::Gone,
+        };
+        match admission {
+            Admission::Closed => Err(SendError::Closed(pid)),
+            Admission::Gone => Err(SendError::NotFound(pid)),
+            Admission::Accepted | Admission::Dropped => Ok(()),
+        }
+    }
+
+    /// The observable state of `pid`, or `None` if no live process has this PID.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use procsched::{Pid, Scheduler};
+    ///
+    /// let sched = Scheduler::builder().workers(1).build()?;
+    /// assert_eq!(sched.handle().state(Pid::from_raw(1 << 26).unwrap()), None);
+    /// # Ok::<(), procsched::BuildError>(())
+    /// ```
+    pub fn state(&self, pid: Pid) -> Option<ProcessState> {
+        self.inner.table.get(pid)?.state(pid.generation())
+    }
+
+    /// Number of live processes (spawned and not finished).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let sched = procsched::Scheduler::builder().workers(1).build()?;
+    /// assert_eq!(sched.handle().live_processes(), 0);
+    /// # Ok::<(), procsched::BuildError>(())
+    /// ```
+    pub fn live_processes(&self) -> usize {
+        self.inner.lifecycle.live()
+    }
+
+    /// `true` once shutdown has begun.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let sched = procsched::Scheduler::builder().workers(1).build()?;
+    /// assert!(!sched.handle().is_shutting_down());
+    /// sched.shutdown(std::time::Duration::from_millis(10));
+    /// assert!(sched.handle().is_shutting_down());
+    /// # Ok::<(), procsched::BuildError>(())
+    /// ```
+    pub fn is_shutting_down(&self) -> bool {
+        self.inner.lifecycle.is_shutting_down()
+    }
+
+    /// Number of processes in the process table (takes every cell's lock; for diagnostics).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let sched = procsched::Scheduler::builder().workers(1).build()?;
+    /// assert_eq!(sched.handle().registered_processes(), 0);
+    /// # Ok::<(), procsched::BuildError>(())
+    /// ```
+    pub fn registered_processes(&self) -> usize {
+        self.inner.table.len()
+    }
+}
+
+impl fmt::Debug for SchedulerHandle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SchedulerHandle")
+            .field("lifecycle", &self.inner.lifecycle)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The typed side of [`ProcessContext`], which the process layer keeps type-erased so that it
+/// does not depend on the scheduler.
+impl<'a> ProcessContext<'a> {
+    /// A context for `pid`. The scheduler builds one for every `init`; build your own to drive a
+    /// process by hand (unit tests of a `Process`, custom drivers).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use procsched::{Pid, ProcessContext, Scheduler};
+    ///
+    /// let sched = Scheduler::builder().workers(1).build()?;
+    /// let ctx = ProcessContext::new(Pid::from_raw(1 << 26).unwrap(), sched.handle());
+    /// assert_eq!(ctx.scheduler().live_processes(), 0);
+    /// # Ok::<(), procsched::BuildError>(())
+    /// ```
+    pub fn new(pid: Pid, scheduler: &'a SchedulerHandle) -> Self {
+        ProcessContext::with_host(pid, scheduler)
+    }
+
+    /// The scheduler running this process; keep a clone to spawn or send from `step`.
+    ///
+    /// # Examples
+    ///
+    /// See [`ProcessContext`].
+    pub fn scheduler(&self) -> &'a SchedulerHandle {
+        self.host()
+            .downcast_ref::<SchedulerHandle>()
+            .expect("a ProcessContext's host is always a SchedulerHandle")
+    }
+}

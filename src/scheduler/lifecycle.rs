@@ -1,0 +1,273 @@
+//! Admission, the shutdown phases, and the accounting that counts every process once.
+//!
+//! The protocol (spawn vs. shutdown, and why no process is counted twice or never) is written as
+//! numbered steps in the [module docs of `scheduler`](super); this file holds its state:
+//!
+//! | field | written by | read by |
+//! |---|---|---|
+//! | `live` | spawn (admission), every finish and failed spawn | shutdown's waits |
+//! | `shutting_down` | shutdown step 1 (once; never unset) | spawn, every finish |
+//! | `forcing` | shutdown step 3 (once; never unset) | every step (stop), every finish (count) |
+//! | `tally` | finishes during shutdown; the seal | the seal, spawns during shutdown |
+
+use crate::loom::atomic::{fence, AtomicBool, AtomicUsize, Ordering::*};
+use crate::loom::{lock, Condvar, Mutex, MutexGuard};
+use crate::process::SpawnError;
+use std::task::{Context, Poll, Waker};
+use std::time::Instant;
+
+/// What [`Scheduler::shutdown`](crate::Scheduler::shutdown) did: every process live during
+/// shutdown is counted exactly once, in one of the three fields.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+///
+/// let sched = procsched::Scheduler::builder().workers(1).build()?;
+/// let report = sched.shutdown(Duration::from_millis(100));
+/// assert_eq!(report.total(), 0);
+/// assert!(report.is_complete());
+/// # Ok::<(), procsched::BuildError>(())
+/// ```
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ShutdownReport {
+    /// Processes that finished on their own during the grace period (after their `Cancel`).
+    pub graceful: usize,
+    /// Processes still live at the timeout and not inside user code: stopped before their next
+    /// step, their `close` run before `shutdown` returned. Their handles report
+    /// [`ProcessError::is_cancelled`](crate::ProcessError::is_cancelled).
+    pub forced: usize,
+    /// Processes still inside user code (`init`, a `step` or `close`) when shutdown gave up
+    /// waiting ([`FORCED_STOP_WAIT`](crate::FORCED_STOP_WAIT) after the timeout). Rust cannot
+    /// preempt them: each is stopped when its call returns — its `close` runs then, on the thread
+    /// that ran it, and its handle reports cancellation (a spawn still in `init` fails with
+    /// [`SpawnError::ShuttingDown`]). [`Scheduler::wait_for_abandoned`](crate::Scheduler::wait_for_abandoned)
+    /// waits for them.
+    pub abandoned: usize,
+}
+
+impl ShutdownReport {
+    /// Every process counted: `graceful + forced + abandoned`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let report = procsched::ShutdownReport::default();
+    /// assert_eq!(report.total(), 0);
+    /// ```
+    pub fn total(&self) -> usize {
+        self.graceful + self.forced + self.abandoned
+    }
+
+    /// `true` if no process was abandoned: every `close` had run when shutdown returned.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert!(procsched::ShutdownReport::default().is_complete());
+    /// ```
+    pub fn is_complete(&self) -> bool {
+        self.abandoned == 0
+    }
+}
+
+/// Why a process (or an admitted spawn) leaves `live`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Leave {
+    /// A process finished (its `close` ran): counted if shutdown is under way and not sealed.
+    Finished,
+    /// A spawn failed after admission (`init` failed, no free slot, or shutdown sealed): it never
+    /// became a process, so it is not counted (the seal may have counted it as abandoned while it
+    /// was still inside `init`).
+    Refused,
+}
+
+pub(crate) struct Lifecycle {
+    /// Admitted processes (and admissions in progress) not yet finished.
+    live: AtomicUsize,
+    shutting_down: AtomicBool,
+    /// The grace period is over: processes stop before their next step.
+    forcing: AtomicBool,
+    tally: Mutex<Tally>,
+    /// Signalled (under `tally`) when `live` reaches zero during shutdown.
+    idle: Condvar,
+    max_processes: usize,
+}
+
+/// Counts of shutdown; touched only once shutdown has begun, under its lock.
+#[derive(Default)]
+struct Tally {
+    graceful: usize,
+    forced: usize,
+    /// The report is out: later finishes were counted as abandoned by the seal.
+    sealed: bool,
+    /// Async waiters for `live == 0`.
+    waiters: Vec<Waker>,
+}
+
+impl Lifecycle {
+    pub(crate) fn new(max_processes: usize) -> Lifecycle {
+        Lifecycle {
+            live: AtomicUsize::new(0),
+            shutting_down: AtomicBool::new(false),
+            forcing: AtomicBool::new(false),
+            tally: Mutex::new(Tally::default()),
+            idle: Condvar::new(),
+            max_processes,
+        }
+    }
+
+    /// Spawn steps 1–2: reserve a place in `live`, unless shutdown has begun or the limit is
+    /// reached. Reserving first means concurrent spawns can never overshoot the limit.
+    pub(crate) fn admit(&self) -> Result<(), SpawnError> {
+        // Step 1: only an early exit; the decision is step 2's.
+        if self.shutting_down.load(Relaxed) {
+            return Err(SpawnError::ShuttingDown);
+        }
+        let live_before = self.live.fetch_add(1, AcqRel);
+        // Step 2: the Dekker pair with `begin_shutdown`. SeqCst accesses without the fence would
+        // do in the C++ model, but loom models them as AcqRel and then finds a spawn that
+        // shutdown misses; the fence keeps the proof checkable.
+        fence(SeqCst);
+        if self.shutting_down.load(Relaxed) {
+            self.leave(Leave::Refused, || {});
+            return Err(SpawnError::ShuttingDown);
+        }
+        if live_before >= self.max_processes {
+            self.leave(Leave::Refused, || {});
+            return Err(SpawnError::Limit(self.max_processes));
+        }
+        Ok(())
+    }
+
+    /// Spawn step 4: `true` if the report is out, so a spawn that just finished `init` must fail.
+    /// Takes the tally lock (only during shutdown): the seal sets the flag and scans the cells
+    /// in one critical section, so a spawn whose open cell the scan missed sees the flag here.
+    pub(crate) fn is_sealed(&self) -> bool {
+        self.shutting_down.load(Acquire) && lock(&self.tally).sealed
+    }
+
+    /// `true` once shutdown has begun.
+    pub(crate) fn is_shutting_down(&self) -> bool {
+        self.shutting_down.load(Acquire)
+    }
+
+    /// `true` once the grace period is over.
+    pub(crate) fn is_forcing(&self) -> bool {
+        self.forcing.load(Relaxed)
+    }
+
+    /// Admitted processes not yet finished.
+    pub(crate) fn live(&self) -> usize {
+        self.live.load(Acquire)
+    }
+
+    /// Shutdown step 1 (the flag and its fence; the caller then cancels every cell). Returns
+    /// `false` if shutdown had begun already.
+    pub(crate) fn begin_shutdown(&self) -> bool {
+        if self.shutting_down.swap(true, SeqCst) {
+            return false;
+        }
+        // Pairs with admission's fence (spawn step 2), with the fence after a cell is created
+        // (`Table::create_cell`), and with the last finisher's fence in `leave`.
+        fence(SeqCst);
+        true
+    }
+
+    /// Shutdown step 3.
+    pub(crate) fn begin_forcing(&self) {
+        self.forcing.store(true, SeqCst);
+    }
+
+    /// Shutdown step 5: the report, final. `occupied` counts the cells still hosting a process;
+    /// it runs under the tally lock, so no finish can count its process in between.
+    pub(crate) fn seal(&self, occupied: impl FnOnce() -> usize) -> ShutdownReport {
+        let mut tally = lock(&self.tally);
+        tally.sealed = true;
+        ShutdownReport {
+            graceful: tally.graceful,
+            forced: tally.forced,
+            abandoned: occupied(),
+        }
+    }
+
+    /// A process finished, or an admitted spawn failed: count it (during shutdown), run `release`
+    /// (which frees its cell) and leave `live`, waking the waiters if it was the last.
+    pub(crate) fn leave(&self, why: Leave, release: impl FnOnce()) {
+        if !self.shutting_down.load(Acquire) {
+            release();
+            if self.live.fetch_sub(1, AcqRel) == 1 {
+                // The last one out: pairs with `begin_shutdown`'s fence. Either the waiter sees
+                // `live == 0`, or we see its flag and notify under its lock.
+                fence(SeqCst);
+                if self.shutting_down.load(Relaxed) {
+                    Self::notify_idle(&self.idle, lock(&self.tally));
+                }
+            }
+            return;
+        }
+        let mut tally = lock(&self.tally);
+        if why == Leave::Finished && !tally.sealed {
+            if self.forcing.load(Acquire) {
+                tally.forced += 1;
+            } else {
+                tally.graceful += 1;
+            }
+        }
+        release();
+        if self.live.fetch_sub(1, AcqRel) == 1 {
+            Self::notify_idle(&self.idle, tally);
+        }
+    }
+
+    fn notify_idle(idle: &Condvar, mut tally: MutexGuard<'_, Tally>) {
+        idle.notify_all();
+        for waiter in std::mem::take(&mut tally.waiters) {
+            waiter.wake();
+        }
+    }
+
+    /// Waits until no process is live or `deadline` passes; `true` if none is. Meaningful once
+    /// shutdown has begun (only then do finishes signal).
+    pub(crate) fn wait_idle(&self, deadline: Instant) -> bool {
+        let mut tally = lock(&self.tally);
+        loop {
+            if self.live.load(Acquire) == 0 {
+                return true;
+            }
+            let now = Instant::now();
+            // Loom cannot model time (its `wait_timeout` never times out): wait for real there.
+            if now >= deadline && !cfg!(loom) {
+                return false;
+            }
+            tally = match self.idle.wait_timeout(tally, deadline - now) {
+                Ok((guard, _)) => guard,
+                Err(poisoned) => poisoned.into_inner().0,
+            };
+        }
+    }
+
+    /// Async [`wait_idle`](Self::wait_idle), without a deadline.
+    pub(crate) fn poll_idle(&self, cx: &mut Context<'_>) -> Poll<()> {
+        let mut tally = lock(&self.tally);
+        if self.live.load(Acquire) == 0 {
+            return Poll::Ready(());
+        }
+        if !tally.waiters.iter().any(|w| w.will_wake(cx.waker())) {
+            tally.waiters.push(cx.waker().clone());
+        }
+        Poll::Pending
+    }
+}
+
+impl std::fmt::Debug for Lifecycle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Lifecycle")
+            .field("live", &self.live.load(Relaxed))
+            .field("shutting_down", &self.shutting_down.load(Relaxed))
+            .field("forcing", &self.forcing.load(Relaxed))
+            .finish_non_exhaustive()
+    }
+}
