@@ -123,7 +123,10 @@ impl Timer {
                         .unwrap_or_else(|p| p.into_inner())
                         .0
                 }
-                None => self.changed.wait(entries).unwrap_or_else(|p| p.into_inner()),
+                None => self
+                    .changed
+                    .wait(entries)
+                    .unwrap_or_else(|p| p.into_inner()),
             };
         }
     }

@@ -53,7 +53,13 @@
 //! releases its cell in one critical section of the tally, and the seal counts occupied cells in
 //! another: a process is counted by its finish (before the seal) or by the seal (cell still
 //! occupied), never both, never neither. A spawn that has not opened its cell by the seal is not
-//! counted, and fails in spawn 4. Checked by `loom_scheduler_shutdown_racing_with_a_spawn`.
+//! counted, and fails in spawn 4.
+//!
+//! Loom models (`tests/loom_lifecycle.rs`): the whole protocol through the public API,
+//! `loom_scheduler_shutdown_racing_with_a_spawn`; admission against the flag,
+//! `loom_admission_racing_with_begin_shutdown`; a finish against the seal,
+//! `loom_finish_racing_with_the_seal_is_counted_once`; the last finish against shutdown's wait,
+//! `loom_last_finish_racing_with_shutdown_wakes_the_wait`.
 
 mod blocking;
 mod builder;
@@ -64,8 +70,8 @@ mod lifecycle;
 mod shared;
 mod table;
 
-#[cfg(all(test, loom))]
-mod loom_table;
+#[cfg(test)]
+mod tests;
 
 pub use builder::{
     BuildError, SchedulerBuilder, DEFAULT_DROP_TIMEOUT, DEFAULT_MAX_BATCH, DEFAULT_STEP_BUDGET,

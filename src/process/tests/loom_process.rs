@@ -206,53 +206,6 @@ fn loom_stale_completion_racing_with_the_cells_reuse() {
     });
 }
 
-/// Idle until `Cancel`, then done; counts closes.
-struct CancelAware(Arc<AtomicUsize>);
-
-impl Process for CancelAware {
-    fn init(&mut self, _: &ProcessContext<'_>, _: &str, _: Payload) -> Result<(), InitError> {
-        Ok(())
-    }
-    fn step(&mut self, events: &mut Events, out: &mut StepOutput) -> Result<(), BoxError> {
-        if events.drain().any(|e| matches!(e, Event::Cancel { .. })) {
-            out.done(Payload::empty());
-        } else {
-            out.idle();
-        }
-        Ok(())
-    }
-    fn close(&mut self) {
-        self.0.fetch_add(1, SeqCst);
-    }
-}
-
-#[test]
-fn loom_scheduler_shutdown_racing_with_a_spawn() {
-    model_full_stack(|| {
-        let sched = Arc::new(crate::Scheduler::builder().workers(1).build().unwrap());
-        let closes = Arc::new(AtomicUsize::new(0));
-        let spawner = {
-            let sched = sched.clone();
-            let closes = closes.clone();
-            thread::spawn(move || sched.spawn(CancelAware(closes), "run", Payload::empty()))
-        };
-        let report = sched.shutdown(Duration::from_secs(1));
-        match spawner.join().unwrap() {
-            // Admitted: it got its Cancel (or was forced), and was closed.
-            Ok(handle) => {
-                assert_eq!(report.graceful + report.forced, 1);
-                let _ = sched.block_on(handle);
-                assert_eq!(closes.load(SeqCst), 1);
-            }
-            Err(e) => {
-                assert!(matches!(e, crate::SpawnError::ShuttingDown), "{e}");
-                assert_eq!(closes.load(SeqCst), 0, "never initialised");
-            }
-        }
-        assert_eq!(sched.live_processes(), 0);
-    });
-}
-
 #[test]
 fn loom_shutdown_racing_with_a_completion() {
     model_full_stack(|| {

@@ -2,7 +2,7 @@
 //!
 //! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test --lib --release loom_`
 
-use super::table::Table;
+use crate::scheduler::table::Table;
 use crate::loom::model::model;
 use crate::loom::{thread, Arc};
 use crate::process::mailbox::Admission;

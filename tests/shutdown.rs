@@ -1,0 +1,451 @@
+//! Public-API tests of shutdown: the grace period, forcing, and the bounded return with every
+//! process counted once — including processes stuck inside user code (abandoned) and spawns
+//! racing with it.
+//!
+//! Deadlines appear only as hang guards and as the shutdown timeouts under test (which bound a
+//! wait, never an assertion).
+
+mod support;
+
+use procsched::{BoxError, Events, SpawnError, StepOutput};
+use procsched::{Event, InitError, Payload, Process, ProcessContext, ProcessState, Scheduler};
+use std::sync::atomic::Ordering::SeqCst;
+use std::sync::{mpsc, Arc, Barrier};
+use std::thread;
+use std::time::Duration;
+use support::*;
+
+// ---------------------------------------------------------------------------------------------
+// shutdown
+// ---------------------------------------------------------------------------------------------
+
+/// Parks `Idle`; finishes on `Cancel` (if `graceful`) with `7u8`, ignores everything else.
+fn cancellable(closes: &support::Counter, graceful: bool) -> FnProcess {
+    FnProcess::new(closes, move |events, out| {
+        for event in events.drain() {
+            if let Event::Cancel { .. } = event {
+                if graceful {
+                    out.done(Payload::new(7u8));
+                    return Ok(());
+                }
+            }
+        }
+        out.idle();
+        Ok(())
+    })
+}
+
+#[test]
+fn shutdown_lets_idle_processes_finish_on_cancel() {
+    let sched = Scheduler::builder().workers(2).build().unwrap();
+    let closes = support::counter();
+    let handles: Vec<_> = (0..10)
+        .map(|_| {
+            sched
+                .spawn(cancellable(&closes, true), "run", Payload::empty())
+                .unwrap()
+        })
+        .collect();
+    for handle in &handles {
+        wait_for_state(sched.handle(), handle.pid(), ProcessState::Idle);
+    }
+    let report = sched.shutdown(HANG_GUARD);
+    assert_eq!((report.graceful, report.forced), (10, 0));
+    assert_eq!(
+        count(&closes),
+        10,
+        "every close ran before shutdown returned"
+    );
+    for result in join_all(handles) {
+        assert_eq!(result.unwrap().downcast::<u8>().unwrap(), 7);
+    }
+    assert_eq!(sched.live_processes(), 0);
+}
+
+#[test]
+fn shutdown_forces_a_process_that_ignores_cancel() {
+    let sched = Scheduler::builder().workers(2).build().unwrap();
+    let closes = support::counter();
+    let stubborn = sched
+        .spawn(cancellable(&closes, false), "run", Payload::empty())
+        .unwrap();
+    wait_for_state(sched.handle(), stubborn.pid(), ProcessState::Idle);
+    let report = sched.shutdown(Duration::from_millis(200));
+    assert_eq!((report.graceful, report.forced), (0, 1));
+    assert_eq!(count(&closes), 1);
+    assert_eq!(sched.shutdown(HANG_GUARD), report, "a second call agrees");
+    let err = join(stubborn).unwrap_err();
+    assert!(err.is_cancelled(), "{err:?}");
+}
+
+#[test]
+fn shutdown_mid_flight_stops_every_step_and_closes_every_process() {
+    let sched = Scheduler::builder().workers(2).build().unwrap();
+    let closes: Vec<support::Counter> = (0..50).map(|_| support::counter()).collect();
+    let steps = support::counter();
+    let handles: Vec<_> = closes
+        .iter()
+        .map(|closes| {
+            let steps = steps.clone();
+            // Busy: always Continue, ignores Cancel.
+            let busy = FnProcess::new(closes, move |_, out| {
+                steps.fetch_add(1, SeqCst);
+                out.continue_();
+                Ok(())
+            });
+            sched.spawn(busy, "run", Payload::empty()).unwrap()
+        })
+        .collect();
+    wait_until("every busy process stepping", || count(&steps) >= 500);
+    let report = sched.shutdown(Duration::from_millis(100));
+    // A step still running when the workers are stopped is abandoned (a worker descheduled for
+    // longer than FORCED_STOP_WAIT on a loaded machine); every process is counted either way.
+    assert_eq!(report.graceful, 0);
+    assert_eq!(report.forced + report.abandoned, 50, "{report:?}");
+    assert!(sched.wait_for_abandoned(HANG_GUARD));
+    let after = count(&steps);
+    for _ in 0..10_000 {
+        thread::yield_now();
+    }
+    assert_eq!(
+        count(&steps),
+        after,
+        "no step runs after the last one returned"
+    );
+    assert!(
+        closes.iter().all(|c| count(c) == 1),
+        "every close exactly once"
+    );
+    for result in join_all(handles) {
+        assert!(result.unwrap_err().is_cancelled());
+    }
+    assert_eq!(sched.live_processes(), 0);
+    assert_eq!(sched.handle().registered_processes(), 0);
+}
+
+#[test]
+fn spawn_after_shutdown_fails_and_shutdown_is_idempotent_and_concurrent() {
+    let sched = Arc::new(Scheduler::builder().workers(2).build().unwrap());
+    let closes = support::counter();
+    let graceful: Vec<_> = (0..5)
+        .map(|_| {
+            sched
+                .spawn(cancellable(&closes, true), "run", Payload::empty())
+                .unwrap()
+        })
+        .collect();
+    for handle in &graceful {
+        wait_for_state(sched.handle(), handle.pid(), ProcessState::Idle);
+    }
+    let barrier = Arc::new(Barrier::new(4));
+    let reports: Vec<_> = (0..4)
+        .map(|_| {
+            let (sched, barrier) = (sched.clone(), barrier.clone());
+            thread::spawn(move || {
+                barrier.wait();
+                sched.shutdown(HANG_GUARD)
+            })
+        })
+        .collect::<Vec<_>>()
+        .into_iter()
+        .map(|t| t.join().unwrap())
+        .collect();
+    assert!(reports.iter().all(|r| *r == reports[0]), "{reports:?}");
+    assert_eq!((reports[0].graceful, reports[0].forced), (5, 0));
+    assert_eq!(
+        sched.shutdown(HANG_GUARD),
+        reports[0],
+        "a later call agrees"
+    );
+    assert!(sched.handle().is_shutting_down());
+    assert_eq!(count(&closes), 5);
+
+    let err = sched
+        .spawn(cancellable(&closes, true), "run", Payload::empty())
+        .unwrap_err();
+    assert!(matches!(err, SpawnError::ShuttingDown), "{err:?}");
+    let handle = sched.handle().clone();
+    let from_thread = thread::spawn(move || {
+        handle
+            .spawn(
+                cancellable(&support::counter(), true),
+                "run",
+                Payload::empty(),
+            )
+            .map(|h| h.pid())
+    });
+    assert!(matches!(
+        from_thread.join().unwrap(),
+        Err(SpawnError::ShuttingDown)
+    ));
+    assert_eq!(sched.live_processes(), 0);
+    for result in join_all(graceful) {
+        assert_eq!(result.unwrap().downcast::<u8>().unwrap(), 7);
+    }
+    assert_eq!(count(&closes), 5, "a refused spawn never runs its process");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Stuck in user code at the deadline: abandoned, bounded, counted once
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn a_step_stuck_past_the_timeout_is_abandoned_and_shutdown_returns_without_it() {
+    let sched = Scheduler::builder().workers(2).build().unwrap();
+    let closes = support::counter();
+    let (gate, inside) = step_gate();
+    let stuck = sched
+        .spawn(
+            FnProcess::new(&closes, move |_, out| {
+                inside.wait();
+                out.idle();
+                Ok(())
+            }),
+            "run",
+            Payload::empty(),
+        )
+        .unwrap();
+    let graceful_closes = support::counter();
+    let graceful: Vec<_> = (0..5)
+        .map(|_| {
+            sched
+                .spawn(cancellable(&graceful_closes, true), "run", Payload::empty())
+                .unwrap()
+        })
+        .collect();
+    recv(&gate.entered);
+    for handle in &graceful {
+        wait_for_state(sched.handle(), handle.pid(), ProcessState::Idle);
+    }
+
+    // The stuck step holds its worker until the test releases it, which it does only after
+    // shutdown returned: a shutdown that waited for the step would trip the hang guard.
+    let (report_tx, report_rx) = mpsc::channel();
+    let sched = Arc::new(sched);
+    let shutting = {
+        let sched = sched.clone();
+        thread::spawn(move || report_tx.send(sched.shutdown(Duration::from_millis(100))))
+    };
+    let report = recv(&report_rx);
+    shutting.join().unwrap().unwrap();
+    assert_eq!(
+        (report.graceful, report.forced, report.abandoned),
+        (5, 0, 1),
+        "every process counted once: {report:?}"
+    );
+    assert!(!report.is_complete());
+    assert_eq!(
+        count(&closes),
+        0,
+        "the stuck process is still inside its step"
+    );
+    assert_eq!(count(&graceful_closes), 5);
+    assert_eq!(sched.shutdown(HANG_GUARD), report, "a second call agrees");
+
+    gate.release.send(()).unwrap();
+    assert!(sched.wait_for_abandoned(HANG_GUARD));
+    assert_eq!(count(&closes), 1, "closed once its step returned");
+    assert!(join(stuck).unwrap_err().is_cancelled());
+    assert_eq!(sched.live_processes(), 0);
+    assert_eq!(sched.handle().registered_processes(), 0);
+}
+
+/// `init` blocks until the test releases it.
+struct SlowInit {
+    entered: mpsc::Sender<()>,
+    release: mpsc::Receiver<()>,
+    closes: Counter,
+}
+
+impl Process for SlowInit {
+    fn init(&mut self, _: &ProcessContext<'_>, _: &str, _: Payload) -> Result<(), InitError> {
+        self.entered.send(()).unwrap();
+        self.release.recv_timeout(HANG_GUARD).unwrap();
+        Ok(())
+    }
+    fn step(&mut self, _: &mut Events, out: &mut StepOutput) -> Result<(), BoxError> {
+        out.idle();
+        Ok(())
+    }
+    fn close(&mut self) {
+        self.closes.fetch_add(1, SeqCst);
+    }
+}
+
+#[test]
+fn a_spawn_whose_init_outlives_shutdown_is_counted_abandoned_then_fails() {
+    let sched = Arc::new(Scheduler::builder().workers(2).build().unwrap());
+    let closes = support::counter();
+    let (entered_tx, entered_rx) = mpsc::channel();
+    let (release_tx, release_rx) = mpsc::channel();
+    let spawner = {
+        let (sched, closes) = (sched.clone(), closes.clone());
+        thread::spawn(move || {
+            let process = SlowInit {
+                entered: entered_tx,
+                release: release_rx,
+                closes,
+            };
+            sched
+                .spawn(process, "run", Payload::empty())
+                .map(|h| h.pid())
+        })
+    };
+    recv(&entered_rx);
+    let report = sched.shutdown(Duration::from_millis(50));
+    assert_eq!(
+        (report.graceful, report.forced, report.abandoned),
+        (0, 0, 1),
+        "the spawn inside init is counted: {report:?}"
+    );
+    release_tx.send(()).unwrap();
+    let spawned = spawner.join().unwrap();
+    assert!(
+        matches!(spawned, Err(SpawnError::ShuttingDown)),
+        "a spawn that outlived shutdown must fail: {spawned:?}"
+    );
+    assert_eq!(count(&closes), 1, "its close ran, on the spawning thread");
+    assert!(sched.wait_for_abandoned(HANG_GUARD));
+    assert_eq!(sched.live_processes(), 0);
+}
+
+/// Counts `init`s; parks Idle, finishes on Cancel.
+struct Counted {
+    inits: Counter,
+    closes: Counter,
+}
+
+impl Process for Counted {
+    fn init(&mut self, _: &ProcessContext<'_>, _: &str, _: Payload) -> Result<(), InitError> {
+        self.inits.fetch_add(1, SeqCst);
+        Ok(())
+    }
+    fn step(&mut self, events: &mut Events, out: &mut StepOutput) -> Result<(), BoxError> {
+        if events.drain().any(|e| matches!(e, Event::Cancel { .. })) {
+            out.done(Payload::empty());
+        } else {
+            out.idle();
+        }
+        Ok(())
+    }
+    fn close(&mut self) {
+        self.closes.fetch_add(1, SeqCst);
+    }
+}
+
+#[test]
+fn spawns_racing_with_shutdown_either_fail_or_are_counted() {
+    for round in 0..scaled(20) {
+        let sched = Arc::new(Scheduler::builder().workers(2).build().unwrap());
+        let (inits, closes) = (support::counter(), support::counter());
+        let start = Arc::new(Barrier::new(5));
+        let spawners: Vec<_> = (0..4)
+            .map(|_| {
+                let (sched, start) = (sched.clone(), start.clone());
+                let (inits, closes) = (inits.clone(), closes.clone());
+                thread::spawn(move || {
+                    start.wait();
+                    let mut accepted = Vec::new();
+                    loop {
+                        let process = Counted {
+                            inits: inits.clone(),
+                            closes: closes.clone(),
+                        };
+                        match sched.spawn(process, "run", Payload::empty()) {
+                            Ok(handle) => accepted.push(handle),
+                            Err(SpawnError::ShuttingDown) => return accepted,
+                            Err(other) => panic!("unexpected {other}"),
+                        }
+                    }
+                })
+            })
+            .collect();
+        start.wait();
+        let report = sched.shutdown(Duration::from_millis(round as u64 % 3));
+        let accepted: Vec<_> = spawners
+            .into_iter()
+            .flat_map(|s| s.join().unwrap())
+            .collect();
+        assert!(sched.wait_for_abandoned(HANG_GUARD));
+        // Every accepted spawn is counted; a spawn counted while still inside `init` may then
+        // fail; nothing is counted that never ran `init`.
+        assert!(
+            accepted.len() <= report.total() && report.total() <= count(&inits),
+            "round {round}: {} accepted, {} inits, {report:?}",
+            accepted.len(),
+            count(&inits)
+        );
+        assert_eq!(
+            count(&closes),
+            count(&inits),
+            "every initialised process closed once"
+        );
+        for result in join_all(accepted) {
+            if let Err(e) = result {
+                assert!(e.is_cancelled(), "{e:?}");
+            }
+        }
+        assert_eq!(sched.live_processes(), 0);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Dropping a scheduler where waiting would stall the thread
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn dropping_a_scheduler_inside_a_process_close_does_not_wait_for_its_own_worker() {
+    // The process owns its scheduler and drops it in `close`, on a worker of that scheduler.
+    // With a drop timeout of an hour, a drop that waited for its workers would trip the guard.
+    let slot: Arc<std::sync::Mutex<Option<Scheduler>>> = Arc::default();
+    let sched = Scheduler::builder()
+        .workers(1)
+        .drop_timeout(Duration::from_secs(3600))
+        .build()
+        .unwrap();
+    let (dropped_tx, dropped_rx) = mpsc::channel();
+    let owner = {
+        let slot = slot.clone();
+        FnProcess::new(&support::counter(), |events, out| {
+            match events.pop() {
+                Some(Event::Message(_)) => out.done(Payload::empty()),
+                _ => out.idle(),
+            }
+            Ok(())
+        })
+        .on_close(move || {
+            drop(slot.lock().unwrap().take());
+            let _ = dropped_tx.send(());
+        })
+    };
+    let handle = sched.spawn(owner, "run", Payload::empty()).unwrap();
+    let pid = handle.pid();
+    let sender = sched.handle().clone();
+    *slot.lock().unwrap() = Some(sched);
+    sender
+        .send(pid, procsched::Message::new("stop", Payload::empty()))
+        .unwrap();
+    recv(&dropped_rx);
+    assert!(join(handle).is_ok());
+}
+
+#[test]
+fn dropping_a_scheduler_inside_a_runtime_does_not_block_the_runtime_thread() {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let closes = support::counter();
+    let stubborn = cancellable(&closes, false);
+    runtime.block_on(async {
+        let sched = Scheduler::builder()
+            .workers(1)
+            .drop_timeout(Duration::from_secs(3600))
+            .build()
+            .unwrap();
+        let handle = sched.spawn(stubborn, "run", Payload::empty()).unwrap();
+        // A drop that waited for the stubborn process would hold this thread for an hour.
+        drop(sched);
+        assert!(!handle.is_finished());
+    });
+}
