@@ -2,11 +2,11 @@
 //!
 //! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test --lib --release loom_`
 
-use crate::scheduler::table::Table;
 use crate::loom::model::model;
 use crate::loom::{thread, Arc};
 use crate::process::mailbox::Admission;
 use crate::process::{Event, Events, Message, Pid};
+use crate::scheduler::table::Table;
 use crate::Payload;
 
 fn finish(table: &Table, pid: Pid) {
