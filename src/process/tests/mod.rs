@@ -2,3 +2,6 @@
 
 #[cfg(loom)]
 mod loom_process;
+
+#[cfg(not(loom))]
+mod mailbox_budget;
