@@ -19,8 +19,15 @@
 //! to the one its yield was dispatched in — and every push checks it in the same critical section
 //! that queues the event. So a late completion or a stale PID can never reach a later process in
 //! the same cell, and nothing is pushed into a process that is gone.
+//!
+//! `close` takes the queued events and the topic budgets out with it (the next incarnation starts
+//! with an empty, unallocated queue and map), and moves the state word to `Complete` (`state.rs`,
+//! protocol 6). Checked (`process/tests/loom_mailbox.rs`) by
+//! `loom_stale_completion_racing_with_the_cells_reuse` (a completion bound to the old generation
+//! racing close → release → open) and `loom_close_racing_an_event` (a delivery racing `close`);
+//! the process table's reuse of cells by its own models in `scheduler/loom_table.rs`.
 
-use super::state::StateWord;
+use super::state::{StateWord, TransitionOnEvent};
 use super::{Event, Events, Message, ProcessState, Topic};
 use crate::loom::atomic::AtomicU32;
 use crate::loom::{lock, Mutex};
@@ -144,13 +151,14 @@ impl ProcessCell {
         inner.phase = Phase::Open;
         inner.terminate = false;
         inner.queued_messages = 0;
-        // Under the lock: whoever sees `Open` and this generation sees a fresh state word.
-        self.state.reset();
+        // Under the lock: whoever sees `Open` and this generation sees a fresh state word
+        // (`state.rs`, protocol 1).
+        self.state.transition_to_ready();
         inner.generation
     }
 
     /// Delivers `event` to the process of `generation`, if it is open, waking it if it is
-    /// blocked or idle (`state.rs`, protocol step 1). Senders bind to the generation of the PID
+    /// blocked or idle (`state.rs`, protocol 2 step 2). Senders bind to the generation of the PID
     /// they name, completers to the one their yield was dispatched in.
     pub(crate) fn deliver(&self, generation: Generation, event: Event) -> Admission {
         self.push(Some(generation), event)
@@ -193,14 +201,14 @@ impl ProcessCell {
         Admission::Accepted
     }
 
-    /// Protocol step 1 of `state.rs`, under the lock: the waker to wake (after unlocking) if this
+    /// Protocol 2 step 2 of `state.rs`, under the lock: the waker to wake (after unlocking) if this
     /// event moved the process from `Blocked`/`Idle` to `Ready`. Only the producer that made that
     /// transition wakes, and the task cannot run again before it does, so waking after the lock
     /// is released loses nothing; it keeps the scheduling work (a queue push, perhaps an unpark)
     /// out of the critical section the worker's drain contends on. The clone is needed because
     /// the slot's waker may be dropped as soon as the lock is released (shutdown closes the cell).
     fn waker_if_waiting(&self, inner: &Inner) -> Option<Waker> {
-        if self.state.on_event() {
+        if self.state.transition_on_event() == TransitionOnEvent::Wake {
             inner.waker.clone()
         } else {
             None
@@ -225,7 +233,8 @@ impl ProcessCell {
     /// The state of the process of `generation`, or `None` if the cell no longer hosts it.
     pub(crate) fn state(&self, generation: Generation) -> Option<ProcessState> {
         let inner = lock(&self.mailbox.inner);
-        (inner.generation == generation && inner.phase != Phase::Free).then(|| self.state.load())
+        (inner.generation == generation && inner.phase != Phase::Free)
+            .then(|| self.state.load().process_state())
     }
 
     /// Jumps the generation (tests of what happens when a slot's generations run out).
@@ -246,7 +255,7 @@ impl ProcessCell {
     /// pooled, and a flood the finished process received (a million queued events, or topics)
     /// must not stay allocated in the cell for its next process.
     pub(crate) fn close(&self) {
-        self.state.complete();
+        self.state.transition_to_complete();
         let (events, topics, waker) = {
             let mut inner = lock(&self.mailbox.inner);
             debug_assert_eq!(inner.phase, Phase::Open);
