@@ -52,8 +52,8 @@ mod shared;
 mod task;
 mod worker;
 
-#[cfg(all(test, loom))]
-mod loom_park;
+#[cfg(test)]
+mod tests;
 
 pub use metrics::{ExecutorMetrics, WorkerMetrics};
 pub(crate) use task::panic_message;

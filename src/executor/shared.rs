@@ -16,7 +16,7 @@
 //! `shutdown`, fences, and later drains every shared queue. Either the pusher sees the flag (and
 //! drains the queue itself), or shutdown's drain sees the push: a `Notified` can never be stranded
 //! in a queue after shutdown, where it would keep its task (and, through the task, this `Shared`)
-//! alive forever.
+//! alive forever. Checked by `loom_shutdown_racing_with_a_spawn` (`executor/tests/loom_park.rs`).
 
 use super::idle::Idle;
 use super::metrics::MetricsBatch;

@@ -1,7 +1,7 @@
 //! The process future: drains the mailbox, steps the process, dispatches its yields.
 //!
 //! # One poll
-//! 1. State → `Running`.
+//! 1. State → `Running` (`state.rs`, protocol 2 step 1).
 //! 2. Move a bounded batch of events from the mailbox into the step's `Events` (after any inline
 //!    completions of the previous step); the poll's first drain also registers the task's waker.
 //! 3. Call `step` (panics caught). `Err` → the process fails; `Done` → it finishes (yields of that
@@ -10,19 +10,20 @@
 //!    completions feed the next step of this same poll); async and blocking ones complete later
 //!    through the mailbox.
 //! 5. `Continue` → state `Ready`, wake ourselves (the executor queues us behind other ready work),
-//!    return `Pending`. `Wait`/`Idle` → if inline completions are pending, or the mailbox held
-//!    more than one batch, step again (step 2);
-//!    otherwise try to park (`state.rs`): parked → `Pending`; an event landed → step again. Every
-//!    extra step spends one unit of the step budget; when it is spent, re-queue as for `Continue`.
+//!    return `Pending` (`state.rs`, protocol 4). `Wait`/`Idle` → if inline completions are
+//!    pending, or the mailbox held more than one batch, step again (step 2, draining only if the
+//!    `NOTIFIED` flag says something arrived: protocol 2 step 3); otherwise try to park (protocol 2
+//!    step 4): parked → `Pending`; an event landed → step again. Every extra step spends one unit
+//!    of the step budget; when it is spent, re-queue as for `Continue`.
 //!
 //! # Finish (done, failed, panicked, terminated, or dropped by a shutdown)
-//! State → `Complete`; the cell closes (later sends see `Closed`, then `NotFound`); outstanding
+//! State → `Complete` (`state.rs`, protocol 6); the cell closes (later sends see `Closed`, then `NotFound`); outstanding
 //! handler tasks are aborted; `close` runs exactly once (panics caught); the host forgets the PID
 //! and may reuse the cell for another process, so the future never touches it again.
 
 use super::mailbox::{Drained, ProcessCell};
 use super::output::{Status, Yield};
-use super::state::{Park, ProcessState};
+use super::state::{ParkAs, TakeNotified, TransitionToParked};
 use super::{panic_message, Events, Pid, Process, ProcessError, StepOutput};
 use crate::loom::Arc;
 use crate::Payload;
@@ -99,7 +100,7 @@ impl<P: Process, H: Host> ProcessFuture<P, H> {
     }
 
     fn poll_steps(&mut self, cx: &mut Context<'_>) -> Poll<Result<Payload, ProcessError>> {
-        self.cell.state.start_poll();
+        self.cell.state.transition_to_running();
         let max_batch = self.host.max_batch();
         let mut budget = self.host.step_budget().max(1);
         // The first step of a poll drains the mailbox. Later steps of the same poll drain it only
@@ -113,7 +114,8 @@ impl<P: Process, H: Host> ProcessFuture<P, H> {
                 // Shutdown's grace period is over: stop stepping; the executor drops us next.
                 return Poll::Pending;
             }
-            let drained = if must_drain || self.cell.state.take_notified() {
+            let drained = if must_drain || self.cell.state.take_notified() == TakeNotified::Notified
+            {
                 self.cell
                     .mailbox
                     .drain_into(&mut self.events, max_batch, register.take())
@@ -155,8 +157,8 @@ impl<P: Process, H: Host> ProcessFuture<P, H> {
                     return Poll::Ready(self.finish(Ok(result)));
                 }
                 Status::Continue => None,
-                Status::Wait => Some(ProcessState::Blocked),
-                Status::Idle => Some(ProcessState::Idle),
+                Status::Wait => Some(ParkAs::Blocked),
+                Status::Idle => Some(ParkAs::Idle),
             };
             self.dispatch_yields();
             budget -= 1;
@@ -165,9 +167,10 @@ impl<P: Process, H: Host> ProcessFuture<P, H> {
                 // Inline completions, or a backlog past one batch: no event will come to wake us
                 // for those, so parking now would strand them.
                 Some(_) if !self.events.is_empty() || drained == Drained::More => true,
-                Some(state) => {
+                Some(park_as) => {
                     // A failed park cleared `NOTIFIED`: the next step must drain regardless.
-                    must_drain = self.cell.state.try_park(state) == Park::Notified;
+                    must_drain = self.cell.state.transition_to_parked(park_as)
+                        == TransitionToParked::Notified;
                     must_drain
                 }
             };
@@ -185,7 +188,7 @@ impl<P: Process, H: Host> ProcessFuture<P, H> {
 
     /// Back into the run queue, behind other ready work.
     fn requeue(&mut self, cx: &mut Context<'_>) -> Poll<Result<Payload, ProcessError>> {
-        self.cell.state.requeue();
+        self.cell.state.transition_to_requeued();
         cx.waker().wake_by_ref();
         Poll::Pending
     }

@@ -19,8 +19,15 @@
 //! to the one its yield was dispatched in — and every push checks it in the same critical section
 //! that queues the event. So a late completion or a stale PID can never reach a later process in
 //! the same cell, and nothing is pushed into a process that is gone.
+//!
+//! `close` takes the queued events and the topic budgets out with it (the next incarnation starts
+//! with an empty, unallocated queue and map), and moves the state word to `Complete` (`state.rs`,
+//! protocol 6). Checked (`process/tests/loom_mailbox.rs`) by
+//! `loom_stale_completion_racing_with_the_cells_reuse` (a completion bound to the old generation
+//! racing close → release → open) and `loom_close_racing_an_event` (a delivery racing `close`);
+//! the process table's reuse of cells by its own models in `scheduler/tests/loom_table.rs`.
 
-use super::state::StateWord;
+use super::state::{StateWord, TransitionOnEvent};
 use super::{Event, Events, Message, ProcessState, Topic};
 use crate::loom::atomic::AtomicU32;
 use crate::loom::{lock, Mutex};
@@ -78,7 +85,10 @@ struct Inner {
     terminate: bool,
     /// Most queued messages; `usize::MAX` when unbounded.
     capacity: usize,
-    /// Usage of the topics that carry a budget.
+    /// Usage of the topics that carry a budget. An entry exists only while its topic has
+    /// messages queued or its overflow marker waits: `release` removes it when the last one
+    /// leaves, and `close` drops the whole map, so a topic used once costs nothing afterwards
+    /// (one message on each of a million topics must not leave a million entries behind).
     topics: HashMap<Topic, TopicUsage>,
     /// The current (or, when `Free`, the last) incarnation; 0 before the first.
     generation: Generation,
@@ -134,19 +144,21 @@ impl ProcessCell {
     pub(crate) fn open(&self) -> Generation {
         let mut inner = lock(&self.mailbox.inner);
         debug_assert_eq!(inner.phase, Phase::Free);
+        // `close` left the queue and the budget map empty and unallocated.
         debug_assert!(inner.events.is_empty() && inner.waker.is_none());
+        debug_assert!(inner.topics.is_empty() && inner.topics.capacity() == 0);
         inner.generation += 1;
         inner.phase = Phase::Open;
         inner.terminate = false;
         inner.queued_messages = 0;
-        inner.topics.clear();
-        // Under the lock: whoever sees `Open` and this generation sees a fresh state word.
-        self.state.reset();
+        // Under the lock: whoever sees `Open` and this generation sees a fresh state word
+        // (`state.rs`, protocol 1).
+        self.state.transition_to_ready();
         inner.generation
     }
 
     /// Delivers `event` to the process of `generation`, if it is open, waking it if it is
-    /// blocked or idle (`state.rs`, protocol step 1). Senders bind to the generation of the PID
+    /// blocked or idle (`state.rs`, protocol 2 step 2). Senders bind to the generation of the PID
     /// they name, completers to the one their yield was dispatched in.
     pub(crate) fn deliver(&self, generation: Generation, event: Event) -> Admission {
         self.push(Some(generation), event)
@@ -189,14 +201,14 @@ impl ProcessCell {
         Admission::Accepted
     }
 
-    /// Protocol step 1 of `state.rs`, under the lock: the waker to wake (after unlocking) if this
+    /// Protocol 2 step 2 of `state.rs`, under the lock: the waker to wake (after unlocking) if this
     /// event moved the process from `Blocked`/`Idle` to `Ready`. Only the producer that made that
     /// transition wakes, and the task cannot run again before it does, so waking after the lock
     /// is released loses nothing; it keeps the scheduling work (a queue push, perhaps an unpark)
     /// out of the critical section the worker's drain contends on. The clone is needed because
     /// the slot's waker may be dropped as soon as the lock is released (shutdown closes the cell).
     fn waker_if_waiting(&self, inner: &Inner) -> Option<Waker> {
-        if self.state.on_event() {
+        if self.state.transition_on_event() == TransitionOnEvent::Wake {
             inner.waker.clone()
         } else {
             None
@@ -221,7 +233,8 @@ impl ProcessCell {
     /// The state of the process of `generation`, or `None` if the cell no longer hosts it.
     pub(crate) fn state(&self, generation: Generation) -> Option<ProcessState> {
         let inner = lock(&self.mailbox.inner);
-        (inner.generation == generation && inner.phase != Phase::Free).then(|| self.state.load())
+        (inner.generation == generation && inner.phase != Phase::Free)
+            .then(|| self.state.load().process_state())
     }
 
     /// Jumps the generation (tests of what happens when a slot's generations run out).
@@ -236,19 +249,30 @@ impl ProcessCell {
     }
 
     /// The process finishes: state `Complete`, `Open` → `Closing`. Later pushes are refused
-    /// (`Closed`); queued events and the waker are dropped.
+    /// (`Closed`); queued events, the topic budgets and the waker are dropped.
+    ///
+    /// The queue and the map are replaced by unallocated ones rather than cleared: the cell is
+    /// pooled, and a flood the finished process received (a million queued events, or topics)
+    /// must not stay allocated in the cell for its next process.
     pub(crate) fn close(&self) {
-        self.state.complete();
-        let (events, waker) = {
+        self.state.transition_to_complete();
+        let (events, topics, waker) = {
             let mut inner = lock(&self.mailbox.inner);
             debug_assert_eq!(inner.phase, Phase::Open);
             inner.phase = Phase::Closing;
-            (std::mem::take(&mut inner.events), inner.waker.take())
+            inner.queued_messages = 0;
+            (
+                std::mem::take(&mut inner.events),
+                std::mem::take(&mut inner.topics),
+                inner.waker.take(),
+            )
         };
-        // Outside the lock: payload destructors are user code.
+        // Outside the lock: payload destructors are user code, and freeing a large map or queue
+        // is not work a concurrent (refused) producer should wait behind.
         for event in events {
             drop_caught(event);
         }
+        drop(topics);
         drop(waker);
     }
 
@@ -304,9 +328,23 @@ impl Mailbox {
     pub(crate) fn has_events(&self) -> bool {
         !lock(&self.inner).events.is_empty()
     }
+
+    /// The topic-budget map's `(len, capacity)`: what the budgets keep allocated.
+    #[cfg(all(test, not(loom)))]
+    pub(crate) fn topic_entries(&self) -> (usize, usize) {
+        let inner = lock(&self.inner);
+        (inner.topics.len(), inner.topics.capacity())
+    }
+
+    /// The event queue's capacity: what a past flood keeps allocated.
+    #[cfg(all(test, not(loom)))]
+    pub(crate) fn event_capacity(&self) -> usize {
+        lock(&self.inner).events.capacity()
+    }
 }
 
-/// Per-topic usage of a budgeted topic.
+/// Per-topic usage of a budgeted topic. Invariant: `items > 0 || overflowed` (an entry with
+/// neither is removed at once, see [`Inner::release_budget`]).
 #[derive(Debug, Default)]
 struct TopicUsage {
     items: usize,
@@ -360,10 +398,7 @@ impl Inner {
             Event::Message(message) => {
                 self.queued_messages -= 1;
                 if let Some((_, size)) = message.budget {
-                    if let Some(usage) = self.topics.get_mut(&message.topic) {
-                        usage.items = usage.items.saturating_sub(1);
-                        usage.bytes = usage.bytes.saturating_sub(size);
-                    }
+                    self.release_budget(&message.topic, size);
                 }
             }
             Event::MailboxOverflow { topic } => {
@@ -371,6 +406,24 @@ impl Inner {
                 self.topics.remove(topic);
             }
             _ => {}
+        }
+    }
+
+    /// A budgeted message of `topic` left the mailbox: give back its usage, and drop the entry
+    /// once the topic has nothing queued — unless it overflowed, in which case the entry (and
+    /// its `overflowed` flag, which keeps dropping the topic's traffic) stays until the marker
+    /// leaves too.
+    fn release_budget(&mut self, topic: &Topic, size: usize) {
+        let Some(usage) = self.topics.get_mut(topic) else {
+            debug_assert!(false, "a queued budgeted message has an entry");
+            return;
+        };
+        usage.items = usage.items.saturating_sub(1);
+        usage.bytes = usage.bytes.saturating_sub(size);
+        if usage.items == 0 && !usage.overflowed {
+            // A second lookup, only on the budgeted path and once per topic's last message:
+            // std's map has no way to remove through the `get_mut` reference.
+            self.topics.remove(topic);
         }
     }
 }
@@ -457,69 +510,6 @@ mod tests {
         assert!(cell.is_occupied());
     }
 
-    fn budgeted(topic: &'static str, n: u32) -> Event {
-        let budget = crate::TopicBudget {
-            max_items: 3,
-            max_bytes: 1_000,
-        };
-        Event::Message(crate::Message::new(topic, Payload::new(n)).with_budget(budget, 100))
-    }
-
-    fn kinds(cell: &ProcessCell) -> Vec<String> {
-        let mut events = Events::default();
-        let _ = cell.mailbox.drain_into(&mut events, usize::MAX, None);
-        events
-            .drain()
-            .map(|e| match e {
-                Event::Message(m) => {
-                    format!("{}:{}", m.topic, m.payload.downcast::<u32>().unwrap())
-                }
-                Event::MailboxOverflow { topic } => format!("overflow:{topic}"),
-                Event::YieldComplete { tag, .. } => format!("done:{tag}"),
-                other => format!("{other:?}"),
-            })
-            .collect()
-    }
-
-    #[test]
-    fn a_topic_over_budget_gets_one_marker_then_drops_until_drained() {
-        let (cell, generation) = ProcessCell::new_open();
-        let outcomes: Vec<Admission> = (0..6)
-            .map(|n| cell.deliver(generation, budgeted("a", n)))
-            .collect();
-        use Admission::*;
-        assert_eq!(
-            outcomes,
-            [Accepted, Accepted, Accepted, Dropped, Dropped, Dropped]
-        );
-        // Other topics and completions are unaffected.
-        assert_eq!(cell.deliver(generation, budgeted("b", 0)), Accepted);
-        assert_eq!(cell.deliver(generation, completion(9)), Accepted);
-        assert_eq!(
-            kinds(&cell),
-            ["a:0", "a:1", "a:2", "overflow:a", "b:0", "done:9"],
-            "exactly one marker, in order"
-        );
-        // The process received the marker: the topic starts afresh.
-        assert_eq!(cell.deliver(generation, budgeted("a", 7)), Accepted);
-        assert_eq!(kinds(&cell), ["a:7"]);
-    }
-
-    #[test]
-    fn byte_budgets_count_declared_sizes() {
-        let (cell, generation) = ProcessCell::new_open();
-        let budget = crate::TopicBudget {
-            max_items: 100,
-            max_bytes: 250,
-        };
-        let msg = |size| {
-            Event::Message(crate::Message::new("t", Payload::new(0u32)).with_budget(budget, size))
-        };
-        assert_eq!(cell.deliver(generation, msg(200)), Admission::Accepted);
-        assert_eq!(cell.deliver(generation, msg(100)), Admission::Dropped);
-        assert_eq!(kinds(&cell), ["t:0", "overflow:t"]);
-    }
-
     #[test]
     fn capacity_drops_messages_but_never_completions() {
         let cell = ProcessCell::new(2);
@@ -534,7 +524,9 @@ mod tests {
                 Admission::Accepted
             );
         }
-        assert_eq!(kinds(&cell).len(), 7);
+        let mut events = Events::default();
+        let _ = cell.mailbox.drain_into(&mut events, usize::MAX, None);
+        assert_eq!(events.len(), 7);
         assert_eq!(
             cell.deliver(generation, msg(3)),
             Admission::Accepted,

@@ -1,33 +1,126 @@
-//! The observable state of a process, in one atomic word.
+//! The process state word: every value, every transition, every protocol.
 //!
-//! | value | state | meaning |
-//! |---|---|---|
-//! | 0 | `Ready` | queued on the executor (a wake is pending) |
-//! | 1 | `Running` | a worker is inside its poll (stepping it) |
-//! | 2 | `Blocked` | waiting for yield completions |
-//! | 3 | `Idle` | waiting for messages |
-//! | 4 | `Complete` | finished (or no process yet); left only when the cell hosts its next process (`reset`) |
+//! One `AtomicU8` per process cell holds the observable [`ProcessState`] (low three bits) and the
+//! process-level wakeup flag `NOTIFIED` (bit 3). Every change goes through one of the named
+//! `transition_*` functions below (and [`StateWord::take_notified`]), each one pass of the single
+//! compare-and-swap loop [`StateWord::fetch_update_action`]; reads go through [`Snapshot`]. The
+//! mailbox lock orders the events themselves: this word only decides who steps or wakes the
+//! process next.
 //!
-//! Bit 3, `NOTIFIED`, is the process-level wakeup flag: set when an event is delivered while the
-//! process is `Running`.
+//! | bits | name | meaning | invariant |
+//! |---|---|---|---|
+//! | `000` | `Ready` | a poll is due: queued on the executor, or about to be | left by that poll (to `Running`) or by `close`; producers never write it |
+//! | `001` | `Running` | a worker is inside the poll, stepping the process | one poller; only the holder of the future leaves `Running` (park, requeue, close) |
+//! | `010` | `Blocked` | parked, waiting for yield completions | left by the first event (to `Ready`, and that producer wakes) or by `close` |
+//! | `011` | `Idle` | parked, waiting for messages | as `Blocked`: the two differ only for observers |
+//! | `100` | `Complete` | finished, or no process in the cell yet | left only by [`transition_to_ready`](StateWord::transition_to_ready), when the cell hosts its next process |
+//! | bit 3 | `NOTIFIED` | an event (or a terminate request or `Cancel`) arrived while `Running` | set only while `Running`; cleared by the poller, or dropped by a transition out of `Running` |
 //!
-//! # Protocol: an event that lands while the process runs is never lost
-//! 1. A producer pushes the event into the mailbox, then calls [`StateWord::on_event`]:
-//!    `Blocked`/`Idle` → `Ready` and the producer wakes the task; `Running` → set `NOTIFIED`
-//!    (no wake: the worker is still there); `Ready` → nothing (a poll is coming).
-//! 2. After a step, the worker calls [`StateWord::try_park`] to go `Running` → `Blocked`/`Idle`.
-//!    The CAS fails if `NOTIFIED` is set: the worker clears it and steps again (within its step
-//!    budget; past the budget it re-queues the process behind other work).
+//! **Initial state:** `Complete`. A new cell hosts no process, so it must read like a finished
+//! one: observers see no live process and producers never wake anything through it (its mailbox
+//! refuses them anyway). Spawning moves it to `Ready` (protocol 1), the same state a woken process
+//! is in, so the first poll takes the same path as every later one.
 //!
-//! Both steps are read-modify-writes on this one word, so either the producer's RMW comes first
-//! (the worker's CAS fails and it steps again, seeing the event, which was pushed before) or the
-//! worker's does (the producer sees `Blocked`/`Idle` and wakes it). Exactly one more step sees the
-//! event either way.
+//! Orderings: every write is an `AcqRel` CAS, every read `Acquire`. Correctness rests on the
+//! single modification order of this one word — every transition is a read-modify-write, so each
+//! sees the latest value and no two can both act on the same old one — and on the mailbox lock,
+//! which publishes the events. `Acquire`/`Release` make each transition also carry what its writer
+//! did before (e.g. a producer's push), so no argument below needs more than the RMW order. No
+//! protocol pairs this word with another location in a store-then-load (Dekker) pattern, so no
+//! `SeqCst` is needed.
+//!
+//! # 1. Spawn (reset)
+//! 1. The scheduler takes a `Free` cell off its free list and calls `ProcessCell::open`, which,
+//!    under the mailbox lock, bumps the generation, marks the mailbox `Open` and calls
+//!    [`StateWord::transition_to_ready`]: `Complete` → `Ready`.
+//! 2. `init` runs; events sent meanwhile are queued and find `Ready`: nothing to do.
+//! 3. The process future is spawned: its first poll is queued.
+//!
+//! Nothing is lost: until step 1 the mailbox refuses every producer, so no producer reads the
+//! word before it is `Ready`; from then until the first poll every producer sees `Ready`, and the
+//! first poll drains all they queued. Checked by `loom_terminate_racing_with_the_first_poll` and
+//! `loom_stale_completion_racing_with_the_cells_reuse`.
+//!
+//! # 2. Wake while running, and park
+//! 1. A worker polls: [`StateWord::transition_to_running`] (`Ready` → `Running`, dropping nothing:
+//!    `NOTIFIED` is never set in `Ready`). It drains the mailbox and steps.
+//! 2. A producer pushes an event under the mailbox lock and, still under it, calls
+//!    [`StateWord::transition_on_event`]: `Running` → set `NOTIFIED` (no wake: the worker is still
+//!    there); `Blocked`/`Idle` → `Ready`, and this producer alone wakes the task (after unlocking);
+//!    `Ready`, `Complete`, or already flagged → nothing.
+//! 3. Before a step that would otherwise skip the mailbox (one fed only by inline completions),
+//!    the worker calls [`StateWord::take_notified`]: if `NOTIFIED` was set, it clears it and
+//!    drains.
+//! 4. When the process waits, the worker calls [`StateWord::transition_to_parked`]: `Running` →
+//!    `Blocked`/`Idle` if `NOTIFIED` is clear (poll returns `Pending`); otherwise it clears the flag,
+//!    stays `Running`, and steps again after draining (within its step budget, else protocol 4).
+//!
+//! No wake is lost: steps 2, 3 and 4 are RMWs on one word, so a producer's step 2 is ordered
+//! either before the worker's step 3/4 (which then finds `NOTIFIED`, and the drain that follows
+//! sees the event, pushed before the flag under the same lock) or after its successful park (then
+//! step 2 finds `Blocked`/`Idle` and wakes). There is no third order. Never two pollers: only the
+//! producer whose RMW moved the word out of `Blocked`/`Idle` wakes, and the worker leaves
+//! `Running` only by parking or protocols 4 and 6. Checked by
+//! `loom_event_racing_inline_steps_and_a_park` (state word alone, 2 preemptions),
+//! `loom_idle_process_sent_a_message_while_stepping_or_parking`,
+//! `loom_completion_while_running_causes_one_more_step` and
+//! `loom_completion_during_inline_steps_is_not_skipped` (on the executor).
+//!
+//! # 3. Terminate
+//! 1. `request_terminate` sets the mailbox's `terminate` flag under the mailbox lock, then calls
+//!    [`StateWord::transition_on_event`] like any event (protocol 2, step 2).
+//! 2. Each drain reads the flag in the same critical section as the events; seeing it, the
+//!    worker finishes the process (protocol 6) instead of stepping.
+//!
+//! No request is lost, by protocol 2's argument: it is an event that every drain sees. Checked by
+//! `loom_terminate_request_racing_a_park` (state word alone), and
+//! `loom_terminate_racing_with_a_running_step` and `loom_terminate_racing_with_the_first_poll`.
+//!
+//! # 4. Requeue
+//! 1. A step returns `Continue`, or the poll spent its step budget: the worker calls
+//!    [`StateWord::transition_to_requeued`] (`Running` → `Ready`, dropping any `NOTIFIED`), then
+//!    wakes its own task (the executor queues it behind other ready work) and returns `Pending`.
+//!
+//! Nothing is lost: a flag dropped here stood for events that are in the mailbox, and the next
+//! poll drains it before its first step. A producer that lands after the transition finds
+//! `Ready` and does nothing, and must not wake: the worker's own wake already queues the one poll
+//! due. Checked by `loom_requeue_racing_an_event`.
+//!
+//! # 5. Shutdown's cancel
+//! 1. The scheduler's shutdown delivers `Event::Cancel` to every cell (`deliver_current`): an
+//!    event like any other (protocol 2, step 2), so a waiting process is woken to see it.
+//! 2. When the grace period is over, the host's `should_stop` turns true: a worker about to step
+//!    returns `Pending` instead, leaving the word `Running` (no producer wakes a `Running`
+//!    process, and no poll follows), and the executor drops the future: protocol 6.
+//!
+//! Checked by `loom_shutdown_racing_with_a_completion` and (in the scheduler layer's models)
+//! `loom_scheduler_shutdown_racing_with_a_spawn`.
+//!
+//! # 6. Complete and close
+//! 1. The process finishes (done, failed, panicked, terminated), or its future is dropped
+//!    unfinished (shutdown), or `init` failed before it ever ran: `ProcessCell::close` calls
+//!    [`StateWord::transition_to_complete`] from whatever state the word is in (`Running`, or
+//!    `Ready`/`Blocked`/`Idle` when nobody polls), then marks the mailbox `Closing` under its lock.
+//! 2. From then on producers find `Complete` (or a refusing mailbox) and never wake; one that
+//!    moved the word to `Ready` just before step 1 wakes a task that is finished or being dropped,
+//!    which the executor ignores.
+//! 3. `release` frees the cell; only protocol 1 leaves `Complete`.
+//!
+//! Checked by `loom_close_racing_an_event`.
 
 use crate::loom::atomic::{AtomicU8, Ordering::*};
+use std::fmt;
 
 const STATE_MASK: u8 = 0b0111;
+const READY: u8 = 0b000;
+const RUNNING: u8 = 0b001;
+const BLOCKED: u8 = 0b010;
+const IDLE: u8 = 0b011;
+const COMPLETE: u8 = 0b100;
 const NOTIFIED: u8 = 0b1000;
+
+/// A new cell hosts no process: `Complete` (see the module docs).
+const INITIAL_STATE: u8 = COMPLETE;
 
 /// The observable state of a process ([`Scheduler::state`](crate::Scheduler::state)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -45,114 +138,231 @@ pub enum ProcessState {
     Complete,
 }
 
-impl ProcessState {
-    fn from_bits(bits: u8) -> ProcessState {
-        match bits & STATE_MASK {
-            0 => ProcessState::Ready,
-            1 => ProcessState::Running,
-            2 => ProcessState::Blocked,
-            3 => ProcessState::Idle,
-            _ => ProcessState::Complete,
-        }
-    }
-
-    fn bits(self) -> u8 {
-        match self {
-            ProcessState::Ready => 0,
-            ProcessState::Running => 1,
-            ProcessState::Blocked => 2,
-            ProcessState::Idle => 3,
-            ProcessState::Complete => 4,
-        }
-    }
-}
-
 /// The atomic state word (see the module docs).
-#[derive(Debug)]
 pub(crate) struct StateWord(AtomicU8);
 
-/// What [`StateWord::try_park`] found.
+/// A copy of the state word, read through named predicates.
+#[derive(Copy, Clone, PartialEq, Eq)]
+pub(crate) struct Snapshot(u8);
+
+/// What [`StateWord::transition_on_event`] did.
 #[must_use]
 #[derive(Debug, PartialEq, Eq)]
-pub(crate) enum Park {
+pub(crate) enum TransitionOnEvent {
+    /// The process was parked and is `Ready` now: the caller must wake its task.
+    Wake,
+    /// The process is `Running`: `NOTIFIED` is set, so the worker drains before it parks.
+    Notified,
+    /// Nothing: a poll is due (`Ready`), the flag was already set, or the process is `Complete`.
+    DoNothing,
+}
+
+/// What [`StateWord::transition_to_parked`] found.
+#[must_use]
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum TransitionToParked {
     /// Parked: the next event wakes the process.
     Parked,
-    /// An event arrived during the step: step again.
+    /// An event arrived during the step: the flag is cleared, the process still `Running`; drain
+    /// and step again.
     Notified,
 }
 
+/// What [`StateWord::take_notified`] found.
+#[must_use]
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum TakeNotified {
+    /// An event arrived since the last check (the flag is now cleared): drain.
+    Notified,
+    /// Nothing arrived: the mailbox may be skipped.
+    NotNotified,
+}
+
+/// Where the process parks ([`StateWord::transition_to_parked`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ParkAs {
+    /// `Blocked`: waiting for yield completions.
+    Blocked,
+    /// `Idle`: waiting for messages.
+    Idle,
+}
+
 impl StateWord {
-    /// A new cell's word: `Complete` until a process is spawned into it ([`reset`](Self::reset)).
+    /// A new cell's word: `Complete` until a process is spawned into it.
     pub(crate) fn new() -> StateWord {
-        StateWord(AtomicU8::new(ProcessState::Complete.bits()))
+        StateWord(AtomicU8::new(INITIAL_STATE))
     }
 
-    /// A process is spawned into the cell: `Ready`, its first poll is queued right after. Called
-    /// under the mailbox lock while the cell is not yet open, so no producer touches the word.
-    pub(crate) fn reset(&self) {
-        self.0.store(ProcessState::Ready.bits(), Release);
+    /// A copy of the word.
+    pub(crate) fn load(&self) -> Snapshot {
+        Snapshot(self.0.load(Acquire))
     }
 
-    pub(crate) fn load(&self) -> ProcessState {
-        ProcessState::from_bits(self.0.load(Acquire))
+    /// Protocol 1, step 1: the cell hosts a new process, `Complete` → `Ready`. Called in the
+    /// critical section that opens the mailbox: producers touch the word only under that lock
+    /// after seeing `Open`, and no process future of this incarnation exists yet (the previous
+    /// one released the cell only after its last access), so nobody else reads or writes the
+    /// word meanwhile. A plain store would do; the CAS costs nothing that matters on spawn and
+    /// checks that the word was `Complete`.
+    pub(crate) fn transition_to_ready(&self) {
+        self.fetch_update_from(Snapshot(COMPLETE), |curr| {
+            debug_assert!(curr.is_complete(), "reset of a live process: {curr:?}");
+            ((), Some(Snapshot(READY)))
+        });
     }
 
-    /// A worker starts a poll. Clears a stale `NOTIFIED`: this poll drains the mailbox anyway.
-    pub(crate) fn start_poll(&self) {
-        self.0.store(ProcessState::Running.bits(), SeqCst);
+    /// Protocol 2, step 1: a worker starts a poll, `Ready` → `Running`. In `Ready` no producer
+    /// writes the word (they do nothing there), so the CAS, starting from the expected `Ready`
+    /// without a load, succeeds at its first try.
+    pub(crate) fn transition_to_running(&self) {
+        self.fetch_update_from(Snapshot(READY), |curr| {
+            debug_assert!(curr.is_ready(), "a poll that was not due: {curr:?}");
+            ((), Some(Snapshot(RUNNING)))
+        });
     }
 
-    /// Protocol step 1. Returns `true` if the caller must wake the task.
-    pub(crate) fn on_event(&self) -> bool {
-        let mut current = self.0.load(Acquire);
+    /// Protocol 2, step 2 (the producer, under the mailbox lock, after queueing its event).
+    /// Hot path: one load, and at most one CAS — none when a poll is already due or flagged.
+    pub(crate) fn transition_on_event(&self) -> TransitionOnEvent {
+        self.fetch_update_action(|curr| {
+            if curr.is_parked() {
+                (TransitionOnEvent::Wake, Some(Snapshot(READY)))
+            } else if curr.is_running() && !curr.is_notified() {
+                (
+                    TransitionOnEvent::Notified,
+                    Some(Snapshot(curr.0 | NOTIFIED)),
+                )
+            } else {
+                (TransitionOnEvent::DoNothing, None)
+            }
+        })
+    }
+
+    /// Protocol 2, step 3: consumes `NOTIFIED`. Hot path: one load when nothing arrived.
+    pub(crate) fn take_notified(&self) -> TakeNotified {
+        self.fetch_update_action(|curr| {
+            debug_assert!(
+                curr.is_running(),
+                "only the poller takes the flag: {curr:?}"
+            );
+            if curr.is_notified() {
+                (TakeNotified::Notified, Some(Snapshot(curr.0 & !NOTIFIED)))
+            } else {
+                (TakeNotified::NotNotified, None)
+            }
+        })
+    }
+
+    /// Protocol 2, step 4: `Running` → `Blocked`/`Idle`, unless an event arrived. Hot path: the
+    /// CAS starts from the expected plain `Running` without a load, so parking costs one CAS, and
+    /// a notified park two (the failed one, then the one clearing the flag).
+    pub(crate) fn transition_to_parked(&self, park_as: ParkAs) -> TransitionToParked {
+        self.fetch_update_from(Snapshot(RUNNING), |curr| {
+            debug_assert!(curr.is_running(), "only the poller parks: {curr:?}");
+            if curr.is_notified() {
+                // The caller drains next. An event landing after this CAS sets the flag again and
+                // fails the next park: at worst one drain too many, never one too few.
+                (
+                    TransitionToParked::Notified,
+                    Some(Snapshot(curr.0 & !NOTIFIED)),
+                )
+            } else {
+                let parked = match park_as {
+                    ParkAs::Blocked => BLOCKED,
+                    ParkAs::Idle => IDLE,
+                };
+                (TransitionToParked::Parked, Some(Snapshot(parked)))
+            }
+        })
+    }
+
+    /// Protocol 4: `Running` (flagged or not) → `Ready`; the caller then wakes its own task.
+    pub(crate) fn transition_to_requeued(&self) {
+        self.fetch_update_from(Snapshot(RUNNING), |curr| {
+            debug_assert!(curr.is_running(), "only the poller requeues: {curr:?}");
+            ((), Some(Snapshot(READY)))
+        });
+    }
+
+    /// Protocol 6, step 1: any live state → `Complete` (dropping `NOTIFIED`).
+    pub(crate) fn transition_to_complete(&self) {
+        self.fetch_update_action(|curr| {
+            debug_assert!(!curr.is_complete(), "completed twice");
+            ((), Some(Snapshot(COMPLETE)))
+        });
+    }
+
+    /// The single CAS loop every transition goes through, starting from a fresh load.
+    fn fetch_update_action<T>(&self, f: impl FnMut(Snapshot) -> (T, Option<Snapshot>)) -> T {
+        self.fetch_update_from(self.load(), f)
+    }
+
+    /// The CAS loop, starting from `expected` instead of a load: for the poller's transitions,
+    /// whose starting value is known (a wrong guess costs one failed CAS, which returns the
+    /// actual value). `f` maps the current value to its outcome and the value to write (`None`:
+    /// write nothing). `AcqRel` on success, `Acquire` on failure (module docs).
+    fn fetch_update_from<T>(
+        &self,
+        expected: Snapshot,
+        mut f: impl FnMut(Snapshot) -> (T, Option<Snapshot>),
+    ) -> T {
+        let mut curr = expected;
         loop {
-            let next = match ProcessState::from_bits(current) {
-                ProcessState::Blocked | ProcessState::Idle => ProcessState::Ready.bits(),
-                ProcessState::Running if current & NOTIFIED == 0 => current | NOTIFIED,
-                _ => return false,
-            };
-            match self.0.compare_exchange_weak(current, next, AcqRel, Acquire) {
-                Ok(_) => return next == ProcessState::Ready.bits(),
-                Err(actual) => current = actual,
+            let (action, next) = f(curr);
+            let Some(next) = next else { return action };
+            match self
+                .0
+                .compare_exchange_weak(curr.0, next.0, AcqRel, Acquire)
+            {
+                Ok(_) => return action,
+                Err(actual) => curr = Snapshot(actual),
             }
         }
     }
+}
 
-    /// Protocol step 2: `Running` → `to` (`Blocked` or `Idle`), unless an event arrived.
-    pub(crate) fn try_park(&self, to: ProcessState) -> Park {
-        debug_assert!(matches!(to, ProcessState::Blocked | ProcessState::Idle));
-        match self
-            .0
-            .compare_exchange(ProcessState::Running.bits(), to.bits(), AcqRel, Acquire)
-        {
-            Ok(_) => Park::Parked,
-            Err(actual) => {
-                debug_assert_eq!(actual, ProcessState::Running.bits() | NOTIFIED);
-                // The caller drains the mailbox after this, so events that land from here on
-                // are seen even though their `on_event` finds the flag still set.
-                self.0.fetch_and(!NOTIFIED, AcqRel);
-                Park::Notified
-            }
+impl Snapshot {
+    pub(crate) fn is_ready(self) -> bool {
+        self.0 & STATE_MASK == READY
+    }
+    pub(crate) fn is_running(self) -> bool {
+        self.0 & STATE_MASK == RUNNING
+    }
+    /// `Blocked` or `Idle`: the next event wakes it.
+    pub(crate) fn is_parked(self) -> bool {
+        matches!(self.0 & STATE_MASK, BLOCKED | IDLE)
+    }
+    pub(crate) fn is_complete(self) -> bool {
+        self.0 & STATE_MASK == COMPLETE
+    }
+    pub(crate) fn is_notified(self) -> bool {
+        self.0 & NOTIFIED != 0
+    }
+
+    /// The observable state.
+    pub(crate) fn process_state(self) -> ProcessState {
+        match self.0 & STATE_MASK {
+            READY => ProcessState::Ready,
+            RUNNING => ProcessState::Running,
+            BLOCKED => ProcessState::Blocked,
+            IDLE => ProcessState::Idle,
+            _ => ProcessState::Complete,
         }
     }
+}
 
-    /// Consumes the `NOTIFIED` flag: `true` if an event (or a terminate request) was delivered
-    /// while running, since the last check.
-    pub(crate) fn take_notified(&self) -> bool {
-        if self.0.load(Acquire) & NOTIFIED == 0 {
-            return false;
-        }
-        self.0.fetch_and(!NOTIFIED, AcqRel);
-        true
+impl fmt::Debug for StateWord {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.load().fmt(f)
     }
+}
 
-    /// The process goes back in the run queue (`Continue`, or the step budget ran out).
-    pub(crate) fn requeue(&self) {
-        self.0.store(ProcessState::Ready.bits(), SeqCst);
-    }
-
-    pub(crate) fn complete(&self) {
-        self.0.store(ProcessState::Complete.bits(), SeqCst);
+impl fmt::Debug for Snapshot {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Snapshot")
+            .field("state", &self.process_state())
+            .field("notified", &self.is_notified())
+            .finish()
     }
 }
 
@@ -160,22 +370,130 @@ impl StateWord {
 mod tests {
     use super::*;
 
-    #[test]
-    fn an_event_while_running_makes_park_fail_once() {
+    /// A word in the given state, reached through the transitions (never written directly).
+    fn running() -> StateWord {
         let s = StateWord::new();
-        s.reset();
-        assert_eq!(s.load(), ProcessState::Ready);
-        s.start_poll();
-        assert!(!s.on_event(), "running: no wake");
-        assert!(!s.on_event(), "second event: flag already set");
-        assert_eq!(s.try_park(ProcessState::Blocked), Park::Notified);
-        assert_eq!(s.load(), ProcessState::Running);
-        assert_eq!(s.try_park(ProcessState::Idle), Park::Parked);
-        assert_eq!(s.load(), ProcessState::Idle);
-        assert!(s.on_event(), "idle: the producer wakes it");
-        assert_eq!(s.load(), ProcessState::Ready);
-        assert!(!s.on_event(), "already ready");
-        s.complete();
-        assert!(!s.on_event());
+        s.transition_to_ready();
+        s.transition_to_running();
+        s
+    }
+
+    fn parked(park_as: ParkAs) -> StateWord {
+        let s = running();
+        assert_eq!(s.transition_to_parked(park_as), TransitionToParked::Parked);
+        s
+    }
+
+    #[test]
+    fn a_new_word_is_complete_and_ignores_events() {
+        let s = StateWord::new();
+        assert!(s.load().is_complete());
+        assert_eq!(s.load().process_state(), ProcessState::Complete);
+        assert_eq!(s.transition_on_event(), TransitionOnEvent::DoNothing);
+        assert!(s.load().is_complete() && !s.load().is_notified());
+    }
+
+    #[test]
+    fn reset_makes_a_poll_due_and_events_then_do_nothing() {
+        let s = StateWord::new();
+        s.transition_to_ready();
+        assert!(s.load().is_ready());
+        assert_eq!(s.transition_on_event(), TransitionOnEvent::DoNothing);
+        assert_eq!(s.load(), Snapshot(READY), "no flag outside Running");
+    }
+
+    #[test]
+    fn an_event_while_running_sets_the_flag_once() {
+        let s = running();
+        assert_eq!(s.transition_on_event(), TransitionOnEvent::Notified);
+        assert_eq!(s.transition_on_event(), TransitionOnEvent::DoNothing);
+        let snapshot = s.load();
+        assert!(snapshot.is_running() && snapshot.is_notified());
+        assert_eq!(snapshot.process_state(), ProcessState::Running);
+    }
+
+    #[test]
+    fn take_notified_consumes_the_flag() {
+        let s = running();
+        assert_eq!(s.take_notified(), TakeNotified::NotNotified);
+        assert_eq!(s.transition_on_event(), TransitionOnEvent::Notified);
+        assert_eq!(s.take_notified(), TakeNotified::Notified);
+        assert_eq!(s.take_notified(), TakeNotified::NotNotified);
+        assert_eq!(s.load(), Snapshot(RUNNING));
+    }
+
+    #[test]
+    fn a_notified_park_fails_once_and_clears_the_flag() {
+        let s = running();
+        assert_eq!(s.transition_on_event(), TransitionOnEvent::Notified);
+        assert_eq!(
+            s.transition_to_parked(ParkAs::Blocked),
+            TransitionToParked::Notified
+        );
+        assert_eq!(s.load(), Snapshot(RUNNING));
+        assert_eq!(
+            s.transition_to_parked(ParkAs::Blocked),
+            TransitionToParked::Parked
+        );
+        assert_eq!(s.load().process_state(), ProcessState::Blocked);
+    }
+
+    #[test]
+    fn an_event_wakes_a_parked_process_exactly_once() {
+        for (park_as, observed) in [
+            (ParkAs::Blocked, ProcessState::Blocked),
+            (ParkAs::Idle, ProcessState::Idle),
+        ] {
+            let s = parked(park_as);
+            assert_eq!(s.load().process_state(), observed);
+            assert!(s.load().is_parked());
+            assert_eq!(s.transition_on_event(), TransitionOnEvent::Wake);
+            assert!(s.load().is_ready());
+            assert_eq!(
+                s.transition_on_event(),
+                TransitionOnEvent::DoNothing,
+                "the first producer already woke it"
+            );
+            s.transition_to_running();
+            assert_eq!(
+                s.load(),
+                Snapshot(RUNNING),
+                "the woken poll starts unflagged"
+            );
+        }
+    }
+
+    #[test]
+    fn requeue_drops_the_flag_and_makes_a_poll_due() {
+        let s = running();
+        assert_eq!(s.transition_on_event(), TransitionOnEvent::Notified);
+        s.transition_to_requeued();
+        assert_eq!(s.load(), Snapshot(READY));
+        assert_eq!(s.transition_on_event(), TransitionOnEvent::DoNothing);
+        s.transition_to_running();
+        s.transition_to_requeued();
+        assert!(s.load().is_ready());
+    }
+
+    #[test]
+    fn complete_is_reached_from_every_live_state_and_is_final() {
+        let ready = StateWord::new();
+        ready.transition_to_ready();
+        let flagged = running();
+        assert_eq!(flagged.transition_on_event(), TransitionOnEvent::Notified);
+        for s in [
+            ready,
+            running(),
+            flagged,
+            parked(ParkAs::Blocked),
+            parked(ParkAs::Idle),
+        ] {
+            s.transition_to_complete();
+            assert_eq!(s.load(), Snapshot(COMPLETE), "flag dropped too");
+            assert_eq!(s.transition_on_event(), TransitionOnEvent::DoNothing);
+            // The cell hosts its next process.
+            s.transition_to_ready();
+            assert!(s.load().is_ready());
+        }
     }
 }

@@ -21,6 +21,11 @@
 //!    slot goes back on the free list — unless its generation is exhausted, then it is retired
 //!    for good, so no PID is ever issued twice.
 //!
+//! Loom models (`tests/loom_table.rs`): two threads claiming and releasing through the free list
+//! never hold one slot at once, `loom_free_list_never_hands_a_slot_to_two_live_processes`; a
+//! sender holding a stale PID while its slot is released and reclaimed never reaches the next
+//! process, `loom_stale_pid_racing_with_the_slots_reuse_never_reaches_the_next_process`.
+//!
 //! The free list is [`FREE_SHARDS`] Treiber stacks threaded through the cells' `next_free` words.
 //! A thread releases into, and claims from, the stack of its own shard first (a shard per thread,
 //! picked once from the address of a thread-local), and only when that is empty pops from the

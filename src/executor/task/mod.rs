@@ -18,7 +18,7 @@ mod state;
 mod waker;
 
 #[cfg(test)]
-mod tests;
+pub(super) mod tests;
 
 pub(crate) use error::panic_message;
 pub use error::JoinError;

@@ -34,6 +34,12 @@
 //! there is no third order. No double poll: a `Notified` exists only while `SCHEDULED` is set, and
 //! `SCHEDULED` is set only by a waker that saw neither `RUNNING` nor `SCHEDULED`.
 //!
+//! Checked (`executor/tests/loom_task.rs`, against the toy scheduler) by
+//! `loom_wake_while_running_causes_exactly_one_more_poll` and, for a wake racing the final poll,
+//! `loom_wake_racing_with_completion`; cancellation ([`State::transition_to_notified_and_cancel`],
+//! [`State::transition_to_shutdown`]) by `loom_abort_racing_with_a_poll` and
+//! `loom_shutdown_racing_with_a_wake`.
+//!
 //! # Join waker
 //! `JOIN_WAKER` hands the waker slot back and forth between the `JoinHandle` and the runtime:
 //! - clear: only the `JoinHandle` may touch the slot (write a new waker, drop the old one);
@@ -41,6 +47,9 @@
 //!   completion ([`State::unset_waker_after_complete`]);
 //! - the `JoinHandle` sets it only while `COMPLETE` is clear, and clears it only while `COMPLETE` is
 //!   clear, so after completion the runtime's wake can never race with a handle rewriting the slot.
+//!
+//! Checked by `loom_join_handle_waker_registration_racing_with_completion` and, for the output's
+//! ownership when the handle drops, `loom_join_handle_drop_racing_with_completion`.
 
 use crate::loom::atomic::{AtomicUsize, Ordering::*};
 use std::fmt;

@@ -1,4 +1,13 @@
 //! Process-layer tests with crate-private access.
 
 #[cfg(loom)]
+mod loom_mailbox;
+#[cfg(loom)]
 mod loom_process;
+#[cfg(loom)]
+mod loom_state;
+#[cfg(loom)]
+mod support;
+
+#[cfg(not(loom))]
+mod mailbox_budget;

@@ -1,9 +1,7 @@
-//! Task-level tests with crate-private access: loom models and Miri-friendly unit tests.
+//! Task-level tests with crate-private access: Miri-friendly unit tests, and the toy scheduler
+//! they share with the task's loom models (`executor/tests/loom_task.rs`).
 
-mod toy;
-
-#[cfg(loom)]
-mod loom_task;
+pub(in crate::executor) mod toy;
 
 #[cfg(not(loom))]
 mod task_lifecycle;

@@ -9,8 +9,8 @@ use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
 
 #[derive(Default)]
-pub(super) struct Toy {
-    pub(super) queue: Mutex<VecDeque<Notified<Arc<Toy>>>>,
+pub(in crate::executor) struct Toy {
+    pub(in crate::executor) queue: Mutex<VecDeque<Notified<Arc<Toy>>>>,
     owned: Mutex<Vec<Task<Arc<Toy>>>>,
 }
 
@@ -31,7 +31,7 @@ impl Schedule for Arc<Toy> {
     }
 }
 
-pub(super) fn spawn<F>(toy: &Arc<Toy>, future: F) -> JoinHandle<F::Output>
+pub(in crate::executor) fn spawn<F>(toy: &Arc<Toy>, future: F) -> JoinHandle<F::Output>
 where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
@@ -43,7 +43,7 @@ where
 }
 
 impl Toy {
-    pub(super) fn run_one(&self) -> bool {
+    pub(in crate::executor) fn run_one(&self) -> bool {
         let next = lock(&self.queue).pop_front();
         match next {
             Some(task) => {
@@ -54,12 +54,12 @@ impl Toy {
         }
     }
 
-    pub(super) fn run_all(&self) {
+    pub(in crate::executor) fn run_all(&self) {
         while self.run_one() {}
     }
 
     /// Drops every queued `Notified` and cancels every live task, so the model ends without leaks.
-    pub(super) fn shutdown(&self) {
+    pub(in crate::executor) fn shutdown(&self) {
         lock(&self.queue).clear();
         let owned = std::mem::take(&mut *lock(&self.owned));
         for task in &owned {
@@ -69,17 +69,17 @@ impl Toy {
 }
 
 /// A future that is ready once `event` is set; counts polls and checks they never overlap.
-pub(super) struct Probe {
+pub(in crate::executor) struct Probe {
     shared: Arc<ProbeShared>,
 }
 
 #[derive(Default)]
-pub(super) struct ProbeShared {
-    pub(super) event: AtomicBool,
-    pub(super) polls: AtomicUsize,
-    pub(super) in_poll: AtomicBool,
-    pub(super) waker: Mutex<Option<Waker>>,
-    pub(super) drops: AtomicUsize,
+pub(in crate::executor) struct ProbeShared {
+    pub(in crate::executor) event: AtomicBool,
+    pub(in crate::executor) polls: AtomicUsize,
+    pub(in crate::executor) in_poll: AtomicBool,
+    pub(in crate::executor) waker: Mutex<Option<Waker>>,
+    pub(in crate::executor) drops: AtomicUsize,
 }
 
 impl Future for Probe {
@@ -105,7 +105,7 @@ impl Drop for Probe {
     }
 }
 
-pub(super) fn probe() -> (Probe, Arc<ProbeShared>) {
+pub(in crate::executor) fn probe() -> (Probe, Arc<ProbeShared>) {
     let shared = Arc::new(ProbeShared::default());
     (
         Probe {
@@ -115,6 +115,6 @@ pub(super) fn probe() -> (Probe, Arc<ProbeShared>) {
     )
 }
 
-pub(super) fn take_waker(probe: &ProbeShared) -> Waker {
+pub(in crate::executor) fn take_waker(probe: &ProbeShared) -> Waker {
     lock(&probe.waker).take().expect("polled once")
 }

@@ -2,13 +2,14 @@
 //!
 //! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test --lib --release loom_`
 
-use super::toy::{probe, spawn, take_waker, Toy};
+use crate::executor::task::tests::toy::{probe, spawn, take_waker, Toy};
 use crate::loom::atomic::{AtomicUsize, Ordering::SeqCst};
+use crate::loom::model::model;
 use crate::loom::{lock, thread, Arc};
 
 #[test]
 fn loom_wake_while_running_causes_exactly_one_more_poll() {
-    loom::model(|| {
+    model(|| {
         let toy = Arc::new(Toy::default());
         let (future, probe) = probe();
         let join = spawn(&toy, future);
@@ -36,7 +37,7 @@ fn loom_wake_while_running_causes_exactly_one_more_poll() {
 
 #[test]
 fn loom_wake_racing_with_completion() {
-    loom::model(|| {
+    model(|| {
         let toy = Arc::new(Toy::default());
         let (future, probe) = probe();
         let join = spawn(&toy, future);
@@ -60,7 +61,7 @@ fn loom_wake_racing_with_completion() {
 
 #[test]
 fn loom_join_handle_drop_racing_with_completion() {
-    loom::model(|| {
+    model(|| {
         let toy = Arc::new(Toy::default());
         let output_drops = Arc::new(AtomicUsize::new(0));
         struct Output(Arc<AtomicUsize>);
@@ -84,7 +85,7 @@ fn loom_join_handle_drop_racing_with_completion() {
 
 #[test]
 fn loom_join_handle_waker_registration_racing_with_completion() {
-    loom::model(|| {
+    model(|| {
         let toy = Arc::new(Toy::default());
         let (future, probe) = probe();
         probe.event.store(true, SeqCst);
@@ -104,7 +105,7 @@ fn loom_join_handle_waker_registration_racing_with_completion() {
 
 #[test]
 fn loom_abort_racing_with_a_poll() {
-    loom::model(|| {
+    model(|| {
         let toy = Arc::new(Toy::default());
         let (future, probe) = probe();
         let join = spawn(&toy, future);
@@ -129,7 +130,7 @@ fn loom_abort_racing_with_a_poll() {
 
 #[test]
 fn loom_shutdown_racing_with_a_wake() {
-    loom::model(|| {
+    model(|| {
         let toy = Arc::new(Toy::default());
         let (future, probe) = probe();
         let join = spawn(&toy, future);

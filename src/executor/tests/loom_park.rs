@@ -5,7 +5,7 @@
 //!
 //! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test --lib --release loom_`
 
-use super::Executor;
+use crate::executor::Executor;
 use crate::loom::atomic::{AtomicUsize, Ordering::SeqCst};
 use crate::loom::model::{model, model_full_stack};
 use crate::loom::Arc;

@@ -1,0 +1,8 @@
+//! The executor layer's loom models, in one place: the task state word against a toy scheduler
+//! (`loom_task.rs`), and parking and shutdown on the real worker loop (`loom_park.rs`). Unit
+//! tests of the task live with it (`task/tests/`).
+
+#[cfg(loom)]
+mod loom_park;
+#[cfg(loom)]
+mod loom_task;

@@ -1,0 +1,96 @@
+//! Loom models of the mailbox's cell lifecycle (`mailbox.rs`): generations against stale
+//! producers, and `close` against a concurrent delivery.
+//!
+//! Run: `RUSTFLAGS="--cfg loom -C debug-assertions" LOOM_MAX_PREEMPTIONS=2 cargo test --lib --release loom_`
+
+use super::support::{drain, Polled};
+use crate::loom::model::model;
+use crate::loom::{thread, Arc};
+use crate::process::mailbox::{Admission, Drained, ProcessCell};
+use crate::process::state::{ParkAs, TransitionToParked};
+use crate::process::{CommandError, Event, Events, Pid};
+
+/// An open cell and the PID of its first incarnation.
+fn open_cell() -> (Arc<ProcessCell>, Pid) {
+    let cell = Arc::new(ProcessCell::new(usize::MAX));
+    let pid = Pid::new(0, cell.open());
+    (cell, pid)
+}
+
+/// `mailbox.rs`, "generations guard them": a completion bound to a finished incarnation never
+/// reaches the cell's next process, wherever it lands in close → release → open.
+#[test]
+fn loom_stale_completion_racing_with_the_cells_reuse() {
+    model(|| {
+        let (cell, old) = open_cell();
+        let late = {
+            let cell = cell.clone();
+            thread::spawn(move || {
+                cell.deliver(
+                    old.generation(),
+                    Event::YieldComplete {
+                        tag: 1,
+                        result: Err(CommandError::Cancelled),
+                    },
+                )
+            })
+        };
+        // The process finishes and the cell hosts the next one.
+        cell.close();
+        assert_eq!(cell.release(), old.generation());
+        let new = cell.open();
+        let outcome = late.join().unwrap();
+        let mut events = Events::default();
+        let _ = cell.mailbox.drain_into(&mut events, 8, None);
+        // Whenever it landed — in the old incarnation (and was dropped at close), while closing,
+        // or after — it never reaches the new one.
+        assert!(
+            events.is_empty(),
+            "a stale completion reached the next process"
+        );
+        assert!(matches!(
+            outcome,
+            Admission::Accepted | Admission::Closed | Admission::Gone
+        ));
+        assert_ne!(old.generation(), new);
+    });
+}
+
+/// `state.rs` protocol 6 and `mailbox.rs`'s `Closing` phase: a delivery racing `close` of a
+/// parked process is refused, or accepted and dropped by `close`; either way the word ends
+/// `Complete`, nothing stays queued for the cell's next process, and a refused event wakes
+/// nobody.
+#[test]
+fn loom_close_racing_an_event() {
+    model(|| {
+        let polled = Arc::new(Polled::new());
+        assert_eq!(polled.drain_registering(), (Drained::All, 0));
+        let parked = polled.cell.state.transition_to_parked(ParkAs::Idle);
+        assert_eq!(parked, TransitionToParked::Parked);
+        let producer = {
+            let polled = polled.clone();
+            thread::spawn(move || {
+                let completion = Event::YieldComplete {
+                    tag: 1,
+                    result: Err(CommandError::Cancelled),
+                };
+                polled.cell.deliver(polled.generation, completion)
+            })
+        };
+        polled.cell.close();
+        let admission = producer.join().unwrap();
+        match admission {
+            Admission::Accepted => assert!(polled.wakes() <= 1),
+            Admission::Closed => assert_eq!(polled.wakes(), 0, "refused: no wake"),
+            other => panic!("{other:?}"),
+        }
+        assert!(polled.cell.state.load().is_complete());
+        assert_eq!(drain(&polled.cell, None), (Drained::All, 0));
+        // The cell hosts its next process, which starts with an empty mailbox.
+        assert_eq!(polled.cell.release(), polled.generation);
+        let next = polled.cell.open();
+        assert_ne!(next, polled.generation);
+        assert!(polled.cell.state.load().is_ready());
+        assert_eq!(drain(&polled.cell, None), (Drained::All, 0));
+    });
+}
