@@ -124,12 +124,16 @@ fn skynet_processes() -> u64 {
 
 /// Inline: `n + 1`.
 struct Inc(u64);
+procsched::command!(Inc => Payload);
 /// Async, completed from a tokio task: `n + 1`.
 struct AsyncInc(u64);
+procsched::command!(AsyncInc => Payload);
 /// Async, never completes: the process stays blocked on it.
 struct Never;
+procsched::command!(Never => Payload);
 /// Async, completes when the gate opens (RSS runs only: keeps every process alive at once).
 struct Gate(Arc<GateState>);
+procsched::command!(Gate => Payload);
 
 fn inc(Inc(n): Inc) -> Result<Payload, CommandError> {
     Ok(Payload::new(n + 1))
@@ -187,7 +191,7 @@ trait Net: Clone + Send + Sync + 'static {
     fn send_to(&self, to: &Self::Addr, message: Message) -> Result<(), BoxError>;
 
     /// Spawns a process without keeping its handle.
-    fn spawn_detached<P: Process>(
+    fn spawn_detached<P: Process<Output = Payload>>(
         &self,
         process: P,
         method: &str,
@@ -214,7 +218,7 @@ impl Net for SchedulerHandle {
         self.send(*to, message).map_err(Into::into)
     }
 
-    fn spawn_detached<P: Process>(
+    fn spawn_detached<P: Process<Output = Payload>>(
         &self,
         process: P,
         method: &str,
@@ -246,7 +250,7 @@ impl Net for actors::Handle {
         to.send(message)
     }
 
-    fn spawn_detached<P: Process>(
+    fn spawn_detached<P: Process<Output = Payload>>(
         &self,
         process: P,
         method: &str,
@@ -278,6 +282,7 @@ fn downcast_u64(payload: Payload) -> Result<u64, BoxError> {
 struct Once;
 
 impl Process for Once {
+    type Output = Payload;
     fn init(&mut self, _: &ProcessContext<'_>, method: &str, _: Payload) -> Result<(), InitError> {
         expect_run(method)
     }
@@ -302,6 +307,7 @@ impl<C: Send + 'static> YieldOnce<C> {
 }
 
 impl<C: Send + 'static> Process for YieldOnce<C> {
+    type Output = Payload;
     fn init(&mut self, _: &ProcessContext<'_>, method: &str, _: Payload) -> Result<(), InitError> {
         expect_run(method)
     }
@@ -341,6 +347,7 @@ impl<C> Counter<C> {
 }
 
 impl<C: From<u64> + Send + 'static> Process for Counter<C> {
+    type Output = Payload;
     fn init(&mut self, _: &ProcessContext<'_>, method: &str, _: Payload) -> Result<(), InitError> {
         expect_run(method)
     }
@@ -390,6 +397,7 @@ struct Blocked {
 }
 
 impl Process for Blocked {
+    type Output = Payload;
     fn init(&mut self, _: &ProcessContext<'_>, method: &str, _: Payload) -> Result<(), InitError> {
         expect_run(method)
     }
@@ -437,6 +445,7 @@ impl<N: Net> Ring<N> {
 }
 
 impl<N: Net> Process for Ring<N> {
+    type Output = Payload;
     fn init(
         &mut self,
         ctx: &ProcessContext<'_>,
@@ -494,6 +503,7 @@ struct FanSender<N: Net> {
 }
 
 impl<N: Net> Process for FanSender<N> {
+    type Output = Payload;
     fn init(
         &mut self,
         ctx: &ProcessContext<'_>,
@@ -525,6 +535,7 @@ struct FanCounter {
 }
 
 impl Process for FanCounter {
+    type Output = Payload;
     fn init(
         &mut self,
         _: &ProcessContext<'_>,
@@ -607,6 +618,7 @@ fn report<N: Net>(
 }
 
 impl<N: Net> Process for Skynet<N> {
+    type Output = Payload;
     fn init(
         &mut self,
         ctx: &ProcessContext<'_>,
@@ -723,7 +735,7 @@ trait Peer: Sync + Sized {
     fn preset(&self) -> Option<Self::Net>;
 
     /// Spawns; panics if `init` fails (the processes here never refuse).
-    fn spawn<P: Process>(&self, process: P, input: Payload) -> Self::Handle;
+    fn spawn<P: Process<Output = Payload>>(&self, process: P, input: Payload) -> Self::Handle;
 
     /// The address of a spawned process.
     fn addr(handle: &Self::Handle) -> <Self::Net as Net>::Addr;
@@ -787,7 +799,7 @@ impl Peer for Procsched {
         None
     }
 
-    fn spawn<P: Process>(&self, process: P, input: Payload) -> ProcessHandle {
+    fn spawn<P: Process<Output = Payload>>(&self, process: P, input: Payload) -> ProcessHandle {
         match self.scheduler.spawn(process, "run", input) {
             Ok(handle) => handle,
             Err(error) => panic!("spawn failed: {error}"),
@@ -856,7 +868,11 @@ impl Peer for ActorSystem {
         Some(self.handle().clone())
     }
 
-    fn spawn<P: Process>(&self, process: P, input: Payload) -> actors::ActorHandle {
+    fn spawn<P: Process<Output = Payload>>(
+        &self,
+        process: P,
+        input: Payload,
+    ) -> actors::ActorHandle {
         match self.handle().spawn(process, "run", input) {
             Ok(handle) => handle,
             Err(error) => panic!("spawn failed: {error}"),

@@ -17,11 +17,13 @@ use std::time::{Duration, Instant};
 struct PriceLookup {
     items: u32,
 }
+procsched::command!(PriceLookup => Payload);
 
 /// Command: charge a card (answered by an async handler on tokio).
 struct Charge {
     cents: u64,
 }
+procsched::command!(Charge => Payload);
 
 #[derive(Debug)]
 struct Receipt {
@@ -57,6 +59,7 @@ impl Checkout {
 }
 
 impl Process for Checkout {
+    type Output = Payload;
     fn init(
         &mut self,
         _: &ProcessContext<'_>,
@@ -117,7 +120,7 @@ impl Process for Checkout {
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let sched = Scheduler::builder()
         .inline_handler(|PriceLookup { items }: PriceLookup| {
-            Ok(Payload::new(u64::from(items) * 1_250))
+            Ok::<_, procsched::CommandError>(Payload::new(u64::from(items) * 1_250))
         })
         .async_handler(|Charge { cents }: Charge| async move {
             tokio::task::yield_now().await; // stands in for a network round trip

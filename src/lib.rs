@@ -8,30 +8,32 @@
 //! messages by [`Pid`], and shuts them down gracefully.
 //!
 //! ```
-//! use procsched::{BoxError, Event, Events, InitError, Payload, Process, ProcessContext, Scheduler, StepOutput};
+//! use procsched::prelude::*;
 //!
 //! struct Double(u64);
+//! procsched::command!(Double => u64);
 //!
 //! /// Asks the `Double` handler to double its input, then finishes with the answer.
-//! #[derive(Default)]
 //! struct Doubler { input: u64 }
 //!
 //! impl Process for Doubler {
+//!     type Output = u64;
+//!
 //!     fn init(&mut self, _: &ProcessContext<'_>, method: &str, input: Payload) -> Result<(), InitError> {
 //!         if method != "run" {
 //!             return Err(InitError::unknown_method(method));
 //!         }
-//!         self.input = input.downcast().map_err(|_| InitError::failed("want a u64"))?;
+//!         self.input = input.take::<u64>().map_err(InitError::failed)?;
 //!         Ok(())
 //!     }
 //!
-//!     fn step(&mut self, events: &mut Events, out: &mut StepOutput) -> Result<(), BoxError> {
+//!     fn step(&mut self, events: &mut Events, out: &mut StepOutput<u64>) -> Result<(), BoxError> {
 //!         match events.pop() {
 //!             None => {
 //!                 out.yield_command(1, Double(self.input));
 //!                 out.wait();
 //!             }
-//!             Some(Event::YieldComplete { tag: 1, result }) => out.done(result?),
+//!             Some(Event::YieldComplete { tag: 1, result }) => out.done(result?.take::<u64>()?),
 //!             Some(other) => return Err(format!("unexpected {other:?}").into()),
 //!         }
 //!         Ok(())
@@ -40,11 +42,17 @@
 //!
 //! let sched = Scheduler::builder()
 //!     .workers(2)
-//!     .inline_handler(|Double(n): Double| Ok(Payload::new(n * 2)))
+//!     .inline_handler(|Double(n): Double| Ok::<_, BoxError>(n * 2))
 //!     .build()?;
-//! let handle = sched.spawn(Doubler::default(), "run", Payload::new(21u64))?;
-//! assert_eq!(sched.block_on(handle)?.downcast::<u64>().unwrap(), 42);
-//! assert!(sched.spawn(Doubler::default(), "walk", Payload::new(1u64)).unwrap_err().is_unknown_method());
+//! let handle = sched.spawn(Doubler { input: 0 }, "run", Payload::new(21u64))?;
+//! assert_eq!(sched.block_on(handle)?, 42);
+//! assert!(sched.spawn(Doubler { input: 0 }, "walk", Payload::new(1u64)).unwrap_err().is_unknown_method());
+//!
+//! // The same process as an async fn: each `cx.call` is a yield.
+//! let handle = sched.spawn_fn(|cx: ProcessCx| async move {
+//!     Ok::<_, BoxError>(cx.call(Double(21)).await?)
+//! })?;
+//! assert_eq!(sched.block_on(handle)?, 42);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
@@ -60,13 +68,16 @@
 mod dispatch;
 pub mod executor;
 mod loom;
+pub mod prelude;
 mod process;
 mod scheduler;
 
+pub use dispatch::Run;
 pub use process::{
-    BoxError, CancelReason, CommandError, Event, EventDrain, Events, InitError, Message, Payload,
-    Pid, Process, ProcessContext, ProcessError, ProcessHandle, ProcessState, SendError, SpawnError,
-    Status, StepOutput, Tag, Topic, TopicBudget,
+    BoxError, Call, CancelReason, Cancelled, Command, CommandError, Event, EventDrain, Events,
+    InitError, Message, Payload, Pid, Process, ProcessContext, ProcessCx, ProcessError,
+    ProcessHandle, ProcessState, Recv, RecvError, RecvMessage, SendError, SpawnError, Status,
+    StepOutput, Tag, Topic, TopicBudget, TypeMismatch, YieldNow,
 };
 pub use scheduler::{
     BuildError, Scheduler, SchedulerBuilder, SchedulerHandle, ShutdownReport, DEFAULT_DROP_TIMEOUT,

@@ -17,8 +17,10 @@ use support::{quiet_panics, wait_for_state, EXPECTED_PANIC, HANG_GUARD};
 
 /// Never completes (async).
 struct Never;
+procsched::command!(Never => Payload);
 /// Blocks its blocking-pool thread until the channel says so.
 struct BlockUntil(mpsc::Receiver<()>);
+procsched::command!(BlockUntil => Payload);
 
 /// Yields one command with a deadline, finishes with what came back.
 struct OneYield<C: Send + 'static> {
@@ -27,6 +29,7 @@ struct OneYield<C: Send + 'static> {
 }
 
 impl<C: Send + 'static> Process for OneYield<C> {
+    type Output = Payload;
     fn init(&mut self, _: &ProcessContext<'_>, _: &str, _: Payload) -> Result<(), InitError> {
         Ok(())
     }
@@ -48,6 +51,10 @@ impl<C: Send + 'static> Process for OneYield<C> {
 }
 
 /// Spawns a [`OneYield`] of `command` with `timeout` and returns how its yield completed.
+/// A command whose handler replies at once.
+struct Ping;
+procsched::command!(Ping => Payload);
+
 fn yield_within<C: Send + 'static>(
     sched: &Scheduler,
     command: C,
@@ -90,7 +97,7 @@ fn a_blocking_command_past_its_deadline_times_out_and_its_late_result_is_dropped
         .workers(2)
         .blocking_handler(|BlockUntil(rx): BlockUntil| {
             let _ = rx.recv_timeout(HANG_GUARD);
-            Ok(Payload::empty())
+            Ok::<_, CommandError>(Payload::empty())
         })
         .build()
         .unwrap();
@@ -108,10 +115,10 @@ fn a_blocking_command_past_its_deadline_times_out_and_its_late_result_is_dropped
 fn a_command_within_its_deadline_completes_normally() {
     let sched = Scheduler::builder()
         .workers(1)
-        .async_handler(|(): ()| async { Ok(Payload::empty()) })
+        .async_handler(|Ping: Ping| async { Ok::<_, CommandError>(Payload::empty()) })
         .build()
         .unwrap();
-    assert_eq!(yield_within(&sched, (), HANG_GUARD), Ok(()));
+    assert_eq!(yield_within(&sched, Ping, HANG_GUARD), Ok(()));
 }
 
 /// Idle until told to drain; then counts messages and overflow markers per topic until "stop".
@@ -122,6 +129,7 @@ struct Collector {
 }
 
 impl Process for Collector {
+    type Output = Payload;
     fn init(&mut self, _: &ProcessContext<'_>, _: &str, input: Payload) -> Result<(), InitError> {
         self.started = input.downcast().ok();
         Ok(())
@@ -220,6 +228,7 @@ struct Blocker {
 }
 
 impl Process for Blocker {
+    type Output = Payload;
     fn init(&mut self, _: &ProcessContext<'_>, _: &str, _: Payload) -> Result<(), InitError> {
         Ok(())
     }
@@ -244,12 +253,13 @@ fn a_full_mailbox_rejects_messages_but_yield_completions_still_arrive() {
         completions: usize,
     }
     impl Process for Jammed {
+        type Output = Payload;
         fn init(&mut self, _: &ProcessContext<'_>, _: &str, _: Payload) -> Result<(), InitError> {
             Ok(())
         }
         fn step(&mut self, events: &mut Events, out: &mut StepOutput) -> Result<(), BoxError> {
             if let Some(rx) = self.release.take() {
-                out.yield_command(1, ());
+                out.yield_command(1, Ping);
                 self.entered.take().unwrap().send(()).unwrap();
                 rx.recv_timeout(HANG_GUARD).unwrap();
                 out.wait();
@@ -273,7 +283,7 @@ fn a_full_mailbox_rejects_messages_but_yield_completions_still_arrive() {
     let sched = Scheduler::builder()
         .workers(1)
         .mailbox_capacity(2)
-        .async_handler(|(): ()| async { Ok(Payload::empty()) })
+        .async_handler(|Ping: Ping| async { Ok::<_, CommandError>(Payload::empty()) })
         .build()
         .unwrap();
     let (release_tx, release_rx) = mpsc::channel();
@@ -306,6 +316,7 @@ fn a_full_mailbox_rejects_messages_but_yield_completions_still_arrive() {
 struct Stubborn(Arc<AtomicUsize>);
 
 impl Process for Stubborn {
+    type Output = Payload;
     fn init(&mut self, _: &ProcessContext<'_>, _: &str, _: Payload) -> Result<(), InitError> {
         Ok(())
     }
@@ -348,6 +359,7 @@ fn async_shutdown_inside_tokio_forces_a_stubborn_process_and_closes_it() {
 struct AwaitOne;
 
 impl Process for AwaitOne {
+    type Output = Payload;
     fn init(&mut self, _: &ProcessContext<'_>, _: &str, _: Payload) -> Result<(), InitError> {
         Ok(())
     }
@@ -413,6 +425,7 @@ fn panicking_payload_destructors_are_contained() {
     /// scheduler, which drops unread events after each step (and queued ones at close).
     struct Ignorer;
     impl Process for Ignorer {
+        type Output = Payload;
         fn init(&mut self, _: &ProcessContext<'_>, _: &str, _: Payload) -> Result<(), InitError> {
             Ok(())
         }

@@ -12,6 +12,7 @@ use std::sync::atomic::Ordering::SeqCst;
 use support::*;
 
 struct Double(u64);
+procsched::command!(Double => Payload);
 
 /// Yields one `Double(21)`, finishes with its result.
 fn doubler() -> FnProcess {
@@ -38,7 +39,7 @@ fn a_builder_builds_again_with_the_same_handlers() {
     let mut builder = Scheduler::builder();
     builder
         .workers(1)
-        .inline_handler(|Double(n): Double| Ok(Payload::new(n * 2)));
+        .inline_handler(|Double(n): Double| Ok::<_, procsched::CommandError>(Payload::new(n * 2)));
     let first = builder.build().unwrap();
     let second = builder.build().unwrap();
     assert_eq!(answer(&first), 42);
@@ -54,8 +55,8 @@ fn a_duplicate_handler_fails_every_build_and_leaves_the_builder_whole() {
     let mut builder = Scheduler::builder();
     builder
         .workers(1)
-        .inline_handler(|Double(n): Double| Ok(Payload::new(n * 2)))
-        .inline_handler(|Double(n): Double| Ok(Payload::new(n * 3)));
+        .inline_handler(|Double(n): Double| Ok::<_, procsched::CommandError>(Payload::new(n * 2)))
+        .inline_handler(|Double(n): Double| Ok::<_, procsched::CommandError>(Payload::new(n * 3)));
     for _ in 0..2 {
         let err = builder.build().unwrap_err();
         assert!(
@@ -98,6 +99,7 @@ struct Volatile {
 }
 
 impl Process for Volatile {
+    type Output = Payload;
     fn init(&mut self, _: &ProcessContext<'_>, _: &str, _: Payload) -> Result<(), InitError> {
         if self.fail {
             Err(InitError::failed("refused"))

@@ -113,6 +113,7 @@ struct Forever {
     guard: DropCounter,
     dropped: mpsc::Sender<()>,
 }
+procsched::command!(Forever => Payload);
 
 /// Signals on a channel when dropped.
 struct SignalOnDrop(mpsc::Sender<()>);
@@ -218,8 +219,10 @@ fn terminate_an_idle_process_and_unknown_or_finished_pids() {
 
 /// Async command: replies with a tracked value after a tokio yield.
 struct Work(u64);
+procsched::command!(Work => Payload);
 /// Inline command: replies with a tracked value.
 struct Quick(u64);
+procsched::command!(Quick => Payload);
 
 /// On every message: yields one `Work` and one `Quick`; never finishes on its own. Tolerates
 /// every event.
@@ -244,11 +247,13 @@ fn churn_handlers(builder: &mut procsched::SchedulerBuilder, tracker: &Tracker) 
         let tracked = t.track(n);
         async move {
             tokio::task::yield_now().await;
-            Ok(Payload::new(tracked))
+            Ok::<_, procsched::CommandError>(Payload::new(tracked))
         }
     });
     let t = tracker.clone();
-    builder.inline_handler(move |Quick(n): Quick| Ok(Payload::new(t.track(n))));
+    builder.inline_handler(move |Quick(n): Quick| {
+        Ok::<_, procsched::CommandError>(Payload::new(t.track(n)))
+    });
 }
 
 fn assert_send_outcome(result: Result<(), SendError>, pid: Pid) {
@@ -351,6 +356,7 @@ struct Cycler {
 }
 
 impl Process for Cycler {
+    type Output = Payload;
     fn init(&mut self, _: &ProcessContext<'_>, _: &str, input: Payload) -> Result<(), InitError> {
         self._input = Some(
             input
@@ -572,9 +578,13 @@ const FAULTS: [Fault; 10] = [
 
 /// Commands; `true` makes the handler misbehave.
 struct InlineJob(bool);
+procsched::command!(InlineJob => Payload);
 struct AsyncJob(bool);
+procsched::command!(AsyncJob => Payload);
 struct BlockingJob(bool);
+procsched::command!(BlockingJob => Payload);
 struct FailingJob;
+procsched::command!(FailingJob => Payload);
 
 /// Runs `rounds` rounds of one yield each (kind by round), with its fault injected at
 /// `fault_round`; finishes with the number of handler errors it saw.
@@ -588,6 +598,7 @@ struct Faulty {
 }
 
 impl Process for Faulty {
+    type Output = Payload;
     fn init(&mut self, _: &ProcessContext<'_>, _: &str, _: Payload) -> Result<(), InitError> {
         match self.fault {
             Fault::InitError => Err(InitError::failed("injected")),
@@ -646,16 +657,16 @@ fn fault_storm_then_a_normal_workload_completes() {
         .workers(2)
         .inline_handler(|InlineJob(bad)| {
             assert!(!bad, "{EXPECTED_PANIC}: inline handler");
-            Ok(Payload::empty())
+            Ok::<_, procsched::CommandError>(Payload::empty())
         })
         .async_handler(|AsyncJob(bad)| async move {
             tokio::task::yield_now().await;
             assert!(!bad, "{EXPECTED_PANIC}: async handler");
-            Ok(Payload::empty())
+            Ok::<_, procsched::CommandError>(Payload::empty())
         })
         .blocking_handler(|BlockingJob(bad)| {
             assert!(!bad, "{EXPECTED_PANIC}: blocking handler");
-            Ok(Payload::empty())
+            Ok::<_, procsched::CommandError>(Payload::empty())
         })
         .inline_handler(|_: FailingJob| Err(CommandError::failed("injected")))
         .build()

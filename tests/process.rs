@@ -22,6 +22,7 @@ use support::*;
 
 /// Inline command: replies `n + 1`.
 struct Inc(u64);
+procsched::command!(Inc => Payload);
 
 /// Yields `Inc` until its value reaches the target, one yield per step; finishes with
 /// `(value, steps)`.
@@ -44,6 +45,7 @@ impl Counter {
 }
 
 impl Process for Counter {
+    type Output = Payload;
     fn init(
         &mut self,
         _: &ProcessContext<'_>,
@@ -84,7 +86,7 @@ impl Process for Counter {
 }
 
 fn with_inc(builder: &mut procsched::SchedulerBuilder) -> &mut procsched::SchedulerBuilder {
-    builder.inline_handler(|Inc(n): Inc| Ok(Payload::new(n + 1)))
+    builder.inline_handler(|Inc(n): Inc| Ok::<_, procsched::CommandError>(Payload::new(n + 1)))
 }
 
 fn counter_sched(workers: usize) -> Scheduler {
@@ -124,6 +126,7 @@ impl<C: Send + 'static> YieldOne<C> {
 }
 
 impl<C: Send + 'static> Process for YieldOne<C> {
+    type Output = Payload;
     fn init(&mut self, _: &ProcessContext<'_>, _: &str, _: Payload) -> Result<(), InitError> {
         Ok(())
     }
@@ -194,6 +197,7 @@ fn a_thousand_processes_close_exactly_once_and_leave_no_trace() {
 
 /// Async command completed by the test: replies with the value sent on its oneshot.
 struct Gate(tokio::sync::oneshot::Receiver<u64>);
+procsched::command!(Gate => Payload);
 
 fn gated_handler(builder: &mut procsched::SchedulerBuilder) -> &mut procsched::SchedulerBuilder {
     builder.async_handler(|Gate(rx): Gate| async move {
@@ -212,6 +216,7 @@ struct GateWaiter {
 }
 
 impl Process for GateWaiter {
+    type Output = Payload;
     fn init(&mut self, _: &ProcessContext<'_>, _: &str, _: Payload) -> Result<(), InitError> {
         Ok(())
     }
@@ -296,9 +301,13 @@ const KINDS: [Kind; 4] = [
 ];
 
 struct InlineCmd(Tag);
+procsched::command!(InlineCmd => Payload);
 struct AsyncCmd(Tag);
+procsched::command!(AsyncCmd => Payload);
 struct AsyncYieldingCmd(Tag);
+procsched::command!(AsyncYieldingCmd => Payload);
 struct BlockingCmd(Tag);
+procsched::command!(BlockingCmd => Payload);
 
 /// Handler invocations per kind.
 #[derive(Clone, Default)]
@@ -319,12 +328,12 @@ fn kind_handlers(builder: &mut procsched::SchedulerBuilder, counts: &KindCounts)
     let c = counts.clone();
     builder.inline_handler(move |InlineCmd(tag): InlineCmd| {
         c.0[Kind::Inline as usize].fetch_add(1, SeqCst);
-        Ok(reply(tag))
+        Ok::<_, procsched::CommandError>(reply(tag))
     });
     let c = counts.clone();
     builder.async_handler(move |AsyncCmd(tag): AsyncCmd| {
         c.0[Kind::Async as usize].fetch_add(1, SeqCst);
-        async move { Ok(reply(tag)) }
+        async move { Ok::<_, procsched::CommandError>(reply(tag)) }
     });
     let c = counts.clone();
     builder.async_handler(move |AsyncYieldingCmd(tag): AsyncYieldingCmd| {
@@ -332,13 +341,13 @@ fn kind_handlers(builder: &mut procsched::SchedulerBuilder, counts: &KindCounts)
         async move {
             tokio::task::yield_now().await;
             tokio::task::yield_now().await;
-            Ok(reply(tag))
+            Ok::<_, CommandError>(reply(tag))
         }
     });
     let c = counts.clone();
     builder.blocking_handler(move |BlockingCmd(tag): BlockingCmd| {
         c.0[Kind::Blocking as usize].fetch_add(1, SeqCst);
-        Ok(reply(tag))
+        Ok::<_, CommandError>(reply(tag))
     });
 }
 
@@ -377,6 +386,7 @@ impl Staggered {
 }
 
 impl Process for Staggered {
+    type Output = Payload;
     fn init(&mut self, _: &ProcessContext<'_>, _: &str, _: Payload) -> Result<(), InitError> {
         Ok(())
     }
@@ -499,6 +509,7 @@ struct BadInit {
 }
 
 impl Process for BadInit {
+    type Output = Payload;
     fn init(&mut self, _: &ProcessContext<'_>, method: &str, _: Payload) -> Result<(), InitError> {
         match self.mode {
             InitMode::UnknownMethod => Err(InitError::unknown_method(method)),
@@ -571,10 +582,15 @@ fn init_errors_are_returned_by_spawn_and_close_still_runs() {
 
 struct Unhandled;
 struct Refused;
+procsched::command!(Refused => Payload);
 struct InlinePanics;
+procsched::command!(InlinePanics => Payload);
 struct AsyncPanics;
+procsched::command!(AsyncPanics => Payload);
 struct AsyncPanicsOnCreate;
+procsched::command!(AsyncPanicsOnCreate => Payload);
 struct BlockingPanics;
+procsched::command!(BlockingPanics => Payload);
 
 #[test]
 fn command_errors_and_handler_panics_reach_the_process() {
@@ -586,7 +602,10 @@ fn command_errors_and_handler_panics_reach_the_process() {
         })
         .async_handler(|_: AsyncPanics| async {
             tokio::task::yield_now().await;
-            panic!("{EXPECTED_PANIC}: async")
+            if true {
+                panic!("{EXPECTED_PANIC}: async");
+            }
+            Ok::<Payload, CommandError>(Payload::empty())
         })
         .blocking_handler(|_: BlockingPanics| -> Result<Payload, CommandError> {
             panic!("{EXPECTED_PANIC}: blocking")
@@ -861,6 +880,7 @@ struct Flooded {
 }
 
 impl Process for Flooded {
+    type Output = Payload;
     fn init(&mut self, _: &ProcessContext<'_>, _: &str, _: Payload) -> Result<(), InitError> {
         Ok(())
     }
@@ -890,7 +910,7 @@ const FLOOD: usize = 1_000;
 /// Spawns `flooded` while the only worker is blocked, sends it [`FLOOD`] messages, releases the
 /// worker, and checks that they arrive in steps of at most 8 (`max_batch`), each once, in order.
 /// `flooded` finishes with `(batch sizes, message ids)`.
-fn check_flood(flooded: impl Process) {
+fn check_flood(flooded: impl Process<Output = Payload>) {
     let sched = Scheduler::builder()
         .workers(1)
         .max_batch(8)
@@ -1014,6 +1034,7 @@ struct Child {
 }
 
 impl Process for Child {
+    type Output = Payload;
     fn init(&mut self, ctx: &ProcessContext<'_>, _: &str, input: Payload) -> Result<(), InitError> {
         self.value = input
             .downcast()
@@ -1040,6 +1061,7 @@ struct Parent {
 }
 
 impl Process for Parent {
+    type Output = Payload;
     fn init(&mut self, ctx: &ProcessContext<'_>, _: &str, input: Payload) -> Result<(), InitError> {
         self.me = Some(ctx.pid());
         self.sched = Some(ctx.scheduler().clone());
@@ -1121,11 +1143,13 @@ fn spawn_from_plain_threads() {
 
 /// Async command: replies twice its value after a tokio yield.
 struct Double(u64);
+procsched::command!(Double => Payload);
 
 /// Yields `Double(input)` and finishes with the reply.
 struct Doubler(u64);
 
 impl Process for Doubler {
+    type Output = Payload;
     fn init(&mut self, _: &ProcessContext<'_>, _: &str, input: Payload) -> Result<(), InitError> {
         self.0 = input
             .downcast()
@@ -1149,7 +1173,7 @@ impl Process for Doubler {
 fn double_handler(builder: &mut procsched::SchedulerBuilder) -> &mut procsched::SchedulerBuilder {
     builder.async_handler(|Double(n): Double| async move {
         tokio::task::yield_now().await;
-        Ok(Payload::new(n * 2))
+        Ok::<_, procsched::CommandError>(Payload::new(n * 2))
     })
 }
 
@@ -1221,6 +1245,7 @@ fn handles_await_in_a_separate_tokio_runtime_with_the_owned_handler_runtime() {
 
 /// Async command that never completes.
 struct Never;
+procsched::command!(Never => Payload);
 
 #[test]
 fn state_observes_idle_blocked_and_none_after_completion() {
@@ -1308,6 +1333,7 @@ struct Stressed {
 }
 
 impl Process for Stressed {
+    type Output = Payload;
     fn init(&mut self, _: &ProcessContext<'_>, _: &str, input: Payload) -> Result<(), InitError> {
         self.script = input
             .downcast()

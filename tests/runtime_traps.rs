@@ -34,6 +34,7 @@ fn panic_of(f: impl FnOnce() + Send + 'static) -> Option<String> {
 }
 
 struct Nap;
+procsched::command!(Nap => Payload);
 
 /// Yields one `Nap` (an async handler), then finishes with its result.
 fn napper() -> FnProcess {

@@ -258,6 +258,7 @@ struct SlowInit {
 }
 
 impl Process for SlowInit {
+    type Output = Payload;
     fn init(&mut self, _: &ProcessContext<'_>, _: &str, _: Payload) -> Result<(), InitError> {
         self.entered.send(()).unwrap();
         self.release.recv_timeout(HANG_GUARD).unwrap();
@@ -316,6 +317,7 @@ struct Counted {
 }
 
 impl Process for Counted {
+    type Output = Payload;
     fn init(&mut self, _: &ProcessContext<'_>, _: &str, _: Payload) -> Result<(), InitError> {
         self.inits.fetch_add(1, SeqCst);
         Ok(())

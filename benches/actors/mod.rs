@@ -279,7 +279,7 @@ impl Handle {
     ///
     /// # Errors
     /// What `init` returned.
-    pub(crate) fn spawn<P: Process>(
+    pub(crate) fn spawn<P: Process<Output = Payload>>(
         &self,
         process: P,
         method: &str,
@@ -297,7 +297,7 @@ impl Handle {
     ///
     /// # Errors
     /// What `init` returned.
-    pub(crate) fn spawn_detached<P: Process>(
+    pub(crate) fn spawn_detached<P: Process<Output = Payload>>(
         &self,
         process: P,
         method: &str,
@@ -306,7 +306,7 @@ impl Handle {
         self.start(process, method, input, false).map(drop)
     }
 
-    fn start<P: Process>(
+    fn start<P: Process<Output = Payload>>(
         &self,
         mut process: P,
         method: &str,
@@ -373,7 +373,7 @@ impl fmt::Debug for Handle {
 }
 
 /// The driver: one tokio task per process (see the module docs for the protocol).
-async fn drive<P: Process>(
+async fn drive<P: Process<Output = Payload>>(
     mut process: P,
     mut receiver: UnboundedReceiver<Event>,
     mailbox: UnboundedSender<Event>,

@@ -13,9 +13,11 @@
 
 mod completer;
 mod registry;
+mod run;
 
 pub(crate) use completer::YieldCompleter;
 pub(crate) use registry::{Handler, HandlerSet};
+pub use run::Run;
 
 use crate::loom::Arc;
 use crate::process::mailbox::ProcessCell;

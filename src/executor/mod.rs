@@ -85,6 +85,19 @@ pub const DROP_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(1);
 pub struct Builder {
     workers: usize,
     thread_name: String,
+    worker_context: Option<WorkerContext>,
+}
+
+/// Runs a worker's whole loop (the `FnMut` it is given) inside some context.
+type WorkerContextFn = dyn Fn(&mut dyn FnMut()) + Send + Sync;
+
+#[derive(Clone)]
+struct WorkerContext(std::sync::Arc<WorkerContextFn>);
+
+impl fmt::Debug for WorkerContext {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("WorkerContext(..)")
+    }
 }
 
 impl Builder {
@@ -92,6 +105,7 @@ impl Builder {
         Builder {
             workers: std::thread::available_parallelism().map_or(1, |n| n.get()),
             thread_name: "procsched-worker".to_owned(),
+            worker_context: None,
         }
     }
 
@@ -104,6 +118,39 @@ impl Builder {
     /// Worker thread name prefix; workers are named `<prefix>-<index>`.
     pub fn thread_name(&mut self, name: impl Into<String>) -> &mut Self {
         self.thread_name = name.into();
+        self
+    }
+
+    /// Runs every worker's loop inside `context`, which must call the closure it is given
+    /// exactly once: to enter, for the thread's whole life, a context its tasks rely on — a tokio
+    /// runtime (`handle.enter()`), a tracing span, a thread-local.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use procsched::executor::Executor;
+    ///
+    /// let runtime = tokio::runtime::Runtime::new()?;
+    /// let handle = runtime.handle().clone();
+    /// let executor = Executor::builder()
+    ///     .workers(1)
+    ///     .worker_context(move |run| {
+    ///         let _inside = handle.enter();
+    ///         run()
+    ///     })
+    ///     .build()?;
+    /// // Tasks can use tokio timers and I/O directly.
+    /// let slept = executor.spawn(async {
+    ///     tokio::time::sleep(std::time::Duration::from_millis(1)).await
+    /// });
+    /// executor.block_on(slept).unwrap();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn worker_context(
+        &mut self,
+        context: impl Fn(&mut dyn FnMut()) + Send + Sync + 'static,
+    ) -> &mut Self {
+        self.worker_context = Some(WorkerContext(std::sync::Arc::new(context)));
         self
     }
 
@@ -130,7 +177,22 @@ impl Builder {
             let worker_shared = shared.clone();
             let spawned = thread::Builder::new()
                 .name(format!("{}-{index}", self.thread_name))
-                .spawn(move || worker::run(worker_shared, index, local));
+                .spawn({
+                    let context = self.worker_context.clone();
+                    move || {
+                        let mut run = Some(move || worker::run(worker_shared, index, local));
+                        let mut run_once = || {
+                            if let Some(run) = run.take() {
+                                run();
+                            }
+                        };
+                        if let Some(WorkerContext(context)) = context {
+                            context(&mut run_once);
+                        }
+                        // A context that did not call it: the worker must run all the same.
+                        run_once();
+                    }
+                });
             match spawned {
                 Ok(thread) => threads.push(thread),
                 Err(error) => {

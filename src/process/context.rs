@@ -1,7 +1,10 @@
 //! What `init` gets to know about its process.
 
-use super::Pid;
+use super::mailbox::ProcessCell;
+use super::{Event, Pid};
+use crate::loom::Arc;
 use std::any::Any;
+use std::task::{Wake, Waker};
 
 /// The process's identity and a handle to its scheduler, given to [`Process::init`](super::Process::init).
 ///
@@ -14,6 +17,7 @@ use std::any::Any;
 ///
 /// struct Child;
 /// impl Process for Child {
+///     type Output = Payload;
 ///     fn init(&mut self, _: &ProcessContext<'_>, _: &str, _: Payload) -> Result<(), InitError> { Ok(()) }
 ///     fn step(&mut self, _: &mut Events, out: &mut StepOutput) -> Result<(), BoxError> {
 ///         out.done(Payload::new(1u32));
@@ -23,6 +27,7 @@ use std::any::Any;
 ///
 /// struct Parent { me: Option<Pid>, sched: Option<SchedulerHandle> }
 /// impl Process for Parent {
+///     type Output = Payload;
 ///     fn init(&mut self, ctx: &ProcessContext<'_>, _: &str, _: Payload) -> Result<(), InitError> {
 ///         self.me = Some(ctx.pid());
 ///         self.sched = Some(ctx.scheduler().clone());
@@ -45,12 +50,24 @@ pub struct ProcessContext<'a> {
     /// scheduler above it. The scheduler layer adds the typed constructor and accessor
     /// (`ProcessContext::new`, `ProcessContext::scheduler`, in `scheduler/handle.rs`).
     host: &'a (dyn Any + Send + Sync),
+    /// The process's cell, when it runs in a scheduler (not in a hand-made context).
+    cell: Option<&'a Arc<ProcessCell>>,
 }
 
 impl<'a> ProcessContext<'a> {
     /// A context for `pid` hosted by `host` (the scheduler layer's handle).
     pub(crate) fn with_host(pid: Pid, host: &'a (dyn Any + Send + Sync)) -> Self {
-        ProcessContext { pid, host }
+        ProcessContext {
+            pid,
+            host,
+            cell: None,
+        }
+    }
+
+    /// The same context, able to hand out wakers into `cell` (the process's own).
+    pub(crate) fn with_cell(mut self, cell: &'a Arc<ProcessCell>) -> Self {
+        self.cell = Some(cell);
+        self
     }
 
     /// The host, for the scheduler layer to downcast.
@@ -73,6 +90,66 @@ impl<'a> ProcessContext<'a> {
     /// ```
     pub fn pid(&self) -> Pid {
         self.pid
+    }
+
+    /// A [`Waker`] that delivers [`Event::Woken`] to this process (consecutive wakes coalesce
+    /// into one event; wakes after the process ended are ignored): hand it to a future or a
+    /// callback outside procsched to be stepped when it has news. `None` in a context made by
+    /// hand ([`ProcessContext::new`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use procsched::prelude::*;
+    /// use std::task::Waker;
+    ///
+    /// /// Hands its waker out, finishes when woken.
+    /// struct Wakeable(std::sync::mpsc::Sender<Waker>);
+    /// impl Process for Wakeable {
+    ///     type Output = ();
+    ///     fn init(&mut self, ctx: &ProcessContext<'_>, _: &str, _: Payload) -> Result<(), InitError> {
+    ///         self.0.send(ctx.waker().expect("runs in a scheduler")).unwrap();
+    ///         Ok(())
+    ///     }
+    ///     fn step(&mut self, events: &mut Events, out: &mut StepOutput<()>) -> Result<(), BoxError> {
+    ///         match events.pop() {
+    ///             Some(Event::Woken) => out.done(()),
+    ///             _ => out.wait(),
+    ///         }
+    ///         Ok(())
+    ///     }
+    /// }
+    ///
+    /// let sched = Scheduler::builder().workers(1).build()?;
+    /// let (tx, rx) = std::sync::mpsc::channel();
+    /// let handle = sched.spawn(Wakeable(tx), "run", Payload::empty())?;
+    /// rx.recv()?.wake();
+    /// sched.block_on(handle)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn waker(&self) -> Option<Waker> {
+        let cell = self.cell?.clone();
+        Some(Waker::from(std::sync::Arc::new(ProcessWake {
+            cell,
+            generation: self.pid.generation(),
+        })))
+    }
+}
+
+/// What a process's [`Waker`] wakes: its cell, in the incarnation it was made for.
+struct ProcessWake {
+    cell: Arc<ProcessCell>,
+    generation: u64,
+}
+
+impl Wake for ProcessWake {
+    fn wake(self: std::sync::Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &std::sync::Arc<Self>) {
+        // Refused once the process is gone (the generation moved on): nothing to wake.
+        let _ = self.cell.deliver(self.generation, Event::Woken);
     }
 }
 

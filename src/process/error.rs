@@ -124,6 +124,7 @@ pub enum SendError {
 ///
 /// struct Fails;
 /// impl Process for Fails {
+///     type Output = Payload;
 ///     fn init(&mut self, _: &ProcessContext<'_>, _: &str, _: Payload) -> Result<(), InitError> {
 ///         Ok(())
 ///     }

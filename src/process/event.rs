@@ -37,6 +37,10 @@ pub enum Event {
         /// The topic whose budget overflowed.
         topic: Topic,
     },
+    /// A waker of this process was woken ([`ProcessContext::waker`](crate::ProcessContext::waker)):
+    /// a future or callback outside procsched has news. Consecutive wakes are coalesced into one
+    /// event.
+    Woken,
 }
 
 /// A per-topic mailbox budget, declared by the sender of a message

@@ -26,7 +26,6 @@ use super::output::{Status, Yield};
 use super::state::{ParkAs, TakeNotified, TransitionToParked};
 use super::{panic_message, Events, Pid, Process, ProcessError, StepOutput};
 use crate::loom::Arc;
-use crate::Payload;
 use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
@@ -76,7 +75,7 @@ pub(crate) struct ProcessFuture<P: Process, H: Host> {
     cell: Arc<ProcessCell>,
     host: Arc<H>,
     events: Events,
-    out: StepOutput,
+    out: StepOutput<P::Output>,
     outstanding: Vec<H::Outstanding>,
     finished: bool,
 }
@@ -99,7 +98,7 @@ impl<P: Process, H: Host> ProcessFuture<P, H> {
         }
     }
 
-    fn poll_steps(&mut self, cx: &mut Context<'_>) -> Poll<Result<Payload, ProcessError>> {
+    fn poll_steps(&mut self, cx: &mut Context<'_>) -> Poll<Result<P::Output, ProcessError>> {
         self.cell.state.transition_to_running();
         let max_batch = self.host.max_batch();
         let mut budget = self.host.step_budget().max(1);
@@ -187,7 +186,7 @@ impl<P: Process, H: Host> ProcessFuture<P, H> {
     }
 
     /// Back into the run queue, behind other ready work.
-    fn requeue(&mut self, cx: &mut Context<'_>) -> Poll<Result<Payload, ProcessError>> {
+    fn requeue(&mut self, cx: &mut Context<'_>) -> Poll<Result<P::Output, ProcessError>> {
         self.cell.state.transition_to_requeued();
         cx.waker().wake_by_ref();
         Poll::Pending
@@ -227,7 +226,10 @@ impl<P: Process, H: Host> ProcessFuture<P, H> {
 
     /// The finish protocol (module docs). `result` is what the handle receives, unless `close`
     /// panics.
-    fn finish(&mut self, result: Result<Payload, ProcessError>) -> Result<Payload, ProcessError> {
+    fn finish(
+        &mut self,
+        result: Result<P::Output, ProcessError>,
+    ) -> Result<P::Output, ProcessError> {
         debug_assert!(!self.finished);
         self.finished = true;
         self.drop_unread_events();
@@ -255,7 +257,7 @@ impl<P: Process, H: Host> ProcessFuture<P, H> {
 }
 
 impl<P: Process, H: Host> Future for ProcessFuture<P, H> {
-    type Output = Result<Payload, ProcessError>;
+    type Output = Result<P::Output, ProcessError>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         self.get_mut().poll_steps(cx)

@@ -1,8 +1,7 @@
 //! `ProcessHandle`: await a process's result.
 
-use super::{Pid, ProcessError};
+use super::{Payload, Pid, ProcessError};
 use crate::executor::JoinHandle;
-use crate::Payload;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
@@ -11,8 +10,10 @@ use std::task::{Context, Poll};
 /// Awaits the result of a spawned process, from any async code (tokio, async-std, a procsched
 /// task, [`Scheduler::block_on`](crate::Scheduler::block_on)).
 ///
-/// Resolves to the payload the process finished with (`Status::Done`), or to a [`ProcessError`]
-/// saying whether it failed, panicked, was terminated or was cancelled by shutdown.
+/// Resolves to the value the process finished with (`Status::Done`) — typed: `T` is the
+/// process's [`Output`](crate::Process::Output), [`Payload`] for dynamic use — or to a
+/// [`ProcessError`] saying whether it failed, panicked, was terminated or was cancelled by
+/// shutdown.
 ///
 /// Dropping the handle does **not** stop the process; it runs on and its result is dropped.
 ///
@@ -23,6 +24,7 @@ use std::task::{Context, Poll};
 ///
 /// struct Answer;
 /// impl Process for Answer {
+///     type Output = Payload;
 ///     fn init(&mut self, _: &ProcessContext<'_>, _: &str, _: Payload) -> Result<(), InitError> {
 ///         Ok(())
 ///     }
@@ -36,15 +38,27 @@ use std::task::{Context, Poll};
 /// let handle = sched.spawn(Answer, "run", Payload::empty()).unwrap();
 /// let result = sched.block_on(handle).unwrap();
 /// assert_eq!(result.downcast::<u32>().unwrap(), 42);
+///
+/// // A typed process gives a typed handle:
+/// struct Typed;
+/// impl Process for Typed {
+///     type Output = u32;
+///     fn step(&mut self, _: &mut Events, out: &mut StepOutput<u32>) -> Result<(), BoxError> {
+///         out.done(7);
+///         Ok(())
+///     }
+/// }
+/// let handle: procsched::ProcessHandle<u32> = sched.spawn(Typed, "run", Payload::empty()).unwrap();
+/// assert_eq!(sched.block_on(handle).unwrap(), 7);
 /// ```
 #[must_use = "dropping a ProcessHandle does not stop the process; await it to get its result"]
-pub struct ProcessHandle {
+pub struct ProcessHandle<T = Payload> {
     pid: Pid,
-    join: JoinHandle<Result<Payload, ProcessError>>,
+    join: JoinHandle<Result<T, ProcessError>>,
 }
 
-impl ProcessHandle {
-    pub(crate) fn new(pid: Pid, join: JoinHandle<Result<Payload, ProcessError>>) -> Self {
+impl<T> ProcessHandle<T> {
+    pub(crate) fn new(pid: Pid, join: JoinHandle<Result<T, ProcessError>>) -> Self {
         ProcessHandle { pid, join }
     }
 
@@ -59,8 +73,8 @@ impl ProcessHandle {
     }
 }
 
-impl Future for ProcessHandle {
-    type Output = Result<Payload, ProcessError>;
+impl<T> Future for ProcessHandle<T> {
+    type Output = Result<T, ProcessError>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let pid = self.pid;
@@ -79,7 +93,7 @@ impl Future for ProcessHandle {
     }
 }
 
-impl fmt::Debug for ProcessHandle {
+impl<T> fmt::Debug for ProcessHandle<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ProcessHandle")
             .field("pid", &self.pid)

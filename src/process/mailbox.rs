@@ -194,6 +194,10 @@ impl ProcessCell {
             }
             inner.queued_messages += 1;
         }
+        if matches!(event, Event::Woken) && matches!(inner.events.back(), Some(Event::Woken)) {
+            // Coalesced: the queued one has already woken (or flagged) the process.
+            return Admission::Accepted;
+        }
         inner.events.push_back(event);
         let waker = self.waker_if_waiting(&inner);
         drop(inner);

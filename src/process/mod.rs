@@ -26,6 +26,8 @@
 //! - A panic in `init`, `step` or `close` is caught and reported (as a [`SpawnError`] or a
 //!   [`ProcessError`]); the worker keeps running and other processes are untouched.
 
+pub(crate) mod async_fn;
+mod command;
 mod context;
 mod error;
 mod event;
@@ -40,12 +42,14 @@ mod state;
 #[cfg(test)]
 mod tests;
 
+pub use async_fn::{Call, Cancelled, ProcessCx, Recv, RecvError, RecvMessage, YieldNow};
+pub use command::Command;
 pub use context::ProcessContext;
 pub use error::{BoxError, CommandError, InitError, ProcessError, SendError, SpawnError};
 pub use event::{CancelReason, Event, EventDrain, Events, Message, Tag, Topic, TopicBudget};
 pub use handle::ProcessHandle;
 pub use output::{Status, StepOutput};
-pub use payload::Payload;
+pub use payload::{Payload, TypeMismatch};
 pub use pid::Pid;
 pub use state::ProcessState;
 
@@ -63,37 +67,32 @@ pub(crate) use pid::{INDEX_BITS, MAX_GENERATION};
 
 /// A long-lived, stateful process, written as an explicit state machine.
 ///
+/// Processes can also be written as plain `async fn`s ([`Scheduler::spawn_fn`](crate::Scheduler::spawn_fn));
+/// those run as a `Process` too, through an adapter.
+///
 /// # Examples
 ///
 /// A counter that asks a `Lookup` handler for a value `n` times, then finishes with the sum:
 ///
 /// ```
-/// use procsched::{
-///     BoxError, Event, Events, InitError, Payload, Process, ProcessContext, Scheduler, StepOutput,
-/// };
+/// use procsched::prelude::*;
 ///
 /// struct Lookup(u64);
+/// procsched::command!(Lookup => u64);
 ///
-/// #[derive(Default)]
 /// struct Summer { remaining: u64, sum: u64 }
 ///
 /// impl Process for Summer {
-///     fn init(&mut self, _: &ProcessContext<'_>, method: &str, input: Payload) -> Result<(), InitError> {
-///         match method {
-///             "sum" => self.remaining = input.downcast::<u64>().map_err(|_| InitError::failed("want a u64"))?,
-///             other => return Err(InitError::unknown_method(other)),
-///         }
-///         Ok(())
-///     }
+///     type Output = u64;
 ///
-///     fn step(&mut self, events: &mut Events, out: &mut StepOutput) -> Result<(), BoxError> {
+///     fn step(&mut self, events: &mut Events, out: &mut StepOutput<u64>) -> Result<(), BoxError> {
 ///         for event in events.drain() {
 ///             if let Event::YieldComplete { result, .. } = event {
-///                 self.sum += result?.downcast::<u64>().map_err(|_| "bad reply")?;
+///                 self.sum += result?.take::<u64>()?;
 ///             }
 ///         }
 ///         if self.remaining == 0 {
-///             out.done(Payload::new(self.sum));
+///             out.done(self.sum);
 ///         } else {
 ///             out.yield_command(self.remaining, Lookup(self.remaining));
 ///             self.remaining -= 1;
@@ -105,17 +104,23 @@ pub(crate) use pid::{INDEX_BITS, MAX_GENERATION};
 ///
 /// let sched = Scheduler::builder()
 ///     .workers(2)
-///     .inline_handler(|Lookup(n): Lookup| Ok(Payload::new(n * 10)))
+///     .inline_handler(|Lookup(n): Lookup| Ok::<_, BoxError>(n * 10))
 ///     .build()?;
-/// let handle = sched.spawn(Summer::default(), "sum", Payload::new(3u64))?;
-/// let sum = sched.block_on(handle)?.downcast::<u64>().unwrap();
-/// assert_eq!(sum, 60);
+/// let handle = sched.spawn(Summer { remaining: 3, sum: 0 }, "sum", Payload::empty())?;
+/// assert_eq!(sched.block_on(handle)?, 60);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub trait Process: Send + 'static {
+    /// What the process finishes with ([`StepOutput::done`]): the value its
+    /// [`ProcessHandle`] resolves to. Use [`Payload`] for a dynamically typed result.
+    type Output: Send + 'static;
+
     /// Prepares the process for the entry point `method` with its `input`. Runs inside `spawn`;
     /// an error (typically [`InitError::UnknownMethod`]) is returned from `spawn` and the process
     /// never steps (its `close` is still called).
+    ///
+    /// The default accepts every method and ignores the input: enough for a process with one
+    /// entry point that gets its data from its constructor.
     ///
     /// # Errors
     ///
@@ -125,7 +130,10 @@ pub trait Process: Send + 'static {
         ctx: &ProcessContext<'_>,
         method: &str,
         input: Payload,
-    ) -> Result<(), InitError>;
+    ) -> Result<(), InitError> {
+        let _ = (ctx, method, input);
+        Ok(())
+    }
 
     /// Advances the state machine with the events that arrived since the previous step, writing
     /// yields and the new status into `out` (default: [`Status::Continue`]).
@@ -134,7 +142,11 @@ pub trait Process: Send + 'static {
     ///
     /// An error fails the process: its handle resolves to a [`ProcessError`] with
     /// [`is_failed`](ProcessError::is_failed), and the error as its source.
-    fn step(&mut self, events: &mut Events, out: &mut StepOutput) -> Result<(), BoxError>;
+    fn step(
+        &mut self,
+        events: &mut Events,
+        out: &mut StepOutput<Self::Output>,
+    ) -> Result<(), BoxError>;
 
     /// Releases resources. Called exactly once, however the process ends.
     fn close(&mut self) {}

@@ -4,10 +4,10 @@ use super::{Payload, Tag};
 use smallvec::SmallVec;
 use std::time::Duration;
 
-/// What a process wants after a step.
+/// What a process wants after a step. `O` is the process's [`Output`](crate::Process::Output).
 #[derive(Debug, Default)]
 #[non_exhaustive]
-pub enum Status {
+pub enum Status<O = Payload> {
     /// Run me again, after the other ready work (the default).
     #[default]
     Continue,
@@ -16,7 +16,7 @@ pub enum Status {
     /// I wait for messages: step me when an event arrives.
     Idle,
     /// I am finished, with this result. Yields of this step are dropped (with a warning).
-    Done(Payload),
+    Done(O),
 }
 
 /// One yield: a command for the handler registered for its type.
@@ -41,19 +41,40 @@ pub(crate) struct Yield {
 ///
 /// struct Fetch { url: &'static str }
 ///
-/// let mut out = StepOutput::default();
+/// let mut out = StepOutput::new();
 /// out.yield_command(1, Fetch { url: "https://example.com" });
 /// out.wait();
 /// assert_eq!(out.yield_count(), 1);
 /// assert!(matches!(out.status(), Status::Wait));
 /// ```
-#[derive(Debug, Default)]
-pub struct StepOutput {
-    yields: SmallVec<[Yield; 2]>,
-    status: Status,
+#[derive(Debug)]
+pub struct StepOutput<O = Payload> {
+    yields: Yields,
+    status: Status<O>,
+}
+
+/// The yields of one step, apart from the (typed) status: the async-fn adapter's call futures
+/// write here without knowing the process's output type.
+pub(crate) type Yields = SmallVec<[Yield; 2]>;
+
+impl<O> Default for StepOutput<O> {
+    fn default() -> Self {
+        StepOutput {
+            yields: Yields::new(),
+            status: Status::Continue,
+        }
+    }
 }
 
 impl StepOutput {
+    /// An empty buffer for a process whose output is a [`Payload`] (for typed outputs:
+    /// `StepOutput::<T>::default()`). For driving a process by hand.
+    pub fn new() -> StepOutput {
+        StepOutput::default()
+    }
+}
+
+impl<O> StepOutput<O> {
     /// Asks for `command` to be dispatched to the handler registered for its type; its result
     /// comes back as [`Event::YieldComplete`](crate::Event::YieldComplete) with this `tag`.
     pub fn yield_command<C: Send + 'static>(&mut self, tag: Tag, command: C) {
@@ -88,12 +109,12 @@ impl StepOutput {
     }
 
     /// Sets the status.
-    pub fn set_status(&mut self, status: Status) {
+    pub fn set_status(&mut self, status: Status<O>) {
         self.status = status;
     }
 
     /// The status so far.
-    pub fn status(&self) -> &Status {
+    pub fn status(&self) -> &Status<O> {
         &self.status
     }
 
@@ -113,13 +134,13 @@ impl StepOutput {
     }
 
     /// [`Status::Done`]: finish with `result`.
-    pub fn done(&mut self, result: Payload) {
+    pub fn done(&mut self, result: O) {
         self.status = Status::Done(result);
     }
 
     /// Takes the status, leaving [`Status::Continue`]. For driving a process by hand (unit
     /// tests of a `Process`, custom drivers); the scheduler does this after every step.
-    pub fn take_status(&mut self) -> Status {
+    pub fn take_status(&mut self) -> Status<O> {
         std::mem::take(&mut self.status)
     }
 
@@ -131,7 +152,7 @@ impl StepOutput {
     /// ```
     /// use procsched::StepOutput;
     ///
-    /// let mut out = StepOutput::default();
+    /// let mut out = StepOutput::new();
     /// out.yield_command(7, "lookup");
     /// let yields: Vec<_> = out.take_yields().collect();
     /// assert_eq!(yields[0].0, 7);
@@ -140,6 +161,11 @@ impl StepOutput {
     /// ```
     pub fn take_yields(&mut self) -> impl Iterator<Item = (Tag, Payload)> + '_ {
         self.yields.drain(..).map(|y| (y.tag, y.command))
+    }
+
+    /// The yields, for the async-fn adapter's call futures.
+    pub(crate) fn yields_mut(&mut self) -> &mut Yields {
+        &mut self.yields
     }
 
     /// Takes the last yield (the only one, when `yield_count() == 1`).

@@ -72,6 +72,40 @@ impl Payload {
         }
     }
 
+    /// Takes the value out as a `T`, or fails with a [`TypeMismatch`] that names both types —
+    /// an `Error`, so `?` works in `step`, `init` and handlers.
+    ///
+    /// # Errors
+    ///
+    /// [`TypeMismatch`] if the value is not a `T` (the value is dropped).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use procsched::Payload;
+    ///
+    /// assert_eq!(Payload::new(7u64).take::<u64>()?, 7);
+    /// let err = Payload::new((1u64, 2i32)).take::<(u64, u64)>().unwrap_err();
+    /// assert_eq!(err.to_string(), "expected a value of type `(u64, u64)`, got `(u64, i32)`");
+    /// # Ok::<(), procsched::TypeMismatch>(())
+    /// ```
+    pub fn take<T: 'static>(self) -> Result<T, TypeMismatch> {
+        let actual = self.type_name;
+        self.downcast::<T>().map_err(|_| TypeMismatch {
+            expected: std::any::type_name::<T>(),
+            actual,
+        })
+    }
+
+    /// Wraps `value`, unless it already is a `Payload` (then it is returned as is, not nested).
+    pub(crate) fn wrap<T: Send + 'static>(value: T) -> Payload {
+        let mut slot = Some(value);
+        match (&mut slot as &mut dyn Any).downcast_mut::<Option<Payload>>() {
+            Some(payload) => payload.take().expect("just filled"),
+            None => Payload::new(slot.take().expect("just filled")),
+        }
+    }
+
     /// Borrows the value as a `T`.
     pub fn downcast_ref<T: 'static>(&self) -> Option<&T> {
         (*self.value).downcast_ref()
@@ -80,6 +114,49 @@ impl Payload {
     /// Mutably borrows the value as a `T`.
     pub fn downcast_mut<T: 'static>(&mut self) -> Option<&mut T> {
         (*self.value).downcast_mut()
+    }
+}
+
+/// A value was not of the type its reader expected: returned by [`Payload::take`] and by the
+/// typed readers built on it (typed command results, typed messages, typed handles).
+///
+/// # Examples
+///
+/// ```
+/// use procsched::{BoxError, Payload};
+///
+/// fn read(p: Payload) -> Result<u64, BoxError> {
+///     Ok(p.take::<u64>()?) // converts into any error type that takes `Error + Send + Sync`
+/// }
+/// assert!(read(Payload::new("seven")).unwrap_err().to_string().contains("`&str`"));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("expected a value of type `{expected}`, got `{actual}`")]
+pub struct TypeMismatch {
+    expected: &'static str,
+    actual: &'static str,
+}
+
+impl TypeMismatch {
+    /// The type the reader asked for.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let err = procsched::Payload::new(1u8).take::<u16>().unwrap_err();
+    /// assert_eq!((err.expected(), err.actual()), ("u16", "u8"));
+    /// ```
+    pub fn expected(&self) -> &'static str {
+        self.expected
+    }
+
+    /// The type the value had.
+    ///
+    /// # Examples
+    ///
+    /// See [`expected`](Self::expected).
+    pub fn actual(&self) -> &'static str {
+        self.actual
     }
 }
 

@@ -5,7 +5,7 @@ use super::shared::Inner;
 use crate::dispatch::{Handler, HandlerSet};
 use crate::executor::{self, Executor};
 use crate::loom::Arc;
-use crate::process::{CommandError, Payload};
+use crate::process::{BoxError, Command, CommandError, Payload};
 use std::any::TypeId;
 use std::fmt;
 use std::future::Future;
@@ -23,12 +23,13 @@ pub const DEFAULT_DROP_TIMEOUT: Duration = Duration::from_millis(250);
 /// # Examples
 ///
 /// ```
-/// use procsched::{BuildError, Payload, Scheduler};
+/// use procsched::{BoxError, BuildError, Scheduler};
 ///
 /// struct Ping;
+/// procsched::command!(Ping => ());
 /// let err = Scheduler::builder()
-///     .inline_handler(|Ping: Ping| Ok(Payload::empty()))
-///     .inline_handler(|Ping: Ping| Ok(Payload::empty()))
+///     .inline_handler(|Ping: Ping| Ok::<_, BoxError>(()))
+///     .inline_handler(|Ping: Ping| Ok::<_, BoxError>(()))
 ///     .build()
 ///     .unwrap_err();
 /// assert!(matches!(err, BuildError::DuplicateHandler(_)));
@@ -51,18 +52,17 @@ pub enum BuildError {
 /// # Examples
 ///
 /// ```
-/// use procsched::{CommandError, Payload, Scheduler};
+/// use procsched::{BoxError, Scheduler};
 ///
 /// struct Lookup(u32);
 /// struct Fetch(String);
+/// procsched::command!(Lookup => u32, Fetch => usize);
 ///
 /// let mut builder = Scheduler::builder();
 /// builder
 ///     .workers(2)
-///     .inline_handler(|Lookup(key): Lookup| Ok(Payload::new(key * 2)))
-///     .async_handler(|Fetch(url): Fetch| async move {
-///         Ok::<_, CommandError>(Payload::new(url.len()))
-///     });
+///     .inline_handler(|Lookup(key): Lookup| Ok::<_, BoxError>(key * 2))
+///     .async_handler(|Fetch(url): Fetch| async move { Ok::<_, BoxError>(url.len()) });
 /// let first = builder.build()?;
 /// let second = builder.build()?; // same handlers
 /// # Ok::<(), procsched::BuildError>(())
@@ -123,75 +123,92 @@ impl SchedulerBuilder {
     }
 
     /// Registers a synchronous handler for commands of type `C`, run on the worker during
-    /// dispatch. Keep it short and non-blocking; use [`blocking_handler`](Self::blocking_handler)
-    /// for blocking work.
+    /// dispatch: it completes within the same poll, without allocating. Keep it short and
+    /// non-blocking; use [`blocking_handler`](Self::blocking_handler) for blocking work.
+    ///
+    /// The handler replies with `C::Output`, or fails with any error that converts into a
+    /// [`BoxError`] (the process sees [`CommandError::Failed`] with it as the source; a
+    /// [`CommandError`] is passed through as is).
     ///
     /// # Examples
     ///
     /// ```
-    /// use procsched::{Payload, Scheduler};
+    /// use procsched::{BoxError, Scheduler};
     ///
     /// struct Double(u64);
+    /// procsched::command!(Double => u64);
+    ///
     /// let sched = Scheduler::builder()
-    ///     .inline_handler(|Double(n): Double| Ok(Payload::new(n * 2)))
+    ///     .inline_handler(|Double(n): Double| Ok::<_, BoxError>(n * 2))
     ///     .build()?;
     /// # Ok::<(), procsched::BuildError>(())
     /// ```
-    pub fn inline_handler<C, F>(&mut self, handler: F) -> &mut Self
+    pub fn inline_handler<C, F, E>(&mut self, handler: F) -> &mut Self
     where
-        C: Send + 'static,
-        F: Fn(C) -> Result<Payload, CommandError> + Send + Sync + 'static,
+        C: Command,
+        F: Fn(C) -> Result<C::Output, E> + Send + Sync + 'static,
+        E: Into<BoxError>,
     {
-        self.add::<C>(Handler::inline(handler))
+        self.add::<C>(Handler::inline(move |command: C| reply(handler(command))))
     }
 
-    /// Registers an async handler for commands of type `C`: each command runs as a tokio task.
+    /// Registers an async handler for commands of type `C`: each command runs as a task on the
+    /// handler runtime (see [`tokio_handle`](Self::tokio_handle)), so it may use any tokio API.
+    /// Replies and errors as for [`inline_handler`](Self::inline_handler): `?` works on any
+    /// error that converts into a [`BoxError`], e.g. `std::io::Error`.
     ///
     /// # Examples
     ///
     /// ```
-    /// use procsched::{CommandError, Payload, Scheduler};
-    ///
-    /// struct Nap(u64);
-    /// let sched = Scheduler::builder()
-    ///     .async_handler(|Nap(ms): Nap| async move {
-    ///         tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
-    ///         Ok::<_, CommandError>(Payload::empty())
-    ///     })
-    ///     .build()?;
-    /// # Ok::<(), procsched::BuildError>(())
-    /// ```
-    pub fn async_handler<C, F, Fut>(&mut self, handler: F) -> &mut Self
-    where
-        C: Send + 'static,
-        F: Fn(C) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = Result<Payload, CommandError>> + Send + 'static,
-    {
-        self.add::<C>(Handler::asynchronous(handler))
-    }
-
-    /// Registers a blocking handler for commands of type `C`: each command runs on tokio's
-    /// blocking thread pool.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use procsched::{Payload, Scheduler};
+    /// use procsched::Scheduler;
     ///
     /// struct ReadFile(std::path::PathBuf);
+    /// procsched::command!(ReadFile => Vec<u8>);
+    ///
+    /// async fn read_file(ReadFile(path): ReadFile) -> std::io::Result<Vec<u8>> {
+    ///     tokio::fs::read(path).await
+    /// }
+    ///
+    /// let sched = Scheduler::builder().async_handler(read_file).build()?;
+    /// # Ok::<(), procsched::BuildError>(())
+    /// ```
+    pub fn async_handler<C, F, Fut, E>(&mut self, handler: F) -> &mut Self
+    where
+        C: Command,
+        F: Fn(C) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<C::Output, E>> + Send + 'static,
+        E: Into<BoxError>,
+    {
+        self.add::<C>(Handler::asynchronous(move |command: C| {
+            let future = handler(command);
+            async move { reply(future.await) }
+        }))
+    }
+
+    /// Registers a blocking handler for commands of type `C`: each command runs on the handler
+    /// runtime's blocking thread pool. Replies and errors as for
+    /// [`inline_handler`](Self::inline_handler).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use procsched::Scheduler;
+    ///
+    /// struct ReadFile(std::path::PathBuf);
+    /// procsched::command!(ReadFile => Vec<u8>);
+    ///
     /// let sched = Scheduler::builder()
-    ///     .blocking_handler(|ReadFile(path): ReadFile| {
-    ///         std::fs::read(path).map(Payload::new).map_err(procsched::CommandError::failed)
-    ///     })
+    ///     .blocking_handler(|ReadFile(path): ReadFile| std::fs::read(path))
     ///     .build()?;
     /// # Ok::<(), procsched::BuildError>(())
     /// ```
-    pub fn blocking_handler<C, F>(&mut self, handler: F) -> &mut Self
+    pub fn blocking_handler<C, F, E>(&mut self, handler: F) -> &mut Self
     where
-        C: Send + 'static,
-        F: Fn(C) -> Result<Payload, CommandError> + Send + Sync + 'static,
+        C: Command,
+        F: Fn(C) -> Result<C::Output, E> + Send + Sync + 'static,
+        E: Into<BoxError>,
     {
-        self.add::<C>(Handler::blocking(handler))
+        self.add::<C>(Handler::blocking(move |command: C| reply(handler(command))))
     }
 
     fn add<C: 'static>(&mut self, handler: Handler) -> &mut Self {
@@ -340,7 +357,16 @@ impl SchedulerBuilder {
                 Err(_) => None,
             },
         };
-        let executor = self.executor.build()?;
+        let mut executor = self.executor.clone();
+        if let Some(runtime) = runtime.clone() {
+            // Processes (an async-fn body awaiting a tokio timer, a step calling `tokio::spawn`)
+            // find the handler runtime as their tokio context.
+            executor.worker_context(move |run| {
+                let _inside = runtime.enter();
+                run()
+            });
+        }
+        let executor = executor.build()?;
         let inner = Arc::new(Inner::new(
             executor.handle().clone(),
             handlers,
@@ -356,6 +382,19 @@ impl SchedulerBuilder {
             owned_runtime,
             self.drop_timeout,
         ))
+    }
+}
+
+/// A typed handler's result, as the type-erased completion a process receives.
+fn reply<T: Send + 'static, E: Into<BoxError>>(
+    result: Result<T, E>,
+) -> Result<Payload, CommandError> {
+    match result {
+        Ok(output) => Ok(Payload::wrap(output)),
+        Err(error) => Err(match error.into().downcast::<CommandError>() {
+            Ok(command_error) => *command_error,
+            Err(other) => CommandError::Failed(other),
+        }),
     }
 }
 

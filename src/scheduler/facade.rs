@@ -37,6 +37,7 @@ pub const FORCED_STOP_WAIT: Duration = Duration::from_millis(50);
 /// /// Echoes the first message's payload back as its result.
 /// struct Echo;
 /// impl Process for Echo {
+///     type Output = Payload;
 ///     fn init(&mut self, _: &ProcessContext<'_>, _: &str, _: Payload) -> Result<(), InitError> { Ok(()) }
 ///     fn step(&mut self, events: &mut Events, out: &mut StepOutput) -> Result<(), BoxError> {
 ///         match events.pop() {
@@ -165,8 +166,27 @@ impl Scheduler {
         process: P,
         method: &str,
         input: Payload,
-    ) -> Result<ProcessHandle, SpawnError> {
+    ) -> Result<ProcessHandle<P::Output>, SpawnError> {
         self.handle.spawn(process, method, input)
+    }
+
+    /// See [`SchedulerHandle::spawn_fn`].
+    ///
+    /// # Errors
+    ///
+    /// See [`SchedulerHandle::spawn_fn`].
+    ///
+    /// # Examples
+    ///
+    /// See [`ProcessCx`](crate::ProcessCx).
+    pub fn spawn_fn<F, Fut, T, E>(&self, body: F) -> Result<ProcessHandle<T>, SpawnError>
+    where
+        F: FnOnce(crate::ProcessCx) -> Fut + Send + 'static,
+        Fut: Future<Output = Result<T, E>> + Send + 'static,
+        T: Send + 'static,
+        E: Into<crate::BoxError>,
+    {
+        self.handle.spawn_fn(body)
     }
 
     /// See [`SchedulerHandle::send`].
@@ -276,6 +296,7 @@ impl Scheduler {
     /// # use procsched::{BoxError, Events, InitError, Payload, Process, ProcessContext, Scheduler, StepOutput};
     /// # struct Stubborn;
     /// # impl Process for Stubborn {
+    /// #     type Output = Payload;
     /// #     fn init(&mut self, _: &ProcessContext<'_>, _: &str, _: Payload) -> Result<(), InitError> { Ok(()) }
     /// #     fn step(&mut self, _: &mut Events, out: &mut StepOutput) -> Result<(), BoxError> { out.idle(); Ok(()) }
     /// # }

@@ -26,6 +26,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 ///
 /// struct Quick;
 /// impl Process for Quick {
+///     type Output = Payload;
 ///     fn init(&mut self, _: &ProcessContext<'_>, _: &str, _: Payload) -> Result<(), InitError> { Ok(()) }
 ///     fn step(&mut self, _: &mut Events, out: &mut StepOutput) -> Result<(), BoxError> {
 ///         out.done(Payload::new(1u8));
@@ -62,6 +63,7 @@ impl SchedulerHandle {
     ///
     /// struct Greeter;
     /// impl Process for Greeter {
+    ///     type Output = Payload;
     ///     fn init(&mut self, _: &ProcessContext<'_>, method: &str, _: Payload) -> Result<(), InitError> {
     ///         match method {
     ///             "greet" => Ok(()),
@@ -86,7 +88,7 @@ impl SchedulerHandle {
         mut process: P,
         method: &str,
         input: Payload,
-    ) -> Result<ProcessHandle, SpawnError> {
+    ) -> Result<ProcessHandle<P::Output>, SpawnError> {
         let inner = &self.inner;
         // Protocol steps in the module docs of `scheduler`.
         if let Err(refused) = inner.lifecycle.admit() {
@@ -102,7 +104,7 @@ impl SchedulerHandle {
         };
         // Step 3. The cell is open from here on: events sent to `pid` during `init` wait for
         // the first step.
-        let ctx = ProcessContext::new(pid, self);
+        let ctx = ProcessContext::new(pid, self).with_cell(&cell);
         let initialised = catch_unwind(AssertUnwindSafe(|| process.init(&ctx, method, input)));
         let failure = match initialised {
             Ok(Ok(())) => None,
@@ -192,6 +194,7 @@ impl SchedulerHandle {
     ///
     /// struct Sleeper;
     /// impl Process for Sleeper {
+    ///     type Output = Payload;
     ///     fn init(&mut self, _: &ProcessContext<'_>, _: &str, _: Payload) -> Result<(), InitError> { Ok(()) }
     ///     fn step(&mut self, _: &mut Events, out: &mut StepOutput) -> Result<(), BoxError> {
     ///         out.idle();

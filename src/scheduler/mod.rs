@@ -9,6 +9,7 @@
 //! | `builder` | [`SchedulerBuilder`]: settings, handler registration, runtime adoption |
 //! | `facade` | [`Scheduler`]: the owner; blocking and async shutdown, `Drop` |
 //! | `handle` | [`SchedulerHandle`]: spawn, send, terminate, state — from anywhere |
+//! | `cx` | async-fn processes: `spawn_fn`, and what a `ProcessCx` reaches through the scheduler |
 //! | `shared` | the state every handle shares, and the process future's `Host` |
 //! | `lifecycle` | admission, the shutdown phases and their accounting ([`ShutdownReport`]) |
 //! | `blocking` | the guard that keeps blocking calls off async threads and workers |
@@ -63,6 +64,7 @@
 
 mod blocking;
 mod builder;
+mod cx;
 mod deadline;
 mod facade;
 mod handle;

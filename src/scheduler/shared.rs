@@ -41,6 +41,11 @@ impl Inner {
         }
     }
 
+    /// The tokio runtime handlers run on, if any.
+    pub(super) fn runtime(&self) -> Option<&tokio::runtime::Handle> {
+        self.runtime.as_ref()
+    }
+
     /// Shutdown step 1: stops admission and delivers `Cancel` to every live process, once.
     /// Returns `false` if shutdown had begun already.
     pub(super) fn begin_shutdown(&self) -> bool {

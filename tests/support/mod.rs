@@ -204,6 +204,7 @@ impl FnProcess {
 }
 
 impl Process for FnProcess {
+    type Output = Payload;
     fn init(&mut self, _: &ProcessContext<'_>, method: &str, _: Payload) -> Result<(), InitError> {
         match method {
             "run" => Ok(()),

@@ -60,6 +60,7 @@ struct Waiter {
 }
 
 impl Process for Waiter {
+    type Output = Payload;
     fn init(&mut self, _: &ProcessContext<'_>, _: &str, _: Payload) -> Result<(), InitError> {
         Ok(())
     }
@@ -208,6 +209,7 @@ struct InlineLoop {
 }
 
 impl Process for InlineLoop {
+    type Output = Payload;
     fn init(&mut self, _: &ProcessContext<'_>, _: &str, _: Payload) -> Result<(), InitError> {
         Ok(())
     }

@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 struct CancelAware(Arc<AtomicUsize>);
 
 impl Process for CancelAware {
+    type Output = Payload;
     fn init(&mut self, _: &ProcessContext<'_>, _: &str, _: Payload) -> Result<(), InitError> {
         Ok(())
     }

@@ -1,0 +1,244 @@
+//! The futures an async-fn process awaits: calls (yields), receives, cancellation, yield_now.
+
+use super::scope;
+use crate::process::{CancelReason, Command, CommandError, Message, Payload, Tag, Topic};
+use crate::process::{TypeMismatch, Yield};
+use std::future::Future;
+use std::marker::PhantomData;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+/// The error of a process future polled outside its process's step (moved into another task).
+fn outside_its_process() -> CommandError {
+    CommandError::failed(
+        "a procsched process future was polled outside its own process (await it in the body)",
+    )
+}
+
+/// A command yielded by an async-fn process: resolves to its handler's reply.
+/// Made by [`ProcessCx::call`](super::ProcessCx::call).
+///
+/// The first poll hands the command to the step's yields (the process is `Blocked` while the
+/// call is outstanding); its completion resumes the body. Dropped before completing, the call's
+/// result is discarded when it arrives.
+#[must_use = "a call does nothing unless awaited"]
+#[derive(Debug)]
+pub struct Call<C: Command> {
+    state: CallState<C>,
+    timeout: Option<Duration>,
+}
+
+#[derive(Debug)]
+enum CallState<C> {
+    Unsent(C),
+    Sent(Tag),
+    Done,
+}
+
+impl<C: Command> Call<C> {
+    pub(super) fn new(command: C, timeout: Option<Duration>) -> Call<C> {
+        Call {
+            state: CallState::Unsent(command),
+            timeout,
+        }
+    }
+}
+
+// The command is never pinned: it is moved into the yield on the first poll.
+impl<C: Command> Unpin for Call<C> {}
+
+impl<C: Command> Future for Call<C> {
+    type Output = Result<C::Output, CommandError>;
+
+    fn poll(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.get_mut();
+        scope::with(|scope| {
+            let Some(scope) = scope else {
+                this.state = CallState::Done;
+                return Poll::Ready(Err(outside_its_process()));
+            };
+            match std::mem::replace(&mut this.state, CallState::Done) {
+                CallState::Unsent(command) => {
+                    let tag = scope.state.start_call();
+                    scope.yields.push(Yield {
+                        tag,
+                        command: Payload::new(command),
+                        timeout: this.timeout,
+                    });
+                    this.state = CallState::Sent(tag);
+                    Poll::Pending
+                }
+                CallState::Sent(tag) => {
+                    match scope.state.take_completion(tag) {
+                        Some(result) => Poll::Ready(result.and_then(|reply| {
+                            reply.take::<C::Output>().map_err(CommandError::failed)
+                        })),
+                        None => {
+                            this.state = CallState::Sent(tag);
+                            Poll::Pending
+                        }
+                    }
+                }
+                CallState::Done => panic!("a procsched call polled after it completed"),
+            }
+        })
+    }
+}
+
+impl<C: Command> Drop for Call<C> {
+    fn drop(&mut self) {
+        if let CallState::Sent(tag) = self.state {
+            scope::with(|scope| {
+                if let Some(scope) = scope {
+                    scope.state.forget_call(tag);
+                }
+            });
+        }
+    }
+}
+
+/// Why [`ProcessCx::recv`](super::ProcessCx::recv) returned no message.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RecvError {
+    /// The process was asked to finish (shutdown). Reported once; receiving again waits for
+    /// messages as usual (ignoring the request is allowed, and ends as a forced stop).
+    #[error("the process was cancelled ({0:?})")]
+    Cancelled(CancelReason),
+    /// Messages on this topic were dropped by its budget (see
+    /// [`Message::with_budget`](crate::Message::with_budget)).
+    #[error("messages on topic `{0}` were dropped by its budget")]
+    Overflow(Topic),
+    /// The message's payload was not of the requested type (the message is dropped).
+    #[error(transparent)]
+    TypeMismatch(#[from] TypeMismatch),
+    /// The receive was polled outside its process.
+    #[error("a procsched receive was polled outside its own process")]
+    OutsideProcess,
+}
+
+impl RecvError {
+    /// `true` for [`RecvError::Cancelled`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use procsched::{CancelReason, RecvError};
+    /// assert!(RecvError::Cancelled(CancelReason::Shutdown).is_cancelled());
+    /// ```
+    pub fn is_cancelled(&self) -> bool {
+        matches!(self, RecvError::Cancelled(_))
+    }
+}
+
+/// The next message, or why there is none: cancellation and overflow come first.
+fn poll_message() -> Poll<Result<Message, RecvError>> {
+    scope::with(|scope| {
+        let Some(scope) = scope else {
+            return Poll::Ready(Err(RecvError::OutsideProcess));
+        };
+        let state = scope.state;
+        if let (Some(reason), false) = (state.cancelled, state.cancel_reported) {
+            state.cancel_reported = true;
+            return Poll::Ready(Err(RecvError::Cancelled(reason)));
+        }
+        if let Some(topic) = state.overflows.pop_front() {
+            return Poll::Ready(Err(RecvError::Overflow(topic)));
+        }
+        match state.inbox.pop_front() {
+            Some(message) => Poll::Ready(Ok(message)),
+            None => {
+                state.wants.message = true;
+                Poll::Pending
+            }
+        }
+    })
+}
+
+/// The next message's payload as a `T`. Made by [`ProcessCx::recv`](super::ProcessCx::recv).
+#[must_use = "a receive does nothing unless awaited"]
+#[derive(Debug)]
+pub struct Recv<T> {
+    _type: PhantomData<fn() -> T>,
+}
+
+impl<T> Recv<T> {
+    pub(super) fn new() -> Recv<T> {
+        Recv { _type: PhantomData }
+    }
+}
+
+impl<T: 'static> Future for Recv<T> {
+    type Output = Result<T, RecvError>;
+
+    fn poll(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Self::Output> {
+        poll_message().map(|received| Ok(received?.payload.take::<T>()?))
+    }
+}
+
+/// The next message, whole (topic, sender, payload). Made by
+/// [`ProcessCx::recv_message`](super::ProcessCx::recv_message).
+#[must_use = "a receive does nothing unless awaited"]
+#[derive(Debug, Default)]
+pub struct RecvMessage {
+    _private: (),
+}
+
+impl Future for RecvMessage {
+    type Output = Result<Message, RecvError>;
+
+    fn poll(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Self::Output> {
+        poll_message()
+    }
+}
+
+/// Resolves when the process is asked to finish. Made by
+/// [`ProcessCx::cancelled`](super::ProcessCx::cancelled).
+#[must_use = "does nothing unless awaited"]
+#[derive(Debug, Default)]
+pub struct Cancelled {
+    _private: (),
+}
+
+impl Future for Cancelled {
+    type Output = CancelReason;
+
+    fn poll(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<CancelReason> {
+        scope::with(|scope| match scope {
+            Some(scope) => match scope.state.cancelled {
+                Some(reason) => Poll::Ready(reason),
+                None => {
+                    scope.state.wants.message = true;
+                    Poll::Pending
+                }
+            },
+            // Outside its process it can never be told: stay pending rather than lie.
+            None => Poll::Pending,
+        })
+    }
+}
+
+/// Lets other ready work run first. Made by [`ProcessCx::yield_now`](super::ProcessCx::yield_now).
+#[must_use = "does nothing unless awaited"]
+#[derive(Debug, Default)]
+pub struct YieldNow {
+    yielded: bool,
+}
+
+impl Future for YieldNow {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        if self.yielded {
+            return Poll::Ready(());
+        }
+        self.yielded = true;
+        scope::with(|scope| match scope {
+            Some(scope) => scope.state.wants.yield_now = true,
+            // Outside its process: an ordinary yield to whatever polls it.
+            None => cx.waker().wake_by_ref(),
+        });
+        Poll::Pending
+    }
+}

@@ -1,0 +1,310 @@
+//! Processes written as `async fn`s: an adapter that is a [`Process`] whose `step` polls the
+//! async body.
+//!
+//! # Binding semantics
+//! - Each [`ProcessCx::call`] is a yield with its own tag. Its first poll puts the command in
+//!   the step's yields; its `YieldComplete` resumes it (oneshot-style). Calls awaited
+//!   concurrently (`join!`) are dispatched in one step; inline handlers complete within the same
+//!   poll of the process.
+//! - After a poll of the body the step's status is `Done` with the body's output (an `Err` fails
+//!   the process), `Continue` after [`ProcessCx::yield_now`], `Wait` (observable `Blocked`) while
+//!   calls are outstanding or a foreign future is pending, and `Idle` while only a receive (or
+//!   [`ProcessCx::cancelled`]) is pending.
+//! - `Cancel` and `MailboxOverflow` are observable: [`ProcessCx::recv`] returns them (cancel
+//!   once), [`ProcessCx::cancelled`] resolves on cancel. Ignoring cancel is allowed and ends as
+//!   a forced stop at shutdown's deadline, as for any process.
+//! - Any other future (a tokio timer, a child's [`ProcessHandle`](crate::ProcessHandle), a
+//!   channel) may be awaited too: the body is polled with a waker that delivers
+//!   [`Event::Woken`](crate::Event::Woken) to the process, which polls the body again. Futures
+//!   that need a tokio runtime find one: the workers run inside the handler runtime's context.
+//! - Messages are moved into the adapter when they arrive, so they no longer count against the
+//!   mailbox capacity; a topic's budget still applies while they wait in the mailbox.
+
+mod futures;
+mod scope;
+mod state;
+
+pub use futures::{Call, Cancelled, Recv, RecvError, RecvMessage, YieldNow};
+
+use super::{BoxError, Command, Events, InitError, Payload, Pid, Process, ProcessContext};
+use super::{Status, StepOutput};
+use state::CxState;
+use std::any::Any;
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
+use std::time::Duration;
+
+/// What an async-fn process gets: its identity and the means to yield, receive and spawn.
+/// Cheap to clone; `Send + Sync`.
+///
+/// # Examples
+///
+/// ```
+/// use procsched::prelude::*;
+///
+/// struct Double(u64);
+/// procsched::command!(Double => u64);
+///
+/// let sched = Scheduler::builder()
+///     .workers(1)
+///     .inline_handler(|Double(n): Double| Ok::<_, BoxError>(n * 2))
+///     .build()?;
+/// let handle = sched.spawn_fn(|cx: ProcessCx| async move {
+///     let doubled = cx.call(Double(21)).await?;
+///     Ok::<_, BoxError>(doubled)
+/// })?;
+/// assert_eq!(sched.block_on(handle)?, 42);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone)]
+pub struct ProcessCx {
+    pid: Pid,
+    /// The scheduler layer's handle, type-erased (this layer does not depend on it).
+    host: Arc<dyn Any + Send + Sync>,
+}
+
+impl ProcessCx {
+    /// This process's PID.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use procsched::prelude::*;
+    ///
+    /// let sched = Scheduler::builder().workers(1).build()?;
+    /// let handle = sched.spawn_fn(|cx: ProcessCx| async move { Ok::<_, BoxError>(cx.pid()) })?;
+    /// let pid = handle.pid();
+    /// assert_eq!(sched.block_on(handle)?, pid);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn pid(&self) -> Pid {
+        self.pid
+    }
+
+    /// The scheduler layer's handle, for its typed accessors.
+    pub(crate) fn host(&self) -> &(dyn Any + Send + Sync) {
+        &*self.host
+    }
+
+    /// Yields `command` to its handler and resolves to the reply. The process is `Blocked`
+    /// until the reply arrives.
+    ///
+    /// # Examples
+    ///
+    /// See [`ProcessCx`].
+    pub fn call<C: Command>(&self, command: C) -> Call<C> {
+        Call::new(command, None)
+    }
+
+    /// [`call`](Self::call) with a deadline: past it the call fails with
+    /// [`CommandError::TimedOut`](crate::CommandError::TimedOut) (async and blocking handlers).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use procsched::prelude::*;
+    /// use std::time::Duration;
+    ///
+    /// struct Never;
+    /// procsched::command!(Never => ());
+    ///
+    /// let sched = Scheduler::builder()
+    ///     .workers(1)
+    ///     .async_handler(|Never: Never| std::future::pending::<Result<(), BoxError>>())
+    ///     .build()?;
+    /// let handle = sched.spawn_fn(|cx: ProcessCx| async move {
+    ///     let late = cx.call_within(Never, Duration::from_millis(10)).await;
+    ///     Ok::<_, BoxError>(matches!(late, Err(CommandError::TimedOut)))
+    /// })?;
+    /// assert!(sched.block_on(handle)?);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn call_within<C: Command>(&self, command: C, timeout: Duration) -> Call<C> {
+        Call::new(command, Some(timeout))
+    }
+
+    /// The next message's payload, as a `T`. The process is `Idle` while it waits. Fails with
+    /// [`RecvError::Cancelled`] (once) when the process is asked to finish, with
+    /// [`RecvError::Overflow`] when a topic's budget dropped messages, and with
+    /// [`RecvError::TypeMismatch`] (dropping the message) if the payload is not a `T`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use procsched::prelude::*;
+    ///
+    /// let sched = Scheduler::builder().workers(1).build()?;
+    /// let handle = sched.spawn_fn(|cx: ProcessCx| async move {
+    ///     let n: u64 = cx.recv().await?;
+    ///     Ok::<_, BoxError>(n + 1)
+    /// })?;
+    /// sched.send(handle.pid(), Message::new("n", Payload::new(41u64)))?;
+    /// assert_eq!(sched.block_on(handle)?, 42);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn recv<T: 'static>(&self) -> Recv<T> {
+        Recv::new()
+    }
+
+    /// The next message, whole: its topic, sender and payload. Fails as [`recv`](Self::recv)
+    /// does (except on types).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use procsched::prelude::*;
+    ///
+    /// let sched = Scheduler::builder().workers(1).build()?;
+    /// let handle = sched.spawn_fn(|cx: ProcessCx| async move {
+    ///     let message = cx.recv_message().await?;
+    ///     Ok::<_, BoxError>(message.topic.into_owned())
+    /// })?;
+    /// sched.send(handle.pid(), Message::new("ping", Payload::empty()))?;
+    /// assert_eq!(sched.block_on(handle)?, "ping");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn recv_message(&self) -> RecvMessage {
+        RecvMessage::default()
+    }
+
+    /// Resolves when the process is asked to finish (shutdown), with the reason.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use procsched::prelude::*;
+    /// use std::time::Duration;
+    ///
+    /// let sched = Scheduler::builder().workers(1).build()?;
+    /// let handle = sched.spawn_fn(|cx: ProcessCx| async move {
+    ///     cx.cancelled().await;
+    ///     Ok::<_, BoxError>("cleaned up")
+    /// })?;
+    /// let report = sched.shutdown(Duration::from_secs(5));
+    /// assert_eq!(report.graceful, 1);
+    /// assert_eq!(sched.block_on(handle)?, "cleaned up");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn cancelled(&self) -> Cancelled {
+        Cancelled::default()
+    }
+
+    /// Lets other ready work run before the body continues (a `Continue` step): for long
+    /// computations split into parts.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use procsched::prelude::*;
+    ///
+    /// let sched = Scheduler::builder().workers(1).build()?;
+    /// let handle = sched.spawn_fn(|cx: ProcessCx| async move {
+    ///     let mut sum = 0u64;
+    ///     for chunk in 0..4u64 {
+    ///         sum += (chunk * 1_000..(chunk + 1) * 1_000).sum::<u64>();
+    ///         cx.yield_now().await;
+    ///     }
+    ///     Ok::<_, BoxError>(sum)
+    /// })?;
+    /// assert_eq!(sched.block_on(handle)?, (0..4_000u64).sum());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn yield_now(&self) -> YieldNow {
+        YieldNow::default()
+    }
+}
+
+impl fmt::Debug for ProcessCx {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ProcessCx")
+            .field("pid", &self.pid)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The adapter: a [`Process`] whose steps poll an async body.
+pub(crate) struct AsyncProcess<F, Fut> {
+    /// Builds the body; taken by `init`.
+    start: Option<F>,
+    body: Option<Pin<Box<Fut>>>,
+    state: CxState,
+    /// Wakes the process (an `Event::Woken`) for futures outside procsched; `None` when the
+    /// context could not give one (a process driven by hand).
+    waker: Option<Waker>,
+    host: Arc<dyn Any + Send + Sync>,
+}
+
+impl<F, Fut> AsyncProcess<F, Fut> {
+    /// The process running `start(cx)`; `host` is what [`ProcessCx`] hands to the scheduler
+    /// layer's accessors.
+    pub(crate) fn new(start: F, host: Arc<dyn Any + Send + Sync>) -> Self {
+        AsyncProcess {
+            start: Some(start),
+            body: None,
+            state: CxState::default(),
+            waker: None,
+            host,
+        }
+    }
+}
+
+impl<F, Fut, T, E> Process for AsyncProcess<F, Fut>
+where
+    F: FnOnce(ProcessCx) -> Fut + Send + 'static,
+    Fut: Future<Output = Result<T, E>> + Send + 'static,
+    T: Send + 'static,
+    E: Into<BoxError>,
+{
+    type Output = T;
+
+    fn init(&mut self, ctx: &ProcessContext<'_>, _: &str, _: Payload) -> Result<(), InitError> {
+        let start = self.start.take().expect("init runs once");
+        self.waker = ctx.waker();
+        let cx = ProcessCx {
+            pid: ctx.pid(),
+            host: self.host.clone(),
+        };
+        self.body = Some(Box::pin(start(cx)));
+        Ok(())
+    }
+
+    fn step(&mut self, events: &mut Events, out: &mut StepOutput<T>) -> Result<(), BoxError> {
+        for event in events.drain() {
+            self.state.route(event);
+        }
+        let body = self.body.as_mut().expect("init built the body");
+        let waker = self.waker.as_ref().unwrap_or(Waker::noop());
+        let mut cx = Context::from_waker(waker);
+        self.state.wants = Default::default();
+        let polled = scope::enter(&mut self.state, out.yields_mut(), || {
+            body.as_mut().poll(&mut cx)
+        });
+        match polled {
+            Poll::Ready(Ok(output)) => out.done(output),
+            Poll::Ready(Err(error)) => return Err(error.into()),
+            Poll::Pending => {
+                let wants = self.state.wants;
+                if wants.yield_now {
+                    out.set_status(Status::Continue);
+                } else if self.state.has_outstanding_calls() {
+                    out.wait();
+                } else if wants.message {
+                    out.idle();
+                } else if self.waker.is_some() {
+                    // A future outside procsched is pending: it wakes us through our waker.
+                    out.wait();
+                } else {
+                    return Err(
+                        "the body awaits a future that is not a procsched call, and this \
+                         process has no waker to be woken by it (it is driven by hand)"
+                            .into(),
+                    );
+                }
+            }
+        }
+        Ok(())
+    }
+}

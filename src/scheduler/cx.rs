@@ -1,0 +1,140 @@
+//! The scheduler layer's side of async-fn processes: `spawn_fn`, and what a [`ProcessCx`]
+//! reaches through its scheduler (spawning children, running futures on the handler runtime).
+
+use super::handle::SchedulerHandle;
+use crate::dispatch::Run;
+use crate::process::async_fn::AsyncProcess;
+use crate::process::{BoxError, Payload, ProcessCx, ProcessHandle, SpawnError};
+use std::future::Future;
+use std::sync::Arc;
+
+impl SchedulerHandle {
+    /// Starts a process written as an `async fn`: `body(cx)` runs as a procsched process — with
+    /// a PID, a mailbox, observable `Blocked`/`Idle` states, step budgets, terminate and graceful
+    /// shutdown. Each `cx.call(..)` is a yield; `cx.recv()` waits for a message. The handle
+    /// resolves to the body's `Ok` value; an `Err` fails the process
+    /// ([`ProcessError::is_failed`](crate::ProcessError::is_failed), with the error as source).
+    ///
+    /// # Errors
+    ///
+    /// [`SpawnError::ShuttingDown`] during shutdown, [`SpawnError::Limit`] at the process limit.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use procsched::prelude::*;
+    ///
+    /// struct Price(&'static str);
+    /// struct Stock(&'static str);
+    /// procsched::command!(Price => u64, Stock => u32);
+    ///
+    /// let sched = Scheduler::builder()
+    ///     .workers(2)
+    ///     .inline_handler(|Price(_): Price| Ok::<_, BoxError>(250))
+    ///     .async_handler(|Stock(_): Stock| async { Ok::<_, BoxError>(3) })
+    ///     .build()?;
+    /// let handle = sched.handle().spawn_fn(|cx: ProcessCx| async move {
+    ///     // Two yields dispatched in one step; the process is Blocked until both reply.
+    ///     let (price, stock) = futures::join!(cx.call(Price("sku-1")), cx.call(Stock("sku-1")));
+    ///     Ok::<_, BoxError>(price? * u64::from(stock?))
+    /// })?;
+    /// assert_eq!(sched.block_on(handle)?, 750);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn spawn_fn<F, Fut, T, E>(&self, body: F) -> Result<ProcessHandle<T>, SpawnError>
+    where
+        F: FnOnce(ProcessCx) -> Fut + Send + 'static,
+        Fut: Future<Output = Result<T, E>> + Send + 'static,
+        T: Send + 'static,
+        E: Into<BoxError>,
+    {
+        let host: Arc<dyn std::any::Any + Send + Sync> = Arc::new(self.clone());
+        self.spawn(AsyncProcess::new(body, host), "run", Payload::empty())
+    }
+}
+
+/// The typed side of [`ProcessCx`], which the process layer keeps type-erased.
+impl ProcessCx {
+    /// The scheduler running this process.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use procsched::prelude::*;
+    ///
+    /// let sched = Scheduler::builder().workers(1).build()?;
+    /// let handle = sched.spawn_fn(|cx: ProcessCx| async move {
+    ///     Ok::<_, BoxError>(cx.scheduler().live_processes())
+    /// })?;
+    /// assert_eq!(sched.block_on(handle)?, 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn scheduler(&self) -> &SchedulerHandle {
+        self.host()
+            .downcast_ref::<SchedulerHandle>()
+            .expect("a ProcessCx's host is always a SchedulerHandle")
+    }
+
+    /// Starts a child process written as an `async fn` (see [`SchedulerHandle::spawn_fn`]);
+    /// await its handle to get its result.
+    ///
+    /// # Errors
+    ///
+    /// As [`SchedulerHandle::spawn_fn`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use procsched::prelude::*;
+    ///
+    /// let sched = Scheduler::builder().workers(2).build()?;
+    /// let handle = sched.spawn_fn(|cx: ProcessCx| async move {
+    ///     let child = cx.spawn_fn(|_: ProcessCx| async { Ok::<_, BoxError>(20) })?;
+    ///     Ok::<_, BoxError>(child.await? + 1)
+    /// })?;
+    /// assert_eq!(sched.block_on(handle)?, 21);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn spawn_fn<F, Fut, T, E>(&self, body: F) -> Result<ProcessHandle<T>, SpawnError>
+    where
+        F: FnOnce(ProcessCx) -> Fut + Send + 'static,
+        Fut: Future<Output = Result<T, E>> + Send + 'static,
+        T: Send + 'static,
+        E: Into<BoxError>,
+    {
+        self.scheduler().spawn_fn(body)
+    }
+
+    /// Runs any `Send` future as a task on the scheduler's tokio runtime (the handler runtime)
+    /// and resolves to its output: for work that is not a registered command. Dropping the
+    /// returned [`Run`] aborts the task.
+    ///
+    /// Futures that only need a tokio *context* (timers, I/O) can also be awaited directly in
+    /// the body: the workers run inside the handler runtime's context.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use procsched::prelude::*;
+    /// use std::time::Duration;
+    ///
+    /// let runtime = tokio::runtime::Runtime::new()?;
+    /// let sched = Scheduler::builder().workers(1).tokio_handle(runtime.handle().clone()).build()?;
+    /// let handle = sched.spawn_fn(|cx: ProcessCx| async move {
+    ///     let slept = cx.run(async {
+    ///         tokio::time::sleep(Duration::from_millis(1)).await;
+    ///         "rested"
+    ///     });
+    ///     Ok::<_, BoxError>(slept.await?)
+    /// })?;
+    /// assert_eq!(sched.block_on(handle)?, "rested");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn run<F>(&self, future: F) -> Run<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        Run::spawn(self.scheduler().inner.runtime(), future)
+    }
+}
