@@ -273,3 +273,15 @@ pub(crate) fn step_gate() -> (StepGate, StepGateInside) {
         },
     )
 }
+
+/// Awaits one typed handle, hang-guarded.
+pub(crate) fn join_typed<T: Send + 'static>(
+    handle: procsched::ProcessHandle<T>,
+) -> Result<T, ProcessError> {
+    let (tx, rx) = mpsc::channel();
+    thread::spawn(move || {
+        let _ = tx.send(futures::executor::block_on(handle));
+    });
+    rx.recv_timeout(HANG_GUARD)
+        .expect("hang guard: a process handle never resolved")
+}
