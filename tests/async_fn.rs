@@ -307,7 +307,7 @@ fn a_body_that_keeps_yielding_does_not_starve_others_on_one_worker() {
     let (tx, rx) = mpsc::channel();
     for i in 0..100u64 {
         let tx = tx.clone();
-        sched
+        let _detached = sched
             .spawn_fn(move |cx: ProcessCx| async move {
                 let doubled = cx.call(Double(i)).await?;
                 tx.send(doubled).unwrap();
