@@ -76,8 +76,8 @@ pub use dispatch::Run;
 pub use process::{
     BoxError, Call, CancelReason, Cancelled, Command, CommandError, Event, EventDrain, Events,
     InitError, Message, Payload, Pid, Process, ProcessContext, ProcessCx, ProcessError,
-    ProcessHandle, ProcessState, Recv, RecvError, RecvMessage, SendError, SpawnError, Status,
-    StepOutput, Tag, Topic, TopicBudget, TypeMismatch, YieldNow,
+    ProcessHandle, ProcessState, Recv, RecvError, RecvMessage, SendError, SendErrorKind,
+    SpawnError, Status, StepOutput, Tag, Topic, TopicBudget, TypeMismatch, YieldNow,
 };
 pub use scheduler::{
     BuildError, Scheduler, SchedulerBuilder, SchedulerHandle, ShutdownReport, DEFAULT_DROP_TIMEOUT,

@@ -5,6 +5,7 @@
 
 mod support;
 
+use procsched::SendErrorKind;
 use procsched::{
     BoxError, CommandError, Event, Events, InitError, Message, Payload, Pid, Process,
     ProcessContext, ProcessState, Scheduler, SchedulerHandle, SendError, SpawnError, StepOutput,
@@ -69,7 +70,10 @@ fn terminate_a_ready_process_before_its_first_step() {
     assert_eq!(err.pid(), pid);
     assert_eq!(count(&steps), 0, "never stepped");
     assert_eq!(count(&closes), 1);
-    assert_eq!(sched.terminate(pid), Err(SendError::NotFound(pid)));
+    assert_eq!(
+        refusal(sched.terminate(pid)),
+        Err((SendErrorKind::NotFound, pid))
+    );
     assert_eq!(sched.state(pid), None);
 }
 
@@ -172,7 +176,10 @@ fn terminate_a_blocked_process_aborts_its_handler_task() {
             1,
             "the handler future was dropped once"
         );
-        assert_eq!(sched.terminate(pid), Err(SendError::NotFound(pid)));
+        assert_eq!(
+            refusal(sched.terminate(pid)),
+            Err((SendErrorKind::NotFound, pid))
+        );
     }
 }
 
@@ -191,10 +198,13 @@ fn terminate_an_idle_process_and_unknown_or_finished_pids() {
     assert!(err.is_terminated(), "{err:?}");
     assert_eq!(count(&steps), 1);
     assert_eq!(count(&closes), 1);
-    assert_eq!(sched.terminate(pid), Err(SendError::NotFound(pid)));
     assert_eq!(
-        sched.send(pid, Message::new("late", Payload::empty())),
-        Err(SendError::NotFound(pid))
+        refusal(sched.terminate(pid)),
+        Err((SendErrorKind::NotFound, pid))
+    );
+    assert_eq!(
+        refusal(sched.send(pid, Message::new("late", Payload::empty()))),
+        Err((SendErrorKind::NotFound, pid))
     );
 
     // A process that finished normally.
@@ -207,12 +217,15 @@ fn terminate_an_idle_process_and_unknown_or_finished_pids() {
         .unwrap();
     assert_eq!(join(done).unwrap().downcast::<u8>().unwrap(), 3);
     assert_eq!(
-        sched.terminate(done_pid),
-        Err(SendError::NotFound(done_pid))
+        refusal(sched.terminate(done_pid)),
+        Err((SendErrorKind::NotFound, done_pid))
     );
 
     let never = Pid::from_raw(u64::MAX).unwrap();
-    assert_eq!(sched.terminate(never), Err(SendError::NotFound(never)));
+    assert_eq!(
+        refusal(sched.terminate(never)),
+        Err((SendErrorKind::NotFound, never))
+    );
     assert_eq!(count(&closes), 2);
     assert_eq!(sched.live_processes(), 0);
 }
@@ -259,7 +272,7 @@ fn churn_handlers(builder: &mut procsched::SchedulerBuilder, tracker: &Tracker) 
 fn assert_send_outcome(result: Result<(), SendError>, pid: Pid) {
     match result {
         Ok(()) => {}
-        Err(SendError::Closed(p)) | Err(SendError::NotFound(p)) => assert_eq!(p, pid),
+        Err(e) if e.is_closed() || e.is_not_found() => assert_eq!(e.pid(), pid),
         Err(other) => panic!("unexpected {other:?}"),
     }
 }
@@ -291,9 +304,9 @@ fn terminate_races_sends_and_completions() {
                 for i in 0..5 {
                     let result =
                         handle.send(pid, Message::new("m", Payload::new(tracker.track(i))));
-                    let slot = match result {
+                    let slot = match &result {
                         Ok(()) => 0,
-                        Err(SendError::Closed(_)) => 1,
+                        Err(e) if e.is_closed() => 1,
                         _ => 2,
                     };
                     outcomes.lock().unwrap()[slot] += 1;

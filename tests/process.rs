@@ -5,10 +5,10 @@
 
 mod support;
 
+use procsched::SendErrorKind;
 use procsched::{
     BoxError, CommandError, Event, Events, InitError, Message, Payload, Pid, Process,
-    ProcessContext, ProcessState, Scheduler, SchedulerHandle, SendError, SpawnError, StepOutput,
-    Tag,
+    ProcessContext, ProcessState, Scheduler, SchedulerHandle, SpawnError, StepOutput, Tag,
 };
 use std::collections::HashMap;
 use std::sync::atomic::Ordering::SeqCst;
@@ -801,14 +801,14 @@ fn send_to_a_finished_or_never_issued_pid_is_not_found() {
         .unwrap();
     assert_eq!(join(handle).unwrap().downcast::<u8>().unwrap(), 5);
     assert_eq!(
-        sched.send(pid, Message::new("late", Payload::empty())),
-        Err(SendError::NotFound(pid))
+        refusal(sched.send(pid, Message::new("late", Payload::empty()))),
+        Err((SendErrorKind::NotFound, pid))
     );
     assert_eq!(sched.state(pid), None);
     let never = Pid::from_raw(u64::MAX).unwrap();
     assert_eq!(
-        sched.send(never, Message::new("t", Payload::empty())),
-        Err(SendError::NotFound(never))
+        refusal(sched.send(never, Message::new("t", Payload::empty()))),
+        Err((SendErrorKind::NotFound, never))
     );
     assert_eq!(sched.state(never), None);
     assert_eq!(count(&closes), 1);

@@ -1,6 +1,6 @@
 //! Errors of the process layer.
 
-use super::Pid;
+use super::{Message, Pid};
 use std::fmt;
 
 /// A boxed error from user code (a failing `step`, `init` or handler).
@@ -98,20 +98,139 @@ impl SpawnError {
     }
 }
 
-/// Why [`Scheduler::send`](crate::Scheduler::send) did not deliver a message.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+/// Why [`Scheduler::send`](crate::Scheduler::send) did not deliver a message (or
+/// [`terminate`](crate::Scheduler::terminate) did not reach a process). A refused message is
+/// handed back: [`into_message`](Self::into_message).
+#[derive(thiserror::Error)]
+#[error("{kind}: {pid}")]
+pub struct SendError {
+    kind: SendErrorKind,
+    pid: Pid,
+    /// The undelivered message, for [`SendError::into_message`] (`None` for `terminate`).
+    /// Boxed, so the error stays small and only a refused send pays the allocation; in a mutex
+    /// (never contended: only `into_message` opens it) because a payload is `Send` but not
+    /// `Sync`, and the error must be `Sync` to convert into a [`BoxError`] with `?`.
+    message: std::sync::Mutex<Option<Box<Message>>>,
+}
+
+/// Why a message (or a terminate request) was not delivered: [`SendError::kind`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, thiserror::Error)]
 #[non_exhaustive]
-pub enum SendError {
+pub enum SendErrorKind {
     /// No live process has this PID (never spawned, or already finished).
-    #[error("no live process {0}")]
-    NotFound(Pid),
+    #[error("no live process")]
+    NotFound,
     /// The process is finishing or shutting down and accepts no more messages.
-    #[error("process {0} is closed")]
-    Closed(Pid),
-    /// The message was dropped: the process's mailbox is at capacity, or the message's topic
+    #[error("process is closed")]
+    Closed,
+    /// The message was refused: the process's mailbox is at capacity, or the message's topic
     /// is over its budget.
-    #[error("mailbox of process {0} is full: message dropped")]
-    MailboxFull(Pid),
+    #[error("mailbox full, message not delivered")]
+    MailboxFull,
+}
+
+impl SendError {
+    pub(crate) fn new(kind: SendErrorKind, pid: Pid, message: Option<Message>) -> SendError {
+        SendError {
+            kind,
+            pid,
+            message: std::sync::Mutex::new(message.map(Box::new)),
+        }
+    }
+
+    /// Why it was not delivered.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use procsched::{Message, Payload, Pid, Scheduler, SendErrorKind};
+    ///
+    /// let sched = Scheduler::builder().workers(1).build()?;
+    /// let nobody = Pid::from_raw(1 << 26).unwrap();
+    /// let err = sched.send(nobody, Message::new("hi", Payload::empty())).unwrap_err();
+    /// assert_eq!(err.kind(), SendErrorKind::NotFound);
+    /// assert_eq!(err.pid(), nobody);
+    /// assert!(err.is_not_found());
+    /// # Ok::<(), procsched::BuildError>(())
+    /// ```
+    pub fn kind(&self) -> SendErrorKind {
+        self.kind
+    }
+
+    /// The PID it was addressed to.
+    ///
+    /// # Examples
+    ///
+    /// See [`kind`](Self::kind).
+    pub fn pid(&self) -> Pid {
+        self.pid
+    }
+
+    /// `true` if no live process has the PID.
+    ///
+    /// # Examples
+    ///
+    /// See [`kind`](Self::kind).
+    pub fn is_not_found(&self) -> bool {
+        self.kind == SendErrorKind::NotFound
+    }
+
+    /// `true` if the process is finishing.
+    ///
+    /// # Examples
+    ///
+    /// See [`kind`](Self::kind).
+    pub fn is_closed(&self) -> bool {
+        self.kind == SendErrorKind::Closed
+    }
+
+    /// `true` if the mailbox (or the topic's budget) refused the message.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use procsched::{Message, Payload, Scheduler};
+    ///
+    /// let sched = Scheduler::builder().workers(1).mailbox_capacity(0).build()?;
+    /// let handle = sched.spawn_fn(|cx: procsched::ProcessCx| async move {
+    ///     cx.cancelled().await;
+    ///     Ok::<_, procsched::BoxError>(())
+    /// })?;
+    /// let err = sched.send(handle.pid(), Message::new("n", Payload::new(1u8))).unwrap_err();
+    /// assert!(err.is_mailbox_full());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn is_mailbox_full(&self) -> bool {
+        self.kind == SendErrorKind::MailboxFull
+    }
+
+    /// The message that was not delivered, handed back (`None` for a refused `terminate`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use procsched::{Message, Payload, Pid, Scheduler};
+    ///
+    /// let sched = Scheduler::builder().workers(1).build()?;
+    /// let nobody = Pid::from_raw(1 << 26).unwrap();
+    /// let err = sched.send(nobody, Message::new("hi", Payload::new(7u32))).unwrap_err();
+    /// let message = err.into_message().expect("handed back");
+    /// assert_eq!(message.payload.take::<u32>()?, 7);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn into_message(self) -> Option<Message> {
+        let message = self.message.into_inner().unwrap_or_else(|p| p.into_inner());
+        message.map(|message| *message)
+    }
+}
+
+impl fmt::Debug for SendError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SendError")
+            .field("kind", &self.kind)
+            .field("pid", &self.pid)
+            .finish_non_exhaustive()
+    }
 }
 
 /// How a process ended without a result; what its [`ProcessHandle`](crate::ProcessHandle)

@@ -169,13 +169,44 @@ impl ProcessCell {
         self.push(None, event)
     }
 
+    /// Delivers a message like [`deliver`](Self::deliver), but hands it back when it is
+    /// refused (with why), so that `send` can return it to its sender.
+    // The refused message comes back by value: an error path, and boxing it would allocate.
+    #[allow(clippy::result_large_err)]
+    pub(crate) fn deliver_message(
+        &self,
+        generation: Generation,
+        message: Message,
+    ) -> Result<(), (Admission, Message)> {
+        self.try_push(Some(generation), Event::Message(message))
+            .map_err(|(admission, event)| match event {
+                Event::Message(message) => (admission, message),
+                _ => unreachable!("a refused message comes back as itself"),
+            })
+    }
+
     fn push(&self, generation: Option<Generation>, event: Event) -> Admission {
+        match self.try_push(generation, event) {
+            Ok(()) => Admission::Accepted,
+            Err((refused, event)) => {
+                drop_caught(event);
+                refused
+            }
+        }
+    }
+
+    /// Queues `event`, or gives it back with the reason it was refused (`Dropped`, `Closed` or
+    /// `Gone`; never `Accepted`).
+    #[allow(clippy::result_large_err)] // as `deliver_message`
+    fn try_push(
+        &self,
+        generation: Option<Generation>,
+        event: Event,
+    ) -> Result<(), (Admission, Event)> {
         let mut inner = lock(&self.mailbox.inner);
         let refused = inner.admission(generation);
         if refused != Admission::Accepted {
-            drop(inner);
-            drop_caught(event);
-            return refused;
+            return Err((refused, event));
         }
         if let Event::Message(message) = &event {
             let admitted = inner.admit(message);
@@ -189,20 +220,19 @@ impl ProcessCell {
                     .flatten();
                 drop(inner);
                 wake(waker);
-                drop_caught(event);
-                return admitted;
+                return Err((admitted, event));
             }
             inner.queued_messages += 1;
         }
         if matches!(event, Event::Woken) && matches!(inner.events.back(), Some(Event::Woken)) {
             // Coalesced: the queued one has already woken (or flagged) the process.
-            return Admission::Accepted;
+            return Ok(());
         }
         inner.events.push_back(event);
         let waker = self.waker_if_waiting(&inner);
         drop(inner);
         wake(waker);
-        Admission::Accepted
+        Ok(())
     }
 
     /// Protocol 2 step 2 of `state.rs`, under the lock: the waker to wake (after unlocking) if this

@@ -45,7 +45,9 @@ mod tests;
 pub use async_fn::{Call, Cancelled, ProcessCx, Recv, RecvError, RecvMessage, YieldNow};
 pub use command::Command;
 pub use context::ProcessContext;
-pub use error::{BoxError, CommandError, InitError, ProcessError, SendError, SpawnError};
+pub use error::{
+    BoxError, CommandError, InitError, ProcessError, SendError, SendErrorKind, SpawnError,
+};
 pub use event::{CancelReason, Event, EventDrain, Events, Message, Tag, Topic, TopicBudget};
 pub use handle::ProcessHandle;
 pub use output::{Status, StepOutput};

@@ -7,8 +7,8 @@ use crate::loom::Arc;
 use crate::process::future::ProcessFuture;
 use crate::process::mailbox::Admission;
 use crate::process::{
-    drop_contained, panic_message, Event, Message, Payload, Pid, Process, ProcessContext,
-    ProcessHandle, ProcessState, SendError, SpawnError,
+    drop_contained, panic_message, Message, Payload, Pid, Process, ProcessContext, ProcessHandle,
+    ProcessState, SendError, SendErrorKind, SpawnError,
 };
 use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -150,9 +150,10 @@ impl SchedulerHandle {
     ///
     /// # Errors
     ///
-    /// [`SendError::NotFound`] if no live process has this PID (never spawned or finished);
-    /// [`SendError::Closed`] if it is finishing; [`SendError::MailboxFull`] if the message was
-    /// dropped by the mailbox capacity or its topic budget (see [`Message::with_budget`]).
+    /// A [`SendError`] that hands the message back, of kind [`SendErrorKind::NotFound`] if no
+    /// live process has this PID (never spawned or finished), [`SendErrorKind::Closed`] if it is
+    /// finishing, [`SendErrorKind::MailboxFull`] if the mailbox capacity or the message's topic
+    /// budget refused it (see [`Message::with_budget`]).
     ///
     /// # Examples
     ///
@@ -162,20 +163,16 @@ impl SchedulerHandle {
     /// let sched = Scheduler::builder().workers(1).build()?;
     /// let nobody = Pid::from_raw(1 << 26).unwrap();
     /// let err = sched.handle().send(nobody, Message::new("hi", Payload::empty())).unwrap_err();
-    /// assert!(matches!(err, SendError::NotFound(pid) if pid == nobody));
+    /// assert!(err.is_not_found() && err.pid() == nobody);
+    /// let message = err.into_message().unwrap(); // handed back
     /// # Ok::<(), procsched::BuildError>(())
     /// ```
     pub fn send(&self, pid: Pid, message: Message) -> Result<(), SendError> {
         let Some(cell) = self.inner.table.get(pid) else {
-            drop_contained(message);
-            return Err(SendError::NotFound(pid));
+            return Err(SendError::new(SendErrorKind::NotFound, pid, Some(message)));
         };
-        match cell.deliver(pid.generation(), Event::Message(message)) {
-            Admission::Accepted => Ok(()),
-            Admission::Dropped => Err(SendError::MailboxFull(pid)),
-            Admission::Closed => Err(SendError::Closed(pid)),
-            Admission::Gone => Err(SendError::NotFound(pid)),
-        }
+        cell.deliver_message(pid.generation(), message)
+            .map_err(|(refused, message)| SendError::new(kind_of(refused), pid, Some(message)))
     }
 
     /// Stops process `pid`: it gets no more steps (a running step finishes first), its
@@ -184,8 +181,8 @@ impl SchedulerHandle {
     ///
     /// # Errors
     ///
-    /// [`SendError::NotFound`] for an unknown or finished PID; [`SendError::Closed`] if it is
-    /// already finishing.
+    /// A [`SendError`] of kind [`SendErrorKind::NotFound`] for an unknown or finished PID,
+    /// [`SendErrorKind::Closed`] if it is already finishing.
     ///
     /// # Examples
     ///
@@ -214,9 +211,8 @@ impl SchedulerHandle {
             None => Admission::Gone,
         };
         match admission {
-            Admission::Closed => Err(SendError::Closed(pid)),
-            Admission::Gone => Err(SendError::NotFound(pid)),
             Admission::Accepted | Admission::Dropped => Ok(()),
+            refused => Err(SendError::new(kind_of(refused), pid, None)),
         }
     }
 
@@ -274,6 +270,15 @@ impl SchedulerHandle {
     /// ```
     pub fn registered_processes(&self) -> usize {
         self.inner.table.len()
+    }
+}
+
+/// The error kind of a refused delivery.
+fn kind_of(refused: Admission) -> SendErrorKind {
+    match refused {
+        Admission::Dropped => SendErrorKind::MailboxFull,
+        Admission::Closed => SendErrorKind::Closed,
+        Admission::Gone | Admission::Accepted => SendErrorKind::NotFound,
     }
 }
 

@@ -285,3 +285,10 @@ pub(crate) fn join_typed<T: Send + 'static>(
     rx.recv_timeout(HANG_GUARD)
         .expect("hang guard: a process handle never resolved")
 }
+
+/// A send or terminate outcome without the handed-back message, for comparisons.
+pub(crate) fn refusal(
+    result: Result<(), procsched::SendError>,
+) -> Result<(), (procsched::SendErrorKind, Pid)> {
+    result.map_err(|e| (e.kind(), e.pid()))
+}
