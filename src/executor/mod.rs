@@ -239,13 +239,13 @@ pub struct Executor {
 
 struct ShutdownState {
     threads: Vec<thread::JoinHandle<()>>,
-    report: Option<ShutdownReport>,
+    report: Option<ExecutorShutdownReport>,
 }
 
 /// What [`Executor::shutdown`] did.
 #[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ShutdownReport {
+pub struct ExecutorShutdownReport {
     /// Tasks whose futures were dropped unfinished.
     pub cancelled: usize,
     /// Workers still inside a poll when the timeout passed. They exit (and cancel the task they
@@ -292,8 +292,14 @@ impl Executor {
 
     /// Runs `future` to completion on the calling thread (not on a worker), blocking it.
     ///
-    /// Tasks spawned meanwhile run on the workers as usual. Do not call this from inside a task:
-    /// it would block that worker.
+    /// Tasks spawned meanwhile run on the workers as usual. From async code, `.await` the
+    /// future instead (a [`JoinHandle`] works on any executor); blocking a thread that drives
+    /// other async work (a tokio runtime's) stalls that work.
+    ///
+    /// # Panics
+    ///
+    /// If called on a worker of a procsched executor (inside a task), where it would hold the
+    /// worker the awaited work may need.
     ///
     /// # Examples
     ///
@@ -302,7 +308,13 @@ impl Executor {
     /// assert_eq!(executor.block_on(async { 1 + 1 }), 2);
     /// # Ok::<(), std::io::Error>(())
     /// ```
+    #[track_caller]
     pub fn block_on<F: Future>(&self, future: F) -> F::Output {
+        assert!(
+            worker::current_shared().is_none(),
+            "`Executor::block_on` called on a procsched worker thread (inside a task): blocking it \
+             can deadlock. `.await` the future instead."
+        );
         crate::loom::block_on(future)
     }
 
@@ -329,7 +341,7 @@ impl Executor {
     /// assert!(executor.block_on(executor.spawn(async {})).unwrap_err().is_shutdown());
     /// # Ok::<(), std::io::Error>(())
     /// ```
-    pub fn shutdown(&self, timeout: Duration) -> ShutdownReport {
+    pub fn shutdown(&self, timeout: Duration) -> ExecutorShutdownReport {
         let mut state = lock(&self.shutdown);
         if let Some(report) = state.report {
             return report;
@@ -351,7 +363,7 @@ impl Executor {
             );
         }
         let cancelled = shared.cancel_all();
-        let report = ShutdownReport {
+        let report = ExecutorShutdownReport {
             cancelled,
             stuck_workers,
         };
