@@ -71,13 +71,14 @@ mod loom;
 pub mod prelude;
 mod process;
 mod scheduler;
+pub mod testing;
 
 pub use dispatch::Run;
 pub use process::{
-    BoxError, Call, CancelReason, Cancelled, Command, CommandError, Event, EventDrain, Events,
-    InitError, Message, Payload, Pid, Process, ProcessContext, ProcessCx, ProcessError,
-    ProcessHandle, ProcessState, Recv, RecvError, RecvMessage, SendError, SendErrorKind,
-    SpawnError, Status, StepOutput, Tag, Topic, TopicBudget, TypeMismatch, YieldNow,
+    AsyncFnProcess, BoxError, Call, CancelReason, Cancelled, Command, CommandError, Event,
+    EventDrain, Events, InitError, Message, Payload, Pid, Process, ProcessContext, ProcessCx,
+    ProcessError, ProcessHandle, ProcessState, Recv, RecvError, RecvMessage, SendError,
+    SendErrorKind, SpawnError, Status, StepOutput, Tag, Topic, TopicBudget, TypeMismatch, YieldNow,
 };
 pub use scheduler::{
     BuildError, Scheduler, SchedulerBuilder, SchedulerHandle, ShutdownReport, DEFAULT_DROP_TIMEOUT,

@@ -42,7 +42,9 @@ mod state;
 #[cfg(test)]
 mod tests;
 
-pub use async_fn::{Call, Cancelled, ProcessCx, Recv, RecvError, RecvMessage, YieldNow};
+pub use async_fn::{
+    AsyncFnProcess, Call, Cancelled, ProcessCx, Recv, RecvError, RecvMessage, YieldNow,
+};
 pub use command::Command;
 pub use context::ProcessContext;
 pub use error::{

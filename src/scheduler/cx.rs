@@ -3,7 +3,7 @@
 
 use super::handle::SchedulerHandle;
 use crate::dispatch::Run;
-use crate::process::async_fn::AsyncProcess;
+use crate::process::async_fn::AsyncFnProcess;
 use crate::process::{BoxError, Payload, ProcessCx, ProcessHandle, SpawnError};
 use std::future::Future;
 use std::sync::Arc;
@@ -49,7 +49,7 @@ impl SchedulerHandle {
         E: Into<BoxError>,
     {
         let host: Arc<dyn std::any::Any + Send + Sync> = Arc::new(self.clone());
-        self.spawn(AsyncProcess::new(body, host), "run", Payload::empty())
+        self.spawn(AsyncFnProcess::new(body, host), "run", Payload::empty())
     }
 }
 
@@ -72,7 +72,7 @@ impl ProcessCx {
     pub fn scheduler(&self) -> &SchedulerHandle {
         self.host()
             .downcast_ref::<SchedulerHandle>()
-            .expect("a ProcessCx's host is always a SchedulerHandle")
+            .expect("this process has no scheduler: it runs in procsched::testing::Harness")
     }
 
     /// Starts a child process written as an `async fn` (see [`SchedulerHandle::spawn_fn`]);

@@ -318,6 +318,6 @@ impl<'a> ProcessContext<'a> {
     pub fn scheduler(&self) -> &'a SchedulerHandle {
         self.host()
             .downcast_ref::<SchedulerHandle>()
-            .expect("a ProcessContext's host is always a SchedulerHandle")
+            .expect("this process has no scheduler: it runs in procsched::testing::Harness")
     }
 }

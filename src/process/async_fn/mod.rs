@@ -217,6 +217,14 @@ impl ProcessCx {
     }
 }
 
+impl<F, Fut> fmt::Debug for AsyncFnProcess<F, Fut> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AsyncFnProcess")
+            .field("started", &self.body.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
 impl fmt::Debug for ProcessCx {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ProcessCx")
@@ -225,8 +233,10 @@ impl fmt::Debug for ProcessCx {
     }
 }
 
-/// The adapter: a [`Process`] whose steps poll an async body.
-pub(crate) struct AsyncProcess<F, Fut> {
+/// The adapter: a [`Process`] whose steps poll an async body (made by
+/// [`Scheduler::spawn_fn`](crate::Scheduler::spawn_fn) and
+/// [`testing::Harness::for_fn`](crate::testing::Harness::for_fn)).
+pub struct AsyncFnProcess<F, Fut> {
     /// Builds the body; taken by `init`.
     start: Option<F>,
     body: Option<Pin<Box<Fut>>>,
@@ -237,11 +247,11 @@ pub(crate) struct AsyncProcess<F, Fut> {
     host: Arc<dyn Any + Send + Sync>,
 }
 
-impl<F, Fut> AsyncProcess<F, Fut> {
+impl<F, Fut> AsyncFnProcess<F, Fut> {
     /// The process running `start(cx)`; `host` is what [`ProcessCx`] hands to the scheduler
     /// layer's accessors.
     pub(crate) fn new(start: F, host: Arc<dyn Any + Send + Sync>) -> Self {
-        AsyncProcess {
+        AsyncFnProcess {
             start: Some(start),
             body: None,
             state: CxState::default(),
@@ -251,7 +261,7 @@ impl<F, Fut> AsyncProcess<F, Fut> {
     }
 }
 
-impl<F, Fut, T, E> Process for AsyncProcess<F, Fut>
+impl<F, Fut, T, E> Process for AsyncFnProcess<F, Fut>
 where
     F: FnOnce(ProcessCx) -> Fut + Send + 'static,
     Fut: Future<Output = Result<T, E>> + Send + 'static,
