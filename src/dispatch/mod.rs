@@ -10,6 +10,13 @@
 //!
 //! A command with no handler completes at once with [`CommandError::NoHandler`]; a handler that
 //! panics completes its yield with [`CommandError::Panicked`]. Either way the process sees it.
+//!
+//! # Deadlines
+//! A yield with a deadline (`StepOutput::yield_command_within`) runs under one tokio timer that
+//! lives as long as the call: an async handler's future is wrapped in `tokio::time::timeout`; a
+//! blocking job is awaited under `tokio::time::timeout` by one async task that owns the yield's
+//! completer (`registry.rs`). Either way the task's abort handle, aborted when the process ends,
+//! drops the timer too.
 
 mod completer;
 mod registry;
