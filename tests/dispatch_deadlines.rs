@@ -313,3 +313,58 @@ fn a_late_blocking_result_is_dropped_with_its_destructor_panic_contained() {
     wait_no_live_tasks(&runtime, "no task is left behind");
     sched.shutdown(HANG_GUARD);
 }
+
+/// Never completes (async).
+struct Never;
+
+/// A handler runtime without a time driver.
+fn runtime_without_timers() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_io()
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn a_deadline_on_a_runtime_without_timers_completes_with_no_timer() {
+    let runtime = runtime_without_timers();
+    let sched = Scheduler::builder()
+        .workers(2)
+        .tokio_handle(runtime.handle().clone())
+        .async_handler(|Never: Never| std::future::pending::<Result<Payload, CommandError>>())
+        .async_handler(|(): ()| async { Ok(Payload::empty()) })
+        .blocking_handler(|Quick: Quick| Ok(Payload::empty()))
+        .build()
+        .unwrap();
+    let no_timer = CommandError::NoTimer.to_string();
+    assert!(no_timer.contains("enable_time()"), "{no_timer}");
+
+    // Async and blocking handlers alike, twice each (the probe's answer is cached).
+    let deadline = Some(HANG_GUARD);
+    for _ in 0..2 {
+        assert_eq!(
+            run_one(&sched, vec![Never], deadline),
+            vec![no_timer.clone()]
+        );
+        assert_eq!(
+            run_one(&sched, vec![Quick], deadline),
+            vec![no_timer.clone()]
+        );
+    }
+    // Without a deadline, no timer is needed.
+    assert_eq!(run_one(&sched, vec![()], None), vec!["ok"]);
+    assert_eq!(run_one(&sched, vec![Quick], None), vec!["ok"]);
+    let report = sched.shutdown(HANG_GUARD);
+    assert_eq!(report.forced, 0);
+}
+
+/// Runs one [`Sequence`] of `commands` to its end; returns how they completed.
+fn run_one<C: Send + 'static>(
+    sched: &Scheduler,
+    commands: Vec<C>,
+    timeout: Option<Duration>,
+) -> Vec<String> {
+    let process = Sequence::new(commands, timeout);
+    outcomes(join(sched.spawn(process, "run", Payload::empty()).unwrap()))
+}

@@ -1,6 +1,6 @@
 //! Handlers registered per command type.
 
-use super::YieldCompleter;
+use super::{TimerProbe, YieldCompleter};
 use crate::process::{panic_message, CommandError, Event, Events, Tag};
 use crate::Payload;
 use futures::FutureExt;
@@ -213,6 +213,9 @@ pub(crate) struct HandlerSet {
     handlers: Vec<(TypeId, Handler)>,
     /// `TypeId` → position in `handlers`; built only past [`LINEAR_LOOKUP_MAX`] handlers.
     index: HashMap<TypeId, usize, BuildHasherDefault<TypeIdHasher>>,
+    /// Whether the runtime these handlers run on has timers (for yields with a deadline). Kept
+    /// here because a handler set and its runtime are built together and live together.
+    timers: TimerProbe,
 }
 
 impl HandlerSet {
@@ -248,6 +251,11 @@ impl HandlerSet {
     #[inline]
     pub(crate) fn get(&self, type_id: TypeId) -> Option<&Handler> {
         self.position(type_id).map(|i| &self.handlers[i].1)
+    }
+
+    /// Whether the handlers' runtime has timers (see [`TimerProbe`]).
+    pub(crate) fn timers(&self) -> &TimerProbe {
+        &self.timers
     }
 
     pub(crate) fn needs_runtime(&self) -> bool {
