@@ -368,3 +368,52 @@ fn run_one<C: Send + 'static>(
     let process = Sequence::new(commands, timeout);
     outcomes(join(sched.spawn(process, "run", Payload::empty()).unwrap()))
 }
+
+#[test]
+fn a_blocking_job_not_started_by_its_deadline_still_runs_after_the_timeout() {
+    // One blocking thread, kept busy by a gate, so the deadline passes while the job is queued.
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .max_blocking_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let sched = Scheduler::builder()
+        .workers(2)
+        .tokio_handle(runtime.handle().clone())
+        .blocking_handler(|gate: Gate| {
+            run_gate(gate);
+            Ok(Payload::empty())
+        })
+        .blocking_handler(|counted: Counted| {
+            counted.ran.fetch_add(1, SeqCst);
+            Ok(Payload::empty())
+        })
+        .build()
+        .unwrap();
+    let (gate, entered, release) = gate();
+    let busy = sched
+        .spawn(Sequence::new(vec![gate], None), "run", Payload::empty())
+        .unwrap();
+    recv(&entered);
+
+    let (ran, dropped) = (counter(), counter());
+    let command = Counted {
+        ran: ran.clone(),
+        _dropped: DropCounter(dropped.clone()),
+    };
+    // The deadline is an input: the only blocking thread stays busy until after it has passed.
+    assert_eq!(
+        run_one(&sched, vec![command], Some(Duration::from_millis(10))),
+        vec![CommandError::TimedOut.to_string()]
+    );
+    release.send(()).unwrap();
+    assert_eq!(outcomes(join(busy)), vec!["ok"]);
+    // As `yield_command_within` documents, the blocking job runs on; its result is dropped.
+    wait_until("the timed-out job runs and is dropped", || {
+        count(&dropped) == 1
+    });
+    assert_eq!(count(&ran), 1);
+    wait_no_live_tasks(&runtime, "no task is left behind");
+    sched.shutdown(HANG_GUARD);
+}

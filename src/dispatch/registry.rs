@@ -126,7 +126,8 @@ type CommandResult = Result<Payload, CommandError>;
 /// One async task owns the yield's completer and awaits the job's result under
 /// `tokio::time::timeout`, so the timer lives exactly as long as the call: it is dropped when the
 /// result arrives, when the deadline passes, or when the task is aborted (the process ended,
-/// through the returned handle) — and dropping the task aborts the job too if it has not started.
+/// through the returned handle). An aborted task aborts the job too if it has not started; past
+/// its deadline the job runs on, as `yield_command_within` documents.
 /// The job hands its result over a oneshot rather than through its `JoinHandle`, so a result that
 /// comes too late is dropped by our code, its destructor's panic contained
 /// ([`drop_late_result`]).
@@ -147,7 +148,7 @@ fn spawn_blocking_within(
         }
     });
     let mut pending = PendingJob {
-        job: job.abort_handle(),
+        job: Some(job.abort_handle()),
         result: result_rx,
     };
     runtime
@@ -155,26 +156,34 @@ fn spawn_blocking_within(
             let result = match tokio::time::timeout(timeout, &mut pending.result).await {
                 Ok(Ok(result)) => result,
                 Ok(Err(_job_dropped)) => Err(CommandError::Cancelled),
-                Err(_elapsed) => Err(CommandError::TimedOut),
+                Err(_elapsed) => {
+                    // The job runs on (documented): only its result is dropped, when it comes.
+                    pending.job = None;
+                    Err(CommandError::TimedOut)
+                }
             };
             completer.complete(result);
-            // `pending` drops here, after the completion: on a timeout it aborts a job that has
-            // not started yet and disposes of a result that raced in.
+            // `pending` drops here, after the completion, and disposes of a result that raced
+            // in after the deadline.
         })
         .abort_handle()
 }
 
 /// The deadline task's side of a blocking job (see [`spawn_blocking_within`]). Dropped, it
-/// aborts the job — which stops it only if it has not started; a running blocking call cannot be
-/// interrupted — and makes sure its result, now or later, is dropped by [`drop_late_result`].
+/// aborts the job unless the deadline passed — which stops it only if it has not started; a
+/// running blocking call cannot be interrupted — and makes sure its result, now or later, is
+/// dropped by [`drop_late_result`].
 struct PendingJob {
-    job: tokio::task::AbortHandle,
+    /// `None` once the deadline passed: the job is left to run on.
+    job: Option<tokio::task::AbortHandle>,
     result: tokio::sync::oneshot::Receiver<CommandResult>,
 }
 
 impl Drop for PendingJob {
     fn drop(&mut self) {
-        self.job.abort();
+        if let Some(job) = &self.job {
+            job.abort();
+        }
         // After `close`, the job's `send` fails and it drops its result itself; a result sent
         // before is still in the channel and taken here. Either way not by the channel's own
         // destructor, which would not contain a panic.
