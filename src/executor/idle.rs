@@ -27,7 +27,12 @@
 //! follows the same pattern: the producer fences, reads the word and locks the sleeper list only
 //! if someone sleeps; the parker joins the list under that lock, fences and re-checks its inject
 //! queue. Either it sees the push, or the producer sees it parked (and then finds it on the list,
-//! whose lock it cannot take before the parker has released it). Searchers are always woken with the searching count already raised, so
+//! whose lock it cannot take before the parker has released it). Work pushed to the producer's
+//! *own deque* (a spawn or wake on a worker thread) too: the producer pushes, fences and reads the
+//! word; the last searcher to park fences after its update and sweeps every deque (step 5). So
+//! either that sweep sees the task, or the producer sees no searcher and wakes a parked worker —
+//! the task never depends on its owner alone, which may block in the task it runs now.
+//! Searchers are always woken with the searching count already raised, so
 //! "someone is searching" is never a stale promise: a searcher always re-checks every queue before
 //! it gives the role up (step 5).
 
