@@ -158,7 +158,7 @@ fn spawn_blocking_within(
                 Ok(Err(_job_dropped)) => Err(CommandError::Cancelled),
                 Err(_elapsed) => {
                     // The job runs on (documented): only its result is dropped, when it comes.
-                    pending.job = None;
+                    pending.detach();
                     Err(CommandError::TimedOut)
                 }
             };
@@ -177,6 +177,13 @@ struct PendingJob {
     /// `None` once the deadline passed: the job is left to run on.
     job: Option<tokio::task::AbortHandle>,
     result: tokio::sync::oneshot::Receiver<CommandResult>,
+}
+
+impl PendingJob {
+    /// Leaves the job to run on: dropping `self` will no longer abort it.
+    fn detach(&mut self) {
+        self.job = None;
+    }
 }
 
 impl Drop for PendingJob {
