@@ -21,8 +21,15 @@ async fn reserve(Reserve(id): Reserve) -> Result<bool, BoxError> {
 
 #[tokio::main]
 async fn main() -> Result<(), BoxError> {
-    tokio::fs::write(std::env::temp_dir().join("procsched-prices.txt"), "a\nb\nc\n").await?;
-    let sched = Scheduler::builder().async_handler(load_price).async_handler(reserve).build()?;
+    tokio::fs::write(
+        std::env::temp_dir().join("procsched-prices.txt"),
+        "a\nb\nc\n",
+    )
+    .await?;
+    let sched = Scheduler::builder()
+        .async_handler(load_price)
+        .async_handler(reserve)
+        .build()?;
     let (mut orders, mut pids) = (JoinSet::new(), Vec::new());
     for id in 0..1_000u64 {
         let order = sched.spawn_fn(move |cx: ProcessCx| async move {

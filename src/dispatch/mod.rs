@@ -10,6 +10,14 @@
 //!
 //! A command with no handler completes at once with [`CommandError::NoHandler`]; a handler that
 //! panics completes its yield with [`CommandError::Panicked`]. Either way the process sees it.
+//!
+//! # Deadlines
+//! A yield with a deadline (`StepOutput::yield_command_within`) runs under one tokio timer that
+//! lives as long as the call: an async handler's future is wrapped in `tokio::time::timeout`; a
+//! blocking job is awaited under `tokio::time::timeout` by one async task that owns the yield's
+//! completer (`registry.rs`). Either way the task's abort handle, aborted when the process ends,
+//! drops the timer too. The deadline needs a runtime with timers: on one without, the yield
+//! completes at once with [`CommandError::NoTimer`] ([`TimerProbe`]).
 
 mod completer;
 mod registry;
@@ -23,6 +31,7 @@ use crate::loom::Arc;
 use crate::process::mailbox::ProcessCell;
 use crate::process::{panic_message, CommandError, Event, Events, Pid, Yield};
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::OnceLock;
 
 /// Dispatches one yield (see the module docs). Returns the abort handle of the handler task for
 /// async and blocking handlers.
@@ -62,6 +71,12 @@ pub(crate) fn dispatch(
                 complete_now(completions, Err(CommandError::Cancelled));
                 return None;
             };
+            if timeout.is_some() && !handlers.timers().has_timers(runtime) {
+                tracing::debug!(%pid, command = type_name, "deadline on a runtime without timers");
+                drop(command);
+                complete_now(completions, Err(CommandError::NoTimer));
+                return None;
+            }
             let completer = YieldCompleter::new(cell.clone(), pid, tag);
             // The spawn functions catch the handler's own panics; anything escaping here is a
             // bug of ours, and the completer — dropped in the unwind — has already completed the
@@ -77,4 +92,45 @@ pub(crate) fn dispatch(
             }
         }
     }
+}
+
+/// Whether the handler runtime has a time driver, which a yield's deadline needs: probed once,
+/// at the first deadline dispatch, and cached.
+///
+/// tokio offers no query for it; the probe builds a zero-length `Sleep` inside the runtime's
+/// context, which panics without a time driver (tokio's own message, printed once by the panic
+/// hook). Without the probe the same panic would happen later, inside the handler task, and the
+/// process would see `Cancelled` — or, for a blocking handler, its deadline silently ignored.
+/// (Built with `panic = "abort"`, the probe's panic aborts, as that later one would have.)
+///
+/// The answer is cached with the runtime's id: a scheduler dispatches to one runtime all its
+/// life, so the cache is hit after the first probe; another runtime is probed anew, uncached.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct TimerProbe {
+    probed: OnceLock<(tokio::runtime::Id, bool)>,
+}
+
+impl TimerProbe {
+    /// `true` if `runtime` has a time driver.
+    pub(crate) fn has_timers(&self, runtime: &tokio::runtime::Handle) -> bool {
+        let id = runtime.id();
+        let (probed_id, has_timers) = *self.probed.get_or_init(|| (id, probe_timers(runtime)));
+        if probed_id == id {
+            has_timers
+        } else {
+            probe_timers(runtime)
+        }
+    }
+}
+
+fn probe_timers(runtime: &tokio::runtime::Handle) -> bool {
+    let _context = runtime.enter();
+    let has_timers = catch_unwind(|| drop(tokio::time::sleep(std::time::Duration::ZERO))).is_ok();
+    if !has_timers {
+        tracing::warn!(
+            "the handler runtime has no timers: yields with a deadline complete with \
+             `CommandError::NoTimer` (build the runtime with `enable_time()` / `enable_all()`)"
+        );
+    }
+    has_timers
 }

@@ -1,6 +1,6 @@
 //! Handlers registered per command type.
 
-use super::YieldCompleter;
+use super::{TimerProbe, YieldCompleter};
 use crate::process::{panic_message, CommandError, Event, Events, Tag};
 use crate::Payload;
 use futures::FutureExt;
@@ -9,8 +9,8 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::panic::{catch_unwind, AssertUnwindSafe};
-// Plain std types: these live on tokio's threads, outside every loom model.
-use std::sync::{Arc as StdArc, Mutex as StdMutex};
+// A plain std type: it lives on tokio's threads, outside every loom model.
+use std::sync::Arc as StdArc;
 use std::time::Duration;
 
 /// Runs an inline handler and pushes its completion (tag, result) straight into the step's
@@ -98,29 +98,21 @@ impl Handler {
         Handler::Blocking(StdArc::new(move |command, completer, runtime, timeout| {
             let f = f.clone();
             let command = downcast::<C>(command);
-            // With a deadline, the blocking call and a timer race for the one completion.
-            let slot = StdArc::new(StdMutex::new(Some(completer)));
-            if let Some(timeout) = timeout {
-                let slot = slot.clone();
-                runtime.spawn(async move {
-                    tokio::time::sleep(timeout).await;
-                    if let Some(completer) = take(&slot) {
-                        completer.complete(Err(CommandError::TimedOut));
-                    }
-                });
-            }
-            runtime
-                .spawn_blocking(move || {
-                    let result =
-                        catch_unwind(AssertUnwindSafe(|| f(command))).unwrap_or_else(|panic| {
-                            Err(CommandError::Panicked(panic_message(&*panic)))
-                        });
-                    if let Some(completer) = take(&slot) {
-                        completer.complete(result);
-                    }
-                })
-                .abort_handle()
-                .into()
+            let job = move || {
+                catch_unwind(AssertUnwindSafe(|| f(command)))
+                    .unwrap_or_else(|panic| Err(CommandError::Panicked(panic_message(&*panic))))
+            };
+            let abort = match timeout {
+                // The job owns the completer: aborted before it starts, the job is dropped
+                // with it, which completes the yield as `Cancelled`.
+                None => runtime
+                    .spawn_blocking(move || {
+                        completer.complete(job());
+                    })
+                    .abort_handle(),
+                Some(timeout) => spawn_blocking_within(runtime, job, completer, timeout),
+            };
+            Some(abort)
         }))
     }
 
@@ -129,9 +121,98 @@ impl Handler {
     }
 }
 
-/// Takes the completer out of a blocking yield's slot (first of handler and timer wins).
-fn take(slot: &StdMutex<Option<YieldCompleter>>) -> Option<YieldCompleter> {
-    slot.lock().unwrap_or_else(|p| p.into_inner()).take()
+/// A blocking yield's result.
+type CommandResult = Result<Payload, CommandError>;
+
+/// Runs a blocking job under a deadline.
+///
+/// One async task owns the yield's completer and awaits the job's result under
+/// `tokio::time::timeout`, so the timer lives exactly as long as the call: it is dropped when the
+/// result arrives, when the deadline passes, or when the task is aborted (the process ended,
+/// through the returned handle). An aborted task aborts the job too if it has not started; past
+/// its deadline the job runs on, as `yield_command_within` documents.
+/// The job hands its result over a oneshot rather than through its `JoinHandle`, so a result that
+/// comes too late is dropped by our code, its destructor's panic contained
+/// ([`drop_late_result`]).
+///
+/// Exactly one completion: the task completes with the result, `TimedOut`, or `Cancelled` (the
+/// job was dropped unrun, e.g. by a runtime shutdown); a task dropped before completing drops the
+/// completer, which completes as `Cancelled`.
+fn spawn_blocking_within(
+    runtime: &tokio::runtime::Handle,
+    job: impl FnOnce() -> CommandResult + Send + 'static,
+    completer: YieldCompleter,
+    timeout: Duration,
+) -> tokio::task::AbortHandle {
+    let (result_tx, result_rx) = tokio::sync::oneshot::channel();
+    let job = runtime.spawn_blocking(move || {
+        if let Err(late) = result_tx.send(job()) {
+            drop_late_result(late);
+        }
+    });
+    let mut pending = PendingJob {
+        job: Some(job.abort_handle()),
+        result: result_rx,
+    };
+    runtime
+        .spawn(async move {
+            let result = match tokio::time::timeout(timeout, &mut pending.result).await {
+                Ok(Ok(result)) => result,
+                Ok(Err(_job_dropped)) => Err(CommandError::Cancelled),
+                Err(_elapsed) => {
+                    // The job runs on (documented): only its result is dropped, when it comes.
+                    pending.detach();
+                    Err(CommandError::TimedOut)
+                }
+            };
+            completer.complete(result);
+            // `pending` drops here, after the completion, and disposes of a result that raced
+            // in after the deadline.
+        })
+        .abort_handle()
+}
+
+/// The deadline task's side of a blocking job (see [`spawn_blocking_within`]). Dropped, it
+/// aborts the job unless the deadline passed — which stops it only if it has not started; a
+/// running blocking call cannot be interrupted — and makes sure its result, now or later, is
+/// dropped by [`drop_late_result`].
+struct PendingJob {
+    /// `None` once the deadline passed: the job is left to run on.
+    job: Option<tokio::task::AbortHandle>,
+    result: tokio::sync::oneshot::Receiver<CommandResult>,
+}
+
+impl PendingJob {
+    /// Leaves the job to run on: dropping `self` will no longer abort it.
+    fn detach(&mut self) {
+        self.job = None;
+    }
+}
+
+impl Drop for PendingJob {
+    fn drop(&mut self) {
+        if let Some(job) = &self.job {
+            job.abort();
+        }
+        // After `close`, the job's `send` fails and it drops its result itself; a result sent
+        // before is still in the channel and taken here. Either way not by the channel's own
+        // destructor, which would not contain a panic.
+        self.result.close();
+        if let Ok(late) = self.result.try_recv() {
+            drop_late_result(late);
+        }
+    }
+}
+
+/// Drops the result of a blocking job nobody waits for any more (its yield timed out or its
+/// process ended). Payload destructors are user code: a panic is contained.
+fn drop_late_result(late: CommandResult) {
+    tracing::debug!("dropping the late result of a blocking command");
+    if catch_unwind(AssertUnwindSafe(move || drop(late))).is_err() {
+        tracing::warn!(
+            "the destructor of a late blocking result panicked; the panic was contained"
+        );
+    }
 }
 
 fn downcast<C: 'static>(command: Payload) -> C {
@@ -151,6 +232,9 @@ pub(crate) struct HandlerSet {
     handlers: Vec<(TypeId, Handler)>,
     /// `TypeId` → position in `handlers`; built only past [`LINEAR_LOOKUP_MAX`] handlers.
     index: HashMap<TypeId, usize, BuildHasherDefault<TypeIdHasher>>,
+    /// Whether the runtime these handlers run on has timers (for yields with a deadline). Kept
+    /// here because a handler set and its runtime are built together and live together.
+    timers: TimerProbe,
 }
 
 impl HandlerSet {
@@ -186,6 +270,11 @@ impl HandlerSet {
     #[inline]
     pub(crate) fn get(&self, type_id: TypeId) -> Option<&Handler> {
         self.position(type_id).map(|i| &self.handlers[i].1)
+    }
+
+    /// Whether the handlers' runtime has timers (see [`TimerProbe`]).
+    pub(crate) fn timers(&self) -> &TimerProbe {
+        &self.timers
     }
 
     pub(crate) fn needs_runtime(&self) -> bool {

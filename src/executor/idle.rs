@@ -27,14 +27,21 @@
 //! follows the same pattern: the producer fences, reads the word and locks the sleeper list only
 //! if someone sleeps; the parker joins the list under that lock, fences and re-checks its inject
 //! queue. Either it sees the push, or the producer sees it parked (and then finds it on the list,
-//! whose lock it cannot take before the parker has released it). Searchers are always woken with
-//! the searching count already raised, so "someone is searching" is never a stale promise: a
-//! searcher always re-checks every queue before it gives the role up (step 5).
+//! whose lock it cannot take before the parker has released it). Work pushed to the producer's
+//! *own deque* (a spawn or wake on a worker thread) too: the producer pushes, fences and reads the
+//! word; the last searcher to park fences after its update and sweeps every deque (step 5). So
+//! either that sweep sees the task, or the producer sees no searcher and wakes a parked worker —
+//! the task never depends on its owner alone, which may block in the task it runs now.
+//! Searchers are always woken with the searching count already raised, so
+//! "someone is searching" is never a stale promise: a searcher always re-checks every queue before
+//! it gives the role up (step 5).
 //!
 //! Checked on the real worker loop (`executor/tests/loom_park.rs`) by
 //! `loom_task_pushed_while_the_only_worker_parks_is_run` (steps 2, 4, 5 with one worker),
-//! `loom_wake_from_outside_reaches_a_parked_worker` (a wake from a foreign thread) and
-//! `loom_two_workers_spawn_from_outside_and_inside` (steps 1–5 with two workers).
+//! `loom_wake_from_outside_reaches_a_parked_worker` (a wake from a foreign thread),
+//! `loom_two_workers_spawn_from_outside_and_inside` (steps 1–5 with two workers) and
+//! `loom_task_pushed_to_a_blocked_workers_deque_runs_on_the_other_worker` (a push to the
+//! producer's own deque).
 
 use crate::loom::atomic::{AtomicUsize, Ordering::SeqCst};
 use crate::loom::{lock, Mutex};

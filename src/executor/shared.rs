@@ -3,7 +3,7 @@
 //! # Where a runnable task goes
 //! | event | queue | who is woken |
 //! |---|---|---|
-//! | spawn or wake on one of our worker threads | that worker's deque (LIFO: runs next, cache-warm) | a parked worker, if none is searching and the deque holds more than this task |
+//! | spawn or wake on one of our worker threads | that worker's deque (LIFO: runs next, cache-warm) | a parked worker, if none is searching (even for the deque's only task: its owner may block in its current task) |
 //! | spawn from outside | the global injector | a parked worker, if none is searching |
 //! | wake from outside of a task that ran before | the inject queue of the worker it last ran on (affinity) | that worker if it sleeps, else any parked worker |
 //! | a task woke itself while running (`yield_now`) | the global injector: behind all other ready work | a parked worker, if none is searching |

@@ -304,13 +304,18 @@ impl Core {
         counters.unparks.incr();
     }
 
-    /// Pushes a task spawned or woken on this worker to its deque; wakes an idle worker if the
-    /// deque now holds more than this task (others could run it meanwhile).
+    /// Pushes a task spawned or woken on this worker to its deque, and wakes a parked worker if
+    /// none is searching (`idle.rs`, step 2).
+    ///
+    /// Even when the task is the only one in the deque: the task this worker runs now may block
+    /// its thread for long (a blocking call, a long computation), and a deque is emptied only by
+    /// its owner or a searcher. When other workers are awake this costs the fence and one load.
     pub(crate) fn push_local(&self, task: Notified) {
         self.local.push(task);
-        if self.local.len() > 1 {
-            self.shared.notify_parked();
-        }
+        // Pairs with the fence of a parking last searcher before it sweeps every deque
+        // (`idle.rs`, "Why no wake-up is lost").
+        fence(SeqCst);
+        self.shared.notify_parked();
     }
 
     fn remote(&self) -> &Remote {

@@ -20,6 +20,11 @@ pub enum CommandError {
     /// The command did not complete within its deadline.
     #[error("command timed out")]
     TimedOut,
+    /// The command had a deadline, but the tokio runtime its handler runs on has no timers.
+    #[error(
+        "deadline needs a tokio runtime with timers: build it with `enable_time()` / `enable_all()`"
+    )]
+    NoTimer,
     /// The handler's task was dropped before completing (its runtime shut down).
     #[error("command was cancelled before it completed")]
     Cancelled,

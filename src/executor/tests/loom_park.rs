@@ -8,7 +8,7 @@
 use crate::executor::Executor;
 use crate::loom::atomic::{AtomicUsize, Ordering::SeqCst};
 use crate::loom::model::{model, model_full_stack};
-use crate::loom::Arc;
+use crate::loom::{lock, Arc, Condvar, Mutex};
 use std::time::Duration;
 
 #[test]
@@ -47,6 +47,33 @@ fn loom_two_workers_spawn_from_outside_and_inside() {
         let handle = executor.handle().clone();
         let join = executor.spawn(async move { handle.spawn(async { 2 }).await.unwrap() + 1 });
         assert_eq!(executor.block_on(join).unwrap(), 3);
+        drop(executor);
+    });
+}
+
+/// `idle.rs`, "Why no wake-up is lost", the own-deque case: a task spawned into the deque of a
+/// worker whose current task then blocks the thread is run by the other worker, whether that one
+/// is still searching or already parked when the push lands. (A missed wake leaves both workers
+/// blocked: loom reports the deadlock.)
+#[test]
+fn loom_task_pushed_to_a_blocked_workers_deque_runs_on_the_other_worker() {
+    model_full_stack(|| {
+        let executor = Executor::builder().workers(2).build().unwrap();
+        let handle = executor.handle().clone();
+        let ran = Arc::new((Mutex::new(false), Condvar::new()));
+        let join = executor.spawn(async move {
+            let signal = ran.clone();
+            drop(handle.spawn(async move {
+                *lock(&signal.0) = true;
+                signal.1.notify_one();
+            }));
+            // Blocks this worker thread until the spawned task has run elsewhere.
+            let mut has_run = lock(&ran.0);
+            while !*has_run {
+                has_run = ran.1.wait(has_run).unwrap();
+            }
+        });
+        executor.block_on(join).expect("the blocking task finished");
         drop(executor);
     });
 }
