@@ -24,6 +24,9 @@ mod futures;
 mod scope;
 mod state;
 
+#[cfg(all(test, not(loom)))]
+mod tests;
+
 pub use futures::{Call, Cancelled, Recv, RecvError, RecvMessage, YieldNow};
 
 use super::{BoxError, Command, Events, InitError, Payload, Pid, Process, ProcessContext};

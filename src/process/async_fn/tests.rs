@@ -1,0 +1,110 @@
+//! The adapter and its step scope, driven by hand (no scheduler, no threads): these also run
+//! under Miri, which checks the scope's raw-pointer hand-off.
+
+use crate::process::{BoxError, Command, CommandError, Message, Payload, ProcessCx, Status};
+use crate::testing::Harness;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll, Waker};
+
+struct Add(u64, u64);
+impl Command for Add {
+    type Output = u64;
+}
+
+#[test]
+fn calls_go_out_as_yields_and_their_replies_resume_the_body() {
+    let mut harness = Harness::for_fn(|cx: ProcessCx| async move {
+        let (a, b) = futures::join!(cx.call(Add(1, 2)), cx.call(Add(3, 4)));
+        Ok::<_, BoxError>(a? * b?)
+    });
+    harness.init("run", Payload::empty()).unwrap();
+    let step = harness.step().unwrap();
+    assert!(matches!(step.status, Status::Wait));
+    assert_eq!(step.yields.len(), 2, "both calls in one step");
+    let (first, second) = (step.yields[0].0, step.yields[1].0);
+    assert_ne!(first, second);
+    // Replies in the opposite order: each resumes its own call.
+    harness.complete(second, Ok(Payload::new(7u64)));
+    assert!(matches!(harness.step().unwrap().status, Status::Wait));
+    harness.complete(first, Ok(Payload::new(3u64)));
+    assert!(matches!(harness.step().unwrap().status, Status::Done(21)));
+}
+
+#[test]
+fn a_failed_call_and_a_reply_of_the_wrong_type_are_errors_of_the_call() {
+    let mut harness = Harness::for_fn(|cx: ProcessCx| async move {
+        let failed = cx.call(Add(0, 0)).await;
+        let mistyped = cx.call(Add(0, 0)).await;
+        Ok::<_, BoxError>((failed.is_err(), mistyped.unwrap_err().to_string()))
+    });
+    harness.init("run", Payload::empty()).unwrap();
+    let tag = harness.step().unwrap().yields[0].0;
+    harness.complete(tag, Err(CommandError::TimedOut));
+    let tag = harness.step().unwrap().yields[0].0;
+    harness.complete(tag, Ok(Payload::new("not a number")));
+    match harness.step().unwrap().status {
+        Status::Done((true, message)) => assert!(message.contains("`u64`"), "{message}"),
+        other => panic!("unexpected {other:?}"),
+    }
+}
+
+#[test]
+fn a_dropped_call_discards_its_late_reply() {
+    let mut harness = Harness::for_fn(|cx: ProcessCx| async move {
+        let mut call = cx.call(Add(1, 1));
+        // Poll it once (it goes out), then drop it.
+        std::future::poll_fn(|task| {
+            let _ = Pin::new(&mut call).poll(task);
+            Poll::Ready(())
+        })
+        .await;
+        drop(call);
+        let n: u64 = cx.recv().await?;
+        Ok::<_, BoxError>(n)
+    });
+    harness.init("run", Payload::empty()).unwrap();
+    let step = harness.step().unwrap();
+    assert!(
+        matches!(step.status, Status::Idle),
+        "only the receive waits"
+    );
+    let tag = step.yields[0].0;
+    harness.complete(tag, Ok(Payload::new(2u64)));
+    harness.send(Message::new("n", Payload::new(5u64)));
+    assert!(matches!(harness.step().unwrap().status, Status::Done(5)));
+}
+
+#[test]
+fn a_panicking_body_leaves_no_scope_behind() {
+    let mut harness = Harness::for_fn(|cx: ProcessCx| async move {
+        cx.call(Add(1, 1)).await?;
+        if true {
+            panic!("in the body");
+        }
+        Ok::<(), BoxError>(())
+    });
+    harness.init("run", Payload::empty()).unwrap();
+    let tag = harness.step().unwrap().yields[0].0;
+    harness.complete(tag, Ok(Payload::new(2u64)));
+    let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| harness.step()));
+    assert!(caught.is_err());
+    // The scope was restored: a call polled now, outside any step, fails instead of touching
+    // the state of the step that panicked.
+    let mut stray = ProcessCxProbe::call();
+    let mut task = Context::from_waker(Waker::noop());
+    match Pin::new(&mut stray).poll(&mut task) {
+        Poll::Ready(Err(error)) => assert!(error.to_string().contains("outside")),
+        other => panic!("unexpected {other:?}"),
+    }
+    drop(harness); // a body poisoned by its panic drops like any other
+}
+
+/// A call made outside any process step.
+struct ProcessCxProbe;
+
+impl ProcessCxProbe {
+    fn call() -> super::Call<Add> {
+        super::Call::new(Add(0, 0), None)
+    }
+}
