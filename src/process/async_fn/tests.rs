@@ -7,7 +7,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
 
-struct Add(u64, u64);
+struct Add(#[allow(dead_code)] u64, #[allow(dead_code)] u64);
 impl Command for Add {
     type Output = u64;
 }
