@@ -1,5 +1,5 @@
 //! Process-level benchmarks: procsched's `Scheduler` against the same [`Process`] state machines
-//! driven as tokio actors (one tokio task per process, see `actors/mod.rs`).
+//! driven as tokio actors (one tokio task per process, see `actors.rs`).
 //!
 //! Every workload is a criterion group with one benchmark per peer, `<workload>/procsched` and
 //! `<workload>/tokio-actors`. Both peers get the same number of worker threads
@@ -29,9 +29,9 @@
 //! nor the other peer's freed-but-retained heap skew the high-water mark.
 //!
 //! ```text
-//! cargo bench --bench process                  # full run, about 3 minutes on 2 cores
-//! cargo bench --bench process -- --quick       # smoke run, about 1 minute
-//! cargo bench --bench process -- ring          # one workload
+//! cargo bench -p procsched-benches --bench process               # full run, about 3 minutes on 2 cores
+//! cargo bench -p procsched-benches --bench process -- --quick    # smoke run, about 1 minute
+//! cargo bench -p procsched-benches --bench process -- ring       # one workload
 //! ```
 //!
 //! Every iteration checks its results (counts, sums) with cheap asserts, and every wait has a
@@ -43,7 +43,7 @@
 //! visible part of the spawn-heavy workloads.
 
 mod actors;
-mod common;
+use procsched_benches as common;
 
 use std::fmt::Write as _;
 use std::marker::PhantomData;
