@@ -41,8 +41,8 @@
 //!   child process each (`growth.rs`; `--quick` stops at 100 k).
 //!
 //! ```text
-//! cargo bench -p procsched-benches --bench process               # full run, several minutes on 2 cores
-//! cargo bench -p procsched-benches --bench process -- --quick    # smoke run, under 2 minutes
+//! cargo bench -p procsched-benches --bench process               # full run, about 6 minutes on 2 cores
+//! cargo bench -p procsched-benches --bench process -- --quick    # smoke run, about 1 minute
 //! cargo bench -p procsched-benches --bench process -- ring       # one workload (no latency, growth)
 //! cargo bench -p procsched-benches --bench process -- latency    # only the latency table
 //! cargo bench -p procsched-benches --bench process -- growth     # only the growth table
