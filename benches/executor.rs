@@ -10,9 +10,9 @@
 //! Markdown table, printed and written to `target/bench-executor.md`.
 //!
 //! ```text
-//! cargo bench --bench executor                    # full run, about 1.5 min on 2 cores
-//! cargo bench --bench executor -- --quick         # smoke run, a few seconds
-//! cargo bench --bench executor -- chained_spawn   # one workload
+//! cargo bench -p procsched-benches --bench executor                   # full run, about 1.5 min on 2 cores
+//! cargo bench -p procsched-benches --bench executor -- --quick        # smoke run, a few seconds
+//! cargo bench -p procsched-benches --bench executor -- chained_spawn  # one workload
 //! ```
 //!
 //! `--quick` times only a few short batches right after each runtime starts;
@@ -23,7 +23,7 @@
 //! good for regressions and for spotting pathologies, not as a prediction of
 //! application performance.
 
-mod common;
+use procsched_benches as common;
 
 use std::time::{Duration, SystemTime};
 

@@ -42,6 +42,19 @@ use procsched::{
 use tokio::sync::mpsc::{self, UnboundedReceiver, UnboundedSender};
 use tokio::task::{AbortHandle, JoinHandle};
 
+use criterion::measurement::WallTime;
+use criterion::BenchmarkGroup;
+
+use crate::common::WORKERS;
+use crate::growth::GrowthSample;
+use crate::latency::LatencySample;
+use crate::net::Net;
+use crate::process_peer::{self, ProcessPeer};
+use crate::processes::{async_inc, gate, inc, never};
+use crate::rss::RssSample;
+use crate::workload::{Peer, Workload, SHUTDOWN_TIMEOUT, STALL_TIMEOUT};
+use crate::{growth, latency};
+
 type InlineFn = dyn Fn(Payload) -> Result<Payload, CommandError> + Send + Sync;
 /// Spawns the handler's task; the task completes the yield through the given mailbox.
 type SpawnFn = dyn Fn(Payload, Tag, &UnboundedSender<Event>) -> AbortHandle + Send + Sync;
@@ -443,5 +456,117 @@ fn downcast<C: 'static>(command: Payload) -> C {
     match command.downcast::<C>() {
         Ok(command) => command,
         Err(other) => unreachable!("handler for {} got {other:?}", std::any::type_name::<C>()),
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The peer, as seen from the bench thread
+// ---------------------------------------------------------------------------
+
+impl Peer for ActorSystem {
+    const NAME: &'static str = "tokio-actors";
+
+    fn build() -> Self {
+        ActorSystem::builder(*WORKERS)
+            .inline_handler(inc)
+            .async_handler(async_inc)
+            .async_handler(never)
+            .async_handler(gate)
+            .build()
+    }
+
+    fn bench(&self, workload: Workload, group: &mut BenchmarkGroup<'_, WallTime>) {
+        process_peer::bench(self, workload, group);
+    }
+
+    fn rss(&self, workload: Workload) -> RssSample {
+        process_peer::rss(self, workload)
+    }
+
+    fn latency(&self) -> LatencySample {
+        latency::processes(self)
+    }
+
+    fn growth(&self, live: usize) -> GrowthSample {
+        growth::processes(self, live)
+    }
+
+    fn shutdown(self) {
+        ActorSystem::shutdown(self, SHUTDOWN_TIMEOUT);
+    }
+}
+
+impl ProcessPeer for ActorSystem {
+    type Net = Handle;
+    type Handle = ActorHandle;
+
+    fn preset(&self) -> Option<Handle> {
+        Some(self.handle().clone())
+    }
+
+    fn spawn<P: Process<Output = Payload>>(&self, process: P, input: Payload) -> ActorHandle {
+        match self.handle().spawn(process, "run", input) {
+            Ok(handle) => handle,
+            Err(error) => panic!("spawn failed: {error}"),
+        }
+    }
+
+    fn addr(handle: &ActorHandle) -> Addr {
+        handle.addr().clone()
+    }
+
+    fn send(&self, to: &Addr, message: Message) {
+        if let Err(error) = to.send(message) {
+            panic!("send failed: {error}");
+        }
+    }
+
+    fn join_each(
+        &self,
+        handles: impl Iterator<Item = ActorHandle>,
+        mut check: impl FnMut(Payload),
+    ) {
+        let all = async {
+            for handle in handles {
+                match handle.join().await {
+                    Ok(payload) => check(payload),
+                    Err(error) => panic!("process failed: {error}"),
+                }
+            }
+        };
+        let watched = self.block_on(async { tokio::time::timeout(STALL_TIMEOUT, all).await });
+        if watched.is_err() {
+            panic!("tokio-actors: processes still running after {STALL_TIMEOUT:?}");
+        }
+    }
+}
+
+impl Net for Handle {
+    type Addr = Addr;
+
+    fn preset(&self) -> Option<Self> {
+        Some(self.clone())
+    }
+
+    fn complete(preset: Option<Self>, _: &ProcessContext<'_>) -> Self {
+        preset.expect("an actor is spawned with its system handle preset")
+    }
+
+    fn own_addr(_: &ProcessContext<'_>) -> Addr {
+        own_addr()
+    }
+
+    fn send_to(&self, to: &Addr, message: Message) -> Result<(), BoxError> {
+        to.send(message)
+    }
+
+    fn spawn_detached<P: Process<Output = Payload>>(
+        &self,
+        process: P,
+        method: &str,
+        input: Payload,
+    ) -> Result<(), BoxError> {
+        self.spawn_detached(process, method, input)
+            .map_err(Into::into)
     }
 }
