@@ -27,7 +27,9 @@
 //! | `fan_in` | `WORKERS` threads × [`FAN_IN_THREAD_MSGS`] + [`FAN_IN_PROCESSES`] processes × [`FAN_IN_PROCESS_MSGS`] messages into one counting process |
 //! | `skynet` | a 10-ary tree with [`SKYNET_LEAVES`] leaves, children spawned from their parent's step, results sent to the parent |
 //!
-//! (`native.rs` says how each is written natively.)
+//! (`native.rs` says how each is written natively.) `single_step`, `one_yield`, `many_yields`
+//! and `async_yields` also run as procsched *async-fn* processes (`procsched_async.rs`), reported
+//! in a table of their own against the state machines and both tokio peers.
 //!
 //! After criterion finishes, one command's report is assembled (`report.rs`), printed and
 //! written to `target/bench-process.md`, with the chart of procsched / best peer in
@@ -66,6 +68,7 @@ mod native;
 mod net;
 mod process_peer;
 mod processes;
+mod procsched_async;
 mod procsched_peer;
 mod report;
 mod rss;
@@ -78,6 +81,7 @@ use std::time::{Duration, SystemTime};
 use actors::ActorSystem;
 use criterion::Criterion;
 use native::Native;
+use procsched_async::{ProcschedAsync, ASYNC_FN_WORKLOADS};
 use procsched_peer::Procsched;
 use report::Row;
 use workload::{Peer, Workload};
@@ -93,6 +97,9 @@ fn all_workloads(c: &mut Criterion) {
         let mut group = c.benchmark_group(workload.name());
         workload.configure(&mut group);
         bench::<Procsched>(workload, &mut group);
+        if ASYNC_FN_WORKLOADS.contains(&workload) {
+            bench::<ProcschedAsync>(workload, &mut group);
+        }
         bench::<Native>(workload, &mut group);
         bench::<ActorSystem>(workload, &mut group);
         group.finish();
@@ -220,6 +227,19 @@ fn main() {
     let mut sections = Vec::new();
     if !rows.is_empty() {
         sections.push(report::comparison_table(&rows));
+        let async_rows: Vec<(Row, Option<f64>)> = rows
+            .iter()
+            .filter(|row| ASYNC_FN_WORKLOADS.contains(&row.workload))
+            .map(|row| {
+                let async_fn =
+                    common::median_ns(row.workload.name(), ProcschedAsync::NAME, started);
+                (row.clone(), async_fn)
+            })
+            .filter(|(_, async_fn)| async_fn.is_some())
+            .collect();
+        if !async_rows.is_empty() {
+            sections.push(report::async_fn_table(&async_rows));
+        }
         // Memory only for the workloads this run measured (a filtered run stays quick).
         let rss: Vec<_> = rss::RSS_WORKLOADS
             .into_iter()

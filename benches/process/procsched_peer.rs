@@ -76,6 +76,35 @@ impl Peer for Procsched {
     }
 }
 
+impl Procsched {
+    /// The scheduler, for the async-fn variant (`procsched_async.rs`).
+    pub(crate) fn scheduler(&self) -> &Scheduler {
+        &self.scheduler
+    }
+
+    /// Awaits typed handles in order, under the same watchdog as `join_each`.
+    pub(crate) fn join_typed<T>(&self, handles: impl Iterator<Item = ProcessHandle<T>>) -> Vec<T> {
+        let all = async {
+            let mut results = Vec::new();
+            for handle in handles {
+                match handle.await {
+                    Ok(result) => results.push(result),
+                    Err(error) => panic!("process failed: {error}"),
+                }
+            }
+            results
+        };
+        let watched = {
+            let _runtime = self.io.enter();
+            tokio::time::timeout(STALL_TIMEOUT, all)
+        };
+        match self.scheduler.block_on(watched) {
+            Ok(results) => results,
+            Err(_) => panic!("procsched: processes still running after {STALL_TIMEOUT:?}"),
+        }
+    }
+}
+
 impl ProcessPeer for Procsched {
     type Net = SchedulerHandle;
     type Handle = ProcessHandle;

@@ -14,6 +14,7 @@ use crate::workload::*;
 use crate::PEERS;
 
 /// The medians of one workload, one per peer in [`PEERS`] order (procsched first).
+#[derive(Clone)]
 pub(crate) struct Row {
     pub(crate) workload: Workload,
     pub(crate) medians: [Option<f64>; 3],
@@ -53,6 +54,33 @@ fn per_unit(workload: Workload, median_ns: Option<f64>) -> String {
 }
 
 /// The main table, with the notes that go with it.
+/// The async-fn variants: procsched running the same work as `spawn_fn` bodies, against the
+/// state machines (target: within 1.5x) and both tokio peers (target: never slower than
+/// tokio-actors).
+pub(crate) fn async_fn_table(rows: &[(Row, Option<f64>)]) -> String {
+    let mut table = String::from(
+        "Async-fn processes (`spawn_fn`) doing the same work as the state machines above; \
+         ratio = async fn / other.\n\n\
+         | workload | state machine | async fn | async fn per unit | vs state machine | vs native \
+         | vs actors |\n|---|---:|---:|---:|---:|---:|---:|\n",
+    );
+    for (row, async_fn) in rows {
+        let [procsched, native, actors] = row.medians;
+        let _ = writeln!(
+            table,
+            "| {} | {} | {} | {} | {} | {} | {} |",
+            row.workload.name(),
+            common::format_cell(procsched),
+            common::format_cell(*async_fn),
+            per_unit(row.workload, *async_fn),
+            common::format_ratio(*async_fn, procsched),
+            common::format_ratio(*async_fn, native),
+            common::format_ratio(*async_fn, actors),
+        );
+    }
+    table
+}
+
 pub(crate) fn comparison_table(rows: &[Row]) -> String {
     let mut table = format!(
         "Median time per iteration, {} worker threads per peer; ratio = procsched / peer \
