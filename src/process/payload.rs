@@ -73,7 +73,8 @@ impl Payload {
     }
 
     /// Takes the value out as a `T`, or fails with a [`TypeMismatch`] that names both types —
-    /// an `Error`, so `?` works in `step`, `init` and handlers.
+    /// an `Error`, so `?` works in `step`, `init` and handlers. `take::<Payload>()` is the
+    /// payload itself.
     ///
     /// # Errors
     ///
@@ -90,6 +91,15 @@ impl Payload {
     /// # Ok::<(), procsched::TypeMismatch>(())
     /// ```
     pub fn take<T: 'static>(self) -> Result<T, TypeMismatch> {
+        if TypeId::of::<T>() == TypeId::of::<Payload>() {
+            // Taking a payload "as a Payload" is the payload itself (the inverse of `wrap`, so a
+            // command whose reply type is `Payload` gets the reply as it was sent).
+            let mut slot = Some(self);
+            if let Some(itself) = (&mut slot as &mut dyn Any).downcast_mut::<Option<T>>() {
+                return Ok(itself.take().expect("just filled"));
+            }
+            unreachable!("T is Payload");
+        }
         let actual = self.type_name;
         self.downcast::<T>().map_err(|_| TypeMismatch {
             expected: std::any::type_name::<T>(),

@@ -108,3 +108,22 @@ impl ProcessCxProbe {
         super::Call::new(Add(0, 0), None)
     }
 }
+
+/// A command with a dynamically typed reply.
+struct Dynamic;
+impl Command for Dynamic {
+    type Output = Payload;
+}
+
+#[test]
+fn a_dynamically_typed_reply_reaches_the_body_as_the_payload_itself() {
+    let mut harness = Harness::for_fn(|cx: ProcessCx| async move {
+        let reply: Payload = cx.call(Dynamic).await?;
+        Ok::<_, BoxError>(reply.take::<u64>()?)
+    });
+    harness.init("run", Payload::empty()).unwrap();
+    let tag = harness.step().unwrap().yields[0].0;
+    // What a handler returning `Payload::new(9u64)` delivers (`reply` does not nest payloads).
+    harness.complete(tag, Ok(Payload::new(9u64)));
+    assert!(matches!(harness.step().unwrap().status, Status::Done(9)));
+}
