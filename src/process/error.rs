@@ -34,6 +34,61 @@ pub enum CommandError {
 }
 
 impl CommandError {
+    /// `true` for [`CommandError::TimedOut`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert!(procsched::CommandError::TimedOut.is_timed_out());
+    /// ```
+    pub fn is_timed_out(&self) -> bool {
+        matches!(self, CommandError::TimedOut)
+    }
+
+    /// `true` for [`CommandError::Cancelled`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert!(procsched::CommandError::Cancelled.is_cancelled());
+    /// ```
+    pub fn is_cancelled(&self) -> bool {
+        matches!(self, CommandError::Cancelled)
+    }
+
+    /// `true` for [`CommandError::Panicked`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert!(procsched::CommandError::Panicked("boom".into()).is_panicked());
+    /// ```
+    pub fn is_panicked(&self) -> bool {
+        matches!(self, CommandError::Panicked(_))
+    }
+
+    /// `true` for [`CommandError::NoHandler`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert!(procsched::CommandError::NoHandler("Ping").is_no_handler());
+    /// ```
+    pub fn is_no_handler(&self) -> bool {
+        matches!(self, CommandError::NoHandler(_))
+    }
+
+    /// `true` for [`CommandError::Failed`] (the handler's own error).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert!(procsched::CommandError::failed("disk full").is_failed());
+    /// ```
+    pub fn is_failed(&self) -> bool {
+        matches!(self, CommandError::Failed(_))
+    }
+
     /// A handler failure with `error` as its source.
     ///
     /// # Examples
@@ -98,8 +153,49 @@ pub enum SpawnError {
 
 impl SpawnError {
     /// `true` if `init` rejected the entry method's name.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use procsched::{InitError, SpawnError};
+    /// assert!(SpawnError::Init(InitError::unknown_method("walk")).is_unknown_method());
+    /// ```
     pub fn is_unknown_method(&self) -> bool {
         matches!(self, SpawnError::Init(InitError::UnknownMethod(_)))
+    }
+
+    /// `true` if `init` failed or panicked (the process never ran; its `close` was called).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use procsched::SpawnError;
+    /// assert!(SpawnError::InitPanicked("boom".into()).is_init());
+    /// ```
+    pub fn is_init(&self) -> bool {
+        matches!(self, SpawnError::Init(_) | SpawnError::InitPanicked(_))
+    }
+
+    /// `true` if the scheduler is shutting down.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert!(procsched::SpawnError::ShuttingDown.is_shutting_down());
+    /// ```
+    pub fn is_shutting_down(&self) -> bool {
+        matches!(self, SpawnError::ShuttingDown)
+    }
+
+    /// `true` if a process limit refused the spawn.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert!(procsched::SpawnError::Limit(10).is_limit());
+    /// ```
+    pub fn is_limit(&self) -> bool {
+        matches!(self, SpawnError::Limit(_))
     }
 }
 
