@@ -2,13 +2,41 @@
 //! reaches through its scheduler (spawning children, running futures on the handler runtime).
 
 use super::handle::SchedulerHandle;
+#[cfg(not(loom))]
+use super::shared::Inner;
 use crate::dispatch::Run;
 use crate::process::async_fn::AsyncFnProcess;
 use crate::process::{BoxError, Payload, ProcessCx, ProcessHandle, SpawnError};
+use std::any::Any;
 use std::future::Future;
 use std::sync::Arc;
 
 impl SchedulerHandle {
+    /// This handle's shared state as the process layer holds it: the same `Arc`, no allocation.
+    #[cfg(not(loom))]
+    fn erased(&self) -> Arc<dyn Any + Send + Sync> {
+        self.inner.clone()
+    }
+
+    /// Under loom the shared state sits in loom's `Arc`, which does not erase to std's.
+    #[cfg(loom)]
+    fn erased(&self) -> Arc<dyn Any + Send + Sync> {
+        Arc::new(self.clone())
+    }
+
+    /// The handle an erased host stands for (the inverse of [`erased`](Self::erased)).
+    fn from_erased(host: &Arc<dyn Any + Send + Sync>) -> Option<SchedulerHandle> {
+        #[cfg(not(loom))]
+        {
+            let inner = Arc::downcast::<Inner>(host.clone()).ok()?;
+            Some(SchedulerHandle { inner })
+        }
+        #[cfg(loom)]
+        {
+            host.downcast_ref::<SchedulerHandle>().cloned()
+        }
+    }
+
     /// Starts a process written as an `async fn`: `body(cx)` runs as a procsched process — with
     /// a PID, a mailbox, observable `Blocked`/`Idle` states, step budgets, terminate and graceful
     /// shutdown. Each `cx.call(..)` is a yield; `cx.recv()` waits for a message. The handle
@@ -48,14 +76,17 @@ impl SchedulerHandle {
         T: Send + 'static,
         E: Into<BoxError>,
     {
-        let host: Arc<dyn std::any::Any + Send + Sync> = Arc::new(self.clone());
-        self.spawn(AsyncFnProcess::new(body, host), "run", Payload::empty())
+        self.spawn(
+            AsyncFnProcess::new(body, self.erased()),
+            "run",
+            Payload::empty(),
+        )
     }
 }
 
 /// The typed side of [`ProcessCx`], which the process layer keeps type-erased.
 impl ProcessCx {
-    /// The scheduler running this process.
+    /// The scheduler running this process (a cheap handle: a reference count).
     ///
     /// # Examples
     ///
@@ -69,9 +100,8 @@ impl ProcessCx {
     /// assert_eq!(sched.block_on(handle)?, 1);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn scheduler(&self) -> &SchedulerHandle {
-        self.host()
-            .downcast_ref::<SchedulerHandle>()
+    pub fn scheduler(&self) -> SchedulerHandle {
+        SchedulerHandle::from_erased(self.host())
             .expect("this process has no scheduler: it runs in procsched::testing::Harness")
     }
 

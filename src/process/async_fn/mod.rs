@@ -65,7 +65,7 @@ use std::time::Duration;
 #[derive(Clone)]
 pub struct ProcessCx {
     pid: Pid,
-    /// The scheduler layer's handle, type-erased (this layer does not depend on it).
+    /// The scheduler layer's shared state, type-erased (this layer does not depend on it).
     host: Arc<dyn Any + Send + Sync>,
 }
 
@@ -87,9 +87,9 @@ impl ProcessCx {
         self.pid
     }
 
-    /// The scheduler layer's handle, for its typed accessors.
-    pub(crate) fn host(&self) -> &(dyn Any + Send + Sync) {
-        &*self.host
+    /// The scheduler layer's shared state, for its typed accessors.
+    pub(crate) fn host(&self) -> &Arc<dyn Any + Send + Sync> {
+        &self.host
     }
 
     /// Yields `command` to its handler and resolves to the reply. The process is `Blocked`
