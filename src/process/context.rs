@@ -128,18 +128,30 @@ impl<'a> ProcessContext<'a> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn waker(&self) -> Option<Waker> {
-        let cell = self.cell?.clone();
-        Some(Waker::from(std::sync::Arc::new(ProcessWake {
-            cell,
+        self.wake_target().map(ProcessWake::waker)
+    }
+
+    /// What a waker of this process wakes, for wakers made later (the async-fn adapter's).
+    pub(crate) fn wake_target(&self) -> Option<ProcessWake> {
+        Some(ProcessWake {
+            cell: self.cell?.clone(),
             generation: self.pid.generation(),
-        })))
+        })
     }
 }
 
 /// What a process's [`Waker`] wakes: its cell, in the incarnation it was made for.
-struct ProcessWake {
+#[derive(Clone)]
+pub(crate) struct ProcessWake {
     cell: Arc<ProcessCell>,
     generation: u64,
+}
+
+impl ProcessWake {
+    /// A waker delivering `Event::Woken` to this target (one allocation).
+    pub(crate) fn waker(self) -> Waker {
+        Waker::from(std::sync::Arc::new(self))
+    }
 }
 
 impl Wake for ProcessWake {

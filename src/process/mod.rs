@@ -28,7 +28,7 @@
 
 pub(crate) mod async_fn;
 mod command;
-mod context;
+pub(crate) mod context;
 mod error;
 mod event;
 pub(crate) mod future;

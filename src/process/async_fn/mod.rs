@@ -21,6 +21,7 @@
 //!   mailbox capacity; a topic's budget still applies while they wait in the mailbox.
 
 mod futures;
+mod lazy_waker;
 mod scope;
 mod state;
 
@@ -31,13 +32,14 @@ pub use futures::{Call, Cancelled, Recv, RecvError, RecvMessage, YieldNow};
 
 use super::{BoxError, Command, Events, InitError, Payload, Pid, Process, ProcessContext};
 use super::{Status, StepOutput};
+use lazy_waker::LazyWaker;
 use state::CxState;
 use std::any::Any;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll, Waker};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 /// What an async-fn process gets: its identity and the means to yield, receive and spawn.
@@ -244,9 +246,8 @@ pub struct AsyncFnProcess<F, Fut> {
     start: Option<F>,
     body: Option<Pin<Box<Fut>>>,
     state: CxState,
-    /// Wakes the process (an `Event::Woken`) for futures outside procsched; `None` when the
-    /// context could not give one (a process driven by hand).
-    waker: Option<Waker>,
+    /// The waker the body is polled with (`lazy_waker.rs`).
+    waker: LazyWaker,
     host: Arc<dyn Any + Send + Sync>,
 }
 
@@ -258,7 +259,7 @@ impl<F, Fut> AsyncFnProcess<F, Fut> {
             start: Some(start),
             body: None,
             state: CxState::default(),
-            waker: None,
+            waker: LazyWaker::default(),
             host,
         }
     }
@@ -275,7 +276,7 @@ where
 
     fn init(&mut self, ctx: &ProcessContext<'_>, _: &str, _: Payload) -> Result<(), InitError> {
         let start = self.start.take().expect("init runs once");
-        self.waker = ctx.waker();
+        self.waker = LazyWaker::new(ctx.wake_target());
         let cx = ProcessCx {
             pid: ctx.pid(),
             host: self.host.clone(),
@@ -289,24 +290,24 @@ where
             self.state.route(event);
         }
         let body = self.body.as_mut().expect("init built the body");
-        let waker = self.waker.as_ref().unwrap_or(Waker::noop());
-        let mut cx = Context::from_waker(waker);
         self.state.wants = Default::default();
-        let polled = scope::enter(&mut self.state, out.yields_mut(), || {
-            body.as_mut().poll(&mut cx)
+        let state = &mut self.state;
+        let (polled, woken_in_place) = self.waker.poll_with(|waker| {
+            let mut cx = Context::from_waker(waker);
+            scope::enter(state, out.yields_mut(), || body.as_mut().poll(&mut cx))
         });
         match polled {
             Poll::Ready(Ok(output)) => out.done(output),
             Poll::Ready(Err(error)) => return Err(error.into()),
             Poll::Pending => {
                 let wants = self.state.wants;
-                if wants.yield_now {
+                if wants.yield_now || woken_in_place {
                     out.set_status(Status::Continue);
                 } else if self.state.has_outstanding_calls() {
                     out.wait();
                 } else if wants.message {
                     out.idle();
-                } else if self.waker.is_some() {
+                } else if self.waker.can_wake() {
                     // A future outside procsched is pending: it wakes us through our waker.
                     out.wait();
                 } else {
