@@ -194,9 +194,19 @@ struct Counted {
 }
 procsched::command!(Counted => Payload);
 
-#[test]
-fn a_process_ending_before_its_deadline_blocking_job_starts_cancels_the_job() {
-    // One blocking thread, kept busy by a gate, so the second job waits in the pool's queue.
+/// A handler runtime whose only blocking thread is held by a gated job (so the next blocking
+/// job waits in the pool's queue), the scheduler on it, and a `Counted` command to queue next.
+struct BusyPool {
+    runtime: tokio::runtime::Runtime,
+    sched: Scheduler,
+    busy: procsched::ProcessHandle,
+    release: mpsc::Sender<()>,
+    command: Counted,
+    ran: Counter,
+    dropped: Counter,
+}
+
+fn busy_pool() -> BusyPool {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .max_blocking_threads(1)
@@ -227,6 +237,29 @@ fn a_process_ending_before_its_deadline_blocking_job_starts_cancels_the_job() {
         ran: ran.clone(),
         _dropped: DropCounter(dropped.clone()),
     };
+    BusyPool {
+        runtime,
+        sched,
+        busy,
+        release,
+        command,
+        ran,
+        dropped,
+    }
+}
+
+#[test]
+fn a_process_ending_before_its_deadline_blocking_job_starts_cancels_the_job() {
+    // One blocking thread, kept busy by a gate, so the second job waits in the pool's queue.
+    let BusyPool {
+        runtime,
+        sched,
+        busy,
+        release,
+        command,
+        ran,
+        dropped,
+    } = busy_pool();
     let queued = sched
         .spawn(
             Sequence::new(vec![command], Some(LONG_DEADLINE)),
@@ -382,36 +415,15 @@ fn run_one<C: Send + 'static>(
 #[test]
 fn a_blocking_job_not_started_by_its_deadline_still_runs_after_the_timeout() {
     // One blocking thread, kept busy by a gate, so the deadline passes while the job is queued.
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .max_blocking_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
-    let sched = Scheduler::builder()
-        .workers(2)
-        .tokio_handle(runtime.handle().clone())
-        .blocking_handler(|gate: Gate| {
-            run_gate(gate);
-            Ok::<_, procsched::CommandError>(Payload::empty())
-        })
-        .blocking_handler(|counted: Counted| {
-            counted.ran.fetch_add(1, SeqCst);
-            Ok::<_, procsched::CommandError>(Payload::empty())
-        })
-        .build()
-        .unwrap();
-    let (gate, entered, release) = gate();
-    let busy = sched
-        .spawn(Sequence::new(vec![gate], None), "run", Payload::empty())
-        .unwrap();
-    recv(&entered);
-
-    let (ran, dropped) = (counter(), counter());
-    let command = Counted {
-        ran: ran.clone(),
-        _dropped: DropCounter(dropped.clone()),
-    };
+    let BusyPool {
+        runtime,
+        sched,
+        busy,
+        release,
+        command,
+        ran,
+        dropped,
+    } = busy_pool();
     // The deadline is an input: the only blocking thread stays busy until after it has passed.
     assert_eq!(
         run_one(&sched, vec![command], Some(Duration::from_millis(10))),
