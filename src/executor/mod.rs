@@ -133,7 +133,8 @@ impl Builder {
     /// it returns; [`block_in_place`] still hands off (once, when called).
     ///
     /// The monitor costs nothing per poll beyond two plain stores, ticks every
-    /// `threshold / 4` (at least 1 ms) while workers are busy and sleeps while all are idle.
+    /// `threshold / 4` (between 1 and 10 ms) while workers are busy and sleeps while all are
+    /// idle.
     ///
     /// # Examples
     ///
@@ -148,7 +149,7 @@ impl Builder {
 
     /// How long a poll may run before the monitor reports it and hands its worker's queue to a
     /// spare (default [`DEFAULT_LONG_POLL_THRESHOLD`], at least 1 ms). Detection is precise to
-    /// one monitor tick (`threshold / 4`).
+    /// one monitor tick (`threshold / 4`, between 1 and 10 ms).
     ///
     /// # Examples
     ///

@@ -12,7 +12,7 @@
 //! read-modify-write, no shared cache line: two plain stores per poll.
 //!
 //! # Detection
-//! Every tick (`threshold / 4`, at least 1 ms) the monitor samples each slot's sequence. A slot
+//! Every tick (`threshold / 4`, between 1 and 10 ms) the monitor samples each slot's sequence. A slot
 //! whose odd sequence has not changed since the monitor first saw it, `threshold` or more ago, is
 //! in a *long poll* (precision: one tick; the reported `elapsed` is a lower bound). Each long poll
 //! is reported once (the [`LongPoll`] observer; default: a `tracing` warning) and counted, and the
@@ -97,6 +97,9 @@ use std::time::Duration;
 pub const DEFAULT_LONG_POLL_THRESHOLD: Duration = Duration::from_millis(10);
 /// The shortest monitor tick.
 const MIN_TICK: Duration = Duration::from_millis(1);
+/// The longest monitor tick: a worker inside `block_in_place` is handed off within one tick
+/// whatever the threshold.
+const MAX_TICK: Duration = Duration::from_millis(10);
 
 /// `flags` bit: the monitor sees the worker in a long poll (written by the monitor only).
 const LONG: u8 = 1 << 0;
@@ -154,7 +157,7 @@ pub(crate) struct MonitorConfig {
 
 impl MonitorConfig {
     pub(crate) fn tick(&self) -> Duration {
-        (self.threshold / 4).max(MIN_TICK)
+        (self.threshold / 4).clamp(MIN_TICK, MAX_TICK)
     }
 }
 
