@@ -20,6 +20,13 @@
 //! inside [`block_in_place`](super::block_in_place) declared itself blocked: it is *stuck* at
 //! once, and not reported as a long poll.
 //!
+//! A worker is *stuck* (replaced by a spare, below) if it is in a long poll, inside
+//! `block_in_place`, or — Go's sysmon retakes a processor after one tick in a syscall when other
+//! work waits — in the same poll for a tick or more (*slow*) while every configured worker is slow,
+//! long or blocking: the executor is saturated by polls of at least a tick, and queued work would
+//! otherwise wait up to the threshold. Slow polls are not reported. When nothing is saturated, no
+//! spare starts before the threshold.
+//!
 //! # Hand-off (monitor tick, or `block_in_place` entry)
 //! `needed = min(stuck workers, max_spare)`: the number of spares that restores the configured
 //! parallelism.
@@ -183,6 +190,7 @@ pub(crate) struct Activity {
 pub(crate) struct Monitor {
     pub(crate) config: MonitorConfig,
     threshold_ns: u64,
+    tick_ns: u64,
     /// Per slot, written by its worker at every poll.
     pub(crate) activity: Box<[CachePadded<Activity>]>,
     /// Per slot, `LONG | BLOCKING`, rarely written; read by producers routing a wake.
@@ -212,7 +220,22 @@ struct Seen {
     since: u64,
     reported: bool,
     label: u64,
+    /// The monitor set the slot's `LONG` flag.
     stuck: bool,
+    class: Class,
+}
+
+/// Where a slot was at the last tick.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Class {
+    /// Between polls, or in a poll younger than one tick.
+    Running,
+    /// In the same poll for at least one tick, less than the threshold.
+    Slow,
+    /// In the same poll for at least the threshold: a long poll.
+    Long,
+    /// Inside `block_in_place`.
+    Blocking,
 }
 
 impl View {
@@ -227,6 +250,7 @@ impl View {
                     reported: false,
                     label: 0,
                     stuck: false,
+                    class: Class::Running,
                 })
                 .collect(),
         }
@@ -237,6 +261,7 @@ impl Monitor {
     pub(crate) fn new(config: MonitorConfig, slots: usize, spares: Spares) -> Monitor {
         Monitor {
             threshold_ns: u64::try_from(config.threshold.as_nanos()).unwrap_or(u64::MAX),
+            tick_ns: u64::try_from(config.tick().as_nanos()).unwrap_or(u64::MAX),
             config,
             activity: (0..slots).map(|_| CachePadded::default()).collect(),
             flags: (0..slots).map(|_| CachePadded::default()).collect(),
@@ -270,27 +295,39 @@ impl Monitor {
     /// One tick of the monitor (module docs, "Detection" and "Hand-off"); `now` is the monitor's
     /// clock in nanoseconds (a manual one under loom).
     pub(crate) fn tick(&self, shared: &Arc<Shared>, view: &mut View, now: u64) {
-        let mut stuck_long = 0;
+        // Pass 1: where each slot is, and report new long polls.
+        let mut saturated = true;
         for (index, seen) in view.slots.iter_mut().enumerate() {
             let activity = &self.activity[index];
             let seq = activity.seq.load(Acquire);
             let blocking = self.flags[index].load(Acquire) & BLOCKING != 0;
             if seq != seen.seq {
                 // The poll seen last time, if any, has ended.
-                if seen.stuck {
-                    self.flags[index].fetch_and(!LONG, Release);
-                }
                 *seen = Seen {
                     seq,
                     since: now,
                     reported: false,
                     label: 0,
-                    stuck: false,
+                    stuck: seen.stuck,
+                    class: Class::Running,
                 };
             }
             let elapsed = now.saturating_sub(seen.since);
-            let long = seq % 2 == 1 && !blocking && elapsed >= self.threshold_ns;
-            if long {
+            seen.class = if blocking {
+                Class::Blocking
+            } else if seq % 2 == 0 {
+                Class::Running
+            } else if elapsed >= self.threshold_ns {
+                Class::Long
+            } else if elapsed >= self.tick_ns {
+                Class::Slow
+            } else {
+                Class::Running
+            };
+            if index < shared.num_workers() && seen.class == Class::Running {
+                saturated = false;
+            }
+            if seen.class == Class::Long {
                 if !seen.reported {
                     let label = activity.label.load(Relaxed);
                     // Pairs with the worker's release fence before it stores a new label: if the
@@ -307,22 +344,30 @@ impl Monitor {
                     self.longest_ns.store(elapsed, Relaxed);
                     self.longest_label.store(seen.label, Relaxed);
                 }
-                if !seen.stuck {
-                    seen.stuck = true;
-                    self.flags[index].fetch_or(LONG, Release);
-                }
-                stuck_long += 1;
-            } else if seen.stuck {
-                // Now inside `block_in_place`: counted as blocking instead.
-                seen.stuck = false;
-                self.flags[index].fetch_and(!LONG, Release);
-            }
-            if long || blocking {
-                // Hand-off step 2.
-                shared.hand_over_queues(index);
             }
         }
-        self.stuck_long.store(stuck_long, Release);
+        // Pass 2: who is stuck; hand-off steps 1 and 2.
+        let mut stuck = 0;
+        for (index, seen) in view.slots.iter_mut().enumerate() {
+            let is_stuck = match seen.class {
+                Class::Long => true,
+                Class::Slow => saturated,
+                Class::Running | Class::Blocking => false,
+            };
+            if is_stuck != seen.stuck {
+                seen.stuck = is_stuck;
+                if is_stuck {
+                    self.flags[index].fetch_or(LONG, Release);
+                } else {
+                    self.flags[index].fetch_and(!LONG, Release);
+                }
+            }
+            if is_stuck || seen.class == Class::Blocking {
+                shared.hand_over_queues(index);
+            }
+            stuck += usize::from(is_stuck);
+        }
+        self.stuck_long.store(stuck, Release);
         self.hand_off(shared);
     }
 
