@@ -152,6 +152,7 @@ impl Idle {
     }
 
     /// Configured workers not parked (the monitor sleeps only when this is 0, `monitor.rs`).
+    #[cfg_attr(loom, allow(dead_code))] // the monitor thread does not exist under loom
     pub(crate) fn num_unparked(&self) -> usize {
         num_unparked(self.state.load(SeqCst))
     }

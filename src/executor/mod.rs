@@ -303,19 +303,22 @@ impl Builder {
         &self,
         shared: &Arc<Shared>,
     ) -> std::io::Result<Option<thread::JoinHandle<()>>> {
-        if !self.monitor.enabled || cfg!(loom) {
-            return Ok(None);
+        #[cfg(loom)]
+        {
+            let _ = shared;
+            Ok(None)
         }
         #[cfg(not(loom))]
         {
+            if !self.monitor.enabled {
+                return Ok(None);
+            }
             let shared = shared.clone();
-            return thread::Builder::new()
+            thread::Builder::new()
                 .name(format!("{}-monitor", self.thread_name))
                 .spawn(move || monitor::run(shared))
-                .map(Some);
+                .map(Some)
         }
-        #[allow(unreachable_code)]
-        Ok(None)
     }
 }
 

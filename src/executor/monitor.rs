@@ -432,6 +432,7 @@ impl Monitor {
     }
 
     /// `true` if the monitor may sleep without a timeout ("Sleeping when idle").
+    #[cfg_attr(loom, allow(dead_code))] // the monitor thread does not exist under loom
     fn is_quiet(&self, shared: &Shared) -> bool {
         shared.idle.num_unparked() == 0
             && self.spares.active() == 0
