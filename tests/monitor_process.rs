@@ -15,10 +15,11 @@ use std::time::Duration;
 use support::*;
 
 /// A `tracing` subscriber for this test binary: records every event that has a `pid` field as
-/// `(message, pid)`. Global, because the monitor reports from its own thread.
+/// `(thread name, message, pid)`. Global, because the monitor reports from its own thread (named
+/// after the scheduler's workers: PIDs repeat across the schedulers of parallel tests).
 #[derive(Default)]
 struct Recorder {
-    events: Mutex<Vec<(String, String)>>,
+    events: Mutex<Vec<(String, String, String)>>,
 }
 
 struct Fields {
@@ -52,7 +53,11 @@ impl tracing::Subscriber for &'static Recorder {
         };
         event.record(&mut fields);
         if let Some(pid) = fields.pid {
-            self.events.lock().unwrap().push((fields.message, pid));
+            let thread = thread::current().name().unwrap_or("").to_owned();
+            self.events
+                .lock()
+                .unwrap()
+                .push((thread, fields.message, pid));
         }
     }
     fn enter(&self, _: &tracing::span::Id) {}
@@ -68,15 +73,15 @@ fn recorder() -> &'static Recorder {
     })
 }
 
-/// Long-poll reports recorded for `pid`.
-fn long_poll_reports(pid: Pid) -> usize {
+/// Long-poll reports recorded for `pid` by the monitor thread `thread`.
+fn long_poll_reports(thread: &str, pid: Pid) -> usize {
     let pid = pid.to_string();
     recorder()
         .events
         .lock()
         .unwrap()
         .iter()
-        .filter(|(message, p)| message.starts_with("long poll") && *p == pid)
+        .filter(|(t, message, p)| t == thread && message.starts_with("long poll") && *p == pid)
         .count()
 }
 
@@ -166,12 +171,16 @@ fn a_long_step_is_reported_once_with_its_pid() {
     recorder();
     let sched = Scheduler::builder()
         .workers(2)
+        .thread_name("long-step")
         .long_poll_threshold(Duration::from_millis(2))
         .build()
         .unwrap();
+    let monitor_thread = "long-step-monitor";
     let (blocker, gate) = spawn_blocker(&sched);
     let pid = blocker.pid();
-    wait_until("the long step reported", || long_poll_reports(pid) > 0);
+    wait_until("the long step reported", || {
+        long_poll_reports(monitor_thread, pid) > 0
+    });
     // Sampled many more times while still stuck: still one report.
     wait_until("the monitor observing the step for 10 thresholds", || {
         sched.metrics().monitor().longest_poll_ns >= 20_000_000
@@ -179,7 +188,7 @@ fn a_long_step_is_reported_once_with_its_pid() {
     gate.release.send(()).unwrap();
     join(blocker).unwrap();
     settle(&sched, 2);
-    assert_eq!(long_poll_reports(pid), 1);
+    assert_eq!(long_poll_reports(monitor_thread, pid), 1);
     let monitor = sched.metrics().monitor();
     assert_eq!(monitor.long_polls, 1);
     assert_eq!(
