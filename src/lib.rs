@@ -18,6 +18,7 @@ mod scheduler;
 pub mod testing;
 
 pub use dispatch::Run;
+pub use executor::block_in_place;
 pub use process::{
     AsyncFnProcess, BoxError, Call, CancelReason, Cancelled, Command, CommandError, Event,
     EventDrain, Events, InitError, Message, Payload, Pid, Process, ProcessContext, ProcessCx,

@@ -366,7 +366,14 @@ fn dropping_the_executor_cancels_tasks_that_wait_on_each_other() {
 
 #[test]
 fn tasks_spawned_on_one_worker_are_stolen_by_another() {
-    let executor = executor(2);
+    // Without the monitor: it would hand the blocked worker's deque to a spare after the
+    // long-poll threshold, and this test is about stealing.
+    let executor = Executor::builder()
+        .workers(2)
+        .thread_name("test")
+        .monitor(false)
+        .build()
+        .expect("executor starts");
     let n = scaled(1_000);
     let threads = Arc::new(Mutex::new(HashSet::new()));
     let (done_tx, done_rx) = mpsc::channel();

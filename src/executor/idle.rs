@@ -151,6 +151,12 @@ impl Idle {
         num_unparked(self.state.load(SeqCst)) < self.num_workers
     }
 
+    /// Configured workers not parked (the monitor sleeps only when this is 0, `monitor.rs`).
+    #[cfg_attr(loom, allow(dead_code))] // the monitor thread does not exist under loom
+    pub(crate) fn num_unparked(&self) -> usize {
+        num_unparked(self.state.load(SeqCst))
+    }
+
     fn notify_should_wakeup(&self) -> bool {
         let state = self.state.load(SeqCst);
         num_searching(state) == 0 && num_unparked(state) < self.num_workers

@@ -1,8 +1,11 @@
-//! Cheap per-worker counters, and the snapshot users read.
+//! Cheap per-worker counters, the monitor's figures, and the snapshot users read.
 //!
 //! Each worker writes only its own counters (a relaxed load and store, no read-modify-write), on
 //! its own cache line; anyone may read them at any time. Values are monotonic but a snapshot is not
-//! atomic across counters.
+//! atomic across counters. Spare workers (`monitor.rs`) have counters of their own, listed apart
+//! from the configured workers' and included in [`ExecutorMetrics::total`]. The monitor's figures
+//! ([`MonitorMetrics`]) are written off the hot path: by the monitor thread, and by a spare when
+//! it starts or retires.
 
 use crate::loom::atomic::{AtomicU64, Ordering::Relaxed};
 use crossbeam_utils::CachePadded;
@@ -78,15 +81,19 @@ impl Counter {
     }
 }
 
-/// Counters for every worker, each on its own cache line.
+/// Counters for every worker slot (configured workers first, then spares), each on its own
+/// cache line.
 pub(crate) struct MetricsBatch {
     workers: Box<[CachePadded<WorkerCounters>]>,
+    /// Configured workers: the first `configured` slots.
+    configured: usize,
 }
 
 impl MetricsBatch {
-    pub(crate) fn new(workers: usize) -> MetricsBatch {
+    pub(crate) fn new(configured: usize, slots: usize) -> MetricsBatch {
         MetricsBatch {
-            workers: (0..workers).map(|_| CachePadded::default()).collect(),
+            workers: (0..slots).map(|_| CachePadded::default()).collect(),
+            configured,
         }
     }
 
@@ -94,11 +101,52 @@ impl MetricsBatch {
         &self.workers[index]
     }
 
-    pub(crate) fn snapshot(&self) -> ExecutorMetrics {
+    pub(crate) fn snapshot(&self, monitor: MonitorMetrics) -> ExecutorMetrics {
+        let mut workers: Vec<WorkerMetrics> = self.workers.iter().map(|w| w.snapshot()).collect();
+        let spares = workers.split_off(self.configured);
         ExecutorMetrics {
-            workers: self.workers.iter().map(|w| w.snapshot()).collect(),
+            workers,
+            spares,
+            monitor,
         }
     }
+}
+
+/// What the monitor saw and did (`executor/monitor.rs`): long polls, and the spare workers it
+/// started while workers were stuck.
+///
+/// # Examples
+///
+/// ```
+/// use procsched::executor::Executor;
+///
+/// let executor = Executor::builder().workers(2).build()?;
+/// executor.block_on(executor.spawn(async {})).unwrap();
+/// let monitor = executor.metrics().monitor();
+/// assert_eq!(monitor.long_polls, 0);
+/// assert_eq!(monitor.active_workers, 2);
+/// # Ok::<(), std::io::Error>(())
+/// ```
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MonitorMetrics {
+    /// Polls that ran longer than the long-poll threshold (each counted once, when detected).
+    pub long_polls: u64,
+    /// The longest poll the monitor observed, in nanoseconds (a lower bound: precise to one
+    /// monitor tick). 0 if no poll ran past the threshold.
+    pub longest_poll_ns: u64,
+    /// The label of the task that made the longest poll (`None`: unlabelled, or no long poll).
+    /// For a scheduler's processes, the PID (`Pid::from_raw`).
+    pub longest_poll_label: Option<u64>,
+    /// Times a spare worker was started or woken to replace a stuck one.
+    pub spares_started: u64,
+    /// Times a spare worker retired (gave its queue back and parked again).
+    pub spares_retired: u64,
+    /// Worker threads holding a run queue now: the configured workers plus the active spares
+    /// (stuck workers included). Settles back to the configured count once nothing is stuck.
+    pub active_workers: usize,
+    /// Workers the monitor currently sees stuck in a long poll or inside `block_in_place`.
+    pub stuck_workers: usize,
 }
 
 /// A snapshot of every worker's counters, from [`Executor::metrics`](super::Executor::metrics).
@@ -118,18 +166,44 @@ impl MetricsBatch {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ExecutorMetrics {
     workers: Vec<WorkerMetrics>,
+    spares: Vec<WorkerMetrics>,
+    monitor: MonitorMetrics,
 }
 
 impl ExecutorMetrics {
-    /// One entry per worker, by worker index.
+    /// One entry per configured worker, by worker index.
     pub fn workers(&self) -> &[WorkerMetrics] {
         &self.workers
     }
 
-    /// The sum over all workers.
+    /// One entry per spare worker slot (started or not), by spare index.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use procsched::executor::Executor;
+    ///
+    /// let executor = Executor::builder().workers(2).max_spare_workers(3).build()?;
+    /// assert_eq!(executor.metrics().spares().len(), 3);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn spares(&self) -> &[WorkerMetrics] {
+        &self.spares
+    }
+
+    /// The monitor's figures.
+    ///
+    /// # Examples
+    ///
+    /// See [`MonitorMetrics`].
+    pub fn monitor(&self) -> MonitorMetrics {
+        self.monitor
+    }
+
+    /// The sum over all workers, spares included.
     pub fn total(&self) -> WorkerMetrics {
         let mut total = WorkerMetrics::default();
-        for worker in &self.workers {
+        for worker in self.workers.iter().chain(&self.spares) {
             total.add(worker);
         }
         total

@@ -38,34 +38,55 @@
 //! | `park` | the sleep primitive |
 //! | `shared` | the state all workers share, and where each runnable task is queued |
 //! | `owned` | every live task, so that shutdown can cancel them all |
-//! | `metrics` | per-worker counters |
+//! | `monitor` | the monitor thread: long-poll detection, hand-off of a stuck worker's work, the protocols |
+//! | `spare` | the spare workers that replace stuck ones, and their pool |
+//! | `blocking` | [`block_in_place`] |
+//! | `threads` | starting worker threads (configured and spare) |
+//! | `metrics` | per-worker counters, the monitor's figures |
+//!
+//! # Blocking code
+//! A future that blocks its thread holds its worker until it returns; futures cannot be
+//! preempted. The executor's monitor thread notices a poll running longer than
+//! [`Builder::long_poll_threshold`] (default [`DEFAULT_LONG_POLL_THRESHOLD`]), reports it once
+//! ([`Builder::on_long_poll`]) and, if work is waiting, starts a spare worker that runs the
+//! stuck worker's queue meanwhile (at most [`Builder::max_spare_workers`] at once). Code that
+//! knows it will block says so with [`block_in_place`], which hands off at once.
 //!
 //! The executor knows nothing of processes; `procsched`'s process layer runs on it as ordinary
 //! futures.
 
+mod blocking;
 mod idle;
 mod metrics;
+mod monitor;
 mod owned;
 mod park;
 mod queue;
 mod shared;
+mod spare;
 mod task;
+mod threads;
 mod worker;
 
 #[cfg(test)]
 mod tests;
 
-pub use metrics::{ExecutorMetrics, WorkerMetrics};
+pub use blocking::block_in_place;
+pub use metrics::{ExecutorMetrics, MonitorMetrics, WorkerMetrics};
+pub use monitor::{LongPoll, DEFAULT_LONG_POLL_THRESHOLD};
 pub(crate) use task::panic_message;
 pub use task::{JoinError, JoinHandle};
 
 use crate::loom::{lock, thread, Arc, Mutex};
+use monitor::{Monitor, MonitorConfig};
 use shared::{Remote, Shared};
+use spare::Spares;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
+use threads::{ThreadConfig, WorkerContext};
 
 /// How long dropping an [`Executor`] waits for workers to finish their current poll.
 pub const DROP_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(1);
@@ -86,18 +107,9 @@ pub struct Builder {
     workers: usize,
     thread_name: String,
     worker_context: Option<WorkerContext>,
-}
-
-/// Runs a worker's whole loop (the `FnMut` it is given) inside some context.
-type WorkerContextFn = dyn Fn(&mut dyn FnMut()) + Send + Sync;
-
-#[derive(Clone)]
-struct WorkerContext(std::sync::Arc<WorkerContextFn>);
-
-impl fmt::Debug for WorkerContext {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("WorkerContext(..)")
-    }
+    monitor: MonitorConfig,
+    /// `None`: as many as `workers`.
+    max_spare_workers: Option<usize>,
 }
 
 impl Builder {
@@ -106,7 +118,84 @@ impl Builder {
             workers: std::thread::available_parallelism().map_or(1, |n| n.get()),
             thread_name: "procsched-worker".to_owned(),
             worker_context: None,
+            monitor: MonitorConfig {
+                enabled: true,
+                threshold: DEFAULT_LONG_POLL_THRESHOLD,
+                observer: None,
+            },
+            max_spare_workers: None,
         }
+    }
+
+    /// Runs the monitor thread (default: `true`): it reports polls longer than
+    /// [`long_poll_threshold`](Self::long_poll_threshold) and starts spare workers to run the
+    /// work a stuck worker holds up. Off, a blocking poll stalls the work queued behind it until
+    /// it returns; [`block_in_place`] still hands off (once, when called).
+    ///
+    /// The monitor costs nothing per poll beyond two plain stores, ticks every
+    /// `threshold / 4` (between 1 and 10 ms) while workers are busy and sleeps while all are
+    /// idle.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let executor = procsched::executor::Executor::builder().monitor(false).build()?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn monitor(&mut self, enabled: bool) -> &mut Self {
+        self.monitor.enabled = enabled;
+        self
+    }
+
+    /// How long a poll may run before the monitor reports it and hands its worker's queue to a
+    /// spare (default [`DEFAULT_LONG_POLL_THRESHOLD`], at least 1 ms). Detection is precise to
+    /// one monitor tick (`threshold / 4`, between 1 and 10 ms).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let executor = procsched::executor::Executor::builder()
+    ///     .long_poll_threshold(Duration::from_millis(50))
+    ///     .build()?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn long_poll_threshold(&mut self, threshold: Duration) -> &mut Self {
+        self.monitor.threshold = threshold.max(Duration::from_millis(1));
+        self
+    }
+
+    /// Most spare workers running at once in place of stuck ones (default: as many as
+    /// [`workers`](Self::workers)). Spare threads start on first need and then sleep between
+    /// uses; 0 disables hand-off (long polls are still reported).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let executor = procsched::executor::Executor::builder()
+    ///     .workers(2)
+    ///     .max_spare_workers(8)
+    ///     .build()?;
+    /// assert_eq!(executor.metrics().spares().len(), 8);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn max_spare_workers(&mut self, max: usize) -> &mut Self {
+        self.max_spare_workers = Some(max);
+        self
+    }
+
+    /// Calls `observer` (on the monitor thread) once for every long poll, instead of the
+    /// default `tracing` warning. It should return quickly: the monitor waits for it.
+    ///
+    /// # Examples
+    ///
+    /// See [`LongPoll`].
+    pub fn on_long_poll(
+        &mut self,
+        observer: impl Fn(&LongPoll) + Send + Sync + 'static,
+    ) -> &mut Self {
+        self.monitor.observer = Some(std::sync::Arc::new(observer));
+        self
     }
 
     /// Number of worker threads (at least 1). Default: the available parallelism.
@@ -161,8 +250,11 @@ impl Builder {
     /// Fails if the operating system refuses to start a thread; the workers already started are
     /// stopped again.
     pub fn build(&mut self) -> std::io::Result<Executor> {
-        let locals: Vec<queue::Local<shared::Notified>> =
-            (0..self.workers).map(|_| queue::Local::new()).collect();
+        let workers = self.workers;
+        let max_spare = self.max_spare_workers.unwrap_or(workers);
+        let slots = workers + max_spare;
+        let mut locals: Vec<queue::Local<shared::Notified>> =
+            (0..slots).map(|_| queue::Local::new()).collect();
         let remotes = locals
             .iter()
             .map(|local| Remote {
@@ -171,43 +263,62 @@ impl Builder {
                 parker: park::Parker::new(),
             })
             .collect();
-        let shared = Arc::new(Shared::new(remotes));
-        let mut threads = Vec::with_capacity(self.workers);
+        let spares = Spares::new(workers, locals.split_off(workers));
+        let monitor = Monitor::new(self.monitor.clone(), slots, spares);
+        let config = ThreadConfig {
+            name: self.thread_name.clone(),
+            context: self.worker_context.clone(),
+        };
+        let shared = Arc::new(Shared::new(remotes, workers, monitor, config));
+        let mut threads = Vec::with_capacity(workers);
         for (index, local) in locals.into_iter().enumerate() {
-            let worker_shared = shared.clone();
-            let spawned = thread::Builder::new()
-                .name(format!("{}-{index}", self.thread_name))
-                .spawn({
-                    let context = self.worker_context.clone();
-                    move || {
-                        let mut run = Some(move || worker::run(worker_shared, index, local));
-                        let mut run_once = || {
-                            if let Some(run) = run.take() {
-                                run();
-                            }
-                        };
-                        if let Some(WorkerContext(context)) = context {
-                            context(&mut run_once);
-                        }
-                        // A context that did not call it: the worker must run all the same.
-                        run_once();
-                    }
-                });
-            match spawned {
+            match shared.threads.spawn(shared.clone(), index, local) {
                 Ok(thread) => threads.push(thread),
                 Err(error) => {
                     // Workers that never started must still count as exited.
-                    for _ in index..self.workers {
+                    for _ in index..workers {
                         shared.worker_exited();
                     }
-                    let executor = Executor::from_parts(shared, threads);
+                    let executor = Executor::from_parts(shared, threads, None);
                     let _ = executor.shutdown(DROP_SHUTDOWN_TIMEOUT);
                     return Err(error);
                 }
             }
         }
-        tracing::debug!(workers = self.workers, "executor started");
-        Ok(Executor::from_parts(shared, threads))
+        let monitor_thread = match self.start_monitor(&shared) {
+            Ok(thread) => thread,
+            Err(error) => {
+                let executor = Executor::from_parts(shared, threads, None);
+                let _ = executor.shutdown(DROP_SHUTDOWN_TIMEOUT);
+                return Err(error);
+            }
+        };
+        tracing::debug!(workers, max_spare, "executor started");
+        Ok(Executor::from_parts(shared, threads, monitor_thread))
+    }
+
+    /// Starts the monitor thread, if enabled. Under loom there is none: models drive
+    /// `Monitor::tick` with a manual clock.
+    fn start_monitor(
+        &self,
+        shared: &Arc<Shared>,
+    ) -> std::io::Result<Option<thread::JoinHandle<()>>> {
+        #[cfg(loom)]
+        {
+            let _ = shared;
+            Ok(None)
+        }
+        #[cfg(not(loom))]
+        {
+            if !self.monitor.enabled {
+                return Ok(None);
+            }
+            let shared = shared.clone();
+            thread::Builder::new()
+                .name(format!("{}-monitor", self.thread_name))
+                .spawn(move || monitor::run(shared))
+                .map(Some)
+        }
     }
 }
 
@@ -239,6 +350,7 @@ pub struct Executor {
 
 struct ShutdownState {
     threads: Vec<thread::JoinHandle<()>>,
+    monitor: Option<thread::JoinHandle<()>>,
     report: Option<ExecutorShutdownReport>,
 }
 
@@ -248,8 +360,8 @@ struct ShutdownState {
 pub struct ExecutorShutdownReport {
     /// Tasks whose futures were dropped unfinished.
     pub cancelled: usize,
-    /// Workers still inside a poll when the timeout passed. They exit (and cancel the task they
-    /// were polling) as soon as that poll returns.
+    /// Workers (spares included) still inside a poll when the timeout passed. They exit (and
+    /// cancel the task they were polling) as soon as that poll returns.
     pub stuck_workers: usize,
 }
 
@@ -266,11 +378,16 @@ impl Executor {
         Builder::new()
     }
 
-    fn from_parts(shared: Arc<Shared>, threads: Vec<thread::JoinHandle<()>>) -> Executor {
+    fn from_parts(
+        shared: Arc<Shared>,
+        threads: Vec<thread::JoinHandle<()>>,
+        monitor: Option<thread::JoinHandle<()>>,
+    ) -> Executor {
         Executor {
             handle: Handle { shared },
             shutdown: Mutex::new(ShutdownState {
                 threads,
+                monitor,
                 report: None,
             }),
         }
@@ -288,6 +405,15 @@ impl Executor {
         F::Output: Send + 'static,
     {
         self.handle.spawn(future)
+    }
+
+    /// Spawns a labelled task; see [`Handle::spawn_labelled`].
+    pub fn spawn_labelled<F>(&self, future: F, label: u64) -> JoinHandle<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        self.handle.spawn_labelled(future, label)
     }
 
     /// Runs `future` to completion on the calling thread (not on a worker), blocking it.
@@ -349,6 +475,13 @@ impl Executor {
         let shared = &self.handle.shared;
         let deadline = Instant::now() + timeout;
         shared.begin_shutdown();
+        // No spare starts after this; the ones started are counted live, and joined below.
+        let spares = shared.monitor.spares.close();
+        state.threads.extend(spares);
+        if let Some(monitor) = state.monitor.take() {
+            // It stops at its next wake-up, which `begin_shutdown` triggered.
+            let _ = monitor.join();
+        }
         let stuck_workers = shared.wait_for_workers(deadline);
         if stuck_workers == 0 {
             for thread in state.threads.drain(..) {
@@ -430,7 +563,27 @@ impl Handle {
         F: Future + Send + 'static,
         F::Output: Send + 'static,
     {
-        Shared::spawn(&self.shared, future)
+        Shared::spawn(&self.shared, future, 0)
+    }
+
+    /// [`spawn`](Self::spawn) with a label the monitor reports a long poll of this task with
+    /// ([`LongPoll::label`]; 0 means no label). A scheduler labels each process's task with its
+    /// PID.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let executor = procsched::executor::Executor::builder().workers(1).build()?;
+    /// let task = executor.handle().spawn_labelled(async { 3 }, 17);
+    /// assert_eq!(executor.block_on(task).unwrap(), 3);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn spawn_labelled<F>(&self, future: F, label: u64) -> JoinHandle<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        Shared::spawn(&self.shared, future, label)
     }
 
     /// The handle of the executor whose worker runs the current thread, if any.
@@ -450,7 +603,7 @@ impl Handle {
         worker::current_shared().map(|shared| Handle { shared })
     }
 
-    /// Number of worker threads.
+    /// Number of configured worker threads (spares not included).
     pub fn num_workers(&self) -> usize {
         self.shared.num_workers()
     }
@@ -465,9 +618,9 @@ impl Handle {
         self.shared.owned.len()
     }
 
-    /// A snapshot of the per-worker counters.
+    /// A snapshot of the per-worker counters and the monitor's figures.
     pub fn metrics(&self) -> ExecutorMetrics {
-        self.shared.metrics.snapshot()
+        self.shared.metrics_snapshot()
     }
 }
 

@@ -5,7 +5,7 @@
 //! |---|---|---|
 //! | spawn or wake on one of our worker threads | that worker's deque (LIFO: runs next, cache-warm) | a parked worker, if none is searching (even for the deque's only task: its owner may block in its current task) |
 //! | spawn from outside | the global injector | a parked worker, if none is searching |
-//! | wake from outside of a task that ran before | the inject queue of the worker it last ran on (affinity) | that worker if it sleeps, else any parked worker |
+//! | wake from outside of a task that ran before | the inject queue of the worker it last ran on (affinity); the global injector if that worker is a spare or stuck (`monitor.rs`) | that worker if it sleeps, else any parked worker |
 //! | a task woke itself while running (`yield_now`) | the global injector: behind all other ready work | a parked worker, if none is searching |
 //!
 //! Everything that lands in a queue stays reachable by every worker: deques through their
@@ -19,11 +19,13 @@
 //! alive forever. Checked by `loom_shutdown_racing_with_a_spawn` (`executor/tests/loom_park.rs`).
 
 use super::idle::Idle;
-use super::metrics::MetricsBatch;
+use super::metrics::{ExecutorMetrics, MetricsBatch};
+use super::monitor::Monitor;
 use super::owned::OwnedTasks;
 use super::park::Parker;
 use super::queue::{Injector, Stealer};
 use super::task::{self, JoinHandle, Schedule, Task};
+use super::threads::ThreadConfig;
 use super::worker;
 use crate::loom::atomic::{fence, AtomicBool, Ordering::*};
 use crate::loom::{lock, Arc, Condvar, Mutex};
@@ -46,13 +48,19 @@ pub(crate) struct Remote {
 }
 
 pub(crate) struct Shared {
+    /// Every worker slot: the configured workers, then the spares (`spare.rs`).
     pub(crate) remotes: Box<[Remote]>,
+    /// Configured workers: the first `workers` slots.
+    workers: usize,
     pub(crate) injector: Injector<Notified>,
     pub(crate) idle: Idle,
     pub(crate) owned: OwnedTasks<Arc<Shared>>,
     pub(crate) metrics: MetricsBatch,
-    /// The numbers in `1..=n` coprime with `n` (worker count), for random victim order.
+    /// The numbers in `1..=n` coprime with `n` (configured workers), for random victim order.
     pub(crate) coprimes: Box<[usize]>,
+    pub(crate) monitor: Monitor,
+    /// How to start a worker thread (spares start on demand).
+    pub(crate) threads: ThreadConfig,
     shutdown: AtomicBool,
     /// Workers that have not exited yet; shutdown waits on `exited` for it to reach zero.
     live_workers: Mutex<usize>,
@@ -60,32 +68,52 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
-    pub(crate) fn new(remotes: Box<[Remote]>) -> Shared {
-        let n = remotes.len();
+    /// `remotes` holds every slot; the first `workers` are the configured workers.
+    pub(crate) fn new(
+        remotes: Box<[Remote]>,
+        workers: usize,
+        monitor: Monitor,
+        threads: ThreadConfig,
+    ) -> Shared {
+        let n = workers;
         Shared {
             idle: Idle::new(n),
             owned: OwnedTasks::new(n * 16),
-            metrics: MetricsBatch::new(n),
+            metrics: MetricsBatch::new(n, remotes.len()),
             coprimes: (1..=n).filter(|&k| gcd(k, n) == 1).collect(),
             injector: Injector::new(),
             shutdown: AtomicBool::new(false),
             live_workers: Mutex::new(n),
             exited: Condvar::new(),
             remotes,
+            workers,
+            monitor,
+            threads,
         }
     }
 
+    /// Configured workers.
     pub(crate) fn num_workers(&self) -> usize {
+        self.workers
+    }
+
+    /// Worker slots: configured workers and spares.
+    pub(crate) fn num_slots(&self) -> usize {
         self.remotes.len()
     }
 
+    pub(crate) fn metrics_snapshot(&self) -> ExecutorMetrics {
+        self.metrics
+            .snapshot(self.monitor.snapshot(self.num_workers()))
+    }
+
     /// Spawns a task: binds it to the owned list and queues its first poll.
-    pub(crate) fn spawn<F>(this: &Arc<Self>, future: F) -> JoinHandle<F::Output>
+    pub(crate) fn spawn<F>(this: &Arc<Self>, future: F, label: u64) -> JoinHandle<F::Output>
     where
         F: Future + Send + 'static,
         F::Output: Send + 'static,
     {
-        let (task, notified, join) = task::new(future, this.clone());
+        let (task, notified, join) = task::new_labelled(future, this.clone(), label);
         match this.owned.bind(task) {
             Ok(()) => Shared::schedule_task(this, notified, false),
             Err(task) => {
@@ -112,7 +140,7 @@ impl Shared {
     fn schedule_remote(&self, task: Notified) {
         let last = task.header().affinity.load(Relaxed);
         match self.remotes.get(last) {
-            Some(remote) => {
+            Some(remote) if last < self.workers && !self.monitor.is_stuck(last) => {
                 remote.inject.push(task);
                 self.after_shared_push(|| self.drain(&remote.inject));
                 // Lock the sleeper list only if someone sleeps. Safe without the lock: the fence
@@ -124,11 +152,12 @@ impl Shared {
                     self.notify_parked();
                 }
             }
-            None => self.push_global(task),
+            _ => self.push_global(task),
         }
     }
 
-    fn push_global(&self, task: Notified) {
+    /// Queues `task` on the global injector and wakes a parked worker if none is searching.
+    pub(crate) fn push_global(&self, task: Notified) {
         self.injector.push(task);
         self.after_shared_push(|| self.drain(&self.injector));
         self.notify_parked();
@@ -153,6 +182,21 @@ impl Shared {
         self.remotes[worker].parker.unpark();
     }
 
+    /// Hand-off step 2 (`monitor.rs`): moves what worker `index` has queued (its deque, from the
+    /// thieves' end, and its inject queue) to the global injector.
+    pub(crate) fn hand_over_queues(&self, index: usize) {
+        let remote = &self.remotes[index];
+        let mut moved = false;
+        while let Some(task) = remote.stealer.steal().or_else(|| remote.inject.pop()) {
+            self.injector.push(task);
+            moved = true;
+        }
+        if moved {
+            self.after_shared_push(|| self.drain(&self.injector));
+            self.notify_parked();
+        }
+    }
+
     /// `true` if any shared queue or any deque holds work (the last searcher's re-check).
     pub(crate) fn has_pending_work(&self) -> bool {
         !self.injector.is_empty()
@@ -173,6 +217,7 @@ impl Shared {
             return false;
         }
         fence(SeqCst);
+        self.monitor.wake();
         for worker in self.idle.take_all_sleepers() {
             self.unpark(worker);
         }
@@ -200,6 +245,11 @@ impl Shared {
             };
         }
         *live
+    }
+
+    /// A spare's thread is about to start (`spare.rs`).
+    pub(crate) fn worker_started(&self) {
+        *lock(&self.live_workers) += 1;
     }
 
     pub(crate) fn worker_exited(&self) {
@@ -258,6 +308,7 @@ impl std::fmt::Debug for Shared {
         f.debug_struct("Shared")
             .field("workers", &self.num_workers())
             .field("idle", &self.idle)
+            .field("monitor", &self.monitor)
             .field("shutdown", &self.is_shutdown())
             .finish_non_exhaustive()
     }

@@ -13,10 +13,22 @@
 //!    stealing about half of a victim's deque (at most 32), or a batch of its inject queue.
 //! 5. Nothing anywhere: spin (rounds 0..4, a growing busy-wait), yield the thread (rounds 4..16),
 //!    then park (`idle.rs` steps 4–5).
+//!
+//! # Spare workers
+//! A spare (`spare.rs`) runs the same loop with two differences (`monitor.rs`, "Retirement"):
+//! before each task it checks whether it is surplus, and where a configured worker would search
+//! under the idle protocol and park, it sweeps every queue once without joining the protocol and,
+//! finding nothing, retires.
+//!
+//! # Around each poll
+//! The worker publishes the poll's sequence number and the task's label for the monitor
+//! (`monitor.rs`, "What each worker publishes"): two plain stores to its own cache line.
 
 use super::metrics::WorkerCounters;
+use super::monitor::Activity;
 use super::queue::Local;
 use super::shared::{Notified, Remote, Shared, INJECT_BATCH, STEAL_BATCH};
+use super::spare::Retire;
 use crate::loom::atomic::{fence, Ordering::*};
 use crate::loom::{thread, Arc};
 use std::cell::{Cell, RefCell};
@@ -46,6 +58,12 @@ pub(crate) struct Core {
     local_streak: Cell<u32>,
     is_searching: Cell<bool>,
     rng: Cell<u64>,
+    /// A spare worker slot (`spare.rs`).
+    is_spare: bool,
+    /// This worker's poll sequence number (the published copy is in its `Activity`).
+    poll_seq: Cell<u64>,
+    /// Nesting depth of `block_in_place` calls on this worker.
+    blocking_depth: Cell<u32>,
 }
 
 /// Runs worker `index` on the current thread until shutdown.
@@ -61,6 +79,8 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize, local: Local<Notified>) {
     let _exit = ExitGuard(shared.clone());
 
     let core = Rc::new(Core {
+        is_spare: shared.monitor.spares.is_spare(index),
+        poll_seq: Cell::new(shared.monitor.activity[index].seq.load(Relaxed)),
         shared,
         index,
         local,
@@ -68,6 +88,7 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize, local: Local<Notified>) {
         local_streak: Cell::new(0),
         is_searching: Cell::new(false),
         rng: Cell::new(seed(index)),
+        blocking_depth: Cell::new(0),
     });
     CURRENT.with(|current| *current.borrow_mut() = Some(core.clone()));
     tracing::trace!(worker = index, "worker started");
@@ -97,6 +118,14 @@ pub(crate) fn try_push_local(shared: &Arc<Shared>, task: Notified) -> Result<(),
     }
 }
 
+/// The worker running on the current thread, if any.
+pub(crate) fn current() -> Option<Rc<Core>> {
+    CURRENT
+        .try_with(|current| current.borrow().clone())
+        .ok()
+        .flatten()
+}
+
 /// The executor whose worker runs on the current thread, if any.
 pub(crate) fn current_shared() -> Option<Arc<Shared>> {
     CURRENT
@@ -119,12 +148,28 @@ impl Core {
             affinity.store(self.index, Relaxed);
         }
         self.counters().polls.incr();
+        let activity = self.activity();
+        let seq = self.poll_seq.get();
+        // Orders the previous poll's end before this label store, for the monitor's re-read
+        // (`Monitor::tick`); free on x86 (a compiler fence).
+        fence(Release);
+        activity.label.store(task.header().label, Relaxed);
+        activity.seq.store(seq.wrapping_add(1), Release);
         task.run();
+        activity.seq.store(seq.wrapping_add(2), Release);
+        self.poll_seq.set(seq.wrapping_add(2));
+    }
+
+    fn activity(&self) -> &Activity {
+        &self.shared.monitor.activity[self.index]
     }
 
     /// The next task to run, or `None` at shutdown.
     fn next_task(&self) -> Option<Notified> {
         if self.shared.is_shutdown() {
+            return None;
+        }
+        if self.is_spare && self.shared.monitor.is_surplus() && !self.retire(false) {
             return None;
         }
         let tick = self.tick.get().wrapping_add(1);
@@ -137,9 +182,54 @@ impl Core {
         if let Some(task) = self.pop_local() {
             return Some(task);
         }
-        self.pop_inject()
-            .or_else(|| self.pop_global())
-            .or_else(|| self.search_or_park())
+        self.pop_inject().or_else(|| self.pop_global()).or_else(|| {
+            if self.is_spare {
+                self.spare_search()
+            } else {
+                self.search_or_park()
+            }
+        })
+    }
+
+    /// A spare's search: sweep every queue; nothing anywhere means retire (`monitor.rs`,
+    /// retirement step 1, idle). `None` means shutdown.
+    fn spare_search(&self) -> Option<Notified> {
+        loop {
+            if self.shared.is_shutdown() {
+                return None;
+            }
+            if let Some(task) = self.steal_work().or_else(|| self.pop_global()) {
+                return Some(task);
+            }
+            if !self.retire(true) {
+                return None;
+            }
+        }
+    }
+
+    /// Retirement steps 2–4 (`monitor.rs`). Returns `false` at shutdown, `true` once the spare
+    /// is active again (or was never retired).
+    fn retire(&self, idle: bool) -> bool {
+        let shared = &self.shared;
+        // Step 2: hand the deque back.
+        while let Some(task) = self.local.pop() {
+            shared.push_global(task);
+        }
+        let spares = &shared.monitor.spares;
+        // Step 3.
+        match spares.retire(self.index, idle, || shared.monitor.needed()) {
+            Retire::Stay => true,
+            Retire::Parked => loop {
+                // Step 4.
+                self.remote().parker.park();
+                if shared.is_shutdown() {
+                    return false;
+                }
+                if !spares.is_parked(self.index) {
+                    return true;
+                }
+            },
+        }
     }
 
     fn pop_local(&self) -> Option<Notified> {
@@ -222,35 +312,47 @@ impl Core {
     }
 
     /// One random sweep over the other workers (module docs, step 4).
+    ///
+    /// Spare slots are visited after the configured workers, in order, and only while some spare
+    /// is active (a retired spare's deque is empty, and its inject queue is never used).
     fn steal_work(&self) -> Option<Notified> {
         let shared = &self.shared;
         let n = shared.num_workers();
-        if n < 2 {
-            return None;
-        }
         let r = self.next_random();
         let stride = shared.coprimes[(r / n) % shared.coprimes.len()];
         let mut victim = r % n;
         for _ in 0..n {
-            if victim != self.index {
-                let remote = &shared.remotes[victim];
-                let before = self.local.len();
-                let task = remote
-                    .stealer
-                    .steal_half_into(&self.local, STEAL_BATCH)
-                    .or_else(|| remote.inject.pop_batch_into(&self.local, INJECT_BATCH));
-                if let Some(task) = task {
-                    let counters = self.counters();
-                    counters.steal_ops.incr();
-                    counters
-                        .stolen
-                        .add(1 + self.local.len().saturating_sub(before) as u64);
-                    return Some(task);
-                }
+            if let Some(task) = self.steal_from(victim) {
+                return Some(task);
             }
             victim = (victim + stride) % n;
         }
+        if shared.monitor.spares.active() > 0 {
+            for victim in n..shared.num_slots() {
+                if let Some(task) = self.steal_from(victim) {
+                    return Some(task);
+                }
+            }
+        }
         None
+    }
+
+    fn steal_from(&self, victim: usize) -> Option<Notified> {
+        if victim == self.index {
+            return None;
+        }
+        let remote = &self.shared.remotes[victim];
+        let before = self.local.len();
+        let task = remote
+            .stealer
+            .steal_half_into(&self.local, STEAL_BATCH)
+            .or_else(|| remote.inject.pop_batch_into(&self.local, INJECT_BATCH))?;
+        let counters = self.counters();
+        counters.steal_ops.incr();
+        counters
+            .stolen
+            .add(1 + self.local.len().saturating_sub(before) as u64);
+        Some(task)
     }
 
     /// Stops searching; if this was the last searcher and it found work, wakes another worker so a
@@ -285,6 +387,7 @@ impl Core {
                 // without counting anyone as searching (it sets its flag first, so we see it).
                 self.is_searching.set(!shared.is_shutdown());
             }
+            shared.monitor.on_worker_unparked();
             return;
         }
         let counters = self.counters();
@@ -302,6 +405,37 @@ impl Core {
             }
         }
         counters.unparks.incr();
+        shared.monitor.on_worker_unparked();
+    }
+
+    /// `block_in_place` entry (`monitor.rs`, "Hand-off" steps 1–4, for a worker that declares
+    /// itself blocked). Nested calls only count.
+    pub(crate) fn enter_blocking(&self) {
+        let depth = self.blocking_depth.get();
+        self.blocking_depth.set(depth + 1);
+        if depth > 0 {
+            return;
+        }
+        let shared = &self.shared;
+        // Step 1.
+        shared.monitor.enter_blocking(self.index);
+        // Step 2: everything this worker queued, to the global injector.
+        while let Some(task) = self.local.pop() {
+            shared.push_global(task);
+        }
+        shared.hand_over_queues(self.index);
+        // Steps 3 and 4.
+        shared.monitor.hand_off(shared);
+    }
+
+    /// `block_in_place` exit: the worker counts as running again; a surplus spare retires at its
+    /// next safe point.
+    pub(crate) fn leave_blocking(&self) {
+        let depth = self.blocking_depth.get() - 1;
+        self.blocking_depth.set(depth);
+        if depth == 0 {
+            self.shared.monitor.leave_blocking(self.index);
+        }
     }
 
     /// Pushes a task spawned or woken on this worker to its deque, and wakes a parked worker if

@@ -122,6 +122,54 @@ impl SchedulerBuilder {
         self
     }
 
+    /// Runs the executor's monitor (default: `true`): it reports a step running longer than
+    /// [`long_poll_threshold`](Self::long_poll_threshold) (a `tracing` warning with the PID) and
+    /// starts spare workers so other processes keep running while a step blocks. See
+    /// [`executor::Builder::monitor`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let sched = procsched::Scheduler::builder().monitor(false).build()?;
+    /// # Ok::<(), procsched::BuildError>(())
+    /// ```
+    pub fn monitor(&mut self, enabled: bool) -> &mut Self {
+        self.executor.monitor(enabled);
+        self
+    }
+
+    /// How long one poll of a process (its steps until it yields) may run before the monitor
+    /// reports it and hands its worker's queue to a spare (default
+    /// [`executor::DEFAULT_LONG_POLL_THRESHOLD`]). See [`executor::Builder::long_poll_threshold`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let sched = procsched::Scheduler::builder()
+    ///     .long_poll_threshold(Duration::from_millis(50))
+    ///     .build()?;
+    /// # Ok::<(), procsched::BuildError>(())
+    /// ```
+    pub fn long_poll_threshold(&mut self, threshold: Duration) -> &mut Self {
+        self.executor.long_poll_threshold(threshold);
+        self
+    }
+
+    /// Most spare workers running at once in place of stuck ones (default: as many as
+    /// `workers`). See [`executor::Builder::max_spare_workers`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let sched = procsched::Scheduler::builder().max_spare_workers(4).build()?;
+    /// # Ok::<(), procsched::BuildError>(())
+    /// ```
+    pub fn max_spare_workers(&mut self, max: usize) -> &mut Self {
+        self.executor.max_spare_workers(max);
+        self
+    }
+
     /// Registers a synchronous handler for commands of type `C`, run on the worker during
     /// dispatch: it completes within the same poll, without allocating. Keep it short and
     /// non-blocking; use [`blocking_handler`](Self::blocking_handler) for blocking work.
@@ -358,6 +406,17 @@ impl SchedulerBuilder {
             },
         };
         let mut executor = self.executor.clone();
+        // Process tasks are labelled with their PID (`SchedulerHandle::spawn`).
+        executor.on_long_poll(|long_poll| {
+            let pid = long_poll.label.and_then(crate::process::Pid::from_raw);
+            tracing::warn!(
+                pid = pid.map(tracing::field::display),
+                worker = long_poll.worker,
+                elapsed_ms = long_poll.elapsed.as_secs_f64() * 1e3,
+                "long poll: a process step has been running for longer than the threshold; \
+                 use `procsched::block_in_place` around blocking code"
+            );
+        });
         if let Some(runtime) = runtime.clone() {
             // Processes (an async-fn body awaiting a tokio timer, a step calling `tokio::spawn`)
             // find the handler runtime as their tokio context.

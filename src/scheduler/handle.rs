@@ -142,7 +142,7 @@ impl SchedulerHandle {
             cancel(&cell);
         }
         let future = ProcessFuture::new(process, pid, cell, inner.clone());
-        let join = inner.executor.spawn(future);
+        let join = inner.executor.spawn_labelled(future, pid.as_u64());
         Ok(ProcessHandle::new(pid, join))
     }
 

@@ -65,13 +65,28 @@ unsafe impl<S: Schedule> Send for Notified<S> {}
 /// Allocates a task for `future`, bound to `scheduler`.
 ///
 /// Returns the owned-list reference, the first `Notified` (to queue) and the `JoinHandle`.
+#[cfg(test)]
 pub(crate) fn new<F, S>(future: F, scheduler: S) -> (Task<S>, Notified<S>, JoinHandle<F::Output>)
 where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
     S: Schedule,
 {
-    let raw = RawTask::from_raw(raw::Cell::allocate(future, scheduler));
+    new_labelled(future, scheduler, 0)
+}
+
+/// [`new`] with a label (0: none) the executor's monitor reports a long poll of this task with.
+pub(crate) fn new_labelled<F, S>(
+    future: F,
+    scheduler: S,
+    label: u64,
+) -> (Task<S>, Notified<S>, JoinHandle<F::Output>)
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+    S: Schedule,
+{
+    let raw = RawTask::from_raw(raw::Cell::allocate(future, scheduler, label));
     // SAFETY: the state word starts with three references, one for each handle, `SCHEDULED`
     // (for the `Notified`) and `JOIN_INTEREST` (for the `JoinHandle`); the output type is `F::Output`.
     unsafe {

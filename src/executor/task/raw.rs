@@ -16,6 +16,7 @@
 //! | `Core::stage` | the holder of `RUNNING`; after `COMPLETE`, the `JoinHandle` (while `JOIN_INTEREST`) or else the completer |
 //! | `Trailer::waker` | per `JOIN_WAKER` (see `state.rs`) |
 //! | `Header::owner_slot`, `Header::affinity` | the scheduler (plain atomics, relaxed) |
+//! | `Header::label` | nobody: written once at allocation, read by the worker that polls the task |
 
 use super::error::JoinError;
 use super::state::State;
@@ -35,6 +36,8 @@ pub(crate) struct Header {
     pub(crate) owner_slot: AtomicUsize,
     /// The worker that last ran the task, for wake affinity (scheduler-defined meaning).
     pub(crate) affinity: AtomicUsize,
+    /// The spawner's label (0: none), published by the polling worker for the monitor.
+    pub(crate) label: u64,
 }
 
 /// Functions that know the concrete `F` and `S` of a task.
@@ -83,13 +86,14 @@ where
     S: Schedule,
 {
     /// Allocates a task; the state word starts with three references (see `state.rs`).
-    pub(super) fn allocate(future: F, scheduler: S) -> NonNull<Header> {
+    pub(super) fn allocate(future: F, scheduler: S, label: u64) -> NonNull<Header> {
         let cell = Box::new(Cell {
             header: Header {
                 state: State::new(),
                 vtable: super::harness::vtable::<F, S>(),
                 owner_slot: AtomicUsize::new(usize::MAX),
                 affinity: AtomicUsize::new(usize::MAX),
+                label,
             },
             core: Core {
                 scheduler,

@@ -1,7 +1,10 @@
 //! The executor layer's loom models, in one place: the task state word against a toy scheduler
-//! (`loom_task.rs`), and parking and shutdown on the real worker loop (`loom_park.rs`). Unit
+//! (`loom_task.rs`), parking and shutdown on the real worker loop (`loom_park.rs`), and the
+//! monitor's hand-off and retirement (`loom_monitor.rs`). Unit
 //! tests of the task live with it (`task/tests/`).
 
+#[cfg(loom)]
+mod loom_monitor;
 #[cfg(loom)]
 mod loom_park;
 #[cfg(loom)]

@@ -1,0 +1,56 @@
+//! [`block_in_place`]: run blocking code on a worker without stalling the work queued behind it.
+
+use super::worker;
+
+/// Runs `f`, which may block its thread for long, on the current worker: first hands the
+/// worker's queued work off to the other workers, starting or waking a spare worker if every
+/// configured worker would otherwise be busy, so the rest of the executor keeps its
+/// parallelism while `f` blocks. Returns what `f` returns.
+///
+/// Off a procsched worker thread it just runs `f`. Nested calls hand off once. The executor's
+/// monitor does the same for a poll it finds running past the long-poll threshold, but only
+/// after the threshold; `block_in_place` hands off at once and is not reported as a long poll.
+/// A process's `step` (or a command handler run inline) may call it too:
+/// [`procsched::block_in_place`](crate::block_in_place) is the same function.
+///
+/// The spare keeps running while `f` blocks; when `f` returns, the surplus spare gives its
+/// queue back and retires at its next safe point (`Builder::max_spare_workers` caps how many
+/// spares may run at once).
+///
+/// # Panics
+///
+/// Propagates a panic of `f` (the worker is marked as running again first).
+///
+/// # Examples
+///
+/// ```
+/// use procsched::executor::{block_in_place, Executor};
+/// use std::sync::mpsc;
+///
+/// let executor = Executor::builder().workers(1).build()?;
+/// let (tx, rx) = mpsc::channel::<u32>();
+/// // Blocks the only worker; the second task still runs, on a spare.
+/// let blocked = executor.spawn(async move { block_in_place(|| rx.recv().unwrap()) });
+/// let sender = executor.spawn(async move { tx.send(7).unwrap() });
+/// executor.block_on(sender).unwrap();
+/// assert_eq!(executor.block_on(blocked).unwrap(), 7);
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub fn block_in_place<F, R>(f: F) -> R
+where
+    F: FnOnce() -> R,
+{
+    let Some(core) = worker::current() else {
+        return f();
+    };
+    /// Marks the worker as running again, even if `f` panics.
+    struct Leave(std::rc::Rc<worker::Core>);
+    impl Drop for Leave {
+        fn drop(&mut self) {
+            self.0.leave_blocking();
+        }
+    }
+    core.enter_blocking();
+    let _leave = Leave(core);
+    f()
+}

@@ -1,0 +1,517 @@
+//! The monitor: notices polls that run too long, reports them, and hands a stuck worker's work
+//! to a spare worker so the configured parallelism keeps running (Go's sysmon, for futures).
+//!
+//! Rust futures cannot be preempted: a poll that blocks its thread (a blocking receive, a long
+//! computation) holds its worker until it returns. The monitor cannot end such a poll; it makes
+//! sure the *rest* of the work does not wait for it.
+//!
+//! # What each worker publishes (the hot path)
+//! Per worker slot, on its own cache line ([`Activity`]): a poll sequence number, odd while the
+//! worker is inside a poll, and the label of the task it polls. At poll start the worker stores the
+//! label (relaxed), then `seq + 1` (release); at poll end `seq + 2` (release). No clock read, no
+//! read-modify-write, no shared cache line: two plain stores per poll.
+//!
+//! # Detection
+//! Every tick (`threshold / 4`, between 1 and 10 ms) the monitor samples each slot's sequence. A slot
+//! whose odd sequence has not changed since the monitor first saw it, `threshold` or more ago, is
+//! in a *long poll* (precision: one tick; the reported `elapsed` is a lower bound). Each long poll
+//! is reported once (the [`LongPoll`] observer; default: a `tracing` warning) and counted, and the
+//! longest is remembered with its label ([`MonitorMetrics`](super::MonitorMetrics)). A worker
+//! inside [`block_in_place`](super::block_in_place) declared itself blocked: it is *stuck* at
+//! once, and not reported as a long poll.
+//!
+//! A worker is *stuck* (replaced by a spare, below) if it is in a long poll, inside
+//! `block_in_place`, or — Go's sysmon retakes a processor after one tick in a syscall when other
+//! work waits — in the same poll for a tick or more (*slow*) while every configured worker is slow,
+//! long or blocking: the executor is saturated by polls of at least a tick, and queued work would
+//! otherwise wait up to the threshold. Slow polls are not reported. When nothing is saturated, no
+//! spare starts before the threshold.
+//!
+//! # Hand-off (monitor tick, or `block_in_place` entry)
+//! `needed = min(stuck workers, max_spare)`: the number of spares that restores the configured
+//! parallelism.
+//! 1. Mark the stuck worker (a flag on its own cache line, `flags`): wakes from outside that
+//!    would go to its inject queue (affinity) go to the global injector instead.
+//! 2. Move what it had queued to the global injector: its inject queue and its deque (thieves'
+//!    end) by the monitor; `block_in_place` pops its own deque. Each task is taken out of one
+//!    queue by one atomic pop and pushed to the injector with the producers' protocol
+//!    (`Shared::push_global`: fence, shutdown check, `notify_parked`). The executor has no LIFO
+//!    slot: a worker's deque is all it holds.
+//! 3. If no runnable work waits anywhere (`Shared::has_pending_work`), stop: nothing to hand off.
+//!    (The next tick looks again while the worker is stuck.)
+//! 4. While fewer than `needed` spares are active: under the pool lock, take a parked spare
+//!    (count it active, unpark it) or start a new spare thread (count it live and active); see
+//!    `spare.rs`.
+//!
+//! An active spare runs the ordinary worker loop on its own deque and steals from everyone,
+//! including the stuck worker's deque and inject queue. It never joins the idle protocol's
+//! counts or sleeper list (`idle.rs`): producers neither count nor wake it, and the protocol's
+//! promises are made by the configured workers alone, as before. A spare is only ever *extra*
+//! consumption.
+//!
+//! # Retirement (an active spare, at a safe point: between two polls)
+//! 1. The spare sees `active spares > needed` (surplus: a stuck poll returned, the monitor's next
+//!    tick recounted), or it found no work in its deque, the injector or any other queue (idle).
+//! 2. It hands its deque back: pops every task and pushes it to the global injector with the
+//!    producers' protocol (as in hand-off step 2). Only its own thread pushes to its deque, and
+//!    its inject queue is never used (wakes of tasks that last ran on a spare go to the global
+//!    injector), so after this step the spare holds no task.
+//! 3. Under the pool lock, it re-checks (surplus, or idle) and joins the parked list, decreasing
+//!    `active` in the same critical section; if an activation raced in and it is needed after
+//!    all, it keeps running (back to the loop, nothing lost: its deque is empty).
+//! 4. It parks until an activation removes it from the parked list (spurious returns re-check
+//!    the list) or shutdown.
+//!
+//! # Why no task is lost or run twice
+//! A runnable task is a `Notified` that lives in exactly one queue or one worker's hand, and the
+//! task state word lets only its holder poll it (`task/state.rs`). Hand-off and retirement only
+//! *move* `Notified`s: each is taken out of a queue by one atomic pop (crossbeam's deque and
+//! injector hand every item to exactly one taker; under loom, a mutex does) and pushed to the
+//! injector — never copied, never dropped. A stuck worker keeps the one task it polls; when that
+//! poll returns, the worker finishes the poll protocol as always and carries on with its
+//! (possibly emptied) queues. No task is lost because every push in these protocols is a
+//! producer's push: the idle protocol (`idle.rs`) guarantees some configured worker or searcher
+//! sees it, and while every configured worker is stuck the monitor's next tick (step 3–4) starts
+//! a spare, which sweeps every queue before it parks again (retirement step 1, idle).
+//!
+//! Checked (`executor/tests/loom_monitor.rs`) by
+//! `loom_stuck_worker_returns_as_its_replacement_starts` (hand-off steps 1–4 from a manual tick,
+//! racing with the stuck poll's return and retirement R1–R4) and
+//! `loom_retirement_while_tasks_are_stolen` (`block_in_place` hand-off, then retirement step 2
+//! racing with the returning worker's steals); and, with many hand-offs on real threads, by the
+//! randomized `every_task_runs_exactly_once_through_many_hand_offs` (`tests/monitor.rs`).
+//!
+//! # Sleeping when idle
+//! The monitor thread ticks only while work exists. After a tick that found every configured
+//! worker parked (`Idle`'s unparked count 0), no spare active and nothing stuck, it sets
+//! `sleeping` (SeqCst), re-checks the unparked count (SeqCst) and, still zero, waits without a
+//! timeout. A worker that leaves the sleeper list (the idle→busy edge; per park, never per poll)
+//! reads `sleeping` (SeqCst) after the unparked count was raised, and if set, wakes the monitor.
+//! By the SeqCst order, either the monitor's re-check sees the raised count or the worker sees
+//! the flag. Shutdown wakes it through the same lock, after setting its own flag.
+
+use super::metrics::MonitorMetrics;
+use super::shared::Shared;
+use super::spare::Spares;
+use crate::loom::atomic::{fence, AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering::*};
+use crate::loom::{lock, Arc, Condvar, Mutex};
+use crossbeam_utils::CachePadded;
+use std::fmt;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::time::Duration;
+
+/// Default threshold past which a poll is a long poll (Go's sysmon uses 10 ms).
+pub const DEFAULT_LONG_POLL_THRESHOLD: Duration = Duration::from_millis(10);
+/// The shortest monitor tick.
+const MIN_TICK: Duration = Duration::from_millis(1);
+/// The longest monitor tick: a worker inside `block_in_place` is handed off within one tick
+/// whatever the threshold.
+const MAX_TICK: Duration = Duration::from_millis(10);
+
+/// `flags` bit: the monitor sees the worker in a long poll (written by the monitor only).
+const LONG: u8 = 1 << 0;
+/// `flags` bit: the worker is inside `block_in_place` (written by that worker only).
+const BLOCKING: u8 = 1 << 1;
+
+/// One long poll, as the monitor reports it (once per poll) to the builder's
+/// [`on_long_poll`](super::Builder::on_long_poll) observer.
+///
+/// # Examples
+///
+/// ```
+/// use procsched::executor::{Executor, LongPoll};
+/// use std::sync::mpsc;
+/// use std::time::Duration;
+///
+/// let (tx, rx) = mpsc::channel::<LongPoll>();
+/// let tx = std::sync::Mutex::new(tx);
+/// let executor = Executor::builder()
+///     .workers(1)
+///     .long_poll_threshold(Duration::from_millis(5))
+///     .on_long_poll(move |long_poll| drop(tx.lock().unwrap().send(long_poll.clone())))
+///     .build()?;
+/// let (release_tx, release_rx) = mpsc::channel::<()>();
+/// let task = executor.handle().spawn_labelled(async move { release_rx.recv().unwrap() }, 42);
+/// let long_poll = rx.recv().unwrap(); // reported while the task still blocks
+/// assert_eq!(long_poll.label, Some(42));
+/// release_tx.send(()).unwrap();
+/// executor.block_on(task).unwrap();
+/// # Ok::<(), std::io::Error>(())
+/// ```
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LongPoll {
+    /// The worker slot running the poll (configured workers first, then spares).
+    pub worker: usize,
+    /// The task's label ([`Handle::spawn_labelled`](super::Handle::spawn_labelled)), if any.
+    pub label: Option<u64>,
+    /// How long the poll had run when detected (a lower bound, precise to one tick).
+    pub elapsed: Duration,
+}
+
+/// The long-poll observer.
+pub(crate) type ObserverFn = dyn Fn(&LongPoll) + Send + Sync;
+
+/// The monitor's settings, from the builder.
+#[derive(Clone)]
+pub(crate) struct MonitorConfig {
+    /// `false`: no monitor thread (no detection, no hand-off on a long poll); `block_in_place`
+    /// still hands off.
+    pub(crate) enabled: bool,
+    pub(crate) threshold: Duration,
+    pub(crate) observer: Option<std::sync::Arc<ObserverFn>>,
+}
+
+impl MonitorConfig {
+    pub(crate) fn tick(&self) -> Duration {
+        (self.threshold / 4).clamp(MIN_TICK, MAX_TICK)
+    }
+}
+
+impl fmt::Debug for MonitorConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MonitorConfig")
+            .field("enabled", &self.enabled)
+            .field("threshold", &self.threshold)
+            .field("observer", &self.observer.as_ref().map(|_| ".."))
+            .finish()
+    }
+}
+
+/// What one worker publishes for the monitor (module docs, "What each worker publishes").
+#[derive(Default)]
+pub(crate) struct Activity {
+    /// Polls started and finished, times two: odd while inside a poll.
+    pub(crate) seq: AtomicU64,
+    /// The label of the task polled (or last polled).
+    pub(crate) label: AtomicU64,
+}
+
+pub(crate) struct Monitor {
+    pub(crate) config: MonitorConfig,
+    threshold_ns: u64,
+    tick_ns: u64,
+    /// Per slot, written by its worker at every poll.
+    pub(crate) activity: Box<[CachePadded<Activity>]>,
+    /// Per slot, `LONG | BLOCKING`, rarely written; read by producers routing a wake.
+    flags: Box<[CachePadded<AtomicU8>]>,
+    /// Workers in a long poll, as of the last tick.
+    stuck_long: AtomicUsize,
+    /// Workers inside `block_in_place`.
+    blocking: AtomicUsize,
+    pub(crate) spares: Spares,
+    long_polls: AtomicU64,
+    longest_ns: AtomicU64,
+    longest_label: AtomicU64,
+    sleeping: AtomicBool,
+    wake: Mutex<bool>,
+    wake_cv: Condvar,
+}
+
+/// The monitor's private memory of each slot between ticks.
+pub(crate) struct View {
+    slots: Vec<Seen>,
+}
+
+#[derive(Clone, Copy)]
+struct Seen {
+    seq: u64,
+    /// When the monitor first saw `seq` (monitor clock, ns).
+    since: u64,
+    reported: bool,
+    label: u64,
+    /// The monitor set the slot's `LONG` flag.
+    stuck: bool,
+    class: Class,
+}
+
+/// Where a slot was at the last tick.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Class {
+    /// Between polls, or in a poll younger than one tick.
+    Running,
+    /// In the same poll for at least one tick, less than the threshold.
+    Slow,
+    /// In the same poll for at least the threshold: a long poll.
+    Long,
+    /// Inside `block_in_place`.
+    Blocking,
+}
+
+impl View {
+    pub(crate) fn new(monitor: &Monitor, now: u64) -> View {
+        View {
+            slots: monitor
+                .activity
+                .iter()
+                .map(|a| Seen {
+                    seq: a.seq.load(Acquire),
+                    since: now,
+                    reported: false,
+                    label: 0,
+                    stuck: false,
+                    class: Class::Running,
+                })
+                .collect(),
+        }
+    }
+}
+
+impl Monitor {
+    pub(crate) fn new(config: MonitorConfig, slots: usize, spares: Spares) -> Monitor {
+        Monitor {
+            threshold_ns: u64::try_from(config.threshold.as_nanos()).unwrap_or(u64::MAX),
+            tick_ns: u64::try_from(config.tick().as_nanos()).unwrap_or(u64::MAX),
+            config,
+            activity: (0..slots).map(|_| CachePadded::default()).collect(),
+            flags: (0..slots).map(|_| CachePadded::default()).collect(),
+            stuck_long: AtomicUsize::new(0),
+            blocking: AtomicUsize::new(0),
+            spares,
+            long_polls: AtomicU64::new(0),
+            longest_ns: AtomicU64::new(0),
+            longest_label: AtomicU64::new(0),
+            sleeping: AtomicBool::new(false),
+            wake: Mutex::new(false),
+            wake_cv: Condvar::new(),
+        }
+    }
+
+    /// Spares that restore the configured parallelism: one per stuck worker, at most `max`.
+    pub(crate) fn needed(&self) -> usize {
+        (self.stuck_long.load(Acquire) + self.blocking.load(Acquire)).min(self.spares.max())
+    }
+
+    /// Retirement step 1 (surplus): more spares active than needed.
+    pub(crate) fn is_surplus(&self) -> bool {
+        self.spares.active() > self.needed()
+    }
+
+    /// Hand-off step 1's flag: `true` if wakes for `worker` should avoid its inject queue.
+    pub(crate) fn is_stuck(&self, worker: usize) -> bool {
+        self.flags[worker].load(Relaxed) != 0
+    }
+
+    /// One tick of the monitor (module docs, "Detection" and "Hand-off"); `now` is the monitor's
+    /// clock in nanoseconds (a manual one under loom).
+    pub(crate) fn tick(&self, shared: &Arc<Shared>, view: &mut View, now: u64) {
+        // Pass 1: where each slot is, and report new long polls.
+        let mut saturated = true;
+        for (index, seen) in view.slots.iter_mut().enumerate() {
+            let activity = &self.activity[index];
+            let seq = activity.seq.load(Acquire);
+            let blocking = self.flags[index].load(Acquire) & BLOCKING != 0;
+            if seq != seen.seq {
+                // The poll seen last time, if any, has ended.
+                *seen = Seen {
+                    seq,
+                    since: now,
+                    reported: false,
+                    label: 0,
+                    stuck: seen.stuck,
+                    class: Class::Running,
+                };
+            }
+            let elapsed = now.saturating_sub(seen.since);
+            seen.class = if blocking {
+                Class::Blocking
+            } else if seq % 2 == 0 {
+                Class::Running
+            } else if elapsed >= self.threshold_ns {
+                Class::Long
+            } else if elapsed >= self.tick_ns {
+                Class::Slow
+            } else {
+                Class::Running
+            };
+            if index < shared.num_workers() && seen.class == Class::Running {
+                saturated = false;
+            }
+            if seen.class == Class::Long {
+                if !seen.reported {
+                    let label = activity.label.load(Relaxed);
+                    // Pairs with the worker's release fence before it stores a new label: if the
+                    // label read is a later poll's, this re-read sees that poll's sequence.
+                    fence(Acquire);
+                    if activity.seq.load(Relaxed) == seq {
+                        seen.reported = true;
+                        seen.label = label;
+                        self.report(index, label, elapsed);
+                    }
+                }
+                if seen.reported && elapsed > self.longest_ns.load(Relaxed) {
+                    // The monitor is the only writer of these two.
+                    self.longest_ns.store(elapsed, Relaxed);
+                    self.longest_label.store(seen.label, Relaxed);
+                }
+            }
+        }
+        // Pass 2: who is stuck; hand-off steps 1 and 2.
+        let mut stuck = 0;
+        for (index, seen) in view.slots.iter_mut().enumerate() {
+            let is_stuck = match seen.class {
+                Class::Long => true,
+                Class::Slow => saturated,
+                Class::Running | Class::Blocking => false,
+            };
+            if is_stuck != seen.stuck {
+                seen.stuck = is_stuck;
+                if is_stuck {
+                    self.flags[index].fetch_or(LONG, Release);
+                } else {
+                    self.flags[index].fetch_and(!LONG, Release);
+                }
+            }
+            if is_stuck || seen.class == Class::Blocking {
+                shared.hand_over_queues(index);
+            }
+            stuck += usize::from(is_stuck);
+        }
+        self.stuck_long.store(stuck, Release);
+        self.hand_off(shared);
+    }
+
+    /// Hand-off steps 3 and 4.
+    pub(crate) fn hand_off(&self, shared: &Arc<Shared>) {
+        let needed = self.needed();
+        if needed == 0 || shared.is_shutdown() || !shared.has_pending_work() {
+            return;
+        }
+        while self.spares.active() < needed {
+            if !self.spares.activate(shared, needed) {
+                break;
+            }
+        }
+    }
+
+    fn report(&self, worker: usize, label: u64, elapsed: u64) {
+        self.long_polls.fetch_add(1, Relaxed);
+        let long_poll = LongPoll {
+            worker,
+            label: (label != 0).then_some(label),
+            elapsed: Duration::from_nanos(elapsed),
+        };
+        let observed = catch_unwind(AssertUnwindSafe(|| match &self.config.observer {
+            Some(observer) => observer(&long_poll),
+            None => tracing::warn!(
+                worker,
+                label = long_poll.label,
+                elapsed_ms = long_poll.elapsed.as_secs_f64() * 1e3,
+                "long poll: a task has been running for longer than the threshold; \
+                 use `block_in_place` around blocking code"
+            ),
+        }));
+        if observed.is_err() {
+            tracing::error!("the long-poll observer panicked");
+        }
+    }
+
+    /// `block_in_place` entry (module docs, hand-off step 1 for a worker that declares itself
+    /// blocked). Only the worker itself sets and clears its `BLOCKING` bit.
+    pub(crate) fn enter_blocking(&self, worker: usize) {
+        self.flags[worker].fetch_or(BLOCKING, SeqCst);
+        self.blocking.fetch_add(1, SeqCst);
+    }
+
+    pub(crate) fn leave_blocking(&self, worker: usize) {
+        self.blocking.fetch_sub(1, SeqCst);
+        self.flags[worker].fetch_and(!BLOCKING, SeqCst);
+    }
+
+    pub(crate) fn snapshot(&self, configured: usize) -> MonitorMetrics {
+        let label = self.longest_label.load(Relaxed);
+        MonitorMetrics {
+            long_polls: self.long_polls.load(Relaxed),
+            longest_poll_ns: self.longest_ns.load(Relaxed),
+            longest_poll_label: (label != 0).then_some(label),
+            spares_started: self.spares.started(),
+            spares_retired: self.spares.retired(),
+            active_workers: configured + self.spares.active(),
+            stuck_workers: self.stuck_long.load(Relaxed) + self.blocking.load(Relaxed),
+        }
+    }
+
+    /// `true` if the monitor may sleep without a timeout ("Sleeping when idle").
+    #[cfg_attr(loom, allow(dead_code))] // the monitor thread does not exist under loom
+    fn is_quiet(&self, shared: &Shared) -> bool {
+        shared.idle.num_unparked() == 0
+            && self.spares.active() == 0
+            && self.blocking.load(SeqCst) == 0
+            && self.stuck_long.load(Relaxed) == 0
+    }
+
+    /// A worker left the sleeper list: wake the monitor if it sleeps ("Sleeping when idle").
+    pub(crate) fn on_worker_unparked(&self) {
+        if self.config.enabled && self.sleeping.load(SeqCst) {
+            self.wake();
+        }
+    }
+
+    /// Wakes the monitor thread (idle→busy edge, or shutdown).
+    pub(crate) fn wake(&self) {
+        *lock(&self.wake) = true;
+        self.wake_cv.notify_one();
+    }
+
+    /// Waits for a wake, or `timeout`; `false` once shutdown began.
+    #[cfg(not(loom))]
+    fn wait(&self, shared: &Shared, timeout: Option<Duration>) -> bool {
+        let mut woken = lock(&self.wake);
+        match timeout {
+            None => {
+                while !*woken && !shared.is_shutdown() {
+                    woken = match self.wake_cv.wait(woken) {
+                        Ok(guard) => guard,
+                        Err(poisoned) => poisoned.into_inner(),
+                    };
+                }
+            }
+            Some(timeout) => {
+                if !*woken && !shared.is_shutdown() {
+                    woken = match self.wake_cv.wait_timeout(woken, timeout) {
+                        Ok((guard, _)) => guard,
+                        Err(poisoned) => poisoned.into_inner().0,
+                    };
+                }
+            }
+        }
+        *woken = false;
+        !shared.is_shutdown()
+    }
+}
+
+/// The monitor thread's loop: tick while work exists, sleep while the executor is idle, stop at
+/// shutdown.
+#[cfg(not(loom))]
+pub(crate) fn run(shared: Arc<Shared>) {
+    let monitor = &shared.monitor;
+    let origin = std::time::Instant::now();
+    let clock = || u64::try_from(origin.elapsed().as_nanos()).unwrap_or(u64::MAX);
+    let tick = monitor.config.tick();
+    let mut view = View::new(monitor, clock());
+    tracing::trace!(?tick, "monitor started");
+    while monitor.wait(&shared, Some(tick)) {
+        monitor.tick(&shared, &mut view, clock());
+        if monitor.is_quiet(&shared) {
+            monitor.sleeping.store(true, SeqCst);
+            let quiet = monitor.is_quiet(&shared);
+            if quiet {
+                tracing::trace!("monitor sleeping: executor idle");
+                if !monitor.wait(&shared, None) {
+                    break;
+                }
+            }
+            monitor.sleeping.store(false, SeqCst);
+        }
+    }
+    tracing::trace!("monitor stopped");
+}
+
+impl fmt::Debug for Monitor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Monitor")
+            .field("config", &self.config)
+            .field("spares", &self.spares)
+            .finish_non_exhaustive()
+    }
+}

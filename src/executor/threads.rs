@@ -1,0 +1,57 @@
+//! Starting worker threads: configured workers at build time, spares on demand (`spare.rs`).
+//!
+//! Both kinds run the same loop (`worker::run`) inside the same [`WorkerContext`], so a task
+//! cannot tell a spare from a configured worker.
+
+use super::queue::Local;
+use super::shared::{Notified, Shared};
+use super::worker;
+use crate::loom::{thread, Arc};
+use std::fmt;
+
+/// Runs a worker's whole loop (the `FnMut` it is given) inside some context.
+pub(crate) type WorkerContextFn = dyn Fn(&mut dyn FnMut()) + Send + Sync;
+
+/// The builder's `worker_context`, shared by every worker thread.
+#[derive(Clone)]
+pub(crate) struct WorkerContext(pub(crate) std::sync::Arc<WorkerContextFn>);
+
+impl fmt::Debug for WorkerContext {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("WorkerContext(..)")
+    }
+}
+
+/// How worker threads are started: name prefix and context.
+#[derive(Debug, Clone)]
+pub(crate) struct ThreadConfig {
+    pub(crate) name: String,
+    pub(crate) context: Option<WorkerContext>,
+}
+
+impl ThreadConfig {
+    /// Starts the thread of worker slot `index` (named `<prefix>-<index>`) with its deque.
+    pub(crate) fn spawn(
+        &self,
+        shared: Arc<Shared>,
+        index: usize,
+        local: Local<Notified>,
+    ) -> std::io::Result<thread::JoinHandle<()>> {
+        let context = self.context.clone();
+        thread::Builder::new()
+            .name(format!("{}-{index}", self.name))
+            .spawn(move || {
+                let mut run = Some(move || worker::run(shared, index, local));
+                let mut run_once = || {
+                    if let Some(run) = run.take() {
+                        run();
+                    }
+                };
+                if let Some(WorkerContext(context)) = context {
+                    context(&mut run_once);
+                }
+                // A context that did not call it: the worker must run all the same.
+                run_once();
+            })
+    }
+}
