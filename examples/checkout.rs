@@ -189,7 +189,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         unknown.unwrap_err()
     );
 
-    let total = sched.metrics().total();
+    let total = sched.metrics().executor.total();
     println!(
         "workers: {} polls, {} tasks stolen in {} steals, {} parks",
         total.polls, total.stolen, total.steal_ops, total.parks

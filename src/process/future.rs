@@ -20,6 +20,14 @@
 //! State → `Complete` (`state.rs`, protocol 6); the cell closes (later sends see `Closed`, then `NotFound`); outstanding
 //! handler tasks are aborted; `close` runs exactly once (panics caught); the host forgets the PID
 //! and may reuse the cell for another process, so the future never touches it again.
+//!
+//! # Observability
+//! The process's span (made at spawn, where it is entered around `init`) is entered for every
+//! poll — around each step, the dispatch of its yields (so handler spans are its children) and
+//! `close` — and when the future is dropped unfinished. Each step bumps the cell's step count
+//! (a relaxed load and store) and asks the host whether to time it (a sample: see
+//! `scheduler/metrics.rs`); its detail (events in, yields out, status) is a `trace` event, which
+//! costs one load of the global max level when `trace` is off. A panic is a `warn` event.
 
 use super::mailbox::{Drained, ProcessCell};
 use super::output::{Status, Yield};
@@ -30,6 +38,35 @@ use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
 use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+use tracing::Span;
+
+/// How a process finished, as the host counts it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Outcome {
+    /// `Status::Done`.
+    Done,
+    /// A step returned an error.
+    Failed,
+    /// A step or `close` panicked.
+    Panicked,
+    /// Terminated on request.
+    Terminated,
+    /// Dropped unfinished: a shutdown stopped it.
+    Stopped,
+}
+
+impl Outcome {
+    fn name(self) -> &'static str {
+        match self {
+            Outcome::Done => "done",
+            Outcome::Failed => "failed",
+            Outcome::Panicked => "panicked",
+            Outcome::Terminated => "terminated",
+            Outcome::Stopped => "stopped",
+        }
+    }
+}
 
 /// What the process future needs from the scheduler hosting it.
 pub(crate) trait Host: Send + Sync + 'static {
@@ -52,9 +89,20 @@ pub(crate) trait Host: Send + Sync + 'static {
     /// `true` if the outstanding handler has finished (its completion is delivered or rejected).
     fn is_finished(&self, outstanding: &Self::Outstanding) -> bool;
 
-    /// The process finished and its cell is closed: forget its PID (the cell may host another
-    /// process from now on, so the process future never touches it again).
-    fn finished(&self, pid: Pid, cell: &ProcessCell);
+    /// The process finished (with `outcome`) and its cell is closed: forget its PID (the cell
+    /// may host another process from now on, so the process future never touches it again).
+    fn finished(&self, pid: Pid, cell: &ProcessCell, outcome: Outcome);
+
+    /// A step is about to run: `true` if it should be timed (then [`step_timed`](Self::step_timed)
+    /// follows). Called once per step: keep it to a relaxed counter.
+    fn step_starting(&self) -> bool {
+        false
+    }
+
+    /// A timed step of `pid` ran for `elapsed`, ending at `end`.
+    fn step_timed(&self, pid: Pid, elapsed: Duration, end: Instant) {
+        let _ = (pid, elapsed, end);
+    }
 
     /// Most events moved into one step.
     fn max_batch(&self) -> usize;
@@ -78,6 +126,8 @@ pub(crate) struct ProcessFuture<P: Process, H: Host> {
     out: StepOutput<P::Output>,
     outstanding: Vec<H::Outstanding>,
     finished: bool,
+    /// The process's span (module docs); `Span::none()` while entered by a poll.
+    span: Span,
 }
 
 // The process is never pinned: `poll` only takes `&mut` to it, so moving the future is fine.
@@ -95,7 +145,14 @@ impl<P: Process, H: Host> ProcessFuture<P, H> {
             out: StepOutput::default(),
             outstanding: Vec::new(),
             finished: false,
+            span: Span::none(),
         }
+    }
+
+    /// The future, entering `span` for every poll and for `close`.
+    pub(crate) fn with_span(mut self, span: Span) -> Self {
+        self.span = span;
+        self
     }
 
     fn poll_steps(&mut self, cx: &mut Context<'_>) -> Poll<Result<P::Output, ProcessError>> {
@@ -126,24 +183,48 @@ impl<P: Process, H: Host> ProcessFuture<P, H> {
                 // Terminated: inline completions still buffered are dropped with the process.
                 self.drop_unread_events();
                 let pid = self.pid;
-                return Poll::Ready(self.finish(Err(ProcessError::terminated(pid))));
+                tracing::debug!(%pid, "terminated");
+                return Poll::Ready(
+                    self.finish(Err(ProcessError::terminated(pid)), Outcome::Terminated),
+                );
             }
+            let events_in = self.events.len();
+            self.cell.stats.stepped();
+            let timed = self.host.step_starting().then(Instant::now);
             let (process, events, out) = (&mut self.process, &mut self.events, &mut self.out);
             let stepped = catch_unwind(AssertUnwindSafe(|| process.step(events, out)));
-            self.drop_unread_events();
             let pid = self.pid;
+            if let Some(start) = timed {
+                let end = Instant::now();
+                self.host
+                    .step_timed(pid, end.saturating_duration_since(start), end);
+            }
+            self.drop_unread_events();
             match stepped {
                 Ok(Ok(())) => {}
                 Ok(Err(error)) => {
-                    return Poll::Ready(self.finish(Err(ProcessError::failed(pid, error))))
+                    tracing::debug!(%pid, %error, "step failed");
+                    return Poll::Ready(
+                        self.finish(Err(ProcessError::failed(pid, error)), Outcome::Failed),
+                    );
                 }
                 Err(panic) => {
                     let message = panic_message(&*panic);
                     drop_caught(panic);
-                    return Poll::Ready(self.finish(Err(ProcessError::panicked(pid, message))));
+                    tracing::warn!(%pid, %message, "step panicked");
+                    return Poll::Ready(
+                        self.finish(Err(ProcessError::panicked(pid, message)), Outcome::Panicked),
+                    );
                 }
             }
             let status = self.out.take_status();
+            tracing::trace!(
+                %pid,
+                events_in,
+                yields_out = self.out.yield_count(),
+                status = status_name(&status),
+                "step"
+            );
             let park_as = match status {
                 Status::Done(result) => {
                     let dropped = self.out.yield_count();
@@ -153,7 +234,7 @@ impl<P: Process, H: Host> ProcessFuture<P, H> {
                             drop_caught(command);
                         }
                     }
-                    return Poll::Ready(self.finish(Ok(result)));
+                    return Poll::Ready(self.finish(Ok(result), Outcome::Done));
                 }
                 Status::Continue => None,
                 Status::Wait => Some(ParkAs::Blocked),
@@ -224,11 +305,12 @@ impl<P: Process, H: Host> ProcessFuture<P, H> {
         }
     }
 
-    /// The finish protocol (module docs). `result` is what the handle receives, unless `close`
-    /// panics.
+    /// The finish protocol (module docs). `result` (of `outcome`) is what the handle receives,
+    /// unless `close` panics.
     fn finish(
         &mut self,
         result: Result<P::Output, ProcessError>,
+        outcome: Outcome,
     ) -> Result<P::Output, ProcessError> {
         debug_assert!(!self.finished);
         self.finished = true;
@@ -243,16 +325,19 @@ impl<P: Process, H: Host> ProcessFuture<P, H> {
         }
         let process = &mut self.process;
         let closed = catch_unwind(AssertUnwindSafe(|| process.close()));
-        self.host.finished(pid, cell);
-        match closed {
-            Ok(()) => result,
+        let (result, outcome) = match closed {
+            Ok(()) => (result, outcome),
             Err(panic) => {
                 let message = panic_message(&*panic);
                 drop_caught(panic);
                 tracing::warn!(%pid, %message, "close panicked");
-                Err(ProcessError::panicked(pid, format!("in close: {message}")))
+                let result = Err(ProcessError::panicked(pid, format!("in close: {message}")));
+                (result, Outcome::Panicked)
             }
-        }
+        };
+        tracing::debug!(%pid, outcome = outcome.name(), "process finished");
+        self.host.finished(pid, cell, outcome);
+        result
     }
 }
 
@@ -260,7 +345,13 @@ impl<P: Process, H: Host> Future for ProcessFuture<P, H> {
     type Output = Result<P::Output, ProcessError>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        self.get_mut().poll_steps(cx)
+        let this = self.get_mut();
+        // Moved out while entered (`poll_steps` needs `&mut self`); a `Span::none()` in its
+        // place costs nothing, and so does entering a disabled span.
+        let entered = std::mem::replace(&mut this.span, Span::none()).entered();
+        let polled = this.poll_steps(cx);
+        this.span = entered.exit();
+        polled
     }
 }
 
@@ -270,8 +361,20 @@ impl<P: Process, H: Host> Drop for ProcessFuture<P, H> {
         // runs exactly once; whoever awaits the handle sees the cancellation.
         if !self.finished {
             let pid = self.pid;
-            let _ = self.finish(Err(ProcessError::cancelled(pid)));
+            let span = std::mem::replace(&mut self.span, Span::none());
+            let _entered = span.enter();
+            let _ = self.finish(Err(ProcessError::cancelled(pid)), Outcome::Stopped);
         }
+    }
+}
+
+/// The status's name, for the step's `trace` event.
+fn status_name<O>(status: &Status<O>) -> &'static str {
+    match status {
+        Status::Continue => "continue",
+        Status::Wait => "wait",
+        Status::Idle => "idle",
+        Status::Done(_) => "done",
     }
 }
 

@@ -49,7 +49,13 @@ impl SchedulerHandle {
         E: Into<BoxError>,
     {
         let host: Arc<dyn std::any::Any + Send + Sync> = Arc::new(self.clone());
-        self.spawn(AsyncFnProcess::new(body, host), "run", Payload::empty())
+        // Named after the body: `AsyncFnProcess<..>`'s own name would bury it in generics.
+        self.spawn_as(
+            AsyncFnProcess::new(body, host),
+            "run",
+            Payload::empty(),
+            std::any::type_name::<F>(),
+        )
     }
 }
 
@@ -135,6 +141,8 @@ impl ProcessCx {
         F: Future + Send + 'static,
         F::Output: Send + 'static,
     {
+        // In the process's span (current during its step), so the future's events carry its PID.
+        let future = tracing::Instrument::in_current_span(future);
         Run::spawn(self.scheduler().inner.runtime(), future)
     }
 }
