@@ -53,10 +53,11 @@ fn main() -> Result<(), BoxError> {
         for _ in 0..20 {
             sku += 1;
             let order = sku;
-            let _ = sched.spawn_fn(move |cx: ProcessCx| async move {
+            // Nobody awaits the result: dropping the handle detaches the process.
+            drop(sched.spawn_fn(move |cx: ProcessCx| async move {
                 let price = cx.call(Price(order)).await?;
                 Ok::<_, BoxError>(price)
-            })?;
+            })?);
         }
         if Instant::now() >= next_export {
             sched.metrics().export();

@@ -18,15 +18,20 @@ struct Load(u64);
 struct Unregistered;
 procsched::command!(Add => u64, Fetch => u64, Load => u64, Unregistered => ());
 
-/// A state machine whose first step sleeps: the first step of the (single) worker is a timing
-/// sample, so it is the longest recent step.
-struct Slow;
+/// A state machine whose 64 steps all sleep: one step in 64 of each process is timed, so one
+/// of them is, and it is the longest recent step.
+struct Slow(u32);
+const SLOW_STEPS: u32 = 64;
+const SLOW_STEP: Duration = Duration::from_millis(10);
 
 impl Process for Slow {
     type Output = ();
     fn step(&mut self, _: &mut Events, out: &mut StepOutput<()>) -> Result<(), BoxError> {
-        std::thread::sleep(Duration::from_millis(30));
-        out.done(());
+        std::thread::sleep(SLOW_STEP);
+        self.0 += 1;
+        if self.0 == SLOW_STEPS {
+            out.done(());
+        }
         Ok(())
     }
 }
@@ -99,8 +104,7 @@ fn metrics_match_a_known_workload_exactly() {
     assert_eq!(nothing.finished.total(), 0);
     assert_eq!(nothing.longest_step, None);
 
-    // The slow step comes first: the worker's first step is sampled.
-    let slow = sched.spawn(Slow, "run", Payload::empty()).unwrap();
+    let slow = sched.spawn(Slow(0), "run", Payload::empty()).unwrap();
     let slow_pid = slow.pid();
     sched.block_on(slow).unwrap();
 
@@ -223,10 +227,13 @@ fn metrics_match_a_known_workload_exactly() {
     assert_eq!(m.processes, procsched_counts(0, 0, 1, 1));
     assert_eq!(m.spawned, 1 + 5 + 3 + 2 + 2 + 1 + 1 + 1 + 2);
     assert_eq!(m.init_failed, 2);
-    // slow 1, done 5, failed 3, panicked 2, terminated 2 (one step each before parking; the
+    // slow 64, done 5, failed 3, panicked 2, terminated 2 (one step each before parking; the
     // terminate stops them before another), filler 1, receiver 2, caller 11 (one per call, plus
     // the last), idle 1, blocked 1.
-    assert_eq!(m.steps, 1 + 5 + 3 + 2 + 2 + 1 + 2 + 11 + 1 + 1);
+    assert_eq!(
+        m.steps,
+        u64::from(SLOW_STEPS) + 5 + 3 + 2 + 2 + 1 + 2 + 11 + 1 + 1
+    );
     assert_eq!(
         (
             m.finished.done,
@@ -257,9 +264,9 @@ fn metrics_match_a_known_workload_exactly() {
     );
     assert_eq!((m.handler_errors, m.handler_panics), (2, 2));
     assert_eq!(m.mailbox_high_water, CAPACITY);
-    let longest = m.longest_step.expect("the first step is sampled");
+    let longest = m.longest_step.expect("one of the slow steps is sampled");
     assert_eq!(longest.pid, slow_pid);
-    assert!(longest.duration >= Duration::from_millis(30), "{longest:?}");
+    assert!(longest.duration >= SLOW_STEP, "{longest:?}");
     assert_eq!(m.executor.workers().len(), 1);
 
     // The live ones, one by one and all together.

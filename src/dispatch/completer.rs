@@ -44,7 +44,7 @@ impl YieldCompleter {
         self.completed = true;
         self.cell.stats.handler_finished(&result);
         if let Err(CommandError::Panicked(message)) = &result {
-            tracing::warn!(pid = %self.pid, tag = self.tag, %message, "handler panicked");
+            tracing::warn!(pid = %self.pid, tag = self.tag, panic = %message, "handler panicked");
         }
         self.deliver(result) == Admission::Accepted
     }

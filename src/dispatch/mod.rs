@@ -122,7 +122,7 @@ pub(crate) fn dispatch(
     })) {
         Ok(abort) => dispatched(abort),
         Err(panic) => {
-            tracing::error!(%pid, message = %panic_message(&*panic), "handler dispatch panicked");
+            tracing::error!(%pid, panic = %panic_message(&*panic), "handler dispatch panicked");
             dispatched(None)
         }
     }

@@ -56,7 +56,7 @@ impl Handler {
                             %pid,
                             tag,
                             command = std::any::type_name::<C>(),
-                            %message,
+                            panic = %message,
                             "handler panicked"
                         );
                         Err(CommandError::Panicked(message))

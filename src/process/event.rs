@@ -108,7 +108,7 @@ impl Message {
 
     /// Subjects the message to a per-topic mailbox budget; `size_bytes` is what this message
     /// counts against `budget.max_bytes`. Past the budget, `send` reports
-    /// [`SendError::MailboxFull`](crate::SendError::MailboxFull) and the process receives one
+    /// [`SendErrorKind::MailboxFull`](crate::SendErrorKind::MailboxFull) and the process receives one
     /// [`Event::MailboxOverflow`] for the topic.
     pub fn with_budget(mut self, budget: TopicBudget, size_bytes: usize) -> Message {
         self.budget = Some((budget, size_bytes));

@@ -12,7 +12,7 @@
 //! | phase | entered by | events |
 //! |---|---|---|
 //! | `Free` | a new cell; [`ProcessCell::release`] | rejected: `Gone` |
-//! | `Open` | [`ProcessCell::open`] (spawn), which bumps the generation | accepted (or dropped by a budget) |
+//! | `Open` | [`ProcessCell::open_as`] (spawn), which bumps the generation | accepted (or dropped by a budget) |
 //! | `Closing` | [`ProcessCell::close`] (the process finishes; `close` runs) | rejected: `Closed` |
 //!
 //! Every producer binds to a generation — a sender to the one in the PID it names, a completer

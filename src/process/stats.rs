@@ -14,8 +14,8 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 /// The relaxed counters of a cell (module docs).
 #[derive(Debug, Default)]
 pub(crate) struct CellStats {
-    /// Steps of the current process. One writer, the poller (successive polls are ordered by the
-    /// executor), so a load and a store suffice; reset by `open`.
+    /// Steps of the current process, published by the poller after each poll (successive polls
+    /// are ordered by the executor); reset by `open`.
     steps: AtomicU64,
     /// Async and blocking yields of the current process dispatched and not yet delivered:
     /// incremented at dispatch, decremented under the mailbox lock when a completion of the
@@ -35,12 +35,10 @@ impl CellStats {
         self.outstanding.store(0, Relaxed);
     }
 
-    /// The poller ran a step; returns the process's step count before it.
+    /// The poller publishes the process's step count (after each poll, and before `close`).
     #[inline]
-    pub(crate) fn stepped(&self) -> u64 {
-        let steps = self.steps.load(Relaxed);
-        self.steps.store(steps + 1, Relaxed);
-        steps
+    pub(crate) fn set_steps(&self, steps: u64) {
+        self.steps.store(steps, Relaxed);
     }
 
     /// An async or blocking yield was dispatched.

@@ -284,7 +284,7 @@ impl SchedulerBuilder {
     }
 
     /// Most messages waiting in one process's mailbox (default: unbounded). Past it, `send`
-    /// reports [`SendError::MailboxFull`](crate::SendError::MailboxFull) and drops the message.
+    /// reports [`SendErrorKind::MailboxFull`](crate::SendErrorKind::MailboxFull) and drops the message.
     /// Yield completions and `Cancel` are never counted or dropped.
     ///
     /// # Examples

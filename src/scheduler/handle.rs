@@ -137,7 +137,7 @@ impl SchedulerHandle {
             Err(panic) => {
                 let message = panic_message(&*panic);
                 drop_contained(panic);
-                tracing::warn!(%pid, %message, "init panicked");
+                tracing::warn!(%pid, panic = %message, "init panicked");
                 Some(SpawnError::InitPanicked(message))
             }
         };
@@ -155,7 +155,7 @@ impl SchedulerHandle {
             if let Err(panic) = catch_unwind(AssertUnwindSafe(|| process.close())) {
                 let message = panic_message(&*panic);
                 drop_contained(panic);
-                tracing::warn!(%pid, %message, "close panicked after a failed spawn");
+                tracing::warn!(%pid, panic = %message, "close panicked after a failed spawn");
             }
             drop(entered);
             drop_contained(process);
@@ -176,7 +176,7 @@ impl SchedulerHandle {
         tracing::debug!(%pid, "process spawned");
         drop(entered);
         inner.counters.add(Counter::Spawned);
-        let future = ProcessFuture::new(process, pid, cell, inner.clone()).with_span(span);
+        let future = ProcessFuture::with_span(process, pid, cell, inner.clone(), span);
         let join = inner.executor.spawn(future);
         Ok(ProcessHandle::new(pid, join))
     }

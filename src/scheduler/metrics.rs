@@ -19,11 +19,15 @@
 //! These are statistics, never part of a protocol: std atomics, deliberately outside loom's
 //! models (under loom every thread uses the shared shard).
 //!
+//! Steps and yields are counted per poll on the stack by the process future and added here once
+//! per poll (`Host::polled`): one shard access per poll, however many steps it ran.
+//!
 //! # The longest recent step
 //! Timing a step needs two clock reads (~35 ns each on the machine this was measured on: more
-//! than a whole inline step). So one step in [`SAMPLE_EVERY`] per shard (per worker) is timed:
-//! amortised, below one nanosecond per step. A process whose steps are slow shows up within a
-//! few dozen of its steps; a single slow step is caught with probability 1/[`SAMPLE_EVERY`].
+//! than a whole inline step). So one step in 64 of each process is timed, at a phase drawn
+//! from its PID (`process/future.rs`, `SAMPLE_EVERY`): amortised, below one nanosecond per step,
+//! and one-step processes are sampled one in 64 too. A process whose steps are slow shows up
+//! within a few dozen of its steps; a single slow step is caught with probability 1/64.
 //! "Recent" means the current and the previous window of [`STEP_WINDOW`].
 
 use crate::executor::ExecutorMetrics;
@@ -37,8 +41,6 @@ use std::time::{Duration, Instant};
 
 /// Threads with a shard of their own, per scheduler; the rest share one.
 const EXCLUSIVE: usize = if cfg!(loom) { 0 } else { 16 };
-/// One step in this many (per shard) is timed.
-pub(crate) const SAMPLE_EVERY: u64 = 64;
 /// The window of the longest recent step.
 pub(crate) const STEP_WINDOW: Duration = Duration::from_secs(60);
 
@@ -98,16 +100,20 @@ pub(crate) struct Local<'a> {
 }
 
 impl Local<'_> {
-    /// Adds one to `counter`; returns its value before, in this shard.
+    /// Adds one to `counter`.
     #[inline]
-    pub(crate) fn add(self, counter: Counter) -> u64 {
+    pub(crate) fn add(self, counter: Counter) {
+        self.add_n(counter, 1);
+    }
+
+    /// Adds `n` to `counter`.
+    #[inline]
+    pub(crate) fn add_n(self, counter: Counter, n: u64) {
         let cell = &self.shard[counter as usize];
         if self.exclusive {
-            let before = cell.load(Relaxed);
-            cell.store(before.wrapping_add(1), Relaxed);
-            before
+            cell.store(cell.load(Relaxed).wrapping_add(n), Relaxed);
         } else {
-            cell.fetch_add(1, Relaxed)
+            cell.fetch_add(n, Relaxed);
         }
     }
 }
@@ -305,7 +311,7 @@ impl std::fmt::Debug for Counters {
 /// worker with relaxed atomics and summed here: each value is exact once the work it counts has
 /// happened, but a snapshot taken while processes run is not atomic across fields.
 ///
-/// With the cargo feature `metrics`, [`export`](Self::export) records it through the
+/// With the cargo feature `metrics`, `SchedulerMetrics::export` records it through the
 /// [`metrics`](https://docs.rs/metrics) facade.
 ///
 /// # Examples
@@ -348,8 +354,9 @@ pub struct SchedulerMetrics {
     /// Most events (messages and completions) ever queued at once in one process's mailbox.
     pub mailbox_high_water: usize,
     /// The longest *sampled* step of the last one to two minutes, with its process: one step in
-    /// 64 per worker is timed (timing every step would cost more than a step), so a process
-    /// with repeatedly slow steps shows up quickly, a single slow step with probability 1/64.
+    /// 64 of each process is timed (timing every step would cost more than a step), so a
+    /// process with repeatedly slow steps shows up quickly, a single slow step with
+    /// probability 1/64.
     pub longest_step: Option<StepSample>,
     /// The executor's per-worker counters.
     pub executor: ExecutorMetrics,

@@ -2,12 +2,12 @@
 //! future needs of it (the [`Host`] implementation).
 
 use super::lifecycle::{Leave, Lifecycle, Tallied};
-use super::metrics::{Counter, Counters, SAMPLE_EVERY};
+use super::metrics::{Counter, Counters};
 use super::table::Table;
 use crate::dispatch::{self, Dispatched, HandlerSet};
 use crate::executor;
 use crate::loom::Arc;
-use crate::process::future::{Host, Outcome};
+use crate::process::future::{Host, Outcome, PollStats};
 use crate::process::mailbox::{Admission, ProcessCell};
 use crate::process::stats::HandlerOutcome;
 use crate::process::{CancelReason, Event, Events, Pid, Yield};
@@ -86,6 +86,7 @@ impl Host for Inner {
         cell: &Arc<ProcessCell>,
         yielded: Yield,
         completions: &mut Events,
+        stats: &mut PollStats,
     ) -> Option<Self::Outstanding> {
         let dispatched = dispatch::dispatch(
             &self.handlers,
@@ -95,25 +96,18 @@ impl Host for Inner {
             yielded,
             completions,
         );
-        let local = self.counters.local();
         match &dispatched {
             Dispatched::Inline(outcome) => {
-                local.add(Counter::YieldInline);
+                stats.inline += 1;
                 match outcome {
-                    HandlerOutcome::Error => local.add(Counter::InlineErrors),
-                    HandlerOutcome::Panicked => local.add(Counter::InlinePanics),
-                    HandlerOutcome::Other => 0,
-                };
+                    HandlerOutcome::Error => stats.inline_errors += 1,
+                    HandlerOutcome::Panicked => stats.inline_panics += 1,
+                    HandlerOutcome::Other => {}
+                }
             }
-            Dispatched::Async(_) => {
-                local.add(Counter::YieldAsync);
-            }
-            Dispatched::Blocking(_) => {
-                local.add(Counter::YieldBlocking);
-            }
-            Dispatched::NoHandler => {
-                local.add(Counter::YieldNoHandler);
-            }
+            Dispatched::Async(_) => stats.asynchronous += 1,
+            Dispatched::Blocking(_) => stats.blocking += 1,
+            Dispatched::NoHandler => stats.no_handler += 1,
         }
         dispatched.into_task()
     }
@@ -143,8 +137,21 @@ impl Host for Inner {
         });
     }
 
-    fn step_starting(&self) -> bool {
-        self.counters.local().add(Counter::Steps) % SAMPLE_EVERY == 0
+    fn polled(&self, stats: &PollStats) {
+        let local = self.counters.local();
+        for (counter, n) in [
+            (Counter::Steps, stats.steps),
+            (Counter::YieldInline, stats.inline),
+            (Counter::YieldAsync, stats.asynchronous),
+            (Counter::YieldBlocking, stats.blocking),
+            (Counter::YieldNoHandler, stats.no_handler),
+            (Counter::InlineErrors, stats.inline_errors),
+            (Counter::InlinePanics, stats.inline_panics),
+        ] {
+            if n > 0 {
+                local.add_n(counter, n);
+            }
+        }
     }
 
     fn step_timed(&self, pid: Pid, elapsed: Duration, end: Instant) {

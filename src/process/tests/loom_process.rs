@@ -8,7 +8,7 @@ use crate::executor::Executor;
 use crate::loom::atomic::{AtomicUsize, Ordering::SeqCst};
 use crate::loom::model::{model, model_full_stack};
 use crate::loom::{thread, Arc};
-use crate::process::future::{Host, Outcome, ProcessFuture};
+use crate::process::future::{Host, Outcome, PollStats, ProcessFuture};
 use crate::process::mailbox::{Admission, Generation, ProcessCell};
 use crate::process::Pid;
 use crate::process::{
@@ -28,7 +28,14 @@ struct ToyHost {
 
 impl Host for ToyHost {
     type Outstanding = ();
-    fn dispatch(&self, _: Pid, _: &Arc<ProcessCell>, _: Yield, _: &mut Events) -> Option<()> {
+    fn dispatch(
+        &self,
+        _: Pid,
+        _: &Arc<ProcessCell>,
+        _: Yield,
+        _: &mut Events,
+        _: &mut PollStats,
+    ) -> Option<()> {
         None
     }
     fn abort(&self, _: ()) {}
