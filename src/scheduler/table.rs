@@ -374,6 +374,23 @@ mod tests {
     }
 
     #[test]
+    fn entries_name_each_cell_by_its_slot_index_across_pages() {
+        let table = Table::new(usize::MAX);
+        let claimed: Vec<_> = (0..FIRST_PAGE * 3 + 5)
+            .map(|_| table.claim().unwrap())
+            .collect();
+        let entries: Vec<_> = table.entries().collect();
+        assert_eq!(entries.len(), claimed.len());
+        for (pid, cell) in &claimed {
+            let (_, found) = entries
+                .iter()
+                .find(|(index, _)| *index == pid.index())
+                .expect("every claimed slot is an entry");
+            assert!(std::ptr::eq(*found, &**cell));
+        }
+    }
+
+    #[test]
     fn the_free_list_hands_every_slot_out_once() {
         let table = Table::new(usize::MAX);
         let first: Vec<_> = (0..100).map(|_| table.claim().unwrap()).collect();
