@@ -8,7 +8,7 @@
 //! waits for a payment that never comes and is terminated. It ends with `shutdown_async`.
 //!
 //! While it runs it prints live progress: processes by state, steps and messages per second,
-//! steals. Then a summary, the metrics, and the same workload as plain tokio tasks, side by side
+//! steals and long polls (from `Scheduler::metrics`). Then a summary, the metrics, and the same workload as plain tokio tasks, side by side
 //! (time and peak memory, each variant measured in a child process of its own).
 //!
 //! `cargo run --release --example demo -- --help`
@@ -17,7 +17,6 @@ use clap::Parser;
 use procsched::prelude::*;
 use std::collections::HashMap;
 use std::io::Write;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::RwLock;
@@ -145,11 +144,9 @@ async fn run_procsched(args: &Args, progress: bool) -> Result<(Outcome, String),
             })
             .build()?,
     );
-    let messages = Arc::new(AtomicU64::new(0));
     let started = Instant::now();
 
     // The payment gateway: one long-lived process that answers authorisation requests.
-    let gateway_messages = messages.clone();
     let gateway = sched.spawn_fn(move |cx: ProcessCx| async move {
         let mut authorised = 0u64;
         loop {
@@ -160,7 +157,6 @@ async fn run_procsched(args: &Args, progress: bool) -> Result<(Outcome, String),
                         .ok_or("an authorisation request without a sender")?;
                     let cents: u64 = request.payload.take()?;
                     authorised += 1;
-                    gateway_messages.fetch_add(1, Relaxed);
                     let reply = Message::new("authorised", Payload::new(cents > 0));
                     let _ = cx.scheduler().send(from, reply); // the order may be gone
                 }
@@ -175,14 +171,12 @@ async fn run_procsched(args: &Args, progress: bool) -> Result<(Outcome, String),
     let mut orders = tokio::task::JoinSet::new();
     let mut pids = Vec::with_capacity(args.processes as usize);
     for id in 0..args.processes {
-        let messages = messages.clone();
         let order = sched.spawn_fn(move |cx: ProcessCx| async move {
             let cart = cx.call(LoadCart(id)).await?;
             let cents = cx.call(Price(cart.items)).await?;
             if id != 0 {
                 let request = Message::new("authorise", Payload::new(cents)).with_from(cx.pid());
                 cx.scheduler().send(gateway_pid, request)?;
-                messages.fetch_add(1, Relaxed);
             }
             let authorised: bool = cx.recv().await?; // Idle until the gateway answers
             if !authorised {
@@ -197,40 +191,30 @@ async fn run_procsched(args: &Args, progress: bool) -> Result<(Outcome, String),
 
     // Live progress while the orders run; order 0 is terminated once everything else is done.
     let reporter = progress.then(|| {
-        let sched_handle = sched.handle().clone();
-        let pids = pids.clone();
-        let messages = messages.clone();
-        let interval = Duration::from_millis(args.progress_ms);
         let sched = sched.clone();
+        let interval = Duration::from_millis(args.progress_ms);
         tokio::spawn(async move {
-            let mut last = (Instant::now(), 0u64, sched.metrics().total().polls);
+            let first = sched.metrics();
+            let mut last = (Instant::now(), first.steps, first.messages.delivered);
             loop {
                 tokio::time::sleep(interval).await;
-                let mut by_state = [0usize; 5];
-                for pid in &pids {
-                    match sched_handle.state(*pid) {
-                        Some(ProcessState::Ready) => by_state[0] += 1,
-                        Some(ProcessState::Running) => by_state[1] += 1,
-                        Some(ProcessState::Blocked) => by_state[2] += 1,
-                        Some(ProcessState::Idle) => by_state[3] += 1,
-                        _ => by_state[4] += 1,
-                    }
-                }
-                let executor = sched.metrics().total();
-                let now = (Instant::now(), messages.load(Relaxed), executor.polls);
+                let m = sched.metrics();
+                let now = (Instant::now(), m.steps, m.messages.delivered);
                 let seconds = now.0.duration_since(last.0).as_secs_f64();
+                let executor = m.executor.total();
                 println!(
-                    "{:>6.1}s  ready {:>6}  running {:>2}  blocked {:>6}  idle {:>6}  done {:>6}  \
-                     | {:>9.0} polls/s {:>8.0} msgs/s  steals {}",
+                    "{:>5.1}s  ready {:>6}  running {:>2}  blocked {:>6}  idle {:>6}  finished {:>6} \
+                     | {:>8.0} steps/s {:>8.0} msgs/s | steals {:>5}  long polls {}",
                     started.elapsed().as_secs_f64(),
-                    by_state[0],
-                    by_state[1],
-                    by_state[2],
-                    by_state[3],
-                    by_state[4],
-                    (now.2 - last.2) as f64 / seconds,
+                    m.processes.ready,
+                    m.processes.running,
+                    m.processes.blocked,
+                    m.processes.idle,
+                    m.finished.done + m.finished.failed + m.finished.panicked + m.finished.terminated,
                     (now.1 - last.1) as f64 / seconds,
-                    executor.stolen,
+                    (now.2 - last.2) as f64 / seconds,
+                    executor.steal_ops,
+                    m.executor.monitor().long_polls,
                 );
                 last = now;
             }
@@ -271,10 +255,33 @@ async fn run_procsched(args: &Args, progress: bool) -> Result<(Outcome, String),
     if let Some(reporter) = reporter {
         reporter.abort();
     }
-    let metrics = sched.metrics().total();
+    let m = sched.metrics();
+    let executor = m.executor.total();
     let summary = format!(
-        "gateway authorised {authorised}; shutdown {report:?}\nexecutor: {} polls, {} stolen in {} steals, {} parks",
-        metrics.polls, metrics.stolen, metrics.steal_ops, metrics.parks
+        "gateway authorised {authorised}; shutdown {report:?}\n\
+         metrics: {} spawned, {} steps; finished {} done / {} failed / {} panicked / {} terminated; \
+         {} messages delivered; yields {} inline / {} async / {} blocking; {} handler errors, {} \
+         handler panics; mailbox high-water {}; longest sampled step {:?}\n\
+         executor: {} polls, {} stolen in {} steals, {} parks; {} long polls",
+        m.spawned,
+        m.steps,
+        m.finished.done,
+        m.finished.failed,
+        m.finished.panicked,
+        m.finished.terminated,
+        m.messages.delivered,
+        m.yields.inline,
+        m.yields.asynchronous,
+        m.yields.blocking,
+        m.handler_errors,
+        m.handler_panics,
+        m.mailbox_high_water,
+        m.longest_step.map(|s| (s.pid, s.duration)),
+        executor.polls,
+        executor.stolen,
+        executor.steal_ops,
+        executor.parks,
+        m.executor.monitor().long_polls,
     );
     Ok((outcome, summary))
 }

@@ -26,6 +26,7 @@ pub use process::{
     SendErrorKind, SpawnError, Status, StepOutput, Tag, Topic, TopicBudget, TypeMismatch, YieldNow,
 };
 pub use scheduler::{
-    BuildError, Scheduler, SchedulerBuilder, SchedulerHandle, ShutdownReport, DEFAULT_DROP_TIMEOUT,
-    DEFAULT_MAX_BATCH, DEFAULT_STEP_BUDGET, FORCED_STOP_WAIT,
+    BuildError, FinishCounts, MessageCounts, ProcessCounts, ProcessInfo, Scheduler,
+    SchedulerBuilder, SchedulerHandle, SchedulerMetrics, ShutdownReport, StepSample, YieldCounts,
+    DEFAULT_DROP_TIMEOUT, DEFAULT_MAX_BATCH, DEFAULT_STEP_BUDGET, FORCED_STOP_WAIT,
 };

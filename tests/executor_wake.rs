@@ -101,7 +101,7 @@ fn a_process_messaged_by_a_step_that_then_blocks_steps_on_an_idle_worker() {
         .unwrap();
     recv(&entered);
     wait_until("the other worker parks", || {
-        some_worker_parked(&sched.metrics())
+        some_worker_parked(&sched.metrics().executor)
     });
     go.send(()).unwrap();
     if stepped.recv_timeout(PICKED_UP_GUARD).is_err() {

@@ -129,7 +129,7 @@ fn settle(sched: &Scheduler, workers: usize) {
     wait_until(
         "the active worker count back at the configured number",
         || {
-            let monitor = sched.metrics().monitor();
+            let monitor = sched.metrics().executor.monitor();
             monitor.active_workers == workers && monitor.stuck_workers == 0
         },
     );
@@ -154,14 +154,14 @@ fn processes_complete_while_two_block_both_workers_then_the_count_settles() {
     // The first blocks one worker: the other runs the second.
     let (second, second_gate) = spawn_blocker(&sched);
     assert_all_done(join_all(spawn_ordinary(&sched, scaled(10_000))));
-    let during = sched.metrics().monitor();
+    let during = sched.metrics().executor.monitor();
     assert!(during.spares_started >= 1, "{during:?}");
     first_gate.release.send(()).unwrap();
     second_gate.release.send(()).unwrap();
     join(first).unwrap();
     join(second).unwrap();
     settle(&sched, 2);
-    let after = sched.metrics().monitor();
+    let after = sched.metrics().executor.monitor();
     assert_eq!(after.spares_started, after.spares_retired, "{after:?}");
     assert_eq!(after.active_workers, 2);
 }
@@ -183,13 +183,13 @@ fn a_long_step_is_reported_once_with_its_pid() {
     });
     // Sampled many more times while still stuck: still one report.
     wait_until("the monitor observing the step for 10 thresholds", || {
-        sched.metrics().monitor().longest_poll_ns >= 20_000_000
+        sched.metrics().executor.monitor().longest_poll_ns >= 20_000_000
     });
     gate.release.send(()).unwrap();
     join(blocker).unwrap();
     settle(&sched, 2);
     assert_eq!(long_poll_reports(monitor_thread, pid), 1);
-    let monitor = sched.metrics().monitor();
+    let monitor = sched.metrics().executor.monitor();
     assert_eq!(monitor.long_polls, 1);
     assert_eq!(
         monitor.longest_poll_label.and_then(Pid::from_raw),
@@ -215,7 +215,7 @@ fn block_in_place_in_a_step_hands_off_without_waiting_for_the_threshold() {
     });
     let blocked = sched.spawn(blocked, "run", Payload::empty()).unwrap();
     wait_until("the blocked step running", || {
-        sched.metrics().monitor().stuck_workers == 1
+        sched.metrics().executor.monitor().stuck_workers == 1
     });
     let sender = FnProcess::new(&counter(), move |_, out| {
         tx.send(()).unwrap();
@@ -225,7 +225,7 @@ fn block_in_place_in_a_step_hands_off_without_waiting_for_the_threshold() {
     let sender = sched.spawn(sender, "run", Payload::empty()).unwrap();
     join(sender).unwrap();
     join(blocked).unwrap();
-    assert_eq!(sched.metrics().monitor().long_polls, 0);
+    assert_eq!(sched.metrics().executor.monitor().long_polls, 0);
 }
 
 #[test]

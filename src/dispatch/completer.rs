@@ -21,7 +21,9 @@ pub(crate) struct YieldCompleter {
 }
 
 impl YieldCompleter {
+    /// The completer of the yield `tag` of `pid`, which counts as outstanding until it completes.
     pub(crate) fn new(cell: Arc<ProcessCell>, pid: Pid, tag: Tag) -> Self {
+        cell.stats.yield_dispatched();
         YieldCompleter {
             cell,
             pid,
@@ -30,14 +32,25 @@ impl YieldCompleter {
         }
     }
 
-    /// Delivers the result. Returns `false` if the process is gone (the result was dropped).
+    /// The process the yield belongs to.
+    pub(crate) fn pid(&self) -> Pid {
+        self.pid
+    }
+
+    /// Delivers the handler's result, counting an error or a panic in the cell's statistics (a
+    /// panic is also a `warn` event). Returns `false` if the process is gone (the result was
+    /// dropped).
     pub(crate) fn complete(mut self, result: Result<Payload, CommandError>) -> bool {
         self.completed = true;
+        self.cell.stats.handler_finished(&result);
+        if let Err(CommandError::Panicked(message)) = &result {
+            tracing::warn!(pid = %self.pid, tag = self.tag, panic = %message, "handler panicked");
+        }
         self.deliver(result) == Admission::Accepted
     }
 
     fn deliver(&self, result: Result<Payload, CommandError>) -> Admission {
-        self.cell.deliver(
+        self.cell.complete_yield(
             self.pid.generation(),
             Event::YieldComplete {
                 tag: self.tag,

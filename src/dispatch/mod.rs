@@ -8,8 +8,15 @@
 //! | async | as a tokio task, on the configured / ambient / owned tokio runtime | through its [`YieldCompleter`] into the process's mailbox |
 //! | blocking | on tokio's blocking pool | likewise |
 //!
-//! A command with no handler completes at once with [`CommandError::NoHandler`]; a handler that
-//! panics completes its yield with [`CommandError::Panicked`]. Either way the process sees it.
+//! A command with no handler completes at once with [`CommandError::NoHandler`] (and a `warn`
+//! event); a handler that panics completes its yield with [`CommandError::Panicked`] (and a
+//! `warn` event with the PID and the message). Either way the process sees it.
+//!
+//! # Spans
+//! Dispatch runs inside the process's span. An async handler's task is instrumented with a
+//! `handler` span (fields `pid`, `command`: the command's type name, `kind`), a child of the
+//! process's span; a blocking job enters the same kind of span on its pool thread. So a
+//! handler's own `tracing` events carry the PID and the command.
 //!
 //! # Deadlines
 //! A yield with a deadline (`StepOutput::yield_command_within`) runs under one tokio timer that
@@ -29,12 +36,35 @@ pub use run::Run;
 
 use crate::loom::Arc;
 use crate::process::mailbox::ProcessCell;
+use crate::process::stats::HandlerOutcome;
 use crate::process::{panic_message, CommandError, Event, Events, Pid, Yield};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::OnceLock;
 
-/// Dispatches one yield (see the module docs). Returns the abort handle of the handler task for
-/// async and blocking handlers.
+/// Where a yield went, for the metrics.
+#[derive(Debug)]
+pub(crate) enum Dispatched {
+    /// Run by an inline handler, with this outcome.
+    Inline(HandlerOutcome),
+    /// Handed to an async handler: its task, unless it completed at once.
+    Async(Option<tokio::task::AbortHandle>),
+    /// Handed to a blocking handler: its task, unless it completed at once.
+    Blocking(Option<tokio::task::AbortHandle>),
+    /// No handler for the command's type: completed with `NoHandler`.
+    NoHandler,
+}
+
+impl Dispatched {
+    /// The abort handle of the handler task, for async and blocking handlers.
+    pub(crate) fn into_task(self) -> Option<tokio::task::AbortHandle> {
+        match self {
+            Dispatched::Async(task) | Dispatched::Blocking(task) => task,
+            Dispatched::Inline(_) | Dispatched::NoHandler => None,
+        }
+    }
+}
+
+/// Dispatches one yield (see the module docs).
 pub(crate) fn dispatch(
     handlers: &HandlerSet,
     runtime: Option<&tokio::runtime::Handle>,
@@ -42,7 +72,7 @@ pub(crate) fn dispatch(
     cell: &Arc<ProcessCell>,
     yielded: Yield,
     completions: &mut Events,
-) -> Option<tokio::task::AbortHandle> {
+) -> Dispatched {
     let Yield {
         tag,
         command,
@@ -53,43 +83,47 @@ pub(crate) fn dispatch(
         completions.push(Event::YieldComplete { tag, result });
     };
     let Some(handler) = handlers.get(command.value_type_id()) else {
-        tracing::debug!(%pid, command = type_name, "no handler for command");
+        tracing::warn!(%pid, command = type_name, "no handler registered for the command's type");
         drop(command);
         complete_now(completions, Err(CommandError::NoHandler(type_name)));
-        return None;
+        return Dispatched::NoHandler;
     };
-    match handler {
-        Handler::Inline(run) => {
-            // The handler catches its own panics (see `Handler::inline`).
-            run(command, tag, completions);
-            None
+    let (spawn, blocking) = match handler {
+        // The handler catches its own panics (see `Handler::inline`).
+        Handler::Inline(run) => return Dispatched::Inline(run(command, tag, pid, completions)),
+        Handler::Async(spawn) => (spawn, false),
+        Handler::Blocking(spawn) => (spawn, true),
+    };
+    let dispatched = |task| {
+        if blocking {
+            Dispatched::Blocking(task)
+        } else {
+            Dispatched::Async(task)
         }
-        Handler::Async(spawn) | Handler::Blocking(spawn) => {
-            let Some(runtime) = runtime else {
-                // Unreachable by construction: `build` provides a runtime whenever an async or
-                // blocking handler is registered. Still, never hang the process.
-                complete_now(completions, Err(CommandError::Cancelled));
-                return None;
-            };
-            if timeout.is_some() && !handlers.timers().has_timers(runtime) {
-                tracing::debug!(%pid, command = type_name, "deadline on a runtime without timers");
-                drop(command);
-                complete_now(completions, Err(CommandError::NoTimer));
-                return None;
-            }
-            let completer = YieldCompleter::new(cell.clone(), pid, tag);
-            // The spawn functions catch the handler's own panics; anything escaping here is a
-            // bug of ours, and the completer — dropped in the unwind — has already completed the
-            // yield as `Cancelled`, so the process is not left waiting.
-            match catch_unwind(AssertUnwindSafe(|| {
-                spawn(command, completer, runtime, timeout)
-            })) {
-                Ok(abort) => abort,
-                Err(panic) => {
-                    tracing::error!(%pid, message = %panic_message(&*panic), "handler dispatch panicked");
-                    None
-                }
-            }
+    };
+    let Some(runtime) = runtime else {
+        // Unreachable by construction: `build` provides a runtime whenever an async or
+        // blocking handler is registered. Still, never hang the process.
+        complete_now(completions, Err(CommandError::Cancelled));
+        return dispatched(None);
+    };
+    if timeout.is_some() && !handlers.timers().has_timers(runtime) {
+        tracing::debug!(%pid, command = type_name, "deadline on a runtime without timers");
+        drop(command);
+        complete_now(completions, Err(CommandError::NoTimer));
+        return dispatched(None);
+    }
+    let completer = YieldCompleter::new(cell.clone(), pid, tag);
+    // The spawn functions catch the handler's own panics; anything escaping here is a
+    // bug of ours, and the completer — dropped in the unwind — has already completed the
+    // yield as `Cancelled`, so the process is not left waiting.
+    match catch_unwind(AssertUnwindSafe(|| {
+        spawn(command, completer, runtime, timeout)
+    })) {
+        Ok(abort) => dispatched(abort),
+        Err(panic) => {
+            tracing::error!(%pid, panic = %panic_message(&*panic), "handler dispatch panicked");
+            dispatched(None)
         }
     }
 }

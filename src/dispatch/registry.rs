@@ -1,7 +1,8 @@
 //! Handlers registered per command type.
 
 use super::{TimerProbe, YieldCompleter};
-use crate::process::{panic_message, CommandError, Event, Events, Tag};
+use crate::process::stats::HandlerOutcome;
+use crate::process::{panic_message, CommandError, Event, Events, Pid, Tag};
 use crate::Payload;
 use futures::FutureExt;
 use std::any::TypeId;
@@ -9,14 +10,15 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use tracing::Instrument;
 // A plain std type: it lives on tokio's threads, outside every loom model.
 use std::sync::Arc as StdArc;
 use std::time::Duration;
 
-/// Runs an inline handler and pushes its completion (tag, result) straight into the step's
-/// events: monomorphised per handler, so the result is built in place rather than moved through
-/// a type-erased return value.
-type InlineFn = dyn Fn(Payload, Tag, &mut Events) + Send + Sync;
+/// Runs an inline handler for process `pid` and pushes its completion (tag, result) straight
+/// into the step's events: monomorphised per handler, so the result is built in place rather
+/// than moved through a type-erased return value. Returns how the result counts in the metrics.
+type InlineFn = dyn Fn(Payload, Tag, Pid, &mut Events) -> HandlerOutcome + Send + Sync;
 /// Spawns the handler for one command: (command, its completer, the runtime, the deadline).
 type SpawnFn = dyn Fn(
         Payload,
@@ -45,11 +47,23 @@ impl Handler {
         F: Fn(C) -> Result<Payload, CommandError> + Send + Sync + 'static,
     {
         Handler::Inline(StdArc::new(
-            move |command: Payload, tag: Tag, completions: &mut Events| {
+            move |command: Payload, tag: Tag, pid: Pid, completions: &mut Events| {
                 let command = downcast::<C>(command);
-                let result = catch_unwind(AssertUnwindSafe(|| f(command)))
-                    .unwrap_or_else(|panic| Err(CommandError::Panicked(panic_message(&*panic))));
+                let result =
+                    catch_unwind(AssertUnwindSafe(|| f(command))).unwrap_or_else(|panic| {
+                        let message = panic_message(&*panic);
+                        tracing::warn!(
+                            %pid,
+                            tag,
+                            command = std::any::type_name::<C>(),
+                            panic = %message,
+                            "handler panicked"
+                        );
+                        Err(CommandError::Panicked(message))
+                    });
+                let outcome = HandlerOutcome::of(&result);
                 completions.push(Event::YieldComplete { tag, result });
+                outcome
             },
         ))
     }
@@ -63,27 +77,32 @@ impl Handler {
         Handler::Async(StdArc::new(move |command, completer, runtime, timeout| {
             // Building the future is user code too: a panic here completes the yield, once.
             let command = downcast::<C>(command);
-            let future = match catch_unwind(AssertUnwindSafe(|| f(command))) {
+            let span = handler_span::<C>(completer.pid(), "async");
+            let future = match span.in_scope(|| catch_unwind(AssertUnwindSafe(|| f(command)))) {
                 Ok(future) => AssertUnwindSafe(future).catch_unwind(),
                 Err(panic) => {
+                    let _entered = span.enter();
                     completer.complete(Err(CommandError::Panicked(panic_message(&*panic))));
                     return None;
                 }
             };
             runtime
-                .spawn(async move {
-                    let caught = match timeout {
-                        None => future.await,
-                        Some(timeout) => match tokio::time::timeout(timeout, future).await {
-                            Ok(caught) => caught,
-                            Err(_elapsed) => Ok(Err(CommandError::TimedOut)),
-                        },
-                    };
-                    let result = caught.unwrap_or_else(|panic| {
-                        Err(CommandError::Panicked(panic_message(&*panic)))
-                    });
-                    completer.complete(result);
-                })
+                .spawn(
+                    async move {
+                        let caught = match timeout {
+                            None => future.await,
+                            Some(timeout) => match tokio::time::timeout(timeout, future).await {
+                                Ok(caught) => caught,
+                                Err(_elapsed) => Ok(Err(CommandError::TimedOut)),
+                            },
+                        };
+                        let result = caught.unwrap_or_else(|panic| {
+                            Err(CommandError::Panicked(panic_message(&*panic)))
+                        });
+                        completer.complete(result);
+                    }
+                    .instrument(span),
+                )
                 .abort_handle()
                 .into()
         }))
@@ -98,7 +117,10 @@ impl Handler {
         Handler::Blocking(StdArc::new(move |command, completer, runtime, timeout| {
             let f = f.clone();
             let command = downcast::<C>(command);
+            let span = handler_span::<C>(completer.pid(), "blocking");
+            let job_span = span.clone();
             let job = move || {
+                let _entered = job_span.enter();
                 catch_unwind(AssertUnwindSafe(|| f(command)))
                     .unwrap_or_else(|panic| Err(CommandError::Panicked(panic_message(&*panic))))
             };
@@ -107,10 +129,12 @@ impl Handler {
                 // with it, which completes the yield as `Cancelled`.
                 None => runtime
                     .spawn_blocking(move || {
-                        completer.complete(job());
+                        let result = job();
+                        let _entered = span.enter();
+                        completer.complete(result);
                     })
                     .abort_handle(),
-                Some(timeout) => spawn_blocking_within(runtime, job, completer, timeout),
+                Some(timeout) => spawn_blocking_within(runtime, job, completer, timeout, span),
             };
             Some(abort)
         }))
@@ -143,6 +167,7 @@ fn spawn_blocking_within(
     job: impl FnOnce() -> CommandResult + Send + 'static,
     completer: YieldCompleter,
     timeout: Duration,
+    span: tracing::Span,
 ) -> tokio::task::AbortHandle {
     let (result_tx, result_rx) = tokio::sync::oneshot::channel();
     let job = runtime.spawn_blocking(move || {
@@ -155,21 +180,35 @@ fn spawn_blocking_within(
         result: result_rx,
     };
     runtime
-        .spawn(async move {
-            let result = match tokio::time::timeout(timeout, &mut pending.result).await {
-                Ok(Ok(result)) => result,
-                Ok(Err(_job_dropped)) => Err(CommandError::Cancelled),
-                Err(_elapsed) => {
-                    // The job runs on (documented): only its result is dropped, when it comes.
-                    pending.detach();
-                    Err(CommandError::TimedOut)
-                }
-            };
-            completer.complete(result);
-            // `pending` drops here, after the completion, and disposes of a result that raced
-            // in after the deadline.
-        })
+        .spawn(
+            async move {
+                let result = match tokio::time::timeout(timeout, &mut pending.result).await {
+                    Ok(Ok(result)) => result,
+                    Ok(Err(_job_dropped)) => Err(CommandError::Cancelled),
+                    Err(_elapsed) => {
+                        // The job runs on (documented): only its result is dropped, when it comes.
+                        pending.detach();
+                        Err(CommandError::TimedOut)
+                    }
+                };
+                completer.complete(result);
+                // `pending` drops here, after the completion, and disposes of a result that raced
+                // in after the deadline.
+            }
+            .instrument(span),
+        )
         .abort_handle()
+}
+
+/// The span a handler of command type `C` runs in for process `pid` (module docs of
+/// `dispatch`). Made inside the process's span, which becomes its parent.
+fn handler_span<C>(pid: Pid, kind: &'static str) -> tracing::Span {
+    tracing::info_span!(
+        "handler",
+        pid = %pid,
+        command = std::any::type_name::<C>(),
+        kind
+    )
 }
 
 /// The deadline task's side of a blocking job (see [`spawn_blocking_within`]). Dropped, it
@@ -322,7 +361,7 @@ mod tests {
             panic!("inline handlers only");
         };
         let mut events = Events::default();
-        run(command, 7, &mut events);
+        let _ = run(command, 7, Pid::from_raw(1).unwrap(), &mut events);
         match events.pop() {
             Some(Event::YieldComplete { tag: 7, result }) => result.ok()?.downcast().ok(),
             other => panic!("unexpected {other:?}"),
@@ -374,7 +413,13 @@ mod tests {
         };
         let mut events = Events::default();
         // (The panic message printed here is expected.)
-        run(Payload::new(Cmd::<0>), 3, &mut events);
+        let outcome = run(
+            Payload::new(Cmd::<0>),
+            3,
+            Pid::from_raw(1).unwrap(),
+            &mut events,
+        );
+        assert_eq!(outcome, HandlerOutcome::Panicked);
         match events.pop() {
             Some(Event::YieldComplete {
                 tag: 3,

@@ -20,6 +20,20 @@
 //! State → `Complete` (`state.rs`, protocol 6); the cell closes (later sends see `Closed`, then `NotFound`); outstanding
 //! handler tasks are aborted; `close` runs exactly once (panics caught); the host forgets the PID
 //! and may reuse the cell for another process, so the future never touches it again.
+//!
+//! # Observability
+//! The process's span (made at spawn, where it is entered around `init`) is entered for every
+//! poll — around each step, the dispatch of its yields (so handler spans are its children) and
+//! `close` — and when the future is dropped unfinished; a disabled span is not touched. A step's
+//! detail (events in, yields out, status) is a `trace` event, which costs one load of the
+//! global max level when `trace` is off. A panic is a `warn` event.
+//!
+//! Counting costs next to nothing on the hot path: a poll counts its steps and its yields (by
+//! handler kind, filled in by the host's dispatch) in a [`PollStats`] on the stack and hands it
+//! to the host once, at the end of the poll; the cell's step count (for `process_info`) is
+//! published then too. One step in [`SAMPLE_EVERY`] of each process — at a phase drawn from its
+//! PID, so processes that live for one step are sampled one in [`SAMPLE_EVERY`] too — is timed
+//! ([`Host::step_timed`]): a clock read costs more than an inline step.
 
 use super::mailbox::{Drained, ProcessCell};
 use super::output::{Status, Yield};
@@ -30,6 +44,52 @@ use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
 use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+use tracing::Span;
+
+/// One step in this many of each process is timed (module docs).
+pub(crate) const SAMPLE_EVERY: u64 = 64;
+
+/// What one poll did, counted on the stack and handed to the host once ([`Host::polled`]).
+#[derive(Debug, Default)]
+pub(crate) struct PollStats {
+    /// Steps run.
+    pub(crate) steps: u64,
+    /// Yields by handler kind, and inline handler failures: the host's `dispatch` fills these.
+    pub(crate) inline: u64,
+    pub(crate) asynchronous: u64,
+    pub(crate) blocking: u64,
+    pub(crate) no_handler: u64,
+    pub(crate) inline_errors: u64,
+    pub(crate) inline_panics: u64,
+}
+
+/// How a process finished, as the host counts it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Outcome {
+    /// `Status::Done`.
+    Done,
+    /// A step returned an error.
+    Failed,
+    /// A step or `close` panicked.
+    Panicked,
+    /// Terminated on request.
+    Terminated,
+    /// Dropped unfinished: a shutdown stopped it.
+    Stopped,
+}
+
+impl Outcome {
+    fn name(self) -> &'static str {
+        match self {
+            Outcome::Done => "done",
+            Outcome::Failed => "failed",
+            Outcome::Panicked => "panicked",
+            Outcome::Terminated => "terminated",
+            Outcome::Stopped => "stopped",
+        }
+    }
+}
 
 /// What the process future needs from the scheduler hosting it.
 pub(crate) trait Host: Send + Sync + 'static {
@@ -37,13 +97,15 @@ pub(crate) trait Host: Send + Sync + 'static {
     type Outstanding: Send + 'static;
 
     /// Dispatches one yield. An inline handler (or a missing one) completes at once by pushing
-    /// its `YieldComplete` to `completions`; other kinds return a handle to their task.
+    /// its `YieldComplete` to `completions`; other kinds return a handle to their task. Counts
+    /// the yield in `stats`.
     fn dispatch(
         &self,
         pid: Pid,
         cell: &Arc<ProcessCell>,
         yielded: Yield,
         completions: &mut Events,
+        stats: &mut PollStats,
     ) -> Option<Self::Outstanding>;
 
     /// Aborts an outstanding handler task.
@@ -52,9 +114,19 @@ pub(crate) trait Host: Send + Sync + 'static {
     /// `true` if the outstanding handler has finished (its completion is delivered or rejected).
     fn is_finished(&self, outstanding: &Self::Outstanding) -> bool;
 
-    /// The process finished and its cell is closed: forget its PID (the cell may host another
-    /// process from now on, so the process future never touches it again).
-    fn finished(&self, pid: Pid, cell: &ProcessCell);
+    /// The process finished (with `outcome`) and its cell is closed: forget its PID (the cell
+    /// may host another process from now on, so the process future never touches it again).
+    fn finished(&self, pid: Pid, cell: &ProcessCell, outcome: Outcome);
+
+    /// A poll ended (before the process future returns, or is dropped): what it did.
+    fn polled(&self, stats: &PollStats) {
+        let _ = stats;
+    }
+
+    /// A timed step of `pid` ran for `elapsed`, ending at `end` (module docs).
+    fn step_timed(&self, pid: Pid, elapsed: Duration, end: Instant) {
+        let _ = (pid, elapsed, end);
+    }
 
     /// Most events moved into one step.
     fn max_batch(&self) -> usize;
@@ -78,6 +150,12 @@ pub(crate) struct ProcessFuture<P: Process, H: Host> {
     out: StepOutput<P::Output>,
     outstanding: Vec<H::Outstanding>,
     finished: bool,
+    /// The process's span (module docs), if enabled: boxed, so that a disabled one adds one
+    /// word to the future (which is moved on every spawn), not five. Taken out while a poll
+    /// has it entered.
+    span: Option<Box<Span>>,
+    /// Steps run so far (published to the cell after each poll).
+    steps: u64,
 }
 
 // The process is never pinned: `poll` only takes `&mut` to it, so moving the future is fine.
@@ -85,7 +163,20 @@ impl<P: Process, H: Host> Unpin for ProcessFuture<P, H> {}
 
 impl<P: Process, H: Host> ProcessFuture<P, H> {
     /// The future of `process`, hosted by `cell` in the incarnation `pid` names (just opened).
+    #[cfg(all(test, loom))]
     pub(crate) fn new(process: P, pid: Pid, cell: Arc<ProcessCell>, host: Arc<H>) -> Self {
+        Self::with_span(process, pid, cell, host, Span::none())
+    }
+
+    /// The future of `process`, hosted by `cell` in the incarnation `pid` names (just opened),
+    /// entering `span` (unless disabled) for every poll and for `close`.
+    pub(crate) fn with_span(
+        process: P,
+        pid: Pid,
+        cell: Arc<ProcessCell>,
+        host: Arc<H>,
+        span: Span,
+    ) -> Self {
         ProcessFuture {
             process,
             pid,
@@ -95,10 +186,16 @@ impl<P: Process, H: Host> ProcessFuture<P, H> {
             out: StepOutput::default(),
             outstanding: Vec::new(),
             finished: false,
+            span: (!span.is_disabled()).then(|| Box::new(span)),
+            steps: 0,
         }
     }
 
-    fn poll_steps(&mut self, cx: &mut Context<'_>) -> Poll<Result<P::Output, ProcessError>> {
+    fn poll_steps(
+        &mut self,
+        cx: &mut Context<'_>,
+        stats: &mut PollStats,
+    ) -> Poll<Result<P::Output, ProcessError>> {
         self.cell.state.transition_to_running();
         let max_batch = self.host.max_batch();
         let mut budget = self.host.step_budget().max(1);
@@ -108,6 +205,12 @@ impl<P: Process, H: Host> ProcessFuture<P, H> {
         // only consumes inline completions skips the lock entirely.
         let mut must_drain = true;
         let mut register = Some(cx.waker());
+        // Once per poll: checked in the step loop, even this one load measurably slowed a step
+        // of a few dozen nanoseconds.
+        let trace_steps = tracing::level_enabled!(tracing::Level::TRACE);
+        // Which step count of this process is timed, modulo `SAMPLE_EVERY` (module docs).
+        let sample_phase =
+            (self.pid.as_u64().wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) % SAMPLE_EVERY;
         loop {
             if self.host.should_stop() {
                 // Shutdown's grace period is over: stop stepping; the executor drops us next.
@@ -126,40 +229,64 @@ impl<P: Process, H: Host> ProcessFuture<P, H> {
                 // Terminated: inline completions still buffered are dropped with the process.
                 self.drop_unread_events();
                 let pid = self.pid;
-                return Poll::Ready(self.finish(Err(ProcessError::terminated(pid))));
+                tracing::debug!(%pid, "terminated");
+                return Poll::Ready(
+                    self.finish(Err(ProcessError::terminated(pid)), Outcome::Terminated),
+                );
             }
+            let events_in = if trace_steps { self.events.len() } else { 0 };
+            let timed = ((self.steps + sample_phase) % SAMPLE_EVERY == 0).then(Instant::now);
+            self.steps += 1;
+            stats.steps += 1;
             let (process, events, out) = (&mut self.process, &mut self.events, &mut self.out);
             let stepped = catch_unwind(AssertUnwindSafe(|| process.step(events, out)));
-            self.drop_unread_events();
             let pid = self.pid;
+            if let Some(start) = timed {
+                let end = Instant::now();
+                self.host
+                    .step_timed(pid, end.saturating_duration_since(start), end);
+            }
+            self.drop_unread_events();
             match stepped {
                 Ok(Ok(())) => {}
                 Ok(Err(error)) => {
-                    return Poll::Ready(self.finish(Err(ProcessError::failed(pid, error))))
+                    tracing::debug!(%pid, %error, "step failed");
+                    return Poll::Ready(
+                        self.finish(Err(ProcessError::failed(pid, error)), Outcome::Failed),
+                    );
                 }
                 Err(panic) => {
                     let message = panic_message(&*panic);
                     drop_caught(panic);
-                    return Poll::Ready(self.finish(Err(ProcessError::panicked(pid, message))));
+                    tracing::warn!(%pid, panic = %message, "step panicked");
+                    return Poll::Ready(
+                        self.finish(Err(ProcessError::panicked(pid, message)), Outcome::Panicked),
+                    );
                 }
             }
             let status = self.out.take_status();
             let park_as = match status {
                 Status::Done(result) => {
                     let dropped = self.out.yield_count();
+                    if trace_steps {
+                        trace_step_done(pid, events_in, dropped);
+                    }
                     if dropped > 0 {
                         tracing::warn!(%pid, dropped, "yields of a Done step are dropped");
                         for (_, command) in self.out.take_yields() {
                             drop_caught(command);
                         }
                     }
-                    return Poll::Ready(self.finish(Ok(result)));
+                    return Poll::Ready(self.finish(Ok(result), Outcome::Done));
                 }
                 Status::Continue => None,
                 Status::Wait => Some(ParkAs::Blocked),
                 Status::Idle => Some(ParkAs::Idle),
             };
-            self.dispatch_yields();
+            if trace_steps {
+                trace_step(pid, events_in, self.out.yield_count(), park_as);
+            }
+            self.dispatch_yields(stats);
             budget -= 1;
             let step_again = match park_as {
                 None => false,
@@ -192,7 +319,7 @@ impl<P: Process, H: Host> ProcessFuture<P, H> {
         Poll::Pending
     }
 
-    fn dispatch_yields(&mut self) {
+    fn dispatch_yields(&mut self, stats: &mut PollStats) {
         if self.out.yield_count() == 0 {
             return;
         }
@@ -204,7 +331,7 @@ impl<P: Process, H: Host> ProcessFuture<P, H> {
         let (pid, cell) = (self.pid, &self.cell);
         let (events, outstanding) = (&mut self.events, &mut self.outstanding);
         let mut dispatch = |yielded| {
-            if let Some(task) = host.dispatch(pid, cell, yielded, events) {
+            if let Some(task) = host.dispatch(pid, cell, yielded, events, stats) {
                 outstanding.push(task);
             }
         };
@@ -224,11 +351,12 @@ impl<P: Process, H: Host> ProcessFuture<P, H> {
         }
     }
 
-    /// The finish protocol (module docs). `result` is what the handle receives, unless `close`
-    /// panics.
+    /// The finish protocol (module docs). `result` (of `outcome`) is what the handle receives,
+    /// unless `close` panics.
     fn finish(
         &mut self,
         result: Result<P::Output, ProcessError>,
+        outcome: Outcome,
     ) -> Result<P::Output, ProcessError> {
         debug_assert!(!self.finished);
         self.finished = true;
@@ -237,22 +365,26 @@ impl<P: Process, H: Host> ProcessFuture<P, H> {
             drop_caught(command);
         }
         let (pid, cell) = (self.pid, &self.cell);
+        cell.stats.set_steps(self.steps);
         cell.close();
         for outstanding in self.outstanding.drain(..) {
             self.host.abort(outstanding);
         }
         let process = &mut self.process;
         let closed = catch_unwind(AssertUnwindSafe(|| process.close()));
-        self.host.finished(pid, cell);
-        match closed {
-            Ok(()) => result,
+        let (result, outcome) = match closed {
+            Ok(()) => (result, outcome),
             Err(panic) => {
                 let message = panic_message(&*panic);
                 drop_caught(panic);
-                tracing::warn!(%pid, %message, "close panicked");
-                Err(ProcessError::panicked(pid, format!("in close: {message}")))
+                tracing::warn!(%pid, panic = %message, "close panicked");
+                let result = Err(ProcessError::panicked(pid, format!("in close: {message}")));
+                (result, Outcome::Panicked)
             }
-        }
+        };
+        tracing::debug!(%pid, outcome = outcome.name(), "process finished");
+        self.host.finished(pid, cell, outcome);
+        result
     }
 }
 
@@ -260,7 +392,20 @@ impl<P: Process, H: Host> Future for ProcessFuture<P, H> {
     type Output = Result<P::Output, ProcessError>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        self.get_mut().poll_steps(cx)
+        let this = self.get_mut();
+        let mut stats = PollStats::default();
+        // Taken out while entered (`poll_steps` needs `&mut self`).
+        let span = this.span.take();
+        let entered = span.as_deref().map(Span::enter);
+        let polled = this.poll_steps(cx, &mut stats);
+        drop(entered);
+        this.span = span;
+        if polled.is_pending() {
+            // Not finished: the cell is still ours (`finish` published the count otherwise).
+            this.cell.stats.set_steps(this.steps);
+        }
+        this.host.polled(&stats);
+        polled
     }
 }
 
@@ -270,9 +415,30 @@ impl<P: Process, H: Host> Drop for ProcessFuture<P, H> {
         // runs exactly once; whoever awaits the handle sees the cancellation.
         if !self.finished {
             let pid = self.pid;
-            let _ = self.finish(Err(ProcessError::cancelled(pid)));
+            let span = self.span.take();
+            let _entered = span.as_deref().map(Span::enter);
+            let _ = self.finish(Err(ProcessError::cancelled(pid)), Outcome::Stopped);
         }
     }
+}
+
+/// The step's `trace` event, out of line: the step loop stays small.
+#[cold]
+#[inline(never)]
+fn trace_step(pid: Pid, events_in: usize, yields_out: usize, park_as: Option<ParkAs>) {
+    let status = match park_as {
+        None => "continue",
+        Some(ParkAs::Blocked) => "wait",
+        Some(ParkAs::Idle) => "idle",
+    };
+    tracing::trace!(%pid, events_in, yields_out, status, "step");
+}
+
+/// [`trace_step`] for a `Done` step (whose yields are dropped).
+#[cold]
+#[inline(never)]
+fn trace_step_done(pid: Pid, events_in: usize, yields_out: usize) {
+    tracing::trace!(%pid, events_in, yields_out, status = "done", "step");
 }
 
 /// Drops a value owned by user code (an event, a command, a panic payload), containing a panic

@@ -12,7 +12,7 @@
 //! | phase | entered by | events |
 //! |---|---|---|
 //! | `Free` | a new cell; [`ProcessCell::release`] | rejected: `Gone` |
-//! | `Open` | [`ProcessCell::open`] (spawn), which bumps the generation | accepted (or dropped by a budget) |
+//! | `Open` | [`ProcessCell::open_as`] (spawn), which bumps the generation | accepted (or dropped by a budget) |
 //! | `Closing` | [`ProcessCell::close`] (the process finishes; `close` runs) | rejected: `Closed` |
 //!
 //! Every producer binds to a generation — a sender to the one in the PID it names, a completer
@@ -28,6 +28,7 @@
 //! the process table's reuse of cells by its own models in `scheduler/tests/loom_table.rs`.
 
 use super::state::{StateWord, TransitionOnEvent};
+use super::stats::{CellInfo, CellStats, CellSurvey};
 use super::{Event, Events, Message, ProcessState, Topic};
 use crate::loom::atomic::AtomicU32;
 use crate::loom::{lock, Mutex};
@@ -95,6 +96,20 @@ struct Inner {
     phase: Phase,
     /// The process task's waker, registered by its poll.
     waker: Option<Waker>,
+    /// Statistics (`stats.rs`): the current (or last) process's type name and spawn time (coarse
+    /// clock, nanoseconds), and the most events ever queued at once in this cell (all-time).
+    kind: &'static str,
+    spawned_at: u64,
+    max_depth: usize,
+}
+
+/// What `open` records about the process a cell starts to host (for `process_info`).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Incarnation {
+    /// The process's type name.
+    pub(crate) kind: &'static str,
+    /// When it was spawned, in the scheduler's coarse clock (nanoseconds).
+    pub(crate) spawned_at: u64,
 }
 
 /// Everything a process shares with the rest of the scheduler: its state word and mailbox. One
@@ -106,6 +121,8 @@ pub(crate) struct ProcessCell {
     /// Here rather than in the table's slot array so that taking a cell off the free list touches
     /// the cell — which `open` needs next anyway — and not a second, freshly written line.
     pub(crate) next_free: AtomicU32,
+    /// Relaxed statistics of the hosted process and of the cell (`stats.rs`).
+    pub(crate) stats: CellStats,
 }
 
 impl ProcessCell {
@@ -124,9 +141,13 @@ impl ProcessCell {
                     generation: 0,
                     phase: Phase::Free,
                     waker: None,
+                    kind: "",
+                    spawned_at: 0,
+                    max_depth: 0,
                 }),
             },
             next_free: AtomicU32::new(0),
+            stats: CellStats::default(),
         }
     }
 
@@ -138,10 +159,16 @@ impl ProcessCell {
         (cell, generation)
     }
 
+    /// [`open_as`](Self::open_as) an anonymous process (tests of the process layer).
+    #[cfg(test)]
+    pub(crate) fn open(&self) -> Generation {
+        self.open_as(Incarnation::default())
+    }
+
     /// Starts the next incarnation: `Free` → `Open`, state `Ready`, a new generation, which it
     /// returns. The caller owns the cell exclusively (it took it off the free list) and checked
     /// that the generation is not exhausted.
-    pub(crate) fn open(&self) -> Generation {
+    pub(crate) fn open_as(&self, incarnation: Incarnation) -> Generation {
         let mut inner = lock(&self.mailbox.inner);
         debug_assert_eq!(inner.phase, Phase::Free);
         // `close` left the queue and the budget map empty and unallocated.
@@ -151,6 +178,9 @@ impl ProcessCell {
         inner.phase = Phase::Open;
         inner.terminate = false;
         inner.queued_messages = 0;
+        inner.kind = incarnation.kind;
+        inner.spawned_at = incarnation.spawned_at;
+        self.stats.reset();
         // Under the lock: whoever sees `Open` and this generation sees a fresh state word
         // (`state.rs`, protocol 1).
         self.state.transition_to_ready();
@@ -161,12 +191,18 @@ impl ProcessCell {
     /// blocked or idle (`state.rs`, protocol 2 step 2). Senders bind to the generation of the PID
     /// they name, completers to the one their yield was dispatched in.
     pub(crate) fn deliver(&self, generation: Generation, event: Event) -> Admission {
-        self.push(Some(generation), event)
+        self.push(Some(generation), event, false)
+    }
+
+    /// Delivers the `YieldComplete` of an async or blocking yield dispatched in `generation`,
+    /// as [`deliver`](Self::deliver); accepted, it no longer counts as outstanding.
+    pub(crate) fn complete_yield(&self, generation: Generation, event: Event) -> Admission {
+        self.push(Some(generation), event, true)
     }
 
     /// Delivers `event` to whichever process the cell hosts, if it is open (shutdown's `Cancel`).
     pub(crate) fn deliver_current(&self, event: Event) -> Admission {
-        self.push(None, event)
+        self.push(None, event, false)
     }
 
     /// Delivers a message like [`deliver`](Self::deliver), but hands it back when it is
@@ -178,15 +214,15 @@ impl ProcessCell {
         generation: Generation,
         message: Message,
     ) -> Result<(), (Admission, Message)> {
-        self.try_push(Some(generation), Event::Message(message))
+        self.try_push(Some(generation), Event::Message(message), false)
             .map_err(|(admission, event)| match event {
                 Event::Message(message) => (admission, message),
                 _ => unreachable!("a refused message comes back as itself"),
             })
     }
 
-    fn push(&self, generation: Option<Generation>, event: Event) -> Admission {
-        match self.try_push(generation, event) {
+    fn push(&self, generation: Option<Generation>, event: Event, completion: bool) -> Admission {
+        match self.try_push(generation, event, completion) {
             Ok(()) => Admission::Accepted,
             Err((refused, event)) => {
                 drop_caught(event);
@@ -196,17 +232,21 @@ impl ProcessCell {
     }
 
     /// Queues `event`, or gives it back with the reason it was refused (`Dropped`, `Closed` or
-    /// `Gone`; never `Accepted`).
+    /// `Gone`; never `Accepted`). `completion`: the event completes an outstanding yield.
     #[allow(clippy::result_large_err)] // as `deliver_message`
     fn try_push(
         &self,
         generation: Option<Generation>,
         event: Event,
+        completion: bool,
     ) -> Result<(), (Admission, Event)> {
         let mut inner = lock(&self.mailbox.inner);
         let refused = inner.admission(generation);
         if refused != Admission::Accepted {
             return Err((refused, event));
+        }
+        if completion {
+            self.stats.yield_completed();
         }
         if let Event::Message(message) = &event {
             let admitted = inner.admit(message);
@@ -229,6 +269,9 @@ impl ProcessCell {
             return Ok(());
         }
         inner.events.push_back(event);
+        if inner.events.len() > inner.max_depth {
+            inner.max_depth = inner.events.len();
+        }
         let waker = self.waker_if_waiting(&inner);
         drop(inner);
         wake(waker);
@@ -269,6 +312,35 @@ impl ProcessCell {
         let inner = lock(&self.mailbox.inner);
         (inner.generation == generation && inner.phase != Phase::Free)
             .then(|| self.state.load().process_state())
+    }
+
+    /// The process of `generation` (`None`: whichever is live), if the cell hosts it and it is
+    /// not finishing.
+    pub(crate) fn info(&self, generation: Option<Generation>) -> Option<CellInfo> {
+        let inner = lock(&self.mailbox.inner);
+        if inner.phase != Phase::Open || generation.is_some_and(|g| g != inner.generation) {
+            return None;
+        }
+        Some(CellInfo {
+            generation: inner.generation,
+            state: self.state.load().process_state(),
+            kind: inner.kind,
+            spawned_at: inner.spawned_at,
+            steps: self.stats.steps(),
+            mailbox_depth: inner.events.len(),
+            outstanding: self.stats.outstanding(),
+        })
+    }
+
+    /// What the metrics snapshot reads from the cell, in one critical section.
+    pub(crate) fn survey(&self) -> CellSurvey {
+        let inner = lock(&self.mailbox.inner);
+        CellSurvey {
+            live: (inner.phase == Phase::Open).then(|| self.state.load().process_state()),
+            max_depth: inner.max_depth,
+            handler_errors: self.stats.handler_errors(),
+            handler_panics: self.stats.handler_panics(),
+        }
     }
 
     /// Jumps the generation (tests of what happens when a slot's generations run out).

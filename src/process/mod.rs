@@ -38,6 +38,7 @@ mod output;
 mod payload;
 mod pid;
 mod state;
+pub(crate) mod stats;
 
 #[cfg(test)]
 mod tests;

@@ -76,10 +76,12 @@ impl SchedulerHandle {
         T: Send + 'static,
         E: Into<BoxError>,
     {
-        self.spawn(
+        // Named after the body: `AsyncFnProcess<..>`'s own name would bury it in generics.
+        self.spawn_as(
             AsyncFnProcess::new(body, self.erased()),
             "run",
             Payload::empty(),
+            std::any::type_name::<F>(),
         )
     }
 }
@@ -165,6 +167,8 @@ impl ProcessCx {
         F: Future + Send + 'static,
         F::Output: Send + 'static,
     {
+        // In the process's span (current during its step), so the future's events carry its PID.
+        let future = tracing::Instrument::in_current_span(future);
         Run::spawn(self.scheduler().inner.runtime(), future)
     }
 }

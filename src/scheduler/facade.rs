@@ -4,9 +4,11 @@ use super::blocking;
 use super::builder::SchedulerBuilder;
 use super::deadline::Deadline;
 use super::handle::SchedulerHandle;
+use super::info::ProcessInfo;
 use super::lifecycle::ShutdownReport;
+use super::metrics::SchedulerMetrics;
 use super::shared::Inner;
-use crate::executor::{self, Executor};
+use crate::executor::Executor;
 use crate::loom::{lock, Arc, Mutex};
 use crate::process::{Message, Payload, Pid, Process, ProcessHandle, ProcessState};
 use crate::process::{SendError, SpawnError};
@@ -77,6 +79,13 @@ impl Engine {
 
     /// Shutdown steps 3–5.
     fn force(&self, inner: &Inner) -> ShutdownReport {
+        let live = inner.lifecycle.live();
+        if live > 0 {
+            tracing::info!(
+                live,
+                "scheduler shutdown: grace period over, forcing the rest"
+            );
+        }
         inner.lifecycle.begin_forcing();
         let stopped = self.executor.shutdown(FORCED_STOP_WAIT);
         let report = inner.lifecycle.seal(|| inner.table.len());
@@ -87,7 +96,12 @@ impl Engine {
                 "shutdown gave up on processes still inside user code; each is closed when its call returns"
             );
         }
-        tracing::debug!(?report, "scheduler shut down");
+        tracing::info!(
+            graceful = report.graceful,
+            forced = report.forced,
+            abandoned = report.abandoned,
+            "scheduler shut down"
+        );
         report
     }
 }
@@ -237,17 +251,31 @@ impl Scheduler {
         self.handle.live_processes()
     }
 
-    /// The executor's per-worker counters.
+    /// See [`SchedulerHandle::metrics`].
     ///
     /// # Examples
     ///
-    /// ```
-    /// let sched = procsched::Scheduler::builder().workers(2).build()?;
-    /// assert_eq!(sched.metrics().workers().len(), 2);
-    /// # Ok::<(), procsched::BuildError>(())
-    /// ```
-    pub fn metrics(&self) -> executor::ExecutorMetrics {
-        self.engine().executor.metrics()
+    /// See [`SchedulerMetrics`].
+    pub fn metrics(&self) -> SchedulerMetrics {
+        self.handle.metrics()
+    }
+
+    /// See [`SchedulerHandle::process_info`].
+    ///
+    /// # Examples
+    ///
+    /// See [`ProcessInfo`].
+    pub fn process_info(&self, pid: Pid) -> Option<ProcessInfo> {
+        self.handle.process_info(pid)
+    }
+
+    /// See [`SchedulerHandle::processes`].
+    ///
+    /// # Examples
+    ///
+    /// See [`SchedulerHandle::processes`].
+    pub fn processes(&self) -> impl Iterator<Item = ProcessInfo> + '_ {
+        self.handle.processes()
     }
 
     /// Runs `future` to completion on the calling thread, e.g. to await a [`ProcessHandle`]

@@ -1,11 +1,13 @@
 //! [`SchedulerHandle`]: spawn, send, terminate and observe processes from anywhere.
 
+use super::info::{coarse_now, ProcessInfo};
 use super::lifecycle::Leave;
+use super::metrics::{Counter, SchedulerMetrics};
 use super::shared::{cancel, Inner};
 use super::table;
 use crate::loom::Arc;
 use crate::process::future::ProcessFuture;
-use crate::process::mailbox::Admission;
+use crate::process::mailbox::{Admission, Incarnation};
 use crate::process::{
     drop_contained, panic_message, Message, Payload, Pid, Process, ProcessContext, ProcessHandle,
     ProcessState, SendError, SendErrorKind, SpawnError,
@@ -85,33 +87,57 @@ impl SchedulerHandle {
     /// ```
     pub fn spawn<P: Process>(
         &self,
+        process: P,
+        method: &str,
+        input: Payload,
+    ) -> Result<ProcessHandle<P::Output>, SpawnError> {
+        self.spawn_as(process, method, input, std::any::type_name::<P>())
+    }
+
+    /// [`spawn`](Self::spawn), naming the process's type `kind` in its span and its
+    /// [`ProcessInfo`].
+    pub(super) fn spawn_as<P: Process>(
+        &self,
         mut process: P,
         method: &str,
         input: Payload,
+        kind: &'static str,
     ) -> Result<ProcessHandle<P::Output>, SpawnError> {
         let inner = &self.inner;
         // Protocol steps in the module docs of `scheduler`.
         if let Err(refused) = inner.lifecycle.admit() {
+            tracing::debug!(kind, method, error = %refused, "spawn refused");
             drop_contained(input);
             drop_contained(process);
             return Err(refused);
         }
-        let Some((pid, cell)) = inner.table.claim() else {
+        let incarnation = Incarnation {
+            kind,
+            spawned_at: coarse_now(),
+        };
+        let Some((pid, cell)) = inner.table.claim_as(incarnation) else {
             inner.lifecycle.leave(Leave::Refused, || {});
             drop_contained(input);
             drop_contained(process);
             return Err(SpawnError::Limit(table::MAX_SLOTS));
         };
         // Step 3. The cell is open from here on: events sent to `pid` during `init` wait for
-        // the first step.
+        // the first step. The process's span is entered around `init` (and `close` if it
+        // fails), then around every poll of the process future.
+        let span = tracing::info_span!("process", pid = %pid, kind, method);
+        let entered = span.enter();
         let ctx = ProcessContext::new(pid, self).with_cell(&cell);
         let initialised = catch_unwind(AssertUnwindSafe(|| process.init(&ctx, method, input)));
         let failure = match initialised {
             Ok(Ok(())) => None,
-            Ok(Err(error)) => Some(SpawnError::Init(error)),
+            Ok(Err(error)) => {
+                tracing::debug!(%pid, %error, "init failed");
+                Some(SpawnError::Init(error))
+            }
             Err(panic) => {
                 let message = panic_message(&*panic);
                 drop_contained(panic);
+                tracing::warn!(%pid, panic = %message, "init panicked");
                 Some(SpawnError::InitPanicked(message))
             }
         };
@@ -123,9 +149,15 @@ impl SchedulerHandle {
                 .then_some(SpawnError::ShuttingDown)
         });
         if let Some(error) = failure {
-            if catch_unwind(AssertUnwindSafe(|| process.close())).is_err() {
-                tracing::warn!(%pid, "close panicked after a failed spawn");
+            if !matches!(error, SpawnError::ShuttingDown) {
+                inner.counters.add(Counter::InitFailed);
             }
+            if let Err(panic) = catch_unwind(AssertUnwindSafe(|| process.close())) {
+                let message = panic_message(&*panic);
+                drop_contained(panic);
+                tracing::warn!(%pid, panic = %message, "close panicked after a failed spawn");
+            }
+            drop(entered);
             drop_contained(process);
             cell.close();
             inner
@@ -139,9 +171,12 @@ impl SchedulerHandle {
         // released it, so this load sees the flag. (A cell the scan could not find yet — created
         // just now — is covered by the fence in `Table::create_cell`.)
         if inner.lifecycle.is_shutting_down() {
-            cancel(&cell);
+            let _ = cancel(&cell);
         }
-        let future = ProcessFuture::new(process, pid, cell, inner.clone());
+        tracing::debug!(%pid, "process spawned");
+        drop(entered);
+        inner.counters.add(Counter::Spawned);
+        let future = ProcessFuture::with_span(process, pid, cell, inner.clone(), span);
         let join = inner.executor.spawn_labelled(future, pid.as_u64());
         Ok(ProcessHandle::new(pid, join))
     }
@@ -168,11 +203,26 @@ impl SchedulerHandle {
     /// # Ok::<(), procsched::BuildError>(())
     /// ```
     pub fn send(&self, pid: Pid, message: Message) -> Result<(), SendError> {
+        let counters = &self.inner.counters;
         let Some(cell) = self.inner.table.get(pid) else {
+            counters.add(Counter::NotFound);
             return Err(SendError::new(SendErrorKind::NotFound, pid, Some(message)));
         };
-        cell.deliver_message(pid.generation(), message)
-            .map_err(|(refused, message)| SendError::new(kind_of(refused), pid, Some(message)))
+        match cell.deliver_message(pid.generation(), message) {
+            Ok(()) => {
+                counters.add(Counter::Delivered);
+                Ok(())
+            }
+            Err((refused, message)) => {
+                let kind = kind_of(refused);
+                counters.add(match kind {
+                    SendErrorKind::MailboxFull => Counter::MailboxFull,
+                    SendErrorKind::Closed => Counter::Closed,
+                    _ => Counter::NotFound,
+                });
+                Err(SendError::new(kind, pid, Some(message)))
+            }
+        }
     }
 
     /// Stops process `pid`: it gets no more steps (a running step finishes first), its
@@ -211,7 +261,10 @@ impl SchedulerHandle {
             None => Admission::Gone,
         };
         match admission {
-            Admission::Accepted | Admission::Dropped => Ok(()),
+            Admission::Accepted | Admission::Dropped => {
+                tracing::debug!(%pid, "terminate requested");
+                Ok(())
+            }
             refused => Err(SendError::new(kind_of(refused), pid, None)),
         }
     }
@@ -270,6 +323,68 @@ impl SchedulerHandle {
     /// ```
     pub fn registered_processes(&self) -> usize {
         self.inner.table.len()
+    }
+
+    /// A snapshot of the scheduler's metrics: live processes by state, spawns, finishes by
+    /// outcome, messages, yields, handler errors, the mailbox high-water mark, the longest
+    /// recent step, and the executor's per-worker counters (see [`SchedulerMetrics`]).
+    ///
+    /// Takes every process cell's lock once (to count live processes by state): meant for a
+    /// periodic scrape, not a hot loop.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let sched = procsched::Scheduler::builder().workers(2).build()?;
+    /// let metrics = sched.handle().metrics();
+    /// assert_eq!((metrics.spawned, metrics.processes.total()), (0, 0));
+    /// assert_eq!(metrics.executor.workers().len(), 2);
+    /// # Ok::<(), procsched::BuildError>(())
+    /// ```
+    pub fn metrics(&self) -> SchedulerMetrics {
+        let inner = &self.inner;
+        inner.counters.snapshot(
+            inner.table.cells().map(|cell| cell.survey()),
+            inner.executor.metrics(),
+        )
+    }
+
+    /// What process `pid` is doing: its state, steps, mailbox depth, age and outstanding
+    /// yields; `None` if no live process has this PID (never spawned, finished, or finishing).
+    ///
+    /// # Examples
+    ///
+    /// See [`ProcessInfo`].
+    pub fn process_info(&self, pid: Pid) -> Option<ProcessInfo> {
+        let cell = self.inner.table.get(pid)?.info(Some(pid.generation()))?;
+        Some(ProcessInfo::new(pid.index(), cell, coarse_now()))
+    }
+
+    /// Every live process, for a debugging endpoint or a console. Lazy: each item is read (under
+    /// its process's lock) when the iterator reaches it, so processes spawned or finished
+    /// meanwhile may or may not appear; processes still inside `init` do not.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use procsched::prelude::*;
+    ///
+    /// let sched = Scheduler::builder().workers(1).build()?;
+    /// let idle = sched.spawn_fn(|cx: ProcessCx| async move { cx.cancelled().await; Ok::<_, BoxError>(()) })?;
+    /// while sched.state(idle.pid()) != Some(ProcessState::Idle) {
+    ///     std::thread::yield_now();
+    /// }
+    /// let live: Vec<procsched::ProcessInfo> = sched.handle().processes().collect();
+    /// assert_eq!(live.len(), 1);
+    /// assert_eq!((live[0].pid, live[0].state), (idle.pid(), ProcessState::Idle));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn processes(&self) -> impl Iterator<Item = ProcessInfo> + '_ {
+        let now = coarse_now();
+        self.inner
+            .table
+            .entries()
+            .filter_map(move |(index, cell)| Some(ProcessInfo::new(index, cell.info(None)?, now)))
     }
 }
 

@@ -84,6 +84,19 @@ pub(crate) enum Leave {
     Refused,
 }
 
+/// Where a finish landed in shutdown's accounting ([`Lifecycle::leave_tallied`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Tallied {
+    /// No shutdown had begun (or the leave was a refused spawn): not counted.
+    Untallied,
+    /// Counted `graceful`.
+    Graceful,
+    /// Counted `forced`.
+    Forced,
+    /// After the seal: the process was counted `abandoned`.
+    Sealed,
+}
+
 pub(crate) struct Lifecycle {
     /// Admitted processes (and admissions in progress) not yet finished.
     live: AtomicUsize,
@@ -196,8 +209,14 @@ impl Lifecycle {
     /// A process finished, or an admitted spawn failed: count it (during shutdown), run `release`
     /// (which frees its cell) and leave `live`, waking the waiters if it was the last.
     pub(crate) fn leave(&self, why: Leave, release: impl FnOnce()) {
+        self.leave_tallied(why, |_| release());
+    }
+
+    /// [`leave`](Self::leave), telling `release` how the finish was counted — in the same
+    /// critical section, so the scheduler's metrics agree with the [`ShutdownReport`].
+    pub(crate) fn leave_tallied(&self, why: Leave, release: impl FnOnce(Tallied)) {
         if !self.shutting_down.load(Acquire) {
-            release();
+            release(Tallied::Untallied);
             if self.live.fetch_sub(1, AcqRel) == 1 {
                 // The last one out: pairs with `begin_shutdown`'s fence. Either the waiter sees
                 // `live == 0`, or we see its flag and notify under its lock.
@@ -209,14 +228,18 @@ impl Lifecycle {
             return;
         }
         let mut tally = lock(&self.tally);
-        if why == Leave::Finished && !tally.sealed {
-            if self.forcing.load(Acquire) {
-                tally.forced += 1;
-            } else {
-                tally.graceful += 1;
-            }
-        }
-        release();
+        let tallied = if why == Leave::Refused {
+            Tallied::Untallied
+        } else if tally.sealed {
+            Tallied::Sealed
+        } else if self.forcing.load(Acquire) {
+            tally.forced += 1;
+            Tallied::Forced
+        } else {
+            tally.graceful += 1;
+            Tallied::Graceful
+        };
+        release(tallied);
         if self.live.fetch_sub(1, AcqRel) == 1 {
             Self::notify_idle(&self.idle, tally);
         }

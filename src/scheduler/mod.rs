@@ -15,6 +15,8 @@
 //! | `blocking` | the guard that keeps blocking calls off async threads and workers |
 //! | `deadline` | a runtime-agnostic deadline future for the async waits |
 //! | `table` | the process table: pooled cells indexed by PID (its own protocol doc) |
+//! | `metrics` | [`SchedulerMetrics`] and the sharded counters behind it |
+//! | `info` | [`ProcessInfo`]: one live process, for a console; the coarse clock of its age |
 //!
 //! # Protocol: spawn vs. shutdown
 //! Shutdown must account for every process exactly once — as `graceful`, `forced` or
@@ -68,7 +70,9 @@ mod cx;
 mod deadline;
 mod facade;
 mod handle;
+mod info;
 mod lifecycle;
+mod metrics;
 mod shared;
 mod table;
 
@@ -80,4 +84,8 @@ pub use builder::{
 };
 pub use facade::{Scheduler, FORCED_STOP_WAIT};
 pub use handle::SchedulerHandle;
+pub use info::ProcessInfo;
 pub use lifecycle::ShutdownReport;
+pub use metrics::{
+    FinishCounts, MessageCounts, ProcessCounts, SchedulerMetrics, StepSample, YieldCounts,
+};

@@ -1,14 +1,17 @@
 //! The state every [`SchedulerHandle`](super::SchedulerHandle) shares, and what the process
 //! future needs of it (the [`Host`] implementation).
 
-use super::lifecycle::{Leave, Lifecycle};
+use super::lifecycle::{Leave, Lifecycle, Tallied};
+use super::metrics::{Counter, Counters};
 use super::table::Table;
-use crate::dispatch::{self, HandlerSet};
+use crate::dispatch::{self, Dispatched, HandlerSet};
 use crate::executor;
 use crate::loom::Arc;
-use crate::process::future::Host;
-use crate::process::mailbox::ProcessCell;
+use crate::process::future::{Host, Outcome, PollStats};
+use crate::process::mailbox::{Admission, ProcessCell};
+use crate::process::stats::HandlerOutcome;
 use crate::process::{CancelReason, Event, Events, Pid, Yield};
+use std::time::{Duration, Instant};
 
 pub(crate) struct Inner {
     pub(super) executor: executor::Handle,
@@ -16,6 +19,8 @@ pub(crate) struct Inner {
     runtime: Option<tokio::runtime::Handle>,
     pub(super) table: Table,
     pub(super) lifecycle: Lifecycle,
+    /// The hot paths' counters (`metrics.rs`).
+    pub(super) counters: Counters,
     max_batch: usize,
     step_budget: usize,
 }
@@ -36,6 +41,7 @@ impl Inner {
             runtime,
             table: Table::new(mailbox_capacity),
             lifecycle: Lifecycle::new(max_processes),
+            counters: Counters::new(),
             max_batch,
             step_budget,
         }
@@ -52,19 +58,23 @@ impl Inner {
         if !self.lifecycle.begin_shutdown() {
             return false;
         }
-        tracing::debug!("scheduler shutdown: cancelling every process");
-        for cell in self.table.cells() {
-            cancel(cell);
-        }
+        let live = self.lifecycle.live();
+        tracing::info!(live, "scheduler shutdown: cancelling every process");
+        let cancelled = self
+            .table
+            .cells()
+            .filter(|cell| cancel(cell) == Admission::Accepted)
+            .count();
+        tracing::debug!(cancelled, "scheduler shutdown: Cancel delivered");
         true
     }
 }
 
 /// Delivers shutdown's `Cancel` to the process the cell hosts, if any.
-pub(super) fn cancel(cell: &ProcessCell) {
-    let _ = cell.deliver_current(Event::Cancel {
+pub(super) fn cancel(cell: &ProcessCell) -> Admission {
+    cell.deliver_current(Event::Cancel {
         reason: CancelReason::Shutdown,
-    });
+    })
 }
 
 impl Host for Inner {
@@ -76,15 +86,30 @@ impl Host for Inner {
         cell: &Arc<ProcessCell>,
         yielded: Yield,
         completions: &mut Events,
+        stats: &mut PollStats,
     ) -> Option<Self::Outstanding> {
-        dispatch::dispatch(
+        let dispatched = dispatch::dispatch(
             &self.handlers,
             self.runtime.as_ref(),
             pid,
             cell,
             yielded,
             completions,
-        )
+        );
+        match &dispatched {
+            Dispatched::Inline(outcome) => {
+                stats.inline += 1;
+                match outcome {
+                    HandlerOutcome::Error => stats.inline_errors += 1,
+                    HandlerOutcome::Panicked => stats.inline_panics += 1,
+                    HandlerOutcome::Other => {}
+                }
+            }
+            Dispatched::Async(_) => stats.asynchronous += 1,
+            Dispatched::Blocking(_) => stats.blocking += 1,
+            Dispatched::NoHandler => stats.no_handler += 1,
+        }
+        dispatched.into_task()
     }
 
     fn abort(&self, outstanding: Self::Outstanding) {
@@ -95,9 +120,42 @@ impl Host for Inner {
         outstanding.is_finished()
     }
 
-    fn finished(&self, pid: Pid, cell: &ProcessCell) {
-        self.lifecycle
-            .leave(Leave::Finished, || self.table.release(pid, cell));
+    fn finished(&self, pid: Pid, cell: &ProcessCell, outcome: Outcome) {
+        self.lifecycle.leave_tallied(Leave::Finished, |tallied| {
+            self.table.release(pid, cell);
+            // Counted here, under shutdown's tally lock when it has begun: the metrics agree
+            // with its report (`FinishCounts` documents the classes).
+            let counter = match (outcome, tallied) {
+                (Outcome::Panicked, _) => Counter::Panicked,
+                (_, Tallied::Graceful) => Counter::Cancelled,
+                (_, Tallied::Forced | Tallied::Sealed) | (Outcome::Stopped, _) => Counter::Forced,
+                (Outcome::Done, Tallied::Untallied) => Counter::Done,
+                (Outcome::Failed, Tallied::Untallied) => Counter::Failed,
+                (Outcome::Terminated, Tallied::Untallied) => Counter::Terminated,
+            };
+            self.counters.add(counter);
+        });
+    }
+
+    fn polled(&self, stats: &PollStats) {
+        let local = self.counters.local();
+        for (counter, n) in [
+            (Counter::Steps, stats.steps),
+            (Counter::YieldInline, stats.inline),
+            (Counter::YieldAsync, stats.asynchronous),
+            (Counter::YieldBlocking, stats.blocking),
+            (Counter::YieldNoHandler, stats.no_handler),
+            (Counter::InlineErrors, stats.inline_errors),
+            (Counter::InlinePanics, stats.inline_panics),
+        ] {
+            if n > 0 {
+                local.add_n(counter, n);
+            }
+        }
+    }
+
+    fn step_timed(&self, pid: Pid, elapsed: Duration, end: Instant) {
+        self.counters.step_timed(pid, elapsed, end);
     }
 
     fn max_batch(&self) -> usize {

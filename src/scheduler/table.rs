@@ -36,7 +36,7 @@
 
 use crate::loom::atomic::{fence, AtomicPtr, AtomicU64, AtomicUsize, Ordering::*};
 use crate::loom::{lock, Arc, Mutex};
-use crate::process::mailbox::ProcessCell;
+use crate::process::mailbox::{Incarnation, ProcessCell};
 use crate::process::{Pid, INDEX_BITS, MAX_GENERATION};
 use crossbeam_utils::CachePadded;
 use std::ptr;
@@ -94,9 +94,15 @@ impl Table {
         }
     }
 
-    /// Protocol step 1: a cell for a new process, opened, and the process's PID. `None` when
-    /// every index is in use (or retired).
+    /// [`claim_as`](Self::claim_as) for an anonymous process (tests).
+    #[cfg(test)]
     pub(crate) fn claim(&self) -> Option<(Pid, Arc<ProcessCell>)> {
+        self.claim_as(Incarnation::default())
+    }
+
+    /// Protocol step 1: a cell for a new process, opened (recording `incarnation` for
+    /// `process_info`), and the process's PID. `None` when every index is in use (or retired).
+    pub(crate) fn claim_as(&self, incarnation: Incarnation) -> Option<(Pid, Arc<ProcessCell>)> {
         // Raw pointers, as the slot stores them: their provenance covers the whole `Arc`
         // allocation, which taking a reference of our own needs (a `&ProcessCell` would not do).
         let (index, cell) = match self.pop_free() {
@@ -119,7 +125,7 @@ impl Table {
             Arc::increment_strong_count(cell);
             Arc::from_raw(cell)
         };
-        let generation = cell.open();
+        let generation = cell.open_as(incarnation);
         Some((Pid::new(index, generation), cell))
     }
 
@@ -142,10 +148,21 @@ impl Table {
 
     /// Every cell created so far (shutdown visits them all).
     pub(crate) fn cells(&self) -> impl Iterator<Item = &ProcessCell> + '_ {
+        self.entries().map(|(_, cell)| cell)
+    }
+
+    /// Every cell created so far, with its slot index.
+    pub(crate) fn entries(&self) -> impl Iterator<Item = (usize, &ProcessCell)> + '_ {
         (0..PAGES)
-            .filter_map(|k| self.page(k))
-            .flat_map(|slots| slots.iter())
-            .filter_map(slot_cell)
+            .filter_map(|k| Some((k, self.page(k)?)))
+            .flat_map(|(k, slots)| {
+                let first = (FIRST_PAGE << k) - FIRST_PAGE;
+                slots
+                    .iter()
+                    .enumerate()
+                    .map(move |(i, slot)| (first + i, slot))
+            })
+            .filter_map(|(index, slot)| Some((index, slot_cell(slot)?)))
     }
 
     /// Number of cells hosting a process (takes every cell's lock; for diagnostics).
@@ -354,6 +371,23 @@ mod tests {
         assert_eq!((new.index(), new.generation()), (old.index(), 2));
         assert_ne!(new, *old);
         assert!(table.get(Pid::from_raw(u64::MAX).unwrap()).is_none());
+    }
+
+    #[test]
+    fn entries_name_each_cell_by_its_slot_index_across_pages() {
+        let table = Table::new(usize::MAX);
+        let claimed: Vec<_> = (0..FIRST_PAGE * 3 + 5)
+            .map(|_| table.claim().unwrap())
+            .collect();
+        let entries: Vec<_> = table.entries().collect();
+        assert_eq!(entries.len(), claimed.len());
+        for (pid, cell) in &claimed {
+            let (_, found) = entries
+                .iter()
+                .find(|(index, _)| *index == pid.index())
+                .expect("every claimed slot is an entry");
+            assert!(std::ptr::eq(*found, &**cell));
+        }
     }
 
     #[test]

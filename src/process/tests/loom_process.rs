@@ -8,7 +8,7 @@ use crate::executor::Executor;
 use crate::loom::atomic::{AtomicUsize, Ordering::SeqCst};
 use crate::loom::model::{model, model_full_stack};
 use crate::loom::{thread, Arc};
-use crate::process::future::{Host, ProcessFuture};
+use crate::process::future::{Host, Outcome, PollStats, ProcessFuture};
 use crate::process::mailbox::{Admission, Generation, ProcessCell};
 use crate::process::Pid;
 use crate::process::{
@@ -28,14 +28,21 @@ struct ToyHost {
 
 impl Host for ToyHost {
     type Outstanding = ();
-    fn dispatch(&self, _: Pid, _: &Arc<ProcessCell>, _: Yield, _: &mut Events) -> Option<()> {
+    fn dispatch(
+        &self,
+        _: Pid,
+        _: &Arc<ProcessCell>,
+        _: Yield,
+        _: &mut Events,
+        _: &mut PollStats,
+    ) -> Option<()> {
         None
     }
     fn abort(&self, _: ()) {}
     fn is_finished(&self, _: &()) -> bool {
         true
     }
-    fn finished(&self, pid: Pid, cell: &ProcessCell) {
+    fn finished(&self, pid: Pid, cell: &ProcessCell, _: Outcome) {
         // As the scheduler's table does: the cell may host another process from here on.
         assert_eq!(cell.release(), pid.generation());
         self.finished.fetch_add(1, SeqCst);
