@@ -16,7 +16,7 @@
 //! whose odd sequence has not changed since the monitor first saw it, `threshold` or more ago, is
 //! in a *long poll* (precision: one tick; the reported `elapsed` is a lower bound). Each long poll
 //! is reported once (the [`LongPoll`] observer; default: a `tracing` warning) and counted, and the
-//! longest is remembered with its label ([`MonitorMetrics`](super::MonitorMetrics)). A worker
+//! longest is remembered with its label ([`MonitorMetrics`]). A worker
 //! inside [`block_in_place`](super::block_in_place) declared itself blocked: it is *stuck* at
 //! once, and not reported as a long poll.
 //!

@@ -75,7 +75,7 @@ where
     new_labelled(future, scheduler, 0)
 }
 
-/// [`new`] with a label (0: none) the executor's monitor reports a long poll of this task with.
+/// `new` with a label (0: none) the executor's monitor reports a long poll of this task with.
 pub(crate) fn new_labelled<F, S>(
     future: F,
     scheduler: S,
