@@ -19,12 +19,13 @@ use support::*;
 /// after the scheduler's workers: PIDs repeat across the schedulers of parallel tests).
 #[derive(Default)]
 struct Recorder {
-    events: Mutex<Vec<(String, String, String)>>,
+    events: Mutex<Vec<(String, String, String, String)>>,
 }
 
 struct Fields {
     message: String,
     pid: Option<String>,
+    kind: String,
 }
 
 impl tracing::field::Visit for Fields {
@@ -32,6 +33,7 @@ impl tracing::field::Visit for Fields {
         match field.name() {
             "message" => self.message = format!("{value:?}"),
             "pid" => self.pid = Some(format!("{value:?}")),
+            "kind" => self.kind = format!("{value:?}"),
             _ => {}
         }
     }
@@ -50,6 +52,7 @@ impl tracing::Subscriber for &'static Recorder {
         let mut fields = Fields {
             message: String::new(),
             pid: None,
+            kind: String::new(),
         };
         event.record(&mut fields);
         if let Some(pid) = fields.pid {
@@ -57,7 +60,7 @@ impl tracing::Subscriber for &'static Recorder {
             self.events
                 .lock()
                 .unwrap()
-                .push((thread, fields.message, pid));
+                .push((thread, fields.message, pid, fields.kind));
         }
     }
     fn enter(&self, _: &tracing::span::Id) {}
@@ -81,8 +84,21 @@ fn long_poll_reports(thread: &str, pid: Pid) -> usize {
         .lock()
         .unwrap()
         .iter()
-        .filter(|(t, message, p)| t == thread && message.starts_with("long poll") && *p == pid)
+        .filter(|(t, message, p, _)| t == thread && message.starts_with("long poll") && *p == pid)
         .count()
+}
+
+/// The process type named by the long-poll reports for `pid` by the monitor thread `thread`.
+fn long_poll_kinds(thread: &str, pid: Pid) -> Vec<String> {
+    let pid = pid.to_string();
+    recorder()
+        .events
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|(t, message, p, _)| t == thread && message.starts_with("long poll") && *p == pid)
+        .map(|(_, _, _, kind)| kind.clone())
+        .collect()
 }
 
 fn scheduler(workers: usize) -> Scheduler {
@@ -189,6 +205,11 @@ fn a_long_step_is_reported_once_with_its_pid() {
     join(blocker).unwrap();
     settle(&sched, 2);
     assert_eq!(long_poll_reports(monitor_thread, pid), 1);
+    let kinds = long_poll_kinds(monitor_thread, pid);
+    assert!(
+        !kinds.is_empty() && kinds.iter().all(|kind| kind.contains("FnProcess")),
+        "the report names the process type: {kinds:?}"
+    );
     let monitor = sched.metrics().executor.monitor();
     assert_eq!(monitor.long_polls, 1);
     assert_eq!(

@@ -406,11 +406,16 @@ impl SchedulerBuilder {
             },
         };
         let mut executor = self.executor.clone();
-        // Process tasks are labelled with their PID (`SchedulerHandle::spawn`).
-        executor.on_long_poll(|long_poll| {
+        // Process tasks are labelled with their PID (`SchedulerHandle::spawn`); the report names
+        // the process's type too, read from the table through a weak link set once `Inner` exists.
+        let table_link: std::sync::Arc<InnerLink> = std::sync::Arc::default();
+        let link = table_link.clone();
+        executor.on_long_poll(move |long_poll| {
             let pid = long_poll.label.and_then(crate::process::Pid::from_raw);
+            let kind = pid.and_then(|pid| link.kind_of(pid));
             tracing::warn!(
                 pid = pid.map(tracing::field::display),
+                kind,
                 worker = long_poll.worker,
                 elapsed_ms = long_poll.elapsed.as_secs_f64() * 1e3,
                 "long poll: a process step has been running for longer than the threshold; \
@@ -435,12 +440,44 @@ impl SchedulerBuilder {
             self.step_budget,
             self.max_processes,
         ));
+        table_link.set(&inner);
         Ok(Scheduler::from_parts(
             inner,
             executor,
             owned_runtime,
             self.drop_timeout,
         ))
+    }
+}
+
+/// How the long-poll observer (made before the scheduler's state) finds a process's type: a weak
+/// link to that state, set once it exists. (Not under loom, whose `Arc` has no `Weak`.)
+#[derive(Default)]
+struct InnerLink {
+    #[cfg(not(loom))]
+    inner: std::sync::OnceLock<std::sync::Weak<Inner>>,
+}
+
+impl InnerLink {
+    fn set(&self, inner: &Arc<Inner>) {
+        #[cfg(not(loom))]
+        let _ = self.inner.set(Arc::downgrade(inner));
+        #[cfg(loom)]
+        let _ = inner;
+    }
+
+    /// The type of process `pid`, if it still runs.
+    fn kind_of(&self, pid: crate::process::Pid) -> Option<&'static str> {
+        #[cfg(not(loom))]
+        {
+            let inner = self.inner.get()?.upgrade()?;
+            Some(super::SchedulerHandle { inner }.process_info(pid)?.kind)
+        }
+        #[cfg(loom)]
+        {
+            let _ = pid;
+            None
+        }
     }
 }
 
