@@ -39,6 +39,8 @@ impl Peer for Procsched {
             .expect("failed to build the tokio runtime");
         let scheduler = Scheduler::builder()
             .workers(*WORKERS)
+            // `PROCSCHED_BENCH_MONITOR=0` turns the monitor off, to measure what it costs.
+            .monitor(std::env::var("PROCSCHED_BENCH_MONITOR").map_or(true, |v| v != "0"))
             .thread_name("bench-procsched")
             .tokio_handle(io.handle().clone())
             .inline_handler(inc)
