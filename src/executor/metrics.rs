@@ -172,6 +172,14 @@ pub struct ExecutorMetrics {
 
 impl ExecutorMetrics {
     /// One entry per configured worker, by worker index.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let executor = procsched::executor::Executor::builder().workers(2).build()?;
+    /// assert_eq!(executor.metrics().workers().len(), 2);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn workers(&self) -> &[WorkerMetrics] {
         &self.workers
     }
@@ -201,6 +209,16 @@ impl ExecutorMetrics {
     }
 
     /// The sum over all workers, spares included.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let executor = procsched::executor::Executor::builder().workers(2).build()?;
+    /// executor.block_on(executor.spawn(async {})).unwrap();
+    /// let metrics = executor.metrics();
+    /// assert_eq!(metrics.total().polls, metrics.workers().iter().map(|w| w.polls).sum::<u64>() + metrics.spares().iter().map(|w| w.polls).sum::<u64>());
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn total(&self) -> WorkerMetrics {
         let mut total = WorkerMetrics::default();
         for worker in self.workers.iter().chain(&self.spares) {

@@ -199,12 +199,29 @@ impl Builder {
     }
 
     /// Number of worker threads (at least 1). Default: the available parallelism.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let executor = procsched::executor::Executor::builder().workers(2).build()?;
+    /// assert_eq!(executor.handle().num_workers(), 2);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn workers(&mut self, workers: usize) -> &mut Self {
         self.workers = workers.max(1);
         self
     }
 
     /// Worker thread name prefix; workers are named `<prefix>-<index>`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let executor = procsched::executor::Executor::builder().workers(1).thread_name("app").build()?;
+    /// let name = executor.spawn(async { std::thread::current().name().map(str::to_owned) });
+    /// assert_eq!(executor.block_on(name).unwrap().as_deref(), Some("app-0"));
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn thread_name(&mut self, name: impl Into<String>) -> &mut Self {
         self.thread_name = name.into();
         self
@@ -249,6 +266,14 @@ impl Builder {
     ///
     /// Fails if the operating system refuses to start a thread; the workers already started are
     /// stopped again.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let executor = procsched::executor::Executor::builder().workers(1).build()?;
+    /// assert_eq!(executor.block_on(executor.spawn(async { 7 })).unwrap(), 7);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn build(&mut self) -> std::io::Result<Executor> {
         let workers = self.workers;
         let max_spare = self.max_spare_workers.unwrap_or(workers);
@@ -394,11 +419,30 @@ impl Executor {
     }
 
     /// A cheap, clonable handle that spawns from any thread.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let executor = procsched::executor::Executor::builder().workers(1).build()?;
+    /// let handle = executor.handle().clone();
+    /// let from_thread = std::thread::spawn(move || handle.spawn(async { 1 })).join().unwrap();
+    /// assert_eq!(executor.block_on(from_thread).unwrap(), 1);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn handle(&self) -> &Handle {
         &self.handle
     }
 
     /// Spawns a task; see [`Handle::spawn`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let executor = procsched::executor::Executor::builder().workers(1).build()?;
+    /// let task = executor.spawn(async { "done" });
+    /// assert_eq!(executor.block_on(task).unwrap(), "done");
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn spawn<F>(&self, future: F) -> JoinHandle<F::Output>
     where
         F: Future + Send + 'static,
@@ -408,6 +452,16 @@ impl Executor {
     }
 
     /// Spawns a labelled task; see [`Handle::spawn_labelled`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let executor = procsched::executor::Executor::builder().workers(1).build()?;
+    /// // The label names the task in the monitor's long-poll reports.
+    /// let task = executor.spawn_labelled(async { 1 + 1 }, 42);
+    /// assert_eq!(executor.block_on(task).unwrap(), 2);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn spawn_labelled<F>(&self, future: F, label: u64) -> JoinHandle<F::Output>
     where
         F: Future + Send + 'static,
@@ -445,6 +499,15 @@ impl Executor {
     }
 
     /// A snapshot of the per-worker counters.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let executor = procsched::executor::Executor::builder().workers(1).build()?;
+    /// executor.block_on(executor.spawn(async {})).unwrap();
+    /// assert!(executor.metrics().total().polls >= 1);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn metrics(&self) -> ExecutorMetrics {
         self.handle.metrics()
     }
@@ -604,21 +667,57 @@ impl Handle {
     }
 
     /// Number of configured worker threads (spares not included).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let executor = procsched::executor::Executor::builder().workers(3).build()?;
+    /// assert_eq!(executor.handle().num_workers(), 3);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn num_workers(&self) -> usize {
         self.shared.num_workers()
     }
 
     /// `true` once shutdown has begun.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let executor = procsched::executor::Executor::builder().workers(1).build()?;
+    /// let handle = executor.handle().clone();
+    /// executor.shutdown(std::time::Duration::from_secs(1));
+    /// assert!(handle.is_shutdown());
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn is_shutdown(&self) -> bool {
         self.shared.is_shutdown()
     }
 
     /// Number of tasks spawned and not yet finished (takes a lock per shard; for diagnostics).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let executor = procsched::executor::Executor::builder().workers(1).build()?;
+    /// let pending = executor.spawn(std::future::pending::<()>());
+    /// assert_eq!(executor.handle().live_tasks(), 1);
+    /// pending.abort();
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn live_tasks(&self) -> usize {
         self.shared.owned.len()
     }
 
     /// A snapshot of the per-worker counters and the monitor's figures.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let executor = procsched::executor::Executor::builder().workers(2).build()?;
+    /// assert_eq!(executor.handle().metrics().workers().len(), 2);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn metrics(&self) -> ExecutorMetrics {
         self.shared.metrics_snapshot()
     }

@@ -128,6 +128,13 @@ impl InitError {
     }
 
     /// `InitError::Failed` with `error` as its source.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let e = procsched::InitError::failed("bad input");
+    /// assert_eq!(e.to_string(), "bad input");
+    /// ```
     pub fn failed(error: impl Into<BoxError>) -> InitError {
         InitError::Failed(error.into())
     }
@@ -400,31 +407,98 @@ impl ProcessError {
     }
 
     /// The process this error is about.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use procsched::prelude::*;
+    /// let sched = Scheduler::builder().workers(1).build()?;
+    /// let handle = sched.spawn_fn(|_: ProcessCx| async { Err::<(), _>("nope") })?;
+    /// let pid = handle.pid();
+    /// assert_eq!(sched.block_on(handle).unwrap_err().pid(), pid);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn pid(&self) -> Pid {
         self.pid
     }
 
     /// `step` returned an error (see [`source`](std::error::Error::source)).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use procsched::prelude::*;
+    /// let sched = Scheduler::builder().workers(1).build()?;
+    /// let handle = sched.spawn_fn(|_: ProcessCx| async { Err::<(), _>("nope") })?;
+    /// assert!(sched.block_on(handle).unwrap_err().is_failed());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn is_failed(&self) -> bool {
         matches!(self.repr, Repr::Failed(_))
     }
 
     /// `step` or `close` panicked.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use procsched::prelude::*;
+    /// # std::panic::set_hook(Box::new(|_| {}));
+    /// let sched = Scheduler::builder().workers(1).build()?;
+    /// let handle = sched.spawn_fn(|_: ProcessCx| async { if true { panic!("oops") } Ok::<(), BoxError>(()) })?;
+    /// assert!(sched.block_on(handle).unwrap_err().is_panicked());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn is_panicked(&self) -> bool {
         matches!(self.repr, Repr::Panicked(_))
     }
 
     /// The process was terminated.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use procsched::prelude::*;
+    /// let sched = Scheduler::builder().workers(1).build()?;
+    /// let handle = sched.spawn_fn(|cx: ProcessCx| async move { cx.recv::<u8>().await.map_err(BoxError::from) })?;
+    /// sched.terminate(handle.pid())?;
+    /// assert!(sched.block_on(handle).unwrap_err().is_terminated());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn is_terminated(&self) -> bool {
         matches!(self.repr, Repr::Terminated)
     }
 
     /// The process was cancelled because the scheduler shut down.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use procsched::prelude::*;
+    /// use std::time::Duration;
+    /// let sched = Scheduler::builder().workers(1).build()?;
+    /// // Ignores its Cancel: forced at the deadline.
+    /// let handle = sched.spawn_fn(|cx: ProcessCx| async move { loop { let _ = cx.recv::<u8>().await; } #[allow(unreachable_code)] Ok::<(), BoxError>(()) })?;
+    /// sched.shutdown(Duration::from_millis(20));
+    /// assert!(sched.block_on(handle).unwrap_err().is_cancelled());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn is_cancelled(&self) -> bool {
         matches!(self.repr, Repr::Cancelled)
     }
 
     /// The panic message, for a panicked process.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use procsched::prelude::*;
+    /// # std::panic::set_hook(Box::new(|_| {}));
+    /// let sched = Scheduler::builder().workers(1).build()?;
+    /// let handle = sched.spawn_fn(|_: ProcessCx| async { if true { panic!("oops") } Ok::<(), BoxError>(()) })?;
+    /// assert_eq!(sched.block_on(handle).unwrap_err().panic_message(), Some("oops"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn panic_message(&self) -> Option<&str> {
         match &self.repr {
             Repr::Panicked(message) => Some(message),
@@ -433,6 +507,17 @@ impl ProcessError {
     }
 
     /// The error `step` returned, for a failed process.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use procsched::prelude::*;
+    /// let sched = Scheduler::builder().workers(1).build()?;
+    /// let handle = sched.spawn_fn(|_: ProcessCx| async { Err::<(), _>("nope") })?;
+    /// let source = sched.block_on(handle).unwrap_err().into_failure().unwrap();
+    /// assert_eq!(source.to_string(), "nope");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn into_failure(self) -> Option<BoxError> {
         match self.repr {
             Repr::Failed(error) => Some(error),

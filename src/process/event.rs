@@ -97,6 +97,14 @@ pub struct Message {
 
 impl Message {
     /// A message with no sender.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use procsched::{Message, Payload};
+    /// let m = Message::new("greet", Payload::new("hello"));
+    /// assert_eq!(m.topic, "greet");
+    /// ```
     pub fn new(topic: impl Into<Topic>, payload: Payload) -> Message {
         Message {
             from: None,
@@ -110,12 +118,30 @@ impl Message {
     /// counts against `budget.max_bytes`. Past the budget, `send` reports
     /// [`SendErrorKind::MailboxFull`](crate::SendErrorKind::MailboxFull) and the process receives one
     /// [`Event::MailboxOverflow`] for the topic.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use procsched::{Message, Payload, TopicBudget};
+    /// let budget = TopicBudget { max_items: 100, max_bytes: 64 * 1024 };
+    /// let m = Message::new("ticks", Payload::new(1u64)).with_budget(budget, 8);
+    /// assert_eq!(m.topic, "ticks");
+    /// ```
     pub fn with_budget(mut self, budget: TopicBudget, size_bytes: usize) -> Message {
         self.budget = Some((budget, size_bytes));
         self
     }
 
     /// Sets the sender.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use procsched::{Message, Payload, Pid};
+    /// let me = Pid::from_raw(1 << 26).unwrap();
+    /// let m = Message::new("ask", Payload::empty()).with_from(me);
+    /// assert_eq!(m.from, Some(me));
+    /// ```
     pub fn with_from(mut self, from: Pid) -> Message {
         self.from = Some(from);
         self
@@ -184,16 +210,39 @@ pub struct Events {
 
 impl Events {
     /// Number of unread events.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use procsched::{Event, Events};
+    /// let events: Events = [Event::Woken, Event::Woken].into_iter().collect();
+    /// assert_eq!(events.len(), 2);
+    /// ```
     pub fn len(&self) -> usize {
         self.queue.len()
     }
 
     /// `true` if there is no unread event.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert!(procsched::Events::default().is_empty());
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.queue.is_empty()
     }
 
     /// Takes the oldest unread event.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use procsched::{Event, Events};
+    /// let mut events: Events = [Event::Woken].into_iter().collect();
+    /// assert!(matches!(events.pop(), Some(Event::Woken)));
+    /// assert!(events.pop().is_none());
+    /// ```
     pub fn pop(&mut self) -> Option<Event> {
         self.queue.pop_front()
     }
@@ -202,17 +251,43 @@ impl Events {
     ///
     /// Events the iterator has not reached when it is dropped stay unread (and are dropped when
     /// the step returns, like any unread event).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use procsched::{Event, Events};
+    /// let mut events: Events = [Event::Woken, Event::Woken].into_iter().collect();
+    /// assert_eq!(events.drain().count(), 2);
+    /// assert!(events.is_empty());
+    /// ```
     pub fn drain(&mut self) -> EventDrain<'_> {
         EventDrain { events: self }
     }
 
     /// Looks at the unread events.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use procsched::{Event, Events};
+    /// let events: Events = [Event::Woken].into_iter().collect();
+    /// assert!(events.iter().all(|e| matches!(e, Event::Woken)));
+    /// ```
     pub fn iter(&self) -> impl Iterator<Item = &Event> + '_ {
         self.queue.iter()
     }
 
     /// Appends an event. The scheduler fills `Events` itself; this is for driving a process by
     /// hand — unit tests of a `Process`, or a custom driver.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use procsched::{Event, Events};
+    /// let mut events = Events::default();
+    /// events.push(Event::Woken);
+    /// assert_eq!(events.len(), 1);
+    /// ```
     pub fn push(&mut self, event: Event) {
         self.queue.push_back(event);
     }

@@ -63,11 +63,34 @@ impl<T> ProcessHandle<T> {
     }
 
     /// The process's PID.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use procsched::prelude::*;
+    /// let sched = Scheduler::builder().workers(1).build()?;
+    /// let handle = sched.spawn_fn(|cx: ProcessCx| async move { Ok::<_, BoxError>(cx.pid()) })?;
+    /// let pid = handle.pid();
+    /// assert_eq!(sched.block_on(handle)?, pid);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn pid(&self) -> Pid {
         self.pid
     }
 
     /// `true` once the process has finished.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use procsched::prelude::*;
+    /// let sched = Scheduler::builder().workers(1).build()?;
+    /// let handle = sched.spawn_fn(|cx: ProcessCx| async move { cx.recv::<u8>().await.map_err(BoxError::from) })?;
+    /// assert!(!handle.is_finished()); // waits for a message
+    /// sched.send(handle.pid(), Message::new("n", Payload::new(1u8)))?;
+    /// assert_eq!(sched.block_on(handle)?, 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn is_finished(&self) -> bool {
         self.join.is_finished()
     }

@@ -69,6 +69,13 @@ impl<O> Default for StepOutput<O> {
 impl StepOutput {
     /// An empty buffer for a process whose output is a [`Payload`] (for typed outputs:
     /// `StepOutput::<T>::default()`). For driving a process by hand.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let out = procsched::StepOutput::new();
+    /// assert_eq!(out.yield_count(), 0);
+    /// ```
     pub fn new() -> StepOutput {
         StepOutput::default()
     }
@@ -77,6 +84,16 @@ impl StepOutput {
 impl<O> StepOutput<O> {
     /// Asks for `command` to be dispatched to the handler registered for its type; its result
     /// comes back as [`Event::YieldComplete`](crate::Event::YieldComplete) with this `tag`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// struct Lookup(u32);
+    /// let mut out = procsched::StepOutput::new();
+    /// out.yield_command(7, Lookup(1));
+    /// let (tag, command) = out.take_yields().next().unwrap();
+    /// assert_eq!((tag, command.is::<Lookup>()), (7, true));
+    /// ```
     pub fn yield_command<C: Send + 'static>(&mut self, tag: Tag, command: C) {
         self.yields.push(Yield {
             tag,
@@ -90,6 +107,15 @@ impl<O> StepOutput<O> {
     /// [`CommandError::TimedOut`](crate::CommandError::TimedOut) (an async handler's task is
     /// cancelled; a blocking one runs on, its late result discarded). Inline handlers complete
     /// during dispatch and are never late. Uses the tokio timer of the handlers' runtime.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// struct Fetch;
+    /// let mut out = procsched::StepOutput::new();
+    /// out.yield_command_within(1, Fetch, std::time::Duration::from_secs(5));
+    /// assert_eq!(out.yield_count(), 1);
+    /// ```
     pub fn yield_command_within<C: Send + 'static>(
         &mut self,
         tag: Tag,
@@ -104,42 +130,115 @@ impl<O> StepOutput<O> {
     }
 
     /// Number of yields so far in this step.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let mut out = procsched::StepOutput::new();
+    /// out.yield_command(1, ());
+    /// out.yield_command(2, ());
+    /// assert_eq!(out.yield_count(), 2);
+    /// ```
     pub fn yield_count(&self) -> usize {
         self.yields.len()
     }
 
     /// Sets the status.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use procsched::{Status, StepOutput};
+    /// let mut out = StepOutput::<u8>::default();
+    /// out.set_status(Status::Done(3));
+    /// assert!(matches!(out.status(), Status::Done(3)));
+    /// ```
     pub fn set_status(&mut self, status: Status<O>) {
         self.status = status;
     }
 
     /// The status so far.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use procsched::{Status, StepOutput};
+    /// let out = StepOutput::new();
+    /// assert!(matches!(out.status(), Status::Continue)); // the default
+    /// ```
     pub fn status(&self) -> &Status<O> {
         &self.status
     }
 
     /// [`Status::Continue`]: run again after other ready work.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use procsched::{Status, StepOutput};
+    /// let mut out = StepOutput::new();
+    /// out.idle();
+    /// out.continue_();
+    /// assert!(matches!(out.status(), Status::Continue));
+    /// ```
     pub fn continue_(&mut self) {
         self.status = Status::Continue;
     }
 
     /// [`Status::Wait`]: step again when an event (usually a yield completion) arrives.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use procsched::{Status, StepOutput};
+    /// let mut out = StepOutput::new();
+    /// out.wait();
+    /// assert!(matches!(out.status(), Status::Wait));
+    /// ```
     pub fn wait(&mut self) {
         self.status = Status::Wait;
     }
 
     /// [`Status::Idle`]: step again when an event (usually a message) arrives.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use procsched::{Status, StepOutput};
+    /// let mut out = StepOutput::new();
+    /// out.idle();
+    /// assert!(matches!(out.status(), Status::Idle));
+    /// ```
     pub fn idle(&mut self) {
         self.status = Status::Idle;
     }
 
     /// [`Status::Done`]: finish with `result`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use procsched::{Status, StepOutput};
+    /// let mut out = StepOutput::<&str>::default();
+    /// out.done("finished");
+    /// assert!(matches!(out.status(), Status::Done("finished")));
+    /// ```
     pub fn done(&mut self, result: O) {
         self.status = Status::Done(result);
     }
 
     /// Takes the status, leaving [`Status::Continue`]. For driving a process by hand (unit
     /// tests of a `Process`, custom drivers); the scheduler does this after every step.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use procsched::{Status, StepOutput};
+    /// let mut out = StepOutput::new();
+    /// out.wait();
+    /// assert!(matches!(out.take_status(), Status::Wait));
+    /// assert!(matches!(out.status(), Status::Continue));
+    /// ```
     pub fn take_status(&mut self) -> Status<O> {
         std::mem::take(&mut self.status)
     }

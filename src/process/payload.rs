@@ -32,6 +32,13 @@ pub struct Payload {
 
 impl Payload {
     /// Wraps `value`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let p = procsched::Payload::new(vec![1, 2, 3]);
+    /// assert_eq!(p.downcast_ref::<Vec<i32>>().map(Vec::len), Some(3));
+    /// ```
     pub fn new<T: Send + 'static>(value: T) -> Payload {
         Payload {
             value: smallbox!(value),
@@ -40,21 +47,47 @@ impl Payload {
     }
 
     /// The unit payload, `Payload::new(())`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert!(procsched::Payload::empty().is::<()>());
+    /// ```
     pub fn empty() -> Payload {
         Payload::new(())
     }
 
     /// `true` if the value is a `T`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let p = procsched::Payload::new(1u8);
+    /// assert!(p.is::<u8>() && !p.is::<u16>());
+    /// ```
     pub fn is<T: 'static>(&self) -> bool {
         (*self.value).type_id() == TypeId::of::<T>()
     }
 
     /// The `TypeId` of the value.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::any::TypeId;
+    /// assert_eq!(procsched::Payload::new(1u8).value_type_id(), TypeId::of::<u8>());
+    /// ```
     pub fn value_type_id(&self) -> TypeId {
         (*self.value).type_id()
     }
 
     /// The name of the value's type (for diagnostics only; not unique).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(procsched::Payload::new(1u8).type_name(), "u8");
+    /// ```
     pub fn type_name(&self) -> &'static str {
         self.type_name
     }
@@ -64,6 +97,14 @@ impl Payload {
     /// # Errors
     ///
     /// Returns the payload unchanged if the value is not a `T`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let p = procsched::Payload::new(5i64);
+    /// let back = p.downcast::<u8>().unwrap_err(); // wrong type: handed back
+    /// assert_eq!(back.downcast::<i64>().unwrap(), 5);
+    /// ```
     pub fn downcast<T: 'static>(self) -> Result<T, Payload> {
         let type_name = self.type_name;
         match self.value.downcast::<T>() {
@@ -117,11 +158,26 @@ impl Payload {
     }
 
     /// Borrows the value as a `T`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let p = procsched::Payload::new(String::from("hi"));
+    /// assert_eq!(p.downcast_ref::<String>().map(String::as_str), Some("hi"));
+    /// ```
     pub fn downcast_ref<T: 'static>(&self) -> Option<&T> {
         (*self.value).downcast_ref()
     }
 
     /// Mutably borrows the value as a `T`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let mut p = procsched::Payload::new(1u32);
+    /// *p.downcast_mut::<u32>().unwrap() += 1;
+    /// assert_eq!(p.take::<u32>().unwrap(), 2);
+    /// ```
     pub fn downcast_mut<T: 'static>(&mut self) -> Option<&mut T> {
         (*self.value).downcast_mut()
     }

@@ -37,11 +37,25 @@ pub struct Pid(NonZeroU64);
 impl Pid {
     /// A `Pid` from its numeric value (`None` for 0). Useful for logs and wire formats; a `Pid`
     /// that was never assigned simply names no process.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert!(procsched::Pid::from_raw(0).is_none());
+    /// assert_eq!(procsched::Pid::from_raw(42).unwrap().as_u64(), 42);
+    /// ```
     pub fn from_raw(raw: u64) -> Option<Pid> {
         NonZeroU64::new(raw).map(Pid)
     }
 
     /// The numeric value.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pid = procsched::Pid::from_raw(1 << 26 | 5).unwrap();
+    /// assert_eq!(procsched::Pid::from_raw(pid.as_u64()), Some(pid));
+    /// ```
     pub fn as_u64(self) -> u64 {
         self.0.get()
     }

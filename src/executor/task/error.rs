@@ -60,22 +60,61 @@ impl JoinError {
     }
 
     /// `true` if the task was cancelled by [`JoinHandle::abort`](super::JoinHandle::abort).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let executor = procsched::executor::Executor::builder().workers(1).build()?;
+    /// let task = executor.spawn(std::future::pending::<()>());
+    /// task.abort();
+    /// assert!(executor.block_on(task).unwrap_err().is_cancelled());
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn is_cancelled(&self) -> bool {
         matches!(self.repr, Repr::Cancelled)
     }
 
     /// `true` if the task was dropped unfinished because the executor shut down (or it was
     /// spawned after shutdown).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let executor = procsched::executor::Executor::builder().workers(1).build()?;
+    /// executor.shutdown(std::time::Duration::from_secs(1));
+    /// assert!(executor.block_on(executor.spawn(async {})).unwrap_err().is_shutdown());
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn is_shutdown(&self) -> bool {
         matches!(self.repr, Repr::Shutdown)
     }
 
     /// `true` if the task panicked.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # std::panic::set_hook(Box::new(|_| {}));
+    /// let executor = procsched::executor::Executor::builder().workers(1).build()?;
+    /// let task = executor.spawn(async { panic!("boom") });
+    /// assert!(executor.block_on(task).unwrap_err().is_panic());
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn is_panic(&self) -> bool {
         matches!(self.repr, Repr::Panic { .. })
     }
 
     /// The panic message, if the task panicked with a `&str` or `String` payload.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # std::panic::set_hook(Box::new(|_| {}));
+    /// let executor = procsched::executor::Executor::builder().workers(1).build()?;
+    /// let task = executor.spawn(async { panic!("boom") });
+    /// assert_eq!(executor.block_on(task).unwrap_err().panic_message(), Some("boom"));
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn panic_message(&self) -> Option<&str> {
         match &self.repr {
             Repr::Panic { message, .. } => message.as_deref(),
@@ -88,6 +127,17 @@ impl JoinError {
     /// # Errors
     ///
     /// Returns `self` unchanged if the task did not panic.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # std::panic::set_hook(Box::new(|_| {}));
+    /// let executor = procsched::executor::Executor::builder().workers(1).build()?;
+    /// let task = executor.spawn(async { std::panic::panic_any(7u8) });
+    /// let payload = executor.block_on(task).unwrap_err().try_into_panic().unwrap();
+    /// assert_eq!(payload.downcast_ref::<u8>(), Some(&7));
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn try_into_panic(self) -> Result<Box<dyn Any + Send + 'static>, JoinError> {
         match self.repr {
             Repr::Panic { payload, message } => {
