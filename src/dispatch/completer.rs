@@ -2,7 +2,7 @@
 
 use crate::loom::Arc;
 use crate::process::mailbox::{Admission, ProcessCell};
-use crate::process::{CommandError, Event, Pid, Tag};
+use crate::process::{CommandError, Event, Events, Pid, Tag};
 use crate::Payload;
 
 /// The sending half of a yield's oneshot: completes the yield exactly once, as a
@@ -47,6 +47,25 @@ impl YieldCompleter {
             tracing::warn!(pid = %self.pid, tag = self.tag, panic = %message, "handler panicked");
         }
         self.deliver(result) == Admission::Accepted
+    }
+
+    /// Completes the yield within the dispatching step: its event goes straight into the step's
+    /// `completions` (the process is being polled right now), as an inline handler's does.
+    pub(crate) fn complete_in(
+        mut self,
+        completions: &mut Events,
+        result: Result<Payload, CommandError>,
+    ) {
+        self.completed = true;
+        self.cell.stats.handler_finished(&result);
+        if let Err(CommandError::Panicked(message)) = &result {
+            tracing::warn!(pid = %self.pid, tag = self.tag, panic = %message, "handler panicked");
+        }
+        self.cell.stats.yield_completed();
+        completions.push(Event::YieldComplete {
+            tag: self.tag,
+            result,
+        });
     }
 
     fn deliver(&self, result: Result<Payload, CommandError>) -> Admission {

@@ -118,7 +118,7 @@ pub(crate) fn dispatch(
     // bug of ours, and the completer — dropped in the unwind — has already completed the
     // yield as `Cancelled`, so the process is not left waiting.
     match catch_unwind(AssertUnwindSafe(|| {
-        spawn(command, completer, runtime, timeout)
+        spawn(command, completer, runtime, timeout, completions)
     })) {
         Ok(abort) => dispatched(abort),
         Err(panic) => {

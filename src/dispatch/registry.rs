@@ -25,6 +25,7 @@ type SpawnFn = dyn Fn(
         YieldCompleter,
         &tokio::runtime::Handle,
         Option<Duration>,
+        &mut Events,
     ) -> Option<tokio::task::AbortHandle>
     + Send
     + Sync;
@@ -74,38 +75,63 @@ impl Handler {
         F: Fn(C) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<Payload, CommandError>> + Send + 'static,
     {
-        Handler::Async(StdArc::new(move |command, completer, runtime, timeout| {
-            // Building the future is user code too: a panic here completes the yield, once.
-            let command = downcast::<C>(command);
-            let span = handler_span::<C>(completer.pid(), "async");
-            let future = match span.in_scope(|| catch_unwind(AssertUnwindSafe(|| f(command)))) {
-                Ok(future) => AssertUnwindSafe(future).catch_unwind(),
-                Err(panic) => {
-                    let _entered = span.enter();
-                    completer.complete(Err(CommandError::Panicked(panic_message(&*panic))));
+        Handler::Async(StdArc::new(
+            move |command, completer, runtime, timeout, completions: &mut Events| {
+                // Building the future is user code too: a panic here completes the yield, once.
+                let command = downcast::<C>(command);
+                let span = handler_span::<C>(completer.pid(), "async");
+                let future = match span.in_scope(|| catch_unwind(AssertUnwindSafe(|| f(command)))) {
+                    Ok(future) => AssertUnwindSafe(future).catch_unwind(),
+                    Err(panic) => {
+                        let _entered = span.enter();
+                        completer.complete(Err(CommandError::Panicked(panic_message(&*panic))));
+                        return None;
+                    }
+                };
+                // The first poll runs right here, on the worker (inside the handler runtime's
+                // context: the workers run in it), so a handler that completes at once — a
+                // cache hit, a computation, a message it only forwards — never leaves the
+                // worker: no task, no cross-thread wake, and its completion joins this very
+                // poll of the process, as an inline handler's does. A pending handler moves
+                // (boxed: it has been polled) into a tokio task, which polls it again with its
+                // own waker; the no-op waker of this first poll is never needed, since every
+                // future re-registers the waker of its latest poll.
+                let mut future = Box::pin(future);
+                let first = span.in_scope(|| {
+                    future
+                        .as_mut()
+                        .poll(&mut std::task::Context::from_waker(std::task::Waker::noop()))
+                });
+                if let std::task::Poll::Ready(caught) = first {
+                    let result = caught.unwrap_or_else(|panic| {
+                        Err(CommandError::Panicked(panic_message(&*panic)))
+                    });
+                    span.in_scope(|| completer.complete_in(completions, result));
                     return None;
                 }
-            };
-            runtime
-                .spawn(
-                    async move {
-                        let caught = match timeout {
-                            None => future.await,
-                            Some(timeout) => match tokio::time::timeout(timeout, future).await {
-                                Ok(caught) => caught,
-                                Err(_elapsed) => Ok(Err(CommandError::TimedOut)),
-                            },
-                        };
-                        let result = caught.unwrap_or_else(|panic| {
-                            Err(CommandError::Panicked(panic_message(&*panic)))
-                        });
-                        completer.complete(result);
-                    }
-                    .instrument(span),
-                )
-                .abort_handle()
-                .into()
-        }))
+                runtime
+                    .spawn(
+                        async move {
+                            let caught = match timeout {
+                                None => future.await,
+                                Some(timeout) => {
+                                    match tokio::time::timeout(timeout, future).await {
+                                        Ok(caught) => caught,
+                                        Err(_elapsed) => Ok(Err(CommandError::TimedOut)),
+                                    }
+                                }
+                            };
+                            let result = caught.unwrap_or_else(|panic| {
+                                Err(CommandError::Panicked(panic_message(&*panic)))
+                            });
+                            completer.complete(result);
+                        }
+                        .instrument(span),
+                    )
+                    .abort_handle()
+                    .into()
+            },
+        ))
     }
 
     pub(crate) fn blocking<C, F>(f: F) -> Handler
@@ -114,30 +140,32 @@ impl Handler {
         F: Fn(C) -> Result<Payload, CommandError> + Send + Sync + 'static,
     {
         let f = StdArc::new(f);
-        Handler::Blocking(StdArc::new(move |command, completer, runtime, timeout| {
-            let f = f.clone();
-            let command = downcast::<C>(command);
-            let span = handler_span::<C>(completer.pid(), "blocking");
-            let job_span = span.clone();
-            let job = move || {
-                let _entered = job_span.enter();
-                catch_unwind(AssertUnwindSafe(|| f(command)))
-                    .unwrap_or_else(|panic| Err(CommandError::Panicked(panic_message(&*panic))))
-            };
-            let abort = match timeout {
-                // The job owns the completer: aborted before it starts, the job is dropped
-                // with it, which completes the yield as `Cancelled`.
-                None => runtime
-                    .spawn_blocking(move || {
-                        let result = job();
-                        let _entered = span.enter();
-                        completer.complete(result);
-                    })
-                    .abort_handle(),
-                Some(timeout) => spawn_blocking_within(runtime, job, completer, timeout, span),
-            };
-            Some(abort)
-        }))
+        Handler::Blocking(StdArc::new(
+            move |command, completer, runtime, timeout, _: &mut Events| {
+                let f = f.clone();
+                let command = downcast::<C>(command);
+                let span = handler_span::<C>(completer.pid(), "blocking");
+                let job_span = span.clone();
+                let job = move || {
+                    let _entered = job_span.enter();
+                    catch_unwind(AssertUnwindSafe(|| f(command)))
+                        .unwrap_or_else(|panic| Err(CommandError::Panicked(panic_message(&*panic))))
+                };
+                let abort = match timeout {
+                    // The job owns the completer: aborted before it starts, the job is dropped
+                    // with it, which completes the yield as `Cancelled`.
+                    None => runtime
+                        .spawn_blocking(move || {
+                            let result = job();
+                            let _entered = span.enter();
+                            completer.complete(result);
+                        })
+                        .abort_handle(),
+                    Some(timeout) => spawn_blocking_within(runtime, job, completer, timeout, span),
+                };
+                Some(abort)
+            },
+        ))
     }
 
     pub(crate) fn needs_runtime(&self) -> bool {

@@ -47,7 +47,7 @@ impl CellStats {
     }
 
     /// Its completion was accepted (under the mailbox lock).
-    pub(super) fn yield_completed(&self) {
+    pub(crate) fn yield_completed(&self) {
         // Never below zero, even for a completion delivered by hand (the process layer's tests).
         let _ = self
             .outstanding
