@@ -38,7 +38,7 @@
 use super::mailbox::{Drained, ProcessCell};
 use super::output::{Status, Yield};
 use super::state::{ParkAs, TakeNotified, TransitionToParked};
-use super::{panic_message, Events, Pid, Process, ProcessError, StepOutput};
+use super::{drop_contained, panic_message, Events, Pid, Process, ProcessError, StepOutput};
 use crate::loom::Arc;
 use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -257,7 +257,7 @@ impl<P: Process, H: Host> ProcessFuture<P, H> {
                 }
                 Err(panic) => {
                     let message = panic_message(&*panic);
-                    drop_caught(panic);
+                    drop_contained(panic);
                     tracing::warn!(%pid, panic = %message, "step panicked");
                     return Poll::Ready(
                         self.finish(Err(ProcessError::panicked(pid, message)), Outcome::Panicked),
@@ -274,7 +274,7 @@ impl<P: Process, H: Host> ProcessFuture<P, H> {
                     if dropped > 0 {
                         tracing::warn!(%pid, dropped, "yields of a Done step are dropped");
                         for (_, command) in self.out.take_yields() {
-                            drop_caught(command);
+                            drop_contained(command);
                         }
                     }
                     return Poll::Ready(self.finish(Ok(result), Outcome::Done));
@@ -347,7 +347,7 @@ impl<P: Process, H: Host> ProcessFuture<P, H> {
     /// and a second panic while the first unwinds (as in a bulk `clear`) would abort.
     fn drop_unread_events(&mut self) {
         while let Some(event) = self.events.pop() {
-            drop_caught(event);
+            drop_contained(event);
         }
     }
 
@@ -362,7 +362,7 @@ impl<P: Process, H: Host> ProcessFuture<P, H> {
         self.finished = true;
         self.drop_unread_events();
         for (_, command) in self.out.take_yields() {
-            drop_caught(command);
+            drop_contained(command);
         }
         let (pid, cell) = (self.pid, &self.cell);
         cell.stats.set_steps(self.steps);
@@ -376,7 +376,7 @@ impl<P: Process, H: Host> ProcessFuture<P, H> {
             Ok(()) => (result, outcome),
             Err(panic) => {
                 let message = panic_message(&*panic);
-                drop_caught(panic);
+                drop_contained(panic);
                 tracing::warn!(%pid, panic = %message, "close panicked");
                 let result = Err(ProcessError::panicked(pid, format!("in close: {message}")));
                 (result, Outcome::Panicked)
@@ -439,12 +439,4 @@ fn trace_step(pid: Pid, events_in: usize, yields_out: usize, park_as: Option<Par
 #[inline(never)]
 fn trace_step_done(pid: Pid, events_in: usize, yields_out: usize) {
     tracing::trace!(%pid, events_in, yields_out, status = "done", "step");
-}
-
-/// Drops a value owned by user code (an event, a command, a panic payload), containing a panic
-/// from its destructor.
-fn drop_caught<T>(value: T) {
-    if catch_unwind(AssertUnwindSafe(move || drop(value))).is_err() {
-        tracing::warn!("a destructor panicked; the panic was contained");
-    }
 }

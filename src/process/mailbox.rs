@@ -29,7 +29,7 @@
 
 use super::state::{StateWord, TransitionOnEvent};
 use super::stats::{CellInfo, CellStats, CellSurvey};
-use super::{Event, Events, Message, ProcessState, Topic};
+use super::{drop_contained, Event, Events, Message, ProcessState, Topic};
 use crate::loom::atomic::AtomicU32;
 use crate::loom::{lock, Mutex};
 use std::collections::HashMap;
@@ -225,7 +225,7 @@ impl ProcessCell {
         match self.try_push(generation, event, completion) {
             Ok(()) => Admission::Accepted,
             Err((refused, event)) => {
-                drop_caught(event);
+                drop_contained(event);
                 refused
             }
         }
@@ -376,7 +376,7 @@ impl ProcessCell {
         // Outside the lock: payload destructors are user code, and freeing a large map or queue
         // is not work a concurrent (refused) producer should wait behind.
         for event in events {
-            drop_caught(event);
+            drop_contained(event);
         }
         drop(topics);
         drop(waker);
@@ -542,13 +542,6 @@ fn wake(waker: Option<Waker>) {
 
 fn is_overflow_marker(event: &Event) -> bool {
     matches!(event, Event::MailboxOverflow { .. })
-}
-
-/// Drops an event, containing a panic from a payload destructor (user code).
-fn drop_caught(event: Event) {
-    if std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || drop(event))).is_err() {
-        tracing::warn!("a payload destructor panicked; the panic was contained");
-    }
 }
 
 #[cfg(all(test, not(loom)))]
