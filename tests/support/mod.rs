@@ -143,7 +143,7 @@ pub(crate) fn join_all(handles: Vec<ProcessHandle>) -> Vec<Result<Payload, Proce
 
 /// Awaits one handle, hang-guarded.
 pub(crate) fn join(handle: ProcessHandle) -> Result<Payload, ProcessError> {
-    join_all(vec![handle]).pop().expect("one result")
+    join_typed(handle)
 }
 
 /// A small seeded PRNG (splitmix64): reproducible randomness without a dependency.

@@ -91,22 +91,13 @@ fn a_panicking_body_leaves_no_scope_behind() {
     assert!(caught.is_err());
     // The scope was restored: a call polled now, outside any step, fails instead of touching
     // the state of the step that panicked.
-    let mut stray = ProcessCxProbe::call();
+    let mut stray = super::Call::new(Add(0, 0), None);
     let mut task = Context::from_waker(Waker::noop());
     match Pin::new(&mut stray).poll(&mut task) {
         Poll::Ready(Err(error)) => assert!(error.to_string().contains("outside")),
         other => panic!("unexpected {other:?}"),
     }
     drop(harness); // a body poisoned by its panic drops like any other
-}
-
-/// A call made outside any process step.
-struct ProcessCxProbe;
-
-impl ProcessCxProbe {
-    fn call() -> super::Call<Add> {
-        super::Call::new(Add(0, 0), None)
-    }
 }
 
 /// A command with a dynamically typed reply.
