@@ -156,6 +156,9 @@ pub(crate) struct ProcessFuture<P: Process, H: Host> {
     span: Option<Box<Span>>,
     /// Steps run so far (published to the cell after each poll).
     steps: u64,
+    /// Steps until the next timed one (module docs): a countdown, cheaper per step than a
+    /// modulo of the step count.
+    until_timed: u32,
 }
 
 // The process is never pinned: `poll` only takes `&mut` to it, so moving the future is fine.
@@ -188,6 +191,11 @@ impl<P: Process, H: Host> ProcessFuture<P, H> {
             finished: false,
             span: (!span.is_disabled()).then(|| Box::new(span)),
             steps: 0,
+            // The phase drawn from the PID: one-step processes are sampled one in
+            // `SAMPLE_EVERY` too.
+            until_timed: ((pid.as_u64().wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) % SAMPLE_EVERY)
+                as u32
+                + 1,
         }
     }
 
@@ -208,9 +216,6 @@ impl<P: Process, H: Host> ProcessFuture<P, H> {
         // Once per poll: checked in the step loop, even this one load measurably slowed a step
         // of a few dozen nanoseconds.
         let trace_steps = tracing::level_enabled!(tracing::Level::TRACE);
-        // Which step count of this process is timed, modulo `SAMPLE_EVERY` (module docs).
-        let sample_phase =
-            (self.pid.as_u64().wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) % SAMPLE_EVERY;
         loop {
             if self.host.should_stop() {
                 // Shutdown's grace period is over: stop stepping; the executor drops us next.
@@ -235,7 +240,13 @@ impl<P: Process, H: Host> ProcessFuture<P, H> {
                 );
             }
             let events_in = if trace_steps { self.events.len() } else { 0 };
-            let timed = ((self.steps + sample_phase) % SAMPLE_EVERY == 0).then(Instant::now);
+            self.until_timed -= 1;
+            let timed = if self.until_timed == 0 {
+                self.until_timed = SAMPLE_EVERY as u32;
+                (!cfg!(procsched_no_counters)).then(Instant::now)
+            } else {
+                None
+            };
             self.steps += 1;
             stats.steps += 1;
             let (process, events, out) = (&mut self.process, &mut self.events, &mut self.out);

@@ -39,6 +39,9 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+/// `--cfg procsched_no_counters` compiles the hot paths' counting out, for the benchmark that
+/// shows what it costs (`benches/examples/probe.rs`); never set in a normal build.
+pub(crate) const COUNTING_OFF: bool = cfg!(procsched_no_counters);
 /// Threads with a shard of their own, per scheduler; the rest share one.
 const EXCLUSIVE: usize = if cfg!(loom) { 0 } else { 16 };
 /// The window of the longest recent step.
@@ -109,6 +112,9 @@ impl Local<'_> {
     /// Adds `n` to `counter`.
     #[inline]
     pub(crate) fn add_n(self, counter: Counter, n: u64) {
+        if COUNTING_OFF {
+            return;
+        }
         let cell = &self.shard[counter as usize];
         if self.exclusive {
             cell.store(cell.load(Relaxed).wrapping_add(n), Relaxed);
@@ -175,6 +181,9 @@ impl Counters {
 
     /// A timed step of `pid` ended at `end` after `elapsed`.
     pub(crate) fn step_timed(&self, pid: Pid, elapsed: Duration, end: Instant) {
+        if COUNTING_OFF {
+            return;
+        }
         let window = self.window_of(end);
         let mut longest = self
             .longest

@@ -2,7 +2,7 @@
 //! future needs of it (the [`Host`] implementation).
 
 use super::lifecycle::{Leave, Lifecycle, Tallied};
-use super::metrics::{Counter, Counters};
+use super::metrics::{Counter, Counters, COUNTING_OFF};
 use super::table::Table;
 use crate::dispatch::{self, Dispatched, HandlerSet};
 use crate::executor;
@@ -138,6 +138,9 @@ impl Host for Inner {
     }
 
     fn polled(&self, stats: &PollStats) {
+        if COUNTING_OFF {
+            return;
+        }
         let local = self.counters.local();
         for (counter, n) in [
             (Counter::Steps, stats.steps),

@@ -1,0 +1,149 @@
+//! A fixed amount of one workload, for instruction counts under callgrind (which, unlike wall
+//! time, does not move with the machine's load): compare two builds (say, with and without
+//! `--features tracing-off`) or two variants of one workload by their totals.
+//!
+//! ```text
+//! cargo build --release -p procsched-benches --example probe
+//! valgrind --tool=callgrind --callgrind-out-file=/tmp/cg.out \
+//!     target/release/examples/probe single_step 20000
+//! callgrind_annotate /tmp/cg.out | head -40
+//! ```
+//!
+//! Workloads: `single_step`, `one_yield`, `many_yields` (ROUNDS processes × 100 inline yields),
+//! `async_fn_single_step`, `async_fn_one_yield`, `async_fn_many_yields`, `send_to_blocked`
+//! (ROUNDS messages to one idle process). One worker, so that a second worker's spinning does not
+//! count. Every result is checked.
+
+use procsched::prelude::*;
+
+struct Inc(u64);
+procsched::command!(Inc => u64);
+
+/// Finishes on its first step.
+struct Once;
+impl Process for Once {
+    type Output = u64;
+    fn step(&mut self, _: &mut Events, out: &mut StepOutput<u64>) -> Result<(), BoxError> {
+        out.done(0);
+        Ok(())
+    }
+}
+
+/// Yields `Inc` `remaining` times, one after the other, feeding each reply into the next.
+struct Counter {
+    remaining: u64,
+    value: u64,
+}
+impl Process for Counter {
+    type Output = u64;
+    fn step(&mut self, events: &mut Events, out: &mut StepOutput<u64>) -> Result<(), BoxError> {
+        if let Some(Event::YieldComplete { result, .. }) = events.pop() {
+            self.value = result?.take::<u64>()?;
+        }
+        if self.remaining == 0 {
+            out.done(self.value);
+        } else {
+            self.remaining -= 1;
+            out.yield_command(0, Inc(self.value));
+            out.wait();
+        }
+        Ok(())
+    }
+}
+
+/// Counts the messages it receives; finishes after `expected`.
+struct Sink {
+    expected: u64,
+    seen: u64,
+}
+impl Process for Sink {
+    type Output = u64;
+    fn step(&mut self, events: &mut Events, out: &mut StepOutput<u64>) -> Result<(), BoxError> {
+        self.seen += events.drain().count() as u64;
+        if self.seen == self.expected {
+            out.done(self.seen);
+        } else {
+            out.idle();
+        }
+        Ok(())
+    }
+}
+
+async fn count(cx: ProcessCx, yields: u64) -> Result<u64, BoxError> {
+    let mut value = 0;
+    for _ in 0..yields {
+        value = cx.call(Inc(value)).await?;
+    }
+    Ok(value)
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let mut args = std::env::args().skip(1);
+    let workload = args.next().unwrap_or_else(|| "single_step".into());
+    let rounds: u64 = args.next().map_or(Ok(10_000), |n| n.parse())?;
+    let sched = Scheduler::builder()
+        .workers(1)
+        .monitor(false)
+        .inline_handler(|Inc(n): Inc| Ok::<_, CommandError>(n + 1))
+        .build()?;
+    let mut handles = Vec::with_capacity(rounds as usize);
+    let expect = |handles: &mut Vec<ProcessHandle<u64>>, value: u64| {
+        for handle in handles.drain(..) {
+            assert_eq!(sched.block_on(handle).expect("the process failed"), value);
+        }
+    };
+    match workload.as_str() {
+        "single_step" => {
+            for _ in 0..rounds {
+                handles.push(sched.spawn(Once, "run", Payload::empty())?);
+            }
+            expect(&mut handles, 0);
+        }
+        "one_yield" | "many_yields" => {
+            let yields = if workload == "one_yield" { 1 } else { 100 };
+            for _ in 0..rounds {
+                let counter = Counter {
+                    remaining: yields,
+                    value: 0,
+                };
+                handles.push(sched.spawn(counter, "run", Payload::empty())?);
+            }
+            expect(&mut handles, yields);
+        }
+        "async_fn_single_step" => {
+            for _ in 0..rounds {
+                handles.push(sched.spawn_fn(|_| async { Ok::<_, BoxError>(0) })?);
+            }
+            expect(&mut handles, 0);
+        }
+        "async_fn_one_yield" | "async_fn_many_yields" => {
+            let yields = if workload == "async_fn_one_yield" {
+                1
+            } else {
+                100
+            };
+            for _ in 0..rounds {
+                handles.push(sched.spawn_fn(move |cx| count(cx, yields))?);
+            }
+            expect(&mut handles, yields);
+        }
+        "send_to_blocked" => {
+            let sink = sched.spawn(
+                Sink {
+                    expected: rounds,
+                    seen: 0,
+                },
+                "run",
+                Payload::empty(),
+            )?;
+            let pid = sink.pid();
+            for _ in 0..rounds {
+                sched.send(pid, Message::new("n", Payload::new(0u8)))?;
+            }
+            assert_eq!(sched.block_on(sink)?, rounds);
+        }
+        other => return Err(format!("unknown workload {other}").into()),
+    }
+    sched.shutdown(std::time::Duration::from_secs(10));
+    Ok(())
+}
