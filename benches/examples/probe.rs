@@ -11,8 +11,9 @@
 //!
 //! Workloads: `single_step`, `one_yield`, `many_yields` (ROUNDS processes × 100 inline yields),
 //! `async_fn_single_step`, `async_fn_one_yield`, `async_fn_many_yields`, `send_to_blocked`
-//! (ROUNDS messages to one idle process). One worker, so that a second worker's spinning does not
-//! count. Every result is checked.
+//! (ROUNDS messages to one process, sent while it is idle). One worker, and the workload runs
+//! inside a driver process (`drive`): the count is the same from run to run, and moves between
+//! builds only with their code. Every result is checked.
 
 use procsched::prelude::*;
 
@@ -77,6 +78,64 @@ async fn count(cx: ProcessCx, yields: u64) -> Result<u64, BoxError> {
     Ok(value)
 }
 
+/// Runs `workload` from inside a process, so that every instruction of it runs on the one
+/// worker thread: no interleaving with a spawning thread, whose timing (how many processes are
+/// live at once, how often a thread parks) would change the count from one build to the next.
+async fn drive(cx: ProcessCx, workload: String, rounds: u64) -> Result<(), BoxError> {
+    let sched = cx.scheduler();
+    let mut handles = Vec::with_capacity(rounds as usize);
+    let mut expected = 0;
+    match workload.as_str() {
+        "single_step" => {
+            for _ in 0..rounds {
+                handles.push(sched.spawn(Once, "run", Payload::empty())?);
+            }
+        }
+        "one_yield" | "many_yields" => {
+            expected = if workload == "one_yield" { 1 } else { 100 };
+            for _ in 0..rounds {
+                let counter = Counter {
+                    remaining: expected,
+                    value: 0,
+                };
+                handles.push(sched.spawn(counter, "run", Payload::empty())?);
+            }
+        }
+        "async_fn_single_step" => {
+            for _ in 0..rounds {
+                handles.push(sched.spawn_fn(|_| async { Ok::<_, BoxError>(0) })?);
+            }
+        }
+        "async_fn_one_yield" | "async_fn_many_yields" => {
+            expected = if workload == "async_fn_one_yield" {
+                1
+            } else {
+                100
+            };
+            for _ in 0..rounds {
+                handles.push(sched.spawn_fn(move |cx| count(cx, expected))?);
+            }
+        }
+        "send_to_blocked" => {
+            let sink = Sink {
+                expected: rounds,
+                seen: 0,
+            };
+            let sink = sched.spawn(sink, "run", Payload::empty())?;
+            for _ in 0..rounds {
+                sched.send(sink.pid(), Message::new("n", Payload::new(0u8)))?;
+            }
+            expected = rounds;
+            handles.push(sink);
+        }
+        other => return Err(format!("unknown workload {other}").into()),
+    }
+    for handle in handles {
+        assert_eq!(handle.await?, expected);
+    }
+    Ok(())
+}
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
     let workload = args.next().unwrap_or_else(|| "single_step".into());
@@ -86,64 +145,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .monitor(false)
         .inline_handler(|Inc(n): Inc| Ok::<_, CommandError>(n + 1))
         .build()?;
-    let mut handles = Vec::with_capacity(rounds as usize);
-    let expect = |handles: &mut Vec<ProcessHandle<u64>>, value: u64| {
-        for handle in handles.drain(..) {
-            assert_eq!(sched.block_on(handle).expect("the process failed"), value);
-        }
-    };
-    match workload.as_str() {
-        "single_step" => {
-            for _ in 0..rounds {
-                handles.push(sched.spawn(Once, "run", Payload::empty())?);
-            }
-            expect(&mut handles, 0);
-        }
-        "one_yield" | "many_yields" => {
-            let yields = if workload == "one_yield" { 1 } else { 100 };
-            for _ in 0..rounds {
-                let counter = Counter {
-                    remaining: yields,
-                    value: 0,
-                };
-                handles.push(sched.spawn(counter, "run", Payload::empty())?);
-            }
-            expect(&mut handles, yields);
-        }
-        "async_fn_single_step" => {
-            for _ in 0..rounds {
-                handles.push(sched.spawn_fn(|_| async { Ok::<_, BoxError>(0) })?);
-            }
-            expect(&mut handles, 0);
-        }
-        "async_fn_one_yield" | "async_fn_many_yields" => {
-            let yields = if workload == "async_fn_one_yield" {
-                1
-            } else {
-                100
-            };
-            for _ in 0..rounds {
-                handles.push(sched.spawn_fn(move |cx| count(cx, yields))?);
-            }
-            expect(&mut handles, yields);
-        }
-        "send_to_blocked" => {
-            let sink = sched.spawn(
-                Sink {
-                    expected: rounds,
-                    seen: 0,
-                },
-                "run",
-                Payload::empty(),
-            )?;
-            let pid = sink.pid();
-            for _ in 0..rounds {
-                sched.send(pid, Message::new("n", Payload::new(0u8)))?;
-            }
-            assert_eq!(sched.block_on(sink)?, rounds);
-        }
-        other => return Err(format!("unknown workload {other}").into()),
-    }
+    let driver = sched.spawn_fn(move |cx| drive(cx, workload, rounds))?;
+    sched.block_on(driver)?;
     sched.shutdown(std::time::Duration::from_secs(10));
     Ok(())
 }
