@@ -11,7 +11,7 @@
 //!
 //! Workloads: `single_step`, `one_yield`, `many_yields` (ROUNDS processes × 100 inline yields),
 //! `async_fn_single_step`, `async_fn_one_yield`, `async_fn_many_yields`, `send_to_blocked`
-//! (ROUNDS messages to one process, sent while it is idle). One worker, and the workload runs
+//! (ROUNDS messages to one process, sent while it is idle), `send_from_thread` (see there). One worker, and the workload runs
 //! inside a driver process (`drive`): the count is the same from run to run, and moves between
 //! builds only with their code. Every result is checked.
 
@@ -136,15 +136,49 @@ async fn drive(cx: ProcessCx, workload: String, rounds: u64) -> Result<(), BoxEr
     Ok(())
 }
 
+/// ROUNDS idle processes, then one message to each from this (non-worker) thread, twice: the
+/// path of a service's request thread handing work to its sessions. Prints the time per send
+/// (for `perf`; under callgrind the interleaving is not repeatable). Not a driver-process
+/// workload: a send from outside the workers is the point.
+fn send_from_thread(sched: &Scheduler, rounds: u64) -> Result<(), Box<dyn std::error::Error>> {
+    let sinks = (0..rounds)
+        .map(|_| {
+            let sink = Sink {
+                expected: 2,
+                seen: 0,
+            };
+            sched.spawn(sink, "run", Payload::empty())
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    for round in 0..2 {
+        let start = std::time::Instant::now();
+        for sink in &sinks {
+            sched.send(sink.pid(), Message::new("n", Payload::new(0u8)))?;
+        }
+        let elapsed = start.elapsed();
+        eprintln!(
+            "round {round}: {:.0} ns/send",
+            elapsed.as_nanos() as f64 / rounds as f64
+        );
+    }
+    for sink in sinks {
+        assert_eq!(sched.block_on(sink)?, 2);
+    }
+    Ok(())
+}
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
     let workload = args.next().unwrap_or_else(|| "single_step".into());
     let rounds: u64 = args.next().map_or(Ok(10_000), |n| n.parse())?;
     let sched = Scheduler::builder()
-        .workers(1)
+        .workers(std::env::var("PROBE_WORKERS").map_or(Ok(1), |w| w.parse())?)
         .monitor(false)
         .inline_handler(|Inc(n): Inc| Ok::<_, CommandError>(n + 1))
         .build()?;
+    if workload == "send_from_thread" {
+        return send_from_thread(&sched, rounds);
+    }
     let driver = sched.spawn_fn(move |cx| drive(cx, workload, rounds))?;
     sched.block_on(driver)?;
     sched.shutdown(std::time::Duration::from_secs(10));
