@@ -78,11 +78,12 @@ pub(crate) fn dispatch(
         command,
         timeout,
     } = yielded;
-    let type_name = command.type_name();
     let complete_now = |completions: &mut Events, result| {
         completions.push(Event::YieldComplete { tag, result });
     };
     let Some(handler) = handlers.get(command.value_type_id()) else {
+        // The name is a call (the payload's vtable holds a function): only on the cold paths.
+        let type_name = command.type_name();
         tracing::warn!(%pid, command = type_name, "no handler registered for the command's type");
         drop(command);
         complete_now(completions, Err(CommandError::NoHandler(type_name)));
@@ -108,7 +109,7 @@ pub(crate) fn dispatch(
         return dispatched(None);
     };
     if timeout.is_some() && !handlers.timers().has_timers(runtime) {
-        tracing::debug!(%pid, command = type_name, "deadline on a runtime without timers");
+        tracing::debug!(%pid, command = command.type_name(), "deadline on a runtime without timers");
         drop(command);
         complete_now(completions, Err(CommandError::NoTimer));
         return dispatched(None);

@@ -315,7 +315,7 @@ impl Monitor {
             let elapsed = now.saturating_sub(seen.since);
             seen.class = if blocking {
                 Class::Blocking
-            } else if seq % 2 == 0 {
+            } else if seq.is_multiple_of(2) {
                 Class::Running
             } else if elapsed >= self.threshold_ns {
                 Class::Long

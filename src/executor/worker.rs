@@ -174,7 +174,7 @@ impl Core {
         }
         let tick = self.tick.get().wrapping_add(1);
         self.tick.set(tick);
-        if tick % GLOBAL_POLL_INTERVAL == 0 {
+        if tick.is_multiple_of(GLOBAL_POLL_INTERVAL) {
             if let Some(task) = self.pop_global().or_else(|| self.pop_inject()) {
                 return Some(task);
             }

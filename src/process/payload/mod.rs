@@ -1,9 +1,47 @@
 //! `Payload`: a type-erased `Send` value that crosses process boundaries without forced clones.
+//!
+//! # Representation
+//!
+//! A payload is five words (40 bytes on 64-bit targets): a pointer to its value type's static
+//! [`VTable`] and four words of [`Storage`].
+//!
+//! ```text
+//! Payload { vtable: &'static VTable, storage: [usize; 4] }
+//!             |                         |
+//!             |                         +-- inline: the value itself, if size <= 32 and align <= 8
+//!             |                         +-- boxed:  the value's `Box::into_raw` pointer (word 0)
+//!             +-- VTable { type_id: TypeId::of::<T>(), type_name, drop }
+//! ```
+//!
+//! - **Inline or boxed** follows from the type alone ([`Storage::fits`], a constant), so it is
+//!   recorded nowhere: code that knows `T` (after a type check) knows where the value is. Zero-sized
+//!   types are inline; over-aligned types (align 16, 32, ...) are boxed whatever their size.
+//! - **Type checks** (`is`, `downcast*`, `take`) compare `vtable.type_id` with `TypeId::of::<T>()`:
+//!   a load and a compare, no call. `type_name` is a function (`std::any::type_name` is not a
+//!   `const fn`), called for `Debug` and mismatch errors only. The vtable is a constant promoted
+//!   to a `static` (`VTable::of`; `TypeId::of` in a constant is why the crate needs Rust 1.91),
+//!   and the non-null `&'static` gives `Option<Payload>` a niche.
+//! - **Ownership**: the payload owns the value. Exactly one of these ends it: `Drop for Payload`
+//!   calls `vtable.drop` (drops the inline value in place, or drops and frees the box; `None`
+//!   for inline types without a destructor), or a successful `downcast`/`take` moves the value
+//!   out ([`Storage::read`], which also frees the box) from a payload in `ManuallyDrop`. A failed
+//!   type check touches nothing: `downcast` hands the payload back, `take` drops it.
+//! - **Auto traits** are those of the former `SmallBox<dyn Any + Send>` representation, through a
+//!   `PhantomData<dyn Any + Send>`: `Send` (every value is `Send`: `new` requires it), not `Sync`
+//!   (a `&Payload` hands out `&T`, and `T` need not be `Sync`), not `Unpin`, not unwind-safe.
+//! - A `Payload` holding a `Payload` is a value like any other (boxed: 40 bytes do not fit);
+//!   only `take::<Payload>()` and the crate's `wrap` treat `Payload` specially (see their docs).
 
-use smallbox::space::S4;
-use smallbox::{smallbox, SmallBox};
+mod vtable;
+
+#[cfg(test)]
+mod tests;
+
 use std::any::{Any, TypeId};
 use std::fmt;
+use std::marker::PhantomData;
+use std::mem::ManuallyDrop;
+use vtable::{Storage, VTable};
 
 /// A type-erased, owned, `Send` value: inputs, results, message bodies, command results.
 ///
@@ -26,8 +64,12 @@ use std::fmt;
 /// assert_eq!(back.downcast::<&str>().unwrap(), "text");
 /// ```
 pub struct Payload {
-    value: SmallBox<dyn Any + Send, S4>,
-    type_name: &'static str,
+    /// The value's type: `TypeId`, name, destructor.
+    vtable: &'static VTable,
+    /// The value (inline) or its box's pointer: which one follows from the type.
+    storage: Storage,
+    /// The auto traits of a `Box<dyn Any + Send>`-like owner: `Send`, not `Sync`.
+    _owns: PhantomData<dyn Any + Send>,
 }
 
 impl Payload {
@@ -41,8 +83,9 @@ impl Payload {
     /// ```
     pub fn new<T: Send + 'static>(value: T) -> Payload {
         Payload {
-            value: smallbox!(value),
-            type_name: std::any::type_name::<T>(),
+            vtable: VTable::of::<T>(),
+            storage: Storage::new(value),
+            _owns: PhantomData,
         }
     }
 
@@ -65,8 +108,9 @@ impl Payload {
     /// let p = procsched::Payload::new(1u8);
     /// assert!(p.is::<u8>() && !p.is::<u16>());
     /// ```
+    #[inline]
     pub fn is<T: 'static>(&self) -> bool {
-        (*self.value).type_id() == TypeId::of::<T>()
+        self.vtable.type_id == TypeId::of::<T>()
     }
 
     /// The `TypeId` of the value.
@@ -77,8 +121,9 @@ impl Payload {
     /// use std::any::TypeId;
     /// assert_eq!(procsched::Payload::new(1u8).value_type_id(), TypeId::of::<u8>());
     /// ```
+    #[inline]
     pub fn value_type_id(&self) -> TypeId {
-        (*self.value).type_id()
+        self.vtable.type_id
     }
 
     /// The name of the value's type (for diagnostics only; not unique).
@@ -88,8 +133,9 @@ impl Payload {
     /// ```
     /// assert_eq!(procsched::Payload::new(1u8).type_name(), "u8");
     /// ```
+    #[inline]
     pub fn type_name(&self) -> &'static str {
-        self.type_name
+        (self.vtable.type_name)()
     }
 
     /// Takes the value out as a `T`.
@@ -105,12 +151,17 @@ impl Payload {
     /// let back = p.downcast::<u8>().unwrap_err(); // wrong type: handed back
     /// assert_eq!(back.downcast::<i64>().unwrap(), 5);
     /// ```
+    #[inline]
     pub fn downcast<T: 'static>(self) -> Result<T, Payload> {
-        let type_name = self.type_name;
-        match self.value.downcast::<T>() {
-            Ok(value) => Ok(value.into_inner()),
-            Err(value) => Err(Payload { value, type_name }),
+        if !self.is::<T>() {
+            return Err(self);
         }
+        let this = ManuallyDrop::new(self);
+        // SAFETY: the storage holds a `T`: `new::<U>` pairs `VTable::of::<U>()` with
+        // `Storage::new::<U>`, and `U` is `T` (same `TypeId`); the value is still there (only
+        // `drop` and this move it out, each from a payload that is then gone). `this` is never
+        // dropped or used again, so the value now has one owner, the caller.
+        Ok(unsafe { this.storage.read::<T>() })
     }
 
     /// Takes the value out as a `T`, or fails with a [`TypeMismatch`] that names both types —
@@ -141,10 +192,9 @@ impl Payload {
             }
             unreachable!("T is Payload");
         }
-        let actual = self.type_name;
-        self.downcast::<T>().map_err(|_| TypeMismatch {
+        self.downcast::<T>().map_err(|payload| TypeMismatch {
             expected: std::any::type_name::<T>(),
-            actual,
+            actual: payload.type_name(),
         })
     }
 
@@ -165,8 +215,16 @@ impl Payload {
     /// let p = procsched::Payload::new(String::from("hi"));
     /// assert_eq!(p.downcast_ref::<String>().map(String::as_str), Some("hi"));
     /// ```
+    #[inline]
     pub fn downcast_ref<T: 'static>(&self) -> Option<&T> {
-        (*self.value).downcast_ref()
+        if !self.is::<T>() {
+            return None;
+        }
+        // SAFETY: the storage holds a `T` (same argument as in `downcast`); the pointer is valid
+        // and the value initialized for as long as `self` is borrowed, which the returned
+        // reference's lifetime ties it to. Interior mutability in `T` is allowed: the storage is
+        // an `UnsafeCell`.
+        Some(unsafe { &*self.storage.value_ptr::<T>() })
     }
 
     /// Mutably borrows the value as a `T`.
@@ -178,8 +236,14 @@ impl Payload {
     /// *p.downcast_mut::<u32>().unwrap() += 1;
     /// assert_eq!(p.take::<u32>().unwrap(), 2);
     /// ```
+    #[inline]
     pub fn downcast_mut<T: 'static>(&mut self) -> Option<&mut T> {
-        (*self.value).downcast_mut()
+        if !self.is::<T>() {
+            return None;
+        }
+        // SAFETY: as in `downcast_ref`, and `self` is borrowed exclusively for the returned
+        // reference's lifetime, so the reference is unique.
+        Some(unsafe { &mut *self.storage.value_ptr::<T>() })
     }
 }
 
@@ -234,37 +298,19 @@ impl Default for Payload {
 
 impl fmt::Debug for Payload {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Payload<{}>", self.type_name)
+        write!(f, "Payload<{}>", self.type_name())
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn small_values_stay_inline_and_large_ones_are_boxed() {
-        assert!(!Payload::new(7u64).value.is_heap());
-        assert!(!Payload::new([0u64; 4]).value.is_heap());
-        assert!(Payload::new([0u64; 5]).value.is_heap());
-    }
-
-    #[test]
-    fn destructors_run_once_whether_taken_or_dropped() {
-        use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
-        use std::sync::Arc;
-        let count = Arc::new(AtomicUsize::new(0));
-        struct D(Arc<AtomicUsize>);
-        impl Drop for D {
-            fn drop(&mut self) {
-                self.0.fetch_add(1, SeqCst);
-            }
+impl Drop for Payload {
+    #[inline]
+    fn drop(&mut self) {
+        if let Some(drop_value) = self.vtable.drop {
+            // SAFETY: `vtable.drop` is `Storage::drop_value::<T>` for the `T` that `new` stored
+            // (see `downcast`), and the value is still there: a payload whose value was moved
+            // out is in `ManuallyDrop` and never gets here. Nothing uses the storage afterwards,
+            // panic or not.
+            unsafe { drop_value(&mut self.storage) }
         }
-        drop(Payload::new(D(count.clone())));
-        assert_eq!(count.load(SeqCst), 1);
-        let taken = Payload::new(D(count.clone())).downcast::<D>().ok().unwrap();
-        assert_eq!(count.load(SeqCst), 1);
-        drop(taken);
-        assert_eq!(count.load(SeqCst), 2);
     }
 }
