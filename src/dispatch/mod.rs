@@ -31,7 +31,7 @@ mod registry;
 mod run;
 
 pub(crate) use completer::YieldCompleter;
-pub(crate) use registry::{Handler, HandlerSet};
+pub(crate) use registry::{Handler, HandlerSet, SpawnFn};
 pub use run::Run;
 
 use crate::loom::Arc;
@@ -64,8 +64,66 @@ impl Dispatched {
     }
 }
 
-/// Dispatches one yield (see the module docs).
+/// Dispatches one yield (see the module docs). Inlined into the process future's dispatch: an
+/// inline handler is the hot path (a lookup and one indirect call); the rest is out of line.
+#[inline]
 pub(crate) fn dispatch(
+    handlers: &HandlerSet,
+    runtime: Option<&tokio::runtime::Handle>,
+    pid: Pid,
+    cell: &Arc<ProcessCell>,
+    yielded: Yield,
+    completions: &mut Events,
+) -> Dispatched {
+    match handlers.get(yielded.command.value_type_id()) {
+        // The handler catches its own panics (see `Handler::inline`).
+        Some(Handler::Inline(run)) => {
+            Dispatched::Inline(run(yielded.command, yielded.tag, pid, completions))
+        }
+        Some(Handler::Async(spawn)) => dispatch_task(
+            &**spawn,
+            false,
+            handlers,
+            runtime,
+            pid,
+            cell,
+            yielded,
+            completions,
+        ),
+        Some(Handler::Blocking(spawn)) => dispatch_task(
+            &**spawn,
+            true,
+            handlers,
+            runtime,
+            pid,
+            cell,
+            yielded,
+            completions,
+        ),
+        None => no_handler(pid, yielded, completions),
+    }
+}
+
+/// A yield whose command's type has no handler: completed at once with `NoHandler`.
+#[cold]
+#[inline(never)]
+fn no_handler(pid: Pid, yielded: Yield, completions: &mut Events) -> Dispatched {
+    let Yield { tag, command, .. } = yielded;
+    // The name is a call (the payload's vtable holds a function): only on the cold paths.
+    let type_name = command.type_name();
+    tracing::warn!(%pid, command = type_name, "no handler registered for the command's type");
+    drop(command);
+    let result = Err(CommandError::NoHandler(type_name));
+    completions.push(Event::YieldComplete { tag, result });
+    Dispatched::NoHandler
+}
+
+/// An async or blocking handler's yield: its task (or an immediate completion).
+#[inline(never)]
+#[allow(clippy::too_many_arguments)]
+fn dispatch_task(
+    spawn: &SpawnFn,
+    blocking: bool,
     handlers: &HandlerSet,
     runtime: Option<&tokio::runtime::Handle>,
     pid: Pid,
@@ -80,20 +138,6 @@ pub(crate) fn dispatch(
     } = yielded;
     let complete_now = |completions: &mut Events, result| {
         completions.push(Event::YieldComplete { tag, result });
-    };
-    let Some(handler) = handlers.get(command.value_type_id()) else {
-        // The name is a call (the payload's vtable holds a function): only on the cold paths.
-        let type_name = command.type_name();
-        tracing::warn!(%pid, command = type_name, "no handler registered for the command's type");
-        drop(command);
-        complete_now(completions, Err(CommandError::NoHandler(type_name)));
-        return Dispatched::NoHandler;
-    };
-    let (spawn, blocking) = match handler {
-        // The handler catches its own panics (see `Handler::inline`).
-        Handler::Inline(run) => return Dispatched::Inline(run(command, tag, pid, completions)),
-        Handler::Async(spawn) => (spawn, false),
-        Handler::Blocking(spawn) => (spawn, true),
     };
     let dispatched = |task| {
         if blocking {

@@ -20,7 +20,7 @@ use std::time::Duration;
 /// than moved through a type-erased return value. Returns how the result counts in the metrics.
 type InlineFn = dyn Fn(Payload, Tag, Pid, &mut Events) -> HandlerOutcome + Send + Sync;
 /// Spawns the handler for one command: (command, its completer, the runtime, the deadline).
-type SpawnFn = dyn Fn(
+pub(crate) type SpawnFn = dyn Fn(
         Payload,
         YieldCompleter,
         &tokio::runtime::Handle,
