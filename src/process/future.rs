@@ -411,6 +411,7 @@ impl<P: Process, H: Host> Future for ProcessFuture<P, H> {
         let polled = this.poll_steps(cx, &mut stats);
         drop(entered);
         this.span = span;
+        this.out.return_yield_buffer();
         if polled.is_pending() {
             // Not finished: the cell is still ours (`finish` published the count otherwise).
             this.cell.stats.set_steps(this.steps);

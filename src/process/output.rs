@@ -1,7 +1,7 @@
 //! What a step produces: yields to dispatch, and the process's new status.
 
 use super::{Payload, Tag};
-use smallvec::SmallVec;
+use std::cell::Cell;
 use std::time::Duration;
 
 /// What a process wants after a step. `O` is the process's [`Output`](crate::Process::Output).
@@ -31,7 +31,8 @@ pub(crate) struct Yield {
 /// The output buffer of a step: yields to dispatch and the new status.
 ///
 /// The buffer is reused across steps; each step starts with no yields and status
-/// [`Status::Continue`]. Up to two yields per step are stored inline (no heap allocation), and
+/// [`Status::Continue`]. The first yield of a poll borrows its thread's spare buffer, given back
+/// when the poll ends (no allocation per process, no buffer held while the process waits), and
 /// small commands (up to four words) are stored inline in their yield.
 ///
 /// # Examples
@@ -55,7 +56,12 @@ pub struct StepOutput<O = Payload> {
 
 /// The yields of one step, apart from the (typed) status: the async-fn adapter's call futures
 /// write here without knowing the process's output type.
-pub(crate) type Yields = SmallVec<[Yield; 2]>;
+pub(crate) type Yields = Vec<Yield>;
+
+std::thread_local! {
+    /// A spare yields buffer per thread: lent to the first yield of a poll, given back at its end.
+    static YIELD_BUFFER: Cell<Yields> = const { Cell::new(Vec::new()) };
+}
 
 impl<O> Default for StepOutput<O> {
     fn default() -> Self {
@@ -95,7 +101,7 @@ impl<O> StepOutput<O> {
     /// assert_eq!((tag, command.is::<Lookup>()), (7, true));
     /// ```
     pub fn yield_command<C: Send + 'static>(&mut self, tag: Tag, command: C) {
-        self.yields.push(Yield {
+        self.push_yield(Yield {
             tag,
             command: Payload::new(command),
             timeout: None,
@@ -122,7 +128,7 @@ impl<O> StepOutput<O> {
         command: C,
         timeout: Duration,
     ) {
-        self.yields.push(Yield {
+        self.push_yield(Yield {
             tag,
             command: Payload::new(command),
             timeout: Some(timeout),
@@ -272,7 +278,28 @@ impl<O> StepOutput<O> {
         self.yields.pop()
     }
 
-    pub(crate) fn drain_yields(&mut self) -> smallvec::Drain<'_, [Yield; 2]> {
+    pub(crate) fn drain_yields(&mut self) -> std::vec::Drain<'_, Yield> {
         self.yields.drain(..)
+    }
+
+    /// Swaps the yields' buffer with `buffer` (the process future lends each poll a worker's
+    /// scratch buffer: `future.rs`, "Buffers").
+    /// Gives the yields' buffer back to this thread at the end of a poll, if it has one and it
+    /// is empty (see [`StepOutput`]'s docs: the process keeps no buffer while it waits).
+    #[inline]
+    pub(crate) fn return_yield_buffer(&mut self) {
+        if self.yields.capacity() > 0 && self.yields.is_empty() {
+            let buffer = std::mem::take(&mut self.yields);
+            let _ = YIELD_BUFFER.try_with(|spare| spare.set(buffer));
+        }
+    }
+
+    /// Appends a yield, borrowing this thread's spare buffer for the first one.
+    #[inline]
+    fn push_yield(&mut self, yielded: Yield) {
+        if self.yields.capacity() == 0 {
+            self.yields = YIELD_BUFFER.try_with(Cell::take).unwrap_or_default();
+        }
+        self.yields.push(yielded);
     }
 }
