@@ -9,6 +9,10 @@
 //! callgrind_annotate /tmp/cg.out | head -40
 //! ```
 //!
+//! Arguments: WORKLOAD [ROUNDS [ITERATIONS]]; the workload runs ITERATIONS times (default 1) in
+//! one scheduler, so that `(count(3) - count(1)) / 2` is the steady state, without the first
+//! iteration's growth of the process table.
+//!
 //! Workloads: `single_step`, `one_yield`, `many_yields` (ROUNDS processes × 100 inline yields),
 //! `async_fn_single_step`, `async_fn_one_yield`, `async_fn_many_yields`, `send_to_blocked`
 //! (ROUNDS messages to one process, sent while it is idle), `send_from_thread` (see there). One worker, and the workload runs
@@ -81,11 +85,18 @@ async fn count(cx: ProcessCx, yields: u64) -> Result<u64, BoxError> {
 /// Runs `workload` from inside a process, so that every instruction of it runs on the one
 /// worker thread: no interleaving with a spawning thread, whose timing (how many processes are
 /// live at once, how often a thread parks) would change the count from one build to the next.
-async fn drive(cx: ProcessCx, workload: String, rounds: u64) -> Result<(), BoxError> {
+async fn drive(cx: ProcessCx, workload: String, rounds: u64, iterations: u64) -> Result<(), BoxError> {
+    for _ in 0..iterations {
+        drive_once(&cx, &workload, rounds).await?;
+    }
+    Ok(())
+}
+
+async fn drive_once(cx: &ProcessCx, workload: &str, rounds: u64) -> Result<(), BoxError> {
     let sched = cx.scheduler();
     let mut handles = Vec::with_capacity(rounds as usize);
     let mut expected = 0;
-    match workload.as_str() {
+    match workload {
         "single_step" => {
             for _ in 0..rounds {
                 handles.push(sched.spawn(Once, "run", Payload::empty())?);
@@ -171,6 +182,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
     let workload = args.next().unwrap_or_else(|| "single_step".into());
     let rounds: u64 = args.next().map_or(Ok(10_000), |n| n.parse())?;
+    let iterations: u64 = args.next().map_or(Ok(1), |n| n.parse())?;
     let sched = Scheduler::builder()
         .workers(std::env::var("PROBE_WORKERS").map_or(Ok(1), |w| w.parse())?)
         .monitor(false)
@@ -179,7 +191,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     if workload == "send_from_thread" {
         return send_from_thread(&sched, rounds);
     }
-    let driver = sched.spawn_fn(move |cx| drive(cx, workload, rounds))?;
+    let driver = sched.spawn_fn(move |cx| drive(cx, workload, rounds, iterations))?;
     sched.block_on(driver)?;
     sched.shutdown(std::time::Duration::from_secs(10));
     Ok(())
