@@ -51,42 +51,48 @@ impl<C: Command> Unpin for Call<C> {}
 impl<C: Command> Future for Call<C> {
     type Output = Result<C::Output, CommandError>;
 
+    #[inline]
     fn poll(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.get_mut();
-        scope::with(|scope| {
-            let Some(scope) = scope else {
-                this.state = CallState::Done;
-                return Poll::Ready(Err(outside_its_process()));
-            };
-            match std::mem::replace(&mut this.state, CallState::Done) {
-                CallState::Unsent(command) => {
+        let tag = match std::mem::replace(&mut this.state, CallState::Done) {
+            CallState::Unsent(command) => {
+                let timeout = this.timeout;
+                return scope::with(|scope| {
+                    let Some(scope) = scope else {
+                        // (`command` is dropped with this closure: there is no scope to reach.)
+                        return Poll::Ready(Err(outside_its_process()));
+                    };
                     let tag = scope.state.start_call();
                     scope.yields.push(Yield {
                         tag,
                         command: Payload::new(command),
-                        timeout: this.timeout,
+                        timeout,
                     });
                     this.state = CallState::Sent(tag);
                     Poll::Pending
-                }
-                CallState::Sent(tag) => {
-                    match scope.state.take_completion(tag) {
-                        Some(result) => Poll::Ready(result.and_then(|reply| {
-                            reply.take::<C::Output>().map_err(CommandError::failed)
-                        })),
-                        None => {
-                            this.state = CallState::Sent(tag);
-                            Poll::Pending
-                        }
-                    }
-                }
-                CallState::Done => panic!("a procsched call polled after it completed"),
+                });
             }
-        })
+            CallState::Sent(tag) => tag,
+            CallState::Done => panic!("a procsched call polled after it completed"),
+        };
+        let completion =
+            scope::with(|scope| scope.map(|scope| scope.state.take_completion(scope.arrived, tag)));
+        match completion {
+            // The reply is unpacked (or, mistyped, dropped) outside the scope.
+            Some(Some(result)) => Poll::Ready(
+                result.and_then(|reply| reply.take::<C::Output>().map_err(CommandError::failed)),
+            ),
+            Some(None) => {
+                this.state = CallState::Sent(tag);
+                Poll::Pending
+            }
+            None => Poll::Ready(Err(outside_its_process())),
+        }
     }
 }
 
 impl<C: Command> Drop for Call<C> {
+    #[inline]
     fn drop(&mut self) {
         if let CallState::Sent(tag) = self.state {
             scope::with(|scope| {

@@ -37,6 +37,7 @@ impl LazyWaker {
 
     /// Runs `poll` with the lazy waker; returns its result and whether the body woke the waker
     /// in place.
+    #[inline]
     pub(super) fn poll_with<R>(&self, poll: impl FnOnce(&Waker) -> R) -> (R, bool) {
         self.woken_in_place.set(false);
         let raw = RawWaker::new((self as *const LazyWaker).cast(), &VTABLE);

@@ -30,7 +30,7 @@ mod tests;
 
 pub use futures::{Call, Cancelled, Recv, RecvError, RecvMessage, YieldNow};
 
-use super::{BoxError, Command, Events, InitError, Payload, Pid, Process, ProcessContext};
+use super::{BoxError, Command, Event, Events, InitError, Payload, Pid, Process, ProcessContext};
 use super::{Status, StepOutput};
 use lazy_waker::LazyWaker;
 use state::CxState;
@@ -225,7 +225,7 @@ impl ProcessCx {
 impl<F, Fut> fmt::Debug for AsyncFnProcess<F, Fut> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("AsyncFnProcess")
-            .field("started", &self.body.is_some())
+            .field("started", &self.running.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -242,13 +242,42 @@ impl fmt::Debug for ProcessCx {
 /// [`Scheduler::spawn_fn`](crate::Scheduler::spawn_fn) and
 /// [`testing::Harness::for_fn`](crate::testing::Harness::for_fn)).
 pub struct AsyncFnProcess<F, Fut> {
-    /// Builds the body; taken by `init`.
-    start: Option<F>,
-    body: Option<Pin<Box<Fut>>>,
+    /// Builds the body, and what its [`ProcessCx`] hands to the scheduler layer; taken by
+    /// `init`.
+    start: Option<(F, Arc<dyn Any + Send + Sync>)>,
+    /// Built by `init`.
+    running: Option<Pin<Box<Running<Fut>>>>,
+}
+
+/// A started body and what its polls reach, in one allocation: the adapter itself stays a few
+/// words (it is moved on every spawn).
+struct Running<Fut> {
+    /// Structurally pinned (the only field that is): see [`Running::project`].
+    body: Fut,
     state: CxState,
     /// The waker the body is polled with (`lazy_waker.rs`).
     waker: LazyWaker,
-    host: Arc<dyn Any + Send + Sync>,
+}
+
+impl<Fut> Running<Fut> {
+    /// The pinned body, and the rest unpinned.
+    #[inline]
+    fn project(self: Pin<&mut Self>) -> (Pin<&mut Fut>, &mut CxState, &LazyWaker) {
+        // SAFETY: `body` is structurally pinned and the other fields are not. Pinning is upheld
+        // for it: it is only ever reached through this projection, as `Pin<&mut Fut>`, never
+        // moved out or swapped, and it is dropped in place with its `Running` (which has no
+        // `Drop` impl and no manual `Unpin` impl: it is `Unpin` only if `Fut` is). `state` and
+        // `waker` are never pinned-dependent, so plain references to them are fine; the three
+        // borrows are of disjoint fields.
+        unsafe {
+            let this = self.get_unchecked_mut();
+            (
+                Pin::new_unchecked(&mut this.body),
+                &mut this.state,
+                &this.waker,
+            )
+        }
+    }
 }
 
 impl<F, Fut> AsyncFnProcess<F, Fut> {
@@ -256,11 +285,8 @@ impl<F, Fut> AsyncFnProcess<F, Fut> {
     /// layer's accessors.
     pub(crate) fn new(start: F, host: Arc<dyn Any + Send + Sync>) -> Self {
         AsyncFnProcess {
-            start: Some(start),
-            body: None,
-            state: CxState::default(),
-            waker: LazyWaker::default(),
-            host,
+            start: Some((start, host)),
+            running: None,
         }
     }
 }
@@ -275,39 +301,63 @@ where
     type Output = T;
 
     fn init(&mut self, ctx: &ProcessContext<'_>, _: &str, _: Payload) -> Result<(), InitError> {
-        let start = self.start.take().expect("init runs once");
-        self.waker = LazyWaker::new(ctx.wake_target());
+        let (start, host) = self.start.take().expect("init runs once");
         let cx = ProcessCx {
             pid: ctx.pid(),
-            host: self.host.clone(),
+            host,
         };
-        self.body = Some(Box::pin(start(cx)));
+        self.running = Some(Box::pin(Running {
+            body: start(cx),
+            state: CxState::default(),
+            waker: LazyWaker::new(ctx.wake_target()),
+        }));
         Ok(())
     }
 
     fn step(&mut self, events: &mut Events, out: &mut StepOutput<T>) -> Result<(), BoxError> {
-        for event in events.drain() {
-            self.state.route(event);
+        let running = self.running.as_mut().expect("init built the body");
+        let (mut body, state, waker) = running.as_mut().project();
+        // A lone completion is held here for its call to take during the poll (`state.rs`);
+        // anything else is filed first.
+        let mut arrived = None;
+        match events.len() {
+            0 => {}
+            1 => match events.pop() {
+                Some(Event::YieldComplete { tag, result }) => arrived = Some((tag, result)),
+                Some(event) => state.route(event),
+                None => {}
+            },
+            _ => {
+                for event in events.drain() {
+                    state.route(event);
+                }
+            }
         }
-        let body = self.body.as_mut().expect("init built the body");
-        self.state.wants = Default::default();
-        let state = &mut self.state;
-        let (polled, woken_in_place) = self.waker.poll_with(|waker| {
+        state.wants = Default::default();
+        let (polled, woken_in_place) = waker.poll_with(|waker| {
             let mut cx = Context::from_waker(waker);
-            scope::enter(state, out.yields_mut(), || body.as_mut().poll(&mut cx))
+            scope::enter(state, &mut arrived, out.yields_mut(), || {
+                body.as_mut().poll(&mut cx)
+            })
         });
+        // A completion no call took is kept for a later poll (or dropped, its call gone), and so
+        // are those of calls dropped during the poll.
+        if let Some((tag, result)) = arrived {
+            state.keep(tag, result);
+        }
+        state.purge_forgotten();
         match polled {
             Poll::Ready(Ok(output)) => out.done(output),
             Poll::Ready(Err(error)) => return Err(error.into()),
             Poll::Pending => {
-                let wants = self.state.wants;
+                let wants = state.wants;
                 if wants.yield_now || woken_in_place {
                     out.set_status(Status::Continue);
-                } else if self.state.has_outstanding_calls() {
+                } else if state.has_outstanding_calls() {
                     out.wait();
                 } else if wants.message {
                     out.idle();
-                } else if self.waker.can_wake() {
+                } else if waker.can_wake() {
                     // A future outside procsched is pending: it wakes us through our waker.
                     out.wait();
                 } else {

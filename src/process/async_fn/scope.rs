@@ -1,13 +1,14 @@
 //! The step scope: how the futures a body awaits reach the adapter's state during a poll.
 //!
 //! The adapter polls the body only from inside `step`, on the worker stepping the process. For
-//! that poll it publishes, in a thread-local, pointers to its own state and to the step's yield
-//! buffer; a [`Call`](super::Call), [`Recv`](super::Recv) or other process future polled
-//! during it reads them. No lock, no allocation, no reference count on the path of a yield.
+//! that poll it publishes, in a thread-local, pointers to its own state, to the completion the
+//! step holds for its calls (`state.rs`) and to the step's yield buffer; a [`Call`](super::Call),
+//! [`Recv`](super::Recv) or other process future polled during it reads them. No lock, no
+//! allocation, no reference count on the path of a yield.
 //! A process future polled anywhere else (moved into a task of another executor) finds no scope
 //! and fails instead of touching another process's state.
 
-use super::state::CxState;
+use super::state::{Arrived, CxState};
 use crate::process::output::Yields;
 use std::cell::Cell;
 use std::ptr;
@@ -15,11 +16,13 @@ use std::ptr;
 /// What a poll of the body can reach.
 pub(super) struct Scope<'a> {
     pub(super) state: &'a mut CxState,
+    pub(super) arrived: &'a mut Arrived,
     pub(super) yields: &'a mut Yields,
 }
 
 struct Raw {
     state: *mut CxState,
+    arrived: *mut Arrived,
     yields: *mut Yields,
 }
 
@@ -31,11 +34,22 @@ std::thread_local! {
 
 /// Runs `poll` with `scope` published to the futures it polls, restoring the previous scope
 /// afterwards (also when `poll` panics).
-pub(super) fn enter<R>(state: &mut CxState, yields: &mut Yields, poll: impl FnOnce() -> R) -> R {
-    let raw = Raw { state, yields };
+#[inline]
+pub(super) fn enter<R>(
+    state: &mut CxState,
+    arrived: &mut Arrived,
+    yields: &mut Yields,
+    poll: impl FnOnce() -> R,
+) -> R {
+    let raw = Raw {
+        state,
+        arrived,
+        yields,
+    };
     let previous = CURRENT.with(|current| current.replace(&raw));
     struct Restore(*const Raw);
     impl Drop for Restore {
+        #[inline]
         fn drop(&mut self) {
             CURRENT.with(|current| current.set(self.0));
         }
@@ -44,22 +58,26 @@ pub(super) fn enter<R>(state: &mut CxState, yields: &mut Yields, poll: impl FnOn
     poll()
 }
 
-/// Gives `f` the current scope, or `None` outside the adapter's poll.
+/// Gives `f` the current scope, or `None` outside the adapter's poll. `f` must not drop user
+/// values (a destructor could re-enter the scope) nor poll other futures.
+#[inline]
 pub(super) fn with<R>(f: impl FnOnce(Option<Scope<'_>>) -> R) -> R {
     let raw = CURRENT.with(Cell::get);
     if raw.is_null() {
         return f(None);
     }
     // SAFETY: `raw` was published by `enter`, whose frame is still live (it restores the previous
-    // pointer before returning, even by unwinding), so it and the two pointers it holds — to the
-    // adapter's state and the step's yield buffer, both exclusively borrowed by `enter` for that
-    // frame — are valid. Only this thread reads `CURRENT`, and `with` is never re-entered while
-    // `f` runs (the process futures' closures do not poll other futures), so the two `&mut` are
+    // pointer before returning, even by unwinding), so it and the three pointers it holds — to
+    // the adapter's state, the completion the step holds and its yield buffer, all exclusively borrowed by
+    // `enter` for that frame, and distinct objects — are valid. Only this thread reads `CURRENT`,
+    // and `with` is never re-entered while `f` runs (the process futures' closures neither poll
+    // other futures nor drop user values, whose destructors could), so the three `&mut` are
     // unique for `f`'s duration.
     let scope = unsafe {
         let raw = &*raw;
         Scope {
             state: &mut *raw.state,
+            arrived: &mut *raw.arrived,
             yields: &mut *raw.yields,
         }
     };

@@ -118,3 +118,80 @@ fn a_dynamically_typed_reply_reaches_the_body_as_the_payload_itself() {
     harness.complete(tag, Ok(Payload::new(9u64)));
     assert!(matches!(harness.step().unwrap().status, Status::Done(9)));
 }
+
+#[test]
+fn completions_arriving_together_out_of_order_and_with_a_message_each_resume_their_call() {
+    let mut harness = Harness::for_fn(|cx: ProcessCx| async move {
+        let (a, b) = futures::join!(cx.call(Add(1, 2)), cx.call(Add(3, 4)));
+        let n: u64 = cx.recv().await?;
+        Ok::<_, BoxError>(a? * 10 + b? + n * 100)
+    });
+    harness.init("run", Payload::empty()).unwrap();
+    let step = harness.step().unwrap();
+    let (first, second) = (step.yields[0].0, step.yields[1].0);
+    // All in one step: the replies in the opposite order, and a message.
+    harness
+        .complete(second, Ok(Payload::new(7u64)))
+        .send(Message::new("n", Payload::new(5u64)))
+        .complete(first, Ok(Payload::new(3u64)));
+    assert!(matches!(harness.step().unwrap().status, Status::Done(537)));
+}
+
+/// Polls `future` once, whatever it returns.
+async fn poll_once<F: Future + Unpin>(future: &mut F) {
+    std::future::poll_fn(|task| {
+        let _ = Pin::new(&mut *future).poll(task);
+        Poll::Ready(())
+    })
+    .await;
+}
+
+#[test]
+fn a_reply_its_call_does_not_take_at_once_is_kept_for_a_later_poll() {
+    let mut harness = Harness::for_fn(|cx: ProcessCx| async move {
+        let mut call = cx.call(Add(1, 1));
+        poll_once(&mut call).await;
+        // Receiving first: the reply arrives while the call is not polled.
+        let n: u64 = cx.recv().await?;
+        Ok::<_, BoxError>(call.await? + n)
+    });
+    harness.init("run", Payload::empty()).unwrap();
+    let step = harness.step().unwrap();
+    assert!(
+        matches!(step.status, Status::Wait),
+        "the call is outstanding"
+    );
+    harness.complete(step.yields[0].0, Ok(Payload::new(2u64)));
+    assert!(
+        matches!(harness.step().unwrap().status, Status::Idle),
+        "the call has its reply: only the receive waits"
+    );
+    harness.send(Message::new("n", Payload::new(40u64)));
+    assert!(matches!(harness.step().unwrap().status, Status::Done(42)));
+}
+
+#[test]
+fn a_kept_reply_goes_with_its_call_when_the_call_is_dropped() {
+    let replies = std::sync::Arc::new(());
+    let reply = replies.clone();
+    let mut harness = Harness::for_fn(|cx: ProcessCx| async move {
+        let mut call = cx.call(Add(1, 1));
+        poll_once(&mut call).await;
+        let _: u64 = cx.recv().await?;
+        drop(call);
+        let _: u64 = cx.recv().await?;
+        Ok::<_, BoxError>(())
+    });
+    harness.init("run", Payload::empty()).unwrap();
+    let tag = harness.step().unwrap().yields[0].0;
+    harness.complete(tag, Ok(Payload::new(reply)));
+    assert!(matches!(harness.step().unwrap().status, Status::Idle));
+    assert_eq!(std::sync::Arc::strong_count(&replies), 2, "kept");
+    harness.send(Message::new("n", Payload::new(0u64)));
+    assert!(matches!(harness.step().unwrap().status, Status::Idle));
+    assert_eq!(
+        std::sync::Arc::strong_count(&replies),
+        1,
+        "dropped with its call"
+    );
+}
