@@ -15,7 +15,8 @@
 //!
 //! Workloads: `single_step`, `one_yield`, `many_yields` (ROUNDS processes × 100 inline yields),
 //! `async_fn_single_step`, `async_fn_one_yield`, `async_fn_many_yields`, `send_to_blocked`
-//! (ROUNDS messages to one process, sent while it is idle), `send_from_thread` (see there). One worker, and the workload runs
+//! (ROUNDS messages to one process, sent while it is idle), `send_from_thread` and
+//! `spawn_from_thread` (see there). One worker, and the workload runs
 //! inside a driver process (`drive`): the count is the same from run to run, and moves between
 //! builds only with their code. Every result is checked.
 
@@ -85,7 +86,12 @@ async fn count(cx: ProcessCx, yields: u64) -> Result<u64, BoxError> {
 /// Runs `workload` from inside a process, so that every instruction of it runs on the one
 /// worker thread: no interleaving with a spawning thread, whose timing (how many processes are
 /// live at once, how often a thread parks) would change the count from one build to the next.
-async fn drive(cx: ProcessCx, workload: String, rounds: u64, iterations: u64) -> Result<(), BoxError> {
+async fn drive(
+    cx: ProcessCx,
+    workload: String,
+    rounds: u64,
+    iterations: u64,
+) -> Result<(), BoxError> {
     for _ in 0..iterations {
         drive_once(&cx, &workload, rounds).await?;
     }
@@ -178,6 +184,34 @@ fn send_from_thread(sched: &Scheduler, rounds: u64) -> Result<(), Box<dyn std::e
     Ok(())
 }
 
+/// ROUNDS `Once` processes spawned from this (non-worker) thread, then awaited, ITERATIONS times:
+/// spawns on one thread, finishes on the workers, as in a service. Prints the median time per
+/// process over the iterations (for wall-time A/B runs; not for callgrind).
+fn spawn_from_thread(
+    sched: &Scheduler,
+    rounds: u64,
+    iterations: u64,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let mut per_process = Vec::new();
+    let mut handles = Vec::with_capacity(rounds as usize);
+    for _ in 0..iterations {
+        let start = std::time::Instant::now();
+        for _ in 0..rounds {
+            handles.push(sched.spawn(Once, "run", Payload::empty())?);
+        }
+        for handle in handles.drain(..) {
+            assert_eq!(sched.block_on(handle)?, 0);
+        }
+        per_process.push(start.elapsed().as_nanos() as f64 / rounds as f64);
+    }
+    per_process.sort_by(f64::total_cmp);
+    eprintln!(
+        "{:.0} ns/process (median of {iterations})",
+        per_process[per_process.len() / 2]
+    );
+    Ok(())
+}
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
     let workload = args.next().unwrap_or_else(|| "single_step".into());
@@ -190,6 +224,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .build()?;
     if workload == "send_from_thread" {
         return send_from_thread(&sched, rounds);
+    }
+    if workload == "spawn_from_thread" {
+        return spawn_from_thread(&sched, rounds, iterations);
     }
     let driver = sched.spawn_fn(move |cx| drive(cx, workload, rounds, iterations))?;
     sched.block_on(driver)?;

@@ -30,7 +30,6 @@
 use super::state::{StateWord, TransitionOnEvent};
 use super::stats::{CellInfo, CellStats, CellSurvey};
 use super::{drop_contained, Event, Events, Message, ProcessState, Topic};
-use crate::loom::atomic::AtomicU32;
 use crate::loom::{lock, Mutex};
 use std::collections::HashMap;
 use std::collections::VecDeque;
@@ -117,10 +116,6 @@ pub(crate) struct Incarnation {
 pub(crate) struct ProcessCell {
     pub(crate) state: StateWord,
     pub(crate) mailbox: Mailbox,
-    /// The pool's free-list link while the cell is free (the scheduler's process table owns it).
-    /// Here rather than in the table's slot array so that taking a cell off the free list touches
-    /// the cell — which `open` needs next anyway — and not a second, freshly written line.
-    pub(crate) next_free: AtomicU32,
     /// Relaxed statistics of the hosted process and of the cell (`stats.rs`).
     pub(crate) stats: CellStats,
 }
@@ -146,7 +141,6 @@ impl ProcessCell {
                     max_depth: 0,
                 }),
             },
-            next_free: AtomicU32::new(0),
             stats: CellStats::default(),
         }
     }

@@ -15,6 +15,7 @@
 //! | `blocking` | the guard that keeps blocking calls off async threads and workers |
 //! | `deadline` | a runtime-agnostic deadline future for the async waits |
 //! | `table` | the process table: pooled cells indexed by PID (its own protocol doc) |
+//! | `free_list` | the table's free slots, traded between threads in batches |
 //! | `metrics` | [`SchedulerMetrics`] and the sharded counters behind it |
 //! | `info` | [`ProcessInfo`]: one live process, for a console; the coarse clock of its age |
 //!
@@ -69,6 +70,7 @@ mod builder;
 mod cx;
 mod deadline;
 mod facade;
+mod free_list;
 mod handle;
 mod info;
 mod lifecycle;

@@ -26,19 +26,14 @@
 //! sender holding a stale PID while its slot is released and reclaimed never reaches the next
 //! process, `loom_stale_pid_racing_with_the_slots_reuse_never_reaches_the_next_process`.
 //!
-//! The free list is [`FREE_SHARDS`] Treiber stacks threaded through the cells' `next_free` words.
-//! A thread releases into, and claims from, the stack of its own shard first (a shard per thread,
-//! picked once from the address of a thread-local), and only when that is empty pops from the
-//! others, so workers that both spawn and finish processes (a process tree) do not fight over one
-//! head. A head packs a tag with the index, and every successful push or pop bumps the tag, so a
-//! pop that read a stale `next_free` (the slot was popped and pushed back meanwhile: ABA) fails its
-//! CAS. Slots are never freed, so reading a stale `next_free` is harmless.
+//! The free list (`free_list.rs`) moves released indices between threads in batches: a spawn
+//! or a finish touches no line another core wrote, except once per batch.
 
-use crate::loom::atomic::{fence, AtomicPtr, AtomicU64, AtomicUsize, Ordering::*};
+use super::free_list::FreeList;
+use crate::loom::atomic::{fence, AtomicPtr, AtomicUsize, Ordering::*};
 use crate::loom::{lock, Arc, Mutex};
 use crate::process::mailbox::{Incarnation, ProcessCell};
 use crate::process::{Pid, INDEX_BITS, MAX_GENERATION};
-use crossbeam_utils::CachePadded;
 use std::ptr;
 
 /// Slots in page 0 (a power of two); page `k` holds `FIRST_PAGE << k`. Tiny under loom, so
@@ -48,21 +43,10 @@ const FIRST_PAGE: usize = if cfg!(loom) { 2 } else { 64 };
 pub(crate) const MAX_SLOTS: usize = 1 << INDEX_BITS;
 /// Pages needed to hold `MAX_SLOTS` slots.
 const PAGES: usize = (usize::BITS - (MAX_SLOTS / FIRST_PAGE).leading_zeros()) as usize;
-/// A free-list head's index half when the stack is empty (indices are stored plus one).
-const EMPTY: u64 = 0;
-/// Free-list stacks (a power of two).
-const FREE_SHARDS: usize = if cfg!(loom) { 1 } else { 8 };
-
-crate::loom::thread_local_const! {
-    /// Only its address is used: it tells threads apart, for free-list sharding.
-    static SHARD_PROBE: u8 = 0;
-}
 
 struct Slot {
     /// The cell, created by the fresh claimer; owns one `Arc` reference (`Arc::into_raw`).
-    /// Written once, so the slot array stays read-mostly (shared in every core's cache); the
-    /// free-list link lives in the cell (`ProcessCell::next_free`: the next free slot's index
-    /// plus one, 0 for none).
+    /// Written once, so the slot array stays read-mostly (shared in every core's cache).
     cell: AtomicPtr<ProcessCell>,
 }
 
@@ -73,8 +57,8 @@ pub(crate) struct Table {
     grow: Mutex<()>,
     /// The next index never handed out.
     fresh: AtomicUsize,
-    /// The free lists' heads: `tag << 32 | (index + 1)`.
-    free_heads: Box<[CachePadded<AtomicU64>]>,
+    /// Released slots (protocol step 2), for claims (step 1).
+    free: FreeList,
     /// The mailbox capacity of new cells.
     mailbox_capacity: usize,
 }
@@ -87,9 +71,7 @@ impl Table {
                 .collect(),
             grow: Mutex::new(()),
             fresh: AtomicUsize::new(0),
-            free_heads: (0..FREE_SHARDS)
-                .map(|_| CachePadded::new(AtomicU64::new(EMPTY)))
-                .collect(),
+            free: FreeList::new(),
             mailbox_capacity,
         }
     }
@@ -105,7 +87,7 @@ impl Table {
     pub(crate) fn claim_as(&self, incarnation: Incarnation) -> Option<(Pid, Arc<ProcessCell>)> {
         // Raw pointers, as the slot stores them: their provenance covers the whole `Arc`
         // allocation, which taking a reference of our own needs (a `&ProcessCell` would not do).
-        let (index, cell) = match self.pop_free() {
+        let (index, cell) = match self.free.claim() {
             Some(index) => (
                 index,
                 self.created_slot(index).cell.load(Acquire).cast_const(),
@@ -134,7 +116,7 @@ impl Table {
         let generation = cell.release();
         debug_assert_eq!(generation, pid.generation());
         if generation < MAX_GENERATION {
-            self.push_free(pid.index());
+            self.free.release(pid.index());
         } else {
             tracing::debug!(%pid, "process table slot retired: its generations are used up");
         }
@@ -199,10 +181,6 @@ impl Table {
         self.slot(index).expect("a slot on the free list exists")
     }
 
-    fn created_cell(&self, index: usize) -> &ProcessCell {
-        slot_cell(self.created_slot(index)).expect("a slot on the free list has a cell")
-    }
-
     /// Creates the cell of fresh `index`, allocating its page if needed, and returns the slot's
     /// pointer to it. Each fresh index is handed out once, so no one else writes this slot.
     fn create_cell(&self, index: usize) -> *const ProcessCell {
@@ -235,47 +213,11 @@ impl Table {
         self.pages[k].store(Box::into_raw(slots).cast::<Slot>(), Release);
         self.page(k).expect("just published")
     }
-
-    /// Pops a free slot: from this thread's stack, else from any other.
-    fn pop_free(&self) -> Option<usize> {
-        let own = own_shard();
-        (0..FREE_SHARDS).find_map(|i| self.pop_from(&self.free_heads[(own + i) % FREE_SHARDS]))
-    }
-
-    fn pop_from(&self, free_head: &AtomicU64) -> Option<usize> {
-        let mut head = free_head.load(Acquire);
-        loop {
-            let index = (head & u64::from(u32::MAX)).checked_sub(1)? as usize;
-            // Possibly stale if the slot was popped meanwhile; the tag then fails the CAS.
-            let next = self.created_cell(index).next_free.load(Relaxed);
-            let new = next_tag(head) | u64::from(next);
-            match free_head.compare_exchange_weak(head, new, AcqRel, Acquire) {
-                Ok(_) => return Some(index),
-                Err(actual) => head = actual,
-            }
-        }
-    }
-
-    /// Pushes a free slot onto this thread's stack.
-    fn push_free(&self, index: usize) {
-        let cell = self.created_cell(index);
-        let free_head = &self.free_heads[own_shard()];
-        let mut head = free_head.load(Relaxed);
-        loop {
-            cell.next_free
-                .store((head & u64::from(u32::MAX)) as u32, Relaxed);
-            let new = next_tag(head) | (index as u64 + 1);
-            // Release: the popper that takes this slot sees `next_free` and the cell's release.
-            match free_head.compare_exchange_weak(head, new, Release, Relaxed) {
-                Ok(_) => return,
-                Err(actual) => head = actual,
-            }
-        }
-    }
 }
 
 impl Drop for Table {
     fn drop(&mut self) {
+        self.free.clear();
         for (k, page) in self.pages.iter().enumerate() {
             let first = page.load(Acquire);
             if first.is_null() {
@@ -311,23 +253,6 @@ fn locate(index: usize) -> (usize, usize) {
     let x = index + FIRST_PAGE;
     let k = (x.ilog2() - FIRST_PAGE.ilog2()) as usize;
     (k, x - (FIRST_PAGE << k))
-}
-
-/// This thread's free-list stack.
-fn own_shard() -> usize {
-    if FREE_SHARDS == 1 {
-        return 0;
-    }
-    // Thread-locals of different threads live at different addresses; drop the low bits (all
-    // threads' blocks share their alignment) and mix the rest.
-    let address = SHARD_PROBE.with(|probe| ptr::from_ref(probe) as usize);
-    let hash = ((address >> 6) as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    (hash >> 60) as usize % FREE_SHARDS
-}
-
-/// The tag half of a new free-list head.
-fn next_tag(head: u64) -> u64 {
-    ((head >> 32).wrapping_add(1)) << 32
 }
 
 // SAFETY: the raw pointers are owned `Arc<ProcessCell>` references and boxed slot pages, both
@@ -406,6 +331,35 @@ mod tests {
             100,
             "no fresh slot while freed ones remain"
         );
+    }
+
+    #[test]
+    fn slots_released_by_an_exited_thread_or_cached_for_another_table_are_reused() {
+        let (a, b) = (Table::new(usize::MAX), Table::new(usize::MAX));
+        let claimed: Vec<_> = (0..10).map(|_| a.claim().unwrap()).collect();
+        // Released on a thread that then exits: its cache goes back to `a`'s pool.
+        std::thread::scope(|scope| {
+            scope.spawn(|| {
+                for (pid, cell) in &claimed {
+                    finish(&a, *pid, cell);
+                }
+            });
+        });
+        // This thread caches `a`'s slots, then serves `b`: they go back to `a`'s pool.
+        let again: Vec<_> = (0..10).map(|_| a.claim().unwrap()).collect();
+        for (pid, cell) in &again {
+            finish(&a, *pid, cell);
+        }
+        let (pid, cell) = b.claim().unwrap();
+        finish(&b, pid, &cell);
+        let third: Vec<_> = std::thread::scope(|scope| {
+            scope
+                .spawn(|| (0..10).map(|_| a.claim().unwrap().0).collect())
+                .join()
+                .unwrap()
+        });
+        assert!(third.iter().all(|pid| pid.generation() == 3));
+        assert_eq!(a.fresh.load(Relaxed), 10, "every released slot was reused");
     }
 
     #[test]
