@@ -44,7 +44,9 @@ use std::sync::Arc;
 
 /// A process and the events of its next step (module docs).
 pub struct Harness<P: Process> {
-    process: P,
+    /// Boxed: a harness may be moved between steps, and an async-fn process must not be
+    /// (`AsyncFnProcess`'s docs).
+    process: Box<P>,
     pid: Pid,
     events: Events,
     out: StepOutput<P::Output>,
@@ -74,7 +76,7 @@ impl<P: Process> Harness<P> {
     /// See the [module docs](self).
     pub fn new(process: P) -> Harness<P> {
         Harness {
-            process,
+            process: Box::new(process),
             pid: harness_pid(),
             events: Events::default(),
             out: StepOutput::default(),

@@ -15,8 +15,8 @@
 //!
 //! Workloads: `single_step`, `one_yield`, `many_yields` (ROUNDS processes × 100 inline yields),
 //! `async_fn_single_step`, `async_fn_one_yield`, `async_fn_many_yields`, `send_to_blocked`
-//! (ROUNDS messages to one process, sent while it is idle), `send_from_thread` and
-//! `spawn_from_thread` (see there). One worker, and the workload runs
+//! (ROUNDS messages to one process, sent while it is idle), `send_from_thread`,
+//! `spawn_from_thread` and `spawn_fn_from_thread` (see there). One worker, and the workload runs
 //! inside a driver process (`drive`): the count is the same from run to run, and moves between
 //! builds only with their code. Every result is checked.
 
@@ -184,20 +184,26 @@ fn send_from_thread(sched: &Scheduler, rounds: u64) -> Result<(), Box<dyn std::e
     Ok(())
 }
 
-/// ROUNDS `Once` processes spawned from this (non-worker) thread, then awaited, ITERATIONS times:
+/// ROUNDS `Once` processes (or, `spawn_fn_from_thread`, async-fn processes that return at once)
+/// spawned from this (non-worker) thread, then awaited, ITERATIONS times:
 /// spawns on one thread, finishes on the workers, as in a service. Prints the median time per
 /// process over the iterations (for wall-time A/B runs; not for callgrind).
 fn spawn_from_thread(
     sched: &Scheduler,
     rounds: u64,
     iterations: u64,
+    async_fn: bool,
 ) -> Result<(), Box<dyn std::error::Error>> {
     let mut per_process = Vec::new();
     let mut handles = Vec::with_capacity(rounds as usize);
     for _ in 0..iterations {
         let start = std::time::Instant::now();
         for _ in 0..rounds {
-            handles.push(sched.spawn(Once, "run", Payload::empty())?);
+            handles.push(if async_fn {
+                sched.spawn_fn(|_| async { Ok::<_, BoxError>(0) })?
+            } else {
+                sched.spawn(Once, "run", Payload::empty())?
+            });
         }
         for handle in handles.drain(..) {
             assert_eq!(sched.block_on(handle)?, 0);
@@ -225,8 +231,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     if workload == "send_from_thread" {
         return send_from_thread(&sched, rounds);
     }
-    if workload == "spawn_from_thread" {
-        return spawn_from_thread(&sched, rounds, iterations);
+    if workload == "spawn_from_thread" || workload == "spawn_fn_from_thread" {
+        return spawn_from_thread(
+            &sched,
+            rounds,
+            iterations,
+            workload == "spawn_fn_from_thread",
+        );
     }
     let driver = sched.spawn_fn(move |cx| drive(cx, workload, rounds, iterations))?;
     sched.block_on(driver)?;

@@ -161,8 +161,9 @@ pub(crate) struct ProcessFuture<P: Process, H: Host> {
     until_timed: u32,
 }
 
-// The process is never pinned: `poll` only takes `&mut` to it, so moving the future is fine.
-impl<P: Process, H: Host> Unpin for ProcessFuture<P, H> {}
+// Not `Unpin` when the process is not: the async-fn adapter's body is polled in place and
+// relies on the future staying where the executor pinned it (`async_fn/mod.rs`, "Where it
+// lives"). State-machine processes are `Unpin`, and so is their future.
 
 impl<P: Process, H: Host> ProcessFuture<P, H> {
     /// The future of `process`, hosted by `cell` in the incarnation `pid` names (just opened).
@@ -403,7 +404,10 @@ impl<P: Process, H: Host> Future for ProcessFuture<P, H> {
     type Output = Result<P::Output, ProcessError>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let this = self.get_mut();
+        // SAFETY: nothing is moved out of the future or swapped; its fields are reached by `&mut`
+        // only, and the process — the one field whose address may matter (the async-fn
+        // adapter's body) — stays in place until the future is dropped.
+        let this = unsafe { self.get_unchecked_mut() };
         let mut stats = PollStats::default();
         // Taken out while entered (`poll_steps` needs `&mut self`).
         let span = this.span.take();

@@ -15,7 +15,7 @@
 //!   a forced stop at shutdown's deadline, as for any process.
 //! - Any other future (a tokio timer, a child's [`ProcessHandle`](crate::ProcessHandle), a
 //!   channel) may be awaited too: the body is polled with a waker that delivers
-//!   [`Event::Woken`](crate::Event::Woken) to the process, which polls the body again. Futures
+//!   [`Event::Woken`] to the process, which polls the body again. Futures
 //!   that need a tokio runtime find one: the workers run inside the handler runtime's context.
 //! - Messages are moved into the adapter when they arrive, so they no longer count against the
 //!   mailbox capacity; a topic's budget still applies while they wait in the mailbox.
@@ -37,6 +37,7 @@ use state::CxState;
 use std::any::Any;
 use std::fmt;
 use std::future::Future;
+use std::marker::PhantomPinned;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -241,16 +242,32 @@ impl fmt::Debug for ProcessCx {
 /// The adapter: a [`Process`] whose steps poll an async body (made by
 /// [`Scheduler::spawn_fn`](crate::Scheduler::spawn_fn) and
 /// [`testing::Harness::for_fn`](crate::testing::Harness::for_fn)).
+///
+/// # Where it lives (why the body is not boxed)
+/// The body is polled in place, so it must not move from its first poll until it is dropped.
+/// Rather than a heap allocation of its own per process (for a spawn, a second `malloc` on the
+/// spawning thread and a `free` on a worker, which cost more than the rest of the spawn), the
+/// adapter relies on where it is stepped, and it can only be stepped where it cannot move: it is
+/// made only by this crate (`new` is crate-private; users get one through `spawn_fn` or
+/// `Harness::for_fn`), and stepped only inside the process future — polled pinned in its
+/// executor task's allocation, never moved, dropped in place (`process/future.rs`: the future
+/// is `!Unpin` when its process is, and this adapter always is) — or inside a
+/// [`Harness`](crate::testing::Harness), which boxes its process. Moving it before its first
+/// step (spawn does: into the process future, then into the task) is fine: an unpolled body may
+/// move.
 pub struct AsyncFnProcess<F, Fut> {
     /// Builds the body, and what its [`ProcessCx`] hands to the scheduler layer; taken by
     /// `init`.
     start: Option<(F, Arc<dyn Any + Send + Sync>)>,
-    /// Built by `init`.
-    running: Option<Pin<Box<Running<Fut>>>>,
+    /// Built by `init`; pinned in place from the first step on (see above). Never reassigned
+    /// after `init`: dropped in place with the adapter.
+    running: Option<Running<Fut>>,
+    /// Whatever `Fut` is, the adapter is `!Unpin`: so is the process future holding it, and
+    /// safe code holding a `Pin` to that future can never move it.
+    _pinned: PhantomPinned,
 }
 
-/// A started body and what its polls reach, in one allocation: the adapter itself stays a few
-/// words (it is moved on every spawn).
+/// A started body and what its polls reach.
 struct Running<Fut> {
     /// Structurally pinned (the only field that is): see [`Running::project`].
     body: Fut,
@@ -287,6 +304,7 @@ impl<F, Fut> AsyncFnProcess<F, Fut> {
         AsyncFnProcess {
             start: Some((start, host)),
             running: None,
+            _pinned: PhantomPinned,
         }
     }
 }
@@ -306,17 +324,23 @@ where
             pid: ctx.pid(),
             host,
         };
-        self.running = Some(Box::pin(Running {
+        // Not polled yet: may still move (type docs).
+        self.running = Some(Running {
             body: start(cx),
             state: CxState::default(),
             waker: LazyWaker::new(ctx.wake_target()),
-        }));
+        });
         Ok(())
     }
 
     fn step(&mut self, events: &mut Events, out: &mut StepOutput<T>) -> Result<(), BoxError> {
         let running = self.running.as_mut().expect("init built the body");
-        let (mut body, state, waker) = running.as_mut().project();
+        // SAFETY: from this first step until it is dropped, the adapter — and so `running`,
+        // never reassigned after `init` — stays where it is: it is stepped only inside a process
+        // future, which the executor polls pinned in its task allocation and never moves, or
+        // inside a `Harness`, which boxes it; no one else can make or step one (type docs).
+        let running = unsafe { Pin::new_unchecked(running) };
+        let (mut body, state, waker) = running.project();
         // A lone completion is held here for its call to take during the poll (`state.rs`);
         // anything else is filed first.
         let mut arrived = None;

@@ -195,3 +195,24 @@ fn a_kept_reply_goes_with_its_call_when_the_call_is_dropped() {
         "dropped with its call"
     );
 }
+
+#[test]
+fn a_body_borrowing_across_an_await_survives_its_harness_being_moved_between_steps() {
+    // The body is polled in place (`AsyncFnProcess`'s docs): a harness boxes its process, so
+    // moving the harness does not move a body that borrows from itself.
+    let harness = Harness::for_fn(|cx: ProcessCx| async move {
+        let local = [7u64; 8];
+        let borrowed = &local;
+        let sum = cx.call(Add(1, 2)).await?;
+        Ok::<_, BoxError>(borrowed.iter().sum::<u64>() + sum)
+    });
+    // First stepped inside one heap allocation, then moved out of it (freeing it) before its
+    // second step.
+    let mut boxed = Box::new(harness);
+    boxed.init("run", Payload::empty()).unwrap();
+    let step = boxed.step().unwrap();
+    let tag = step.yields[0].0;
+    let mut harness = *boxed;
+    harness.complete(tag, Ok(Payload::new(3u64)));
+    assert!(matches!(harness.step().unwrap().status, Status::Done(59)));
+}
