@@ -326,6 +326,7 @@ impl HandlerSet {
         true
     }
 
+    #[inline]
     fn position(&self, type_id: TypeId) -> Option<usize> {
         if self.handlers.len() > LINEAR_LOOKUP_MAX {
             self.index.get(&type_id).copied()

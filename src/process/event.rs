@@ -218,6 +218,7 @@ impl Events {
     /// let events: Events = [Event::Woken, Event::Woken].into_iter().collect();
     /// assert_eq!(events.len(), 2);
     /// ```
+    #[inline]
     pub fn len(&self) -> usize {
         self.queue.len()
     }
@@ -229,6 +230,7 @@ impl Events {
     /// ```
     /// assert!(procsched::Events::default().is_empty());
     /// ```
+    #[inline]
     pub fn is_empty(&self) -> bool {
         self.queue.is_empty()
     }
@@ -243,6 +245,7 @@ impl Events {
     /// assert!(matches!(events.pop(), Some(Event::Woken)));
     /// assert!(events.pop().is_none());
     /// ```
+    #[inline]
     pub fn pop(&mut self) -> Option<Event> {
         self.queue.pop_front()
     }
@@ -288,6 +291,7 @@ impl Events {
     /// events.push(Event::Woken);
     /// assert_eq!(events.len(), 1);
     /// ```
+    #[inline]
     pub fn push(&mut self, event: Event) {
         self.queue.push_back(event);
     }

@@ -239,6 +239,7 @@ impl StateWord {
     }
 
     /// Protocol 2, step 3: consumes `NOTIFIED`. Hot path: one load when nothing arrived.
+    #[inline]
     pub(crate) fn take_notified(&self) -> TakeNotified {
         self.fetch_update_action(|curr| {
             debug_assert!(

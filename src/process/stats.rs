@@ -93,6 +93,7 @@ pub(crate) enum HandlerOutcome {
 }
 
 impl HandlerOutcome {
+    #[inline]
     pub(crate) fn of(result: &Result<Payload, CommandError>) -> HandlerOutcome {
         match result {
             Err(CommandError::Failed(_) | CommandError::TimedOut) => HandlerOutcome::Error,

@@ -168,6 +168,7 @@ impl Lifecycle {
     }
 
     /// `true` once the grace period is over.
+    #[inline]
     pub(crate) fn is_forcing(&self) -> bool {
         self.forcing.load(Relaxed)
     }

@@ -80,6 +80,7 @@ pub(super) fn cancel(cell: &ProcessCell) -> Admission {
 impl Host for Inner {
     type Outstanding = tokio::task::AbortHandle;
 
+    #[inline]
     fn dispatch(
         &self,
         pid: Pid,
@@ -162,14 +163,17 @@ impl Host for Inner {
         self.counters.step_timed(pid, elapsed, end);
     }
 
+    #[inline]
     fn max_batch(&self) -> usize {
         self.max_batch
     }
 
+    #[inline]
     fn step_budget(&self) -> usize {
         self.step_budget
     }
 
+    #[inline]
     fn should_stop(&self) -> bool {
         self.lifecycle.is_forcing()
     }
