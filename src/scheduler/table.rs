@@ -335,29 +335,33 @@ mod tests {
 
     #[test]
     fn slots_released_by_an_exited_thread_or_cached_for_another_table_are_reused() {
-        let (a, b) = (Table::new(usize::MAX), Table::new(usize::MAX));
+        let (a, b) = (Arc::new(Table::new(usize::MAX)), Table::new(usize::MAX));
         let claimed: Vec<_> = (0..10).map(|_| a.claim().unwrap()).collect();
-        // Released on a thread that then exits: its cache goes back to `a`'s pool.
-        std::thread::scope(|scope| {
-            scope.spawn(|| {
+        // Released on a thread that then exits: its cache goes back to `a`'s pool. (A plain
+        // thread's `join` returns after its thread-locals are destroyed; a scoped thread's does
+        // not wait for that.)
+        let releaser = {
+            let a = a.clone();
+            std::thread::spawn(move || {
                 for (pid, cell) in &claimed {
                     finish(&a, *pid, cell);
                 }
-            });
-        });
+            })
+        };
+        releaser.join().unwrap();
         // This thread caches `a`'s slots, then serves `b`: they go back to `a`'s pool.
         let again: Vec<_> = (0..10).map(|_| a.claim().unwrap()).collect();
+        assert!(again.iter().all(|(pid, _)| pid.generation() == 2));
         for (pid, cell) in &again {
             finish(&a, *pid, cell);
         }
         let (pid, cell) = b.claim().unwrap();
         finish(&b, pid, &cell);
-        let third: Vec<_> = std::thread::scope(|scope| {
-            scope
-                .spawn(|| (0..10).map(|_| a.claim().unwrap().0).collect())
-                .join()
-                .unwrap()
-        });
+        let claimer = {
+            let a = a.clone();
+            std::thread::spawn(move || (0..10).map(|_| a.claim().unwrap().0).collect::<Vec<_>>())
+        };
+        let third = claimer.join().unwrap();
         assert!(third.iter().all(|pid| pid.generation() == 3));
         assert_eq!(a.fresh.load(Relaxed), 10, "every released slot was reused");
     }
