@@ -153,21 +153,27 @@ async fn drive_once(cx: &ProcessCx, workload: &str, rounds: u64) -> Result<(), B
     Ok(())
 }
 
-/// ROUNDS idle processes, then one message to each from this (non-worker) thread, twice: the
-/// path of a service's request thread handing work to its sessions. Prints the time per send
-/// (for `perf`; under callgrind the interleaving is not repeatable). Not a driver-process
+/// ROUNDS idle processes, then one message to each from this (non-worker) thread, ITERATIONS
+/// times (at least once): the path of a service's request thread handing work to its sessions.
+/// Prints the sending thread's time per send of each round (for `perf`; under callgrind the
+/// interleaving is not repeatable); the first round is each mailbox's first message. Not a driver-process
 /// workload: a send from outside the workers is the point.
-fn send_from_thread(sched: &Scheduler, rounds: u64) -> Result<(), Box<dyn std::error::Error>> {
+fn send_from_thread(
+    sched: &Scheduler,
+    rounds: u64,
+    iterations: u64,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let iterations = iterations.max(1);
     let sinks = (0..rounds)
         .map(|_| {
             let sink = Sink {
-                expected: 2,
+                expected: iterations,
                 seen: 0,
             };
             sched.spawn(sink, "run", Payload::empty())
         })
         .collect::<Result<Vec<_>, _>>()?;
-    for round in 0..2 {
+    for round in 0..iterations {
         let start = std::time::Instant::now();
         for sink in &sinks {
             sched.send(sink.pid(), Message::new("n", Payload::new(0u8)))?;
@@ -179,7 +185,7 @@ fn send_from_thread(sched: &Scheduler, rounds: u64) -> Result<(), Box<dyn std::e
         );
     }
     for sink in sinks {
-        assert_eq!(sched.block_on(sink)?, 2);
+        assert_eq!(sched.block_on(sink)?, iterations);
     }
     Ok(())
 }
@@ -229,7 +235,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .inline_handler(|Inc(n): Inc| Ok::<_, CommandError>(n + 1))
         .build()?;
     if workload == "send_from_thread" {
-        return send_from_thread(&sched, rounds);
+        return send_from_thread(&sched, rounds, iterations);
     }
     if workload == "spawn_from_thread" || workload == "spawn_fn_from_thread" {
         return spawn_from_thread(

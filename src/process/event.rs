@@ -1,8 +1,8 @@
 //! What a process's `step` receives: yield completions, messages and cancellation.
 
+use super::queue::Queue;
 use super::{CommandError, Payload, Pid};
 use std::borrow::Cow;
-use std::collections::VecDeque;
 
 /// The correlation tag of a yield, chosen by the process and returned unchanged with its
 /// completion.
@@ -150,7 +150,7 @@ impl Message {
 
 /// The iterator of [`Events::drain`]: pops events one at a time.
 ///
-/// Popping (rather than `VecDeque::drain`) keeps the per-event cost of the common
+/// Popping (rather than a buffer's `drain`) keeps the per-event cost of the common
 /// one-completion step to a single `pop_front`, with no drop guard to run.
 #[derive(Debug)]
 pub struct EventDrain<'a> {
@@ -177,15 +177,17 @@ impl std::iter::FusedIterator for EventDrain<'_> {}
 
 impl Extend<Event> for Events {
     fn extend<I: IntoIterator<Item = Event>>(&mut self, iter: I) {
-        self.queue.extend(iter);
+        for event in iter {
+            self.queue.push_back(event);
+        }
     }
 }
 
 impl FromIterator<Event> for Events {
     fn from_iter<I: IntoIterator<Item = Event>>(iter: I) -> Events {
-        Events {
-            queue: iter.into_iter().collect(),
-        }
+        let mut events = Events::default();
+        events.extend(iter);
+        events
     }
 }
 
@@ -205,7 +207,8 @@ impl FromIterator<Event> for Events {
 /// ```
 #[derive(Debug, Default)]
 pub struct Events {
-    queue: VecDeque<Event>,
+    /// One event inline, a buffer for more (`queue.rs`).
+    queue: Queue,
 }
 
 impl Events {
@@ -296,15 +299,10 @@ impl Events {
         self.queue.push_back(event);
     }
 
-    /// Moves up to `max` events from `source` (oldest first).
-    pub(crate) fn take_from(&mut self, source: &mut VecDeque<Event>, max: usize) {
-        if self.queue.is_empty() && source.len() <= max {
-            // The common case: swap buffers, keeping both allocations.
-            std::mem::swap(&mut self.queue, source);
-        } else {
-            let n = source.len().min(max);
-            self.queue.extend(source.drain(..n));
-        }
+    /// Moves up to `max` events (`max > 0`) from `source`, oldest first.
+    #[inline]
+    pub(crate) fn take_from(&mut self, source: &mut Queue, max: usize) {
+        source.move_into(&mut self.queue, max);
     }
 }
 

@@ -37,6 +37,7 @@ pub(crate) mod mailbox;
 mod output;
 mod payload;
 mod pid;
+mod queue;
 mod state;
 pub(crate) mod stats;
 

@@ -27,12 +27,12 @@
 //! racing close → release → open) and `loom_close_racing_an_event` (a delivery racing `close`);
 //! the process table's reuse of cells by its own models in `scheduler/tests/loom_table.rs`.
 
+use super::queue::Queue;
 use super::state::{StateWord, TransitionOnEvent};
 use super::stats::{CellInfo, CellStats, CellSurvey};
 use super::{drop_contained, Event, Events, Message, ProcessState, Topic};
 use crate::loom::{lock, Mutex};
 use std::collections::HashMap;
-use std::collections::VecDeque;
 use std::task::Waker;
 
 /// The generation a producer is bound to.
@@ -76,7 +76,8 @@ pub(crate) struct Mailbox {
 }
 
 struct Inner {
-    events: VecDeque<Event>,
+    /// One event inline, a buffer for a backlog (`queue.rs`).
+    events: Queue,
     /// Messages (not completions, cancels or overflow markers) in `events`.
     queued_messages: usize,
     /// Set by `terminate`. Read by the poller in the same critical section that drains
@@ -89,7 +90,9 @@ struct Inner {
     /// messages queued or its overflow marker waits: `release` removes it when the last one
     /// leaves, and `close` drops the whole map, so a topic used once costs nothing afterwards
     /// (one message on each of a million topics must not leave a million entries behind).
-    topics: HashMap<Topic, TopicUsage>,
+    /// Boxed, and `None` while empty: most processes never see a budget, and an empty map
+    /// would cost every cell 48 bytes.
+    topics: Option<Box<TopicMap>>,
     /// The current (or, when `Free`, the last) incarnation; 0 before the first.
     generation: Generation,
     phase: Phase,
@@ -128,11 +131,11 @@ impl ProcessCell {
             state: StateWord::new(),
             mailbox: Mailbox {
                 inner: Mutex::new(Inner {
-                    events: VecDeque::new(),
+                    events: Queue::default(),
                     terminate: false,
                     queued_messages: 0,
                     capacity,
-                    topics: HashMap::new(),
+                    topics: None,
                     generation: 0,
                     phase: Phase::Free,
                     waker: None,
@@ -167,7 +170,7 @@ impl ProcessCell {
         debug_assert_eq!(inner.phase, Phase::Free);
         // `close` left the queue and the budget map empty and unallocated.
         debug_assert!(inner.events.is_empty() && inner.waker.is_none());
-        debug_assert!(inner.topics.is_empty() && inner.topics.capacity() == 0);
+        debug_assert!(inner.topics.is_none());
         inner.generation += 1;
         inner.phase = Phase::Open;
         inner.terminate = false;
@@ -362,7 +365,7 @@ impl ProcessCell {
             inner.phase = Phase::Closing;
             inner.queued_messages = 0;
             (
-                std::mem::take(&mut inner.events),
+                inner.events.take(),
                 std::mem::take(&mut inner.topics),
                 inner.waker.take(),
             )
@@ -410,7 +413,7 @@ impl Mailbox {
         }
         let before = events.len();
         events.take_from(&mut inner.events, max);
-        if inner.capacity != usize::MAX || !inner.topics.is_empty() {
+        if inner.capacity != usize::MAX || inner.topics.is_some() {
             // Bounded mailbox: give back what the moved events used.
             for event in events.iter().skip(before) {
                 inner.release(event);
@@ -433,7 +436,10 @@ impl Mailbox {
     #[cfg(all(test, not(loom)))]
     pub(crate) fn topic_entries(&self) -> (usize, usize) {
         let inner = lock(&self.inner);
-        (inner.topics.len(), inner.topics.capacity())
+        inner
+            .topics
+            .as_ref()
+            .map_or((0, 0), |topics| (topics.len(), topics.capacity()))
     }
 
     /// The event queue's capacity: what a past flood keeps allocated.
@@ -442,6 +448,9 @@ impl Mailbox {
         lock(&self.inner).events.capacity()
     }
 }
+
+/// The budgeted topics' usage.
+type TopicMap = HashMap<Topic, TopicUsage>;
 
 /// Per-topic usage of a budgeted topic. Invariant: `items > 0 || overflowed` (an entry with
 /// neither is removed at once, see [`Inner::release_budget`]).
@@ -475,7 +484,11 @@ impl Inner {
         let Some((budget, size)) = message.budget else {
             return Admission::Accepted;
         };
-        let usage = self.topics.entry(message.topic.clone()).or_default();
+        let usage = self
+            .topics
+            .get_or_insert_with(Box::default)
+            .entry(message.topic.clone())
+            .or_default();
         if usage.overflowed {
             return Admission::Dropped;
         }
@@ -503,7 +516,7 @@ impl Inner {
             }
             Event::MailboxOverflow { topic } => {
                 // The process has the marker: the topic starts afresh.
-                self.topics.remove(topic);
+                self.remove_topic(topic);
             }
             _ => {}
         }
@@ -514,7 +527,11 @@ impl Inner {
     /// its `overflowed` flag, which keeps dropping the topic's traffic) stays until the marker
     /// leaves too.
     fn release_budget(&mut self, topic: &Topic, size: usize) {
-        let Some(usage) = self.topics.get_mut(topic) else {
+        let Some(usage) = self
+            .topics
+            .as_mut()
+            .and_then(|topics| topics.get_mut(topic))
+        else {
             debug_assert!(false, "a queued budgeted message has an entry");
             return;
         };
@@ -523,7 +540,17 @@ impl Inner {
         if usage.items == 0 && !usage.overflowed {
             // A second lookup, only on the budgeted path and once per topic's last message:
             // std's map has no way to remove through the `get_mut` reference.
-            self.topics.remove(topic);
+            self.remove_topic(topic);
+        }
+    }
+
+    /// Removes `topic`'s entry, and the map with its last entry.
+    fn remove_topic(&mut self, topic: &Topic) {
+        if let Some(topics) = &mut self.topics {
+            topics.remove(topic);
+            if topics.is_empty() {
+                self.topics = None;
+            }
         }
     }
 }
@@ -539,103 +566,4 @@ fn is_overflow_marker(event: &Event) -> bool {
 }
 
 #[cfg(all(test, not(loom)))]
-mod tests {
-    use super::*;
-    use crate::{CommandError, Payload};
-
-    fn completion(tag: u64) -> Event {
-        Event::YieldComplete {
-            tag,
-            result: Err(CommandError::TimedOut),
-        }
-    }
-
-    #[test]
-    fn a_late_completion_from_a_previous_incarnation_is_rejected() {
-        let (cell, old) = ProcessCell::new_open();
-        assert_eq!(cell.deliver(old, completion(1)), Admission::Accepted);
-        // The process finishes (its queued event is dropped) and the cell hosts the next one.
-        cell.close();
-        assert_eq!(cell.deliver(old, completion(2)), Admission::Closed);
-        assert_eq!(cell.release(), old);
-        assert_eq!(cell.deliver(old, completion(2)), Admission::Gone);
-        let new = cell.open();
-        assert_ne!(old, new);
-        assert_eq!(cell.deliver(old, completion(3)), Admission::Gone);
-        assert_eq!(cell.deliver(new, completion(4)), Admission::Accepted);
-        let mut events = Events::default();
-        let _ = cell.mailbox.drain_into(&mut events, 10, None);
-        let tags: Vec<u64> = events
-            .drain()
-            .map(|e| match e {
-                Event::YieldComplete { tag, .. } => tag,
-                other => panic!("{other:?}"),
-            })
-            .collect();
-        assert_eq!(tags, [4]);
-    }
-
-    #[test]
-    fn a_closing_cell_refuses_and_drops_queued_events() {
-        let (cell, generation) = ProcessCell::new_open();
-        let msg = || Event::Message(crate::Message::new("t", Payload::new(1u8)));
-        assert_eq!(cell.deliver(generation, msg()), Admission::Accepted);
-        cell.close();
-        assert!(!cell.mailbox.has_events());
-        assert_eq!(cell.deliver(generation, msg()), Admission::Closed);
-        assert_eq!(cell.deliver_current(msg()), Admission::Closed);
-        assert_eq!(cell.request_terminate(generation), Admission::Closed);
-        let _ = cell.release();
-        assert_eq!(cell.deliver_current(msg()), Admission::Gone);
-        assert_eq!(cell.state(generation), None);
-    }
-
-    #[test]
-    fn a_free_cell_hosts_nobody() {
-        let cell = ProcessCell::new(usize::MAX);
-        assert!(!cell.is_occupied());
-        assert_eq!(cell.deliver(0, completion(1)), Admission::Gone);
-        assert_eq!(cell.request_terminate(0), Admission::Gone);
-        assert_eq!(cell.state(0), None);
-        let generation = cell.open();
-        assert_eq!(generation, 1);
-        assert_eq!(cell.state(generation), Some(ProcessState::Ready));
-        assert!(cell.is_occupied());
-    }
-
-    #[test]
-    fn capacity_drops_messages_but_never_completions() {
-        let cell = ProcessCell::new(2);
-        let generation = cell.open();
-        let msg = |n: u32| Event::Message(crate::Message::new("m", Payload::new(n)));
-        assert_eq!(cell.deliver(generation, msg(0)), Admission::Accepted);
-        assert_eq!(cell.deliver(generation, msg(1)), Admission::Accepted);
-        assert_eq!(cell.deliver(generation, msg(2)), Admission::Dropped);
-        for tag in 0..5 {
-            assert_eq!(
-                cell.deliver(generation, completion(tag)),
-                Admission::Accepted
-            );
-        }
-        let mut events = Events::default();
-        let _ = cell.mailbox.drain_into(&mut events, usize::MAX, None);
-        assert_eq!(events.len(), 7);
-        assert_eq!(
-            cell.deliver(generation, msg(3)),
-            Admission::Accepted,
-            "drained: room again"
-        );
-    }
-
-    #[test]
-    fn batches_are_bounded() {
-        let (cell, generation) = ProcessCell::new_open();
-        for tag in 0..10 {
-            let _ = cell.deliver(generation, completion(tag));
-        }
-        let mut events = Events::default();
-        assert_eq!(cell.mailbox.drain_into(&mut events, 4, None), Drained::More);
-        assert_eq!(events.len(), 4);
-        assert!(cell.mailbox.has_events());
-    }
-}
+mod tests;
