@@ -299,6 +299,11 @@ impl Events {
         self.queue.push_back(event);
     }
 
+    /// Moves every event to the front of `queue`, ahead of its own.
+    pub(crate) fn move_in_front_of(&mut self, queue: &mut Queue) {
+        queue.prepend(&mut self.queue);
+    }
+
     /// Moves up to `max` events (`max > 0`) from `source`, oldest first.
     #[inline]
     pub(crate) fn take_from(&mut self, source: &mut Queue, max: usize) {

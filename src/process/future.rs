@@ -16,6 +16,14 @@
 //!    step 4): parked → `Pending`; an event landed → step again. Every extra step spends one unit
 //!    of the step budget; when it is spent, re-queue as for `Continue`.
 //!
+//! # Buffers
+//! The step's [`Events`] and [`StepOutput`] belong to the poll, not to the process: they are
+//! empty whenever a poll ends, so a waiting process carries neither (176 bytes of every idle
+//! process). The one exception is a poll that ends on its step budget with inline completions
+//! not yet stepped: they wait at the front of the mailbox ([`ProcessCell`]'s `carry_over`),
+//! which the next poll drains first. The yields' buffer is borrowed from the worker thread for
+//! the poll (`output.rs`).
+//!
 //! # Finish (done, failed, panicked, terminated, or dropped by a shutdown)
 //! State → `Complete` (`state.rs`, protocol 6); the cell closes (later sends see `Closed`, then `NotFound`); outstanding
 //! handler tasks are aborted; `close` runs exactly once (panics caught); the host forgets the PID
@@ -146,8 +154,6 @@ pub(crate) struct ProcessFuture<P: Process, H: Host> {
     pid: Pid,
     cell: Arc<ProcessCell>,
     host: Arc<H>,
-    events: Events,
-    out: StepOutput<P::Output>,
     outstanding: Vec<H::Outstanding>,
     finished: bool,
     /// The process's span (module docs), if enabled: boxed, so that a disabled one adds one
@@ -186,8 +192,6 @@ impl<P: Process, H: Host> ProcessFuture<P, H> {
             pid,
             cell,
             host,
-            events: Events::default(),
-            out: StepOutput::default(),
             outstanding: Vec::new(),
             finished: false,
             span: (!span.is_disabled()).then(|| Box::new(span)),
@@ -204,7 +208,9 @@ impl<P: Process, H: Host> ProcessFuture<P, H> {
         &mut self,
         cx: &mut Context<'_>,
         stats: &mut PollStats,
+        scratch: &mut Scratch<P::Output>,
     ) -> Poll<Result<P::Output, ProcessError>> {
+        let Scratch { events, out } = scratch;
         self.cell.state.transition_to_running();
         let max_batch = self.host.max_batch();
         let mut budget = self.host.step_budget().max(1);
@@ -226,21 +232,21 @@ impl<P: Process, H: Host> ProcessFuture<P, H> {
             {
                 self.cell
                     .mailbox
-                    .drain_into(&mut self.events, max_batch, register.take())
+                    .drain_into(events, max_batch, register.take())
             } else {
                 Drained::All
             };
             must_drain = drained == Drained::More;
             if drained == Drained::Terminate {
                 // Terminated: inline completions still buffered are dropped with the process.
-                self.drop_unread_events();
+                drop_unread(events);
                 let pid = self.pid;
                 tracing::debug!(%pid, "terminated");
                 return Poll::Ready(
                     self.finish(Err(ProcessError::terminated(pid)), Outcome::Terminated),
                 );
             }
-            let events_in = if trace_steps { self.events.len() } else { 0 };
+            let events_in = if trace_steps { events.len() } else { 0 };
             self.until_timed -= 1;
             let timed = if self.until_timed == 0 {
                 self.until_timed = SAMPLE_EVERY as u32;
@@ -250,7 +256,7 @@ impl<P: Process, H: Host> ProcessFuture<P, H> {
             };
             self.steps += 1;
             stats.steps += 1;
-            let (process, events, out) = (&mut self.process, &mut self.events, &mut self.out);
+            let process = &mut self.process;
             let stepped = catch_unwind(AssertUnwindSafe(|| process.step(events, out)));
             let pid = self.pid;
             if let Some(start) = timed {
@@ -258,16 +264,18 @@ impl<P: Process, H: Host> ProcessFuture<P, H> {
                 self.host
                     .step_timed(pid, end.saturating_duration_since(start), end);
             }
-            self.drop_unread_events();
+            drop_unread(events);
             match stepped {
                 Ok(Ok(())) => {}
                 Ok(Err(error)) => {
+                    discard(out);
                     tracing::debug!(%pid, %error, "step failed");
                     return Poll::Ready(
                         self.finish(Err(ProcessError::failed(pid, error)), Outcome::Failed),
                     );
                 }
                 Err(panic) => {
+                    discard(out);
                     let message = panic_message(&*panic);
                     drop_contained(panic);
                     tracing::warn!(%pid, panic = %message, "step panicked");
@@ -276,16 +284,16 @@ impl<P: Process, H: Host> ProcessFuture<P, H> {
                     );
                 }
             }
-            let status = self.out.take_status();
+            let status = out.take_status();
             let park_as = match status {
                 Status::Done(result) => {
-                    let dropped = self.out.yield_count();
+                    let dropped = out.yield_count();
                     if trace_steps {
                         trace_step_done(pid, events_in, dropped);
                     }
                     if dropped > 0 {
                         tracing::warn!(%pid, dropped, "yields of a Done step are dropped");
-                        for (_, command) in self.out.take_yields() {
+                        for (_, command) in out.take_yields() {
                             drop_contained(command);
                         }
                     }
@@ -296,15 +304,15 @@ impl<P: Process, H: Host> ProcessFuture<P, H> {
                 Status::Idle => Some(ParkAs::Idle),
             };
             if trace_steps {
-                trace_step(pid, events_in, self.out.yield_count(), park_as);
+                trace_step(pid, events_in, out.yield_count(), park_as);
             }
-            self.dispatch_yields(stats);
+            self.dispatch_yields(out, events, stats);
             budget -= 1;
             let step_again = match park_as {
                 None => false,
                 // Inline completions, or a backlog past one batch: no event will come to wake us
                 // for those, so parking now would strand them.
-                Some(_) if !self.events.is_empty() || drained == Drained::More => true,
+                Some(_) if !events.is_empty() || drained == Drained::More => true,
                 Some(park_as) => {
                     // A failed park cleared `NOTIFIED`: the next step must drain regardless.
                     must_drain = self.cell.state.transition_to_parked(park_as)
@@ -314,25 +322,39 @@ impl<P: Process, H: Host> ProcessFuture<P, H> {
             };
             if !step_again {
                 if park_as.is_none() {
-                    return self.requeue(cx);
+                    return self.requeue(cx, events);
                 }
                 return Poll::Pending;
             }
             if budget == 0 {
-                return self.requeue(cx);
+                return self.requeue(cx, events);
             }
         }
     }
 
-    /// Back into the run queue, behind other ready work.
-    fn requeue(&mut self, cx: &mut Context<'_>) -> Poll<Result<P::Output, ProcessError>> {
+    /// Back into the run queue, behind other ready work. Inline completions not yet stepped
+    /// wait at the front of the mailbox: the poll's events do not outlive it (module docs,
+    /// "Buffers"), and the next poll drains the mailbox first thing.
+    fn requeue(
+        &mut self,
+        cx: &mut Context<'_>,
+        events: &mut Events,
+    ) -> Poll<Result<P::Output, ProcessError>> {
+        if !events.is_empty() {
+            self.cell.mailbox.carry_over(events);
+        }
         self.cell.state.transition_to_requeued();
         cx.waker().wake_by_ref();
         Poll::Pending
     }
 
-    fn dispatch_yields(&mut self, stats: &mut PollStats) {
-        if self.out.yield_count() == 0 {
+    fn dispatch_yields(
+        &mut self,
+        out: &mut StepOutput<P::Output>,
+        events: &mut Events,
+        stats: &mut PollStats,
+    ) {
+        if out.yield_count() == 0 {
             return;
         }
         let host = &*self.host;
@@ -341,25 +363,17 @@ impl<P: Process, H: Host> ProcessFuture<P, H> {
             self.outstanding.retain(|o| !host.is_finished(o));
         }
         let (pid, cell) = (self.pid, &self.cell);
-        let (events, outstanding) = (&mut self.events, &mut self.outstanding);
+        let outstanding = &mut self.outstanding;
         let mut dispatch = |yielded| {
             if let Some(task) = host.dispatch(pid, cell, yielded, events, stats) {
                 outstanding.push(task);
             }
         };
-        if self.out.yield_count() == 1 {
+        if out.yield_count() == 1 {
             // The common case, without a drain's bookkeeping.
-            dispatch(self.out.pop_yield().expect("one yield"));
+            dispatch(out.pop_yield().expect("one yield"));
         } else {
-            self.out.drain_yields().for_each(dispatch);
-        }
-    }
-
-    /// Drops the events the step left unread, one at a time: a payload destructor may panic,
-    /// and a second panic while the first unwinds (as in a bulk `clear`) would abort.
-    fn drop_unread_events(&mut self) {
-        while let Some(event) = self.events.pop() {
-            drop_contained(event);
+            out.drain_yields().for_each(dispatch);
         }
     }
 
@@ -372,10 +386,6 @@ impl<P: Process, H: Host> ProcessFuture<P, H> {
     ) -> Result<P::Output, ProcessError> {
         debug_assert!(!self.finished);
         self.finished = true;
-        self.drop_unread_events();
-        for (_, command) in self.out.take_yields() {
-            drop_contained(command);
-        }
         let (pid, cell) = (self.pid, &self.cell);
         cell.stats.set_steps(self.steps);
         cell.close();
@@ -409,13 +419,16 @@ impl<P: Process, H: Host> Future for ProcessFuture<P, H> {
         // adapter's body) — stays in place until the future is dropped.
         let this = unsafe { self.get_unchecked_mut() };
         let mut stats = PollStats::default();
+        let mut scratch = Scratch::default();
         // Taken out while entered (`poll_steps` needs `&mut self`).
         let span = this.span.take();
         let entered = span.as_deref().map(Span::enter);
-        let polled = this.poll_steps(cx, &mut stats);
+        let polled = this.poll_steps(cx, &mut stats, &mut scratch);
         drop(entered);
         this.span = span;
-        this.out.return_yield_buffer();
+        // Empty unless a forced stop cut the poll short (with inline completions unstepped).
+        drop_unread(&mut scratch.events);
+        scratch.out.return_yield_buffer();
         if polled.is_pending() {
             // Not finished: the cell is still ours (`finish` published the count otherwise).
             this.cell.stats.set_steps(this.steps);
@@ -436,6 +449,48 @@ impl<P: Process, H: Host> Drop for ProcessFuture<P, H> {
             let _ = self.finish(Err(ProcessError::cancelled(pid)), Outcome::Stopped);
         }
     }
+}
+
+/// A poll's buffers (module docs, "Buffers").
+struct Scratch<O> {
+    events: Events,
+    out: StepOutput<O>,
+}
+
+impl<O> Default for Scratch<O> {
+    fn default() -> Self {
+        Scratch {
+            events: Events::default(),
+            out: StepOutput::default(),
+        }
+    }
+}
+
+/// Drops the events the step left unread, one at a time: a payload destructor may panic,
+/// and a second panic while the first unwinds (as in a bulk `clear`) would abort.
+#[inline]
+fn drop_unread(events: &mut Events) {
+    // Almost always empty: the check stays in the step loop, the loop out of it.
+    if !events.is_empty() {
+        drop_each_unread(events);
+    }
+}
+
+#[inline(never)]
+fn drop_each_unread(events: &mut Events) {
+    while let Some(event) = events.pop() {
+        drop_contained(event);
+    }
+}
+
+/// Drops what a failed or panicked step left in its output (yields, a `Done` value), each
+/// destructor's panic contained.
+#[cold]
+fn discard<O>(out: &mut StepOutput<O>) {
+    for (_, command) in out.take_yields() {
+        drop_contained(command);
+    }
+    drop_contained(out.take_status());
 }
 
 /// The step's `trace` event, out of line: the step loop stays small.

@@ -126,6 +126,38 @@ impl Queue {
         }
     }
 
+    /// Moves every event of `front` ahead of this queue's, in their order.
+    pub(crate) fn prepend(&mut self, front: &mut Queue) {
+        if self.is_empty() {
+            std::mem::swap(self, front);
+            return;
+        }
+        while let Some(event) = front.pop_back() {
+            self.push_front(event);
+        }
+    }
+
+    fn pop_back(&mut self) -> Option<Event> {
+        match self {
+            Queue::Inline(slot) => slot.take(),
+            Queue::Spilled(buffer) => buffer.pop_back(),
+        }
+    }
+
+    fn push_front(&mut self, event: Event) {
+        match self {
+            Queue::Inline(slot @ None) => *slot = Some(event),
+            Queue::Inline(Some(_)) => {
+                self.spill(event);
+                if let Queue::Spilled(buffer) = self {
+                    // `spill` queued it behind the inline one.
+                    buffer.rotate_right(1);
+                }
+            }
+            Queue::Spilled(buffer) => buffer.push_front(event),
+        }
+    }
+
     /// Empties the queue, dropping any buffer: the events, for the caller to drop.
     pub(crate) fn take(&mut self) -> impl Iterator<Item = Event> {
         let (first, rest) = match std::mem::take(self) {
@@ -208,6 +240,23 @@ mod tests {
         let taken: Vec<Event> = queue.take().collect();
         assert_eq!(taken.len(), 1);
         assert!(queue.is_inline() && queue.is_empty());
+    }
+
+    #[test]
+    fn prepend_keeps_both_orders() {
+        for (front, back) in [(0, 0), (1, 0), (0, 1), (1, 1), (1, 3), (3, 1), (3, 3)] {
+            let mut queue = Queue::default();
+            let mut ahead = Queue::default();
+            for tag in 0..front {
+                ahead.push_back(completion(tag));
+            }
+            for tag in front..front + back {
+                queue.push_back(completion(tag));
+            }
+            queue.prepend(&mut ahead);
+            assert!(ahead.is_empty());
+            assert_eq!(drained(&mut queue), (0..front + back).collect::<Vec<_>>());
+        }
     }
 
     #[test]

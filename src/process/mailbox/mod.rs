@@ -426,6 +426,18 @@ impl Mailbox {
         }
     }
 
+    /// Puts `events` — inline completions a poll could not step before its budget ran out —
+    /// back at the front of the queue, for the next poll (`future.rs`, "Buffers"). Only the
+    /// poller calls this, while `Running`: no wake, no admission (completions are never
+    /// counted against the capacity), and a `close` in between drops them with the rest.
+    pub(crate) fn carry_over(&self, events: &mut Events) {
+        debug_assert!(events
+            .iter()
+            .all(|e| matches!(e, Event::YieldComplete { .. })));
+        let mut inner = lock(&self.inner);
+        events.move_in_front_of(&mut inner.events);
+    }
+
     /// `true` if events are waiting.
     #[cfg(all(test, not(loom)))]
     pub(crate) fn has_events(&self) -> bool {
