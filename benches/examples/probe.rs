@@ -16,6 +16,7 @@
 //! Workloads: `single_step`, `one_yield`, `many_yields` (ROUNDS processes × 100 inline yields),
 //! `async_fn_single_step`, `async_fn_one_yield`, `async_fn_many_yields`, `send_to_blocked`
 //! (ROUNDS messages to one process, sent while it is idle), `send_from_thread`,
+//! `send_one_from_thread`,
 //! `spawn_from_thread` and `spawn_fn_from_thread` (see there). One worker, and the workload runs
 //! inside a driver process (`drive`): the count is the same from run to run, and moves between
 //! builds only with their code. Every result is checked.
@@ -156,8 +157,8 @@ async fn drive_once(cx: &ProcessCx, workload: &str, rounds: u64) -> Result<(), B
 /// ROUNDS idle processes, then one message to each from this (non-worker) thread, ITERATIONS
 /// times (at least once): the path of a service's request thread handing work to its sessions.
 /// Prints the sending thread's time per send of each round (for `perf`; under callgrind the
-/// interleaving is not repeatable); the first round is each mailbox's first message. Not a driver-process
-/// workload: a send from outside the workers is the point.
+/// interleaving is not repeatable); the first round is each mailbox's first message. Not a
+/// driver-process workload: a send from outside the workers is the point.
 fn send_from_thread(
     sched: &Scheduler,
     rounds: u64,
@@ -187,6 +188,36 @@ fn send_from_thread(
     for sink in sinks {
         assert_eq!(sched.block_on(sink)?, iterations);
     }
+    Ok(())
+}
+
+/// One process, sent ROUNDS messages from this (non-worker) thread while it runs on a worker,
+/// ITERATIONS times: the process bench's `send_to_blocked`, sender's side. Prints the median
+/// time per send (for wall-time A/B runs and `perf`).
+fn send_one_from_thread(
+    sched: &Scheduler,
+    rounds: u64,
+    iterations: u64,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let sink = Sink {
+        expected: rounds * iterations,
+        seen: 0,
+    };
+    let sink = sched.spawn(sink, "run", Payload::empty())?;
+    let mut per_send = Vec::new();
+    for _ in 0..iterations {
+        let start = std::time::Instant::now();
+        for _ in 0..rounds {
+            sched.send(sink.pid(), Message::new("n", Payload::new(0u8)))?;
+        }
+        per_send.push(start.elapsed().as_nanos() as f64 / rounds as f64);
+    }
+    assert_eq!(sched.block_on(sink)?, rounds * iterations);
+    per_send.sort_by(f64::total_cmp);
+    eprintln!(
+        "{:.1} ns/send (median of {iterations})",
+        per_send[per_send.len() / 2]
+    );
     Ok(())
 }
 
@@ -236,6 +267,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .build()?;
     if workload == "send_from_thread" {
         return send_from_thread(&sched, rounds, iterations);
+    }
+    if workload == "send_one_from_thread" {
+        return send_one_from_thread(&sched, rounds, iterations);
     }
     if workload == "spawn_from_thread" || workload == "spawn_fn_from_thread" {
         return spawn_from_thread(

@@ -304,6 +304,12 @@ impl Events {
         queue.prepend(&mut self.queue);
     }
 
+    /// Gives an empty buffer to the thread's spare (`queue.rs`, "Buffers on a worker").
+    #[inline]
+    pub(crate) fn release_buffer(&mut self) {
+        self.queue.release_buffer();
+    }
+
     /// Moves up to `max` events (`max > 0`) from `source`, oldest first.
     #[inline]
     pub(crate) fn take_from(&mut self, source: &mut Queue, max: usize) {

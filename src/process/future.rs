@@ -39,7 +39,8 @@
 //! Counting costs next to nothing on the hot path: a poll counts its steps and its yields (by
 //! handler kind, filled in by the host's dispatch) in a [`PollStats`] on the stack and hands it
 //! to the host once, at the end of the poll; the cell's step count (for `process_info`) is
-//! published then too. One step in [`SAMPLE_EVERY`] of each process — at a phase drawn from its
+//! published when the process parks, is re-queued or finishes — before the state word says so,
+//! so whoever sees it parked sees its steps. One step in [`SAMPLE_EVERY`] of each process — at a phase drawn from its
 //! PID, so processes that live for one step are sampled one in [`SAMPLE_EVERY`] too — is timed
 //! ([`Host::step_timed`]): a clock read costs more than an inline step.
 
@@ -314,6 +315,9 @@ impl<P: Process, H: Host> ProcessFuture<P, H> {
                 // for those, so parking now would strand them.
                 Some(_) if !events.is_empty() || drained == Drained::More => true,
                 Some(park_as) => {
+                    // Published before the park (Release) makes the state visible: whoever
+                    // sees the process parked (`process_info`) sees its steps too.
+                    self.cell.stats.set_steps(self.steps);
                     // A failed park cleared `NOTIFIED`: the next step must drain regardless.
                     must_drain = self.cell.state.transition_to_parked(park_as)
                         == TransitionToParked::Notified;
@@ -343,6 +347,7 @@ impl<P: Process, H: Host> ProcessFuture<P, H> {
         if !events.is_empty() {
             self.cell.mailbox.carry_over(events);
         }
+        self.cell.stats.set_steps(self.steps);
         self.cell.state.transition_to_requeued();
         cx.waker().wake_by_ref();
         Poll::Pending
@@ -428,11 +433,8 @@ impl<P: Process, H: Host> Future for ProcessFuture<P, H> {
         this.span = span;
         // Empty unless a forced stop cut the poll short (with inline completions unstepped).
         drop_unread(&mut scratch.events);
+        scratch.events.release_buffer();
         scratch.out.return_yield_buffer();
-        if polled.is_pending() {
-            // Not finished: the cell is still ours (`finish` published the count otherwise).
-            this.cell.stats.set_steps(this.steps);
-        }
         this.host.polled(&stats);
         polled
     }

@@ -16,9 +16,28 @@
 //! A buffer, once allocated, stays (empty) until the process finishes: a process that gets
 //! bursts keeps the allocation it needs, and `close` resets the queue to inline, so a flood to
 //! one process never stays allocated in the pooled cell for the next.
+//!
+//! # Buffers on a worker
+//! A poll moves a whole backlog into its (empty) step events by swapping buffers. The step
+//! events belong to the poll, so the buffer would be freed when the poll ends, and the
+//! mailbox — left without one — would allocate again, on the sender, at its next backlog: a
+//! malloc/free pair per burst, across threads. Instead each thread keeps one spare buffer: a
+//! poll ends by parking its step events' empty buffer there ([`Queue::release_buffer`]), and a
+//! mailbox that gave its buffer away takes the spare in exchange. A steady sender and its
+//! receiver then trade the same two buffers for ever.
 
 use super::Event;
+use std::cell::Cell;
 use std::collections::VecDeque;
+
+/// Most events a thread's spare buffer may hold room for: a larger one (a past flood) is freed
+/// rather than kept.
+const SPARE_MAX: usize = 256;
+
+std::thread_local! {
+    /// A spare buffer per thread (module docs, "Buffers on a worker").
+    static SPARE: Cell<VecDeque<Event>> = const { Cell::new(VecDeque::new()) };
+}
 
 /// A FIFO of events (module docs). Oldest first in both forms.
 #[derive(Debug)]
@@ -115,12 +134,38 @@ impl Queue {
             Queue::Spilled(buffer) => {
                 if dest.is_empty() && buffer.len() <= max {
                     // A whole backlog into an empty queue: swap, no event moved one by one.
-                    // Both sides keep a buffer once both have had one.
                     std::mem::swap(self, dest);
+                    if matches!(self, Queue::Inline(_)) {
+                        self.adopt_spare();
+                    }
                 } else {
                     for event in buffer.drain(..buffer.len().min(max)) {
                         dest.push_back(event);
                     }
+                }
+            }
+        }
+    }
+
+    /// Takes this thread's spare buffer, if it has one (module docs, "Buffers on a worker").
+    fn adopt_spare(&mut self) {
+        let spare = SPARE.try_with(Cell::take).unwrap_or_default();
+        if spare.capacity() > 0 {
+            *self = Queue::Spilled(spare);
+        }
+    }
+
+    /// Parks this queue's buffer, if it has an empty one of a reasonable size, as the thread's
+    /// spare (module docs, "Buffers on a worker"); the queue is left inline.
+    #[inline]
+    pub(crate) fn release_buffer(&mut self) {
+        if let Queue::Spilled(buffer) = self {
+            if buffer.is_empty() {
+                let buffer = std::mem::take(buffer);
+                *self = Queue::Inline(None);
+                if buffer.capacity() <= SPARE_MAX {
+                    // Whatever spare the thread had is freed.
+                    let _ = SPARE.try_with(|spare| spare.set(buffer));
                 }
             }
         }
@@ -174,6 +219,12 @@ impl Queue {
             Queue::Inline(_) => 1,
             Queue::Spilled(buffer) => buffer.capacity(),
         }
+    }
+
+    /// `source.move_into(self, usize::MAX)`.
+    #[cfg(all(test, not(loom)))]
+    pub(crate) fn take_from_for_test(&mut self, source: &mut Queue) {
+        source.move_into(self, usize::MAX);
     }
 
     /// `true` while no buffer is allocated.
@@ -256,6 +307,24 @@ mod tests {
             queue.prepend(&mut ahead);
             assert!(ahead.is_empty());
             assert_eq!(drained(&mut queue), (0..front + back).collect::<Vec<_>>());
+        }
+    }
+
+    #[test]
+    fn a_drained_backlog_leaves_its_source_the_threads_spare_buffer() {
+        // This test's thread starts with no spare.
+        let mut mailbox = Queue::default();
+        let mut events = Queue::default();
+        for round in 0..3 {
+            for tag in 0..3 {
+                mailbox.push_back(completion(tag));
+            }
+            events.take_from_for_test(&mut mailbox);
+            assert_eq!(drained(&mut events), [0, 1, 2]);
+            // From the second round on, the mailbox got the spare and kept a buffer.
+            assert_eq!(!mailbox.is_inline(), round > 0, "round {round}");
+            events.release_buffer();
+            assert!(events.is_inline());
         }
     }
 
