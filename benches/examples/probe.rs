@@ -16,7 +16,7 @@
 //! Workloads: `single_step`, `one_yield`, `many_yields` (ROUNDS processes × 100 inline yields),
 //! `async_fn_single_step`, `async_fn_one_yield`, `async_fn_many_yields`, `send_to_blocked`
 //! (ROUNDS messages to one process, sent while it is idle), `send_from_thread`,
-//! `send_one_from_thread`,
+//! `send_one_from_thread`, `ring` (100 processes pass a token ROUNDS hops),
 //! `spawn_from_thread` and `spawn_fn_from_thread` (see there). One worker, and the workload runs
 //! inside a driver process (`drive`): the count is the same from run to run, and moves between
 //! builds only with their code. Every result is checked.
@@ -72,6 +72,49 @@ impl Process for Sink {
         } else {
             out.idle();
         }
+        Ok(())
+    }
+}
+
+/// One process of a ring: forwards the token (hops left) to `next`; the process that gets it
+/// at 0 hops sends `stop` round the ring, which every process forwards once and finishes on.
+struct RingNode {
+    sched: SchedulerHandle,
+    next: Option<Pid>,
+    hops: u64,
+}
+impl Process for RingNode {
+    type Output = u64;
+    fn step(&mut self, events: &mut Events, out: &mut StepOutput<u64>) -> Result<(), BoxError> {
+        for event in events.drain() {
+            let Event::Message(message) = event else {
+                return Err(format!("unexpected {event:?}").into());
+            };
+            match &*message.topic {
+                "link" => self.next = Some(message.payload.take::<Pid>()?),
+                "token" => {
+                    self.hops += 1;
+                    let left = message.payload.take::<u64>()?;
+                    let next = self.next.ok_or("token before link")?;
+                    if left == 0 {
+                        self.sched
+                            .send(next, Message::new("stop", Payload::empty()))?;
+                    } else {
+                        self.sched
+                            .send(next, Message::new("token", Payload::new(left - 1)))?;
+                    }
+                }
+                _ => {
+                    // `stop`: pass it on (the last one finds its successor finished).
+                    let _ = self
+                        .sched
+                        .send(self.next.ok_or("stop before link")?, message);
+                    out.done(self.hops);
+                    return Ok(());
+                }
+            }
+        }
+        out.idle();
         Ok(())
     }
 }
@@ -145,6 +188,31 @@ async fn drive_once(cx: &ProcessCx, workload: &str, rounds: u64) -> Result<(), B
             }
             expected = rounds;
             handles.push(sink);
+        }
+        "ring" => {
+            // 100 processes, ROUNDS hops: mostly the send-from-a-step path.
+            const SIZE: u64 = 100;
+            for _ in 0..SIZE {
+                let node = RingNode {
+                    sched: sched.clone(),
+                    next: None,
+                    hops: 0,
+                };
+                handles.push(sched.spawn(node, "run", Payload::empty())?);
+            }
+            for (i, handle) in handles.iter().enumerate() {
+                let next = handles[(i + 1) % handles.len()].pid();
+                sched.send(handle.pid(), Message::new("link", Payload::new(next)))?;
+            }
+            sched.send(
+                handles[0].pid(),
+                Message::new("token", Payload::new(rounds - 1)),
+            )?;
+            let mut hops = 0;
+            for handle in handles.drain(..) {
+                hops += handle.await?;
+            }
+            assert_eq!(hops, rounds);
         }
         other => return Err(format!("unknown workload {other}").into()),
     }

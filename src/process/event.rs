@@ -310,10 +310,11 @@ impl Events {
         self.queue.release_buffer();
     }
 
-    /// Moves up to `max` events (`max > 0`) from `source`, oldest first.
+    /// Moves up to `max` events (`max > 0`) from `source`, oldest first. Returns `true` if
+    /// events are left in `source`.
     #[inline]
-    pub(crate) fn take_from(&mut self, source: &mut Queue, max: usize) {
-        source.move_into(&mut self.queue, max);
+    pub(crate) fn take_from(&mut self, source: &mut Queue, max: usize) -> bool {
+        source.move_into(&mut self.queue, max)
     }
 }
 

@@ -81,14 +81,23 @@ impl Queue {
         }
     }
 
-    /// Queues `event` behind the others; allocates only when it is the second event and no
-    /// buffer exists yet.
+    /// Queues `event` behind the others and returns how many are queued now; allocates only
+    /// when it is the second event and no buffer exists yet.
     #[inline]
-    pub(crate) fn push_back(&mut self, event: Event) {
+    pub(crate) fn push_back(&mut self, event: Event) -> usize {
         match self {
-            Queue::Inline(slot @ None) => *slot = Some(event),
-            Queue::Inline(Some(_)) => self.spill(event),
-            Queue::Spilled(buffer) => buffer.push_back(event),
+            Queue::Inline(slot @ None) => {
+                *slot = Some(event);
+                1
+            }
+            Queue::Inline(Some(_)) => {
+                self.spill(event);
+                2
+            }
+            Queue::Spilled(buffer) => {
+                buffer.push_back(event);
+                buffer.len()
+            }
         }
     }
 
@@ -122,14 +131,16 @@ impl Queue {
         first.into_iter().chain(rest.into_iter().flatten())
     }
 
-    /// Moves up to `max` events (`max > 0`), oldest first, to the back of `dest`.
+    /// Moves up to `max` events (`max > 0`), oldest first, to the back of `dest`. Returns
+    /// `true` if events are left behind.
     #[inline]
-    pub(crate) fn move_into(&mut self, dest: &mut Queue, max: usize) {
+    pub(crate) fn move_into(&mut self, dest: &mut Queue, max: usize) -> bool {
         match self {
             Queue::Inline(slot) => {
                 if let Some(event) = slot.take() {
                     dest.push_back(event);
                 }
+                false
             }
             Queue::Spilled(buffer) => {
                 if dest.is_empty() && buffer.len() <= max {
@@ -138,10 +149,12 @@ impl Queue {
                     if matches!(self, Queue::Inline(_)) {
                         self.adopt_spare();
                     }
+                    false
                 } else {
                     for event in buffer.drain(..buffer.len().min(max)) {
                         dest.push_back(event);
                     }
+                    !buffer.is_empty()
                 }
             }
         }
@@ -224,7 +237,7 @@ impl Queue {
     /// `source.move_into(self, usize::MAX)`.
     #[cfg(all(test, not(loom)))]
     pub(crate) fn take_from_for_test(&mut self, source: &mut Queue) {
-        source.move_into(self, usize::MAX);
+        assert!(!source.move_into(self, usize::MAX));
     }
 
     /// `true` while no buffer is allocated.
@@ -263,7 +276,7 @@ mod tests {
         assert_eq!(queue.len(), 1);
         assert!(std::mem::size_of::<Queue>() <= std::mem::size_of::<Event>() + 8);
         let mut events = Queue::default();
-        queue.move_into(&mut events, 8);
+        assert!(!queue.move_into(&mut events, 8));
         assert!(queue.is_empty() && queue.is_inline());
         assert_eq!(drained(&mut events), [1]);
     }
@@ -281,9 +294,9 @@ mod tests {
             Some(Event::YieldComplete { tag: 6, .. })
         ));
         let mut events = Queue::default();
-        queue.move_into(&mut events, 4);
+        assert!(queue.move_into(&mut events, 4), "two left");
         assert_eq!(drained(&mut events), [1, 2, 3, 4]);
-        queue.move_into(&mut events, 4);
+        assert!(!queue.move_into(&mut events, 4));
         assert_eq!(drained(&mut events), [5, 6]);
         assert!(queue.is_empty() && !queue.is_inline());
         queue.push_back(completion(7));

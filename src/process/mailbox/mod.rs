@@ -265,9 +265,9 @@ impl ProcessCell {
             // Coalesced: the queued one has already woken (or flagged) the process.
             return Ok(());
         }
-        inner.events.push_back(event);
-        if inner.events.len() > inner.max_depth {
-            inner.max_depth = inner.events.len();
+        let depth = inner.events.push_back(event);
+        if depth > inner.max_depth {
+            inner.max_depth = depth;
         }
         let waker = self.waker_if_waiting(&inner);
         drop(inner);
@@ -408,21 +408,19 @@ impl Mailbox {
         if inner.terminate {
             return Drained::Terminate;
         }
-        if inner.events.is_empty() {
-            return Drained::All;
-        }
-        let before = events.len();
-        events.take_from(&mut inner.events, max);
-        if inner.capacity != usize::MAX || inner.topics.is_some() {
+        let bounded = inner.capacity != usize::MAX || inner.topics.is_some();
+        let before = if bounded { events.len() } else { 0 };
+        let more = events.take_from(&mut inner.events, max);
+        if bounded {
             // Bounded mailbox: give back what the moved events used.
             for event in events.iter().skip(before) {
                 inner.release(event);
             }
         }
-        if inner.events.is_empty() {
-            Drained::All
-        } else {
+        if more {
             Drained::More
+        } else {
+            Drained::All
         }
     }
 
