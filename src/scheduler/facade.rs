@@ -8,6 +8,7 @@ use super::info::ProcessInfo;
 use super::lifecycle::ShutdownReport;
 use super::metrics::SchedulerMetrics;
 use super::shared::Inner;
+use super::tasks;
 use crate::executor::Executor;
 use crate::loom::{lock, Arc, Mutex};
 use crate::process::{Message, Payload, Pid, Process, ProcessHandle, ProcessState};
@@ -88,6 +89,9 @@ impl Engine {
         }
         inner.lifecycle.begin_forcing();
         let stopped = self.executor.shutdown(FORCED_STOP_WAIT);
+        // Process tasks are not in the executor's owned list: cancel them through their cells.
+        let cancelled = tasks::cancel_all(inner.table.cells());
+        tracing::debug!(cancelled, "scheduler shutdown: process tasks cancelled");
         let report = inner.lifecycle.seal(|| inner.table.len());
         if report.abandoned > 0 {
             tracing::warn!(
