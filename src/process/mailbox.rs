@@ -97,7 +97,7 @@ struct Inner {
     /// The process task's waker, registered by its poll.
     waker: Option<Waker>,
     /// The process task's reference, for a forced stop to cancel it (`scheduler/tasks.rs`): set
-    /// right after the spawn, taken by `close` or by the forced stop.
+    /// at spawn, before the task is first queued; taken by `close` or by the forced stop.
     task: Option<TaskRef>,
     /// Statistics (`stats.rs`): the current (or last) process's type name and spawn time (coarse
     /// clock, nanoseconds), and the most events ever queued at once in this cell (all-time).
