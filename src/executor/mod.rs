@@ -38,6 +38,7 @@
 //! | `park` | the sleep primitive |
 //! | `shared` | the state all workers share, and where each runnable task is queued |
 //! | `owned` | every live task, so that shutdown can cancel them all |
+//! | `unowned` | tasks spawned without the owned list, whose owner (the scheduler) cancels them |
 //! | `monitor` | the monitor thread: long-poll detection, hand-off of a stuck worker's work, the protocols |
 //! | `spare` | the spare workers that replace stuck ones, and their pool |
 //! | `blocking` | [`block_in_place`] |
@@ -66,6 +67,7 @@ mod shared;
 mod spare;
 mod task;
 mod threads;
+mod unowned;
 mod worker;
 
 #[cfg(test)]
@@ -76,6 +78,7 @@ pub use metrics::{ExecutorMetrics, MonitorMetrics, WorkerMetrics};
 pub use monitor::{LongPoll, DEFAULT_LONG_POLL_THRESHOLD};
 pub(crate) use task::panic_message;
 pub use task::{JoinError, JoinHandle};
+pub(crate) use unowned::TaskRef;
 
 use crate::loom::{lock, thread, Arc, Mutex};
 use monitor::{Monitor, MonitorConfig};
@@ -649,6 +652,24 @@ impl Handle {
         Shared::spawn(&self.shared, future, label)
     }
 
+    /// Spawns `future` as an *unowned* task (`unowned.rs`): not in the owned-task list, so
+    /// [`Executor::shutdown`] does not cancel it — the caller must, through the [`TaskRef`]
+    /// handed to `keep` before the task is first queued. After shutdown the task is cancelled at
+    /// once and `keep` is not called. Not counted by [`live_tasks`](Self::live_tasks).
+    #[inline]
+    pub(crate) fn spawn_unowned<F>(
+        &self,
+        future: F,
+        label: u64,
+        keep: impl FnOnce(TaskRef),
+    ) -> JoinHandle<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        Shared::spawn_unowned(&self.shared, future, label, keep)
+    }
+
     /// The handle of the executor whose worker runs the current thread, if any.
     ///
     /// # Examples
@@ -695,6 +716,7 @@ impl Handle {
     }
 
     /// Number of tasks spawned and not yet finished (takes a lock per shard; for diagnostics).
+    /// A scheduler's process tasks are not counted: they are the scheduler's to track.
     ///
     /// # Examples
     ///

@@ -14,11 +14,17 @@
 //! 2. `release` (task completion) takes the reference back out, if the slot still holds this task.
 //! 3. `close_and_take_all` (shutdown) marks every shard closed and takes every reference out, in one
 //!    critical section per shard; a concurrent `release` then finds its slot empty and does nothing.
+//!
+//! A task never bound (an unowned task, `unowned.rs`, or one refused at spawn) keeps the header's
+//! initial `owner_slot`, [`UNBOUND`]: its `release` returns at once, without a lock.
 
 use super::task::{Schedule, Task};
 use crate::loom::atomic::Ordering::Relaxed;
 use crate::loom::{lock, Mutex};
 use crossbeam_utils::CachePadded;
+
+/// The `owner_slot` of a task not in the list: the header's initial value (`task/raw.rs`).
+pub(crate) const UNBOUND: usize = usize::MAX;
 
 pub(crate) struct OwnedTasks<S: 'static> {
     shards: Box<[CachePadded<Mutex<Shard<S>>>]>,
@@ -79,8 +85,18 @@ impl<S: Schedule> OwnedTasks<S> {
     }
 
     /// Step 2.
+    #[inline]
     pub(crate) fn release(&self, task: &Task<S>) -> Option<Task<S>> {
         let id = task.header().owner_slot.load(Relaxed);
+        if id == UNBOUND {
+            // Never bound: an unowned task, or one refused at spawn.
+            return None;
+        }
+        self.release_bound(task, id)
+    }
+
+    #[inline(never)]
+    fn release_bound(&self, task: &Task<S>, id: usize) -> Option<Task<S>> {
         let (slot, shard_index) = (id / self.shards.len(), id % self.shards.len());
         let mut shard = lock(self.shards.get(shard_index)?);
         let entry = shard.slots.get_mut(slot)?;

@@ -26,6 +26,7 @@ use super::park::Parker;
 use super::queue::{Injector, Stealer};
 use super::task::{self, JoinHandle, Schedule, Task};
 use super::threads::ThreadConfig;
+use super::unowned::TaskRef;
 use super::worker;
 use crate::loom::atomic::{fence, AtomicBool, Ordering::*};
 use crate::loom::{lock, Arc, Condvar, Mutex};
@@ -122,6 +123,34 @@ impl Shared {
                 task.shutdown();
             }
         }
+        join
+    }
+
+    /// Spawns a task without the owned list (`unowned.rs`, protocol step 1): hands its
+    /// [`TaskRef`] to `keep`, then queues its first poll; after shutdown it is cancelled at once
+    /// and `keep` is not called.
+    #[inline]
+    pub(crate) fn spawn_unowned<F>(
+        this: &Arc<Self>,
+        future: F,
+        label: u64,
+        keep: impl FnOnce(TaskRef),
+    ) -> JoinHandle<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        let (task, notified, join) = task::new_labelled(future, this.clone(), label);
+        if this.is_shutdown() {
+            // Spawned after shutdown: cancel right here, as `spawn` does; the handle reports it.
+            drop(notified);
+            task.shutdown();
+            return join;
+        }
+        // Before the first poll is queued: the owner stores the reference while nobody else
+        // touches the task (or, for the scheduler, the process's cell) yet.
+        keep(TaskRef(task));
+        Shared::schedule_task(this, notified, false);
         join
     }
 

@@ -94,7 +94,8 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize, local: Local<Notified>) {
     tracing::trace!(worker = index, "worker started");
     core.run();
     CURRENT.with(|current| current.borrow_mut().take());
-    // Drop what is left in our deque: the tasks stay in the owned list, which shutdown cancels.
+    // Drop what is left in our deque: the tasks stay in the owned list, which shutdown cancels
+    // (or, unowned, with their owner, who does).
     while core.local.pop().is_some() {}
     tracing::trace!(worker = index, "worker stopped");
 }

@@ -226,7 +226,7 @@ impl<P: Process, H: Host> ProcessFuture<P, H> {
         let trace_steps = tracing::level_enabled!(tracing::Level::TRACE);
         loop {
             if self.host.should_stop() {
-                // Shutdown's grace period is over: stop stepping; the executor drops us next.
+                // Shutdown's grace period is over: stop stepping; the forced stop drops us next.
                 return Poll::Pending;
             }
             let drained = if must_drain || self.cell.state.take_notified() == TakeNotified::Notified
@@ -442,7 +442,7 @@ impl<P: Process, H: Host> Future for ProcessFuture<P, H> {
 
 impl<P: Process, H: Host> Drop for ProcessFuture<P, H> {
     fn drop(&mut self) {
-        // Dropped unfinished: the executor shut down (or the task was aborted). `close` still
+        // Dropped unfinished: the forced stop cancelled the task (or it was aborted). `close` still
         // runs exactly once; whoever awaits the handle sees the cancellation.
         if !self.finished {
             let pid = self.pid;

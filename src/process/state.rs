@@ -91,7 +91,8 @@
 //!    event like any other (protocol 2, step 2), so a waiting process is woken to see it.
 //! 2. When the grace period is over, the host's `should_stop` turns true: a worker about to step
 //!    returns `Pending` instead, leaving the word `Running` (no producer wakes a `Running`
-//!    process, and no poll follows), and the executor drops the future: protocol 6.
+//!    process, and no poll follows), and the scheduler's forced stop cancels the task, dropping the
+//!    future (`scheduler/tasks.rs`): protocol 6.
 //!
 //! Checked by `loom_shutdown_racing_with_a_completion` and (in the scheduler layer's models)
 //! `loom_scheduler_shutdown_racing_with_a_spawn`.

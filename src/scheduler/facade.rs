@@ -8,6 +8,7 @@ use super::info::ProcessInfo;
 use super::lifecycle::ShutdownReport;
 use super::metrics::SchedulerMetrics;
 use super::shared::Inner;
+use super::tasks;
 use crate::executor::Executor;
 use crate::loom::{lock, Arc, Mutex};
 use crate::process::{Message, Payload, Pid, Process, ProcessHandle, ProcessState};
@@ -88,6 +89,9 @@ impl Engine {
         }
         inner.lifecycle.begin_forcing();
         let stopped = self.executor.shutdown(FORCED_STOP_WAIT);
+        // Process tasks are not in the executor's owned list: cancel them through their cells.
+        let cancelled = tasks::cancel_all(inner.table.cells());
+        tracing::debug!(cancelled, "scheduler shutdown: process tasks cancelled");
         let report = inner.lifecycle.seal(|| inner.table.len());
         if report.abandoned > 0 {
             tracing::warn!(
@@ -468,13 +472,27 @@ impl Drop for Scheduler {
         // Inside an async context or on a worker (a process's `close` dropped its scheduler):
         // waiting here would stall the very thread the processes may need. Every process has its
         // `Cancel`; the rest of the shutdown runs in the background.
-        let started = std::thread::Builder::new()
-            .name("procsched-shutdown".to_owned())
-            .spawn(move || {
-                engine.stop(&inner, deadline);
-            });
+        // The engine is handed over through a slot, so that it is still here if the thread
+        // cannot start: process tasks are cancelled only by the scheduler's forced stop
+        // (`tasks.rs`), not by dropping the executor.
+        let slot = Arc::new(Mutex::new(Some(engine)));
+        let started = {
+            let (slot, inner) = (slot.clone(), inner.clone());
+            std::thread::Builder::new()
+                .name("procsched-shutdown".to_owned())
+                .spawn(move || {
+                    let engine = lock(&slot).take();
+                    if let Some(engine) = engine {
+                        engine.stop(&inner, deadline);
+                    }
+                })
+        };
         if let Err(error) = started {
-            tracing::warn!(%error, "could not start a shutdown thread; shutting down in place");
+            tracing::warn!(%error, "could not start a shutdown thread; forcing the shutdown in place");
+            let engine = lock(&slot).take();
+            if let Some(engine) = engine {
+                engine.force(&inner);
+            }
         }
     }
 }

@@ -5,9 +5,10 @@ use super::lifecycle::Leave;
 use super::metrics::{Counter, SchedulerMetrics};
 use super::shared::{cancel, Inner};
 use super::table;
+use super::tasks;
 use crate::loom::Arc;
 use crate::process::future::ProcessFuture;
-use crate::process::mailbox::{Admission, Incarnation};
+use crate::process::mailbox::{Admission, Incarnation, ProcessCell};
 use crate::process::{
     drop_contained, panic_message, Message, Payload, Pid, Process, ProcessContext, ProcessHandle,
     ProcessState, SendError, SendErrorKind, SpawnError,
@@ -176,8 +177,13 @@ impl SchedulerHandle {
         tracing::debug!(%pid, "process spawned");
         drop(entered);
         inner.counters.add(Counter::Spawned);
+        let cell_ptr: *const ProcessCell = &*cell;
         let future = ProcessFuture::with_span(process, pid, cell, inner.clone(), span);
-        let join = inner.executor.spawn_labelled(future, pid.as_u64());
+        // SAFETY: the cell the future now owns is also owned by its table slot, until the table
+        // drops (`Table`), and `inner` — which owns the table — outlives this borrow. (A table
+        // lookup by PID would find the same cell, for a few more instructions per spawn.)
+        let cell = unsafe { &*cell_ptr };
+        let join = tasks::spawn(&inner.executor, cell, pid, future);
         Ok(ProcessHandle::new(pid, join))
     }
 

@@ -16,6 +16,7 @@
 //! | `deadline` | a runtime-agnostic deadline future for the async waits |
 //! | `table` | the process table: pooled cells indexed by PID (its own protocol doc) |
 //! | `free_list` | the table's free slots, traded between threads in batches |
+//! | `tasks` | process tasks: spawned unowned, their references kept in the cells, cancelled by the forced stop (its own protocol doc) |
 //! | `metrics` | [`SchedulerMetrics`] and the sharded counters behind it |
 //! | `info` | [`ProcessInfo`]: one live process, for a console; the coarse clock of its age |
 //!
@@ -33,15 +34,16 @@
 //! 4. Under the tally: if `sealed`, the report is out — fail with `ShuttingDown`, run `close`,
 //!    release the cell (the seal counted it as abandoned: it was inside `init`).
 //! 5. If `shutting_down`: deliver `Cancel` to ourselves. Then hand the process future to the
-//!    executor (after its shutdown the executor drops the future at once: a forced finish).
+//!    executor, unowned, and keep the task's reference in the cell (`tasks.rs`; after the
+//!    executor's shutdown the future is dropped at once: a forced finish).
 //!
 //! **Shutdown** (`facade.rs`, `lifecycle.rs`):
 //! 1. Set `shutting_down` (SeqCst), fence, deliver `Cancel` to every cell in the table.
 //! 2. Grace: wait until `live == 0` or the deadline.
 //! 3. Set `forcing`: no process starts another step.
 //! 4. Stop the executor, waiting at most [`FORCED_STOP_WAIT`] for workers to leave their current
-//!    poll; every process future not being polled is dropped there (its `close` runs, it is
-//!    counted `forced`).
+//!    poll; then cancel every process task through the cells (`tasks.rs`): every process future
+//!    not being polled is dropped there (its `close` runs, it is counted `forced`).
 //! 5. Seal, under the tally: every cell still occupied is a process still inside `init`, `step`
 //!    or `close` — `abandoned`; set `sealed`. The report is final.
 //!
@@ -77,6 +79,7 @@ mod lifecycle;
 mod metrics;
 mod shared;
 mod table;
+mod tasks;
 
 #[cfg(test)]
 mod tests;

@@ -9,12 +9,14 @@
 //! 4. `Ready` or panic → store the output (or `JoinError::Panic`), then complete.
 //!
 //! # Complete (the caller holds `RUNNING`, the output is stored)
-//! 1. Remove the task from the scheduler's owned list (so an awakened joiner sees it gone).
+//! 1. Remove the task from the scheduler's owned list (so an awakened joiner sees it gone); an
+//!    unowned task was never in it (`executor/unowned.rs`, step 2), and its owner's reference is
+//!    the owner's to drop.
 //! 2. `transition_to_complete`: `RUNNING` → `COMPLETE` in one RMW.
 //! 3. No `JoinHandle`? Drop the output here. Otherwise, if the join waker is registered, wake it
 //!    and hand the slot back (`unset_waker_after_complete`); if the handle vanished meanwhile,
 //!    drop the waker here.
-//! 4. Drop the owned list's reference together with the caller's, in one RMW.
+//! 4. Drop the owned list's reference (if it held one) together with the caller's, in one RMW.
 //!
 //! Panics from user destructors (future, output) and from the join waker are caught at every
 //! step: a task can never unwind into a worker.

@@ -5,7 +5,7 @@
 //!
 //! | handle | references | may |
 //! |---|---|---|
-//! | [`Task`] | 1 | live in the scheduler's owned-task list; cancel the task at shutdown |
+//! | [`Task`] | 1 | live in the scheduler's owned-task list (or with an unowned task's owner); cancel the task at shutdown |
 //! | [`Notified`] | 1 | sit in a run queue; be run (poll) by exactly one worker |
 //! | [`JoinHandle`] | 1 + `JOIN_INTEREST` | read the output; abort |
 //! | `Waker` | 1 each | wake the task |
@@ -45,7 +45,7 @@ pub(crate) trait Schedule: Send + Sync + Sized + 'static {
     fn is_shutdown(&self) -> bool;
 }
 
-/// The owned-task list's reference to a task.
+/// The owner's reference to a task: the owned-task list's, or an unowned task's `TaskRef`'s.
 pub(crate) struct Task<S: 'static> {
     raw: RawTask,
     _scheduler: PhantomData<S>,

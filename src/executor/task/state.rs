@@ -16,9 +16,11 @@
 //! | 6 | `JOIN_WAKER` | the join-waker slot belongs to the runtime (which may read and wake it) | see "join waker" below |
 //! | 7.. | refcount | number of live references (`Task`, `Notified`, `Waker`, `JoinHandle`) | the allocation is freed when it reaches 0 |
 //!
-//! **Initial state:** `SCHEDULED | JOIN_INTEREST` with three references: the executor's owned-task
-//! list, the first `Notified` (about to be queued) and the `JoinHandle`. Starting `SCHEDULED`
-//! (rather than idle) means the first poll goes through the same path as every later one.
+//! **Initial state:** `SCHEDULED | JOIN_INTEREST` with three references: the owner's (the
+//! executor's owned-task list, or for an unowned task the `TaskRef` its spawner keeps —
+//! `executor/unowned.rs`), the first `Notified` (about to be queued) and the `JoinHandle`.
+//! Starting `SCHEDULED` (rather than idle) means the first poll goes through the same path as
+//! every later one.
 //!
 //! # Wake while running (the wakeup flag)
 //! 1. A worker holding a `Notified` calls [`State::transition_to_running`]: `SCHEDULED` is cleared
@@ -66,7 +68,7 @@ const REF_SHIFT: u32 = 7;
 const REF_ONE: usize = 1 << REF_SHIFT;
 const FLAG_MASK: usize = REF_ONE - 1;
 
-/// Three references: owned-task list, first `Notified`, `JoinHandle`.
+/// Three references: the owner (owned-task list or `TaskRef`), first `Notified`, `JoinHandle`.
 const INITIAL_STATE: usize = (REF_ONE * 3) | SCHEDULED | JOIN_INTEREST;
 
 /// The atomic state word of one task.

@@ -1,7 +1,7 @@
 //! The executor layer's loom models, in one place: the task state word against a toy scheduler
 //! (`loom_task.rs`), parking and shutdown on the real worker loop (`loom_park.rs`), and the
-//! monitor's hand-off and retirement (`loom_monitor.rs`). Unit
-//! tests of the task live with it (`task/tests/`).
+//! monitor's hand-off and retirement (`loom_monitor.rs`). Unit tests of the task live with it
+//! (`task/tests/`); those of unowned tasks are here (`unowned.rs`).
 
 #[cfg(loom)]
 mod loom_monitor;
@@ -9,3 +9,5 @@ mod loom_monitor;
 mod loom_park;
 #[cfg(loom)]
 mod loom_task;
+#[cfg(not(loom))]
+mod unowned;

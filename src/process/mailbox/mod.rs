@@ -31,6 +31,7 @@ use super::queue::Queue;
 use super::state::{StateWord, TransitionOnEvent};
 use super::stats::{CellInfo, CellStats, CellSurvey};
 use super::{drop_contained, Event, Events, Message, ProcessState, Topic};
+use crate::executor::TaskRef;
 use crate::loom::{lock, Mutex};
 use std::collections::HashMap;
 use std::task::Waker;
@@ -98,6 +99,9 @@ struct Inner {
     phase: Phase,
     /// The process task's waker, registered by its poll.
     waker: Option<Waker>,
+    /// The process task's reference, for a forced stop to cancel it (`scheduler/tasks.rs`): set
+    /// at spawn, before the task is first queued; taken by `close` or by the forced stop.
+    task: Option<TaskRef>,
     /// Statistics (`stats.rs`): the current (or last) process's type name and spawn time (coarse
     /// clock, nanoseconds), and the most events ever queued at once in this cell (all-time).
     kind: &'static str,
@@ -139,6 +143,7 @@ impl ProcessCell {
                     generation: 0,
                     phase: Phase::Free,
                     waker: None,
+                    task: None,
                     kind: "",
                     spawned_at: 0,
                     max_depth: 0,
@@ -169,7 +174,7 @@ impl ProcessCell {
         let mut inner = lock(&self.mailbox.inner);
         debug_assert_eq!(inner.phase, Phase::Free);
         // `close` left the queue and the budget map empty and unallocated.
-        debug_assert!(inner.events.is_empty() && inner.waker.is_none());
+        debug_assert!(inner.events.is_empty() && inner.waker.is_none() && inner.task.is_none());
         debug_assert!(inner.topics.is_none());
         inner.generation += 1;
         inner.phase = Phase::Open;
@@ -351,15 +356,38 @@ impl ProcessCell {
         lock(&self.mailbox.inner).phase != Phase::Free
     }
 
+    /// Keeps `task`, the reference of the process task of `generation` (`scheduler/tasks.rs`),
+    /// unless that process is no longer open: then it is handed back (to drop after the lock).
+    pub(crate) fn set_task(&self, generation: Generation, task: TaskRef) -> Option<TaskRef> {
+        let mut inner = lock(&self.mailbox.inner);
+        if inner.phase != Phase::Open || inner.generation != generation {
+            return Some(task);
+        }
+        debug_assert!(inner.task.is_none());
+        inner.task = Some(task);
+        None
+    }
+
+    /// Takes the process task's reference of `generation` (`None`: whichever process is open),
+    /// if the cell still holds it.
+    pub(crate) fn take_task(&self, generation: Option<Generation>) -> Option<TaskRef> {
+        let mut inner = lock(&self.mailbox.inner);
+        if generation.is_some_and(|g| g != inner.generation) {
+            return None;
+        }
+        inner.task.take()
+    }
+
     /// The process finishes: state `Complete`, `Open` → `Closing`. Later pushes are refused
-    /// (`Closed`); queued events, the topic budgets and the waker are dropped.
+    /// (`Closed`); queued events, the topic budgets, the waker and the task's reference are
+    /// dropped.
     ///
     /// The queue and the map are replaced by unallocated ones rather than cleared: the cell is
     /// pooled, and a flood the finished process received (a million queued events, or topics)
     /// must not stay allocated in the cell for its next process.
     pub(crate) fn close(&self) {
         self.state.transition_to_complete();
-        let (events, topics, waker) = {
+        let (events, topics, waker, task) = {
             let mut inner = lock(&self.mailbox.inner);
             debug_assert_eq!(inner.phase, Phase::Open);
             inner.phase = Phase::Closing;
@@ -368,6 +396,7 @@ impl ProcessCell {
                 inner.events.take(),
                 std::mem::take(&mut inner.topics),
                 inner.waker.take(),
+                inner.task.take(),
             )
         };
         // Outside the lock: payload destructors are user code, and freeing a large map or queue
@@ -377,6 +406,7 @@ impl ProcessCell {
         }
         drop(topics);
         drop(waker);
+        drop(task);
     }
 
     /// The process is gone: `Closing` → `Free`. Returns the generation that ended.

@@ -5,3 +5,5 @@
 mod loom_lifecycle;
 #[cfg(loom)]
 mod loom_table;
+#[cfg(loom)]
+mod loom_tasks;
