@@ -109,27 +109,7 @@ impl Handler {
                     span.in_scope(|| completer.complete_in(completions, result));
                     return None;
                 }
-                runtime
-                    .spawn(
-                        async move {
-                            let caught = match timeout {
-                                None => future.await,
-                                Some(timeout) => {
-                                    match tokio::time::timeout(timeout, future).await {
-                                        Ok(caught) => caught,
-                                        Err(_elapsed) => Ok(Err(CommandError::TimedOut)),
-                                    }
-                                }
-                            };
-                            let result = caught.unwrap_or_else(|panic| {
-                                Err(CommandError::Panicked(panic_message(&*panic)))
-                            });
-                            completer.complete(result);
-                        }
-                        .instrument(span),
-                    )
-                    .abort_handle()
-                    .into()
+                Some(spawn_pending(runtime, future, completer, timeout, span))
             },
         ))
     }
@@ -171,6 +151,54 @@ impl Handler {
     pub(crate) fn needs_runtime(&self) -> bool {
         !matches!(self, Handler::Inline(_))
     }
+}
+
+/// A handler future as it runs: its panics caught.
+type CaughtHandler<Fut> = futures::future::CatchUnwind<AssertUnwindSafe<Fut>>;
+
+/// Moves a pending async handler (polled once already, so boxed) into a tokio task that
+/// completes its yield. The task is one of four shapes, each only as large as it needs: a
+/// deadline's `tokio::time::Timeout` holds a timer entry (about a hundred bytes) and a span
+/// forty, and a yield waiting on its handler carries the task for as long as it waits
+/// (`burst_spawn`'s memory per live process counts it).
+fn spawn_pending<Fut>(
+    runtime: &tokio::runtime::Handle,
+    future: std::pin::Pin<Box<CaughtHandler<Fut>>>,
+    completer: YieldCompleter,
+    timeout: Option<Duration>,
+    span: tracing::Span,
+) -> tokio::task::AbortHandle
+where
+    Fut: Future<Output = Result<Payload, CommandError>> + Send + 'static,
+{
+    fn complete(completer: YieldCompleter, caught: std::thread::Result<CommandResult>) {
+        let result =
+            caught.unwrap_or_else(|panic| Err(CommandError::Panicked(panic_message(&*panic))));
+        completer.complete(result);
+    }
+    async fn within<F: Future<Output = std::thread::Result<CommandResult>>>(
+        future: F,
+        timeout: Duration,
+    ) -> std::thread::Result<CommandResult> {
+        match tokio::time::timeout(timeout, future).await {
+            Ok(caught) => caught,
+            Err(_elapsed) => Ok(Err(CommandError::TimedOut)),
+        }
+    }
+    let traced = !span.is_disabled();
+    match (timeout, traced) {
+        (None, false) => runtime.spawn(async move { complete(completer, future.await) }),
+        (None, true) => {
+            runtime.spawn(async move { complete(completer, future.await) }.instrument(span))
+        }
+        (Some(timeout), false) => runtime.spawn(async move {
+            complete(completer, within(future, timeout).await);
+        }),
+        (Some(timeout), true) => runtime.spawn(
+            async move { complete(completer, within(future, timeout).await) }.instrument(span),
+        ),
+    }
+    .abort_handle()
 }
 
 /// A blocking yield's result.
