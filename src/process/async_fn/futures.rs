@@ -149,16 +149,16 @@ fn poll_message() -> Poll<Result<Message, RecvError>> {
             state.cancel_reported = true;
             return Poll::Ready(Err(RecvError::Cancelled(reason)));
         }
-        if let Some(topic) = state.overflows.pop_front() {
-            return Poll::Ready(Err(RecvError::Overflow(topic)));
-        }
-        match state.inbox.pop_front() {
-            Some(message) => Poll::Ready(Ok(message)),
-            None => {
-                state.wants.message = true;
-                Poll::Pending
+        if let Some(mail) = state.mail.as_mut() {
+            if let Some(topic) = mail.overflows.pop_front() {
+                return Poll::Ready(Err(RecvError::Overflow(topic)));
+            }
+            if let Some(message) = mail.inbox.pop_front() {
+                return Poll::Ready(Ok(message));
             }
         }
+        state.wants.message = true;
+        Poll::Pending
     })
 }
 

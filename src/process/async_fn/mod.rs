@@ -226,7 +226,7 @@ impl ProcessCx {
 impl<F, Fut> fmt::Debug for AsyncFnProcess<F, Fut> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("AsyncFnProcess")
-            .field("started", &self.running.is_some())
+            .field("started", &matches!(self.stage, Stage::Running(_)))
             .finish_non_exhaustive()
     }
 }
@@ -256,15 +256,24 @@ impl fmt::Debug for ProcessCx {
 /// step (spawn does: into the process future, then into the task) is fine: an unpolled body may
 /// move.
 pub struct AsyncFnProcess<F, Fut> {
-    /// Builds the body, and what its [`ProcessCx`] hands to the scheduler layer; taken by
-    /// `init`.
-    start: Option<(F, Arc<dyn Any + Send + Sync>)>,
-    /// Built by `init`; pinned in place from the first step on (see above). Never reassigned
-    /// after `init`: dropped in place with the adapter.
-    running: Option<Running<Fut>>,
+    /// What builds the body, then (from `init` on) the body: one or the other, sharing their
+    /// bytes — the process is as large as the larger of the two, not their sum.
+    stage: Stage<F, Fut>,
     /// Whatever `Fut` is, the adapter is `!Unpin`: so is the process future holding it, and
     /// safe code holding a `Pin` to that future can never move it.
     _pinned: PhantomPinned,
+}
+
+/// The adapter's stage.
+enum Stage<F, Fut> {
+    /// Builds the body, and what its [`ProcessCx`] hands to the scheduler layer; taken by
+    /// `init`.
+    Start(F, Arc<dyn Any + Send + Sync>),
+    /// Transient, inside `init` (or after a panic in the body's builder).
+    Starting,
+    /// Built by `init`; pinned in place from the first step on (type docs). Never reassigned
+    /// after `init`: dropped in place with the adapter.
+    Running(Running<Fut>),
 }
 
 /// A started body and what its polls reach.
@@ -302,8 +311,7 @@ impl<F, Fut> AsyncFnProcess<F, Fut> {
     /// layer's accessors.
     pub(crate) fn new(start: F, host: Arc<dyn Any + Send + Sync>) -> Self {
         AsyncFnProcess {
-            start: Some((start, host)),
-            running: None,
+            stage: Stage::Start(start, host),
             _pinned: PhantomPinned,
         }
     }
@@ -319,13 +327,15 @@ where
     type Output = T;
 
     fn init(&mut self, ctx: &ProcessContext<'_>, _: &str, _: Payload) -> Result<(), InitError> {
-        let (start, host) = self.start.take().expect("init runs once");
+        let Stage::Start(start, host) = std::mem::replace(&mut self.stage, Stage::Starting) else {
+            unreachable!("init runs once")
+        };
         let cx = ProcessCx {
             pid: ctx.pid(),
             host,
         };
         // Not polled yet: may still move (type docs).
-        self.running = Some(Running {
+        self.stage = Stage::Running(Running {
             body: start(cx),
             state: CxState::default(),
             waker: LazyWaker::new(ctx.wake_target()),
@@ -334,9 +344,11 @@ where
     }
 
     fn step(&mut self, events: &mut Events, out: &mut StepOutput<T>) -> Result<(), BoxError> {
-        let running = self.running.as_mut().expect("init built the body");
-        // SAFETY: from this first step until it is dropped, the adapter — and so `running`,
-        // never reassigned after `init` — stays where it is: it is stepped only inside a process
+        let Stage::Running(running) = &mut self.stage else {
+            unreachable!("init built the body")
+        };
+        // SAFETY: from this first step until it is dropped, the adapter — and so `running`:
+        // its stage is never reassigned after `init` — stays where it is: it is stepped only inside a process
         // future, which the executor polls pinned in its task allocation and never moves, or
         // inside a `Harness`, which boxes it; no one else can make or step one (type docs).
         let running = unsafe { Pin::new_unchecked(running) };

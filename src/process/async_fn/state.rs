@@ -38,10 +38,10 @@ pub(super) struct CxState {
     /// live calls (at most one each); during a poll, possibly also of calls dropped in it
     /// ([`purge_forgotten`](Self::purge_forgotten) drops those after it).
     completions: Vec<(Tag, Completion)>,
-    /// Messages not yet received by the body.
-    pub(super) inbox: VecDeque<Message>,
-    /// Topics whose overflow marker the body has not yet received.
-    pub(super) overflows: VecDeque<Topic>,
+    /// Messages and overflow markers not yet received by the body: boxed, and absent until
+    /// the first arrives, since a process that only makes calls never needs them (two empty
+    /// queues inline would cost every async-fn process 64 bytes; the box, 8).
+    pub(super) mail: Option<Box<Mail>>,
     /// Latched when `Cancel` arrives.
     pub(super) cancelled: Option<CancelReason>,
     /// `recv` has reported the cancellation (it does so once).
@@ -55,12 +55,16 @@ impl CxState {
     pub(super) fn route(&mut self, event: Event) {
         match event {
             Event::YieldComplete { tag, result } => self.keep(tag, result),
-            Event::Message(message) => self.inbox.push_back(message),
+            Event::Message(message) => self.mail().inbox.push_back(message),
             Event::Cancel { reason } => self.cancelled = Some(reason),
-            Event::MailboxOverflow { topic } => self.overflows.push_back(topic),
+            Event::MailboxOverflow { topic } => self.mail().overflows.push_back(topic),
             // Only a re-poll was asked for.
             Event::Woken => {}
         }
+    }
+
+    fn mail(&mut self) -> &mut Mail {
+        self.mail.get_or_insert_with(Box::default)
     }
 
     /// Keeps call `tag`'s completion for a later poll, or drops it if the call is gone (not
@@ -133,6 +137,15 @@ impl CxState {
             .iter()
             .any(|tag| !self.completions.iter().any(|(t, _)| *t == tag))
     }
+}
+
+/// What arrived for the body's `recv`s.
+#[derive(Debug, Default)]
+pub(super) struct Mail {
+    /// Messages not yet received by the body.
+    pub(super) inbox: VecDeque<Message>,
+    /// Topics whose overflow marker the body has not yet received.
+    pub(super) overflows: VecDeque<Topic>,
 }
 
 /// The tags of live calls: the first inline, the others (calls awaited together) after it. Few
