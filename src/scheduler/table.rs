@@ -3,7 +3,7 @@
 //! A [`Pid`] is a slot index and the generation of that slot's current incarnation. Looking a
 //! PID up is two dependent loads (page, then cell) with no lock and no hashing; whether the cell
 //! still hosts *that* process is decided by the cell itself, under its mailbox lock, from the
-//! generation (`process/mailbox.rs`). So `send` never takes a table-wide lock, and spawning or
+//! generation (`process/mailbox/mod.rs`). So `send` never takes a table-wide lock, and spawning or
 //! finishing a process allocates nothing once the pool has grown to the live high-water mark.
 //!
 //! # Layout

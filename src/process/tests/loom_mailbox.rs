@@ -1,4 +1,4 @@
-//! Loom models of the mailbox's cell lifecycle (`mailbox.rs`): generations against stale
+//! Loom models of the mailbox's cell lifecycle (`mailbox/mod.rs`): generations against stale
 //! producers, and `close` against a concurrent delivery.
 //!
 //! Run: `RUSTFLAGS="--cfg loom -C debug-assertions" LOOM_MAX_PREEMPTIONS=2 cargo test --lib --release loom_`
@@ -17,7 +17,7 @@ fn open_cell() -> (Arc<ProcessCell>, Pid) {
     (cell, pid)
 }
 
-/// `mailbox.rs`, "generations guard them": a completion bound to a finished incarnation never
+/// `mailbox/mod.rs`, "generations guard them": a completion bound to a finished incarnation never
 /// reaches the cell's next process, wherever it lands in close → release → open.
 #[test]
 fn loom_stale_completion_racing_with_the_cells_reuse() {
@@ -56,7 +56,7 @@ fn loom_stale_completion_racing_with_the_cells_reuse() {
     });
 }
 
-/// `state.rs` protocol 6 and `mailbox.rs`'s `Closing` phase: a delivery racing `close` of a
+/// `state.rs` protocol 6 and `mailbox/mod.rs`'s `Closing` phase: a delivery racing `close` of a
 /// parked process is refused, or accepted and dropped by `close`; either way the word ends
 /// `Complete`, nothing stays queued for the cell's next process, and a refused event wakes
 /// nobody.
