@@ -6,10 +6,10 @@
 
 use procsched::{
     BoxError, Events, InitError, Payload, Pid, Process, ProcessContext, ProcessError,
-    ProcessHandle, ProcessState, SchedulerHandle, StepOutput,
+    ProcessHandle, ProcessState, Scheduler, SchedulerHandle, SpawnError, StepOutput,
 };
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
-use std::sync::{mpsc, Arc, Once};
+use std::sync::{mpsc, Arc, Barrier, Once};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -19,6 +19,36 @@ pub(crate) const HANG_GUARD: Duration = Duration::from_secs(60);
 /// Every panic a test provokes on purpose carries this marker; the hook installed by
 /// [`quiet_panics`] does not print them.
 pub(crate) const EXPECTED_PANIC: &str = "expected panic";
+
+/// `threads` threads that wait at `start`, then spawn processes made by `make` until `spawn` is
+/// refused with `ShuttingDown` (any other error fails the test); each thread returns the handles
+/// of the processes it got in.
+pub(crate) fn spawn_until_refused<P>(
+    sched: &Arc<Scheduler>,
+    threads: usize,
+    start: &Arc<Barrier>,
+    make: impl Fn() -> P + Clone + Send + 'static,
+) -> Vec<thread::JoinHandle<Vec<ProcessHandle<P::Output>>>>
+where
+    P: Process,
+{
+    (0..threads)
+        .map(|_| {
+            let (sched, start, make) = (sched.clone(), start.clone(), make.clone());
+            thread::spawn(move || {
+                start.wait();
+                let mut accepted = Vec::new();
+                loop {
+                    match sched.spawn(make(), "run", Payload::empty()) {
+                        Ok(handle) => accepted.push(handle),
+                        Err(SpawnError::ShuttingDown) => return accepted,
+                        Err(other) => panic!("unexpected {other}"),
+                    }
+                }
+            })
+        })
+        .collect()
+}
 
 pub(crate) fn scaled(n: usize) -> usize {
     if cfg!(miri) {

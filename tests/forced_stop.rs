@@ -1,0 +1,169 @@
+//! The forced stop cancels process tasks through their cells (`scheduler/tasks.rs`): processes
+//! parked on a waker nobody fires, spawns racing the forced stop, and processes finishing while
+//! it runs are each closed once and counted once.
+
+mod support;
+
+use procsched::StepOutput;
+use procsched::{BoxError, Events, InitError, Payload, Process, ProcessContext, Scheduler};
+use std::sync::atomic::Ordering::SeqCst;
+use std::sync::{Arc, Barrier};
+use std::time::Duration;
+use support::*;
+
+/// Counts its drops.
+struct DropCount(Counter);
+
+impl Drop for DropCount {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, SeqCst);
+    }
+}
+
+#[test]
+fn a_forced_shutdown_drops_processes_parked_on_a_waker_nobody_fires_and_closes_each_once() {
+    let sched = Scheduler::builder().workers(2).build().unwrap();
+    let (started, drops) = (support::counter(), support::counter());
+    let handles: Vec<_> = (0..20)
+        .map(|_| {
+            let (started, guard) = (started.clone(), DropCount(drops.clone()));
+            sched
+                .spawn_fn(move |_cx| async move {
+                    let _guard = guard;
+                    started.fetch_add(1, SeqCst);
+                    // Ignores its Cancel: nothing will ever wake this await.
+                    std::future::pending::<()>().await;
+                    Ok::<(), BoxError>(())
+                })
+                .unwrap()
+        })
+        .collect();
+    wait_until("every body parked", || count(&started) == 20);
+    let report = sched.shutdown(Duration::from_millis(50));
+    // Forced — or abandoned, if a loaded machine held a worker inside a poll.
+    assert_eq!(report.graceful, 0);
+    assert_eq!(report.forced + report.abandoned, 20, "{report:?}");
+    assert!(sched.wait_for_abandoned(HANG_GUARD));
+    assert_eq!(count(&drops), 20, "every parked body dropped, once");
+    for handle in handles {
+        let err = join_typed(handle).unwrap_err();
+        assert!(err.is_cancelled(), "{err:?}");
+    }
+    assert_eq!(sched.live_processes(), 0);
+    assert_eq!(sched.handle().registered_processes(), 0);
+}
+
+/// Idles forever, ignoring its `Cancel`: only the forced stop ends it.
+struct Stubborn {
+    inits: Counter,
+    closes: Counter,
+}
+
+impl Process for Stubborn {
+    type Output = Payload;
+    fn init(&mut self, _: &ProcessContext<'_>, _: &str, _: Payload) -> Result<(), InitError> {
+        self.inits.fetch_add(1, SeqCst);
+        Ok(())
+    }
+    fn step(&mut self, events: &mut Events, out: &mut StepOutput) -> Result<(), BoxError> {
+        events.drain().for_each(drop);
+        out.idle();
+        Ok(())
+    }
+    fn close(&mut self) {
+        self.closes.fetch_add(1, SeqCst);
+    }
+}
+
+#[test]
+fn spawns_racing_with_a_forced_shutdown_are_cancelled_and_closed_once() {
+    for round in 0..scaled(20) {
+        let sched = Arc::new(Scheduler::builder().workers(2).build().unwrap());
+        let (inits, closes) = (support::counter(), support::counter());
+        let start = Arc::new(Barrier::new(3));
+        let spawners = {
+            let (inits, closes) = (inits.clone(), closes.clone());
+            spawn_until_refused(&sched, 2, &start, move || Stubborn {
+                inits: inits.clone(),
+                closes: closes.clone(),
+            })
+        };
+        start.wait();
+        // A zero or tiny grace period: the forced stop meets spawns still in flight.
+        let report = sched.shutdown(Duration::from_micros(round as u64 % 4 * 100));
+        let accepted: Vec<_> = spawners
+            .into_iter()
+            .flat_map(|s| s.join().unwrap())
+            .collect();
+        assert!(sched.wait_for_abandoned(HANG_GUARD));
+        assert_eq!(report.graceful, 0, "round {round}: {report:?}");
+        assert!(
+            accepted.len() <= report.total() && report.total() <= count(&inits),
+            "round {round}: {} accepted, {} inits, {report:?}",
+            accepted.len(),
+            count(&inits)
+        );
+        assert_eq!(
+            count(&closes),
+            count(&inits),
+            "round {round}: every initialised process closed once"
+        );
+        for result in join_all(accepted) {
+            assert!(result.unwrap_err().is_cancelled());
+        }
+        assert_eq!(sched.live_processes(), 0);
+        assert_eq!(sched.handle().registered_processes(), 0);
+    }
+}
+
+#[test]
+fn processes_finishing_while_the_forced_stop_runs_are_closed_once_and_counted_once() {
+    for round in 0..scaled(10) {
+        let sched = Scheduler::builder().workers(2).build().unwrap();
+        let closes: Vec<support::Counter> = (0..200).map(|_| support::counter()).collect();
+        let handles: Vec<_> = closes
+            .iter()
+            .enumerate()
+            .map(|(i, closes)| {
+                // Finishes on its own after a few steps (0 to 49), ignoring Cancel.
+                let mut left = (i * 7 + round) % 50;
+                let finisher = FnProcess::new(closes, move |events, out| {
+                    events.drain().for_each(drop);
+                    if left == 0 {
+                        out.done(Payload::empty());
+                    } else {
+                        left -= 1;
+                        out.continue_();
+                    }
+                    Ok(())
+                });
+                sched.spawn(finisher, "run", Payload::empty()).unwrap()
+            })
+            .collect();
+        let report = sched.shutdown(Duration::ZERO);
+        assert!(sched.wait_for_abandoned(HANG_GUARD));
+        assert!(
+            closes.iter().all(|c| count(c) == 1),
+            "round {round}: every close exactly once"
+        );
+        let cancelled = join_all(handles)
+            .into_iter()
+            .filter(|result| match result {
+                Ok(_) => false,
+                Err(e) => {
+                    assert!(e.is_cancelled(), "{e:?}");
+                    true
+                }
+            })
+            .count();
+        // Finished before shutdown (not counted), or counted once; a cancelled one was forced
+        // or abandoned.
+        assert!(report.total() <= 200, "round {round}: {report:?}");
+        assert!(
+            cancelled <= report.forced + report.abandoned,
+            "round {round}: {cancelled} cancelled, {report:?}"
+        );
+        assert_eq!(sched.live_processes(), 0);
+        assert_eq!(sched.handle().registered_processes(), 0);
+    }
+}
