@@ -4,8 +4,7 @@
 
 mod support;
 
-use procsched::StepOutput;
-use procsched::{BoxError, Events, InitError, Payload, Process, ProcessContext, Scheduler};
+use procsched::{BoxError, Payload, Scheduler};
 use std::sync::atomic::Ordering::SeqCst;
 use std::sync::{Arc, Barrier};
 use std::time::Duration;
@@ -53,28 +52,6 @@ fn a_forced_shutdown_drops_processes_parked_on_a_waker_nobody_fires_and_closes_e
     assert_eq!(sched.handle().registered_processes(), 0);
 }
 
-/// Idles forever, ignoring its `Cancel`: only the forced stop ends it.
-struct Stubborn {
-    inits: Counter,
-    closes: Counter,
-}
-
-impl Process for Stubborn {
-    type Output = Payload;
-    fn init(&mut self, _: &ProcessContext<'_>, _: &str, _: Payload) -> Result<(), InitError> {
-        self.inits.fetch_add(1, SeqCst);
-        Ok(())
-    }
-    fn step(&mut self, events: &mut Events, out: &mut StepOutput) -> Result<(), BoxError> {
-        events.drain().for_each(drop);
-        out.idle();
-        Ok(())
-    }
-    fn close(&mut self) {
-        self.closes.fetch_add(1, SeqCst);
-    }
-}
-
 #[test]
 fn spawns_racing_with_a_forced_shutdown_are_cancelled_and_closed_once() {
     for round in 0..scaled(20) {
@@ -83,9 +60,11 @@ fn spawns_racing_with_a_forced_shutdown_are_cancelled_and_closed_once() {
         let start = Arc::new(Barrier::new(3));
         let spawners = {
             let (inits, closes) = (inits.clone(), closes.clone());
-            spawn_until_refused(&sched, 2, &start, move || Stubborn {
+            // Ignores its `Cancel`: only the forced stop ends it.
+            spawn_until_refused(&sched, 2, &start, move || Counted {
                 inits: inits.clone(),
                 closes: closes.clone(),
+                finish_on_cancel: false,
             })
         };
         start.wait();

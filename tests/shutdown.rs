@@ -313,31 +313,6 @@ fn a_spawn_whose_init_outlives_shutdown_is_counted_abandoned_then_fails() {
     assert_eq!(sched.live_processes(), 0);
 }
 
-/// Counts `init`s; parks Idle, finishes on Cancel.
-struct Counted {
-    inits: Counter,
-    closes: Counter,
-}
-
-impl Process for Counted {
-    type Output = Payload;
-    fn init(&mut self, _: &ProcessContext<'_>, _: &str, _: Payload) -> Result<(), InitError> {
-        self.inits.fetch_add(1, SeqCst);
-        Ok(())
-    }
-    fn step(&mut self, events: &mut Events, out: &mut StepOutput) -> Result<(), BoxError> {
-        if events.drain().any(|e| matches!(e, Event::Cancel { .. })) {
-            out.done(Payload::empty());
-        } else {
-            out.idle();
-        }
-        Ok(())
-    }
-    fn close(&mut self) {
-        self.closes.fetch_add(1, SeqCst);
-    }
-}
-
 #[test]
 fn spawns_racing_with_shutdown_either_fail_or_are_counted() {
     for round in 0..scaled(20) {
@@ -349,6 +324,7 @@ fn spawns_racing_with_shutdown_either_fail_or_are_counted() {
             spawn_until_refused(&sched, 4, &start, move || Counted {
                 inits: inits.clone(),
                 closes: closes.clone(),
+                finish_on_cancel: true,
             })
         };
         start.wait();

@@ -5,7 +5,7 @@
 #![allow(dead_code)]
 
 use procsched::{
-    BoxError, Events, InitError, Payload, Pid, Process, ProcessContext, ProcessError,
+    BoxError, Event, Events, InitError, Payload, Pid, Process, ProcessContext, ProcessError,
     ProcessHandle, ProcessState, Scheduler, SchedulerHandle, SpawnError, StepOutput,
 };
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
@@ -19,6 +19,35 @@ pub(crate) const HANG_GUARD: Duration = Duration::from_secs(60);
 /// Every panic a test provokes on purpose carries this marker; the hook installed by
 /// [`quiet_panics`] does not print them.
 pub(crate) const EXPECTED_PANIC: &str = "expected panic";
+
+/// Counts its `init`s and `close`s; parks `Idle`, and on `Cancel` finishes if
+/// `finish_on_cancel` (else only a forced stop ends it).
+pub(crate) struct Counted {
+    pub(crate) inits: Counter,
+    pub(crate) closes: Counter,
+    pub(crate) finish_on_cancel: bool,
+}
+
+impl Process for Counted {
+    type Output = Payload;
+    fn init(&mut self, _: &ProcessContext<'_>, _: &str, _: Payload) -> Result<(), InitError> {
+        self.inits.fetch_add(1, SeqCst);
+        Ok(())
+    }
+    fn step(&mut self, events: &mut Events, out: &mut StepOutput) -> Result<(), BoxError> {
+        // Unread events are dropped by the scheduler after the step.
+        let cancelled = events.drain().any(|e| matches!(e, Event::Cancel { .. }));
+        if cancelled && self.finish_on_cancel {
+            out.done(Payload::empty());
+        } else {
+            out.idle();
+        }
+        Ok(())
+    }
+    fn close(&mut self) {
+        self.closes.fetch_add(1, SeqCst);
+    }
+}
 
 /// `threads` threads that wait at `start`, then spawn processes made by `make` until `spawn` is
 /// refused with `ShuttingDown` (any other error fails the test); each thread returns the handles
