@@ -6,7 +6,8 @@
 //! | spawn or wake on one of our worker threads | that worker's deque (LIFO: runs next, cache-warm) | a parked worker, if none is searching (even for the deque's only task: its owner may block in its current task) |
 //! | spawn from outside | the global injector | a parked worker, if none is searching |
 //! | wake from outside of a task that ran before | the inject queue of the worker it last ran on (affinity); the global injector if that worker is a spare or stuck (`monitor.rs`) | that worker if it sleeps, else any parked worker |
-//! | a task woke itself while running (`yield_now`) | the global injector: behind all other ready work | a parked worker, if none is searching |
+//! | a task woke itself while running (`yield_now`), on one of our configured workers | that worker's inject queue: behind its deque and the wakes queued before it; stays on the worker (cache-warm) but can be stolen | a parked worker, if none is searching |
+//! | a task woke itself while running, anywhere else (a spare, a stuck worker) | the global injector: behind all other ready work | a parked worker, if none is searching |
 //!
 //! Everything that lands in a queue stays reachable by every worker: deques through their
 //! stealers, inject queues and the injector directly. A busy or stuck worker can never strand work.
@@ -157,12 +158,28 @@ impl Shared {
     /// Queues a runnable task per the table in the module docs.
     fn schedule_task(this: &Arc<Self>, task: Notified, is_yield: bool) {
         if is_yield {
+            // Not the deque: its owner pops LIFO, so the task would run again at once. The own
+            // inject queue runs it after the deque's work and is reachable by thieves and by
+            // the monitor's hand-off; unlike the global injector, its lines stay on this worker
+            // (`docs/bench-executor.md`: yield_many).
+            let Err(task) = worker::try_push_yielded(this, task) else {
+                return;
+            };
             return this.push_global(task);
         }
         let Err(task) = worker::try_push_local(this, task) else {
             return;
         };
         this.schedule_remote(task);
+    }
+
+    /// Queues `task` on worker `index`'s inject queue (the caller runs on that worker) and wakes
+    /// a parked worker if none is searching, so that others can steal it.
+    pub(crate) fn push_own_inject(&self, index: usize, task: Notified) {
+        let remote = &self.remotes[index];
+        remote.inject.push(task);
+        self.after_shared_push(|| self.drain(&remote.inject));
+        self.notify_parked();
     }
 
     /// A wake from a thread that is not one of our workers.

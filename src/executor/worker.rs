@@ -119,6 +119,29 @@ pub(crate) fn try_push_local(shared: &Arc<Shared>, task: Notified) -> Result<(),
     }
 }
 
+/// Queues a task that yielded (`yield_now`) on the current thread's inject queue if the thread
+/// is a configured, not stuck worker of `shared`; gives it back otherwise (a spare may retire
+/// and a stuck worker's queues are being handed over: the global injector is for those).
+pub(crate) fn try_push_yielded(shared: &Arc<Shared>, task: Notified) -> Result<(), Notified> {
+    let mut task = Some(task);
+    let _ = CURRENT.try_with(|current| {
+        if let Some(core) = current.borrow().as_ref() {
+            if Arc::ptr_eq(&core.shared, shared)
+                && !core.is_spare
+                && !shared.monitor.is_stuck(core.index)
+            {
+                if let Some(task) = task.take() {
+                    shared.push_own_inject(core.index, task);
+                }
+            }
+        }
+    });
+    match task {
+        None => Ok(()),
+        Some(task) => Err(task),
+    }
+}
+
 /// The worker running on the current thread, if any.
 pub(crate) fn current() -> Option<Rc<Core>> {
     CURRENT

@@ -14,8 +14,9 @@
 //!   tag the process chose.
 //! - **Any event wakes** a `Blocked` or `Idle` process: a completion wakes an idle process too, and
 //!   a message wakes a blocked one.
-//! - **Continue** re-queues the process *behind* other ready work (the global queue), so a process
-//!   that never waits cannot starve its worker.
+//! - **Continue** re-queues the process *behind* other ready work (its worker's queued work first;
+//!   the global queue is visited at least every 61 tasks), so a process that never waits cannot
+//!   starve its worker.
 //! - **Flooded mailboxes** are delivered in batches (at most `max_batch` mailbox events per
 //!   step, plus the completions of the previous step's inline yields), so one
 //!   process cannot monopolise a worker; the rest come in the next steps.

@@ -282,8 +282,6 @@ impl<O> StepOutput<O> {
         self.yields.drain(..)
     }
 
-    /// Swaps the yields' buffer with `buffer` (the process future lends each poll a worker's
-    /// scratch buffer: `future.rs`, "Buffers").
     /// Gives the yields' buffer back to this thread at the end of a poll, if it has one and it
     /// is empty (see [`StepOutput`]'s docs: the process keeps no buffer while it waits).
     #[inline]
@@ -297,9 +295,17 @@ impl<O> StepOutput<O> {
     /// Appends a yield, borrowing this thread's spare buffer for the first one.
     #[inline]
     fn push_yield(&mut self, yielded: Yield) {
-        if self.yields.capacity() == 0 {
-            self.yields = YIELD_BUFFER.try_with(Cell::take).unwrap_or_default();
-        }
-        self.yields.push(yielded);
+        push_yield(&mut self.yields, yielded);
     }
+}
+
+/// Appends a yield to a step's yields, borrowing this thread's spare buffer for the first one
+/// (the async-fn adapter's calls push through here too: a `Vec::push` of their own would
+/// allocate a buffer per poll, and the poll's end would free the thread's spare for it).
+#[inline]
+pub(crate) fn push_yield(yields: &mut Yields, yielded: Yield) {
+    if yields.capacity() == 0 {
+        *yields = YIELD_BUFFER.try_with(Cell::take).unwrap_or_default();
+    }
+    yields.push(yielded);
 }

@@ -95,3 +95,51 @@ fn loom_shutdown_racing_with_a_spawn() {
         }
     });
 }
+
+/// A task that yields on a worker goes to that worker's inject queue (`shared.rs`, the table):
+/// the same shutdown handshake as any shared push, so a shutdown racing the yield either lets
+/// the task finish or cancels it; it is never stranded in the queue.
+#[test]
+fn loom_shutdown_racing_with_a_yield_on_a_worker() {
+    model(|| {
+        let executor = Executor::builder().workers(1).build().unwrap();
+        let join = executor.spawn(async {
+            crate::executor::yield_now().await;
+            1
+        });
+        let report = executor.shutdown(Duration::from_secs(1));
+        match executor.block_on(join) {
+            Ok(1) => assert_eq!(report.cancelled, 0),
+            Ok(_) => unreachable!(),
+            Err(e) => assert!(e.is_shutdown(), "{e:?}"),
+        }
+    });
+}
+
+/// A yielded task waits in its worker's inject queue, which the other worker steals from: when
+/// the yielding worker's next task blocks the thread, the yielded task still runs (a missed
+/// wake or a private list would leave both workers blocked: loom reports the deadlock).
+#[test]
+fn loom_a_yielded_task_runs_on_the_other_worker_while_its_own_blocks() {
+    model_full_stack(|| {
+        let executor = Executor::builder().workers(2).build().unwrap();
+        let handle = executor.handle().clone();
+        let resumed = Arc::new((Mutex::new(false), Condvar::new()));
+        let signal = resumed.clone();
+        let join = executor.spawn(async move {
+            let wait = signal.clone();
+            // Pushed to this worker's deque: it runs next here, after the yield below.
+            drop(handle.spawn(async move {
+                let mut resumed = lock(&wait.0);
+                while !*resumed {
+                    resumed = wait.1.wait(resumed).unwrap();
+                }
+            }));
+            crate::executor::yield_now().await;
+            *lock(&signal.0) = true;
+            signal.1.notify_one();
+        });
+        executor.block_on(join).expect("the yielded task finished");
+        drop(executor);
+    });
+}

@@ -1,6 +1,7 @@
 //! The futures an async-fn process awaits: calls (yields), receives, cancellation, yield_now.
 
 use super::scope;
+use crate::process::output::push_yield;
 use crate::process::{CancelReason, Command, CommandError, Message, Payload, Tag, Topic};
 use crate::process::{TypeMismatch, Yield};
 use std::future::Future;
@@ -63,11 +64,14 @@ impl<C: Command> Future for Call<C> {
                         return Poll::Ready(Err(outside_its_process()));
                     };
                     let tag = scope.state.start_call();
-                    scope.yields.push(Yield {
-                        tag,
-                        command: Payload::new(command),
-                        timeout,
-                    });
+                    push_yield(
+                        scope.yields,
+                        Yield {
+                            tag,
+                            command: Payload::new(command),
+                            timeout,
+                        },
+                    );
                     this.state = CallState::Sent(tag);
                     Poll::Pending
                 });
