@@ -656,7 +656,7 @@ impl Handle {
     /// [`Executor::shutdown`] does not cancel it — the caller must, through the [`TaskRef`]
     /// handed to `keep` before the task is first queued. After shutdown the task is cancelled at
     /// once and `keep` is not called. Not counted by [`live_tasks`](Self::live_tasks).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn spawn_unowned<F>(
         &self,
         future: F,

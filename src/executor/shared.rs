@@ -130,7 +130,7 @@ impl Shared {
     /// Spawns a task without the owned list (`unowned.rs`, protocol step 1): hands its
     /// [`TaskRef`] to `keep`, then queues its first poll; after shutdown it is cancelled at once
     /// and `keep` is not called.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn spawn_unowned<F>(
         this: &Arc<Self>,
         future: F,

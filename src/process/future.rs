@@ -181,6 +181,7 @@ impl<P: Process, H: Host> ProcessFuture<P, H> {
 
     /// The future of `process`, hosted by `cell` in the incarnation `pid` names (just opened),
     /// entering `span` (unless disabled) for every poll and for `close`.
+    #[inline(always)]
     pub(crate) fn with_span(
         process: P,
         pid: Pid,

@@ -53,7 +53,7 @@ use crate::process::Pid;
 use std::future::Future;
 
 /// Spawn steps 1–3 (module docs): runs `future`, the task of process `pid` hosted by `cell`.
-#[inline]
+#[inline(always)]
 pub(super) fn spawn<F>(
     executor: &executor::Handle,
     cell: &ProcessCell,

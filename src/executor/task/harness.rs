@@ -22,7 +22,7 @@
 //! step: a task can never unwind into a worker.
 
 use super::error::JoinError;
-use super::raw::{Cell, Header, RawTask, Stage, Vtable};
+use super::raw::{Cell, Header, RawTask, Vtable};
 use super::state::{TransitionToIdle, TransitionToRunning};
 use super::{waker, Notified, Schedule, Task};
 use std::future::Future;
@@ -109,15 +109,13 @@ where
             Ok(Poll::Ready(output)) => {
                 // Drop the future before publishing the output: its destructor may panic.
                 // SAFETY: we hold `RUNNING`.
-                let dropped = catch_unwind(AssertUnwindSafe(|| unsafe {
-                    core.set_stage(Stage::Consumed)
-                }));
+                let dropped = catch_unwind(AssertUnwindSafe(|| unsafe { core.drop_stage() }));
                 let result = match dropped {
                     Ok(()) => Ok(output),
                     Err(panic) => Err(JoinError::panic(panic)),
                 };
                 // SAFETY: we hold `RUNNING`.
-                unsafe { core.set_stage(Stage::Finished(result)) };
+                unsafe { core.store_output(result) };
                 self.complete(1);
             }
             Err(panic) => {
@@ -127,11 +125,9 @@ where
                 );
                 // SAFETY: we hold `RUNNING`; the future may be half-torn by the panic, but
                 // dropping it is the only thing left to do.
-                let _ = catch_unwind(AssertUnwindSafe(|| unsafe {
-                    core.set_stage(Stage::Consumed)
-                }));
+                let _ = catch_unwind(AssertUnwindSafe(|| unsafe { core.drop_stage() }));
                 // SAFETY: we hold `RUNNING`.
-                unsafe { core.set_stage(Stage::Finished(Err(JoinError::panic(panic)))) };
+                unsafe { core.store_output(Err(JoinError::panic(panic))) };
                 self.complete(1);
             }
         }
@@ -141,16 +137,14 @@ where
     fn cancel_future(&self) {
         let core = &self.cell().core;
         // SAFETY: the caller holds `RUNNING`.
-        let dropped = catch_unwind(AssertUnwindSafe(|| unsafe {
-            core.set_stage(Stage::Consumed)
-        }));
+        let dropped = catch_unwind(AssertUnwindSafe(|| unsafe { core.drop_stage() }));
         let error = match dropped {
             Err(panic) => JoinError::panic(panic),
             Ok(()) if core.scheduler.is_shutdown() => JoinError::shutdown(),
             Ok(()) => JoinError::cancelled(),
         };
         // SAFETY: the caller holds `RUNNING`.
-        unsafe { core.set_stage(Stage::Finished(Err(error))) };
+        unsafe { core.store_output(Err(error)) };
     }
 
     /// The completion protocol (module docs). `held_refs` references of the caller are dropped.
@@ -172,7 +166,7 @@ where
         let _ = catch_unwind(AssertUnwindSafe(|| {
             if !snapshot.is_join_interested() {
                 // SAFETY: no `JoinHandle`: the completer owns the output.
-                unsafe { cell.core.set_stage(Stage::Consumed) };
+                unsafe { cell.core.drop_stage() };
             } else if snapshot.is_join_waker_set() {
                 // SAFETY: `JOIN_WAKER` is set: the slot is ours to read until we unset it.
                 unsafe { cell.trailer.wake_join() };
@@ -308,9 +302,7 @@ where
     if transition.drop_output {
         // SAFETY: `COMPLETE` and we held `JOIN_INTEREST`: the output is ours. A panicking
         // output destructor must not unwind into whoever dropped the handle.
-        let _ = catch_unwind(AssertUnwindSafe(|| unsafe {
-            cell.core.set_stage(Stage::Consumed)
-        }));
+        let _ = catch_unwind(AssertUnwindSafe(|| unsafe { cell.core.drop_stage() }));
     }
     if transition.drop_waker {
         // SAFETY: `JOIN_WAKER` is clear after the transition: the slot is ours.

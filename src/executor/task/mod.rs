@@ -76,6 +76,7 @@ where
 }
 
 /// `new` with a label (0: none) the executor's monitor reports a long poll of this task with.
+#[inline(always)]
 pub(crate) fn new_labelled<F, S>(
     future: F,
     scheduler: S,

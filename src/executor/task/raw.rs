@@ -86,6 +86,7 @@ where
     S: Schedule,
 {
     /// Allocates a task; the state word starts with three references (see `state.rs`).
+    #[inline(always)]
     pub(super) fn allocate(future: F, scheduler: S, label: u64) -> NonNull<Header> {
         let cell = Box::new(Cell {
             header: Header {
@@ -181,20 +182,57 @@ impl RawTask {
 impl<F: Future, S> Core<F, S> {
     /// # Safety
     /// The caller holds `RUNNING` (or is the sole owner of the output per the table above).
-    pub(super) unsafe fn set_stage(&self, stage: Stage<F>) {
-        // SAFETY: exclusive access per the caller's contract. The old stage is dropped here, so
-        // callers that may run user destructors wrap this in `catch_unwind`.
-        self.stage.with_mut(|ptr| unsafe { *ptr = stage });
+    ///
+    /// Drops the stage (the future or the output) in place and leaves `Consumed`, also when the
+    /// drop panics (callers that may run user destructors wrap this in `catch_unwind`).
+    ///
+    /// In place rather than by assigning a new `Stage`: a `Stage` is as large as the future,
+    /// and assigning one copies all of it (a `memcpy` per transition for large futures, such as
+    /// async-fn processes), where only the discriminant changes.
+    pub(super) unsafe fn drop_stage(&self) {
+        /// Writes `Consumed` over the dropped (or half-dropped, after a panic) stage.
+        struct Consume<F: Future>(*mut Stage<F>);
+        impl<F: Future> Drop for Consume<F> {
+            fn drop(&mut self) {
+                // SAFETY: the stage was just dropped in place (`drop_in_place` drops every
+                // field even when one panics): writing over it leaks nothing and drops nothing.
+                unsafe { std::ptr::write(self.0, Stage::Consumed) };
+            }
+        }
+        self.stage.with_mut(|ptr| {
+            let _consume = Consume(ptr);
+            // SAFETY: exclusive access per the caller's contract; `_consume` overwrites the
+            // dropped value before anyone can see it.
+            unsafe { std::ptr::drop_in_place(ptr) };
+        });
     }
 
     /// # Safety
-    /// As for [`Core::set_stage`].
+    /// As for [`Core::drop_stage`]; the stage is `Consumed` (dropped by `drop_stage`).
+    pub(super) unsafe fn store_output(&self, output: Result<F::Output, JoinError>) {
+        self.stage.with_mut(|ptr| {
+            // SAFETY: exclusive access per the caller's contract.
+            debug_assert!(matches!(unsafe { &*ptr }, Stage::Consumed));
+            // SAFETY: as above; `Consumed` owns nothing, so nothing is leaked by not dropping it.
+            unsafe { std::ptr::write(ptr, Stage::Finished(output)) };
+        });
+    }
+
+    /// # Safety
+    /// As for [`Core::drop_stage`].
     pub(super) unsafe fn take_output(&self) -> Result<F::Output, JoinError> {
         self.stage.with_mut(|ptr| {
             // SAFETY: exclusive access per the caller's contract.
-            match std::mem::replace(unsafe { &mut *ptr }, Stage::Consumed) {
-                Stage::Finished(output) => output,
-                _ => panic!("JoinHandle polled after its output was taken"),
+            let Stage::Finished(output) = (unsafe { &mut *ptr }) else {
+                panic!("JoinHandle polled after its output was taken")
+            };
+            // SAFETY: the output is moved out and the stage overwritten with `Consumed` at
+            // once, without dropping it: it is read exactly once. Only the output is copied,
+            // not a whole `Stage` (see `drop_stage`).
+            unsafe {
+                let output = std::ptr::read(output);
+                std::ptr::write(ptr, Stage::Consumed);
+                output
             }
         })
     }

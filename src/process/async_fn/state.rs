@@ -11,7 +11,6 @@
 //! the poll ([`CxState::keep`], [`CxState::purge_forgotten`]).
 
 use crate::process::{CancelReason, CommandError, Event, Message, Payload, Tag, Topic};
-use smallvec::SmallVec;
 use std::collections::VecDeque;
 
 /// A call's completion.
@@ -34,10 +33,6 @@ pub(super) struct CxState {
     next_tag: Tag,
     /// Calls sent, and not yet resolved or dropped.
     calls: LiveCalls,
-    /// Completions not taken in the poll of the step they arrived in. Between polls, only of
-    /// live calls (at most one each); during a poll, possibly also of calls dropped in it
-    /// ([`purge_forgotten`](Self::purge_forgotten) drops those after it).
-    completions: Vec<(Tag, Completion)>,
     /// Messages and overflow markers not yet received by the body: boxed, and absent until
     /// the first arrives, since a process that only makes calls never needs them (two empty
     /// queues inline would cost every async-fn process 64 bytes; the box, 8).
@@ -72,14 +67,15 @@ impl CxState {
     pub(super) fn keep(&mut self, tag: Tag, completion: Completion) {
         // A call dropped before its completion is no longer live: the result is dropped.
         if self.calls.contains(tag) {
-            self.completions.push((tag, completion));
+            self.calls.extra().completions.push((tag, completion));
         }
     }
 
     /// A new call: its tag, live from now on.
     #[inline]
     pub(super) fn start_call(&mut self) -> Tag {
-        self.next_tag = self.next_tag.wrapping_add(1);
+        // Tag 0 means "no call" to `LiveCalls`: skipped when the counter wraps.
+        self.next_tag = self.next_tag.wrapping_add(1).max(1);
         let tag = self.next_tag;
         self.calls.insert(tag);
         tag
@@ -95,18 +91,10 @@ impl CxState {
     ) -> Option<Completion> {
         let completion = match arrived {
             Some((t, _)) if *t == tag => arrived.take().map(|(_, completion)| completion),
-            _ => self.take_kept(tag),
+            _ => self.calls.take_kept(tag),
         }?;
         self.calls.remove(tag);
         Some(completion)
-    }
-
-    /// [`take_completion`](Self::take_completion) off the fast path: a kept completion.
-    #[cold]
-    #[inline(never)]
-    fn take_kept(&mut self, tag: Tag) -> Option<Completion> {
-        let index = self.completions.iter().position(|(t, _)| *t == tag)?;
-        Some(self.completions.swap_remove(index).1)
     }
 
     /// The call future was dropped: it is no longer live. A completion already kept for it
@@ -120,9 +108,8 @@ impl CxState {
     /// Drops the kept completions of calls no longer live (after a poll).
     #[inline]
     pub(super) fn purge_forgotten(&mut self) {
-        if !self.completions.is_empty() {
-            let calls = &self.calls;
-            self.completions.retain(|(tag, _)| calls.contains(*tag));
+        if self.calls.extra.is_some() {
+            self.calls.purge_forgotten();
         }
     }
 
@@ -130,12 +117,13 @@ impl CxState {
     /// [`purge_forgotten`](Self::purge_forgotten), and with what the poll left kept).
     #[inline]
     pub(super) fn has_outstanding_calls(&self) -> bool {
-        if self.completions.is_empty() {
-            return !self.calls.is_empty();
+        match &self.calls.extra {
+            None => self.calls.first != 0,
+            Some(extra) => self
+                .calls
+                .iter()
+                .any(|tag| !extra.completions.iter().any(|(t, _)| *t == tag)),
         }
-        self.calls
-            .iter()
-            .any(|tag| !self.completions.iter().any(|(t, _)| *t == tag))
     }
 }
 
@@ -148,45 +136,94 @@ pub(super) struct Mail {
     pub(super) overflows: VecDeque<Topic>,
 }
 
-/// The tags of live calls: the first inline, the others (calls awaited together) after it. Few
-/// at a time: a linear scan beats hashing.
+/// The live calls: the first one's tag inline; the others (calls awaited together) and the
+/// completions kept across polls in a box made the first time either is needed. A process that
+/// awaits one call at a time — most do — never makes it, and the adapter stays small (it lives
+/// in the process's task, which a spawn writes and a worker reads). Few calls at a time: a
+/// linear scan beats hashing.
 #[derive(Debug, Default)]
 struct LiveCalls {
-    /// `None` only when there are none.
-    first: Option<Tag>,
-    more: SmallVec<[Tag; 2]>,
+    /// The first live call's tag; 0 when none is live (tags start at 1).
+    first: Tag,
+    extra: Option<Box<Extra>>,
+}
+
+/// What [`LiveCalls`] keeps out of line.
+#[derive(Debug, Default)]
+struct Extra {
+    /// Live calls after `first`.
+    more: Vec<Tag>,
+    /// Completions not taken in the poll of the step they arrived in. Between polls, only of
+    /// live calls (at most one each); during a poll, possibly also of calls dropped in it
+    /// ([`CxState::purge_forgotten`] drops those after it).
+    completions: Vec<(Tag, Completion)>,
 }
 
 impl LiveCalls {
+    fn extra(&mut self) -> &mut Extra {
+        self.extra.get_or_insert_with(Box::default)
+    }
+
     #[inline]
     fn insert(&mut self, tag: Tag) {
-        if self.first.is_none() {
-            self.first = Some(tag);
+        if self.first == 0 {
+            self.first = tag;
         } else {
-            self.more.push(tag);
+            self.extra().more.push(tag);
         }
     }
 
     #[inline]
     fn remove(&mut self, tag: Tag) {
-        if self.first == Some(tag) {
-            self.first = self.more.pop();
-        } else if let Some(index) = self.more.iter().position(|t| *t == tag) {
-            self.more.swap_remove(index);
+        match &mut self.extra {
+            None => {
+                if self.first == tag {
+                    self.first = 0;
+                }
+            }
+            Some(extra) => {
+                if self.first == tag {
+                    self.first = extra.more.pop().unwrap_or(0);
+                } else if let Some(index) = extra.more.iter().position(|t| *t == tag) {
+                    extra.more.swap_remove(index);
+                }
+            }
         }
     }
 
     #[inline]
     fn contains(&self, tag: Tag) -> bool {
-        self.first == Some(tag) || self.more.contains(&tag)
-    }
-
-    #[inline]
-    fn is_empty(&self) -> bool {
-        self.first.is_none()
+        tag != 0
+            && (self.first == tag || self.extra.as_ref().is_some_and(|e| e.more.contains(&tag)))
     }
 
     fn iter(&self) -> impl Iterator<Item = Tag> + '_ {
-        self.first.into_iter().chain(self.more.iter().copied())
+        let more = self.extra.as_ref().map_or(&[][..], |extra| &extra.more[..]);
+        (self.first != 0)
+            .then_some(self.first)
+            .into_iter()
+            .chain(more.iter().copied())
+    }
+
+    /// The kept completion of `tag`, taken (off the fast path).
+    #[cold]
+    #[inline(never)]
+    fn take_kept(&mut self, tag: Tag) -> Option<Completion> {
+        let completions = &mut self.extra.as_mut()?.completions;
+        let index = completions.iter().position(|(t, _)| *t == tag)?;
+        Some(completions.swap_remove(index).1)
+    }
+
+    /// Drops the kept completions of calls no longer live.
+    #[cold]
+    #[inline(never)]
+    fn purge_forgotten(&mut self) {
+        let Some(mut extra) = self.extra.take() else {
+            return;
+        };
+        let first = self.first;
+        let Extra { more, completions } = &mut *extra;
+        completions.retain(|(tag, _)| *tag == first || more.contains(tag));
+        self.extra = Some(extra);
     }
 }
