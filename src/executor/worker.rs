@@ -100,46 +100,44 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize, local: Local<Notified>) {
     tracing::trace!(worker = index, "worker stopped");
 }
 
-/// Pushes `task` to the current thread's deque if it is a worker of `shared`; gives it back
-/// otherwise.
-pub(crate) fn try_push_local(shared: &Arc<Shared>, task: Notified) -> Result<(), Notified> {
+/// Runs `push` with the current thread's worker if it is a worker of `shared` and `accepts`
+/// it; `task` is moved into `push` then, and handed back otherwise.
+#[inline]
+fn push_on_own_worker(
+    shared: &Arc<Shared>,
+    task: Notified,
+    accepts: impl FnOnce(&Core) -> bool,
+    push: impl FnOnce(&Core, Notified),
+) -> Result<(), Notified> {
     let mut task = Some(task);
     let _ = CURRENT.try_with(|current| {
         if let Some(core) = current.borrow().as_ref() {
-            if Arc::ptr_eq(&core.shared, shared) {
+            if Arc::ptr_eq(&core.shared, shared) && accepts(core) {
                 if let Some(task) = task.take() {
-                    core.push_local(task);
+                    push(core, task);
                 }
             }
         }
     });
-    match task {
-        None => Ok(()),
-        Some(task) => Err(task),
-    }
+    task.map_or(Ok(()), Err)
+}
+
+/// Pushes `task` to the current thread's deque if it is a worker of `shared`; gives it back
+/// otherwise.
+pub(crate) fn try_push_local(shared: &Arc<Shared>, task: Notified) -> Result<(), Notified> {
+    push_on_own_worker(shared, task, |_| true, Core::push_local)
 }
 
 /// Queues a task that yielded (`yield_now`) on the current thread's inject queue if the thread
 /// is a configured, not stuck worker of `shared`; gives it back otherwise (a spare may retire
 /// and a stuck worker's queues are being handed over: the global injector is for those).
 pub(crate) fn try_push_yielded(shared: &Arc<Shared>, task: Notified) -> Result<(), Notified> {
-    let mut task = Some(task);
-    let _ = CURRENT.try_with(|current| {
-        if let Some(core) = current.borrow().as_ref() {
-            if Arc::ptr_eq(&core.shared, shared)
-                && !core.is_spare
-                && !shared.monitor.is_stuck(core.index)
-            {
-                if let Some(task) = task.take() {
-                    shared.push_own_inject(core.index, task);
-                }
-            }
-        }
-    });
-    match task {
-        None => Ok(()),
-        Some(task) => Err(task),
-    }
+    push_on_own_worker(
+        shared,
+        task,
+        |core| !core.is_spare && !shared.monitor.is_stuck(core.index),
+        |core, task| shared.push_own_inject(core.index, task),
+    )
 }
 
 /// The worker running on the current thread, if any.

@@ -88,11 +88,7 @@ fn loom_shutdown_racing_with_a_spawn() {
         };
         let report = executor.shutdown(Duration::from_secs(1));
         let join = spawner.join().unwrap();
-        match executor.block_on(join) {
-            Ok(1) => assert_eq!(report.cancelled, 0),
-            Ok(_) => unreachable!(),
-            Err(e) => assert!(e.is_shutdown(), "{e:?}"),
-        }
+        assert_ran_or_shut_down(&executor, join, report.cancelled);
     });
 }
 
@@ -108,11 +104,7 @@ fn loom_shutdown_racing_with_a_yield_on_a_worker() {
             1
         });
         let report = executor.shutdown(Duration::from_secs(1));
-        match executor.block_on(join) {
-            Ok(1) => assert_eq!(report.cancelled, 0),
-            Ok(_) => unreachable!(),
-            Err(e) => assert!(e.is_shutdown(), "{e:?}"),
-        }
+        assert_ran_or_shut_down(&executor, join, report.cancelled);
     });
 }
 
@@ -142,4 +134,18 @@ fn loom_a_yielded_task_runs_on_the_other_worker_while_its_own_blocks() {
         executor.block_on(join).expect("the yielded task finished");
         drop(executor);
     });
+}
+
+/// A task racing a shutdown either returned 1 (and nothing was cancelled) or was cancelled by
+/// the shutdown.
+fn assert_ran_or_shut_down(
+    executor: &Executor,
+    join: crate::executor::JoinHandle<i32>,
+    cancelled: usize,
+) {
+    match executor.block_on(join) {
+        Ok(1) => assert_eq!(cancelled, 0),
+        Ok(_) => unreachable!(),
+        Err(e) => assert!(e.is_shutdown(), "{e:?}"),
+    }
 }

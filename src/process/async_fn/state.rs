@@ -109,6 +109,7 @@ impl CxState {
     #[inline]
     pub(super) fn purge_forgotten(&mut self) {
         if self.calls.extra.is_some() {
+            // Out of line: only processes that ever kept a completion have `extra`.
             self.calls.purge_forgotten();
         }
     }
@@ -175,18 +176,11 @@ impl LiveCalls {
 
     #[inline]
     fn remove(&mut self, tag: Tag) {
-        match &mut self.extra {
-            None => {
-                if self.first == tag {
-                    self.first = 0;
-                }
-            }
-            Some(extra) => {
-                if self.first == tag {
-                    self.first = extra.more.pop().unwrap_or(0);
-                } else if let Some(index) = extra.more.iter().position(|t| *t == tag) {
-                    extra.more.swap_remove(index);
-                }
+        if self.first == tag {
+            self.first = self.extra.as_mut().and_then(|e| e.more.pop()).unwrap_or(0);
+        } else if let Some(extra) = &mut self.extra {
+            if let Some(index) = extra.more.iter().position(|t| *t == tag) {
+                extra.more.swap_remove(index);
             }
         }
     }
@@ -218,12 +212,10 @@ impl LiveCalls {
     #[cold]
     #[inline(never)]
     fn purge_forgotten(&mut self) {
-        let Some(mut extra) = self.extra.take() else {
-            return;
-        };
         let first = self.first;
-        let Extra { more, completions } = &mut *extra;
-        completions.retain(|(tag, _)| *tag == first || more.contains(tag));
-        self.extra = Some(extra);
+        if let Some(extra) = &mut self.extra {
+            let Extra { more, completions } = &mut **extra;
+            completions.retain(|(tag, _)| *tag == first || more.contains(tag));
+        }
     }
 }
