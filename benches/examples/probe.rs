@@ -17,7 +17,9 @@
 //! `async_fn_single_step`, `async_fn_one_yield`, `async_fn_many_yields`, `send_to_blocked`
 //! (ROUNDS messages to one process, sent while it is idle), `send_from_thread`,
 //! `send_one_from_thread`, `ring` (100 processes pass a token ROUNDS hops),
-//! `spawn_from_thread` and `spawn_fn_from_thread` (see there). One worker, and the workload runs
+//! `spawn_from_thread`, `spawn_fn_from_thread` and `many_yields_from_thread` (see there). One
+//! worker (`PROBE_WORKERS=n` for more; `PROBE_MONITOR=1` turns the monitor on, `PROBE_TOKIO=1`
+//! gives the scheduler a tokio runtime of its own, as the process bench does), and the workload runs
 //! inside a driver process (`drive`): the count is the same from run to run, and moves between
 //! builds only with their code. Every result is checked.
 
@@ -323,14 +325,85 @@ fn spawn_from_thread(
     Ok(())
 }
 
+/// ROUNDS `Counter`s of 100 inline yields spawned from this (non-worker) thread, then awaited in
+/// order in one `block_on`, ITERATIONS times: the process bench's `many_yields` as the bench
+/// thread drives it. Prints the median time per iteration and the median number of times the
+/// joining thread found a handle not ready (each one a park and a wake of this thread).
+fn many_yields_from_thread(
+    sched: &Scheduler,
+    io: Option<&tokio::runtime::Runtime>,
+    rounds: u64,
+    iterations: u64,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let mut per_iteration = Vec::new();
+    let mut pendings = Vec::new();
+    let mut handles = Vec::with_capacity(rounds as usize);
+    for _ in 0..iterations {
+        let start = std::time::Instant::now();
+        for _ in 0..rounds {
+            let counter = Counter {
+                remaining: 100,
+                value: 0,
+            };
+            handles.push(sched.spawn(counter, "run", Payload::empty())?);
+        }
+        let mut pending = 0u64;
+        let mut all = std::pin::pin!(async {
+            for handle in handles.drain(..) {
+                assert_eq!(handle.await?, 100);
+            }
+            Ok::<_, ProcessError>(())
+        });
+        let counted = std::future::poll_fn(|cx| {
+            let polled = std::future::Future::poll(all.as_mut(), cx);
+            pending += u64::from(polled.is_pending());
+            polled
+        });
+        if let Some(io) = io {
+            let watched = {
+                let _runtime = io.enter();
+                tokio::time::timeout(std::time::Duration::from_secs(60), counted)
+            };
+            sched.block_on(watched)??;
+        } else {
+            sched.block_on(counted)?;
+        }
+        per_iteration.push(start.elapsed().as_nanos() as f64 / 1000.0);
+        pendings.push(pending);
+    }
+    let mean = per_iteration.iter().sum::<f64>() / per_iteration.len() as f64;
+    per_iteration.sort_by(f64::total_cmp);
+    pendings.sort_unstable();
+    eprintln!(
+        "{:.1} µs/iteration (mean {mean:.1}, p90 {:.1}), {} waits/iteration (medians of {iterations})",
+        per_iteration[per_iteration.len() / 2],
+        per_iteration[per_iteration.len() * 9 / 10],
+        pendings[pendings.len() / 2]
+    );
+    Ok(())
+}
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
     let workload = args.next().unwrap_or_else(|| "single_step".into());
     let rounds: u64 = args.next().map_or(Ok(10_000), |n| n.parse())?;
     let iterations: u64 = args.next().map_or(Ok(1), |n| n.parse())?;
-    let sched = Scheduler::builder()
+    let io = std::env::var("PROBE_TOKIO")
+        .is_ok_and(|v| v == "1")
+        .then(|| {
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .expect("tokio runtime")
+        });
+    let mut builder = Scheduler::builder();
+    if let Some(io) = &io {
+        builder.tokio_handle(io.handle().clone());
+    }
+    let sched = builder
         .workers(std::env::var("PROBE_WORKERS").map_or(Ok(1), |w| w.parse())?)
-        .monitor(false)
+        .monitor(std::env::var("PROBE_MONITOR").is_ok_and(|v| v == "1"))
         .inline_handler(|Inc(n): Inc| Ok::<_, CommandError>(n + 1))
         .build()?;
     if workload == "send_from_thread" {
@@ -338,6 +411,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     if workload == "send_one_from_thread" {
         return send_one_from_thread(&sched, rounds, iterations);
+    }
+    if workload == "many_yields_from_thread" {
+        return many_yields_from_thread(&sched, io.as_ref(), rounds, iterations);
     }
     if workload == "spawn_from_thread" || workload == "spawn_fn_from_thread" {
         return spawn_from_thread(

@@ -2,7 +2,7 @@
 
 use super::{TimerProbe, YieldCompleter};
 use crate::process::stats::HandlerOutcome;
-use crate::process::{panic_message, CommandError, Event, Events, Pid, Tag};
+use crate::process::{panic_message, CommandError, Events, Pid, Tag};
 use crate::Payload;
 use futures::FutureExt;
 use std::any::TypeId;
@@ -63,7 +63,7 @@ impl Handler {
                         Err(CommandError::Panicked(message))
                     });
                 let outcome = HandlerOutcome::of(&result);
-                completions.push(Event::YieldComplete { tag, result });
+                completions.push_completion(tag, result);
                 outcome
             },
         ))
@@ -402,6 +402,7 @@ impl Hasher for TypeIdHasher {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
+    use crate::process::Event;
 
     /// One distinct command type per handler.
     struct Cmd<const N: usize>;

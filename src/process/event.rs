@@ -299,6 +299,12 @@ impl Events {
         self.queue.push_back(event);
     }
 
+    /// Queues the completion of the yield `tag` (the inline handlers' path: `queue.rs`).
+    #[inline(always)]
+    pub(crate) fn push_completion(&mut self, tag: Tag, result: Result<Payload, CommandError>) {
+        self.queue.push_completion(tag, result);
+    }
+
     /// Moves every event to the front of `queue`, ahead of its own.
     pub(crate) fn move_in_front_of(&mut self, queue: &mut Queue) {
         queue.prepend(&mut self.queue);

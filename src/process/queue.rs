@@ -101,6 +101,27 @@ impl Queue {
         }
     }
 
+    /// Queues a yield's completion, as `push_back(Event::YieldComplete { tag, result })`, but
+    /// builds the event in its slot: the inline handler's hot path. Built on the stack and then
+    /// copied (what `push_back` compiles to), the 104-byte event is written in 8-byte pieces and
+    /// read back in 16-byte ones, a store-forwarding stall per yield (perf on the process
+    /// bench's `many_yields`: a quarter of the inline handler's samples).
+    #[inline(always)]
+    pub(crate) fn push_completion(
+        &mut self,
+        tag: super::Tag,
+        result: Result<super::Payload, super::CommandError>,
+    ) {
+        match self {
+            Queue::Inline(slot @ None) => {
+                *slot = Some(Event::YieldComplete { tag, result });
+            }
+            _ => {
+                self.push_back(Event::YieldComplete { tag, result });
+            }
+        }
+    }
+
     /// A second event behind the inline one: move both into a buffer.
     #[cold]
     #[inline(never)]
@@ -304,6 +325,17 @@ mod tests {
         let taken: Vec<Event> = queue.take().collect();
         assert_eq!(taken.len(), 1);
         assert!(queue.is_inline() && queue.is_empty());
+    }
+
+    #[test]
+    fn a_completion_queues_like_any_event_inline_or_behind_others() {
+        let mut queue = Queue::default();
+        queue.push_completion(1, Err(CommandError::TimedOut));
+        assert!(queue.is_inline());
+        queue.push_completion(2, Err(CommandError::TimedOut));
+        queue.push_back(completion(3));
+        queue.push_completion(4, Err(CommandError::TimedOut));
+        assert_eq!(drained(&mut queue), [1, 2, 3, 4]);
     }
 
     #[test]
