@@ -26,7 +26,7 @@
 //! mailbox that gave its buffer away takes the spare in exchange. A steady sender and its
 //! receiver then trade the same two buffers for ever.
 
-use super::Event;
+use super::{CommandError, Event, Payload, Tag};
 use std::cell::Cell;
 use std::collections::VecDeque;
 
@@ -107,11 +107,7 @@ impl Queue {
     /// read back in 16-byte ones, a store-forwarding stall per yield (perf on the process
     /// bench's `many_yields`: a quarter of the inline handler's samples).
     #[inline(always)]
-    pub(crate) fn push_completion(
-        &mut self,
-        tag: super::Tag,
-        result: Result<super::Payload, super::CommandError>,
-    ) {
+    pub(crate) fn push_completion(&mut self, tag: Tag, result: Result<Payload, CommandError>) {
         match self {
             Queue::Inline(slot @ None) => {
                 *slot = Some(Event::YieldComplete { tag, result });
@@ -271,7 +267,6 @@ impl Queue {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
-    use crate::{CommandError, Payload};
 
     fn drained(queue: &mut Queue) -> Vec<u64> {
         std::iter::from_fn(|| queue.pop_front())

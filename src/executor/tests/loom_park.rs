@@ -60,18 +60,12 @@ fn loom_task_pushed_to_a_blocked_workers_deque_runs_on_the_other_worker() {
     model_full_stack(|| {
         let executor = Executor::builder().workers(2).build().unwrap();
         let handle = executor.handle().clone();
-        let ran = Arc::new((Mutex::new(false), Condvar::new()));
+        let ran = Arc::new(Flag::default());
         let join = executor.spawn(async move {
             let signal = ran.clone();
-            drop(handle.spawn(async move {
-                *lock(&signal.0) = true;
-                signal.1.notify_one();
-            }));
+            drop(handle.spawn(async move { signal.set() }));
             // Blocks this worker thread until the spawned task has run elsewhere.
-            let mut has_run = lock(&ran.0);
-            while !*has_run {
-                has_run = ran.1.wait(has_run).unwrap();
-            }
+            ran.wait();
         });
         executor.block_on(join).expect("the blocking task finished");
         drop(executor);
@@ -116,24 +110,38 @@ fn loom_a_yielded_task_runs_on_the_other_worker_while_its_own_blocks() {
     model_full_stack(|| {
         let executor = Executor::builder().workers(2).build().unwrap();
         let handle = executor.handle().clone();
-        let resumed = Arc::new((Mutex::new(false), Condvar::new()));
-        let signal = resumed.clone();
+        let resumed = Arc::new(Flag::default());
         let join = executor.spawn(async move {
-            let wait = signal.clone();
+            let wait = resumed.clone();
             // Pushed to this worker's deque: it runs next here, after the yield below.
-            drop(handle.spawn(async move {
-                let mut resumed = lock(&wait.0);
-                while !*resumed {
-                    resumed = wait.1.wait(resumed).unwrap();
-                }
-            }));
+            drop(handle.spawn(async move { wait.wait() }));
             crate::executor::yield_now().await;
-            *lock(&signal.0) = true;
-            signal.1.notify_one();
+            resumed.set();
         });
         executor.block_on(join).expect("the yielded task finished");
         drop(executor);
     });
+}
+
+/// A one-shot signal that blocks the waiting thread (a worker, in these models) until it is set.
+#[derive(Default)]
+struct Flag {
+    set: Mutex<bool>,
+    changed: Condvar,
+}
+
+impl Flag {
+    fn set(&self) {
+        *lock(&self.set) = true;
+        self.changed.notify_one();
+    }
+
+    fn wait(&self) {
+        let mut set = lock(&self.set);
+        while !*set {
+            set = self.changed.wait(set).unwrap();
+        }
+    }
 }
 
 /// A task racing a shutdown either returned 1 (and nothing was cancelled) or was cancelled by
