@@ -37,7 +37,7 @@ pub use run::Run;
 use crate::loom::Arc;
 use crate::process::mailbox::ProcessCell;
 use crate::process::stats::HandlerOutcome;
-use crate::process::{panic_message, CommandError, Event, Events, Pid, Yield};
+use crate::process::{panic_message, CommandError, Event, Events, Pid, YieldSlot};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::OnceLock;
 
@@ -72,7 +72,7 @@ pub(crate) fn dispatch(
     runtime: Option<&tokio::runtime::Handle>,
     pid: Pid,
     cell: &Arc<ProcessCell>,
-    yielded: Yield,
+    yielded: YieldSlot<'_>,
     completions: &mut Events,
 ) -> Dispatched {
     match handlers.get(yielded.command.value_type_id()) {
@@ -107,8 +107,8 @@ pub(crate) fn dispatch(
 /// A yield whose command's type has no handler: completed at once with `NoHandler`.
 #[cold]
 #[inline(never)]
-fn no_handler(pid: Pid, yielded: Yield, completions: &mut Events) -> Dispatched {
-    let Yield { tag, command, .. } = yielded;
+fn no_handler(pid: Pid, yielded: YieldSlot<'_>, completions: &mut Events) -> Dispatched {
+    let YieldSlot { tag, command, .. } = yielded;
     // The name is a call (the payload's vtable holds a function): only on the cold paths.
     let type_name = command.type_name();
     tracing::warn!(%pid, command = type_name, "no handler registered for the command's type");
@@ -128,14 +128,11 @@ fn dispatch_task(
     runtime: Option<&tokio::runtime::Handle>,
     pid: Pid,
     cell: &Arc<ProcessCell>,
-    yielded: Yield,
+    yielded: YieldSlot<'_>,
     completions: &mut Events,
 ) -> Dispatched {
-    let Yield {
-        tag,
-        command,
-        timeout,
-    } = yielded;
+    let timeout = yielded.timeout();
+    let YieldSlot { tag, command, .. } = yielded;
     let complete_now = |completions: &mut Events, result| {
         completions.push(Event::YieldComplete { tag, result });
     };

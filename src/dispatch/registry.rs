@@ -2,7 +2,7 @@
 
 use super::{TimerProbe, YieldCompleter};
 use crate::process::stats::HandlerOutcome;
-use crate::process::{panic_message, CommandError, Events, Pid, Tag};
+use crate::process::{panic_message, CommandError, Events, PayloadSlot, Pid, Tag};
 use crate::Payload;
 use futures::FutureExt;
 use std::any::TypeId;
@@ -18,10 +18,10 @@ use std::time::Duration;
 /// Runs an inline handler for process `pid` and pushes its completion (tag, result) straight
 /// into the step's events: monomorphised per handler, so the result is built in place rather
 /// than moved through a type-erased return value. Returns how the result counts in the metrics.
-type InlineFn = dyn Fn(Payload, Tag, Pid, &mut Events) -> HandlerOutcome + Send + Sync;
+type InlineFn = dyn Fn(PayloadSlot<'_>, Tag, Pid, &mut Events) -> HandlerOutcome + Send + Sync;
 /// Spawns the handler for one command: (command, its completer, the runtime, the deadline).
 pub(crate) type SpawnFn = dyn Fn(
-        Payload,
+        PayloadSlot<'_>,
         YieldCompleter,
         &tokio::runtime::Handle,
         Option<Duration>,
@@ -48,7 +48,7 @@ impl Handler {
         F: Fn(C) -> Result<Payload, CommandError> + Send + Sync + 'static,
     {
         Handler::Inline(StdArc::new(
-            move |command: Payload, tag: Tag, pid: Pid, completions: &mut Events| {
+            move |command: PayloadSlot<'_>, tag: Tag, pid: Pid, completions: &mut Events| {
                 let command = downcast::<C>(command);
                 let result =
                     catch_unwind(AssertUnwindSafe(|| f(command))).unwrap_or_else(|panic| {
@@ -310,7 +310,7 @@ fn drop_late_result(late: CommandResult) {
     }
 }
 
-fn downcast<C: 'static>(command: Payload) -> C {
+fn downcast<C: 'static>(command: PayloadSlot<'_>) -> C {
     match command.downcast::<C>() {
         Ok(command) => command,
         Err(other) => unreachable!("handler for {} got {other:?}", std::any::type_name::<C>()),
@@ -419,7 +419,9 @@ mod tests {
             panic!("inline handlers only");
         };
         let mut events = Events::default();
-        let _ = run(command, 7, Pid::from_raw(1).unwrap(), &mut events);
+        let _ = PayloadSlot::lend(command, |command| {
+            run(command, 7, Pid::from_raw(1).unwrap(), &mut events)
+        });
         match events.pop() {
             Some(Event::YieldComplete { tag: 7, result }) => result.ok()?.downcast().ok(),
             other => panic!("unexpected {other:?}"),
@@ -471,12 +473,9 @@ mod tests {
         };
         let mut events = Events::default();
         // (The panic message printed here is expected.)
-        let outcome = run(
-            Payload::new(Cmd::<0>),
-            3,
-            Pid::from_raw(1).unwrap(),
-            &mut events,
-        );
+        let outcome = PayloadSlot::lend(Payload::new(Cmd::<0>), |command| {
+            run(command, 3, Pid::from_raw(1).unwrap(), &mut events)
+        });
         assert_eq!(outcome, HandlerOutcome::Panicked);
         match events.pop() {
             Some(Event::YieldComplete {

@@ -45,7 +45,7 @@
 //! ([`Host::step_timed`]): a clock read costs more than an inline step.
 
 use super::mailbox::{Drained, ProcessCell};
-use super::output::{Status, Yield};
+use super::output::{Status, YieldSlot};
 use super::state::{ParkAs, TakeNotified, TransitionToParked};
 use super::{drop_contained, panic_message, Events, Pid, Process, ProcessError, StepOutput};
 use crate::loom::Arc;
@@ -112,7 +112,7 @@ pub(crate) trait Host: Send + Sync + 'static {
         &self,
         pid: Pid,
         cell: &Arc<ProcessCell>,
-        yielded: Yield,
+        yielded: YieldSlot<'_>,
         completions: &mut Events,
         stats: &mut PollStats,
     ) -> Option<Self::Outstanding>;
@@ -370,17 +370,13 @@ impl<P: Process, H: Host> ProcessFuture<P, H> {
         }
         let (pid, cell) = (self.pid, &self.cell);
         let outstanding = &mut self.outstanding;
-        let mut dispatch = |yielded| {
+        // In place: moving a whole yield out of the buffer stalls on store forwarding
+        // (`YieldSlot`'s docs).
+        out.dispatch_in_place(|yielded| {
             if let Some(task) = host.dispatch(pid, cell, yielded, events, stats) {
                 outstanding.push(task);
             }
-        };
-        if out.yield_count() == 1 {
-            // The common case, without a drain's bookkeeping.
-            dispatch(out.pop_yield().expect("one yield"));
-        } else {
-            out.drain_yields().for_each(dispatch);
-        }
+        });
     }
 
     /// The finish protocol (module docs). `result` (of `outcome`) is what the handle receives,

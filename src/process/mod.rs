@@ -69,7 +69,8 @@ pub(crate) fn drop_contained<T>(value: T) {
         tracing::warn!("a destructor panicked; the panic was contained");
     }
 }
-pub(crate) use output::Yield;
+pub(crate) use output::{Yield, YieldSlot};
+pub(crate) use payload::PayloadSlot;
 pub(crate) use pid::{INDEX_BITS, MAX_GENERATION};
 
 /// A long-lived, stateful process, written as an explicit state machine.

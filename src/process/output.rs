@@ -1,7 +1,9 @@
 //! What a step produces: yields to dispatch, and the process's new status.
 
+use super::payload::PayloadSlot;
 use super::{Payload, Tag};
 use std::cell::Cell;
+use std::mem::ManuallyDrop;
 use std::time::Duration;
 
 /// What a process wants after a step. `O` is the process's [`Output`](crate::Process::Output).
@@ -26,6 +28,47 @@ pub(crate) struct Yield {
     pub(crate) command: Payload,
     /// Complete with `CommandError::TimedOut` if the handler takes longer.
     pub(crate) timeout: Option<Duration>,
+}
+
+/// One yield, owned where it lies in the step's yields buffer
+/// ([`StepOutput::dispatch_in_place`]): dispatch reads the tag, the command's type and then only
+/// the command's own bytes, never the whole yield (see [`PayloadSlot`]'s docs for why).
+#[derive(Debug)]
+pub(crate) struct YieldSlot<'a> {
+    pub(crate) tag: Tag,
+    pub(crate) command: PayloadSlot<'a>,
+    timeout: &'a Option<Duration>,
+}
+
+impl<'a> YieldSlot<'a> {
+    /// Takes ownership of the yield in `yielded`.
+    ///
+    /// # Safety
+    ///
+    /// As [`PayloadSlot::new`]: the owner of `yielded` gives it up, and never reads, moves or
+    /// drops it again.
+    #[inline]
+    unsafe fn new(yielded: &'a mut Yield) -> YieldSlot<'a> {
+        let Yield {
+            tag,
+            command,
+            timeout,
+        } = yielded;
+        let command: *mut Payload = command;
+        YieldSlot {
+            tag: *tag,
+            // SAFETY: `ManuallyDrop<Payload>` has `Payload`'s layout; the caller gives the
+            // payload up (this function's contract is `PayloadSlot::new`'s).
+            command: unsafe { PayloadSlot::new(&mut *command.cast::<ManuallyDrop<Payload>>()) },
+            timeout,
+        }
+    }
+
+    /// The yield's deadline, if it has one.
+    #[inline]
+    pub(crate) fn timeout(&self) -> Option<Duration> {
+        *self.timeout
+    }
 }
 
 /// The output buffer of a step: yields to dispatch and the new status.
@@ -273,13 +316,51 @@ impl<O> StepOutput<O> {
         &mut self.yields
     }
 
-    /// Takes the last yield (the only one, when `yield_count() == 1`).
-    pub(crate) fn pop_yield(&mut self) -> Option<Yield> {
-        self.yields.pop()
-    }
-
-    pub(crate) fn drain_yields(&mut self) -> std::vec::Drain<'_, Yield> {
-        self.yields.drain(..)
+    /// Hands each yield, in order, to `dispatch` where it lies ([`YieldSlot`]), leaving the
+    /// buffer empty with its capacity. If `dispatch` unwinds, the yields not yet handed out are
+    /// dropped (the one it had owns itself: its slot drops it).
+    #[inline]
+    pub(crate) fn dispatch_in_place(&mut self, mut dispatch: impl FnMut(YieldSlot<'_>)) {
+        /// The yields not yet handed out: `next..end` of the buffer.
+        struct Rest {
+            next: *mut Yield,
+            end: *mut Yield,
+        }
+        impl Drop for Rest {
+            #[inline]
+            fn drop(&mut self) {
+                // Only in an unwind: the loop below hands out every yield.
+                while self.next < self.end {
+                    let yielded = self.next;
+                    // SAFETY: `yielded` is before `end`, so one past it is in bounds.
+                    self.next = unsafe { yielded.add(1) };
+                    // SAFETY: `yielded` was in `next..end`: initialized and not handed out.
+                    // `next` is already past it, so a panicking drop never sees it again.
+                    unsafe { std::ptr::drop_in_place(yielded) };
+                }
+            }
+        }
+        let len = self.yields.len();
+        // SAFETY: the elements `0..len` stay initialized in the allocation, now owned by `rest`
+        // (and each, once handed out, by its slot) instead of by the vector; `set_len(0)` to a
+        // smaller length is always allowed, and the vector is not touched again until the loop
+        // is over.
+        unsafe { self.yields.set_len(0) };
+        let base = self.yields.as_mut_ptr();
+        let mut rest = Rest {
+            next: base,
+            // SAFETY: `len` elements fit in the allocation: one past the end is in bounds.
+            end: unsafe { base.add(len) },
+        };
+        while rest.next < rest.end {
+            let yielded = rest.next;
+            // SAFETY: `yielded` is before `end`, so one past it is in bounds.
+            rest.next = unsafe { yielded.add(1) };
+            // SAFETY: `yielded` is in bounds and initialized (it was `..len`), and `rest` no
+            // longer covers it: from here the slot is its only owner.
+            let slot = unsafe { YieldSlot::new(&mut *yielded) };
+            dispatch(slot);
+        }
     }
 
     /// Gives the yields' buffer back to this thread at the end of a poll, if it has one and it
@@ -293,7 +374,7 @@ impl<O> StepOutput<O> {
     }
 
     /// Appends a yield, borrowing this thread's spare buffer for the first one.
-    #[inline]
+    #[inline(always)]
     fn push_yield(&mut self, yielded: Yield) {
         push_yield(&mut self.yields, yielded);
     }
@@ -302,10 +383,21 @@ impl<O> StepOutput<O> {
 /// Appends a yield to a step's yields, borrowing this thread's spare buffer for the first one
 /// (the async-fn adapter's calls push through here too: a `Vec::push` of their own would
 /// allocate a buffer per poll, and the poll's end would free the thread's spare for it).
-#[inline]
+///
+/// Always inlined, so the caller builds the yield straight into the buffer: a yield built on the
+/// caller's stack (in 8-byte stores) and copied in by an outlined call (in 16-byte loads) stalls
+/// on store forwarding every time (`YieldSlot`'s docs).
+#[inline(always)]
 pub(crate) fn push_yield(yields: &mut Yields, yielded: Yield) {
     if yields.capacity() == 0 {
-        *yields = YIELD_BUFFER.try_with(Cell::take).unwrap_or_default();
+        borrow_spare_buffer(yields);
     }
     yields.push(yielded);
+}
+
+/// The first yield of a poll: this thread's spare buffer (or a new one).
+#[cold]
+#[inline(never)]
+fn borrow_spare_buffer(yields: &mut Yields) {
+    *yields = YIELD_BUFFER.try_with(Cell::take).unwrap_or_default();
 }

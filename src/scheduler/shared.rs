@@ -10,7 +10,7 @@ use crate::loom::Arc;
 use crate::process::future::{Host, Outcome, PollStats};
 use crate::process::mailbox::{Admission, ProcessCell};
 use crate::process::stats::HandlerOutcome;
-use crate::process::{CancelReason, Event, Events, Pid, Yield};
+use crate::process::{CancelReason, Event, Events, Pid, YieldSlot};
 use std::time::{Duration, Instant};
 
 pub(crate) struct Inner {
@@ -85,7 +85,7 @@ impl Host for Inner {
         &self,
         pid: Pid,
         cell: &Arc<ProcessCell>,
-        yielded: Yield,
+        yielded: YieldSlot<'_>,
         completions: &mut Events,
         stats: &mut PollStats,
     ) -> Option<Self::Outstanding> {

@@ -32,11 +32,13 @@
 //! - A `Payload` holding a `Payload` is a value like any other (boxed: 40 bytes do not fit);
 //!   only `take::<Payload>()` and the crate's `wrap` treat `Payload` specially (see their docs).
 
+mod slot;
 mod vtable;
 
 #[cfg(test)]
 mod tests;
 
+pub(crate) use slot::PayloadSlot;
 use std::any::{Any, TypeId};
 use std::fmt;
 use std::marker::PhantomData;

@@ -13,7 +13,7 @@ use crate::process::mailbox::{Admission, Generation, ProcessCell};
 use crate::process::Pid;
 use crate::process::{
     BoxError, CommandError, Event, Events, InitError, Message, Process, ProcessContext,
-    ProcessError, StepOutput, Yield,
+    ProcessError, StepOutput, YieldSlot,
 };
 use crate::Payload;
 use std::time::Duration;
@@ -32,7 +32,7 @@ impl Host for ToyHost {
         &self,
         _: Pid,
         _: &Arc<ProcessCell>,
-        _: Yield,
+        _: YieldSlot<'_>,
         _: &mut Events,
         _: &mut PollStats,
     ) -> Option<()> {

@@ -11,3 +11,5 @@ mod support;
 
 #[cfg(not(loom))]
 mod mailbox_budget;
+#[cfg(not(loom))]
+mod yields_in_place;
