@@ -49,6 +49,7 @@ use super::output::{Status, YieldSlot};
 use super::state::{ParkAs, TakeNotified, TransitionToParked};
 use super::{drop_contained, panic_message, Events, Pid, Process, ProcessError, StepOutput};
 use crate::loom::Arc;
+use smallvec::SmallVec;
 use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
@@ -155,7 +156,10 @@ pub(crate) struct ProcessFuture<P: Process, H: Host> {
     pid: Pid,
     cell: Arc<ProcessCell>,
     host: Arc<H>,
-    outstanding: Vec<H::Outstanding>,
+    /// The handler tasks this process waits on. Mostly none or one (a yield to an async
+    /// handler): one is kept inline, so a process waiting on its handler holds no buffer for
+    /// it (`burst_spawn`'s memory per live process; a malloc and a free per such process).
+    outstanding: SmallVec<[H::Outstanding; 1]>,
     finished: bool,
     /// The process's span (module docs), if enabled: boxed, so that a disabled one adds one
     /// word to the future (which is moved on every spawn), not five. Taken out while a poll
@@ -194,7 +198,7 @@ impl<P: Process, H: Host> ProcessFuture<P, H> {
             pid,
             cell,
             host,
-            outstanding: Vec::new(),
+            outstanding: SmallVec::new(),
             finished: false,
             span: (!span.is_disabled()).then(|| Box::new(span)),
             steps: 0,
