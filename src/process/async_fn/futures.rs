@@ -161,6 +161,10 @@ fn poll_message() -> Poll<Result<Message, RecvError>> {
                 return Poll::Ready(Ok(message));
             }
         }
+        // Behind the inbox: the step's lone message (`state.rs`).
+        if let Some(message) = scope.message.take() {
+            return Poll::Ready(Ok(message));
+        }
         state.wants.message = true;
         Poll::Pending
     })

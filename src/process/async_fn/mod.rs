@@ -353,13 +353,16 @@ where
         // inside a `Harness`, which boxes it; no one else can make or step one (type docs).
         let running = unsafe { Pin::new_unchecked(running) };
         let (mut body, state, waker) = running.project();
-        // A lone completion is held here for its call to take during the poll (`state.rs`);
-        // anything else is filed first.
+        // A lone completion is held here for its call to take during the poll, and so is a
+        // lone message behind an empty inbox, for the next receive (`state.rs`); anything else
+        // is filed first.
         let mut arrived = None;
+        let mut message = None;
         match events.len() {
             0 => {}
             1 => match events.pop() {
                 Some(Event::YieldComplete { tag, result }) => arrived = Some((tag, result)),
+                Some(Event::Message(lone)) if state.inbox_is_empty() => message = Some(lone),
                 Some(event) => state.route(event),
                 None => {}
             },
@@ -372,7 +375,7 @@ where
         state.wants = Default::default();
         let (polled, woken_in_place) = waker.poll_with(|waker| {
             let mut cx = Context::from_waker(waker);
-            scope::enter(state, &mut arrived, out.yields_mut(), || {
+            scope::enter(state, &mut arrived, &mut message, out.yields_mut(), || {
                 body.as_mut().poll(&mut cx)
             })
         });
@@ -380,6 +383,10 @@ where
         // are those of calls dropped during the poll.
         if let Some((tag, result)) = arrived {
             state.keep(tag, result);
+        }
+        // A message no receive took waits in the inbox, ahead of any that arrive later.
+        if let Some(message) = message {
+            state.route(Event::Message(message));
         }
         state.purge_forgotten();
         match polled {

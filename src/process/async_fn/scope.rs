@@ -1,15 +1,17 @@
 //! The step scope: how the futures a body awaits reach the adapter's state during a poll.
 //!
 //! The adapter polls the body only from inside `step`, on the worker stepping the process. For
-//! that poll it publishes, in a thread-local, pointers to its own state, to the completion the
-//! step holds for its calls (`state.rs`) and to the step's yield buffer; a [`Call`](super::Call),
-//! [`Recv`](super::Recv) or other process future polled during it reads them. No lock, no
+//! that poll it publishes, in a thread-local, pointers to its own state, to the completion and
+//! the message the step holds for its calls and receives (`state.rs`) and to the step's yield
+//! buffer; a [`Call`](super::Call), [`Recv`](super::Recv) or other process future polled during
+//! it reads them. No lock, no
 //! allocation, no reference count on the path of a yield.
 //! A process future polled anywhere else (moved into a task of another executor) finds no scope
 //! and fails instead of touching another process's state.
 
 use super::state::{Arrived, CxState};
 use crate::process::output::Yields;
+use crate::process::Message;
 use std::cell::Cell;
 use std::ptr;
 
@@ -17,12 +19,16 @@ use std::ptr;
 pub(super) struct Scope<'a> {
     pub(super) state: &'a mut CxState,
     pub(super) arrived: &'a mut Arrived,
+    /// The step's only event when it is a message and the inbox is empty: the next message a
+    /// receive takes (`state.rs`).
+    pub(super) message: &'a mut Option<Message>,
     pub(super) yields: &'a mut Yields,
 }
 
 struct Raw {
     state: *mut CxState,
     arrived: *mut Arrived,
+    message: *mut Option<Message>,
     yields: *mut Yields,
 }
 
@@ -38,12 +44,14 @@ std::thread_local! {
 pub(super) fn enter<R>(
     state: &mut CxState,
     arrived: &mut Arrived,
+    message: &mut Option<Message>,
     yields: &mut Yields,
     poll: impl FnOnce() -> R,
 ) -> R {
     let raw = Raw {
         state,
         arrived,
+        message,
         yields,
     };
     let previous = CURRENT.with(|current| current.replace(&raw));
@@ -67,17 +75,18 @@ pub(super) fn with<R>(f: impl FnOnce(Option<Scope<'_>>) -> R) -> R {
         return f(None);
     }
     // SAFETY: `raw` was published by `enter`, whose frame is still live (it restores the previous
-    // pointer before returning, even by unwinding), so it and the three pointers it holds — to
-    // the adapter's state, the completion the step holds and its yield buffer, all exclusively borrowed by
-    // `enter` for that frame, and distinct objects — are valid. Only this thread reads `CURRENT`,
-    // and `with` is never re-entered while `f` runs (the process futures' closures neither poll
-    // other futures nor drop user values, whose destructors could), so the three `&mut` are
-    // unique for `f`'s duration.
+    // pointer before returning, even by unwinding), so it and the four pointers it holds — to
+    // the adapter's state, the completion and the message the step holds, and its yield buffer,
+    // all exclusively borrowed by `enter` for that frame, and distinct objects — are valid. Only
+    // this thread reads `CURRENT`, and `with` is never re-entered while `f` runs (the process
+    // futures' closures neither poll other futures nor drop user values, whose destructors
+    // could), so the four `&mut` are unique for `f`'s duration.
     let scope = unsafe {
         let raw = &*raw;
         Scope {
             state: &mut *raw.state,
             arrived: &mut *raw.arrived,
+            message: &mut *raw.message,
             yields: &mut *raw.yields,
         }
     };

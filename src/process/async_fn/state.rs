@@ -4,7 +4,10 @@
 //! A call's completion is not filed on arrival: when it is the step's only event (the common
 //! case), the step holds it on its stack ([`Arrived`]) for the poll, and the call takes it from
 //! there. Only a completion that arrived with other events, or that no call took during the poll
-//! that saw it, is kept here (`completions`) for its call to find.
+//! that saw it, is kept here (`completions`) for its call to find. A message is handled the same
+//! way: the step's only event, behind an empty inbox, is held for the next receive, and only a
+//! message that arrived with others or that no receive took goes to the inbox (whose box and
+//! buffer a process receiving one message at a time never allocates).
 //!
 //! Nothing the body's futures do through the step scope drops a user value (a payload's
 //! destructor could re-enter the scope): what they discard is left for the adapter to drop after
@@ -56,6 +59,13 @@ impl CxState {
             // Only a re-poll was asked for.
             Event::Woken => {}
         }
+    }
+
+    /// `true` if no message waits in the inbox (the step may hand a lone message straight to
+    /// the next receive: it is next in line).
+    #[inline]
+    pub(super) fn inbox_is_empty(&self) -> bool {
+        self.mail.as_ref().is_none_or(|mail| mail.inbox.is_empty())
     }
 
     fn mail(&mut self) -> &mut Mail {

@@ -216,3 +216,34 @@ fn a_body_borrowing_across_an_await_survives_its_harness_being_moved_between_ste
     harness.complete(tag, Ok(Payload::new(3u64)));
     assert!(matches!(harness.step().unwrap().status, Status::Done(59)));
 }
+
+#[test]
+fn messages_are_received_in_arrival_order_whether_held_or_queued() {
+    // The body is in a call when the first two messages arrive, one per step: the first is the
+    // step's lone message (held for a receive, none takes it: it goes to the inbox), the second
+    // joins the inbox behind it. Later messages arrive alone while the body receives: each is
+    // handed straight to the receive, behind whatever the inbox still holds.
+    let mut harness = Harness::for_fn(|cx: ProcessCx| async move {
+        let _ = cx.call(Add(0, 0)).await;
+        let mut order = Vec::new();
+        for _ in 0..4 {
+            order.push(cx.recv::<u64>().await?);
+        }
+        Ok::<_, BoxError>(order)
+    });
+    harness.init("run", Payload::empty()).unwrap();
+    let tag = harness.step().unwrap().yields[0].0;
+    harness.send(Message::new("n", Payload::new(1u64)));
+    assert!(matches!(harness.step().unwrap().status, Status::Wait));
+    harness.send(Message::new("n", Payload::new(2u64)));
+    assert!(matches!(harness.step().unwrap().status, Status::Wait));
+    harness.complete(tag, Ok(Payload::new(0u64)));
+    assert!(matches!(harness.step().unwrap().status, Status::Idle));
+    harness.send(Message::new("n", Payload::new(3u64)));
+    assert!(matches!(harness.step().unwrap().status, Status::Idle));
+    harness.send(Message::new("n", Payload::new(4u64)));
+    match harness.step().unwrap().status {
+        Status::Done(order) => assert_eq!(order, [1, 2, 3, 4]),
+        other => panic!("unexpected {other:?}"),
+    }
+}
