@@ -30,7 +30,6 @@
 use std::hint::black_box;
 use std::sync::{mpsc, Arc};
 use std::thread;
-use std::time::{Duration, Instant};
 
 use criterion::measurement::WallTime;
 use criterion::BenchmarkGroup;
@@ -298,28 +297,19 @@ impl Native {
             call.abort();
             received
         });
-        let mut sent = 0;
-        group.bench_function(Self::NAME, |b| {
-            b.iter_custom(|batches| {
-                let mut timed = Duration::ZERO;
-                for _ in 0..batches {
-                    let start = Instant::now();
-                    for i in 0..SEND_BATCH {
-                        if to.send(BlockedMsg::Count(i)).is_err() {
-                            panic!("send failed: the task has finished");
-                        }
-                    }
-                    timed += start.elapsed();
-                    sent += SEND_BATCH;
-                    let _ = to.send(BlockedMsg::Flush);
-                    let seen = acks
-                        .recv_timeout(STALL_TIMEOUT)
-                        .expect("send_to_blocked: no flush acknowledgement");
-                    assert_eq!(seen, sent, "send_to_blocked: messages lost");
+        let sent = time_send_batches(
+            Self::NAME,
+            group,
+            &acks,
+            |i| {
+                if to.send(BlockedMsg::Count(i)).is_err() {
+                    panic!("send failed: the task has finished");
                 }
-                timed
-            })
-        });
+            },
+            || {
+                let _ = to.send(BlockedMsg::Flush);
+            },
+        );
         let _ = to.send(BlockedMsg::Stop);
         assert_eq!(self.join(task), sent);
     }

@@ -3,7 +3,6 @@
 
 use std::sync::{mpsc, Arc};
 use std::thread;
-use std::time::{Duration, Instant};
 
 use criterion::measurement::WallTime;
 use criterion::BenchmarkGroup;
@@ -171,26 +170,13 @@ fn send_to_blocked<R: ProcessPeer>(peer: &R, group: &mut BenchmarkGroup<'_, Wall
     };
     let handle = peer.spawn(process, Payload::empty());
     let addr = R::addr(&handle);
-    let mut sent = 0;
-    group.bench_function(R::NAME, |b| {
-        b.iter_custom(|batches| {
-            let mut timed = Duration::ZERO;
-            for _ in 0..batches {
-                let start = Instant::now();
-                for i in 0..SEND_BATCH {
-                    peer.send(&addr, Message::new("m", Payload::new(i)));
-                }
-                timed += start.elapsed();
-                sent += SEND_BATCH;
-                peer.send(&addr, Message::new("flush", Payload::empty()));
-                let seen = acks
-                    .recv_timeout(STALL_TIMEOUT)
-                    .expect("send_to_blocked: no flush acknowledgement");
-                assert_eq!(seen, sent, "send_to_blocked: messages lost");
-            }
-            timed
-        })
-    });
+    let sent = time_send_batches(
+        R::NAME,
+        group,
+        &acks,
+        |i| peer.send(&addr, Message::new("m", Payload::new(i))),
+        || peer.send(&addr, Message::new("flush", Payload::empty())),
+    );
     peer.send(&addr, Message::new("stop", Payload::empty()));
     assert_eq!(peer.join(handle).downcast::<u64>().ok(), Some(sent));
 }

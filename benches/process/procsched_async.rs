@@ -10,7 +10,6 @@ use criterion::measurement::WallTime;
 use criterion::BenchmarkGroup;
 use procsched::{BoxError, Message, Payload, Pid, ProcessCx, ProcessHandle};
 use std::sync::mpsc;
-use std::time::{Duration, Instant};
 
 use crate::growth::GrowthSample;
 use crate::latency::LatencySample;
@@ -178,30 +177,14 @@ impl ProcschedAsync {
             .spawn_fn(move |cx| blocked(cx, ack))
             .expect("spawn failed");
         let pid = handle.pid();
-        let mut sent = 0;
-        group.bench_function(Self::NAME, |b| {
-            b.iter_custom(|batches| {
-                let mut timed = Duration::ZERO;
-                for _ in 0..batches {
-                    let start = Instant::now();
-                    for i in 0..SEND_BATCH {
-                        sched
-                            .send(pid, Message::new("m", Payload::new(i)))
-                            .expect("send failed");
-                    }
-                    timed += start.elapsed();
-                    sent += SEND_BATCH;
-                    sched
-                        .send(pid, Message::new("flush", Payload::empty()))
-                        .expect("send failed");
-                    let seen = acks
-                        .recv_timeout(STALL_TIMEOUT)
-                        .expect("send_to_blocked: no flush acknowledgement");
-                    assert_eq!(seen, sent, "send_to_blocked: messages lost");
-                }
-                timed
-            })
-        });
+        let send = |message| sched.send(pid, message).expect("send failed");
+        let sent = time_send_batches(
+            Self::NAME,
+            group,
+            &acks,
+            |i| send(Message::new("m", Payload::new(i))),
+            || send(Message::new("flush", Payload::empty())),
+        );
         sched
             .send(pid, Message::new("stop", Payload::empty()))
             .expect("send failed");

@@ -197,3 +197,38 @@ pub(crate) trait Peer: Sized {
     /// Stops the peer and its threads.
     fn shutdown(self);
 }
+
+/// The timed part of `send_to_blocked`, the same for every peer: batches of [`SEND_BATCH`]
+/// sends from the bench thread (`send(i)`), only the sends timed; between batches `flush` asks
+/// the receiver for the count it has seen, which arrives on `acks` and must equal everything
+/// sent so far (delivery checked, and each batch starts against a drained, waiting receiver).
+/// Returns the total sent.
+pub(crate) fn time_send_batches(
+    name: &str,
+    group: &mut BenchmarkGroup<'_, WallTime>,
+    acks: &std::sync::mpsc::Receiver<u64>,
+    mut send: impl FnMut(u64),
+    mut flush: impl FnMut(),
+) -> u64 {
+    let mut sent = 0;
+    group.bench_function(name, |b| {
+        b.iter_custom(|batches| {
+            let mut timed = Duration::ZERO;
+            for _ in 0..batches {
+                let start = std::time::Instant::now();
+                for i in 0..SEND_BATCH {
+                    send(i);
+                }
+                timed += start.elapsed();
+                sent += SEND_BATCH;
+                flush();
+                let seen = acks
+                    .recv_timeout(STALL_TIMEOUT)
+                    .expect("send_to_blocked: no flush acknowledgement");
+                assert_eq!(seen, sent, "send_to_blocked: messages lost");
+            }
+            timed
+        })
+    });
+    sent
+}
