@@ -36,7 +36,7 @@ mod slot;
 mod vtable;
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 pub(crate) use slot::PayloadSlot;
 use std::any::{Any, TypeId};

@@ -14,15 +14,16 @@ fn stored_inline<T: 'static>(payload: &Payload) -> bool {
     (start..start + std::mem::size_of::<Payload>()).contains(&value)
 }
 
-/// Counts its drops in a shared counter; `N` bytes of ballast decide inline or boxed.
+/// Counts its drops in a shared counter; `N` bytes of ballast decide inline or boxed. Also
+/// used by the tests of values moved in place (`slot.rs`, `process/tests/yields_in_place.rs`).
 #[derive(Debug)]
-struct Counted<const N: usize> {
+pub(crate) struct Counted<const N: usize> {
     drops: Arc<AtomicUsize>,
-    ballast: [u8; N],
+    pub(crate) ballast: [u8; N],
 }
 
 impl<const N: usize> Counted<N> {
-    fn new(drops: &Arc<AtomicUsize>) -> Counted<N> {
+    pub(crate) fn new(drops: &Arc<AtomicUsize>) -> Counted<N> {
         Counted {
             drops: drops.clone(),
             ballast: [7; N],
@@ -37,8 +38,8 @@ impl<const N: usize> Drop for Counted<N> {
 }
 
 /// 8 (the `Arc`) + 24 = 32 bytes: inline. 8 + 25 = 33 (padded to 40): boxed.
-type SmallCounted = Counted<24>;
-type LargeCounted = Counted<25>;
+pub(crate) type SmallCounted = Counted<24>;
+pub(crate) type LargeCounted = Counted<25>;
 
 #[repr(align(16))]
 struct Align16(u8);
@@ -434,4 +435,61 @@ fn send_but_not_sync() {
     impl<T: ?Sized> AmbiguousIfSync<()> for T {}
     impl<T: ?Sized + Sync> AmbiguousIfSync<u8> for T {}
     <Payload as AmbiguousIfSync<_>>::check();
+}
+
+// `PayloadSlot` (`slot.rs`): a payload owned in place.
+
+fn slot_downcast_moves_the_value_out_once<const N: usize>() {
+    let drops = Arc::new(AtomicUsize::new(0));
+    let value = PayloadSlot::lend(Payload::new(Counted::<N>::new(&drops)), |slot| {
+        assert_eq!(slot.value_type_id(), TypeId::of::<Counted<N>>());
+        slot.downcast::<Counted<N>>().expect("a Counted")
+    });
+    assert_eq!((drops.load(SeqCst), value.ballast), (0, [7; N]));
+    drop(value);
+    assert_eq!(drops.load(SeqCst), 1);
+}
+
+#[test]
+fn slot_downcast_moves_an_inline_value_out_once() {
+    slot_downcast_moves_the_value_out_once::<24>();
+}
+
+#[test]
+fn slot_downcast_moves_a_boxed_value_out_once() {
+    slot_downcast_moves_the_value_out_once::<25>();
+}
+
+fn slot_mismatch_hands_the_slot_back_and_drops_once<const N: usize>() {
+    let drops = Arc::new(AtomicUsize::new(0));
+    PayloadSlot::lend(Payload::new(Counted::<N>::new(&drops)), |slot| {
+        let slot = slot.downcast::<u64>().expect_err("not a u64");
+        assert!(slot.type_name().contains("Counted"));
+        assert_eq!(drops.load(SeqCst), 0);
+    });
+    assert_eq!(drops.load(SeqCst), 1);
+}
+
+#[test]
+fn slot_mismatch_hands_an_inline_slot_back_and_drops_it_once() {
+    slot_mismatch_hands_the_slot_back_and_drops_once::<24>();
+}
+
+#[test]
+fn slot_mismatch_hands_a_boxed_slot_back_and_drops_it_once() {
+    slot_mismatch_hands_the_slot_back_and_drops_once::<25>();
+}
+
+#[test]
+fn a_slot_dropped_in_an_unwind_drops_its_value_once() {
+    let drops = Arc::new(AtomicUsize::new(0));
+    let payload = Payload::new(LargeCounted::new(&drops));
+    let unwound = panic::catch_unwind(AssertUnwindSafe(|| {
+        PayloadSlot::lend(payload, |slot| {
+            let _owned = slot;
+            panic!("the handler panics before taking its command");
+        })
+    }));
+    assert!(unwound.is_err());
+    assert_eq!(drops.load(SeqCst), 1);
 }

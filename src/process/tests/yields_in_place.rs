@@ -1,30 +1,22 @@
 //! `StepOutput::dispatch_in_place`: every yield handed out once, in order, and none lost or
 //! dropped twice when dispatch unwinds. Runs under Miri too (`.ci/run`).
 
+use crate::process::payload::tests::{LargeCounted, SmallCounted};
 use crate::process::{StepOutput, YieldSlot};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::sync::Arc;
 
-/// Counts its drops; `N` bytes of ballast decide an inline (≤ 24) or boxed command.
-struct Counted<const N: usize>(Arc<AtomicUsize>, [u8; N]);
-
-impl<const N: usize> Drop for Counted<N> {
-    fn drop(&mut self) {
-        self.0.fetch_add(1, SeqCst);
-    }
-}
-
 /// A step's output with yields tagged 1, 2, 3: inline, boxed, inline commands.
 fn three_yields(drops: &Arc<AtomicUsize>) -> StepOutput {
     let mut out = StepOutput::new();
-    out.yield_command(1, Counted(drops.clone(), [1; 8]));
+    out.yield_command(1, SmallCounted::new(drops));
     out.yield_command_within(
         2,
-        Counted(drops.clone(), [2; 64]),
+        LargeCounted::new(drops),
         std::time::Duration::from_secs(1),
     );
-    out.yield_command(3, Counted(drops.clone(), [3; 8]));
+    out.yield_command(3, SmallCounted::new(drops));
     out
 }
 
@@ -38,8 +30,8 @@ fn every_yield_is_handed_out_once_in_order() {
         let timeout = yielded.timeout();
         // Take the boxed one, leave the inline ones for the slot to drop.
         if tag == 2 {
-            let command = yielded.command.downcast::<Counted<64>>().expect("boxed");
-            assert_eq!(command.1, [2; 64]);
+            let command = yielded.command.downcast::<LargeCounted>().expect("boxed");
+            assert_eq!(command.ballast, [7; 25]);
         }
         seen.push((tag, timeout.is_some()));
     });
