@@ -300,3 +300,38 @@ fn a_flooded_process_does_not_starve_others_on_one_worker() {
     sched.terminate(pid).unwrap();
     let _ = join(flooded);
 }
+
+/// A process woken by a step that then blocks its worker is queued alone on that worker, which
+/// does not announce it (it would run it next); the monitor's nudge (or, at the threshold, its
+/// hand-off) gets it to the other worker while the step still blocks.
+#[test]
+fn a_process_woken_by_a_step_that_then_blocks_runs_on_the_other_worker() {
+    recorder();
+    let sched = scheduler(2);
+    let (handled_tx, handled_rx) = mpsc::channel();
+    let receiver = FnProcess::new(&counter(), move |events, out| {
+        if events.drain().any(|e| matches!(e, Event::Message(_))) {
+            handled_tx.send(()).unwrap();
+            out.done(Payload::empty());
+        } else {
+            out.idle();
+        }
+        Ok(())
+    });
+    let receiver = sched.spawn(receiver, "run", Payload::empty()).unwrap();
+    wait_until("the receiver idles", || {
+        sched.state(receiver.pid()) == Some(procsched::ProcessState::Idle)
+    });
+    let (to, handle) = (receiver.pid(), sched.handle().clone());
+    let sender = FnProcess::new(&counter(), move |_, out| {
+        handle.send(to, Message::new("ping", Payload::empty()))?;
+        // Blocks this worker until the receiver has run elsewhere (a hang guard, not a wait
+        // that ends the test's work).
+        handled_rx.recv_timeout(HANG_GUARD)?;
+        out.done(Payload::empty());
+        Ok(())
+    });
+    let sender = sched.spawn(sender, "run", Payload::empty()).unwrap();
+    join(sender).expect("the receiver ran while the sender's step blocked");
+    join(receiver).unwrap();
+}

@@ -17,7 +17,8 @@
 //! `async_fn_single_step`, `async_fn_one_yield`, `async_fn_many_yields`, `send_to_blocked`
 //! (ROUNDS messages to one process, sent while it is idle), `send_from_thread`,
 //! `send_one_from_thread`, `ring` (100 processes pass a token ROUNDS hops),
-//! `spawn_from_thread`, `spawn_fn_from_thread` and `many_yields_from_thread` (see there). One
+//! `spawn_from_thread`, `spawn_fn_from_thread`, `many_yields_from_thread` and `ring_from_thread`
+//! (see there). One
 //! worker (`PROBE_WORKERS=n` for more; `PROBE_MONITOR=1` turns the monitor on, `PROBE_TOKIO=1`
 //! gives the scheduler a tokio runtime of its own, as the process bench does), and the workload runs
 //! inside a driver process (`drive`): the count is the same from run to run, and moves between
@@ -325,6 +326,55 @@ fn spawn_from_thread(
     Ok(())
 }
 
+/// The process bench's `ring` as its bench thread drives it: 1 000 processes spawned from this
+/// (non-worker) thread pass a token ROUNDS hops, ITERATIONS times. Prints each iteration's time
+/// per hop with what the workers did meanwhile (polls, tasks stolen, parks, unparks, summed over
+/// the workers): a hop that leaves its worker shows up as a steal or an unpark.
+fn ring_from_thread(
+    sched: &Scheduler,
+    rounds: u64,
+    iterations: u64,
+) -> Result<(), Box<dyn std::error::Error>> {
+    const SIZE: usize = 1_000;
+    let mut handles = Vec::with_capacity(SIZE);
+    for _ in 0..iterations {
+        let before = sched.metrics().executor.total();
+        let start = std::time::Instant::now();
+        for _ in 0..SIZE {
+            let node = RingNode {
+                sched: sched.handle().clone(),
+                next: None,
+                hops: 0,
+            };
+            handles.push(sched.spawn(node, "run", Payload::empty())?);
+        }
+        for (i, handle) in handles.iter().enumerate() {
+            let next = handles[(i + 1) % SIZE].pid();
+            sched.send(handle.pid(), Message::new("link", Payload::new(next)))?;
+        }
+        sched.send(
+            handles[0].pid(),
+            Message::new("token", Payload::new(rounds - 1)),
+        )?;
+        let mut hops = 0;
+        for handle in handles.drain(..) {
+            hops += sched.block_on(handle)?;
+        }
+        assert_eq!(hops, rounds);
+        let elapsed = start.elapsed();
+        let after = sched.metrics().executor.total();
+        eprintln!(
+            "{:.0} ns/hop; per hop: polls {:.2}, stolen {:.3}, parks {:.3}, unparks {:.3}",
+            elapsed.as_nanos() as f64 / rounds as f64,
+            (after.polls - before.polls) as f64 / rounds as f64,
+            (after.stolen - before.stolen) as f64 / rounds as f64,
+            (after.parks - before.parks) as f64 / rounds as f64,
+            (after.unparks - before.unparks) as f64 / rounds as f64,
+        );
+    }
+    Ok(())
+}
+
 /// ROUNDS `Counter`s of 100 inline yields spawned from this (non-worker) thread, then awaited in
 /// order in one `block_on`, ITERATIONS times: the process bench's `many_yields` as the bench
 /// thread drives it. Prints the median time per iteration and the median number of times the
@@ -414,6 +464,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     if workload == "many_yields_from_thread" {
         return many_yields_from_thread(&sched, io.as_ref(), rounds, iterations);
+    }
+    if workload == "ring_from_thread" {
+        return ring_from_thread(&sched, rounds, iterations);
     }
     if workload == "spawn_from_thread" || workload == "spawn_fn_from_thread" {
         return spawn_from_thread(

@@ -28,10 +28,14 @@
 //! if someone sleeps; the parker joins the list under that lock, fences and re-checks its inject
 //! queue. Either it sees the push, or the producer sees it parked (and then finds it on the list,
 //! whose lock it cannot take before the parker has released it). Work pushed to the producer's
-//! *own deque* (a spawn or wake on a worker thread) too: the producer pushes, fences and reads the
-//! word; the last searcher to park fences after its update and sweeps every deque (step 5). So
-//! either that sweep sees the task, or the producer sees no searcher and wakes a parked worker —
-//! the task never depends on its owner alone, which may block in the task it runs now.
+//! *own deque* (a spawn or wake on a worker thread) behind other queued work too: the producer
+//! pushes, fences and reads the word; the last searcher to park fences after its update and
+//! sweeps every deque (step 5). So either that sweep sees the task, or the producer sees no
+//! searcher and wakes a parked worker. A *lone* task pushed to the producer's own deque is not
+//! announced (`worker.rs`, `push_local`): its owner runs it when the current poll returns, a
+//! searcher's sweep still finds it, and if the poll blocks, the monitor's nudge wakes a parked
+//! worker for it one tick later (`monitor.rs`, "Nudge"). Nothing is lost; without the monitor,
+//! such a task waits for the blocking poll.
 //! Searchers are always woken with the searching count already raised, so
 //! "someone is searching" is never a stale promise: a searcher always re-checks every queue before
 //! it gives the role up (step 5).
@@ -40,8 +44,10 @@
 //! `loom_task_pushed_while_the_only_worker_parks_is_run` (steps 2, 4, 5 with one worker),
 //! `loom_wake_from_outside_reaches_a_parked_worker` (a wake from a foreign thread),
 //! `loom_two_workers_spawn_from_outside_and_inside` (steps 1–5 with two workers) and
-//! `loom_task_pushed_to_a_blocked_workers_deque_runs_on_the_other_worker` (a push to the
-//! producer's own deque).
+//! `loom_task_queued_behind_a_blocked_workers_task_runs_on_the_other_worker` (a push to the
+//! producer's own deque behind another task) and
+//! `loom_lone_task_behind_a_blocked_poll_runs_after_the_nudge` (a lone one, and the monitor's
+//! nudge).
 
 use crate::loom::atomic::{AtomicUsize, Ordering::SeqCst};
 use crate::loom::{lock, Mutex};

@@ -49,6 +49,16 @@
 //! promises are made by the configured workers alone, as before. A spare is only ever *extra*
 //! consumption.
 //!
+//! # Nudge (monitor tick)
+//! A task spawned or woken on a worker that has nothing else queued is not announced to the
+//! other workers: the worker runs it as soon as its current poll returns (`worker.rs`,
+//! `push_local`). When that poll is *slow* (a tick or more) and the worker has work queued, the
+//! tick wakes one parked worker if none is searching (`Shared::notify_parked`), which steals the
+//! work like any searcher. So a process woken by a step that then blocks waits one to two ticks
+//! (2.5–5 ms with the default threshold), not for the blocking step; a long poll's hand-off
+//! follows at the threshold as always. Checked by
+//! `loom_lone_task_behind_a_blocked_poll_runs_after_the_nudge` (`executor/tests/loom_park.rs`).
+//!
 //! # Retirement (an active spare, at a safe point: between two polls)
 //! 1. The spare sees `active spares > needed` (surplus: a stuck poll returned, the monitor's next
 //!    tick recounted), or it found no work in its deque, the injector or any other queue (idle).
@@ -287,6 +297,12 @@ impl Monitor {
         self.spares.active() > self.needed()
     }
 
+    /// The monitor's tick in nanoseconds: a poll this long is slow (loom models drive ticks).
+    #[cfg(loom)]
+    pub(crate) fn tick_ns(&self) -> u64 {
+        self.tick_ns
+    }
+
     /// Hand-off step 1's flag: `true` if wakes for `worker` should avoid its inject queue.
     pub(crate) fn is_stuck(&self, worker: usize) -> bool {
         self.flags[worker].load(Relaxed) != 0
@@ -346,8 +362,9 @@ impl Monitor {
                 }
             }
         }
-        // Pass 2: who is stuck; hand-off steps 1 and 2.
+        // Pass 2: who is stuck; hand-off steps 1 and 2; the nudge.
         let mut stuck = 0;
+        let mut nudge = false;
         for (index, seen) in view.slots.iter_mut().enumerate() {
             let is_stuck = match seen.class {
                 Class::Long => true,
@@ -364,8 +381,13 @@ impl Monitor {
             }
             if is_stuck || seen.class == Class::Blocking {
                 shared.hand_over_queues(index);
+            } else if seen.class == Class::Slow && shared.has_queued_work(index) {
+                nudge = true;
             }
             stuck += usize::from(is_stuck);
+        }
+        if nudge {
+            shared.notify_parked();
         }
         self.stuck_long.store(stuck, Release);
         self.hand_off(shared);

@@ -3,7 +3,7 @@
 //! # Where a runnable task goes
 //! | event | queue | who is woken |
 //! |---|---|---|
-//! | spawn or wake on one of our worker threads | that worker's deque (LIFO: runs next, cache-warm) | a parked worker, if none is searching (even for the deque's only task: its owner may block in its current task) |
+//! | spawn or wake on one of our worker threads | that worker's deque (LIFO: runs next, cache-warm) | a parked worker, if none is searching and the deque held other work; a lone task runs next on its worker, and if the poll before it blocks, the monitor nudges a parked worker after one tick (`monitor.rs`, "Nudge") |
 //! | spawn from outside | the global injector | a parked worker, if none is searching |
 //! | wake from outside of a task that ran before | the inject queue of the worker it last ran on (affinity); the global injector if that worker is a spare or stuck (`monitor.rs`) | that worker if it sleeps, else any parked worker |
 //! | a task woke itself while running (`yield_now`), on one of our configured workers | that worker's inject queue: behind its deque and the wakes queued before it; stays on the worker (cache-warm) but can be stolen | a parked worker, if none is searching |
@@ -244,6 +244,12 @@ impl Shared {
     }
 
     /// `true` if any shared queue or any deque holds work (the last searcher's re-check).
+    /// `true` if worker `index`'s deque or inject queue holds work (the monitor's nudge).
+    pub(crate) fn has_queued_work(&self, index: usize) -> bool {
+        let remote = &self.remotes[index];
+        !remote.stealer.is_empty() || !remote.inject.is_empty()
+    }
+
     pub(crate) fn has_pending_work(&self) -> bool {
         !self.injector.is_empty()
             || self

@@ -5,6 +5,7 @@
 //!
 //! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test --lib --release loom_`
 
+use crate::executor::monitor::View;
 use crate::executor::Executor;
 use crate::loom::atomic::{AtomicUsize, Ordering::SeqCst};
 use crate::loom::model::{model, model_full_stack};
@@ -52,22 +53,61 @@ fn loom_two_workers_spawn_from_outside_and_inside() {
 }
 
 /// `idle.rs`, "Why no wake-up is lost", the own-deque case: a task spawned into the deque of a
-/// worker whose current task then blocks the thread is run by the other worker, whether that one
-/// is still searching or already parked when the push lands. (A missed wake leaves both workers
-/// blocked: loom reports the deadlock.)
+/// worker, behind another, while that worker's current task then blocks the thread, is run by
+/// the other worker, whether that one is still searching or already parked when the push lands.
+/// (A missed wake leaves both workers blocked: loom reports the deadlock.)
 #[test]
-fn loom_task_pushed_to_a_blocked_workers_deque_runs_on_the_other_worker() {
+fn loom_task_queued_behind_a_blocked_workers_task_runs_on_the_other_worker() {
     model_full_stack(|| {
         let executor = Executor::builder().workers(2).build().unwrap();
         let handle = executor.handle().clone();
         let ran = Arc::new(Flag::default());
         let join = executor.spawn(async move {
+            // The first is lone (not announced); the second, behind it, wakes the other worker,
+            // which steals the oldest — the one that sets the flag.
             let signal = ran.clone();
             drop(handle.spawn(async move { signal.set() }));
-            // Blocks this worker thread until the spawned task has run elsewhere.
+            drop(handle.spawn(async {}));
+            // Blocks this worker thread until the first task has run elsewhere.
             ran.wait();
         });
         executor.block_on(join).expect("the blocking task finished");
+        drop(executor);
+    });
+}
+
+/// `monitor.rs`, "Nudge": a lone task spawned into the deque of a worker whose poll then blocks
+/// is not announced; one monitor tick that sees the poll slow (a tick long) with work queued
+/// wakes the other worker if it parked, and a searcher finds it anyway. (Without the nudge, the
+/// other worker parks for good and loom reports the deadlock.)
+#[test]
+fn loom_lone_task_behind_a_blocked_poll_runs_after_the_nudge() {
+    model_full_stack(|| {
+        let executor = Executor::builder().workers(2).build().unwrap();
+        let shared = executor.handle().shared.clone();
+        let handle = executor.handle().clone();
+        let inside = Arc::new(Flag::default());
+        let release = Arc::new(Flag::default());
+        let child = Arc::new(Mutex::new(None));
+        let blocked = {
+            let (inside, release, child) = (inside.clone(), release.clone(), child.clone());
+            executor.spawn(async move {
+                *lock(&child) = Some(handle.spawn(async { 7 }));
+                inside.set();
+                release.wait();
+            })
+        };
+        inside.wait();
+        let child = lock(&child).take().expect("spawned before `inside`");
+        let mut view = View::new(&shared.monitor, 0);
+        shared.monitor.tick(&shared, &mut view, 0);
+        // A tick later the poll is slow, with the lone task queued behind it.
+        shared
+            .monitor
+            .tick(&shared, &mut view, shared.monitor.tick_ns());
+        assert_eq!(executor.block_on(child).unwrap(), 7);
+        release.set();
+        executor.block_on(blocked).unwrap();
         drop(executor);
     });
 }
