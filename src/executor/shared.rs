@@ -243,13 +243,13 @@ impl Shared {
         }
     }
 
-    /// `true` if any shared queue or any deque holds work (the last searcher's re-check).
     /// `true` if worker `index`'s deque or inject queue holds work (the monitor's nudge).
     pub(crate) fn has_queued_work(&self, index: usize) -> bool {
         let remote = &self.remotes[index];
         !remote.stealer.is_empty() || !remote.inject.is_empty()
     }
 
+    /// `true` if any shared queue or any deque holds work (the last searcher's re-check).
     pub(crate) fn has_pending_work(&self) -> bool {
         !self.injector.is_empty()
             || self
