@@ -122,6 +122,33 @@ impl Process for RingNode {
     }
 }
 
+/// Spawns `size` [`RingNode`]s into `handles`, links each to the next, and sends the first the
+/// token for `hops` hops.
+fn start_ring(
+    sched: &SchedulerHandle,
+    size: usize,
+    hops: u64,
+    handles: &mut Vec<ProcessHandle<u64>>,
+) -> Result<(), BoxError> {
+    for _ in 0..size {
+        let node = RingNode {
+            sched: sched.clone(),
+            next: None,
+            hops: 0,
+        };
+        handles.push(sched.spawn(node, "run", Payload::empty())?);
+    }
+    for (i, handle) in handles.iter().enumerate() {
+        let next = handles[(i + 1) % size].pid();
+        sched.send(handle.pid(), Message::new("link", Payload::new(next)))?;
+    }
+    sched.send(
+        handles[0].pid(),
+        Message::new("token", Payload::new(hops - 1)),
+    )?;
+    Ok(())
+}
+
 async fn count(cx: ProcessCx, yields: u64) -> Result<u64, BoxError> {
     let mut value = 0;
     for _ in 0..yields {
@@ -194,23 +221,7 @@ async fn drive_once(cx: &ProcessCx, workload: &str, rounds: u64) -> Result<(), B
         }
         "ring" => {
             // 100 processes, ROUNDS hops: mostly the send-from-a-step path.
-            const SIZE: u64 = 100;
-            for _ in 0..SIZE {
-                let node = RingNode {
-                    sched: sched.clone(),
-                    next: None,
-                    hops: 0,
-                };
-                handles.push(sched.spawn(node, "run", Payload::empty())?);
-            }
-            for (i, handle) in handles.iter().enumerate() {
-                let next = handles[(i + 1) % handles.len()].pid();
-                sched.send(handle.pid(), Message::new("link", Payload::new(next)))?;
-            }
-            sched.send(
-                handles[0].pid(),
-                Message::new("token", Payload::new(rounds - 1)),
-            )?;
+            start_ring(&sched, 100, rounds, &mut handles)?;
             let mut hops = 0;
             for handle in handles.drain(..) {
                 hops += handle.await?;
@@ -340,22 +351,8 @@ fn ring_from_thread(
     for _ in 0..iterations {
         let before = sched.metrics().executor.total();
         let start = std::time::Instant::now();
-        for _ in 0..SIZE {
-            let node = RingNode {
-                sched: sched.handle().clone(),
-                next: None,
-                hops: 0,
-            };
-            handles.push(sched.spawn(node, "run", Payload::empty())?);
-        }
-        for (i, handle) in handles.iter().enumerate() {
-            let next = handles[(i + 1) % SIZE].pid();
-            sched.send(handle.pid(), Message::new("link", Payload::new(next)))?;
-        }
-        sched.send(
-            handles[0].pid(),
-            Message::new("token", Payload::new(rounds - 1)),
-        )?;
+        start_ring(sched.handle(), SIZE, rounds, &mut handles)
+            .map_err(|e| e as Box<dyn std::error::Error>)?;
         let mut hops = 0;
         for handle in handles.drain(..) {
             hops += sched.block_on(handle)?;
