@@ -287,6 +287,7 @@ fn send_one_from_thread(
     };
     let sink = sched.spawn(sink, "run", Payload::empty())?;
     let mut per_send = Vec::new();
+    let before = sched.metrics().executor.total();
     for _ in 0..iterations {
         let start = std::time::Instant::now();
         for _ in 0..rounds {
@@ -294,6 +295,14 @@ fn send_one_from_thread(
         }
         per_send.push(start.elapsed().as_nanos() as f64 / rounds as f64);
     }
+    let after = sched.metrics().executor.total();
+    let sends = (rounds * iterations) as f64;
+    eprintln!(
+        "per send: polls {:.3}, parks {:.3}, unparks {:.3}",
+        (after.polls - before.polls) as f64 / sends,
+        (after.parks - before.parks) as f64 / sends,
+        (after.unparks - before.unparks) as f64 / sends,
+    );
     assert_eq!(sched.block_on(sink)?, rounds * iterations);
     per_send.sort_by(f64::total_cmp);
     eprintln!(

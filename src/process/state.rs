@@ -4,8 +4,8 @@
 //! process-level wakeup flag `NOTIFIED` (bit 3). Every change goes through one of the named
 //! `transition_*` functions below (and [`StateWord::take_notified`]), each one pass of the single
 //! compare-and-swap loop [`StateWord::fetch_update_action`]; reads go through [`Snapshot`]. The
-//! mailbox lock orders the events themselves: this word only decides who steps or wakes the
-//! process next.
+//! mailbox orders the events themselves (under its lock, or in the ring of its lock-free path,
+//! `mailbox/intake.rs`): this word only decides who steps or wakes the process next.
 //!
 //! | bits | name | meaning | invariant |
 //! |---|---|---|---|
@@ -47,7 +47,9 @@
 //! 2. A producer pushes an event under the mailbox lock and, still under it, calls
 //!    [`StateWord::transition_on_event`]: `Running` → set `NOTIFIED` (no wake: the worker is still
 //!    there); `Blocked`/`Idle` → `Ready`, and this producer alone wakes the task (after unlocking);
-//!    `Ready`, `Complete`, or already flagged → nothing.
+//!    `Ready`, `Complete`, or already flagged → nothing. A message sent on the mailbox's lock-free
+//!    path is pushed into its ring instead, and the sender makes this same call after the push,
+//!    without the lock (protocol 7).
 //! 3. Before a step that would otherwise skip the mailbox (one fed only by inline completions),
 //!    the worker calls [`StateWord::take_notified`]: if `NOTIFIED` was set, it clears it and
 //!    drains.
@@ -57,7 +59,8 @@
 //!
 //! No wake is lost: steps 2, 3 and 4 are RMWs on one word, so a producer's step 2 is ordered
 //! either before the worker's step 3/4 (which then finds `NOTIFIED`, and the drain that follows
-//! sees the event, pushed before the flag under the same lock) or after its successful park (then
+//! sees the event, published before the flag: by the lock, or by the ring's push) or after its
+//! successful park (then
 //! step 2 finds `Blocked`/`Idle` and wakes). There is no third order. Never two pollers: only the
 //! producer whose RMW moved the word out of `Blocked`/`Idle` wakes, and the worker leaves
 //! `Running` only by parking or protocols 4 and 6. Checked by
@@ -108,6 +111,10 @@
 //! 3. `release` frees the cell; only protocol 1 leaves `Complete`.
 //!
 //! Checked by `loom_close_racing_an_event`.
+//!
+//! # 7. Lock-free send
+//! A message's way into the mailbox without its lock, and what it keeps of protocols 2 and 6: in
+//! `mailbox/intake.rs`, with its models (`process/tests/loom_intake.rs`).
 
 use crate::loom::atomic::{AtomicU8, Ordering::*};
 use std::fmt;
@@ -222,7 +229,8 @@ impl StateWord {
         });
     }
 
-    /// Protocol 2, step 2 (the producer, under the mailbox lock, after queueing its event).
+    /// Protocol 2, step 2 (the producer, after queueing its event: under the mailbox lock, or
+    /// after a lock-free push, protocol 7).
     /// Hot path: one load, and at most one CAS — none when a poll is already due or flagged.
     pub(crate) fn transition_on_event(&self) -> TransitionOnEvent {
         self.fetch_update_action(|curr| {

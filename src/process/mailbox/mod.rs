@@ -2,7 +2,9 @@
 //!
 //! Producers — message senders and yield completers — push under a short mutex (never held
 //! while user code runs); the one consumer is the worker stepping the process, which moves a
-//! bounded batch out per step.
+//! bounded batch out per step. Messages to a mailbox with a backlog skip the mutex: they go
+//! into a lock-free ring (`intake.rs`, protocol 7), which every consumer empties behind the
+//! locked queue, under the mutex.
 //!
 //! # Cells are pooled; generations guard them
 //! A [`ProcessCell`] is a slot of the scheduler's process table and hosts one process after
@@ -16,24 +18,30 @@
 //! | `Closing` | [`ProcessCell::close`] (the process finishes; `close` runs) | rejected: `Closed` |
 //!
 //! Every producer binds to a generation — a sender to the one in the PID it names, a completer
-//! to the one its yield was dispatched in — and every push checks it in the same critical section
-//! that queues the event. So a late completion or a stale PID can never reach a later process in
-//! the same cell, and nothing is pushed into a process that is gone.
+//! to the one its yield was dispatched in — and every locked push checks it in the same critical
+//! section that queues the event; a lock-free push checks the gate, and its event carries the
+//! generation, which the consumer checks again (`intake.rs`). So a late completion or a stale
+//! PID can never reach a later process in the same cell.
 //!
 //! `close` takes the queued events and the topic budgets out with it (the next incarnation starts
-//! with an empty, unallocated queue and map), and moves the state word to `Complete` (`state.rs`,
+//! with an empty, unallocated queue and map; a ring, once installed, stays with the cell:
+//! `intake.rs`), and moves the state word to `Complete` (`state.rs`,
 //! protocol 6). Checked (`process/tests/loom_mailbox.rs`) by
 //! `loom_stale_completion_racing_with_the_cells_reuse` (a completion bound to the old generation
 //! racing close → release → open) and `loom_close_racing_an_event` (a delivery racing `close`);
 //! the process table's reuse of cells by its own models in `scheduler/tests/loom_table.rs`.
 
+mod budget;
+pub(crate) mod intake;
+
 use super::queue::Queue;
 use super::state::{StateWord, TransitionOnEvent};
 use super::stats::{CellInfo, CellStats, CellSurvey};
-use super::{drop_contained, Event, Events, Message, ProcessState, Topic};
+use super::{drop_contained, Event, Events, Message, ProcessState};
 use crate::executor::TaskRef;
 use crate::loom::{lock, Mutex};
-use std::collections::HashMap;
+use budget::TopicMap;
+use intake::{Gate, Intake, Stale};
 use std::task::Waker;
 
 /// The generation a producer is bound to.
@@ -74,6 +82,12 @@ enum Phase {
 
 pub(crate) struct Mailbox {
     inner: Mutex<Inner>,
+    /// The generation and phase, written under the lock, readable without it (`intake.rs`).
+    gate: Gate,
+    /// The lock-free path's ring, once a backlog installed it (`intake.rs`).
+    intake: Intake,
+    /// Most queued messages; `usize::MAX` when unbounded. Fixed for the cell's life.
+    capacity: usize,
 }
 
 struct Inner {
@@ -85,8 +99,6 @@ struct Inner {
     /// events, so — exactly like an event — a request that lands after a drain finds the
     /// process `Running` (and flags it) or parked (and wakes it).
     terminate: bool,
-    /// Most queued messages; `usize::MAX` when unbounded.
-    capacity: usize,
     /// Usage of the topics that carry a budget. An entry exists only while its topic has
     /// messages queued or its overflow marker waits: `release` removes it when the last one
     /// leaves, and `close` drops the whole map, so a topic used once costs nothing afterwards
@@ -94,9 +106,6 @@ struct Inner {
     /// Boxed, and `None` while empty: most processes never see a budget, and an empty map
     /// would cost every cell 48 bytes.
     topics: Option<Box<TopicMap>>,
-    /// The current (or, when `Free`, the last) incarnation; 0 before the first.
-    generation: Generation,
-    phase: Phase,
     /// The process task's waker, registered by its poll.
     waker: Option<Waker>,
     /// The process task's reference, for a forced stop to cancel it (`scheduler/tasks.rs`): set
@@ -138,16 +147,16 @@ impl ProcessCell {
                     events: Queue::default(),
                     terminate: false,
                     queued_messages: 0,
-                    capacity,
                     topics: None,
-                    generation: 0,
-                    phase: Phase::Free,
                     waker: None,
                     task: None,
                     kind: "",
                     spawned_at: 0,
                     max_depth: 0,
                 }),
+                gate: Gate::new(),
+                intake: Intake::new(),
+                capacity,
             },
             stats: CellStats::default(),
         }
@@ -172,21 +181,23 @@ impl ProcessCell {
     /// that the generation is not exhausted.
     pub(crate) fn open_as(&self, incarnation: Incarnation) -> Generation {
         let mut inner = lock(&self.mailbox.inner);
-        debug_assert_eq!(inner.phase, Phase::Free);
+        let (last, phase) = self.mailbox.gate.load();
+        debug_assert_eq!(phase, Phase::Free);
         // `close` left the queue and the budget map empty and unallocated.
         debug_assert!(inner.events.is_empty() && inner.waker.is_none() && inner.task.is_none());
         debug_assert!(inner.topics.is_none());
-        inner.generation += 1;
-        inner.phase = Phase::Open;
         inner.terminate = false;
         inner.queued_messages = 0;
         inner.kind = incarnation.kind;
         inner.spawned_at = incarnation.spawned_at;
         self.stats.reset();
-        // Under the lock: whoever sees `Open` and this generation sees a fresh state word
-        // (`state.rs`, protocol 1).
+        // Under the lock, and before the gate opens: whoever sees `Open` and this generation —
+        // under the lock or through the gate's `Acquire` — sees a fresh state word (`state.rs`,
+        // protocol 1; `intake.rs`, "The gate").
         self.state.transition_to_ready();
-        inner.generation
+        let generation = last + 1;
+        self.mailbox.gate.store(generation, Phase::Open);
+        generation
     }
 
     /// Delivers `event` to the process of `generation`, if it is open, waking it if it is
@@ -216,11 +227,37 @@ impl ProcessCell {
         generation: Generation,
         message: Message,
     ) -> Result<(), (Admission, Message)> {
-        self.try_push(Some(generation), Event::Message(message), false)
+        let event = match self.try_push_lock_free(generation, message) {
+            Ok(()) => return Ok(()),
+            Err(event) => event,
+        };
+        self.try_push(Some(generation), event, false)
             .map_err(|(admission, event)| match event {
                 Event::Message(message) => (admission, message),
                 _ => unreachable!("a refused message comes back as itself"),
             })
+    }
+
+    /// Protocol 7 of `intake.rs`, steps 1–3: queues `message` without the lock if it may, or
+    /// hands it back, as an event, for the locked path (which also decides any refusal).
+    #[inline]
+    fn try_push_lock_free(&self, generation: Generation, message: Message) -> Result<(), Event> {
+        let mailbox = &self.mailbox;
+        let event = Event::Message(message);
+        if mailbox.capacity != usize::MAX
+            || matches!(&event, Event::Message(m) if m.budget.is_some())
+            || !mailbox.gate.is_open(generation)
+        {
+            return Err(event);
+        }
+        mailbox.intake.push(generation, event)?;
+        if self.state.transition_on_event() == TransitionOnEvent::Wake {
+            // The one step that needs the lock: the waker lives under it. This sender alone
+            // moved the process out of `Blocked`/`Idle`, so this sender alone wakes it.
+            let waker = lock(&mailbox.inner).waker.clone();
+            wake(waker);
+        }
+        Ok(())
     }
 
     fn push(&self, generation: Option<Generation>, event: Event, completion: bool) -> Admission {
@@ -242,16 +279,20 @@ impl ProcessCell {
         event: Event,
         completion: bool,
     ) -> Result<(), (Admission, Event)> {
+        // Declared before the guard, so dropped after the unlock (`intake.rs`, protocol 7 step 4).
+        let mut stale = Stale::default();
         let mut inner = lock(&self.mailbox.inner);
-        let refused = inner.admission(generation);
+        let refused = self.mailbox.gate.admission(generation);
         if refused != Admission::Accepted {
             return Err((refused, event));
         }
+        // The ring's events were sent before this one (or concurrently): they go first.
+        self.mailbox.move_ring_into_queue(&mut inner, &mut stale);
         if completion {
             self.stats.yield_completed();
         }
         if let Event::Message(message) = &event {
-            let admitted = inner.admit(message);
+            let admitted = inner.admit(message, self.mailbox.capacity);
             if admitted != Admission::Accepted {
                 // `admit` may just have queued the overflow marker: the process must see it.
                 let waker = inner
@@ -270,9 +311,16 @@ impl ProcessCell {
             // Coalesced: the queued one has already woken (or flagged) the process.
             return Ok(());
         }
+        // A second event behind the first: a backlog, which installs the lock-free path for the
+        // messages that can take it (`intake.rs`, "The ring").
+        let installs_ring = matches!(&event, Event::Message(m) if m.budget.is_none())
+            && self.mailbox.capacity == usize::MAX;
         let depth = inner.events.push_back(event);
         if depth > inner.max_depth {
             inner.max_depth = depth;
+        }
+        if depth >= 2 && installs_ring {
+            self.mailbox.intake.install();
         }
         let waker = self.waker_if_waiting(&inner);
         drop(inner);
@@ -298,7 +346,7 @@ impl ProcessCell {
     /// `Accepted`, or why not (`Closed`: it is already finishing; `Gone`).
     pub(crate) fn request_terminate(&self, generation: Generation) -> Admission {
         let mut inner = lock(&self.mailbox.inner);
-        let admission = inner.admission(Some(generation));
+        let admission = self.mailbox.gate.admission(Some(generation));
         if admission == Admission::Accepted {
             inner.terminate = true;
             // As for an event: a running process re-checks before parking, a waiting one is woken.
@@ -311,25 +359,26 @@ impl ProcessCell {
 
     /// The state of the process of `generation`, or `None` if the cell no longer hosts it.
     pub(crate) fn state(&self, generation: Generation) -> Option<ProcessState> {
-        let inner = lock(&self.mailbox.inner);
-        (inner.generation == generation && inner.phase != Phase::Free)
-            .then(|| self.state.load().process_state())
+        let _inner = lock(&self.mailbox.inner);
+        let (current, phase) = self.mailbox.gate.load();
+        (current == generation && phase != Phase::Free).then(|| self.state.load().process_state())
     }
 
     /// The process of `generation` (`None`: whichever is live), if the cell hosts it and it is
     /// not finishing.
     pub(crate) fn info(&self, generation: Option<Generation>) -> Option<CellInfo> {
         let inner = lock(&self.mailbox.inner);
-        if inner.phase != Phase::Open || generation.is_some_and(|g| g != inner.generation) {
+        let (current, phase) = self.mailbox.gate.load();
+        if phase != Phase::Open || generation.is_some_and(|g| g != current) {
             return None;
         }
         Some(CellInfo {
-            generation: inner.generation,
+            generation: current,
             state: self.state.load().process_state(),
             kind: inner.kind,
             spawned_at: inner.spawned_at,
             steps: self.stats.steps(),
-            mailbox_depth: inner.events.len(),
+            mailbox_depth: inner.events.len() + self.mailbox.intake.len(),
             outstanding: self.stats.outstanding(),
         })
     }
@@ -338,7 +387,8 @@ impl ProcessCell {
     pub(crate) fn survey(&self) -> CellSurvey {
         let inner = lock(&self.mailbox.inner);
         CellSurvey {
-            live: (inner.phase == Phase::Open).then(|| self.state.load().process_state()),
+            live: (self.mailbox.gate.load().1 == Phase::Open)
+                .then(|| self.state.load().process_state()),
             max_depth: inner.max_depth,
             handler_errors: self.stats.handler_errors(),
             handler_panics: self.stats.handler_panics(),
@@ -348,19 +398,21 @@ impl ProcessCell {
     /// Jumps the generation (tests of what happens when a slot's generations run out).
     #[cfg(all(test, not(loom)))]
     pub(crate) fn set_generation(&self, generation: Generation) {
-        lock(&self.mailbox.inner).generation = generation;
+        let _inner = lock(&self.mailbox.inner);
+        let (_, phase) = self.mailbox.gate.load();
+        self.mailbox.gate.store(generation, phase);
     }
 
     /// `true` while the cell hosts a process (open or closing).
     pub(crate) fn is_occupied(&self) -> bool {
-        lock(&self.mailbox.inner).phase != Phase::Free
+        self.mailbox.gate.load().1 != Phase::Free
     }
 
     /// Keeps `task`, the reference of the process task of `generation` (`scheduler/tasks.rs`),
     /// unless that process is no longer open: then it is handed back (to drop after the lock).
     pub(crate) fn set_task(&self, generation: Generation, task: TaskRef) -> Option<TaskRef> {
         let mut inner = lock(&self.mailbox.inner);
-        if inner.phase != Phase::Open || inner.generation != generation {
+        if !self.mailbox.gate.is_open(generation) {
             return Some(task);
         }
         debug_assert!(inner.task.is_none());
@@ -372,7 +424,7 @@ impl ProcessCell {
     /// if the cell still holds it.
     pub(crate) fn take_task(&self, generation: Option<Generation>) -> Option<TaskRef> {
         let mut inner = lock(&self.mailbox.inner);
-        if generation.is_some_and(|g| g != inner.generation) {
+        if generation.is_some_and(|g| g != self.mailbox.gate.load().0) {
             return None;
         }
         inner.task.take()
@@ -387,10 +439,15 @@ impl ProcessCell {
     /// must not stay allocated in the cell for its next process.
     pub(crate) fn close(&self) {
         self.state.transition_to_complete();
+        let mut stale = Stale::default();
         let (events, topics, waker, task) = {
             let mut inner = lock(&self.mailbox.inner);
-            debug_assert_eq!(inner.phase, Phase::Open);
-            inner.phase = Phase::Closing;
+            let (generation, phase) = self.mailbox.gate.load();
+            debug_assert_eq!(phase, Phase::Open);
+            self.mailbox.gate.store(generation, Phase::Closing);
+            // The ring's events go with the queue's; a sender that read the gate before this
+            // store may still push one, which the next consumer finds stale (`intake.rs`).
+            self.mailbox.move_ring_into_queue(&mut inner, &mut stale);
             inner.queued_messages = 0;
             (
                 inner.events.take(),
@@ -404,6 +461,7 @@ impl ProcessCell {
         for event in events {
             drop_contained(event);
         }
+        drop(stale);
         drop(topics);
         drop(waker);
         drop(task);
@@ -411,10 +469,11 @@ impl ProcessCell {
 
     /// The process is gone: `Closing` → `Free`. Returns the generation that ended.
     pub(crate) fn release(&self) -> Generation {
-        let mut inner = lock(&self.mailbox.inner);
-        debug_assert_eq!(inner.phase, Phase::Closing);
-        inner.phase = Phase::Free;
-        inner.generation
+        let _inner = lock(&self.mailbox.inner);
+        let (generation, phase) = self.mailbox.gate.load();
+        debug_assert_eq!(phase, Phase::Closing);
+        self.mailbox.gate.store(generation, Phase::Free);
+        generation
     }
 }
 
@@ -428,6 +487,8 @@ impl Mailbox {
         max: usize,
         waker: Option<&Waker>,
     ) -> Drained {
+        // Declared before the guard, so dropped after the unlock (`intake.rs`, protocol 7 step 4).
+        let mut stale = Stale::default();
         let mut inner = lock(&self.inner);
         if let Some(waker) = waker {
             match &inner.waker {
@@ -438,14 +499,26 @@ impl Mailbox {
         if inner.terminate {
             return Drained::Terminate;
         }
-        let bounded = inner.capacity != usize::MAX || inner.topics.is_some();
-        let before = if bounded { events.len() } else { 0 };
-        let more = events.take_from(&mut inner.events, max);
+        let ring_waiting = !self.intake.is_empty();
+        if ring_waiting {
+            // Everything queued now is the most this mailbox has held since the last drain.
+            let depth = inner.events.len() + self.intake.len();
+            inner.max_depth = inner.max_depth.max(depth);
+        }
+        let bounded = self.capacity != usize::MAX || inner.topics.is_some();
+        let before = events.len();
+        let mut more = events.take_from(&mut inner.events, max);
         if bounded {
-            // Bounded mailbox: give back what the moved events used.
+            // Bounded mailbox: give back what the moved events used. (The ring holds none of
+            // those: only unbudgeted messages to an unbounded mailbox take it.)
             for event in events.iter().skip(before) {
                 inner.release(event);
             }
+        }
+        if !more && ring_waiting {
+            // The ring's events come after the queue's (protocol 7, step 4).
+            let room = max - (events.len() - before);
+            more = self.take_from_ring(events, room, &mut stale);
         }
         if more {
             Drained::More
@@ -466,10 +539,59 @@ impl Mailbox {
         events.move_in_front_of(&mut inner.events);
     }
 
+    /// Protocol 7 of `intake.rs`, step 4, under the lock: moves the ring's events behind the
+    /// queue's, setting stale ones aside for `stale` to drop after the unlock.
+    fn move_ring_into_queue(&self, inner: &mut Inner, stale: &mut Stale) {
+        if self.intake.is_empty() {
+            return;
+        }
+        let (generation, _) = self.gate.load();
+        while let Some((sent_to, event)) = self.intake.pop() {
+            if sent_to == generation {
+                // Counted like a message queued under the lock: the drain gives it back.
+                inner.queued_messages += usize::from(matches!(event, Event::Message(_)));
+                let depth = inner.events.push_back(event);
+                inner.max_depth = inner.max_depth.max(depth);
+            } else {
+                stale.push(event);
+            }
+        }
+    }
+
+    /// Protocol 7 of `intake.rs`, step 4, under the lock: moves up to `room` of the ring's events
+    /// into `events`, setting stale ones aside. `true` if some are left.
+    fn take_from_ring(&self, events: &mut Events, mut room: usize, stale: &mut Stale) -> bool {
+        let (generation, _) = self.gate.load();
+        while room > 0 {
+            match self.intake.pop() {
+                Some((sent_to, event)) if sent_to == generation => {
+                    events.push(event);
+                    room -= 1;
+                }
+                Some((_, event)) => stale.push(event),
+                None => return false,
+            }
+        }
+        !self.intake.is_empty()
+    }
+
+    /// The ring's length, or `None` while no ring is installed (tests of `intake.rs`).
+    #[cfg(test)]
+    pub(crate) fn ring_len(&self) -> Option<usize> {
+        self.intake.is_installed().then(|| self.intake.len())
+    }
+
+    /// Pushes into the ring as a sender does after reading the gate (protocol 7, step 2), with
+    /// no check of its own: a model of a sender that read an open gate just before `close`.
+    #[cfg(all(test, not(loom)))]
+    pub(crate) fn push_to_ring(&self, generation: Generation, event: Event) -> Result<(), Event> {
+        self.intake.push(generation, event)
+    }
+
     /// `true` if events are waiting.
     #[cfg(all(test, not(loom)))]
     pub(crate) fn has_events(&self) -> bool {
-        !lock(&self.inner).events.is_empty()
+        !lock(&self.inner).events.is_empty() || !self.intake.is_empty()
     }
 
     /// The topic-budget map's `(len, capacity)`: what the budgets keep allocated.
@@ -486,112 +608,6 @@ impl Mailbox {
     #[cfg(all(test, not(loom)))]
     pub(crate) fn event_capacity(&self) -> usize {
         lock(&self.inner).events.capacity()
-    }
-}
-
-/// The budgeted topics' usage.
-type TopicMap = HashMap<Topic, TopicUsage>;
-
-/// Per-topic usage of a budgeted topic. Invariant: `items > 0 || overflowed` (an entry with
-/// neither is removed at once, see [`Inner::release_budget`]).
-#[derive(Debug, Default)]
-struct TopicUsage {
-    items: usize,
-    bytes: usize,
-    /// The budget overflowed and the marker is queued: drop the topic's traffic until the
-    /// process receives the marker.
-    overflowed: bool,
-}
-
-impl Inner {
-    /// Whether a push bound to `generation` (`None`: the current one) may enter.
-    fn admission(&self, generation: Option<Generation>) -> Admission {
-        if generation.is_some_and(|g| g != self.generation) {
-            return Admission::Gone;
-        }
-        match self.phase {
-            Phase::Open => Admission::Accepted,
-            Phase::Closing => Admission::Closed,
-            Phase::Free => Admission::Gone,
-        }
-    }
-
-    /// Capacity and topic-budget admission of a message (the lock is held).
-    fn admit(&mut self, message: &Message) -> Admission {
-        if self.queued_messages >= self.capacity {
-            return Admission::Dropped;
-        }
-        let Some((budget, size)) = message.budget else {
-            return Admission::Accepted;
-        };
-        let usage = self
-            .topics
-            .get_or_insert_with(Box::default)
-            .entry(message.topic.clone())
-            .or_default();
-        if usage.overflowed {
-            return Admission::Dropped;
-        }
-        if usage.items + 1 > budget.max_items || usage.bytes.saturating_add(size) > budget.max_bytes
-        {
-            usage.overflowed = true;
-            self.events.push_back(Event::MailboxOverflow {
-                topic: message.topic.clone(),
-            });
-            return Admission::Dropped;
-        }
-        usage.items += 1;
-        usage.bytes += size;
-        Admission::Accepted
-    }
-
-    /// An event left the mailbox for a step.
-    fn release(&mut self, event: &Event) {
-        match event {
-            Event::Message(message) => {
-                self.queued_messages -= 1;
-                if let Some((_, size)) = message.budget {
-                    self.release_budget(&message.topic, size);
-                }
-            }
-            Event::MailboxOverflow { topic } => {
-                // The process has the marker: the topic starts afresh.
-                self.remove_topic(topic);
-            }
-            _ => {}
-        }
-    }
-
-    /// A budgeted message of `topic` left the mailbox: give back its usage, and drop the entry
-    /// once the topic has nothing queued — unless it overflowed, in which case the entry (and
-    /// its `overflowed` flag, which keeps dropping the topic's traffic) stays until the marker
-    /// leaves too.
-    fn release_budget(&mut self, topic: &Topic, size: usize) {
-        let Some(usage) = self
-            .topics
-            .as_mut()
-            .and_then(|topics| topics.get_mut(topic))
-        else {
-            debug_assert!(false, "a queued budgeted message has an entry");
-            return;
-        };
-        usage.items = usage.items.saturating_sub(1);
-        usage.bytes = usage.bytes.saturating_sub(size);
-        if usage.items == 0 && !usage.overflowed {
-            // A second lookup, only on the budgeted path and once per topic's last message:
-            // std's map has no way to remove through the `get_mut` reference.
-            self.remove_topic(topic);
-        }
-    }
-
-    /// Removes `topic`'s entry, and the map with its last entry.
-    fn remove_topic(&mut self, topic: &Topic) {
-        if let Some(topics) = &mut self.topics {
-            topics.remove(topic);
-            if topics.is_empty() {
-                self.topics = None;
-            }
-        }
     }
 }
 

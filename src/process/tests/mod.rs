@@ -1,6 +1,8 @@
 //! Process-layer tests with crate-private access.
 
 #[cfg(loom)]
+mod loom_intake;
+#[cfg(loom)]
 mod loom_mailbox;
 #[cfg(loom)]
 mod loom_process;
@@ -11,5 +13,7 @@ mod support;
 
 #[cfg(not(loom))]
 mod mailbox_budget;
+#[cfg(not(loom))]
+mod mailbox_intake;
 #[cfg(not(loom))]
 mod yields_in_place;

@@ -1,0 +1,308 @@
+//! The mailbox's lock-free path for messages: the *gate* (which incarnation the cell hosts,
+//! readable without the lock) and the *ring* (a bounded lock-free queue that senders push into).
+//!
+//! # Why
+//! Sending to a process that is busy draining its mailbox is the mailbox's hardest case: the
+//! sender and the worker meet on the same lock for every message. `probe send_one_from_thread`
+//! (one thread sending 10 000 messages to one process, 2 workers) measured 138 ns/send with every
+//! send under the lock: a quarter of the samples in the push (the lock's CAS, the state word's
+//! CAS, the unlock's `xchg`, each a cache miss against the drainer), another fifth in
+//! `lock_contended` on both sides, futex sleeps included. Tokio's mpsc, which a native actor
+//! uses, has no lock there.
+//!
+//! # The gate
+//! One `AtomicU64`, `generation << 2 | phase` (module docs of `mailbox`: `Free`, `Open`,
+//! `Closing`). It is the one copy of the cell's generation and phase: written only under the
+//! mailbox lock (by `open_as`, `close`, `release`), so it always agrees with what the lock
+//! protects, and read with `Acquire` by a sender that does not take the lock. `open_as` moves the
+//! state word to `Ready` before it opens the gate, so a sender that sees its generation open also
+//! sees that process's state word (`state.rs`, protocol 1).
+//!
+//! # The ring
+//! A bounded multi-producer queue of `(generation, event)` ([`crossbeam_queue::ArrayQueue`]: a
+//! well-kept, Miri- and stress-tested queue; under loom, a mutex-backed stand-in with the same
+//! contract, so that the models check our protocol around a linearizable queue). Only messages
+//! take it, and only to an unbounded mailbox and without a topic budget: capacity and budgets are
+//! counted under the lock. Everything else — completions, budgeted messages, terminate, `Woken` —
+//! takes the locked path, as do messages while no ring is installed or while it is full.
+//!
+//! A ring is installed the first time a message queues behind another one in an unbounded
+//! mailbox (a backlog: the moment the locked queue spills to a buffer, `queue.rs`), so a process
+//! that only ever gets one message at a time (a request, a ring token) never pays for one. It then
+//! stays with the *cell*, for the processes it hosts later too: a sender that read the pointer may
+//! still be pushing into it after the process finished, and freeing it safely would need a
+//! reclamation scheme (epochs, or a count of senders inside) that costs every send. The cost is
+//! bounded: [`RING_SLOTS`] events, 4.1 KB on x86_64 whatever the flood (`RING_BYTES`, checked at
+//! compile time), once per cell that ever had a backlog — where tokio's mpsc allocates a
+//! 32-slot block for every channel up front. A flood beyond that goes to the locked queue, which `close` frees as before.
+//!
+//! # Protocol 7: a lock-free send
+//! 1. The sender loads the gate (`Acquire`). It continues only if the gate is `Open` with the
+//!    generation of the PID it names, the message qualifies (above) and a ring is installed;
+//!    otherwise it takes the locked path, which also decides every refusal (`Closed`, `Gone`,
+//!    `Dropped`), so refusals mean the same on both paths.
+//! 2. It pushes `(generation, event)` into the ring. A full ring hands the event back: locked
+//!    path.
+//! 3. It calls [`StateWord::transition_on_event`](crate::process::state::StateWord) (protocol 2,
+//!    step 2) without the lock. On `Wake` it takes the lock only to clone the registered waker,
+//!    then wakes after unlocking.
+//! 4. Every *consumer* of the ring holds the mailbox lock, so the ring has one consumer at a
+//!    time: the drain (the locked queue first, then the ring), a locked push (moves the ring's
+//!    events into the queue before queueing its own), `close` (drops them with the queue). An
+//!    event whose generation is not the gate's is *stale* — pushed after its process's `close`
+//!    took the ring's contents — and is dropped, after the lock is released (its payload's
+//!    destructor is user code, which may send to this very process).
+//!
+//! **No wake is lost.** Step 3 comes after step 2's push is published, so protocol 2's argument
+//! carries over unchanged: the sender's RMW on the state word is ordered before the worker's park
+//! (which then fails, and the drain that follows sees the event) or after it (then the sender
+//! wakes).
+//!
+//! **Nothing reaches a later process.** A stale event carries its generation, and every consumer
+//! compares it with the gate. The sender's step 3 may still touch the next process's state word:
+//! at worst one spurious poll, which finds nothing (a step may always see an empty batch).
+//!
+//! **Each sender's messages stay in order** across the two paths. Locked queue before ring is
+//! the order of every drain, and a locked push first moves the ring into the queue: a message a
+//! sender pushed to the ring is in the queue before that sender's next, locked, event; and a
+//! message it queued under the lock is already in the queue when its next one enters the ring.
+//!
+//! Checked by `loom_lock_free_send_racing_a_park`, `loom_lock_free_send_racing_close_and_reuse`
+//! and `loom_one_senders_messages_keep_their_order_across_both_paths`
+//! (`process/tests/loom_intake.rs`).
+
+use super::{Admission, Generation, Phase};
+use crate::loom::atomic::{AtomicPtr, AtomicU64, Ordering};
+use crate::process::{drop_contained, Event};
+
+/// Slots in a mailbox's ring. Enough for a sender to run ahead of a draining worker by a batch
+/// or two (the worker drains up to `max_batch` events per step); a longer backlog queues under
+/// the lock.
+pub(crate) const RING_SLOTS: usize = 32;
+
+/// A queued event and the generation it was sent to.
+pub(super) type Stamped = (Generation, Event);
+
+#[cfg(not(loom))]
+type Ring = crossbeam_queue::ArrayQueue<Stamped>;
+#[cfg(loom)]
+type Ring = loom_ring::Ring;
+
+/// What an installed ring costs, slots and their stamps included (module docs: the bound).
+#[cfg(not(loom))]
+const RING_BYTES: usize = std::mem::size_of::<Ring>()
+    + RING_SLOTS * (std::mem::size_of::<Stamped>() + std::mem::size_of::<usize>());
+
+// What a cell keeps once it had a backlog: a few kilobytes, whatever the flood. An `Event` that
+// grows must not silently make every backlogged cell pay for it.
+#[cfg(not(loom))]
+const _: () = assert!(RING_BYTES <= 5 * 1024);
+
+/// The cell's generation and phase, readable without the lock (module docs, "The gate").
+pub(super) struct Gate(AtomicU64);
+
+impl Gate {
+    /// `Free`, generation 0: a new cell.
+    pub(super) fn new() -> Gate {
+        Gate(AtomicU64::new(encode(0, Phase::Free)))
+    }
+
+    /// The generation and phase. Under the mailbox lock this is the current value (the lock
+    /// orders every write); without it, the value of some recent moment (protocol 7, step 1).
+    #[inline]
+    pub(super) fn load(&self) -> (Generation, Phase) {
+        decode(self.0.load(Ordering::Acquire))
+    }
+
+    /// Sets both. Only under the mailbox lock.
+    #[inline]
+    pub(super) fn store(&self, generation: Generation, phase: Phase) {
+        self.0.store(encode(generation, phase), Ordering::Release);
+    }
+
+    /// Whether a push bound to `generation` (`None`: the current one) may enter.
+    pub(super) fn admission(&self, generation: Option<Generation>) -> Admission {
+        let (current, phase) = self.load();
+        if generation.is_some_and(|g| g != current) {
+            return Admission::Gone;
+        }
+        match phase {
+            Phase::Open => Admission::Accepted,
+            Phase::Closing => Admission::Closed,
+            Phase::Free => Admission::Gone,
+        }
+    }
+
+    /// `true` if the process of `generation` is open: the fast path's check (protocol 7, step 1).
+    #[inline]
+    pub(super) fn is_open(&self, generation: Generation) -> bool {
+        self.0.load(Ordering::Acquire) == encode(generation, Phase::Open)
+    }
+}
+
+fn encode(generation: Generation, phase: Phase) -> u64 {
+    let phase = match phase {
+        Phase::Free => 0,
+        Phase::Open => 1,
+        Phase::Closing => 2,
+    };
+    generation << 2 | phase
+}
+
+fn decode(word: u64) -> (Generation, Phase) {
+    let phase = match word & 3 {
+        0 => Phase::Free,
+        1 => Phase::Open,
+        _ => Phase::Closing,
+    };
+    (word >> 2, phase)
+}
+
+/// The cell's ring, once installed (module docs, "The ring").
+pub(super) struct Intake {
+    /// Null until [`install`](Self::install); then a `Box<Ring>` owned by this `Intake`, freed
+    /// only by its `Drop`.
+    ring: AtomicPtr<Ring>,
+}
+
+impl Intake {
+    pub(super) fn new() -> Intake {
+        Intake {
+            ring: AtomicPtr::new(std::ptr::null_mut()),
+        }
+    }
+
+    /// The ring, if installed.
+    #[inline]
+    fn ring(&self) -> Option<&Ring> {
+        let ring = self.ring.load(Ordering::Acquire);
+        // SAFETY: a non-null pointer came from `Box::into_raw` in `install` (published with
+        // `Release`, read here with `Acquire`, so the ring's initialisation is visible), and it
+        // is freed only by `Drop`, which has `&mut self`: it outlives every `&self` borrow.
+        unsafe { ring.as_ref() }
+    }
+
+    /// `true` once a ring is installed.
+    #[inline]
+    pub(super) fn is_installed(&self) -> bool {
+        !self.ring.load(Ordering::Acquire).is_null()
+    }
+
+    /// Installs the ring if there is none. Under the mailbox lock, which makes the check and the
+    /// store one step: two installs never race.
+    pub(super) fn install(&self) {
+        if self.is_installed() {
+            return;
+        }
+        let ring = Box::into_raw(Box::new(Ring::new(RING_SLOTS)));
+        self.ring.store(ring, Ordering::Release);
+    }
+
+    /// Protocol 7, step 2: queues `event` for `generation`, or hands it back if there is no ring
+    /// or it is full.
+    #[inline]
+    pub(super) fn push(&self, generation: Generation, event: Event) -> Result<(), Event> {
+        match self.ring() {
+            Some(ring) => ring.push((generation, event)).map_err(|(_, event)| event),
+            None => Err(event),
+        }
+    }
+
+    /// The oldest event. Only under the mailbox lock (protocol 7, step 4).
+    #[inline]
+    pub(super) fn pop(&self) -> Option<Stamped> {
+        self.ring()?.pop()
+    }
+
+    /// Events in the ring (stale ones included). Only under the mailbox lock, for statistics.
+    pub(super) fn len(&self) -> usize {
+        self.ring().map_or(0, Ring::len)
+    }
+
+    /// `true` if no event is in the ring.
+    #[inline]
+    pub(super) fn is_empty(&self) -> bool {
+        self.ring().is_none_or(Ring::is_empty)
+    }
+}
+
+impl Drop for Intake {
+    fn drop(&mut self) {
+        // A load rather than `get_mut`, which loom's atomics lack; `&mut self` orders it anyway.
+        let ring = self.ring.load(Ordering::Acquire);
+        if ring.is_null() {
+            return;
+        }
+        // SAFETY: installed by `Box::into_raw`, never freed before; `&mut self` means no sender
+        // holds a reference any more.
+        let ring = unsafe { Box::from_raw(ring) };
+        // Payload destructors are user code: contained one by one, as everywhere else.
+        while let Some((_, event)) = ring.pop() {
+            drop_contained(event);
+        }
+    }
+}
+
+/// Events the ring held for a finished incarnation (protocol 7, step 4), collected under the
+/// lock and dropped when this value is, after the lock: declare it *before* the guard.
+#[derive(Default)]
+pub(super) struct Stale(Vec<Event>);
+
+impl Stale {
+    pub(super) fn push(&mut self, event: Event) {
+        self.0.push(event);
+    }
+}
+
+impl Drop for Stale {
+    fn drop(&mut self) {
+        for event in self.0.drain(..) {
+            drop_contained(event);
+        }
+    }
+}
+
+/// A mutex-backed stand-in for `ArrayQueue` under loom: the same contract (bounded, FIFO,
+/// linearizable `push`/`pop`), built from loom's primitives so the models explore our protocol
+/// around it. crossbeam's queue is tested by its own suite, Miri included.
+#[cfg(loom)]
+mod loom_ring {
+    use super::Stamped;
+    use crate::loom::{lock, Mutex};
+    use std::collections::VecDeque;
+
+    pub(crate) struct Ring {
+        slots: Mutex<VecDeque<Stamped>>,
+        capacity: usize,
+    }
+
+    impl Ring {
+        pub(crate) fn new(capacity: usize) -> Ring {
+            Ring {
+                slots: Mutex::new(VecDeque::new()),
+                capacity,
+            }
+        }
+
+        pub(crate) fn push(&self, value: Stamped) -> Result<(), Stamped> {
+            let mut slots = lock(&self.slots);
+            if slots.len() == self.capacity {
+                return Err(value);
+            }
+            slots.push_back(value);
+            Ok(())
+        }
+
+        pub(crate) fn pop(&self) -> Option<Stamped> {
+            lock(&self.slots).pop_front()
+        }
+
+        pub(crate) fn len(&self) -> usize {
+            lock(&self.slots).len()
+        }
+
+        pub(crate) fn is_empty(&self) -> bool {
+            lock(&self.slots).is_empty()
+        }
+    }
+}

@@ -1,0 +1,259 @@
+//! The mailbox's lock-free path (`mailbox/intake.rs`): when the ring is installed, what takes
+//! it, the order of one sender's messages across both paths, stale events, and what the ring
+//! keeps.
+
+use crate::loom::atomic::{AtomicUsize, Ordering::SeqCst};
+use crate::process::mailbox::intake::RING_SLOTS;
+use crate::process::mailbox::{Admission, Drained, Generation, ProcessCell};
+use crate::process::{CommandError, Event, Events, Message, TopicBudget};
+use crate::Payload;
+use std::sync::Arc;
+
+fn message(n: u64) -> Message {
+    Message::new("n", Payload::new(n))
+}
+
+fn send(cell: &ProcessCell, generation: Generation, n: u64) {
+    cell.deliver_message(generation, message(n))
+        .expect("the mailbox accepts the message");
+}
+
+/// The numbers of the drained messages, and completion tags as `1000 + tag`.
+fn drain_numbers(cell: &ProcessCell, max: usize) -> (Drained, Vec<u64>) {
+    let mut events = Events::default();
+    let drained = cell.mailbox.drain_into(&mut events, max, None);
+    let numbers = events
+        .drain()
+        .map(|event| match event {
+            Event::Message(m) => m.payload.take::<u64>().unwrap(),
+            Event::YieldComplete { tag, .. } => 1000 + tag,
+            other => panic!("unexpected {other:?}"),
+        })
+        .collect();
+    (drained, numbers)
+}
+
+/// Drains batch after batch of `max` until the mailbox is empty.
+fn drain_all(cell: &ProcessCell, max: usize) -> Vec<u64> {
+    let mut all = Vec::new();
+    loop {
+        let (drained, numbers) = drain_numbers(cell, max);
+        assert!(numbers.len() <= max);
+        all.extend(numbers);
+        if drained == Drained::All {
+            return all;
+        }
+    }
+}
+
+/// Counts its drops: a payload that must be dropped exactly once.
+struct Counted(Arc<AtomicUsize>);
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, SeqCst);
+    }
+}
+
+fn counted(drops: &Arc<AtomicUsize>) -> Event {
+    Event::Message(Message::new("c", Payload::new(Counted(drops.clone()))))
+}
+
+#[test]
+fn a_lone_message_takes_the_locked_path_and_installs_nothing() {
+    let (cell, generation) = ProcessCell::new_open();
+    send(&cell, generation, 1);
+    assert_eq!(cell.mailbox.ring_len(), None);
+    assert_eq!(drain_all(&cell, 8), [1]);
+    send(&cell, generation, 2);
+    assert_eq!(cell.mailbox.ring_len(), None, "one at a time is no backlog");
+}
+
+#[test]
+fn a_backlog_installs_the_ring_and_later_messages_take_it_in_order() {
+    let (cell, generation) = ProcessCell::new_open();
+    send(&cell, generation, 1);
+    send(&cell, generation, 2);
+    assert_eq!(
+        cell.mailbox.ring_len(),
+        Some(0),
+        "the second message installed it"
+    );
+    send(&cell, generation, 3);
+    send(&cell, generation, 4);
+    assert_eq!(cell.mailbox.ring_len(), Some(2));
+    assert_eq!(cell.info(None).unwrap().mailbox_depth, 4);
+    assert_eq!(drain_all(&cell, 3), [1, 2, 3, 4]);
+    assert_eq!(cell.survey().max_depth, 4);
+}
+
+#[test]
+fn one_senders_messages_keep_their_order_across_both_paths() {
+    let (cell, generation) = ProcessCell::new_open();
+    send(&cell, generation, 0);
+    send(&cell, generation, 1);
+    let budget = TopicBudget {
+        max_items: 100,
+        max_bytes: usize::MAX,
+    };
+    for n in 2..40 {
+        if n % 5 == 0 {
+            // Budgeted: the locked path, behind the ring's messages.
+            cell.deliver_message(generation, message(n).with_budget(budget, 1))
+                .unwrap();
+        } else if n % 7 == 0 {
+            let completion = Event::YieldComplete {
+                tag: n,
+                result: Err(CommandError::Cancelled),
+            };
+            assert_eq!(cell.deliver(generation, completion), Admission::Accepted);
+        } else {
+            send(&cell, generation, n);
+        }
+    }
+    let expected: Vec<u64> = (0..40)
+        .map(|n| {
+            if n % 7 == 0 && n % 5 != 0 && n >= 2 {
+                1000 + n
+            } else {
+                n
+            }
+        })
+        .collect();
+    assert_eq!(drain_all(&cell, 4), expected);
+}
+
+#[test]
+fn a_full_ring_overflows_into_the_locked_queue_and_order_holds() {
+    let (cell, generation) = ProcessCell::new_open();
+    let total = RING_SLOTS as u64 * 3 + 5;
+    for n in 0..total {
+        send(&cell, generation, n);
+    }
+    assert!(cell.mailbox.ring_len().unwrap() <= RING_SLOTS);
+    assert_eq!(cell.info(None).unwrap().mailbox_depth, total as usize);
+    assert_eq!(drain_all(&cell, 7), (0..total).collect::<Vec<_>>());
+    // Interleaved sends and drains: still one order.
+    let mut seen = Vec::new();
+    for n in 0..total {
+        send(&cell, generation, n);
+        if n % 11 == 0 {
+            seen.extend(drain_numbers(&cell, 5).1);
+        }
+    }
+    seen.extend(drain_all(&cell, 5));
+    assert_eq!(seen, (0..total).collect::<Vec<_>>());
+}
+
+#[test]
+fn a_bounded_mailbox_never_installs_a_ring() {
+    let cell = ProcessCell::new(4);
+    let generation = cell.open();
+    for n in 0..4 {
+        send(&cell, generation, n);
+    }
+    let refused = cell.deliver_message(generation, message(4)).unwrap_err();
+    assert_eq!(refused.0, Admission::Dropped);
+    assert_eq!(cell.mailbox.ring_len(), None);
+    assert_eq!(drain_all(&cell, 8), [0, 1, 2, 3]);
+}
+
+#[test]
+fn close_drops_the_rings_messages_once_and_the_next_process_starts_empty() {
+    let (cell, generation) = ProcessCell::new_open();
+    let drops = Arc::new(AtomicUsize::new(0));
+    send(&cell, generation, 0);
+    send(&cell, generation, 1);
+    for _ in 0..3 {
+        cell.deliver(generation, counted(&drops));
+    }
+    // Those went through the locked path (`deliver` takes it for every event); now the ring:
+    for _ in 0..3 {
+        let Event::Message(m) = counted(&drops) else {
+            unreachable!()
+        };
+        cell.deliver_message(generation, m).unwrap();
+    }
+    assert_eq!(cell.mailbox.ring_len(), Some(3));
+    cell.close();
+    assert_eq!(drops.load(SeqCst), 6);
+    assert_eq!(cell.release(), generation);
+    let next = cell.open();
+    assert_eq!(
+        cell.mailbox.ring_len(),
+        Some(0),
+        "the ring stays with the cell"
+    );
+    assert!(drain_all(&cell, 8).is_empty());
+    send(&cell, next, 7);
+    assert_eq!(drain_all(&cell, 8), [7]);
+    assert_eq!(drops.load(SeqCst), 6);
+}
+
+#[test]
+fn a_message_a_late_sender_pushed_after_close_never_reaches_the_next_process() {
+    let (cell, old) = ProcessCell::new_open();
+    let drops = Arc::new(AtomicUsize::new(0));
+    send(&cell, old, 0);
+    send(&cell, old, 1);
+    cell.close();
+    // A sender that read the open gate just before `close` pushes now.
+    assert!(cell.mailbox.push_to_ring(old, counted(&drops)).is_ok());
+    assert_eq!(cell.release(), old);
+    let new = cell.open();
+    send(&cell, new, 5);
+    // The next process's drain finds it stale and drops it, once.
+    assert_eq!(drain_all(&cell, 8), [5]);
+    assert_eq!(drops.load(SeqCst), 1);
+    // A stale event met by a locked push is dropped too.
+    assert!(cell.mailbox.push_to_ring(old, counted(&drops)).is_ok());
+    let completion = Event::YieldComplete {
+        tag: 3,
+        result: Err(CommandError::Cancelled),
+    };
+    assert_eq!(cell.deliver(new, completion), Admission::Accepted);
+    assert_eq!(drops.load(SeqCst), 2);
+    assert_eq!(drain_all(&cell, 8), [1003]);
+}
+
+#[test]
+fn dropping_the_cell_drops_what_its_ring_holds() {
+    let drops = Arc::new(AtomicUsize::new(0));
+    {
+        let (cell, generation) = ProcessCell::new_open();
+        send(&cell, generation, 0);
+        send(&cell, generation, 1);
+        cell.close();
+        assert!(cell
+            .mailbox
+            .push_to_ring(generation, counted(&drops))
+            .is_ok());
+        assert_eq!(drops.load(SeqCst), 0);
+    }
+    assert_eq!(drops.load(SeqCst), 1);
+}
+
+#[test]
+fn refusals_are_the_same_with_a_ring_installed() {
+    let (cell, old) = ProcessCell::new_open();
+    send(&cell, old, 0);
+    send(&cell, old, 1);
+    cell.close();
+    assert_eq!(
+        cell.deliver_message(old, message(2)).unwrap_err().0,
+        Admission::Closed
+    );
+    assert_eq!(cell.release(), old);
+    assert_eq!(
+        cell.deliver_message(old, message(3)).unwrap_err().0,
+        Admission::Gone
+    );
+    let new = cell.open();
+    assert_eq!(
+        cell.deliver_message(old, message(4)).unwrap_err().0,
+        Admission::Gone
+    );
+    assert_eq!(cell.mailbox.ring_len(), Some(0));
+    send(&cell, new, 9);
+    assert_eq!(drain_all(&cell, 8), [9]);
+}

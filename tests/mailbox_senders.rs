@@ -1,0 +1,205 @@
+//! Many threads sending to processes at once: the mailbox's lock-free path and its locked path
+//! together (`src/process/mailbox/intake.rs`). Every message is counted: none lost, none
+//! delivered twice, none delivered to a process it was not sent to, each sender's order kept,
+//! every payload dropped exactly once.
+
+mod support;
+
+use procsched::{
+    BoxError, Event, Events, InitError, Message, Payload, Pid, Process, ProcessContext, Scheduler,
+    SendErrorKind, StepOutput, TopicBudget,
+};
+use std::sync::{Arc, Barrier};
+use std::thread;
+use support::*;
+
+const SENDERS: usize = 4;
+
+/// A budget no test reaches: it only sends a message down the locked path.
+const LOOSE: TopicBudget = TopicBudget {
+    max_items: usize::MAX,
+    max_bytes: usize::MAX,
+};
+
+/// Receives `(sender, sequence)` messages until `stop`, checking that each sender's sequence
+/// numbers arrive in order with none missing; finishes with how many it received.
+struct Ordered {
+    next: Vec<u64>,
+    received: u64,
+}
+
+impl Process for Ordered {
+    type Output = u64;
+    fn init(&mut self, _: &ProcessContext<'_>, _: &str, _: Payload) -> Result<(), InitError> {
+        Ok(())
+    }
+
+    fn step(&mut self, events: &mut Events, out: &mut StepOutput<u64>) -> Result<(), BoxError> {
+        for event in events.drain() {
+            let Event::Message(message) = event else {
+                return Err(format!("unexpected {event:?}").into());
+            };
+            if message.topic == "stop" {
+                out.done(self.received);
+                return Ok(());
+            }
+            let (sender, sequence) = message.payload.take::<(usize, u64)>()?;
+            if sequence != self.next[sender] {
+                return Err(format!(
+                    "sender {sender}: got {sequence}, expected {}",
+                    self.next[sender]
+                )
+                .into());
+            }
+            self.next[sender] += 1;
+            self.received += 1;
+        }
+        out.idle();
+        Ok(())
+    }
+}
+
+#[test]
+fn every_message_from_every_sender_arrives_once_and_in_each_senders_order() {
+    let per_sender = scaled(250_000) as u64;
+    let sched = Scheduler::builder().workers(2).build().unwrap();
+    let receiver = sched
+        .spawn(
+            Ordered {
+                next: vec![0; SENDERS],
+                received: 0,
+            },
+            "run",
+            Payload::empty(),
+        )
+        .unwrap();
+    let pid = receiver.pid();
+    let start = Arc::new(Barrier::new(SENDERS));
+    let senders: Vec<_> = (0..SENDERS)
+        .map(|sender| {
+            let handle = sched.handle().clone();
+            let start = start.clone();
+            thread::spawn(move || {
+                start.wait();
+                for sequence in 0..per_sender {
+                    let mut message = Message::new("n", Payload::new((sender, sequence)));
+                    // One in sixteen takes the locked path, between lock-free ones.
+                    if sequence % 16 == 0 {
+                        message = message.with_budget(LOOSE, 1);
+                    }
+                    handle.send(pid, message).unwrap();
+                }
+            })
+        })
+        .collect();
+    for sender in senders {
+        sender.join().unwrap();
+    }
+    sched
+        .send(pid, Message::new("stop", Payload::empty()))
+        .unwrap();
+    let received = sched.block_on(receiver).unwrap();
+    assert_eq!(received, per_sender * SENDERS as u64);
+}
+
+/// Finishes after `limit` messages, each of which must be addressed to it.
+struct ShortLived {
+    pid: Option<Pid>,
+    limit: usize,
+    received: usize,
+}
+
+impl Process for ShortLived {
+    type Output = usize;
+    fn init(&mut self, ctx: &ProcessContext<'_>, _: &str, _: Payload) -> Result<(), InitError> {
+        self.pid = Some(ctx.pid());
+        Ok(())
+    }
+
+    fn step(&mut self, events: &mut Events, out: &mut StepOutput<usize>) -> Result<(), BoxError> {
+        for event in events.drain() {
+            let Event::Message(message) = event else {
+                return Err(format!("unexpected {event:?}").into());
+            };
+            let addressed = message.payload.take::<Tracked>()?;
+            if Some(addressed.value) != self.pid.map(Pid::as_u64) {
+                return Err(format!("{:?} got a message for {}", self.pid, addressed.value).into());
+            }
+            self.received += 1;
+            if self.received == self.limit {
+                out.done(self.received);
+                return Ok(());
+            }
+        }
+        out.idle();
+        Ok(())
+    }
+}
+
+#[test]
+fn messages_racing_their_receivers_finish_reach_no_other_process_and_are_dropped_once() {
+    let rounds = scaled(200);
+    let sched = Scheduler::builder().workers(2).build().unwrap();
+    let tracker = Tracker::new();
+    let mut rng = Rng::new(7);
+    let mut accepted = 0;
+    let mut received = 0;
+    for _ in 0..rounds {
+        // Each round reuses the cells the last one freed.
+        let receivers: Vec<_> = (0..4)
+            .map(|_| {
+                let process = ShortLived {
+                    pid: None,
+                    limit: 1 + rng.below(64) as usize,
+                    received: 0,
+                };
+                sched.spawn(process, "run", Payload::empty()).unwrap()
+            })
+            .collect();
+        let pids: Vec<Pid> = receivers.iter().map(|r| r.pid()).collect();
+        let start = Arc::new(Barrier::new(SENDERS));
+        let senders: Vec<_> = (0..SENDERS)
+            .map(|sender| {
+                let handle = sched.handle().clone();
+                let start = start.clone();
+                let pids = pids.clone();
+                let tracker = tracker.clone();
+                thread::spawn(move || {
+                    start.wait();
+                    let mut accepted = 0;
+                    for n in 0..100 {
+                        let pid = pids[(sender + n) % pids.len()];
+                        let payload = Payload::new(tracker.track(pid.as_u64()));
+                        match handle.send(pid, Message::new("n", payload)) {
+                            Ok(()) => accepted += 1,
+                            Err(error) => assert!(matches!(
+                                error.kind(),
+                                SendErrorKind::NotFound | SendErrorKind::Closed
+                            )),
+                        }
+                    }
+                    accepted
+                })
+            })
+            .collect();
+        for sender in senders {
+            accepted += sender.join().unwrap();
+        }
+        // Whoever did not reach its limit is told to stop by its own message count.
+        for receiver in receivers {
+            match sched.terminate(receiver.pid()) {
+                Ok(()) => {
+                    let _ = sched.block_on(receiver);
+                }
+                Err(_) => received += sched.block_on(receiver).unwrap(),
+            }
+        }
+    }
+    assert!(
+        received <= accepted,
+        "{received} received of {accepted} accepted"
+    );
+    assert!(received > 0);
+    drop(sched);
+    tracker.wait_all_dropped("every payload, delivered, refused or stale, dropped once");
+}
