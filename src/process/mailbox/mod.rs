@@ -41,7 +41,7 @@ use super::{drop_contained, Event, Events, Message, ProcessState};
 use crate::executor::TaskRef;
 use crate::loom::{lock, Mutex};
 use budget::TopicMap;
-use intake::{Gate, Intake, Stale};
+use intake::{Gate, Intake, Stale, RING_INSTALL_DEPTH};
 use std::task::Waker;
 
 /// The generation a producer is bound to.
@@ -227,10 +227,42 @@ impl ProcessCell {
         generation: Generation,
         message: Message,
     ) -> Result<(), (Admission, Message)> {
-        let event = match self.try_push_lock_free(generation, message) {
-            Ok(()) => return Ok(()),
-            Err(event) => event,
-        };
+        if self.may_push_lock_free(generation, &message) {
+            return self.deliver_lock_free(generation, message);
+        }
+        self.deliver_locked(generation, Event::Message(message))
+    }
+
+    /// Protocol 7 of `intake.rs`, steps 2 and 3; a full ring sends the message down the locked
+    /// path. Out of line: the path without a ring — most mailboxes — stays as short as before.
+    #[inline(never)]
+    #[allow(clippy::result_large_err)] // as `deliver_message`
+    fn deliver_lock_free(
+        &self,
+        generation: Generation,
+        message: Message,
+    ) -> Result<(), (Admission, Message)> {
+        match self
+            .mailbox
+            .intake
+            .push(generation, Event::Message(message))
+        {
+            Ok(()) => {
+                self.wake_after_lock_free_push();
+                Ok(())
+            }
+            Err(event) => self.deliver_locked(generation, event),
+        }
+    }
+
+    /// A message's locked push, handing it back if refused.
+    #[inline]
+    #[allow(clippy::result_large_err)] // as `deliver_message`
+    fn deliver_locked(
+        &self,
+        generation: Generation,
+        event: Event,
+    ) -> Result<(), (Admission, Message)> {
         self.try_push(Some(generation), event, false)
             .map_err(|(admission, event)| match event {
                 Event::Message(message) => (admission, message),
@@ -238,26 +270,27 @@ impl ProcessCell {
             })
     }
 
-    /// Protocol 7 of `intake.rs`, steps 1–3: queues `message` without the lock if it may, or
-    /// hands it back, as an event, for the locked path (which also decides any refusal).
+    /// Protocol 7 of `intake.rs`, step 1: whether `message` may skip the lock. Checked before
+    /// the message becomes an event, so that a mailbox without a ring — most of them — pays one
+    /// load for the lock-free path and moves the message no more than before.
     #[inline]
-    fn try_push_lock_free(&self, generation: Generation, message: Message) -> Result<(), Event> {
+    fn may_push_lock_free(&self, generation: Generation, message: &Message) -> bool {
         let mailbox = &self.mailbox;
-        let event = Event::Message(message);
-        if mailbox.capacity != usize::MAX
-            || matches!(&event, Event::Message(m) if m.budget.is_some())
-            || !mailbox.gate.is_open(generation)
-        {
-            return Err(event);
-        }
-        mailbox.intake.push(generation, event)?;
+        mailbox.capacity == usize::MAX
+            && message.budget.is_none()
+            && mailbox.intake.is_installed()
+            && mailbox.gate.is_open(generation)
+    }
+
+    /// Protocol 7 of `intake.rs`, step 3: after a lock-free push, protocol 2's step 2.
+    #[inline]
+    fn wake_after_lock_free_push(&self) {
         if self.state.transition_on_event() == TransitionOnEvent::Wake {
             // The one step that needs the lock: the waker lives under it. This sender alone
             // moved the process out of `Blocked`/`Idle`, so this sender alone wakes it.
-            let waker = lock(&mailbox.inner).waker.clone();
+            let waker = lock(&self.mailbox.inner).waker.clone();
             wake(waker);
         }
-        Ok(())
     }
 
     fn push(&self, generation: Option<Generation>, event: Event, completion: bool) -> Admission {
@@ -311,15 +344,15 @@ impl ProcessCell {
             // Coalesced: the queued one has already woken (or flagged) the process.
             return Ok(());
         }
-        // A second event behind the first: a backlog, which installs the lock-free path for the
-        // messages that can take it (`intake.rs`, "The ring").
+        // A lasting backlog installs the lock-free path for the messages that can take it
+        // (`intake.rs`, "The ring").
         let installs_ring = matches!(&event, Event::Message(m) if m.budget.is_none())
             && self.mailbox.capacity == usize::MAX;
         let depth = inner.events.push_back(event);
         if depth > inner.max_depth {
             inner.max_depth = depth;
         }
-        if depth >= 2 && installs_ring {
+        if depth >= RING_INSTALL_DEPTH && installs_ring {
             self.mailbox.intake.install();
         }
         let waker = self.waker_if_waiting(&inner);

@@ -9,18 +9,20 @@ use super::support::{drain, Polled};
 use crate::loom::atomic::{AtomicUsize, Ordering::SeqCst};
 use crate::loom::model::model;
 use crate::loom::{thread, Arc};
+use crate::process::mailbox::intake::RING_INSTALL_DEPTH;
 use crate::process::mailbox::{Admission, Drained, Generation, ProcessCell};
 use crate::process::state::{ParkAs, TransitionToParked};
 use crate::process::{Event, Events, Message, TopicBudget};
 use crate::Payload;
 
-/// A backlog of two messages installs the ring; drained, the mailbox is empty again.
+/// A backlog of [`RING_INSTALL_DEPTH`] messages installs the ring; drained, the mailbox is
+/// empty again. (Before the model's threads start: no interleavings to explore.)
 fn install_ring(cell: &ProcessCell, generation: Generation) {
-    for n in 0..2u64 {
+    for n in 0..RING_INSTALL_DEPTH as u64 {
         cell.deliver_message(generation, Message::new("n", Payload::new(n)))
             .unwrap();
     }
-    assert_eq!(drain(cell, None), (Drained::All, 2));
+    assert_eq!(drain(cell, None), (Drained::All, RING_INSTALL_DEPTH));
     assert_eq!(cell.mailbox.ring_len(), Some(0));
 }
 

@@ -3,7 +3,7 @@
 //! keeps.
 
 use crate::loom::atomic::{AtomicUsize, Ordering::SeqCst};
-use crate::process::mailbox::intake::RING_SLOTS;
+use crate::process::mailbox::intake::{RING_INSTALL_DEPTH, RING_SLOTS};
 use crate::process::mailbox::{Admission, Drained, Generation, ProcessCell};
 use crate::process::{CommandError, Event, Events, Message, TopicBudget};
 use crate::Payload;
@@ -69,27 +69,42 @@ fn a_lone_message_takes_the_locked_path_and_installs_nothing() {
     assert_eq!(cell.mailbox.ring_len(), None, "one at a time is no backlog");
 }
 
+/// A backlog of [`RING_INSTALL_DEPTH`] messages installs the ring; drained, the mailbox is
+/// empty again.
+fn install_ring(cell: &ProcessCell, generation: Generation) {
+    for n in 0..RING_INSTALL_DEPTH as u64 {
+        send(cell, generation, n);
+    }
+    assert_eq!(cell.mailbox.ring_len(), Some(0));
+    assert_eq!(drain_all(cell, 64).len(), RING_INSTALL_DEPTH);
+}
+
 #[test]
-fn a_backlog_installs_the_ring_and_later_messages_take_it_in_order() {
+fn a_lasting_backlog_installs_the_ring_and_later_messages_take_it_in_order() {
     let (cell, generation) = ProcessCell::new_open();
-    send(&cell, generation, 1);
-    send(&cell, generation, 2);
+    let depth = RING_INSTALL_DEPTH as u64;
+    for n in 0..depth - 1 {
+        send(&cell, generation, n);
+    }
     assert_eq!(
         cell.mailbox.ring_len(),
-        Some(0),
-        "the second message installed it"
+        None,
+        "a short backlog installs nothing"
     );
-    send(&cell, generation, 3);
-    send(&cell, generation, 4);
+    send(&cell, generation, depth - 1);
+    assert_eq!(cell.mailbox.ring_len(), Some(0), "this one installed it");
+    send(&cell, generation, depth);
+    send(&cell, generation, depth + 1);
     assert_eq!(cell.mailbox.ring_len(), Some(2));
-    assert_eq!(cell.info(None).unwrap().mailbox_depth, 4);
-    assert_eq!(drain_all(&cell, 3), [1, 2, 3, 4]);
-    assert_eq!(cell.survey().max_depth, 4);
+    assert_eq!(cell.info(None).unwrap().mailbox_depth, depth as usize + 2);
+    assert_eq!(drain_all(&cell, 3), (0..depth + 2).collect::<Vec<_>>());
+    assert_eq!(cell.survey().max_depth, depth as usize + 2);
 }
 
 #[test]
 fn one_senders_messages_keep_their_order_across_both_paths() {
     let (cell, generation) = ProcessCell::new_open();
+    install_ring(&cell, generation);
     send(&cell, generation, 0);
     send(&cell, generation, 1);
     let budget = TopicBudget {
@@ -162,8 +177,7 @@ fn a_bounded_mailbox_never_installs_a_ring() {
 fn close_drops_the_rings_messages_once_and_the_next_process_starts_empty() {
     let (cell, generation) = ProcessCell::new_open();
     let drops = Arc::new(AtomicUsize::new(0));
-    send(&cell, generation, 0);
-    send(&cell, generation, 1);
+    install_ring(&cell, generation);
     for _ in 0..3 {
         cell.deliver(generation, counted(&drops));
     }
@@ -194,8 +208,7 @@ fn close_drops_the_rings_messages_once_and_the_next_process_starts_empty() {
 fn a_message_a_late_sender_pushed_after_close_never_reaches_the_next_process() {
     let (cell, old) = ProcessCell::new_open();
     let drops = Arc::new(AtomicUsize::new(0));
-    send(&cell, old, 0);
-    send(&cell, old, 1);
+    install_ring(&cell, old);
     cell.close();
     // A sender that read the open gate just before `close` pushes now.
     assert!(cell.mailbox.push_to_ring(old, counted(&drops)).is_ok());
@@ -221,8 +234,7 @@ fn dropping_the_cell_drops_what_its_ring_holds() {
     let drops = Arc::new(AtomicUsize::new(0));
     {
         let (cell, generation) = ProcessCell::new_open();
-        send(&cell, generation, 0);
-        send(&cell, generation, 1);
+        install_ring(&cell, generation);
         cell.close();
         assert!(cell
             .mailbox
@@ -236,8 +248,7 @@ fn dropping_the_cell_drops_what_its_ring_holds() {
 #[test]
 fn refusals_are_the_same_with_a_ring_installed() {
     let (cell, old) = ProcessCell::new_open();
-    send(&cell, old, 0);
-    send(&cell, old, 1);
+    install_ring(&cell, old);
     cell.close();
     assert_eq!(
         cell.deliver_message(old, message(2)).unwrap_err().0,
