@@ -219,8 +219,21 @@ impl Intake {
 
     /// The oldest event. Only under the mailbox lock (protocol 7, step 4).
     #[inline]
-    pub(super) fn pop(&self) -> Option<Stamped> {
+    fn pop(&self) -> Option<Stamped> {
         self.ring()?.pop()
+    }
+
+    /// The oldest event sent to `generation`, setting aside the stale ones popped before it.
+    /// Only under the mailbox lock (protocol 7, step 4).
+    #[inline]
+    pub(super) fn pop_current(&self, generation: Generation, stale: &mut Stale) -> Option<Event> {
+        loop {
+            let (sent_to, event) = self.pop()?;
+            if sent_to == generation {
+                return Some(event);
+            }
+            stale.push(event);
+        }
     }
 
     /// Events in the ring (stale ones included). Only under the mailbox lock, for statistics.

@@ -579,29 +579,21 @@ impl Mailbox {
             return;
         }
         let (generation, _) = self.gate.load();
-        while let Some((sent_to, event)) = self.intake.pop() {
-            if sent_to == generation {
-                // Counted like a message queued under the lock: the drain gives it back.
-                inner.queued_messages += usize::from(matches!(event, Event::Message(_)));
-                let depth = inner.events.push_back(event);
-                inner.max_depth = inner.max_depth.max(depth);
-            } else {
-                stale.push(event);
-            }
+        while let Some(event) = self.intake.pop_current(generation, stale) {
+            // Counted like a message queued under the lock: the drain gives it back.
+            inner.queued_messages += usize::from(matches!(event, Event::Message(_)));
+            let depth = inner.events.push_back(event);
+            inner.max_depth = inner.max_depth.max(depth);
         }
     }
 
     /// Protocol 7 of `intake.rs`, step 4, under the lock: moves up to `room` of the ring's events
     /// into `events`, setting stale ones aside. `true` if some are left.
-    fn take_from_ring(&self, events: &mut Events, mut room: usize, stale: &mut Stale) -> bool {
+    fn take_from_ring(&self, events: &mut Events, room: usize, stale: &mut Stale) -> bool {
         let (generation, _) = self.gate.load();
-        while room > 0 {
-            match self.intake.pop() {
-                Some((sent_to, event)) if sent_to == generation => {
-                    events.push(event);
-                    room -= 1;
-                }
-                Some((_, event)) => stale.push(event),
+        for _ in 0..room {
+            match self.intake.pop_current(generation, stale) {
+                Some(event) => events.push(event),
                 None => return false,
             }
         }
