@@ -103,7 +103,7 @@ impl Queue {
 
     /// Queues a yield's completion, as `push_back(Event::YieldComplete { tag, result })`, but
     /// builds the event in its slot: the inline handler's hot path. Built on the stack and then
-    /// copied (what `push_back` compiles to), the 104-byte event is written in 8-byte pieces and
+    /// copied (what `push_back` compiles to), the 80-byte event is written in 8-byte pieces and
     /// read back in 16-byte ones, a store-forwarding stall per yield (perf on the process
     /// bench's `many_yields`: a quarter of the inline handler's samples).
     #[inline(always)]

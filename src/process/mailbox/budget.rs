@@ -25,7 +25,7 @@ impl Inner {
         if self.queued_messages >= capacity {
             return Admission::Dropped;
         }
-        let Some((budget, size)) = message.budget else {
+        let Some(&(budget, size)) = message.budget.as_deref() else {
             return Admission::Accepted;
         };
         let usage = self
@@ -54,7 +54,7 @@ impl Inner {
         match event {
             Event::Message(message) => {
                 self.queued_messages -= 1;
-                if let Some((_, size)) = message.budget {
+                if let Some(&(_, size)) = message.budget.as_deref() {
                     self.release_budget(&message.topic, size);
                 }
             }

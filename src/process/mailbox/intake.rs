@@ -36,7 +36,7 @@
 //! stays with the *cell*, for the processes it hosts later too: a sender that read the pointer may
 //! still be pushing into it after the process finished, and freeing it safely would need a
 //! reclamation scheme (epochs, or a count of senders inside) that costs every send. The cost is
-//! bounded: [`RING_SLOTS`] events, 4.1 KB on x86_64 whatever the flood (`RING_BYTES`, checked at
+//! bounded: [`RING_SLOTS`] events, 3.4 KB on x86_64 whatever the flood (`RING_BYTES`, checked at
 //! compile time), once per cell that ever had a backlog — where tokio's mpsc allocates a
 //! 32-slot block for every channel up front. A flood beyond that goes to the locked queue, which `close` frees as before.
 //!
