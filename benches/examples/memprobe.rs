@@ -6,15 +6,20 @@
 //! ```
 //!
 //! Spawns PROCESSES (default 100 000) processes from this thread; each yields one command to an
-//! async handler that waits on a closed semaphore, as `burst_spawn`'s processes wait at their
-//! gate. Once every handler has started, it prints, per live process:
+//! async handler that waits on a closed semaphore, in the shape of `burst_spawn`'s memory run
+//! (a `Payload` reply and output, the wait in a nested `async fn`: the sizes of the handler
+//! future and of the process task match the bench's). Once every handler has started, it
+//! prints, per live process:
 //!
 //! - the live heap growth (bytes requested, through a counting global allocator);
 //! - the peak RSS growth (`VmHWM`, what the bench reports; it includes malloc's headers and
 //!   rounding, and whatever the allocator's arenas keep);
 //! - the allocations still live, by requested size (those made at least once per process on
 //!   average), which names the parts: the process's cell, its task, the handler's tokio task
-//!   and its boxed future.
+//!   and its boxed future;
+//! - on glibc, the free space malloc keeps in its arenas (`mallinfo2`): memory that is resident
+//!   but holds no allocation, such as the alignment holes `memalign` leaves around tokio's
+//!   128-byte-aligned tasks.
 //!
 //! Then it opens the semaphore and checks every process finishes with the handler's reply.
 
@@ -69,7 +74,15 @@ struct Gate {
     open: Arc<tokio::sync::Semaphore>,
     arrived: Arc<AtomicUsize>,
 }
-procsched::command!(Gate => u64);
+procsched::command!(Gate => Payload);
+
+impl Gate {
+    /// Arrives and waits until the gate opens (closing the semaphore opens it).
+    async fn pass(&self) {
+        self.arrived.fetch_add(1, Relaxed);
+        let _ = self.open.acquire().await;
+    }
+}
 
 /// Yields one `Gate`, then finishes with its reply.
 struct Waiter {
@@ -77,19 +90,53 @@ struct Waiter {
 }
 
 impl Process for Waiter {
-    type Output = u64;
-    fn step(&mut self, events: &mut Events, out: &mut StepOutput<u64>) -> Result<(), BoxError> {
+    type Output = Payload;
+    fn step(&mut self, events: &mut Events, out: &mut StepOutput) -> Result<(), BoxError> {
         if let Some(gate) = self.gate.take() {
             out.yield_command(1, gate);
             out.wait();
             return Ok(());
         }
         match events.pop() {
-            Some(Event::YieldComplete { result, .. }) => out.done(result?.take::<u64>()?),
+            Some(Event::YieldComplete { result, .. }) => out.done(result?),
             _ => out.wait(),
         }
         Ok(())
     }
+}
+
+/// Bytes glibc's malloc holds free in its arenas (`mallinfo2().fordblks`); `None` elsewhere.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn malloc_free_bytes() -> Option<usize> {
+    /// glibc's `struct mallinfo2` (glibc 2.33 and later): the layout must be whole, though only
+    /// `fordblks` is read.
+    #[repr(C)]
+    #[allow(dead_code)]
+    struct MallInfo2 {
+        arena: usize,
+        ordblks: usize,
+        smblks: usize,
+        hblks: usize,
+        hblkhd: usize,
+        usmblks: usize,
+        fsmblks: usize,
+        uordblks: usize,
+        fordblks: usize,
+        keepcost: usize,
+    }
+    extern "C" {
+        fn mallinfo2() -> MallInfo2;
+    }
+    // SAFETY: `mallinfo2` takes no arguments and returns the struct by value; it only reads
+    // malloc's own statistics (under its arena locks).
+    let info = unsafe { mallinfo2() };
+    Some(info.fordblks)
+}
+
+/// Bytes glibc's malloc holds free in its arenas (`mallinfo2().fordblks`); `None` elsewhere.
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn malloc_free_bytes() -> Option<usize> {
+    None
 }
 
 /// This process's peak RSS, in bytes.
@@ -121,9 +168,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .workers(2)
         .tokio_handle(runtime.handle().clone())
         .async_handler(|gate: Gate| async move {
-            gate.arrived.fetch_add(1, Relaxed);
-            let _permit = gate.open.acquire().await;
-            Ok::<u64, BoxError>(1)
+            gate.pass().await;
+            Ok::<Payload, CommandError>(Payload::new(1u64))
         })
         .build()?;
     let open = Arc::new(tokio::sync::Semaphore::new(0));
@@ -131,6 +177,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut handles = Vec::with_capacity(processes);
 
     let (bytes_before, hwm_before) = (LIVE_BYTES.load(Relaxed), vm_hwm());
+    let free_before = malloc_free_bytes();
     TRACKING.store(true, Relaxed);
     for _ in 0..processes {
         let gate = Gate {
@@ -160,9 +207,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "  peak RSS growth:  {:.0} B per process",
         per(hwm_after.saturating_sub(hwm_before))
     );
+    if let (Some(before), Some(after)) = (free_before, malloc_free_bytes()) {
+        println!(
+            "  malloc's free space growth: {:.0} B per process (resident, holding no allocation)",
+            per(after.saturating_sub(before))
+        );
+    }
     println!(
         "  (the spawning thread's handle vector: {} B per process)",
-        std::mem::size_of::<ProcessHandle<u64>>()
+        std::mem::size_of::<ProcessHandle<Payload>>()
     );
     println!("  live allocations made during the burst, by requested size:");
     for (index, count) in LIVE_BY_CLASS.iter().enumerate() {
@@ -183,7 +236,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     open.close();
     for handle in handles {
         let reply = sched.block_on(handle)?;
-        assert_eq!(reply, 1, "every process finishes with the handler's reply");
+        assert_eq!(
+            reply.take::<u64>().ok(),
+            Some(1),
+            "every process finishes with the handler's reply"
+        );
     }
     sched.shutdown(std::time::Duration::from_secs(10));
     Ok(())
