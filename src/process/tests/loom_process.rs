@@ -106,16 +106,17 @@ fn open_cell() -> (Arc<ProcessCell>, Pid) {
     (cell, pid)
 }
 
-fn start(
-    wait: bool,
-    expected: usize,
-) -> (
+/// What [`start`] sets up: the executor, the cell and generation of the process, its close
+/// counter and its join handle.
+type Started = (
     Executor,
     Arc<ProcessCell>,
     Generation,
     Arc<AtomicUsize>,
     crate::executor::JoinHandle<Result<Payload, ProcessError>>,
-) {
+);
+
+fn start(wait: bool, expected: usize) -> Started {
     let executor = Executor::builder().workers(1).build().unwrap();
     let (cell, pid) = open_cell();
     let closes = Arc::new(AtomicUsize::new(0));
