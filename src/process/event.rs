@@ -43,6 +43,11 @@ pub enum Event {
     Woken,
 }
 
+// Every send moves an `Event` several times, and the mailbox's ring holds them in its slots:
+// one that grows (a new variant, a wider field) must be a decision, not an accident.
+#[cfg(target_pointer_width = "64")]
+const _: () = assert!(std::mem::size_of::<Event>() <= 80);
+
 /// A per-topic mailbox budget, declared by the sender of a message
 /// ([`Message::with_budget`]): how many messages, and how many bytes (as the senders declare
 /// them), of this topic may wait in the process's mailbox at once.
@@ -122,6 +127,10 @@ impl Message {
     /// counts against `budget.max_bytes`. Past the budget, `send` reports
     /// [`SendErrorKind::MailboxFull`](crate::SendErrorKind::MailboxFull) and the process receives one
     /// [`Event::MailboxOverflow`] for the topic.
+    ///
+    /// The budget is kept out of line (one small allocation), so that messages without one stay
+    /// small; a budgeted message also takes the mailbox's locked path, where the budget is
+    /// counted.
     ///
     /// # Examples
     ///
@@ -360,8 +369,3 @@ mod tests {
         assert!(events.is_empty());
     }
 }
-
-// Every send moves an `Event` several times, and the mailbox's ring holds them in its slots:
-// one that grows (a new variant, a wider field) must be a decision, not an accident.
-#[cfg(target_pointer_width = "64")]
-const _: () = assert!(std::mem::size_of::<Event>() <= 80);
