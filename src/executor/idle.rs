@@ -23,10 +23,10 @@
 //! A producer pushes, then (SeqCst fence) reads the word; a parking worker updates the word (SeqCst
 //! RMW), then (SeqCst fence) re-checks the queues. By the fences, either the producer sees the
 //! worker still unparked/searching — and then that worker's re-check sees the push — or the
-//! producer sees the worker parked and wakes it. Work pushed to a *specific* worker's inject queue
-//! follows the same pattern: the producer fences, reads the word and locks the sleeper list only
-//! if someone sleeps; the parker joins the list under that lock, fences and re-checks its inject
-//! queue. Either it sees the push, or the producer sees it parked (and then finds it on the list,
+//! producer sees the worker parked and wakes it. Work pushed to a *specific* worker's inject queues
+//! (its woken or yielded lane) follows the same pattern: the producer fences, reads the word and
+//! locks the sleeper list only if someone sleeps; the parker joins the list under that lock,
+//! fences and re-checks both lanes. Either it sees the push, or the producer sees it parked (and then finds it on the list,
 //! whose lock it cannot take before the parker has released it). Work pushed to the producer's
 //! *own deque* (a spawn or wake on a worker thread) behind other queued work too: the producer
 //! pushes, fences and reads the word; the last searcher to park fences after its update and

@@ -48,9 +48,9 @@ counters! {
     steal_ops,
     /// Tasks taken from the global queue.
     global_pops,
-    /// Batch transfers from the global queue or the worker's own inject queue into its deque.
+    /// Batch transfers from the global queue or the worker's own inject queues into its deque.
     inject_batches,
-    /// Tasks taken from the worker's own inject queue (wake affinity).
+    /// Tasks taken from the worker's own inject queues (woken and yielded lanes).
     inject_pops,
     /// Times the worker went to sleep.
     parks,

@@ -288,6 +288,7 @@ impl Builder {
             .map(|local| Remote {
                 stealer: local.stealer(),
                 inject: queue::Injector::new(),
+                woken: queue::Injector::new(),
                 parker: park::Parker::new(),
             })
             .collect();
@@ -755,9 +756,9 @@ impl fmt::Debug for Handle {
 
 /// Yields once: the task goes behind the other ready tasks, then runs again.
 ///
-/// On one of the executor's workers the task waits in that worker's inject queue: the worker runs
-/// its deque first, and every 61st task it looks at the global queue first, so neither local
-/// nor outside work is starved, while the task stays cache-warm on its worker (and idle workers
+/// On one of the executor's workers the task waits in that worker's yielded lane: the worker runs
+/// its deque and the tasks woken from outside first, and every 61st task it looks at the global
+/// queue and then the yielded lane first, so neither local nor outside work is starved, while the task stays cache-warm on its worker (and idle workers
 /// can still steal it). Anywhere else it goes to the global queue.
 ///
 /// # Examples

@@ -31,8 +31,8 @@
 //! `needed = min(stuck workers, max_spare)`: the number of spares that restores the configured
 //! parallelism.
 //! 1. Mark the stuck worker (a flag on its own cache line, `flags`): wakes from outside that
-//!    would go to its inject queue (affinity) go to the global injector instead.
-//! 2. Move what it had queued to the global injector: its inject queue and its deque (thieves'
+//!    would go to its woken lane (affinity) go to the global injector instead.
+//! 2. Move what it had queued to the global injector: its inject queues and its deque (thieves'
 //!    end) by the monitor; `block_in_place` pops its own deque. Each task is taken out of one
 //!    queue by one atomic pop and pushed to the injector with the producers' protocol
 //!    (`Shared::push_global`: fence, shutdown check, `notify_parked`). The executor has no LIFO
@@ -44,7 +44,7 @@
 //!    `spare.rs`.
 //!
 //! An active spare runs the ordinary worker loop on its own deque and steals from everyone,
-//! including the stuck worker's deque and inject queue. It never joins the idle protocol's
+//! including the stuck worker's deque and inject queues. It never joins the idle protocol's
 //! counts or sleeper list (`idle.rs`): producers neither count nor wake it, and the protocol's
 //! promises are made by the configured workers alone, as before. A spare is only ever *extra*
 //! consumption.
@@ -303,7 +303,7 @@ impl Monitor {
         self.tick_ns
     }
 
-    /// Hand-off step 1's flag: `true` if wakes for `worker` should avoid its inject queue.
+    /// Hand-off step 1's flag: `true` if wakes for `worker` should avoid its woken lane.
     pub(crate) fn is_stuck(&self, worker: usize) -> bool {
         self.flags[worker].load(Relaxed) != 0
     }

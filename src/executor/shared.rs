@@ -5,8 +5,8 @@
 //! |---|---|---|
 //! | spawn or wake on one of our worker threads | that worker's deque (LIFO: runs next, cache-warm) | a parked worker, if none is searching and the deque held other work; a lone task runs next on its worker, and if the poll before it blocks, the monitor nudges a parked worker after one tick (`monitor.rs`, "Nudge") |
 //! | spawn from outside | the global injector | a parked worker, if none is searching |
-//! | wake from outside of a task that ran before | the inject queue of the worker it last ran on (affinity); the global injector if that worker is a spare or stuck (`monitor.rs`) | that worker if it sleeps, else any parked worker |
-//! | a task woke itself while running (`yield_now`), on one of our configured workers | that worker's inject queue: behind its deque and the wakes queued before it; stays on the worker (cache-warm) but can be stolen | a parked worker, if none is searching |
+//! | wake from outside of a task that ran before | the *woken* lane of the worker it last ran on (affinity), which that worker takes before its yielded lane; the global injector if that worker is a spare or stuck (`monitor.rs`) | that worker if it sleeps, else any parked worker |
+//! | a task woke itself while running (`yield_now`), on one of our configured workers | that worker's *yielded* lane (`inject`): behind its deque, its woken lane and the yields queued before it; stays on the worker (cache-warm) but can be stolen | a parked worker, if none is searching |
 //! | a task woke itself while running, anywhere else (a spare, a stuck worker) | the global injector: behind all other ready work | a parked worker, if none is searching |
 //!
 //! Everything that lands in a queue stays reachable by every worker: deques through their
@@ -44,8 +44,12 @@ pub(crate) const STEAL_BATCH: usize = if cfg!(loom) { 2 } else { 32 };
 pub(crate) struct Remote {
     /// The thieves' end of the worker's deque.
     pub(crate) stealer: Stealer<Notified>,
-    /// Tasks woken from outside that last ran on this worker.
+    /// Tasks that yielded while running on this worker (`yield_now`, a process's `Continue`).
     pub(crate) inject: Injector<Notified>,
+    /// Tasks woken from outside that last ran on this worker: taken before `inject`, so that a
+    /// task with news does not wait behind every task that merely yielded (worker.rs, "Finding
+    /// work").
+    pub(crate) woken: Injector<Notified>,
     pub(crate) parker: Parker,
 }
 
@@ -187,8 +191,8 @@ impl Shared {
         let last = task.header().affinity.load(Relaxed);
         match self.remotes.get(last) {
             Some(remote) if last < self.workers && !self.monitor.is_stuck(last) => {
-                remote.inject.push(task);
-                self.after_shared_push(|| self.drain(&remote.inject));
+                remote.woken.push(task);
+                self.after_shared_push(|| self.drain(&remote.woken));
                 // Lock the sleeper list only if someone sleeps. Safe without the lock: the fence
                 // in `after_shared_push` pairs with the one a parking worker issues between
                 // joining the list and re-checking its inject queue (`idle.rs`).
@@ -233,7 +237,12 @@ impl Shared {
     pub(crate) fn hand_over_queues(&self, index: usize) {
         let remote = &self.remotes[index];
         let mut moved = false;
-        while let Some(task) = remote.stealer.steal().or_else(|| remote.inject.pop()) {
+        while let Some(task) = remote
+            .stealer
+            .steal()
+            .or_else(|| remote.woken.pop())
+            .or_else(|| remote.inject.pop())
+        {
             self.injector.push(task);
             moved = true;
         }
@@ -246,7 +255,7 @@ impl Shared {
     /// `true` if worker `index`'s deque or inject queue holds work (the monitor's nudge).
     pub(crate) fn has_queued_work(&self, index: usize) -> bool {
         let remote = &self.remotes[index];
-        !remote.stealer.is_empty() || !remote.inject.is_empty()
+        !remote.stealer.is_empty() || !remote.woken.is_empty() || !remote.inject.is_empty()
     }
 
     /// `true` if any shared queue or any deque holds work (the last searcher's re-check).
@@ -255,7 +264,7 @@ impl Shared {
             || self
                 .remotes
                 .iter()
-                .any(|r| !r.inject.is_empty() || !r.stealer.is_empty())
+                .any(|r| !r.woken.is_empty() || !r.inject.is_empty() || !r.stealer.is_empty())
     }
 
     pub(crate) fn is_shutdown(&self) -> bool {
@@ -318,6 +327,7 @@ impl Shared {
     pub(crate) fn cancel_all(&self) -> usize {
         self.drain(&self.injector);
         for remote in self.remotes.iter() {
+            self.drain(&remote.woken);
             self.drain(&remote.inject);
             while remote.stealer.steal().is_some() {}
         }

@@ -1,16 +1,23 @@
 //! A worker thread: find a task, run it, repeat; spin, then park, when there is none.
 //!
 //! # Finding work, in order
-//! 1. Every [`GLOBAL_POLL_INTERVAL`]th tick: the global injector first, then the own inject queue,
-//!    so work from outside is never starved by a worker busy with its own local work.
+//! 1. Every [`GLOBAL_POLL_INTERVAL`]th tick: the global injector first, then the own inject
+//!    queues, yielded lane before woken lane, so neither work from outside nor tasks that yielded
+//!    are starved by a worker busy with its own local work or with a stream of wakes.
 //! 2. The local deque, newest first (a freshly woken or spawned task runs while its data is
 //!    cache-warm). Every [`MAX_LOCAL_STREAK`]th local pop takes the *oldest* local task instead, so
 //!    two tasks waking each other forever cannot starve the rest of the deque.
-//! 3. The own inject queue (affinity wakes), then the global injector: one task plus up to 16 more
-//!    moved into the local deque in one batch.
+//! 3. The own inject queues, then the global injector: one task plus up to 16 more moved into the
+//!    local deque in one batch. The *woken* lane (tasks woken from outside that last ran here)
+//!    comes before the *yielded* lane (tasks that woke themselves while running here): a task
+//!    with news — a message to an idle process, a handler's completion — must not wait behind
+//!    every busy task that merely yielded. With both in one FIFO, a message round trip on a
+//!    worker cycling 50 `Continue`-ing processes took 40–60 µs instead of 12.5
+//!    (`docs/bench-process.md`, "The round-trip latency's slow mode").
 //! 4. Search (at most half of the workers at once, see `idle.rs`): visit the other workers in a
 //!    random order — start `r % n`, stride a number coprime with `n`, one random number per search —
-//!    stealing about half of a victim's deque (at most 32), or a batch of its inject queue.
+//!    stealing about half of a victim's deque (at most 32), or a batch of its inject queues
+//!    (woken lane first).
 //! 5. Nothing anywhere: spin (rounds 0..4, a growing busy-wait), yield the thread (rounds 4..16),
 //!    then park (`idle.rs` steps 4–5).
 //!
@@ -26,7 +33,7 @@
 
 use super::metrics::WorkerCounters;
 use super::monitor::Activity;
-use super::queue::Local;
+use super::queue::{Injector, Local};
 use super::shared::{Notified, Remote, Shared, INJECT_BATCH, STEAL_BATCH};
 use super::spare::Retire;
 use crate::loom::atomic::{fence, Ordering::*};
@@ -197,20 +204,27 @@ impl Core {
         let tick = self.tick.get().wrapping_add(1);
         self.tick.set(tick);
         if tick.is_multiple_of(GLOBAL_POLL_INTERVAL) {
-            if let Some(task) = self.pop_global().or_else(|| self.pop_inject()) {
+            if let Some(task) = self
+                .pop_global()
+                .or_else(|| self.pop_yielded())
+                .or_else(|| self.pop_woken())
+            {
                 return Some(task);
             }
         }
         if let Some(task) = self.pop_local() {
             return Some(task);
         }
-        self.pop_inject().or_else(|| self.pop_global()).or_else(|| {
-            if self.is_spare {
-                self.spare_search()
-            } else {
-                self.search_or_park()
-            }
-        })
+        self.pop_woken()
+            .or_else(|| self.pop_yielded())
+            .or_else(|| self.pop_global())
+            .or_else(|| {
+                if self.is_spare {
+                    self.spare_search()
+                } else {
+                    self.search_or_park()
+                }
+            })
     }
 
     /// A spare's search: sweep every queue; nothing anywhere means retire (`monitor.rs`,
@@ -267,13 +281,21 @@ impl Core {
         self.local.pop()
     }
 
-    fn pop_inject(&self) -> Option<Notified> {
+    /// A batch of this worker's woken lane (wakes from outside).
+    fn pop_woken(&self) -> Option<Notified> {
+        self.pop_own(&self.remote().woken)
+    }
+
+    /// A batch of this worker's yielded lane.
+    fn pop_yielded(&self) -> Option<Notified> {
+        self.pop_own(&self.remote().inject)
+    }
+
+    /// A batch of one of this worker's inject lanes, counted as inject pops.
+    fn pop_own(&self, lane: &Injector<Notified>) -> Option<Notified> {
         let counters = self.counters();
         let before = self.local.len();
-        let task = self
-            .remote()
-            .inject
-            .pop_batch_into(&self.local, INJECT_BATCH)?;
+        let task = lane.pop_batch_into(&self.local, INJECT_BATCH)?;
         counters.inject_batches.incr();
         counters
             .inject_pops
@@ -312,7 +334,8 @@ impl Core {
                 None
             };
             if let Some(task) = found
-                .or_else(|| self.pop_inject())
+                .or_else(|| self.pop_woken())
+                .or_else(|| self.pop_yielded())
                 .or_else(|| self.pop_global())
             {
                 self.leave_searching(true);
@@ -368,6 +391,7 @@ impl Core {
         let task = remote
             .stealer
             .steal_half_into(&self.local, STEAL_BATCH)
+            .or_else(|| remote.woken.pop_batch_into(&self.local, INJECT_BATCH))
             .or_else(|| remote.inject.pop_batch_into(&self.local, INJECT_BATCH))?;
         let counters = self.counters();
         counters.steal_ops.incr();
@@ -397,7 +421,8 @@ impl Core {
             .transition_worker_to_parked(self.index, was_searching);
         // Pairs with the producers' fence after a push (`shared.rs`).
         fence(SeqCst);
-        let work_pending = !self.remote().inject.is_empty()
+        let work_pending = !self.remote().woken.is_empty()
+            || !self.remote().inject.is_empty()
             || !shared.injector.is_empty()
             || (last_searcher && shared.has_pending_work())
             || shared.is_shutdown();

@@ -142,6 +142,53 @@ fn loom_shutdown_racing_with_a_yield_on_a_worker() {
     });
 }
 
+/// A task woken from outside goes to the woken lane of the worker it last ran on (`shared.rs`,
+/// the table): the same shutdown handshake as any shared push, so a shutdown racing the wake
+/// either lets the task finish or cancels it; it is never stranded in the lane.
+#[test]
+fn loom_shutdown_racing_with_a_wake_from_outside() {
+    model(|| {
+        let executor = Arc::new(Executor::builder().workers(1).build().unwrap());
+        let (tx, rx) = futures::channel::oneshot::channel::<i32>();
+        let join = executor.spawn(async move { rx.await.unwrap_or(1) });
+        let waker = crate::loom::thread::spawn(move || {
+            let _ = tx.send(1);
+        });
+        let report = executor.shutdown(Duration::from_secs(1));
+        waker.join().unwrap();
+        assert_ran_or_shut_down(&executor, join, report.cancelled);
+    });
+}
+
+/// A task woken from outside waits in its worker's woken lane, which the other worker steals
+/// from: when the worker it last ran on is blocked in another task's poll, the woken task still
+/// runs (a missed wake or an unstealable lane would leave both workers blocked: loom reports
+/// the deadlock).
+#[test]
+fn loom_a_task_woken_from_outside_runs_on_the_other_worker_while_its_own_blocks() {
+    model_full_stack(|| {
+        let executor = Executor::builder().workers(2).build().unwrap();
+        let handle = executor.handle().clone();
+        let released = Arc::new(Flag::default());
+        let (tx, rx) = futures::channel::oneshot::channel::<()>();
+        let (polled_tx, polled_rx) = futures::channel::oneshot::channel::<()>();
+        let release = released.clone();
+        let join = executor.spawn(async move {
+            let wait = release.clone();
+            // Runs next on this worker and blocks it until the woken task below has run.
+            drop(handle.spawn(async move { wait.wait() }));
+            let _ = polled_tx.send(());
+            rx.await.unwrap();
+            release.set();
+        });
+        // Wake the task from outside once it has been polled (it last ran on that worker).
+        executor.block_on(polled_rx).unwrap();
+        tx.send(()).unwrap();
+        executor.block_on(join).expect("the woken task finished");
+        drop(executor);
+    });
+}
+
 /// A yielded task waits in its worker's inject queue, which the other worker steals from: when
 /// the yielding worker's next task blocks the thread, the yielded task still runs (a missed
 /// wake or a private list would leave both workers blocked: loom reports the deadlock).
