@@ -195,7 +195,7 @@ impl Shared {
                 self.after_shared_push(|| self.drain(&remote.woken));
                 // Lock the sleeper list only if someone sleeps. Safe without the lock: the fence
                 // in `after_shared_push` pairs with the one a parking worker issues between
-                // joining the list and re-checking its inject queue (`idle.rs`).
+                // joining the list and re-checking its inject lanes (`idle.rs`).
                 if self.idle.has_sleepers() && self.idle.unpark_worker_by_id(last, true) {
                     self.unpark(last);
                 } else {

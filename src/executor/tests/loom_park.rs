@@ -169,10 +169,9 @@ fn loom_a_task_woken_from_outside_runs_on_the_other_worker_while_its_own_blocks(
     model_full_stack(|| {
         let executor = Executor::builder().workers(2).build().unwrap();
         let handle = executor.handle().clone();
-        let released = Arc::new(Flag::default());
+        let release = Arc::new(Flag::default());
         let (tx, rx) = futures::channel::oneshot::channel::<()>();
         let (polled_tx, polled_rx) = futures::channel::oneshot::channel::<()>();
-        let release = released.clone();
         let join = executor.spawn(async move {
             let wait = release.clone();
             // Runs next on this worker and blocks it until the woken task below has run.
