@@ -1,6 +1,8 @@
 //! Public-API tests of where async handlers run: a handler whose future completes at once is
 //! polled on the worker that dispatched it and completes within the same poll of the process
-//! (no tokio task, no cross-thread wake); one that is pending moves to the handler runtime.
+//! (no task, no cross-thread wake); one that is pending goes on as a task of the scheduler's
+//! own executor, inside the handler runtime's context, so its tokio code (timers, `spawn`) works
+//! as on a tokio worker — and it is cancelled when that runtime shuts down.
 
 mod support;
 
@@ -19,7 +21,7 @@ fn thread_name() -> String {
 }
 
 #[test]
-fn a_handler_ready_at_once_completes_on_the_worker_and_a_pending_one_on_tokio() {
+fn a_handler_ready_at_once_completes_on_the_worker_and_a_pending_one_stays_on_the_workers() {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .thread_name("handler-runtime")
@@ -46,8 +48,9 @@ fn a_handler_ready_at_once_completes_on_the_worker_and_a_pending_one_on_tokio() 
         .unwrap();
     let (now, later) = join_typed(handle).unwrap();
     assert!(now.starts_with("sched"), "ran on {now}");
-    assert_eq!(later, "handler-runtime");
-    // Nothing is left on the runtime: the ready handler never became a task there.
+    assert!(later.starts_with("sched"), "ran on {later}");
+    // Nothing is left on the runtime: neither handler became a task there (the bridge's
+    // sentinel, there while the pending one waited, ends with it).
     let deadline = std::time::Instant::now() + HANG_GUARD;
     while runtime.metrics().num_alive_tasks() > 0 {
         assert!(std::time::Instant::now() < deadline, "hang guard");
@@ -74,4 +77,111 @@ fn a_handler_ready_at_once_may_still_use_the_runtime() {
         .spawn_fn(|cx: ProcessCx| async move { Ok::<_, BoxError>(cx.call(SpawnThere).await?) })
         .unwrap();
     assert_eq!(join_typed(handle).unwrap(), 42);
+}
+
+/// Sleeps on a tokio timer, spawns a tokio task, then replies with the task's output.
+struct TimerThenSpawn;
+procsched::command!(TimerThenSpawn => u32);
+
+#[test]
+fn a_pending_handler_uses_tokio_timers_and_spawn_from_the_workers() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let sched = Scheduler::builder()
+        .workers(2)
+        .tokio_handle(runtime.handle().clone())
+        .async_handler(|TimerThenSpawn: TimerThenSpawn| async {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+            let task = tokio::spawn(async { 20u32 });
+            tokio::task::yield_now().await;
+            Ok::<_, BoxError>(task.await? + 1)
+        })
+        .build()
+        .unwrap();
+    let handles: Vec<_> = (0..64)
+        .map(|_| {
+            sched
+                .spawn_fn(|cx: ProcessCx| async move {
+                    let first = cx.call(TimerThenSpawn).await?;
+                    let second = cx.call(TimerThenSpawn).await?;
+                    Ok::<_, BoxError>(first + second)
+                })
+                .unwrap()
+        })
+        .collect();
+    for handle in handles {
+        assert_eq!(join_typed(handle).unwrap(), 42);
+    }
+    assert_eq!(sched.metrics().yields.asynchronous, 128);
+    sched.shutdown(Duration::from_secs(5));
+}
+
+/// Never completes; counts its future's drops.
+struct Forever(support::DropCounter);
+procsched::command!(Forever => ());
+
+#[test]
+fn a_pending_handler_is_dropped_when_its_process_is_terminated() {
+    let drops = support::counter();
+    let sched = Scheduler::builder()
+        .workers(2)
+        .async_handler(|Forever(guard): Forever| async move {
+            let _guard = guard;
+            std::future::pending::<Result<(), BoxError>>().await
+        })
+        .build()
+        .unwrap();
+    let guard = support::DropCounter(drops.clone());
+    let handle = sched
+        .spawn_fn(move |cx: ProcessCx| async move {
+            cx.call(Forever(guard)).await?;
+            Ok::<_, BoxError>(())
+        })
+        .unwrap();
+    wait_for_state(sched.handle(), handle.pid(), ProcessState::Blocked);
+    assert_eq!(support::count(&drops), 0, "the handler still waits");
+    sched.handle().terminate(handle.pid()).unwrap();
+    assert!(join_typed(handle).is_err(), "terminated");
+    support::wait_until("the handler's future dropped", || {
+        support::count(&drops) == 1
+    });
+    sched.shutdown(Duration::from_secs(5));
+}
+
+/// Panics after its first await.
+struct LatePanic;
+procsched::command!(LatePanic => ());
+
+#[test]
+fn a_pending_handler_that_panics_later_completes_its_yield_with_panicked() {
+    quiet_panics();
+    let sched = Scheduler::builder()
+        .workers(1)
+        .async_handler(|LatePanic: LatePanic| async {
+            tokio::task::yield_now().await;
+            panic!("{EXPECTED_PANIC}: after the first await");
+            #[allow(unreachable_code)]
+            Ok::<(), BoxError>(())
+        })
+        .build()
+        .unwrap();
+    let handle = sched
+        .spawn_fn(|cx: ProcessCx| async move {
+            Ok::<_, BoxError>(match cx.call(LatePanic).await {
+                Err(CommandError::Panicked(message)) => message,
+                other => format!("unexpected {other:?}"),
+            })
+        })
+        .unwrap();
+    let message = join_typed(handle).unwrap();
+    assert!(message.contains("after the first await"), "{message}");
+    // The worker survived: another process still runs.
+    let after = sched
+        .spawn_fn(|_cx: ProcessCx| async { Ok::<_, BoxError>(7u8) })
+        .unwrap();
+    assert_eq!(join_typed(after).unwrap(), 7);
+    sched.shutdown(Duration::from_secs(5));
 }

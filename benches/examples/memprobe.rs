@@ -15,11 +15,12 @@
 //! - the peak RSS growth (`VmHWM`, what the bench reports; it includes malloc's headers and
 //!   rounding, and whatever the allocator's arenas keep);
 //! - the allocations still live, by requested size (those made at least once per process on
-//!   average), which names the parts: the process's cell, its task, the handler's tokio task
-//!   and its boxed future;
+//!   average), which names the parts: the process's cell, its task, the handler's task (on
+//!   the scheduler's executor since the bridge keeps waiting handlers there) and its boxed
+//!   future;
 //! - on glibc, the free space malloc keeps in its arenas (`mallinfo2`): memory that is resident
-//!   but holds no allocation, such as the alignment holes `memalign` leaves around tokio's
-//!   128-byte-aligned tasks.
+//!   but holds no allocation, such as the alignment holes `memalign` left around tokio's
+//!   128-byte-aligned tasks when waiting handlers were tokio tasks.
 //!
 //! Then it opens the semaphore and checks every process finishes with the handler's reply.
 

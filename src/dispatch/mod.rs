@@ -5,7 +5,7 @@
 //! | kind | runs | completes |
 //! |---|---|---|
 //! | inline | on the worker, during dispatch | at once: the completion joins the next step of the same poll (no oneshot, no allocation) |
-//! | async | as a tokio task, on the configured / ambient / owned tokio runtime | through its [`YieldCompleter`] into the process's mailbox |
+//! | async | polled first on the worker, during dispatch; if pending, as a task of the scheduler's executor, inside the configured / ambient / owned tokio runtime's context (`bridge.rs`) | at once if ready at the first poll (as inline); else through its [`YieldCompleter`] into the process's mailbox |
 //! | blocking | on tokio's blocking pool | likewise |
 //!
 //! A command with no handler completes at once with [`CommandError::NoHandler`] (and a `warn`
@@ -26,10 +26,13 @@
 //! drops the timer too. The deadline needs a runtime with timers: on one without, the yield
 //! completes at once with [`CommandError::NoTimer`] ([`TimerProbe`]).
 
+mod bridge;
 mod completer;
 mod registry;
 mod run;
+mod sentinel;
 
+pub(crate) use bridge::{HandlerRuntime, HandlerTask};
 pub(crate) use completer::YieldCompleter;
 pub(crate) use registry::{Handler, HandlerSet, SpawnFn};
 pub use run::Run;
@@ -47,16 +50,16 @@ pub(crate) enum Dispatched {
     /// Run by an inline handler, with this outcome.
     Inline(HandlerOutcome),
     /// Handed to an async handler: its task, unless it completed at once.
-    Async(Option<tokio::task::AbortHandle>),
+    Async(Option<HandlerTask>),
     /// Handed to a blocking handler: its task, unless it completed at once.
-    Blocking(Option<tokio::task::AbortHandle>),
+    Blocking(Option<HandlerTask>),
     /// No handler for the command's type: completed with `NoHandler`.
     NoHandler,
 }
 
 impl Dispatched {
     /// The abort handle of the handler task, for async and blocking handlers.
-    pub(crate) fn into_task(self) -> Option<tokio::task::AbortHandle> {
+    pub(crate) fn into_task(self) -> Option<HandlerTask> {
         match self {
             Dispatched::Async(task) | Dispatched::Blocking(task) => task,
             Dispatched::Inline(_) | Dispatched::NoHandler => None,
@@ -69,7 +72,7 @@ impl Dispatched {
 #[inline]
 pub(crate) fn dispatch(
     handlers: &HandlerSet,
-    runtime: Option<&tokio::runtime::Handle>,
+    runtime: Option<&HandlerRuntime>,
     pid: Pid,
     cell: &Arc<ProcessCell>,
     yielded: YieldSlot<'_>,
@@ -125,7 +128,7 @@ fn dispatch_task(
     spawn: &SpawnFn,
     blocking: bool,
     handlers: &HandlerSet,
-    runtime: Option<&tokio::runtime::Handle>,
+    runtime: Option<&HandlerRuntime>,
     pid: Pid,
     cell: &Arc<ProcessCell>,
     yielded: YieldSlot<'_>,
@@ -149,7 +152,7 @@ fn dispatch_task(
         complete_now(completions, Err(CommandError::Cancelled));
         return dispatched(None);
     };
-    if timeout.is_some() && !handlers.timers().has_timers(runtime) {
+    if timeout.is_some() && !handlers.timers().has_timers(runtime.tokio()) {
         tracing::debug!(%pid, command = command.type_name(), "deadline on a runtime without timers");
         drop(command);
         complete_now(completions, Err(CommandError::NoTimer));

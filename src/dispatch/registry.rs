@@ -1,8 +1,9 @@
 //! Handlers registered per command type.
 
+use super::bridge::{HandlerRuntime, HandlerTask};
 use super::{TimerProbe, YieldCompleter};
 use crate::process::stats::HandlerOutcome;
-use crate::process::{panic_message, CommandError, Events, PayloadSlot, Pid, Tag};
+use crate::process::{drop_contained, panic_message, CommandError, Events, PayloadSlot, Pid, Tag};
 use crate::Payload;
 use futures::FutureExt;
 use std::any::TypeId;
@@ -19,14 +20,15 @@ use std::time::Duration;
 /// into the step's events: monomorphised per handler, so the result is built in place rather
 /// than moved through a type-erased return value. Returns how the result counts in the metrics.
 type InlineFn = dyn Fn(PayloadSlot<'_>, Tag, Pid, &mut Events) -> HandlerOutcome + Send + Sync;
-/// Spawns the handler for one command: (command, its completer, the runtime, the deadline).
+/// Spawns the handler for one command: (command, its completer, the runtime, the deadline, the
+/// step's completions). Returns its task, unless it completed at once.
 pub(crate) type SpawnFn = dyn Fn(
         PayloadSlot<'_>,
         YieldCompleter,
-        &tokio::runtime::Handle,
+        &HandlerRuntime,
         Option<Duration>,
         &mut Events,
-    ) -> Option<tokio::task::AbortHandle>
+    ) -> Option<HandlerTask>
     + Send
     + Sync;
 
@@ -93,9 +95,10 @@ impl Handler {
                 // cache hit, a computation, a message it only forwards — never leaves the
                 // worker: no task, no cross-thread wake, and its completion joins this very
                 // poll of the process, as an inline handler's does. A pending handler moves
-                // (boxed: it has been polled) into a tokio task, which polls it again with its
-                // own waker; the no-op waker of this first poll is never needed, since every
-                // future re-registers the waker of its latest poll.
+                // (boxed: it has been polled) into a task of the scheduler's executor
+                // (`bridge.rs`), which polls it again with its own waker; the no-op waker of
+                // this first poll is never needed, since every future re-registers the waker of
+                // its latest poll.
                 let mut future = Box::pin(future);
                 let first = span.in_scope(|| {
                     future
@@ -109,7 +112,7 @@ impl Handler {
                     span.in_scope(|| completer.complete_in(completions, result));
                     return None;
                 }
-                Some(spawn_pending(runtime, future, completer, timeout, span))
+                spawn_pending(runtime, future, completer, timeout, span, completions)
             },
         ))
     }
@@ -131,6 +134,7 @@ impl Handler {
                     catch_unwind(AssertUnwindSafe(|| f(command)))
                         .unwrap_or_else(|panic| Err(CommandError::Panicked(panic_message(&*panic))))
                 };
+                let runtime = runtime.tokio();
                 let abort = match timeout {
                     // The job owns the completer: aborted before it starts, the job is dropped
                     // with it, which completes the yield as `Cancelled`.
@@ -143,7 +147,7 @@ impl Handler {
                         .abort_handle(),
                     Some(timeout) => spawn_blocking_within(runtime, job, completer, timeout, span),
                 };
-                Some(abort)
+                Some(HandlerTask::Tokio(abort))
             },
         ))
     }
@@ -156,18 +160,22 @@ impl Handler {
 /// A handler future as it runs: its panics caught.
 type CaughtHandler<Fut> = futures::future::CatchUnwind<AssertUnwindSafe<Fut>>;
 
-/// Moves a pending async handler (polled once already, so boxed) into a tokio task that
-/// completes its yield. The task is one of four shapes, each only as large as it needs: a
-/// deadline's `tokio::time::Timeout` holds a timer entry (about a hundred bytes) and a span
-/// forty, and a yield waiting on its handler carries the task for as long as it waits
-/// (`burst_spawn`'s memory per live process counts it).
+/// Moves a pending async handler (polled once already, so boxed) into a task of the
+/// scheduler's executor that completes its yield (`bridge.rs`). The task is one of four shapes,
+/// each only as large as it needs: a deadline's `tokio::time::Timeout` holds a timer entry
+/// (about a hundred bytes) and a span forty, and a yield waiting on its handler carries the task
+/// for as long as it waits (`burst_spawn`'s memory per live process counts it).
+///
+/// Once the handler runtime is gone, the handler is dropped instead and its yield completes as
+/// `Cancelled`, right away (`bridge.rs`, "When the handler runtime shuts down").
 fn spawn_pending<Fut>(
-    runtime: &tokio::runtime::Handle,
+    runtime: &HandlerRuntime,
     future: std::pin::Pin<Box<CaughtHandler<Fut>>>,
     completer: YieldCompleter,
     timeout: Option<Duration>,
     span: tracing::Span,
-) -> tokio::task::AbortHandle
+    completions: &mut Events,
+) -> Option<HandlerTask>
 where
     Fut: Future<Output = Result<Payload, CommandError>> + Send + 'static,
 {
@@ -185,20 +193,29 @@ where
             Err(_elapsed) => Ok(Err(CommandError::TimedOut)),
         }
     }
+    if runtime.is_gone() {
+        drop_contained(future);
+        span.in_scope(|| completer.complete_in(completions, Err(CommandError::Cancelled)));
+        return None;
+    }
+    let pid = completer.pid();
     let traced = !span.is_disabled();
-    match (timeout, traced) {
-        (None, false) => runtime.spawn(async move { complete(completer, future.await) }),
-        (None, true) => {
-            runtime.spawn(async move { complete(completer, future.await) }.instrument(span))
+    Some(match (timeout, traced) {
+        (None, false) => {
+            runtime.spawn_watched(pid, async move { complete(completer, future.await) })
         }
-        (Some(timeout), false) => runtime.spawn(async move {
+        (None, true) => runtime.spawn_watched(
+            pid,
+            async move { complete(completer, future.await) }.instrument(span),
+        ),
+        (Some(timeout), false) => runtime.spawn_watched(pid, async move {
             complete(completer, within(future, timeout).await);
         }),
-        (Some(timeout), true) => runtime.spawn(
+        (Some(timeout), true) => runtime.spawn_watched(
+            pid,
             async move { complete(completer, within(future, timeout).await) }.instrument(span),
         ),
-    }
-    .abort_handle()
+    })
 }
 
 /// A blocking yield's result.

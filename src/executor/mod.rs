@@ -716,6 +716,16 @@ impl Handle {
         self.shared.is_shutdown()
     }
 
+    /// Wakes every task spawned with [`spawn`](Self::spawn) and not yet finished (takes a lock
+    /// per shard): each is polled once more, whether or not something it waits for happened.
+    /// Returns how many were woken. Every future must tolerate such a spurious poll; this is for
+    /// a condition that tasks check on every poll without registering a waker for it: set it,
+    /// then call this (`OwnedTasks::wake_all` says why no task misses it). The scheduler's tokio
+    /// bridge uses it when its handler runtime shuts down.
+    pub(crate) fn wake_owned_tasks(&self) -> usize {
+        self.shared.owned.wake_all()
+    }
+
     /// Number of tasks spawned and not yet finished (takes a lock per shard; for diagnostics).
     /// A scheduler's process tasks are not counted: they are the scheduler's to track.
     ///

@@ -120,6 +120,34 @@ impl<S: Schedule> OwnedTasks<S> {
         all
     }
 
+    /// Wakes every task in the list (`Task::wake_by_broadcast`): idle ones are queued, running
+    /// ones polled once more. Returns how many tasks the list held.
+    ///
+    /// For a condition that tasks check on every poll but register no waker for (the scheduler's
+    /// tokio bridge: "the handler runtime is gone"). The condition's writer sets it first, then
+    /// calls this; a task whose poll read it unset is then either idle, and queued here, or
+    /// running, and marked `NOTIFIED` by this wake, so it is polled again: each wake is a write
+    /// (an RMW) of the task's state word after the condition's, and the poll that follows begins
+    /// with an RMW of that word, so it reads the condition set (task `state.rs`, "Broadcast
+    /// wake"). A task spawned after this call sees it at
+    /// its first poll; one spawned during it is bound (step 1) before its first poll, so either
+    /// this call wakes it or its first poll starts after the write. Checked by
+    /// `loom_a_condition_set_before_waking_every_owned_task_is_seen`.
+    ///
+    /// The shard lock is held while the wakes queue their tasks: queueing runs no user code and
+    /// never takes a shard lock (the list's own reference keeps every task alive through it).
+    pub(crate) fn wake_all(&self) -> usize {
+        let mut woken = 0;
+        for shard in self.shards.iter() {
+            let shard = lock(shard);
+            for task in shard.slots.iter().flatten() {
+                task.wake_by_broadcast();
+                woken += 1;
+            }
+        }
+        woken
+    }
+
     /// Number of live tasks (takes every shard's lock; for diagnostics and tests).
     pub(crate) fn len(&self) -> usize {
         self.shards

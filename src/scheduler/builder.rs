@@ -200,8 +200,14 @@ impl SchedulerBuilder {
         self.add::<C>(Handler::inline(move |command: C| reply(handler(command))))
     }
 
-    /// Registers an async handler for commands of type `C`: each command runs as a task on the
-    /// handler runtime (see [`tokio_handle`](Self::tokio_handle)), so it may use any tokio API.
+    /// Registers an async handler for commands of type `C`: each command's future runs inside
+    /// the handler runtime's context (see [`tokio_handle`](Self::tokio_handle)), so it may use
+    /// any tokio API — timers, I/O, `tokio::spawn`. It is polled first on the worker that
+    /// dispatches the yield (a future ready at once completes within that poll); one that has
+    /// to wait is polled on from then on as a task of the scheduler's own workers, woken by
+    /// tokio's drivers, and completes as [`CommandError::Cancelled`](crate::CommandError) if
+    /// the runtime shuts down first. Like a step, it should not block the thread: use a
+    /// [`blocking_handler`](Self::blocking_handler) for blocking calls.
     /// Replies and errors as for [`inline_handler`](Self::inline_handler): `?` works on any
     /// error that converts into a [`BoxError`], e.g. `std::io::Error`.
     ///
@@ -266,11 +272,13 @@ impl SchedulerBuilder {
         self
     }
 
-    /// The tokio runtime async and blocking handlers run on.
+    /// The tokio runtime handlers use: async handlers run inside its context (its timers, I/O
+    /// and `tokio::spawn`; a waiting one is polled on the scheduler's workers and woken by the
+    /// runtime's drivers), blocking handlers on its blocking pool.
     ///
     /// Default: the runtime `build` is called from, if any — a current-thread runtime (the
-    /// default of `#[tokio::test]`) included: its handlers then run only while that runtime is
-    /// driven, i.e. while its thread `.await`s (the blocking calls of [`Scheduler`] panic on
+    /// default of `#[tokio::test]`) included: its drivers, timers and tasks then make progress
+    /// only while that runtime is driven, i.e. while its thread `.await`s (the blocking calls of [`Scheduler`] panic on
     /// such a thread rather than hang). Outside any runtime, a small multi-thread runtime the
     /// scheduler owns (started only if an async or blocking handler is registered).
     ///
@@ -418,8 +426,9 @@ impl SchedulerBuilder {
                 kind,
                 worker = long_poll.worker,
                 elapsed_ms = long_poll.elapsed.as_secs_f64() * 1e3,
-                "long poll: a process step has been running for longer than the threshold; \
-                 use `procsched::block_in_place` around blocking code"
+                "long poll: a process step (or one of its waiting async handlers) has been \
+                 running for longer than the threshold; use `procsched::block_in_place` around \
+                 blocking code"
             );
         });
         if let Some(runtime) = runtime.clone() {

@@ -504,7 +504,7 @@ impl MessageCounts {
 pub struct YieldCounts {
     /// Run by an inline handler, on the worker.
     pub inline: u64,
-    /// Run by an async handler (a tokio task).
+    /// Run by an async handler (on the workers, inside the handler runtime's context).
     pub asynchronous: u64,
     /// Run by a blocking handler (tokio's blocking pool).
     pub blocking: u64,

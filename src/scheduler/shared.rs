@@ -4,7 +4,7 @@
 use super::lifecycle::{Leave, Lifecycle, Tallied};
 use super::metrics::{Counter, Counters, COUNTING_OFF};
 use super::table::Table;
-use crate::dispatch::{self, Dispatched, HandlerSet};
+use crate::dispatch::{self, Dispatched, HandlerRuntime, HandlerSet, HandlerTask};
 use crate::executor;
 use crate::loom::Arc;
 use crate::process::future::{Host, Outcome, PollStats};
@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 pub(crate) struct Inner {
     pub(super) executor: executor::Handle,
     handlers: HandlerSet,
-    runtime: Option<tokio::runtime::Handle>,
+    runtime: Option<HandlerRuntime>,
     pub(super) table: Table,
     pub(super) lifecycle: Lifecycle,
     /// The hot paths' counters (`metrics.rs`).
@@ -35,6 +35,8 @@ impl Inner {
         step_budget: usize,
         max_processes: usize,
     ) -> Inner {
+        // The bridge runs pending async handlers on this executor (`dispatch/bridge.rs`).
+        let runtime = runtime.map(|tokio| HandlerRuntime::new(tokio, executor.clone()));
         Inner {
             executor,
             handlers,
@@ -49,7 +51,7 @@ impl Inner {
 
     /// The tokio runtime handlers run on, if any.
     pub(super) fn runtime(&self) -> Option<&tokio::runtime::Handle> {
-        self.runtime.as_ref()
+        self.runtime.as_ref().map(HandlerRuntime::tokio)
     }
 
     /// Shutdown step 1: stops admission and delivers `Cancel` to every live process, once.
@@ -78,7 +80,7 @@ pub(super) fn cancel(cell: &ProcessCell) -> Admission {
 }
 
 impl Host for Inner {
-    type Outstanding = tokio::task::AbortHandle;
+    type Outstanding = HandlerTask;
 
     #[inline]
     fn dispatch(

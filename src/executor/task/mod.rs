@@ -9,6 +9,9 @@
 //! | [`Notified`] | 1 | sit in a run queue; be run (poll) by exactly one worker |
 //! | [`JoinHandle`] | 1 + `JOIN_INTEREST` | read the output; abort |
 //! | `Waker` | 1 each | wake the task |
+//!
+//! A [`Task`] can wake its task too ([`Task::wake_by_broadcast`]): the owned-task list's
+//! `wake_all` does, for a condition its tasks check on every poll.
 
 mod error;
 mod harness;
@@ -25,6 +28,7 @@ pub use error::JoinError;
 pub use join::JoinHandle;
 pub(crate) use raw::{Header, RawTask};
 
+use state::TransitionToNotified;
 use std::fmt;
 use std::future::Future;
 use std::marker::PhantomData;
@@ -118,6 +122,17 @@ impl<S: Schedule> Task<S> {
     /// Idempotent.
     pub(crate) fn shutdown(&self) -> bool {
         self.raw.shutdown()
+    }
+
+    /// Wakes the task for a broadcast (`OwnedTasks::wake_all`, `state.rs` "Broadcast wake"): an
+    /// idle task is queued, a running one polled once more, a queued or completed one left as it
+    /// is. A spurious wake, which every future must tolerate.
+    pub(crate) fn wake_by_broadcast(&self) {
+        match self.raw.state().transition_to_notified_by_broadcast() {
+            TransitionToNotified::Submit => self.raw.schedule(),
+            TransitionToNotified::DoNothing => {}
+            TransitionToNotified::Dealloc => unreachable!("a wake never drops a reference"),
+        }
     }
 
     /// `true` if both handles refer to the same task.

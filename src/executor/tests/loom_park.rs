@@ -230,6 +230,32 @@ impl Flag {
     }
 }
 
+/// `OwnedTasks::wake_all`: a task that checks a condition on every poll, registering no waker
+/// for it, completes when another thread sets the condition and then wakes every owned task —
+/// whether the task is idle, queued, or being polled (its poll may have read the condition
+/// unset) when the wake lands. (A missed wake leaves the task idle for ever: `block_on` hangs and
+/// loom reports the deadlock.)
+#[test]
+fn loom_a_condition_set_before_waking_every_owned_task_is_seen() {
+    model(|| {
+        let executor = Executor::builder().workers(1).build().unwrap();
+        let gone = Arc::new(crate::loom::atomic::AtomicBool::new(false));
+        let seen = gone.clone();
+        let join = executor.spawn(std::future::poll_fn(move |_| {
+            if seen.load(crate::loom::atomic::Ordering::Acquire) {
+                std::task::Poll::Ready(())
+            } else {
+                std::task::Poll::Pending
+            }
+        }));
+        // The worker may be polling the task, or done with it (idle), or not yet at it.
+        gone.store(true, crate::loom::atomic::Ordering::Release);
+        executor.handle().wake_owned_tasks();
+        executor.block_on(join).expect("the task saw the condition");
+        drop(executor);
+    });
+}
+
 /// A task racing a shutdown either returned 1 (and nothing was cancelled) or was cancelled by
 /// the shutdown.
 fn assert_ran_or_shut_down(

@@ -217,3 +217,35 @@ fn wakes_from_another_thread_while_running() {
     remote.join().unwrap();
     assert!(futures::executor::block_on(join).is_ok());
 }
+
+/// The broadcast wake (`state.rs`, "Broadcast wake"): an idle task is queued (a reference taken
+/// for its `Notified`), a queued one stays queued once, a completed one is left alone.
+#[test]
+fn broadcast_wake_queues_idle_tasks_once_and_skips_completed_ones() {
+    let toy = Arc::new(Toy::default());
+    let (future, probe) = probe();
+    let join = spawn(&toy, future);
+    let done = spawn(&toy, async { 5 });
+    toy.run_all(); // the probe idles (waker stored), `done` completes
+    toy.wake_all();
+    toy.wake_all(); // already queued: no second `Notified`
+    assert_eq!(lock_len(&toy), 1, "only the idle task was queued, once");
+    probe.event.store(true, SeqCst);
+    toy.run_all();
+    drop(take_waker(&probe));
+    assert!(matches!(
+        poll_once(&mut Box::pin(join), Waker::noop()),
+        Poll::Ready(Ok(2))
+    ));
+    assert!(matches!(
+        poll_once(&mut Box::pin(done), Waker::noop()),
+        Poll::Ready(Ok(5))
+    ));
+    toy.wake_all();
+    assert_eq!(lock_len(&toy), 0);
+    toy.shutdown();
+}
+
+fn lock_len(toy: &Toy) -> usize {
+    crate::loom::lock(&toy.queue).len()
+}

@@ -58,6 +58,13 @@ impl Toy {
         while self.run_one() {}
     }
 
+    /// Wakes every live task as the owned-task list's broadcast does (`Task::wake_by_broadcast`).
+    pub(in crate::executor) fn wake_all(&self) {
+        for task in lock(&self.owned).iter() {
+            task.wake_by_broadcast();
+        }
+    }
+
     /// Drops every queued `Notified` and cancels every live task, so the model ends without leaks.
     pub(in crate::executor) fn shutdown(&self) {
         lock(&self.queue).clear();
