@@ -85,11 +85,7 @@ procsched::command!(TimerThenSpawn => u32);
 
 #[test]
 fn a_pending_handler_uses_tokio_timers_and_spawn_from_the_workers() {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = handler_runtime();
     let sched = Scheduler::builder()
         .workers(2)
         .tokio_handle(runtime.handle().clone())

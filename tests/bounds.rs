@@ -385,11 +385,7 @@ impl Process for AwaitOne {
 
 #[test]
 fn the_handler_runtime_shutting_down_cancels_yields_instead_of_hanging() {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = support::handler_runtime();
     let sched = Scheduler::builder()
         .workers(2)
         .tokio_handle(runtime.handle().clone())

@@ -14,21 +14,12 @@ use std::sync::atomic::Ordering::SeqCst;
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::Duration;
 use support::{
-    count, counter, join, join_all, quiet_panics, recv, scaled, wait_for_state, wait_until,
-    Counter, DropCounter, EXPECTED_PANIC, HANG_GUARD,
+    count, counter, handler_runtime, join, join_all, quiet_panics, recv, scaled, wait_for_state,
+    wait_until, Counter, DropCounter, EXPECTED_PANIC, HANG_GUARD,
 };
 
 /// Far beyond any test: a timer for it outlives the test unless something stops it.
 const LONG_DEADLINE: Duration = Duration::from_secs(600);
-
-/// A handler runtime with timers, one worker thread.
-fn runtime_with_timers() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap()
-}
 
 /// Waits (hang-guarded) until the runtime runs no task: what a finished workload must leave.
 fn wait_no_live_tasks(runtime: &tokio::runtime::Runtime, what: &str) {
@@ -123,7 +114,7 @@ fn run_gate(gate: Gate) {
 
 #[test]
 fn deadline_timers_of_blocking_yields_end_with_their_calls() {
-    let runtime = runtime_with_timers();
+    let runtime = handler_runtime();
     let sched = Scheduler::builder()
         .workers(2)
         .tokio_handle(runtime.handle().clone())
@@ -156,7 +147,7 @@ fn deadline_timers_of_blocking_yields_end_with_their_calls() {
 
 #[test]
 fn a_process_ending_during_a_deadline_blocking_yield_leaves_no_timer() {
-    let runtime = runtime_with_timers();
+    let runtime = handler_runtime();
     let sched = Scheduler::builder()
         .workers(2)
         .tokio_handle(runtime.handle().clone())
@@ -307,7 +298,7 @@ procsched::command!(LateGrenade => Payload);
 #[test]
 fn a_late_blocking_result_is_dropped_with_its_destructor_panic_contained() {
     quiet_panics();
-    let runtime = runtime_with_timers();
+    let runtime = handler_runtime();
     let sched = Scheduler::builder()
         .workers(2)
         .tokio_handle(runtime.handle().clone())

@@ -113,15 +113,6 @@ impl HandlerRuntime {
     }
 }
 
-impl std::fmt::Debug for HandlerRuntime {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("HandlerRuntime")
-            .field("tokio", &self.tokio.id())
-            .field("gone", &self.is_gone())
-            .finish()
-    }
-}
-
 /// Whether the handler runtime is gone (module docs, step 1), and the sentinel that will say so.
 struct RuntimeWatch {
     gone: AtomicBool,

@@ -167,6 +167,16 @@ pub(crate) fn quiet_panics() {
     });
 }
 
+/// A handler runtime of one worker thread, with timers and I/O: what the tests that give a
+/// scheduler its own runtime (to shut it down, or to watch its tasks) build.
+pub(crate) fn handler_runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
 /// Spins (with `thread::yield_now`) until `condition` holds; fails after [`HANG_GUARD`].
 pub(crate) fn wait_until(what: &str, mut condition: impl FnMut() -> bool) {
     let deadline = Instant::now() + HANG_GUARD;
