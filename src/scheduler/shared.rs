@@ -19,7 +19,7 @@ pub(crate) struct Inner {
     runtime: Option<HandlerRuntime>,
     pub(super) table: Table,
     pub(super) lifecycle: Lifecycle,
-    /// The hot paths' counters (`metrics.rs`).
+    /// The hot paths' counters (`metrics/counters.rs`).
     pub(super) counters: Counters,
     max_batch: usize,
     step_budget: usize,

@@ -2,9 +2,9 @@
 //!
 //! Producers — message senders and yield completers — push under a short mutex (never held
 //! while user code runs); the one consumer is the worker stepping the process, which moves a
-//! bounded batch out per step. Messages to a mailbox with a backlog skip the mutex: they go
-//! into a lock-free ring (`intake.rs`, protocol 7), which every consumer empties behind the
-//! locked queue, under the mutex.
+//! bounded batch out per step (`drain.rs`). Messages to a mailbox with a backlog skip the
+//! mutex: they go into a lock-free ring (`intake.rs`, protocol 7), which every consumer empties
+//! behind the locked queue, under the mutex.
 //!
 //! # Cells are pooled; generations guard them
 //! A [`ProcessCell`] is a slot of the scheduler's process table and hosts one process after
@@ -32,12 +32,13 @@
 //! the process table's reuse of cells by its own models in `scheduler/tests/loom_table.rs`.
 
 mod budget;
+mod drain;
 pub(crate) mod intake;
 
 use super::queue::Queue;
 use super::state::{StateWord, TransitionOnEvent};
 use super::stats::{CellInfo, CellStats, CellSurvey};
-use super::{drop_contained, Event, Events, Message, ProcessState};
+use super::{drop_contained, Event, Message, ProcessState};
 use crate::executor::TaskRef;
 use crate::loom::{lock, Mutex};
 use budget::TopicMap;
@@ -507,132 +508,6 @@ impl ProcessCell {
         debug_assert_eq!(phase, Phase::Closing);
         self.mailbox.gate.store(generation, Phase::Free);
         generation
-    }
-}
-
-impl Mailbox {
-    /// Moves up to `max` queued events into `events`. The first drain of a poll also registers
-    /// the task's waker (cheap when unchanged), in the same critical section: the waker is only
-    /// needed once the process parks, which happens after this drain.
-    pub(crate) fn drain_into(
-        &self,
-        events: &mut Events,
-        max: usize,
-        waker: Option<&Waker>,
-    ) -> Drained {
-        // Declared before the guard, so dropped after the unlock (`intake.rs`, protocol 7 step 4).
-        let mut stale = Stale::default();
-        let mut inner = lock(&self.inner);
-        if let Some(waker) = waker {
-            match &inner.waker {
-                Some(current) if current.will_wake(waker) => {}
-                _ => inner.waker = Some(waker.clone()),
-            }
-        }
-        if inner.terminate {
-            return Drained::Terminate;
-        }
-        let ring_waiting = !self.intake.is_empty();
-        if ring_waiting {
-            // Everything queued now is the most this mailbox has held since the last drain.
-            let depth = inner.events.len() + self.intake.len();
-            inner.max_depth = inner.max_depth.max(depth);
-        }
-        let bounded = self.capacity != usize::MAX || inner.topics.is_some();
-        let before = events.len();
-        let mut more = events.take_from(&mut inner.events, max);
-        if bounded {
-            // Bounded mailbox: give back what the moved events used. (The ring holds none of
-            // those: only unbudgeted messages to an unbounded mailbox take it.)
-            for event in events.iter().skip(before) {
-                inner.release(event);
-            }
-        }
-        if !more && ring_waiting {
-            // The ring's events come after the queue's (protocol 7, step 4).
-            let room = max - (events.len() - before);
-            more = self.take_from_ring(events, room, &mut stale);
-        }
-        if more {
-            Drained::More
-        } else {
-            Drained::All
-        }
-    }
-
-    /// Puts `events` — inline completions a poll could not step before its budget ran out —
-    /// back at the front of the queue, for the next poll (`future.rs`, "Buffers"). Only the
-    /// poller calls this, while `Running`: no wake, no admission (completions are never
-    /// counted against the capacity), and a `close` in between drops them with the rest.
-    pub(crate) fn carry_over(&self, events: &mut Events) {
-        debug_assert!(events
-            .iter()
-            .all(|e| matches!(e, Event::YieldComplete { .. })));
-        let mut inner = lock(&self.inner);
-        events.move_in_front_of(&mut inner.events);
-    }
-
-    /// Protocol 7 of `intake.rs`, step 4, under the lock: moves the ring's events behind the
-    /// queue's, setting stale ones aside for `stale` to drop after the unlock.
-    fn move_ring_into_queue(&self, inner: &mut Inner, stale: &mut Stale) {
-        if self.intake.is_empty() {
-            return;
-        }
-        let (generation, _) = self.gate.load();
-        while let Some(event) = self.intake.pop_current(generation, stale) {
-            // Counted like a message queued under the lock: the drain gives it back.
-            inner.queued_messages += usize::from(matches!(event, Event::Message(_)));
-            let depth = inner.events.push_back(event);
-            inner.max_depth = inner.max_depth.max(depth);
-        }
-    }
-
-    /// Protocol 7 of `intake.rs`, step 4, under the lock: moves up to `room` of the ring's events
-    /// into `events`, setting stale ones aside. `true` if some are left.
-    fn take_from_ring(&self, events: &mut Events, room: usize, stale: &mut Stale) -> bool {
-        let (generation, _) = self.gate.load();
-        for _ in 0..room {
-            match self.intake.pop_current(generation, stale) {
-                Some(event) => events.push(event),
-                None => return false,
-            }
-        }
-        !self.intake.is_empty()
-    }
-
-    /// The ring's length, or `None` while no ring is installed (tests of `intake.rs`).
-    #[cfg(test)]
-    pub(crate) fn ring_len(&self) -> Option<usize> {
-        self.intake.is_installed().then(|| self.intake.len())
-    }
-
-    /// Pushes into the ring as a sender does after reading the gate (protocol 7, step 2), with
-    /// no check of its own: a model of a sender that read an open gate just before `close`.
-    #[cfg(all(test, not(loom)))]
-    pub(crate) fn push_to_ring(&self, generation: Generation, event: Event) -> Result<(), Event> {
-        self.intake.push(generation, event)
-    }
-
-    /// `true` if events are waiting.
-    #[cfg(all(test, not(loom)))]
-    pub(crate) fn has_events(&self) -> bool {
-        !lock(&self.inner).events.is_empty() || !self.intake.is_empty()
-    }
-
-    /// The topic-budget map's `(len, capacity)`: what the budgets keep allocated.
-    #[cfg(all(test, not(loom)))]
-    pub(crate) fn topic_entries(&self) -> (usize, usize) {
-        let inner = lock(&self.inner);
-        inner
-            .topics
-            .as_ref()
-            .map_or((0, 0), |topics| (topics.len(), topics.capacity()))
-    }
-
-    /// The event queue's capacity: what a past flood keeps allocated.
-    #[cfg(all(test, not(loom)))]
-    pub(crate) fn event_capacity(&self) -> usize {
-        lock(&self.inner).events.capacity()
     }
 }
 

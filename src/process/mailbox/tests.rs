@@ -1,5 +1,6 @@
 //! Unit tests of the mailbox: generations, phases, capacity, batches.
 use super::*;
+use crate::process::Events;
 use crate::{CommandError, Payload};
 
 fn completion(tag: u64) -> Event {

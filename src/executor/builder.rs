@@ -1,0 +1,266 @@
+//! [`Builder`]: an executor's settings, and starting its threads.
+
+use super::monitor::{Monitor, MonitorConfig};
+use super::shared::{self, Remote, Shared};
+use super::spare::Spares;
+use super::threads::{ThreadConfig, WorkerContext};
+use super::{park, queue, Executor, LongPoll, DEFAULT_LONG_POLL_THRESHOLD, DROP_SHUTDOWN_TIMEOUT};
+use crate::loom::{thread, Arc};
+use std::time::Duration;
+
+/// Configures and starts an [`Executor`].
+///
+/// # Examples
+///
+/// ```
+/// use procsched::executor::Executor;
+///
+/// let executor = Executor::builder().workers(4).thread_name("my-app").build()?;
+/// assert_eq!(executor.handle().num_workers(), 4);
+/// # Ok::<(), std::io::Error>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct Builder {
+    workers: usize,
+    thread_name: String,
+    worker_context: Option<WorkerContext>,
+    monitor: MonitorConfig,
+    /// `None`: as many as `workers`.
+    max_spare_workers: Option<usize>,
+}
+
+impl Builder {
+    pub(super) fn new() -> Builder {
+        Builder {
+            workers: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            thread_name: "procsched-worker".to_owned(),
+            worker_context: None,
+            monitor: MonitorConfig {
+                enabled: true,
+                threshold: DEFAULT_LONG_POLL_THRESHOLD,
+                observer: None,
+            },
+            max_spare_workers: None,
+        }
+    }
+
+    /// Runs the monitor thread (default: `true`): it reports polls longer than
+    /// [`long_poll_threshold`](Self::long_poll_threshold) and starts spare workers to run the
+    /// work a stuck worker holds up. Off, a blocking poll stalls the work queued behind it until
+    /// it returns; [`block_in_place`](super::block_in_place) still hands off (once, when called).
+    ///
+    /// The monitor costs nothing per poll beyond two plain stores, ticks every
+    /// `threshold / 4` (between 1 and 10 ms) while workers are busy and sleeps while all are
+    /// idle.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let executor = procsched::executor::Executor::builder().monitor(false).build()?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn monitor(&mut self, enabled: bool) -> &mut Self {
+        self.monitor.enabled = enabled;
+        self
+    }
+
+    /// How long a poll may run before the monitor reports it and hands its worker's queue to a
+    /// spare (default [`DEFAULT_LONG_POLL_THRESHOLD`], at least 1 ms). Detection is precise to
+    /// one monitor tick (`threshold / 4`, between 1 and 10 ms).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let executor = procsched::executor::Executor::builder()
+    ///     .long_poll_threshold(Duration::from_millis(50))
+    ///     .build()?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn long_poll_threshold(&mut self, threshold: Duration) -> &mut Self {
+        self.monitor.threshold = threshold.max(Duration::from_millis(1));
+        self
+    }
+
+    /// Most spare workers running at once in place of stuck ones (default: as many as
+    /// [`workers`](Self::workers)). Spare threads start on first need and then sleep between
+    /// uses; 0 disables hand-off (long polls are still reported).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let executor = procsched::executor::Executor::builder()
+    ///     .workers(2)
+    ///     .max_spare_workers(8)
+    ///     .build()?;
+    /// assert_eq!(executor.metrics().spares().len(), 8);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn max_spare_workers(&mut self, max: usize) -> &mut Self {
+        self.max_spare_workers = Some(max);
+        self
+    }
+
+    /// Calls `observer` (on the monitor thread) once for every long poll, instead of the
+    /// default `tracing` warning. It should return quickly: the monitor waits for it.
+    ///
+    /// # Examples
+    ///
+    /// See [`LongPoll`].
+    pub fn on_long_poll(
+        &mut self,
+        observer: impl Fn(&LongPoll) + Send + Sync + 'static,
+    ) -> &mut Self {
+        self.monitor.observer = Some(std::sync::Arc::new(observer));
+        self
+    }
+
+    /// Number of worker threads (at least 1). Default: the available parallelism.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let executor = procsched::executor::Executor::builder().workers(2).build()?;
+    /// assert_eq!(executor.handle().num_workers(), 2);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn workers(&mut self, workers: usize) -> &mut Self {
+        self.workers = workers.max(1);
+        self
+    }
+
+    /// Worker thread name prefix; workers are named `<prefix>-<index>`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let executor = procsched::executor::Executor::builder().workers(1).thread_name("app").build()?;
+    /// let name = executor.spawn(async { std::thread::current().name().map(str::to_owned) });
+    /// assert_eq!(executor.block_on(name).unwrap().as_deref(), Some("app-0"));
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn thread_name(&mut self, name: impl Into<String>) -> &mut Self {
+        self.thread_name = name.into();
+        self
+    }
+
+    /// Runs every worker's loop inside `context`, which must call the closure it is given
+    /// exactly once: to enter, for the thread's whole life, a context its tasks rely on — a tokio
+    /// runtime (`handle.enter()`), a tracing span, a thread-local.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use procsched::executor::Executor;
+    ///
+    /// let runtime = tokio::runtime::Runtime::new()?;
+    /// let handle = runtime.handle().clone();
+    /// let executor = Executor::builder()
+    ///     .workers(1)
+    ///     .worker_context(move |run| {
+    ///         let _inside = handle.enter();
+    ///         run()
+    ///     })
+    ///     .build()?;
+    /// // Tasks can use tokio timers and I/O directly.
+    /// let slept = executor.spawn(async {
+    ///     tokio::time::sleep(std::time::Duration::from_millis(1)).await
+    /// });
+    /// executor.block_on(slept).unwrap();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn worker_context(
+        &mut self,
+        context: impl Fn(&mut dyn FnMut()) + Send + Sync + 'static,
+    ) -> &mut Self {
+        self.worker_context = Some(WorkerContext(std::sync::Arc::new(context)));
+        self
+    }
+
+    /// Starts the worker threads.
+    ///
+    /// # Errors
+    ///
+    /// Fails if the operating system refuses to start a thread; the workers already started are
+    /// stopped again.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let executor = procsched::executor::Executor::builder().workers(1).build()?;
+    /// assert_eq!(executor.block_on(executor.spawn(async { 7 })).unwrap(), 7);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn build(&mut self) -> std::io::Result<Executor> {
+        let workers = self.workers;
+        let max_spare = self.max_spare_workers.unwrap_or(workers);
+        let slots = workers + max_spare;
+        let mut locals: Vec<queue::Local<shared::Notified>> =
+            (0..slots).map(|_| queue::Local::new()).collect();
+        let remotes = locals
+            .iter()
+            .map(|local| Remote {
+                stealer: local.stealer(),
+                inject: queue::Injector::new(),
+                woken: queue::Injector::new(),
+                parker: park::Parker::new(),
+            })
+            .collect();
+        let spares = Spares::new(workers, locals.split_off(workers));
+        let monitor = Monitor::new(self.monitor.clone(), slots, spares);
+        let config = ThreadConfig {
+            name: self.thread_name.clone(),
+            context: self.worker_context.clone(),
+        };
+        let shared = Arc::new(Shared::new(remotes, workers, monitor, config));
+        let mut threads = Vec::with_capacity(workers);
+        for (index, local) in locals.into_iter().enumerate() {
+            match shared.threads.spawn(shared.clone(), index, local) {
+                Ok(thread) => threads.push(thread),
+                Err(error) => {
+                    // Workers that never started must still count as exited.
+                    for _ in index..workers {
+                        shared.worker_exited();
+                    }
+                    let executor = Executor::from_parts(shared, threads, None);
+                    let _ = executor.shutdown(DROP_SHUTDOWN_TIMEOUT);
+                    return Err(error);
+                }
+            }
+        }
+        let monitor_thread = match self.start_monitor(&shared) {
+            Ok(thread) => thread,
+            Err(error) => {
+                let executor = Executor::from_parts(shared, threads, None);
+                let _ = executor.shutdown(DROP_SHUTDOWN_TIMEOUT);
+                return Err(error);
+            }
+        };
+        tracing::debug!(workers, max_spare, "executor started");
+        Ok(Executor::from_parts(shared, threads, monitor_thread))
+    }
+
+    /// Starts the monitor thread, if enabled. Under loom there is none: models drive
+    /// `Monitor::tick` with a manual clock.
+    fn start_monitor(
+        &self,
+        shared: &Arc<Shared>,
+    ) -> std::io::Result<Option<thread::JoinHandle<()>>> {
+        #[cfg(loom)]
+        {
+            let _ = shared;
+            Ok(None)
+        }
+        #[cfg(not(loom))]
+        {
+            if !self.monitor.enabled {
+                return Ok(None);
+            }
+            let shared = shared.clone();
+            thread::Builder::new()
+                .name(format!("{}-monitor", self.thread_name))
+                .spawn(move || super::monitor::run(shared))
+                .map(Some)
+        }
+    }
+}

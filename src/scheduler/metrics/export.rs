@@ -1,0 +1,123 @@
+//! [`SchedulerMetrics::export`]: a snapshot through the [`metrics`](https://docs.rs/metrics) facade.
+
+use super::SchedulerMetrics;
+
+#[cfg(feature = "metrics")]
+impl SchedulerMetrics {
+    /// Records the snapshot through the [`metrics`](https://docs.rs/metrics) facade, into
+    /// whatever recorder the application installed (a Prometheus exporter, StatsD, ...). Call
+    /// it periodically (or before each scrape); counters are set to their absolute values,
+    /// gauges to the snapshot's.
+    ///
+    /// | name | kind | labels |
+    /// |---|---|---|
+    /// | `procsched_processes` | gauge | `state`: ready, running, blocked, idle |
+    /// | `procsched_spawned_total` | counter | |
+    /// | `procsched_init_failed_total` | counter | |
+    /// | `procsched_steps_total` | counter | |
+    /// | `procsched_finished_total` | counter | `outcome`: done, failed, panicked, terminated, cancelled, forced |
+    /// | `procsched_messages_total` | counter | `result`: delivered, mailbox_full, closed, not_found |
+    /// | `procsched_yields_total` | counter | `handler`: inline, async, blocking, none |
+    /// | `procsched_handler_errors_total` | counter | |
+    /// | `procsched_handler_panics_total` | counter | |
+    /// | `procsched_mailbox_high_water` | gauge | |
+    /// | `procsched_longest_step_seconds` | gauge | (the process is in the snapshot: a `pid` label would grow a series per process) |
+    /// | `procsched_worker_<counter>_total` | counter | `worker`: its index; one per [`WorkerMetrics`](crate::executor::WorkerMetrics) field |
+    ///
+    /// Requires the cargo feature `metrics`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let sched = procsched::Scheduler::builder().workers(1).build()?;
+    /// // With no recorder installed, the facade discards the values.
+    /// sched.metrics().export();
+    /// # Ok::<(), procsched::BuildError>(())
+    /// ```
+    pub fn export(&self) {
+        use metrics::{counter, describe_counter, describe_gauge, gauge};
+
+        describe_gauge!("procsched_processes", "Live processes by state");
+        for (state, n) in [
+            ("ready", self.processes.ready),
+            ("running", self.processes.running),
+            ("blocked", self.processes.blocked),
+            ("idle", self.processes.idle),
+        ] {
+            gauge!("procsched_processes", "state" => state).set(n as f64);
+        }
+        describe_counter!("procsched_spawned_total", "Processes started");
+        counter!("procsched_spawned_total").absolute(self.spawned);
+        describe_counter!("procsched_init_failed_total", "Spawns whose init failed");
+        counter!("procsched_init_failed_total").absolute(self.init_failed);
+        describe_counter!("procsched_steps_total", "Steps run");
+        counter!("procsched_steps_total").absolute(self.steps);
+        describe_counter!("procsched_finished_total", "Processes finished, by outcome");
+        let f = &self.finished;
+        for (outcome, n) in [
+            ("done", f.done),
+            ("failed", f.failed),
+            ("panicked", f.panicked),
+            ("terminated", f.terminated),
+            ("cancelled", f.cancelled),
+            ("forced", f.forced),
+        ] {
+            counter!("procsched_finished_total", "outcome" => outcome).absolute(n);
+        }
+        describe_counter!("procsched_messages_total", "Messages sent, by result");
+        let m = &self.messages;
+        for (result, n) in [
+            ("delivered", m.delivered),
+            ("mailbox_full", m.mailbox_full),
+            ("closed", m.closed),
+            ("not_found", m.not_found),
+        ] {
+            counter!("procsched_messages_total", "result" => result).absolute(n);
+        }
+        describe_counter!(
+            "procsched_yields_total",
+            "Yields dispatched, by handler kind"
+        );
+        let y = &self.yields;
+        for (handler, n) in [
+            ("inline", y.inline),
+            ("async", y.asynchronous),
+            ("blocking", y.blocking),
+            ("none", y.no_handler),
+        ] {
+            counter!("procsched_yields_total", "handler" => handler).absolute(n);
+        }
+        describe_counter!("procsched_handler_errors_total", "Handler errors");
+        counter!("procsched_handler_errors_total").absolute(self.handler_errors);
+        describe_counter!("procsched_handler_panics_total", "Handler panics");
+        counter!("procsched_handler_panics_total").absolute(self.handler_panics);
+        describe_gauge!(
+            "procsched_mailbox_high_water",
+            "Most events ever queued in one mailbox"
+        );
+        gauge!("procsched_mailbox_high_water").set(self.mailbox_high_water as f64);
+        if let Some(step) = self.longest_step {
+            describe_gauge!(
+                "procsched_longest_step_seconds",
+                "Longest sampled step of the last minutes"
+            );
+            gauge!("procsched_longest_step_seconds").set(step.duration.as_secs_f64());
+        }
+        for (index, w) in self.executor.workers().iter().enumerate() {
+            let worker = index.to_string();
+            for (name, n) in [
+                ("procsched_worker_polls_total", w.polls),
+                ("procsched_worker_stolen_total", w.stolen),
+                ("procsched_worker_steal_ops_total", w.steal_ops),
+                ("procsched_worker_global_pops_total", w.global_pops),
+                ("procsched_worker_inject_batches_total", w.inject_batches),
+                ("procsched_worker_inject_pops_total", w.inject_pops),
+                ("procsched_worker_parks_total", w.parks),
+                ("procsched_worker_unparks_total", w.unparks),
+                ("procsched_worker_spins_total", w.spins),
+            ] {
+                counter!(name, "worker" => worker.clone()).absolute(n);
+            }
+        }
+    }
+}

@@ -1,0 +1,247 @@
+//! Scheduler metrics: [`SchedulerMetrics`], the snapshot users read, and the counters behind it.
+//!
+//! | module | concept |
+//! |---|---|
+//! | `counters` | the sharded counters the hot paths bump; the longest recent step |
+//! | `export` | recording a snapshot through the `metrics` facade (cargo feature `metrics`) |
+
+mod counters;
+#[cfg(feature = "metrics")]
+mod export;
+
+pub(crate) use counters::{Counter, Counters, COUNTING_OFF};
+
+use crate::executor::ExecutorMetrics;
+use crate::process::Pid;
+use std::time::Duration;
+
+/// A snapshot of a scheduler's metrics, from [`Scheduler::metrics`](crate::Scheduler::metrics).
+///
+/// Counters (`spawned`, `finished`, `messages`, ...) count since the scheduler was built and
+/// never decrease; gauges (`processes`) are the state at the snapshot. Counters are kept per
+/// worker with relaxed atomics and summed here: each value is exact once the work it counts has
+/// happened, but a snapshot taken while processes run is not atomic across fields.
+///
+/// With the cargo feature `metrics`, `SchedulerMetrics::export` records it through the
+/// [`metrics`](https://docs.rs/metrics) facade.
+///
+/// # Examples
+///
+/// ```
+/// use procsched::prelude::*;
+///
+/// let sched = Scheduler::builder().workers(2).build()?;
+/// let handle = sched.spawn_fn(|_: ProcessCx| async { Ok::<_, BoxError>(1) })?;
+/// sched.block_on(handle)?;
+/// let metrics = sched.metrics();
+/// assert_eq!(metrics.spawned, 1);
+/// assert_eq!(metrics.finished.done, 1);
+/// assert_eq!(metrics.processes.total(), 0);
+/// assert_eq!(metrics.executor.workers().len(), 2);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SchedulerMetrics {
+    /// Gauge: live processes by state (not counting processes inside `init`, or finishing).
+    pub processes: ProcessCounts,
+    /// Processes started: `spawn` returned a handle.
+    pub spawned: u64,
+    /// Spawns whose `init` failed or panicked (no process was started).
+    pub init_failed: u64,
+    /// Steps run, over all processes.
+    pub steps: u64,
+    /// Processes finished, by outcome.
+    pub finished: FinishCounts,
+    /// Messages sent (`send`), delivered or rejected by reason.
+    pub messages: MessageCounts,
+    /// Yields dispatched, by the kind of their handler.
+    pub yields: YieldCounts,
+    /// Handler completions that reported an error: [`CommandError::Failed`](crate::CommandError::Failed)
+    /// or [`CommandError::TimedOut`](crate::CommandError::TimedOut).
+    pub handler_errors: u64,
+    /// Handlers that panicked ([`CommandError::Panicked`](crate::CommandError::Panicked)).
+    pub handler_panics: u64,
+    /// Most events (messages and completions) ever queued at once in one process's mailbox.
+    pub mailbox_high_water: usize,
+    /// The longest *sampled* step of the last one to two minutes, with its process: one step in
+    /// 64 of each process is timed (timing every step would cost more than a step), so a
+    /// process with repeatedly slow steps shows up quickly, a single slow step with
+    /// probability 1/64.
+    pub longest_step: Option<StepSample>,
+    /// The executor's per-worker counters.
+    pub executor: ExecutorMetrics,
+}
+
+/// Live processes by [`ProcessState`](crate::process::ProcessState) (in [`SchedulerMetrics::processes`]).
+///
+/// # Examples
+///
+/// ```
+/// let sched = procsched::Scheduler::builder().workers(1).build()?;
+/// let processes = sched.metrics().processes;
+/// assert_eq!((processes.ready, processes.idle, processes.total()), (0, 0, 0));
+/// # Ok::<(), procsched::BuildError>(())
+/// ```
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ProcessCounts {
+    /// Queued, waiting for a worker.
+    pub ready: usize,
+    /// Being stepped.
+    pub running: usize,
+    /// Waiting for yield completions.
+    pub blocked: usize,
+    /// Waiting for messages.
+    pub idle: usize,
+}
+
+impl ProcessCounts {
+    /// Every live process counted: `ready + running + blocked + idle`.
+    ///
+    /// # Examples
+    ///
+    /// See [`ProcessCounts`].
+    pub fn total(&self) -> usize {
+        self.ready + self.running + self.blocked + self.idle
+    }
+}
+
+/// Finished processes by outcome (in [`SchedulerMetrics::finished`]). Every process started is
+/// counted in exactly one field once it has finished.
+///
+/// # Examples
+///
+/// ```
+/// let sched = procsched::Scheduler::builder().workers(1).build()?;
+/// let finished = sched.metrics().finished;
+/// assert_eq!(finished.total(), finished.done + finished.failed + finished.panicked
+///     + finished.terminated + finished.cancelled + finished.forced);
+/// # Ok::<(), procsched::BuildError>(())
+/// ```
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FinishCounts {
+    /// Finished with a result ([`Status::Done`](crate::Status::Done)).
+    pub done: u64,
+    /// A step returned an error.
+    pub failed: u64,
+    /// A step or `close` panicked (also during shutdown).
+    pub panicked: u64,
+    /// Stopped by [`terminate`](crate::SchedulerHandle::terminate).
+    pub terminated: u64,
+    /// Finished during a shutdown's grace period, after its
+    /// [`Event::Cancel`](crate::Event::Cancel), other than by a panic: the
+    /// [`ShutdownReport::graceful`](crate::ShutdownReport::graceful) ones.
+    pub cancelled: u64,
+    /// Stopped by shutdown after its grace period
+    /// ([`ShutdownReport::forced`](crate::ShutdownReport::forced), and abandoned processes once
+    /// their call returns), other than by a panic.
+    pub forced: u64,
+}
+
+impl FinishCounts {
+    /// Every finished process.
+    ///
+    /// # Examples
+    ///
+    /// See [`FinishCounts`].
+    pub fn total(&self) -> u64 {
+        self.done + self.failed + self.panicked + self.terminated + self.cancelled + self.forced
+    }
+}
+
+/// Messages sent with [`send`](crate::SchedulerHandle::send), by what became of them (in
+/// [`SchedulerMetrics::messages`]).
+///
+/// # Examples
+///
+/// ```
+/// use procsched::{Message, Payload, Pid, Scheduler};
+///
+/// let sched = Scheduler::builder().workers(1).build()?;
+/// let nobody = Pid::from_raw(1 << 26).unwrap();
+/// assert!(sched.send(nobody, Message::new("hi", Payload::empty())).is_err());
+/// let messages = sched.metrics().messages;
+/// assert_eq!((messages.delivered, messages.not_found, messages.rejected()), (0, 1, 1));
+/// # Ok::<(), procsched::BuildError>(())
+/// ```
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MessageCounts {
+    /// Queued in the process's mailbox.
+    pub delivered: u64,
+    /// Rejected: the mailbox capacity or the topic budget was reached
+    /// ([`SendErrorKind::MailboxFull`](crate::SendErrorKind::MailboxFull)).
+    pub mailbox_full: u64,
+    /// Rejected: the process was finishing ([`SendErrorKind::Closed`](crate::SendErrorKind::Closed)).
+    pub closed: u64,
+    /// Rejected: no live process has the PID ([`SendErrorKind::NotFound`](crate::SendErrorKind::NotFound)).
+    pub not_found: u64,
+}
+
+impl MessageCounts {
+    /// Every rejected message.
+    ///
+    /// # Examples
+    ///
+    /// See [`MessageCounts`].
+    pub fn rejected(&self) -> u64 {
+        self.mailbox_full + self.closed + self.not_found
+    }
+}
+
+/// Yields dispatched, by the kind of handler they went to (in [`SchedulerMetrics::yields`]).
+///
+/// # Examples
+///
+/// ```
+/// let sched = procsched::Scheduler::builder().workers(1).build()?;
+/// let yields = sched.metrics().yields;
+/// assert_eq!(yields.total(), yields.inline + yields.asynchronous + yields.blocking + yields.no_handler);
+/// # Ok::<(), procsched::BuildError>(())
+/// ```
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct YieldCounts {
+    /// Run by an inline handler, on the worker.
+    pub inline: u64,
+    /// Run by an async handler (on the workers, inside the handler runtime's context).
+    pub asynchronous: u64,
+    /// Run by a blocking handler (tokio's blocking pool).
+    pub blocking: u64,
+    /// No handler registered for the command's type: completed at once with
+    /// [`CommandError::NoHandler`](crate::CommandError::NoHandler) (and a `warn` event).
+    pub no_handler: u64,
+}
+
+impl YieldCounts {
+    /// Every yield dispatched.
+    ///
+    /// # Examples
+    ///
+    /// See [`YieldCounts`].
+    pub fn total(&self) -> u64 {
+        self.inline + self.asynchronous + self.blocking + self.no_handler
+    }
+}
+
+/// A timed step: which process, and how long it ran (in [`SchedulerMetrics::longest_step`]).
+///
+/// # Examples
+///
+/// ```
+/// let sched = procsched::Scheduler::builder().workers(1).build()?;
+/// if let Some(step) = sched.metrics().longest_step {
+///     println!("{} stepped for {:?}", step.pid, step.duration);
+/// }
+/// # Ok::<(), procsched::BuildError>(())
+/// ```
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StepSample {
+    /// The process.
+    pub pid: Pid,
+    /// How long its step ran.
+    pub duration: Duration,
+}
