@@ -1,5 +1,7 @@
 //! Shared helpers of the process-layer tests: hang guards, counters, a seeded PRNG, a quiet panic
-//! hook for expected panics, and a closure-driven test process.
+//! hook for expected panics, and a closure-driven test process. Fixtures shared by a few test
+//! files only live in submodules, imported by name: the `Counter` process ([`inc_counter`]), one
+//! command per handler kind ([`handler_kinds`]) and the churning commands ([`churn`]).
 //!
 //! Deadlines here are hang guards only: a test that would hang fails with a message instead.
 #![allow(dead_code)]
@@ -12,6 +14,10 @@ use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::sync::{mpsc, Arc, Barrier, Once};
 use std::thread;
 use std::time::{Duration, Instant};
+
+pub(crate) mod churn;
+pub(crate) mod handler_kinds;
+pub(crate) mod inc_counter;
 
 /// Generous bound for "this should happen": only a hang guard, never a timing assertion.
 pub(crate) const HANG_GUARD: Duration = Duration::from_secs(60);
