@@ -24,27 +24,6 @@ fn idle_counting(steps: &support::Counter, closes: &support::Counter) -> FnProce
     })
 }
 
-/// Occupies the only worker of a one-worker scheduler until `release` is sent.
-fn block_the_worker(
-    sched: &Scheduler,
-    closes: &support::Counter,
-) -> (StepGate, procsched::ProcessHandle) {
-    let (gate, inside) = step_gate();
-    let blocker = sched
-        .spawn(
-            FnProcess::new(closes, move |_, out| {
-                inside.wait();
-                out.done(Payload::empty());
-                Ok(())
-            }),
-            "run",
-            Payload::empty(),
-        )
-        .unwrap();
-    recv(&gate.entered);
-    (gate, blocker)
-}
-
 #[test]
 fn terminate_a_ready_process_before_its_first_step() {
     let sched = Scheduler::builder().workers(1).build().unwrap();

@@ -200,19 +200,7 @@ fn check_flood(flooded: impl Process<Output = Payload>) {
         .unwrap();
     let closes = support::counter();
     // Occupy the only worker so the flooded process cannot take its first step yet.
-    let (gate, inside) = step_gate();
-    let blocker = sched
-        .spawn(
-            FnProcess::new(&closes, move |_, out| {
-                inside.wait();
-                out.done(Payload::empty());
-                Ok(())
-            }),
-            "run",
-            Payload::empty(),
-        )
-        .unwrap();
-    recv(&gate.entered);
+    let (gate, blocker) = block_the_worker(&sched, &closes);
     let flooded = sched.spawn(flooded, "run", Payload::empty()).unwrap();
     assert_eq!(sched.state(flooded.pid()), Some(ProcessState::Ready));
     for id in 0..FLOOD as u32 {

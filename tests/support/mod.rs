@@ -349,6 +349,28 @@ pub(crate) fn step_gate() -> (StepGate, StepGateInside) {
     )
 }
 
+/// Occupies the only worker of a one-worker scheduler with a step that waits until the gate's
+/// `release` is sent; returns once that step has begun.
+pub(crate) fn block_the_worker(
+    sched: &Scheduler,
+    closes: &Counter,
+) -> (StepGate, procsched::ProcessHandle) {
+    let (gate, inside) = step_gate();
+    let blocker = sched
+        .spawn(
+            FnProcess::new(closes, move |_, out| {
+                inside.wait();
+                out.done(Payload::empty());
+                Ok(())
+            }),
+            "run",
+            Payload::empty(),
+        )
+        .unwrap();
+    recv(&gate.entered);
+    (gate, blocker)
+}
+
 /// Awaits one typed handle, hang-guarded.
 pub(crate) fn join_typed<T: Send + 'static>(
     handle: procsched::ProcessHandle<T>,
