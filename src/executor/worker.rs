@@ -4,21 +4,27 @@
 //! 1. Every [`GLOBAL_POLL_INTERVAL`]th tick: the global injector first, then the own inject
 //!    queues, yielded lane before woken lane, so neither work from outside nor tasks that yielded
 //!    are starved by a worker busy with its own local work or with a stream of wakes.
-//! 2. The local deque, newest first (a freshly woken or spawned task runs while its data is
+//! 2. News: the *woken* lane (tasks woken from outside that last ran here: a message to an idle
+//!    process, a handler's completion), unless the previous task came from this step too. A
+//!    task with news must not wait behind the local deque, which a busy worker keeps refilling
+//!    (step 4 moves up to 17 yielded tasks into it at once): with the woken lane read only when
+//!    the deque ran dry, a message round trip on a worker cycling 50 `Continue`-ing processes
+//!    had a p50 of 19 µs in about half the runs instead of 12.4 (`docs/bench-process.md`,
+//!    "News before local work"). Never twice in a row, so the deque gets at least every other
+//!    tick however fast wakes arrive.
+//! 3. The local deque, newest first (a freshly woken or spawned task runs while its data is
 //!    cache-warm). Every [`MAX_LOCAL_STREAK`]th local pop takes the *oldest* local task instead, so
 //!    two tasks waking each other forever cannot starve the rest of the deque.
-//! 3. The own inject queues, then the global injector: one task plus up to 16 more moved into the
-//!    local deque in one batch. The *woken* lane (tasks woken from outside that last ran here)
-//!    comes before the *yielded* lane (tasks that woke themselves while running here): a task
-//!    with news — a message to an idle process, a handler's completion — must not wait behind
-//!    every busy task that merely yielded. With both in one FIFO, a message round trip on a
-//!    worker cycling 50 `Continue`-ing processes took 40–60 µs instead of 12.5
-//!    (`docs/bench-process.md`, "The round-trip latency's slow mode").
-//! 4. Search (at most half of the workers at once, see `idle.rs`): visit the other workers in a
+//! 4. The own inject queues, then the global injector: one task plus up to 16 more moved into the
+//!    local deque in one batch. The woken lane comes before the *yielded* lane (tasks that woke
+//!    themselves while running here), for the reason of step 2. With both in one FIFO, a message
+//!    round trip took 40–60 µs instead of 12.5 (`docs/bench-process.md`, "The round-trip
+//!    latency's slow mode").
+//! 5. Search (at most half of the workers at once, see `idle.rs`): visit the other workers in a
 //!    random order — start `r % n`, stride a number coprime with `n`, one random number per search —
 //!    stealing about half of a victim's deque (at most 32), or a batch of its inject queues
 //!    (woken lane first).
-//! 5. Nothing anywhere: spin (rounds 0..4, a growing busy-wait), yield the thread (rounds 4..16),
+//! 6. Nothing anywhere: spin (rounds 0..4, a growing busy-wait), yield the thread (rounds 4..16),
 //!    then park (`idle.rs` steps 4–5).
 //!
 //! # Spare workers
@@ -63,6 +69,8 @@ pub(crate) struct Core {
     local: Local<Notified>,
     tick: Cell<u32>,
     local_streak: Cell<u32>,
+    /// The last task came from the news check (step 2): the next tick skips it.
+    took_news: Cell<bool>,
     is_searching: Cell<bool>,
     rng: Cell<u64>,
     /// A spare worker slot (`spare.rs`).
@@ -93,6 +101,7 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize, local: Local<Notified>) {
         local,
         tick: Cell::new(0),
         local_streak: Cell::new(0),
+        took_news: Cell::new(false),
         is_searching: Cell::new(false),
         rng: Cell::new(seed(index)),
         blocking_depth: Cell::new(0),
@@ -212,6 +221,9 @@ impl Core {
                 return Some(task);
             }
         }
+        if let Some(task) = self.pop_news() {
+            return Some(task);
+        }
         if let Some(task) = self.pop_local() {
             return Some(task);
         }
@@ -266,6 +278,19 @@ impl Core {
                 }
             },
         }
+    }
+
+    /// Step 2 of the module docs: the woken lane ahead of the local deque, never twice in a
+    /// row. The emptiness check is two loads of lines only remote wakers write, so a worker
+    /// with no news pays no cache miss for it.
+    #[inline]
+    fn pop_news(&self) -> Option<Notified> {
+        if self.took_news.replace(false) || self.remote().woken.is_empty() {
+            return None;
+        }
+        let task = self.pop_woken()?;
+        self.took_news.set(true);
+        Some(task)
     }
 
     fn pop_local(&self) -> Option<Notified> {
