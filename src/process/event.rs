@@ -43,7 +43,7 @@ pub enum Event {
     Woken,
 }
 
-// Every send moves an `Event` several times, and the mailbox's ring holds them in its slots:
+// Every send moves an `Event` several times, and the mailbox's intake queue holds them in its slots:
 // one that grows (a new variant, a wider field) must be a decision, not an accident.
 #[cfg(target_pointer_width = "64")]
 const _: () = assert!(std::mem::size_of::<Event>() <= 80);
@@ -100,7 +100,7 @@ pub struct Message {
     /// budgeted message is the mailbox's slow path anyway, and out of line the budget costs
     /// every other message one word instead of four (a `Message`, and so an `Event`, of 80
     /// bytes instead of 104: every send moves one several times, and the mailbox's lock-free
-    /// ring stores them in its slots).
+    /// intake queue stores them in its slots).
     pub(crate) budget: Option<Box<(TopicBudget, usize)>>,
 }
 

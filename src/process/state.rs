@@ -4,7 +4,7 @@
 //! process-level wakeup flag `NOTIFIED` (bit 3). Every change goes through one of the named
 //! `transition_*` functions below (and [`StateWord::take_notified`]), each one pass of the single
 //! compare-and-swap loop [`StateWord::fetch_update_action`]; reads go through [`Snapshot`]. The
-//! mailbox orders the events themselves (under its lock, or in the ring of its lock-free path,
+//! mailbox orders the events themselves (under its lock, or in the queue of its lock-free path,
 //! `mailbox/intake.rs`): this word only decides who steps or wakes the process next.
 //!
 //! | bits | name | meaning | invariant |
@@ -25,9 +25,12 @@
 //! single modification order of this one word — every transition is a read-modify-write, so each
 //! sees the latest value and no two can both act on the same old one — and on the mailbox lock,
 //! which publishes the events. `Acquire`/`Release` make each transition also carry what its writer
-//! did before (e.g. a producer's push), so no argument below needs more than the RMW order. No
-//! protocol pairs this word with another location in a store-then-load (Dekker) pattern, so no
-//! `SeqCst` is needed.
+//! did before (e.g. a producer's push), so no argument below needs more than the RMW order. One
+//! protocol pairs this word with another location in a store-then-load (Dekker) pattern: a
+//! lock-free send pushes into the intake queue and then may only *read* this word (already
+//! flagged: step 2 writes nothing). The worker's side of that pattern is an RMW of the queue's
+//! tail, not a load (`mailbox/intake.rs`, "No wake is lost"), so there too the RMW orders
+//! suffice and no `SeqCst` is needed.
 //!
 //! # 1. Spawn (reset)
 //! 1. The scheduler takes a `Free` cell off its free list and calls `ProcessCell::open`, which,
@@ -48,8 +51,8 @@
 //!    [`StateWord::transition_on_event`]: `Running` → set `NOTIFIED` (no wake: the worker is still
 //!    there); `Blocked`/`Idle` → `Ready`, and this producer alone wakes the task (after unlocking);
 //!    `Ready`, `Complete`, or already flagged → nothing. A message sent on the mailbox's lock-free
-//!    path is pushed into its ring instead, and the sender makes this same call after the push,
-//!    without the lock (protocol 7).
+//!    path is pushed into its intake queue instead, and the sender makes this same call after the
+//!    push, without the lock (protocol 7).
 //! 3. Before a step that would otherwise skip the mailbox (one fed only by inline completions),
 //!    the worker calls [`StateWord::take_notified`]: if `NOTIFIED` was set, it clears it and
 //!    drains.
@@ -59,9 +62,8 @@
 //!
 //! No wake is lost: steps 2, 3 and 4 are RMWs on one word, so a producer's step 2 is ordered
 //! either before the worker's step 3/4 (which then finds `NOTIFIED`, and the drain that follows
-//! sees the event, published before the flag: by the lock, or by the ring's push) or after its
-//! successful park (then
-//! step 2 finds `Blocked`/`Idle` and wakes). There is no third order. Never two pollers: only the
+//! sees the event, published before the flag: by the lock, or by the intake queue's push) or after
+//! its successful park (then step 2 finds `Blocked`/`Idle` and wakes). There is no third order. Never two pollers: only the
 //! producer whose RMW moved the word out of `Blocked`/`Idle` wakes, and the worker leaves
 //! `Running` only by parking or protocols 4 and 6. Checked by
 //! `loom_event_racing_inline_steps_and_a_park` (state word alone, 2 preemptions),

@@ -1,5 +1,5 @@
 //! The consumer's side of the mailbox: the worker stepping the process moves a batch out (the
-//! locked queue first, then the ring: `intake.rs`, protocol 7 step 4) and puts back what its
+//! locked queue first, then the intake queue: `intake.rs`, protocol 7 step 4) and puts back what its
 //! poll could not step.
 
 use super::intake::Stale;
@@ -32,8 +32,8 @@ impl Mailbox {
         if inner.terminate {
             return Drained::Terminate;
         }
-        let ring_waiting = !self.intake.is_empty();
-        if ring_waiting {
+        let intake_waiting = !self.intake.is_empty();
+        if intake_waiting {
             // Everything queued now is the most this mailbox has held since the last drain.
             let depth = inner.events.len() + self.intake.len();
             inner.max_depth = inner.max_depth.max(depth);
@@ -42,16 +42,16 @@ impl Mailbox {
         let before = events.len();
         let mut more = events.take_from(&mut inner.events, max);
         if bounded {
-            // Bounded mailbox: give back what the moved events used. (The ring holds none of
+            // Bounded mailbox: give back what the moved events used. (The intake queue holds none of
             // those: only unbudgeted messages to an unbounded mailbox take it.)
             for event in events.iter().skip(before) {
                 inner.release(event);
             }
         }
-        if !more && ring_waiting {
-            // The ring's events come after the queue's (protocol 7, step 4).
+        if !more && intake_waiting {
+            // The intake queue's events come after the queue's (protocol 7, step 4).
             let room = max - (events.len() - before);
-            more = self.take_from_ring(events, room, &mut stale);
+            more = self.take_from_intake(events, room, &mut stale);
         }
         if more {
             Drained::More
@@ -72,9 +72,9 @@ impl Mailbox {
         events.move_in_front_of(&mut inner.events);
     }
 
-    /// Protocol 7 of `intake.rs`, step 4, under the lock: moves the ring's events behind the
+    /// Protocol 7 of `intake.rs`, step 4, under the lock: moves the intake queue's events behind the
     /// queue's, setting stale ones aside for `stale` to drop after the unlock.
-    pub(super) fn move_ring_into_queue(&self, inner: &mut Inner, stale: &mut Stale) {
+    pub(super) fn move_intake_into_queue(&self, inner: &mut Inner, stale: &mut Stale) {
         if self.intake.is_empty() {
             return;
         }
@@ -87,9 +87,9 @@ impl Mailbox {
         }
     }
 
-    /// Protocol 7 of `intake.rs`, step 4, under the lock: moves up to `room` of the ring's events
+    /// Protocol 7 of `intake.rs`, step 4, under the lock: moves up to `room` of the intake queue's events
     /// into `events`, setting stale ones aside. `true` if some are left.
-    fn take_from_ring(&self, events: &mut Events, room: usize, stale: &mut Stale) -> bool {
+    fn take_from_intake(&self, events: &mut Events, room: usize, stale: &mut Stale) -> bool {
         let (generation, _) = self.gate.load();
         for _ in 0..room {
             match self.intake.pop_current(generation, stale) {
@@ -100,16 +100,16 @@ impl Mailbox {
         !self.intake.is_empty()
     }
 
-    /// The ring's length, or `None` while no ring is installed (tests of `intake.rs`).
+    /// The intake queue's length, or `None` while none is installed (tests of `intake.rs`).
     #[cfg(test)]
-    pub(crate) fn ring_len(&self) -> Option<usize> {
+    pub(crate) fn intake_len(&self) -> Option<usize> {
         self.intake.is_installed().then(|| self.intake.len())
     }
 
-    /// Pushes into the ring as a sender does after reading the gate (protocol 7, step 2), with
+    /// Pushes into the intake queue as a sender does after reading the gate (protocol 7, step 2), with
     /// no check of its own: a model of a sender that read an open gate just before `close`.
     #[cfg(all(test, not(loom)))]
-    pub(crate) fn push_to_ring(&self, generation: Generation, event: Event) -> Result<(), Event> {
+    pub(crate) fn push_to_intake(&self, generation: Generation, event: Event) -> Result<(), Event> {
         self.intake.push(generation, event)
     }
 

@@ -1,5 +1,6 @@
 //! The mailbox's lock-free path for messages: the *gate* (which incarnation the cell hosts,
-//! readable without the lock) and the *ring* (a bounded lock-free queue that senders push into).
+//! readable without the lock) and the *intake queue* (an unbounded lock-free queue that
+//! senders push into, `blocks.rs`).
 //!
 //! # Why
 //! Sending to a process that is busy draining its mailbox is the mailbox's hardest case: the
@@ -18,94 +19,99 @@
 //! state word to `Ready` before it opens the gate, so a sender that sees its generation open also
 //! sees that process's state word (`state.rs`, protocol 1).
 //!
-//! # The ring
-//! A bounded multi-producer queue of `(generation, event)` ([`crossbeam_queue::ArrayQueue`]: a
-//! well-kept, Miri- and stress-tested queue; under loom, a mutex-backed stand-in with the same
-//! contract, so that the models check our protocol around a linearizable queue). Only messages
-//! take it, and only to an unbounded mailbox and without a topic budget: capacity and budgets are
-//! counted under the lock. Everything else — completions, budgeted messages, terminate, `Woken` —
-//! takes the locked path, as do messages while no ring is installed or while it is full.
+//! # The intake queue
+//! An unbounded multi-producer queue of `(generation, event)` ([`BlockQueue`], `blocks.rs`:
+//! blocks of 31 slots that the consumer recycles, so a sender the worker keeps up with never
+//! allocates; why no crate's queue does the job is in its docs). Only messages take it, and
+//! only to an unbounded mailbox and without a topic budget: capacity and budgets are counted
+//! under the lock. Everything else — completions, budgeted messages, terminate, `Woken` — takes
+//! the locked path, as do messages while no intake queue is installed.
 //!
-//! A ring is installed the first time a message finds [`RING_INSTALL_DEPTH`] events queued
+//! One is installed the first time a message finds [`INTAKE_INSTALL_DEPTH`] events queued
 //! ahead of it in an unbounded mailbox (a backlog that lasts), so a process that gets one
 //! message at a time (a request, a ring token), or two that happen to meet, never pays for one:
-//! a ring costs the drain a look at its head and tail, cold lines in a workload of many small
+//! it costs the drain a look at its head slot, a cold line in a workload of many small
 //! mailboxes (the process bench's `ring`, 1 000 processes passing a token, went from 10.4 to
-//! 17.3 ms per iteration when its link-and-token pairs installed rings at depth 2; 12.8 ms at
+//! 17.3 ms per iteration when its link-and-token pairs installed one at depth 2; 12.8 ms at
 //! this depth, the rest being the path's own instructions). It then
 //! stays with the *cell*, for the processes it hosts later too: a sender that read the pointer may
 //! still be pushing into it after the process finished, and freeing it safely would need a
 //! reclamation scheme (epochs, or a count of senders inside) that costs every send. The cost is
-//! bounded: [`RING_SLOTS`] events, 3.4 KB on x86_64 whatever the flood (`RING_BYTES`, checked at
-//! compile time), once per cell that ever had a backlog — where tokio's mpsc allocates a
-//! 32-slot block for every channel up front. A flood beyond that goes to the locked queue, which `close` frees as before.
+//! bounded: the queue's two halves and its current block, 3.2 KB on x86_64, once its process has
+//! ended (`close` frees the spare block), and one block more while a process lives (the spare:
+//! [`INTAKE_BYTES`], checked at compile time) — where tokio's mpsc allocates a 32-slot block for
+//! every channel up front. A flood allocates blocks as it needs them; the drain frees all but
+//! the spare as it goes.
 //!
 //! # Protocol 7: a lock-free send
 //! 1. The sender loads the gate (`Acquire`). It continues only if the gate is `Open` with the
-//!    generation of the PID it names, the message qualifies (above) and a ring is installed;
-//!    otherwise it takes the locked path, which also decides every refusal (`Closed`, `Gone`,
-//!    `Dropped`), so refusals mean the same on both paths.
-//! 2. It pushes `(generation, event)` into the ring. A full ring hands the event back: locked
-//!    path.
+//!    generation of the PID it names, the message qualifies (above) and an intake queue is
+//!    installed; otherwise it takes the locked path, which also decides every refusal
+//!    (`Closed`, `Gone`, `Dropped`), so refusals mean the same on both paths.
+//! 2. It pushes `(generation, event)` into the intake queue (`blocks.rs`, protocol 8: a claim by
+//!    CAS on the queue's tail, then the write).
 //! 3. It calls [`StateWord::transition_on_event`](crate::process::state::StateWord) (protocol 2,
 //!    step 2) without the lock. On `Wake` it takes the lock only to clone the registered waker,
 //!    then wakes after unlocking.
-//! 4. Every *consumer* of the ring holds the mailbox lock, so the ring has one consumer at a
-//!    time: the drain (the locked queue first, then the ring), a locked push (moves the ring's
-//!    events into the queue before queueing its own), `close` (drops them with the queue). An
-//!    event whose generation is not the gate's is *stale* — pushed after its process's `close`
-//!    took the ring's contents — and is dropped, after the lock is released (its payload's
-//!    destructor is user code, which may send to this very process).
+//! 4. Every *consumer* of the intake queue holds the mailbox lock, so it has one consumer at a
+//!    time: the drain (the locked queue first, then the intake queue), a locked push (moves the
+//!    intake queue's events into the locked queue before queueing its own), `close` (drops them
+//!    with the queue). An event whose generation is not the gate's is *stale* — pushed after its
+//!    process's `close` took the queue's contents — and is dropped, after the lock is released
+//!    (its payload's destructor is user code, which may send to this very process).
 //!
-//! **No wake is lost.** Step 3 comes after step 2's push is published, so protocol 2's argument
-//! carries over unchanged: the sender's RMW on the state word is ordered before the worker's park
-//! (which then fails, and the drain that follows sees the event) or after it (then the sender
-//! wakes).
+//! **No wake is lost.** Step 3 may find a poll already due or flagged and write nothing: a
+//! store-then-load pattern against the worker, which clears the flag (an RMW of the state word)
+//! and then looks at the queue. What closes it is that the worker, finding the head slot empty,
+//! checks for a claim with a CAS of the queue's tail (protocol 8, pop step 1), not a load:
+//! either that CAS comes after the sender's claim in the tail's modification order (the worker
+//! sees the claim and waits for the value) or before it (then the claim reads the CAS's value,
+//! the worker's clearing of the flag happens before the sender's step 3, which sees it cleared
+//! and sets it, or wakes). Either way protocol 2's argument carries over. A load there would not
+//! do: the C++ model, which Rust's atomics follow, lets both sides read the old values.
 //!
 //! **Nothing reaches a later process.** A stale event carries its generation, and every consumer
 //! compares it with the gate. The sender's step 3 may still touch the next process's state word:
 //! at worst one spurious poll, which finds nothing (a step may always see an empty batch).
 //!
-//! **Each sender's messages stay in order** across the two paths. Locked queue before ring is
-//! the order of every drain, and a locked push first moves the ring into the queue: a message a
-//! sender pushed to the ring is in the queue before that sender's next, locked, event; and a
-//! message it queued under the lock is already in the queue when its next one enters the ring.
+//! **Each sender's messages stay in order** across the two paths. Locked queue before intake
+//! queue is the order of every drain, and a locked push first moves the intake queue into the
+//! locked one — all of it, waiting for a slot that is claimed and not yet written (protocol 8,
+//! pop step 1): a message a sender pushed lock-free is in the locked queue before that sender's
+//! next, locked, event; and a message it queued under the lock is already there when its next
+//! one enters the intake queue.
 //!
 //! Checked by `loom_lock_free_send_racing_a_park`, `loom_lock_free_send_racing_close_and_reuse`
 //! and `loom_one_senders_messages_keep_their_order_across_both_paths`
-//! (`process/tests/loom_intake.rs`).
+//! (`process/tests/loom_intake.rs`), on the real queue (at two slots per block under loom); the
+//! queue's own protocol by `process/tests/loom_blocks.rs`.
 
+use super::blocks::BlockQueue;
 use super::{Admission, Generation, Phase};
 use crate::loom::atomic::{AtomicPtr, AtomicU64, Ordering};
 use crate::process::{drop_contained, Event};
 use std::mem::ManuallyDrop;
 
-/// Slots in a mailbox's ring. Enough for a sender to run ahead of a draining worker by a batch
-/// or two (the worker drains up to `max_batch` events per step); a longer backlog queues under
-/// the lock.
-pub(crate) const RING_SLOTS: usize = 32;
-
-/// The locked queue's depth at which a message installs the ring: a backlog that lasts, not
-/// two messages that happened to meet (a link and a token sent to a process not yet polled).
-pub(crate) const RING_INSTALL_DEPTH: usize = 8;
+/// The locked queue's depth at which a message installs the intake queue: a backlog that
+/// lasts, not two messages that happened to meet (a link and a token sent to a process not yet
+/// polled).
+pub(crate) const INTAKE_INSTALL_DEPTH: usize = 8;
 
 /// A queued event and the generation it was sent to.
 pub(super) type Stamped = (Generation, Event);
 
-#[cfg(not(loom))]
-type Ring = crossbeam_queue::ArrayQueue<Stamped>;
-#[cfg(loom)]
-type Ring = loom_ring::Ring;
+type IntakeQueue = BlockQueue<Stamped>;
 
-/// What an installed ring costs, slots and their stamps included (module docs: the bound).
+/// What an installed intake queue keeps while its process lives, at most: the queue, its
+/// current block and the spare (module docs, "The intake queue").
 #[cfg(not(loom))]
-const RING_BYTES: usize = std::mem::size_of::<Ring>()
-    + RING_SLOTS * (std::mem::size_of::<Stamped>() + std::mem::size_of::<usize>());
+const INTAKE_BYTES: usize =
+    std::mem::size_of::<IntakeQueue>() + 2 * BlockQueue::<Stamped>::BLOCK_BYTES;
 
 // What a cell keeps once it had a backlog: a few kilobytes, whatever the flood. An `Event` that
 // grows must not silently make every backlogged cell pay for it.
 #[cfg(not(loom))]
-const _: () = assert!(RING_BYTES <= 5 * 1024);
+const _: () = assert!(INTAKE_BYTES <= 7 * 1024);
 
 /// The cell's generation and phase, readable without the lock (module docs, "The gate").
 pub(super) struct Gate(AtomicU64);
@@ -167,52 +173,55 @@ fn decode(word: u64) -> (Generation, Phase) {
     (word >> 2, phase)
 }
 
-/// The cell's ring, once installed (module docs, "The ring").
+/// The cell's intake queue, once installed (module docs, "The intake queue").
 pub(super) struct Intake {
-    /// Null until [`install`](Self::install); then a `Box<Ring>` owned by this `Intake`, freed
-    /// only by its `Drop`.
-    ring: AtomicPtr<Ring>,
+    /// Null until [`install`](Self::install); then a `Box<IntakeQueue>` owned by this `Intake`,
+    /// freed only by its `Drop`.
+    queue: AtomicPtr<IntakeQueue>,
 }
 
 impl Intake {
     pub(super) fn new() -> Intake {
         Intake {
-            ring: AtomicPtr::new(std::ptr::null_mut()),
+            queue: AtomicPtr::new(std::ptr::null_mut()),
         }
     }
 
-    /// The ring, if installed.
+    /// The intake queue, if installed.
     #[inline]
-    fn ring(&self) -> Option<&Ring> {
-        let ring = self.ring.load(Ordering::Acquire);
+    fn queue(&self) -> Option<&IntakeQueue> {
+        let queue = self.queue.load(Ordering::Acquire);
         // SAFETY: a non-null pointer came from `Box::into_raw` in `install` (published with
-        // `Release`, read here with `Acquire`, so the ring's initialisation is visible), and it
+        // `Release`, read here with `Acquire`, so the queue's initialisation is visible), and it
         // is freed only by `Drop`, which has `&mut self`: it outlives every `&self` borrow.
-        unsafe { ring.as_ref() }
+        unsafe { queue.as_ref() }
     }
 
-    /// `true` once a ring is installed.
+    /// `true` once an intake queue is installed.
     #[inline]
     pub(super) fn is_installed(&self) -> bool {
-        !self.ring.load(Ordering::Acquire).is_null()
+        !self.queue.load(Ordering::Acquire).is_null()
     }
 
-    /// Installs the ring if there is none. Under the mailbox lock, which makes the check and the
-    /// store one step: two installs never race.
+    /// Installs the intake queue if there is none. Under the mailbox lock, which makes the check
+    /// and the store one step: two installs never race.
     pub(super) fn install(&self) {
         if self.is_installed() {
             return;
         }
-        let ring = Box::into_raw(Box::new(Ring::new(RING_SLOTS)));
-        self.ring.store(ring, Ordering::Release);
+        let queue = Box::into_raw(Box::new(IntakeQueue::new()));
+        self.queue.store(queue, Ordering::Release);
     }
 
-    /// Protocol 7, step 2: queues `event` for `generation`, or hands it back if there is no ring
-    /// or it is full.
+    /// Protocol 7, step 2: queues `event` for `generation`, or hands it back if no intake queue
+    /// is installed.
     #[inline]
     pub(super) fn push(&self, generation: Generation, event: Event) -> Result<(), Event> {
-        match self.ring() {
-            Some(ring) => ring.push((generation, event)).map_err(|(_, event)| event),
+        match self.queue() {
+            Some(queue) => {
+                queue.push((generation, event));
+                Ok(())
+            }
             None => Err(event),
         }
     }
@@ -220,7 +229,8 @@ impl Intake {
     /// The oldest event. Only under the mailbox lock (protocol 7, step 4).
     #[inline]
     fn pop(&self) -> Option<Stamped> {
-        self.ring()?.pop()
+        // SAFETY: every caller holds the mailbox lock, which makes it the queue's one consumer.
+        unsafe { self.queue()?.pop() }
     }
 
     /// The oldest event sent to `generation`, setting aside the stale ones popped before it.
@@ -236,36 +246,48 @@ impl Intake {
         }
     }
 
-    /// Events in the ring (stale ones included). Only under the mailbox lock, for statistics.
+    /// Events in the intake queue (stale ones included). Only under the mailbox lock, for
+    /// statistics.
     pub(super) fn len(&self) -> usize {
-        self.ring().map_or(0, Ring::len)
+        // SAFETY: as in `pop`.
+        self.queue().map_or(0, |queue| unsafe { queue.len() })
     }
 
-    /// `true` if no event is in the ring.
+    /// `true` if no event is in the intake queue. Only under the mailbox lock.
     #[inline]
     pub(super) fn is_empty(&self) -> bool {
-        self.ring().is_none_or(Ring::is_empty)
+        // SAFETY: as in `pop`.
+        self.queue().is_none_or(|queue| unsafe { queue.is_empty() })
+    }
+
+    /// Frees the queue's spare block: its process has ended (module docs, the bound). Only
+    /// under the mailbox lock.
+    pub(super) fn shrink(&self) {
+        if let Some(queue) = self.queue() {
+            queue.free_spare();
+        }
     }
 }
 
 impl Drop for Intake {
     fn drop(&mut self) {
         // A load rather than `get_mut`, which loom's atomics lack; `&mut self` orders it anyway.
-        let ring = self.ring.load(Ordering::Acquire);
-        if ring.is_null() {
+        let queue = self.queue.load(Ordering::Acquire);
+        if queue.is_null() {
             return;
         }
         // SAFETY: installed by `Box::into_raw`, never freed before; `&mut self` means no sender
         // holds a reference any more.
-        let ring = unsafe { Box::from_raw(ring) };
+        let queue = unsafe { Box::from_raw(queue) };
         // Payload destructors are user code: contained one by one, as everywhere else.
-        while let Some((_, event)) = ring.pop() {
+        // SAFETY: `&mut self`: no other consumer.
+        while let Some((_, event)) = unsafe { queue.pop() } {
             drop_contained(event);
         }
     }
 }
 
-/// Events the ring held for a finished incarnation (protocol 7, step 4), collected under the
+/// Events the intake queue held for a finished incarnation (protocol 7, step 4), collected under the
 /// lock and dropped when this value is, after the lock: declare it *before* the guard.
 ///
 /// Every locked push and every drain makes one, and nearly all stay empty: the `ManuallyDrop`
@@ -299,51 +321,6 @@ impl Drop for Stale {
         // Empty and unallocated unless a stale event was pushed.
         if self.0.capacity() != 0 {
             self.drop_events();
-        }
-    }
-}
-
-/// A mutex-backed stand-in for `ArrayQueue` under loom: the same contract (bounded, FIFO,
-/// linearizable `push`/`pop`), built from loom's primitives so the models explore our protocol
-/// around it. crossbeam's queue is tested by its own suite, Miri included.
-#[cfg(loom)]
-mod loom_ring {
-    use super::Stamped;
-    use crate::loom::{lock, Mutex};
-    use std::collections::VecDeque;
-
-    pub(crate) struct Ring {
-        slots: Mutex<VecDeque<Stamped>>,
-        capacity: usize,
-    }
-
-    impl Ring {
-        pub(crate) fn new(capacity: usize) -> Ring {
-            Ring {
-                slots: Mutex::new(VecDeque::new()),
-                capacity,
-            }
-        }
-
-        pub(crate) fn push(&self, value: Stamped) -> Result<(), Stamped> {
-            let mut slots = lock(&self.slots);
-            if slots.len() == self.capacity {
-                return Err(value);
-            }
-            slots.push_back(value);
-            Ok(())
-        }
-
-        pub(crate) fn pop(&self) -> Option<Stamped> {
-            lock(&self.slots).pop_front()
-        }
-
-        pub(crate) fn len(&self) -> usize {
-            lock(&self.slots).len()
-        }
-
-        pub(crate) fn is_empty(&self) -> bool {
-            lock(&self.slots).is_empty()
         }
     }
 }

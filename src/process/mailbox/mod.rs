@@ -3,7 +3,7 @@
 //! Producers — message senders and yield completers — push under a short mutex (never held
 //! while user code runs); the one consumer is the worker stepping the process, which moves a
 //! bounded batch out per step (`drain.rs`). Messages to a mailbox with a backlog skip the
-//! mutex: they go into a lock-free ring (`intake.rs`, protocol 7), which every consumer empties
+//! mutex: they go into a lock-free queue (`intake.rs`, protocol 7), which every consumer empties
 //! behind the locked queue, under the mutex.
 //!
 //! # Cells are pooled; generations guard them
@@ -24,13 +24,14 @@
 //! PID can never reach a later process in the same cell.
 //!
 //! `close` takes the queued events and the topic budgets out with it (the next incarnation starts
-//! with an empty, unallocated queue and map; a ring, once installed, stays with the cell:
+//! with an empty, unallocated queue and map; an intake queue, once installed, stays with the cell:
 //! `intake.rs`), and moves the state word to `Complete` (`state.rs`,
 //! protocol 6). Checked (`process/tests/loom_mailbox.rs`) by
 //! `loom_stale_completion_racing_with_the_cells_reuse` (a completion bound to the old generation
 //! racing close → release → open) and `loom_close_racing_an_event` (a delivery racing `close`);
 //! the process table's reuse of cells by its own models in `scheduler/tests/loom_table.rs`.
 
+pub(crate) mod blocks;
 mod budget;
 mod drain;
 pub(crate) mod intake;
@@ -42,7 +43,7 @@ use super::{drop_contained, Event, Message, ProcessState};
 use crate::executor::TaskRef;
 use crate::loom::{lock, Mutex};
 use budget::TopicMap;
-use intake::{Gate, Intake, Stale, RING_INSTALL_DEPTH};
+use intake::{Gate, Intake, Stale, INTAKE_INSTALL_DEPTH};
 use std::task::Waker;
 
 /// The generation a producer is bound to.
@@ -85,7 +86,7 @@ pub(crate) struct Mailbox {
     inner: Mutex<Inner>,
     /// The generation and phase, written under the lock, readable without it (`intake.rs`).
     gate: Gate,
-    /// The lock-free path's ring, once a backlog installed it (`intake.rs`).
+    /// The lock-free path's queue, once a backlog installed it (`intake.rs`).
     intake: Intake,
     /// Most queued messages; `usize::MAX` when unbounded. Fixed for the cell's life.
     capacity: usize,
@@ -234,8 +235,8 @@ impl ProcessCell {
         self.deliver_locked(generation, Event::Message(message))
     }
 
-    /// Protocol 7 of `intake.rs`, steps 2 and 3; a full ring sends the message down the locked
-    /// path. Out of line: the path without a ring — most mailboxes — stays as short as before.
+    /// Protocol 7 of `intake.rs`, steps 2 and 3. Out of line: the path without an intake
+    /// queue — most mailboxes — stays as short as before.
     #[inline(never)]
     #[allow(clippy::result_large_err)] // as `deliver_message`
     fn deliver_lock_free(
@@ -272,7 +273,7 @@ impl ProcessCell {
     }
 
     /// Protocol 7 of `intake.rs`, step 1: whether `message` may skip the lock. Checked before
-    /// the message becomes an event, so that a mailbox without a ring — most of them — pays one
+    /// the message becomes an event, so that a mailbox without an intake queue — most of them — pays one
     /// load for the lock-free path and moves the message no more than before.
     #[inline]
     fn may_push_lock_free(&self, generation: Generation, message: &Message) -> bool {
@@ -320,8 +321,8 @@ impl ProcessCell {
         if refused != Admission::Accepted {
             return Err((refused, event));
         }
-        // The ring's events were sent before this one (or concurrently): they go first.
-        self.mailbox.move_ring_into_queue(&mut inner, &mut stale);
+        // The intake queue's events were sent before this one (or concurrently): they go first.
+        self.mailbox.move_intake_into_queue(&mut inner, &mut stale);
         if completion {
             self.stats.yield_completed();
         }
@@ -346,14 +347,14 @@ impl ProcessCell {
             return Ok(());
         }
         // A lasting backlog installs the lock-free path for the messages that can take it
-        // (`intake.rs`, "The ring").
-        let installs_ring = matches!(&event, Event::Message(m) if m.budget.is_none())
+        // (`intake.rs`, "The intake queue").
+        let installs_intake = matches!(&event, Event::Message(m) if m.budget.is_none())
             && self.mailbox.capacity == usize::MAX;
         let depth = inner.events.push_back(event);
         if depth > inner.max_depth {
             inner.max_depth = depth;
         }
-        if depth >= RING_INSTALL_DEPTH && installs_ring {
+        if depth >= INTAKE_INSTALL_DEPTH && installs_intake {
             self.mailbox.intake.install();
         }
         let waker = self.waker_if_waiting(&inner);
@@ -479,9 +480,11 @@ impl ProcessCell {
             let (generation, phase) = self.mailbox.gate.load();
             debug_assert_eq!(phase, Phase::Open);
             self.mailbox.gate.store(generation, Phase::Closing);
-            // The ring's events go with the queue's; a sender that read the gate before this
+            // The intake queue's events go with the queue's; a sender that read the gate before this
             // store may still push one, which the next consumer finds stale (`intake.rs`).
-            self.mailbox.move_ring_into_queue(&mut inner, &mut stale);
+            self.mailbox.move_intake_into_queue(&mut inner, &mut stale);
+            // An idle cell keeps one block of its intake queue, not two (`intake.rs`).
+            self.mailbox.intake.shrink();
             inner.queued_messages = 0;
             (
                 inner.events.take(),

@@ -1,7 +1,7 @@
 //! Loom models of the mailbox's lock-free path (`mailbox/intake.rs`, protocol 7): a lock-free
 //! send against the worker's park, against the cell's close and reuse, and one sender's order
-//! across the lock-free and the locked path. The ring is loom's mutex-backed stand-in for
-//! crossbeam's `ArrayQueue` (same contract), so the models explore the protocol around it.
+//! across the lock-free and the locked path. The intake queue is the real one (`blocks.rs`, two
+//! slots per block under loom), so the models explore its protocol and the one around it together.
 //!
 //! Run: `RUSTFLAGS="--cfg loom -C debug-assertions" LOOM_MAX_PREEMPTIONS=2 cargo test --lib --release loom_`
 
@@ -9,21 +9,21 @@ use super::support::{drain, Polled};
 use crate::loom::atomic::{AtomicUsize, Ordering::SeqCst};
 use crate::loom::model::model;
 use crate::loom::{thread, Arc};
-use crate::process::mailbox::intake::RING_INSTALL_DEPTH;
+use crate::process::mailbox::intake::INTAKE_INSTALL_DEPTH;
 use crate::process::mailbox::{Admission, Drained, Generation, ProcessCell};
-use crate::process::state::{ParkAs, TransitionToParked};
+use crate::process::state::{ParkAs, TakeNotified, TransitionToParked};
 use crate::process::{Event, Events, Message, TopicBudget};
 use crate::Payload;
 
-/// A backlog of [`RING_INSTALL_DEPTH`] messages installs the ring; drained, the mailbox is
+/// A backlog of [`INTAKE_INSTALL_DEPTH`] messages installs the intake queue; drained, the mailbox is
 /// empty again. (Before the model's threads start: no interleavings to explore.)
-fn install_ring(cell: &ProcessCell, generation: Generation) {
-    for n in 0..RING_INSTALL_DEPTH as u64 {
+fn install_intake(cell: &ProcessCell, generation: Generation) {
+    for n in 0..INTAKE_INSTALL_DEPTH as u64 {
         cell.deliver_message(generation, Message::new("n", Payload::new(n)))
             .unwrap();
     }
-    assert_eq!(drain(cell, None), (Drained::All, RING_INSTALL_DEPTH));
-    assert_eq!(cell.mailbox.ring_len(), Some(0));
+    assert_eq!(drain(cell, None), (Drained::All, INTAKE_INSTALL_DEPTH));
+    assert_eq!(cell.mailbox.intake_len(), Some(0));
 }
 
 fn numbers(events: &mut Events) -> Vec<u64> {
@@ -38,12 +38,12 @@ fn numbers(events: &mut Events) -> Vec<u64> {
 
 /// Protocol 7 step 3: a message pushed without the lock while the worker drains and parks is
 /// either drained by this poll (the park fails, or the drain saw it) or wakes the parked process
-/// exactly once — never stranded in the ring of a parked process.
+/// exactly once — never stranded in the intake queue of a parked process.
 #[test]
 fn loom_lock_free_send_racing_a_park() {
     model(|| {
         let polled = Arc::new(Polled::new());
-        install_ring(&polled.cell, polled.generation);
+        install_intake(&polled.cell, polled.generation);
         let sender = {
             let polled = polled.clone();
             thread::spawn(move || {
@@ -79,6 +79,55 @@ fn loom_lock_free_send_racing_a_park() {
     });
 }
 
+/// Protocol 7, "No wake is lost", when the sender writes nothing: the poll is already flagged
+/// when the sender's step 3 reads the state word, and the worker is clearing that flag to drain.
+/// The worker's drain sees the message (its emptiness check is a CAS of the queue's tail), or
+/// the sender sees the flag cleared and sets it again, so the park that follows fails, or wakes.
+#[test]
+fn loom_lock_free_send_finding_the_poll_flagged() {
+    model(|| {
+        let polled = Arc::new(Polled::new());
+        install_intake(&polled.cell, polled.generation);
+        let _ = polled.drain_registering();
+        // Something arrived earlier in this poll (the backlog that installed the intake
+        // queue did too): `NOTIFIED` is set.
+        let _ = polled.cell.state.transition_on_event();
+        assert!(polled.cell.state.load().is_notified());
+        let sender = {
+            let polled = polled.clone();
+            thread::spawn(move || {
+                let message = Message::new("n", Payload::new(7u64));
+                polled
+                    .cell
+                    .deliver_message(polled.generation, message)
+                    .unwrap();
+            })
+        };
+        let mut seen = 0;
+        if polled.cell.state.take_notified() == TakeNotified::Notified {
+            seen += drain(&polled.cell, None).1;
+        }
+        loop {
+            match polled.cell.state.transition_to_parked(ParkAs::Idle) {
+                TransitionToParked::Parked => break,
+                TransitionToParked::Notified => seen += drain(&polled.cell, None).1,
+            }
+        }
+        sender.join().unwrap();
+        if seen == 0 {
+            assert_eq!(
+                polled.wakes(),
+                1,
+                "a parked process with a message was not woken"
+            );
+            assert_eq!(drain(&polled.cell, None), (Drained::All, 1));
+        } else {
+            assert_eq!(seen, 1);
+            assert_eq!(drain(&polled.cell, None), (Drained::All, 0));
+        }
+    });
+}
+
 /// Protocol 7 step 4: a lock-free send bound to a finishing process, racing close → release →
 /// open, is refused, or accepted and dropped (by `close`, or as stale by the next process's
 /// drain); it never reaches the next process, and its payload is dropped exactly once.
@@ -93,7 +142,7 @@ fn loom_lock_free_send_racing_close_and_reuse() {
     model(|| {
         let cell = Arc::new(ProcessCell::new(usize::MAX));
         let old = cell.open();
-        install_ring(&cell, old);
+        install_intake(&cell, old);
         let drops = std::sync::Arc::new(AtomicUsize::new(0));
         let sender = {
             let cell = cell.clone();
@@ -123,15 +172,15 @@ fn loom_lock_free_send_racing_close_and_reuse() {
     });
 }
 
-/// Protocol 7, "Each sender's messages stay in order": one sender's messages through the ring,
-/// then the locked path (a budgeted one), then the ring again, against a worker draining one at
-/// a time, arrive in the order sent.
+/// Protocol 7, "Each sender's messages stay in order": one sender's messages through the intake
+/// queue, then the locked path (a budgeted one), then the intake queue again, against a worker
+/// draining one at a time, arrive in the order sent.
 #[test]
 fn loom_one_senders_messages_keep_their_order_across_both_paths() {
     model(|| {
         let cell = Arc::new(ProcessCell::new(usize::MAX));
         let generation = cell.open();
-        install_ring(&cell, generation);
+        install_intake(&cell, generation);
         let sender = {
             let cell = cell.clone();
             thread::spawn(move || {

@@ -1,9 +1,10 @@
-//! The mailbox's lock-free path (`mailbox/intake.rs`): when the ring is installed, what takes
-//! it, the order of one sender's messages across both paths, stale events, and what the ring
-//! keeps.
+//! The mailbox's lock-free path (`mailbox/intake.rs`): when the intake queue is installed, what
+//! takes it, the order of one sender's messages across both paths, stale events, and what the
+//! queue keeps.
 
 use crate::loom::atomic::{AtomicUsize, Ordering::SeqCst};
-use crate::process::mailbox::intake::{RING_INSTALL_DEPTH, RING_SLOTS};
+use crate::process::mailbox::blocks::BLOCK_CAP;
+use crate::process::mailbox::intake::INTAKE_INSTALL_DEPTH;
 use crate::process::mailbox::{Admission, Drained, Generation, ProcessCell};
 use crate::process::{CommandError, Event, Events, Message, TopicBudget};
 use crate::Payload;
@@ -63,39 +64,43 @@ fn counted(drops: &Arc<AtomicUsize>) -> Event {
 fn a_lone_message_takes_the_locked_path_and_installs_nothing() {
     let (cell, generation) = ProcessCell::new_open();
     send(&cell, generation, 1);
-    assert_eq!(cell.mailbox.ring_len(), None);
+    assert_eq!(cell.mailbox.intake_len(), None);
     assert_eq!(drain_all(&cell, 8), [1]);
     send(&cell, generation, 2);
-    assert_eq!(cell.mailbox.ring_len(), None, "one at a time is no backlog");
+    assert_eq!(
+        cell.mailbox.intake_len(),
+        None,
+        "one at a time is no backlog"
+    );
 }
 
-/// A backlog of [`RING_INSTALL_DEPTH`] messages installs the ring; drained, the mailbox is
+/// A backlog of [`INTAKE_INSTALL_DEPTH`] messages installs the intake queue; drained, the mailbox is
 /// empty again.
-fn install_ring(cell: &ProcessCell, generation: Generation) {
-    for n in 0..RING_INSTALL_DEPTH as u64 {
+fn install_intake(cell: &ProcessCell, generation: Generation) {
+    for n in 0..INTAKE_INSTALL_DEPTH as u64 {
         send(cell, generation, n);
     }
-    assert_eq!(cell.mailbox.ring_len(), Some(0));
-    assert_eq!(drain_all(cell, 64).len(), RING_INSTALL_DEPTH);
+    assert_eq!(cell.mailbox.intake_len(), Some(0));
+    assert_eq!(drain_all(cell, 64).len(), INTAKE_INSTALL_DEPTH);
 }
 
 #[test]
-fn a_lasting_backlog_installs_the_ring_and_later_messages_take_it_in_order() {
+fn a_lasting_backlog_installs_the_intake_queue_and_later_messages_take_it_in_order() {
     let (cell, generation) = ProcessCell::new_open();
-    let depth = RING_INSTALL_DEPTH as u64;
+    let depth = INTAKE_INSTALL_DEPTH as u64;
     for n in 0..depth - 1 {
         send(&cell, generation, n);
     }
     assert_eq!(
-        cell.mailbox.ring_len(),
+        cell.mailbox.intake_len(),
         None,
         "a short backlog installs nothing"
     );
     send(&cell, generation, depth - 1);
-    assert_eq!(cell.mailbox.ring_len(), Some(0), "this one installed it");
+    assert_eq!(cell.mailbox.intake_len(), Some(0), "this one installed it");
     send(&cell, generation, depth);
     send(&cell, generation, depth + 1);
-    assert_eq!(cell.mailbox.ring_len(), Some(2));
+    assert_eq!(cell.mailbox.intake_len(), Some(2));
     assert_eq!(cell.info(None).unwrap().mailbox_depth, depth as usize + 2);
     assert_eq!(drain_all(&cell, 3), (0..depth + 2).collect::<Vec<_>>());
     assert_eq!(cell.survey().max_depth, depth as usize + 2);
@@ -104,7 +109,7 @@ fn a_lasting_backlog_installs_the_ring_and_later_messages_take_it_in_order() {
 #[test]
 fn one_senders_messages_keep_their_order_across_both_paths() {
     let (cell, generation) = ProcessCell::new_open();
-    install_ring(&cell, generation);
+    install_intake(&cell, generation);
     send(&cell, generation, 0);
     send(&cell, generation, 1);
     let budget = TopicBudget {
@@ -113,7 +118,7 @@ fn one_senders_messages_keep_their_order_across_both_paths() {
     };
     for n in 2..40 {
         if n % 5 == 0 {
-            // Budgeted: the locked path, behind the ring's messages.
+            // Budgeted: the locked path, behind the intake queue's messages.
             cell.deliver_message(generation, message(n).with_budget(budget, 1))
                 .unwrap();
         } else if n % 7 == 0 {
@@ -139,13 +144,17 @@ fn one_senders_messages_keep_their_order_across_both_paths() {
 }
 
 #[test]
-fn a_full_ring_overflows_into_the_locked_queue_and_order_holds() {
+fn a_flood_across_several_blocks_stays_lock_free_and_in_order() {
     let (cell, generation) = ProcessCell::new_open();
-    let total = RING_SLOTS as u64 * 3 + 5;
+    let total = BLOCK_CAP as u64 * 3 + 5;
     for n in 0..total {
         send(&cell, generation, n);
     }
-    assert!(cell.mailbox.ring_len().unwrap() <= RING_SLOTS);
+    // All but the backlog that installed the intake queue went through it.
+    assert_eq!(
+        cell.mailbox.intake_len(),
+        Some(total as usize - INTAKE_INSTALL_DEPTH)
+    );
     assert_eq!(cell.info(None).unwrap().mailbox_depth, total as usize);
     assert_eq!(drain_all(&cell, 7), (0..total).collect::<Vec<_>>());
     // Interleaved sends and drains: still one order.
@@ -161,7 +170,7 @@ fn a_full_ring_overflows_into_the_locked_queue_and_order_holds() {
 }
 
 #[test]
-fn a_bounded_mailbox_never_installs_a_ring() {
+fn a_bounded_mailbox_never_installs_an_intake_queue() {
     let cell = ProcessCell::new(4);
     let generation = cell.open();
     for n in 0..4 {
@@ -169,34 +178,35 @@ fn a_bounded_mailbox_never_installs_a_ring() {
     }
     let refused = cell.deliver_message(generation, message(4)).unwrap_err();
     assert_eq!(refused.0, Admission::Dropped);
-    assert_eq!(cell.mailbox.ring_len(), None);
+    assert_eq!(cell.mailbox.intake_len(), None);
     assert_eq!(drain_all(&cell, 8), [0, 1, 2, 3]);
 }
 
 #[test]
-fn close_drops_the_rings_messages_once_and_the_next_process_starts_empty() {
+fn close_drops_the_intake_messages_once_and_the_next_process_starts_empty() {
     let (cell, generation) = ProcessCell::new_open();
     let drops = Arc::new(AtomicUsize::new(0));
-    install_ring(&cell, generation);
+    install_intake(&cell, generation);
     for _ in 0..3 {
         cell.deliver(generation, counted(&drops));
     }
-    // Those went through the locked path (`deliver` takes it for every event); now the ring:
+    // Those went through the locked path (`deliver` takes it for every event); now the intake
+    // queue:
     for _ in 0..3 {
         let Event::Message(m) = counted(&drops) else {
             unreachable!()
         };
         cell.deliver_message(generation, m).unwrap();
     }
-    assert_eq!(cell.mailbox.ring_len(), Some(3));
+    assert_eq!(cell.mailbox.intake_len(), Some(3));
     cell.close();
     assert_eq!(drops.load(SeqCst), 6);
     assert_eq!(cell.release(), generation);
     let next = cell.open();
     assert_eq!(
-        cell.mailbox.ring_len(),
+        cell.mailbox.intake_len(),
         Some(0),
-        "the ring stays with the cell"
+        "the intake queue stays with the cell"
     );
     assert!(drain_all(&cell, 8).is_empty());
     send(&cell, next, 7);
@@ -208,10 +218,10 @@ fn close_drops_the_rings_messages_once_and_the_next_process_starts_empty() {
 fn a_message_a_late_sender_pushed_after_close_never_reaches_the_next_process() {
     let (cell, old) = ProcessCell::new_open();
     let drops = Arc::new(AtomicUsize::new(0));
-    install_ring(&cell, old);
+    install_intake(&cell, old);
     cell.close();
     // A sender that read the open gate just before `close` pushes now.
-    assert!(cell.mailbox.push_to_ring(old, counted(&drops)).is_ok());
+    assert!(cell.mailbox.push_to_intake(old, counted(&drops)).is_ok());
     assert_eq!(cell.release(), old);
     let new = cell.open();
     send(&cell, new, 5);
@@ -219,7 +229,7 @@ fn a_message_a_late_sender_pushed_after_close_never_reaches_the_next_process() {
     assert_eq!(drain_all(&cell, 8), [5]);
     assert_eq!(drops.load(SeqCst), 1);
     // A stale event met by a locked push is dropped too.
-    assert!(cell.mailbox.push_to_ring(old, counted(&drops)).is_ok());
+    assert!(cell.mailbox.push_to_intake(old, counted(&drops)).is_ok());
     let completion = Event::YieldComplete {
         tag: 3,
         result: Err(CommandError::Cancelled),
@@ -230,15 +240,15 @@ fn a_message_a_late_sender_pushed_after_close_never_reaches_the_next_process() {
 }
 
 #[test]
-fn dropping_the_cell_drops_what_its_ring_holds() {
+fn dropping_the_cell_drops_what_its_intake_queue_holds() {
     let drops = Arc::new(AtomicUsize::new(0));
     {
         let (cell, generation) = ProcessCell::new_open();
-        install_ring(&cell, generation);
+        install_intake(&cell, generation);
         cell.close();
         assert!(cell
             .mailbox
-            .push_to_ring(generation, counted(&drops))
+            .push_to_intake(generation, counted(&drops))
             .is_ok());
         assert_eq!(drops.load(SeqCst), 0);
     }
@@ -246,9 +256,9 @@ fn dropping_the_cell_drops_what_its_ring_holds() {
 }
 
 #[test]
-fn refusals_are_the_same_with_a_ring_installed() {
+fn refusals_are_the_same_with_an_intake_queue_installed() {
     let (cell, old) = ProcessCell::new_open();
-    install_ring(&cell, old);
+    install_intake(&cell, old);
     cell.close();
     assert_eq!(
         cell.deliver_message(old, message(2)).unwrap_err().0,
@@ -264,7 +274,7 @@ fn refusals_are_the_same_with_a_ring_installed() {
         cell.deliver_message(old, message(4)).unwrap_err().0,
         Admission::Gone
     );
-    assert_eq!(cell.mailbox.ring_len(), Some(0));
+    assert_eq!(cell.mailbox.intake_len(), Some(0));
     send(&cell, new, 9);
     assert_eq!(drain_all(&cell, 8), [9]);
 }

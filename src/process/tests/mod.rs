@@ -1,6 +1,8 @@
 //! Process-layer tests with crate-private access.
 
 #[cfg(loom)]
+mod loom_blocks;
+#[cfg(loom)]
 mod loom_intake;
 #[cfg(loom)]
 mod loom_mailbox;
