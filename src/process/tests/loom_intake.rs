@@ -36,6 +36,47 @@ fn numbers(events: &mut Events) -> Vec<u64> {
         .collect()
 }
 
+/// A sender thread delivering one message lock-free to the process `polled` hosts.
+fn send_one(polled: &Arc<Polled>) -> thread::JoinHandle<()> {
+    let polled = polled.clone();
+    thread::spawn(move || {
+        let message = Message::new("n", Payload::new(7u64));
+        polled
+            .cell
+            .deliver_message(polled.generation, message)
+            .unwrap();
+    })
+}
+
+/// The worker's end of a poll: parks, draining whenever the park fails. `seen` is what the
+/// poll drained before; returns what it drained in all.
+fn park_draining(polled: &Polled, mut seen: usize) -> usize {
+    loop {
+        match polled.cell.state.transition_to_parked(ParkAs::Idle) {
+            TransitionToParked::Parked => return seen,
+            TransitionToParked::Notified => seen += drain(&polled.cell, None).1,
+        }
+    }
+}
+
+/// The one message was either drained by the poll (`seen`), or woke the parked process once
+/// and waits in its mailbox — never stranded in the intake queue of a parked process.
+fn assert_delivered_once(polled: &Polled, seen: usize) {
+    if seen == 0 {
+        assert_eq!(
+            polled.wakes(),
+            1,
+            "a parked process with a message was not woken"
+        );
+        assert!(polled.cell.state.load().is_ready());
+        assert_eq!(drain(&polled.cell, None), (Drained::All, 1));
+    } else {
+        assert_eq!(seen, 1);
+        assert!(polled.wakes() <= 1);
+        assert_eq!(drain(&polled.cell, None), (Drained::All, 0));
+    }
+}
+
 /// Protocol 7 step 3: a message pushed without the lock while the worker drains and parks is
 /// either drained by this poll (the park fails, or the drain saw it) or wakes the parked process
 /// exactly once — never stranded in the intake queue of a parked process.
@@ -44,38 +85,11 @@ fn loom_lock_free_send_racing_a_park() {
     model(|| {
         let polled = Arc::new(Polled::new());
         install_intake(&polled.cell, polled.generation);
-        let sender = {
-            let polled = polled.clone();
-            thread::spawn(move || {
-                let message = Message::new("n", Payload::new(7u64));
-                polled
-                    .cell
-                    .deliver_message(polled.generation, message)
-                    .unwrap();
-            })
-        };
-        let (_, mut seen) = polled.drain_registering();
-        loop {
-            match polled.cell.state.transition_to_parked(ParkAs::Idle) {
-                TransitionToParked::Parked => break,
-                TransitionToParked::Notified => seen += drain(&polled.cell, None).1,
-            }
-        }
+        let sender = send_one(&polled);
+        let (_, seen) = polled.drain_registering();
+        let seen = park_draining(&polled, seen);
         sender.join().unwrap();
-        if seen == 0 {
-            // Parked before the message: its sender woke the process, once.
-            assert_eq!(
-                polled.wakes(),
-                1,
-                "a parked process with a message was not woken"
-            );
-            assert!(polled.cell.state.load().is_ready());
-            assert_eq!(drain(&polled.cell, None), (Drained::All, 1));
-        } else {
-            assert_eq!(seen, 1);
-            assert!(polled.wakes() <= 1);
-            assert_eq!(drain(&polled.cell, None), (Drained::All, 0));
-        }
+        assert_delivered_once(&polled, seen);
     });
 }
 
@@ -93,38 +107,14 @@ fn loom_lock_free_send_finding_the_poll_flagged() {
         // queue did too): `NOTIFIED` is set.
         let _ = polled.cell.state.transition_on_event();
         assert!(polled.cell.state.load().is_notified());
-        let sender = {
-            let polled = polled.clone();
-            thread::spawn(move || {
-                let message = Message::new("n", Payload::new(7u64));
-                polled
-                    .cell
-                    .deliver_message(polled.generation, message)
-                    .unwrap();
-            })
-        };
+        let sender = send_one(&polled);
         let mut seen = 0;
         if polled.cell.state.take_notified() == TakeNotified::Notified {
             seen += drain(&polled.cell, None).1;
         }
-        loop {
-            match polled.cell.state.transition_to_parked(ParkAs::Idle) {
-                TransitionToParked::Parked => break,
-                TransitionToParked::Notified => seen += drain(&polled.cell, None).1,
-            }
-        }
+        let seen = park_draining(&polled, seen);
         sender.join().unwrap();
-        if seen == 0 {
-            assert_eq!(
-                polled.wakes(),
-                1,
-                "a parked process with a message was not woken"
-            );
-            assert_eq!(drain(&polled.cell, None), (Drained::All, 1));
-        } else {
-            assert_eq!(seen, 1);
-            assert_eq!(drain(&polled.cell, None), (Drained::All, 0));
-        }
+        assert_delivered_once(&polled, seen);
     });
 }
 
