@@ -43,8 +43,8 @@ pub enum Event {
     Woken,
 }
 
-// Every send moves an `Event` several times, and the mailbox's intake queue holds them in its slots:
-// one that grows (a new variant, a wider field) must be a decision, not an accident.
+// Every send moves an `Event` several times, and the mailbox's intake queue holds them in its
+// slots: one that grows (a new variant, a wider field) must be a decision, not an accident.
 #[cfg(target_pointer_width = "64")]
 const _: () = assert!(std::mem::size_of::<Event>() <= 80);
 

@@ -309,16 +309,22 @@ impl<T> BlockQueue<T> {
     /// Frees the spare block, if there is one: for a queue that will sit idle. Any thread; a
     /// later installation allocates again.
     pub(crate) fn free_spare(&self) {
-        let spare = self.head.spare.swap(ptr::null_mut(), Ordering::Acquire);
+        let spare = self.swap_out_spare();
         if !spare.is_null() {
             // SAFETY: the swap made the caller its only owner; a spare is empty.
             unsafe { Block::free(spare) };
         }
     }
 
+    /// The spare block, now owned by the caller, or null. `Acquire`: the consumer reset it
+    /// before publishing it (pop step 3).
+    fn swap_out_spare(&self) -> *mut Block<T> {
+        self.head.spare.swap(ptr::null_mut(), Ordering::Acquire)
+    }
+
     /// Push step 2: the spare block, or a new one.
     fn take_spare(&self) -> *mut Block<T> {
-        let spare = self.head.spare.swap(ptr::null_mut(), Ordering::Acquire);
+        let spare = self.swap_out_spare();
         if spare.is_null() {
             Block::allocate()
         } else {

@@ -1,6 +1,6 @@
 //! The consumer's side of the mailbox: the worker stepping the process moves a batch out (the
-//! locked queue first, then the intake queue: `intake.rs`, protocol 7 step 4) and puts back what its
-//! poll could not step.
+//! locked queue first, then the intake queue: `intake.rs`, protocol 7 step 4) and puts back
+//! what its poll could not step.
 
 use super::intake::Stale;
 #[cfg(all(test, not(loom)))]
@@ -42,14 +42,14 @@ impl Mailbox {
         let before = events.len();
         let mut more = events.take_from(&mut inner.events, max);
         if bounded {
-            // Bounded mailbox: give back what the moved events used. (The intake queue holds none of
-            // those: only unbudgeted messages to an unbounded mailbox take it.)
+            // Bounded mailbox: give back what the moved events used. (The intake queue holds
+            // none of those: only unbudgeted messages to an unbounded mailbox take it.)
             for event in events.iter().skip(before) {
                 inner.release(event);
             }
         }
         if !more && intake_waiting {
-            // The intake queue's events come after the queue's (protocol 7, step 4).
+            // The intake queue's events come after the locked queue's (protocol 7, step 4).
             let room = max - (events.len() - before);
             more = self.take_from_intake(events, room, &mut stale);
         }
@@ -72,8 +72,8 @@ impl Mailbox {
         events.move_in_front_of(&mut inner.events);
     }
 
-    /// Protocol 7 of `intake.rs`, step 4, under the lock: moves the intake queue's events behind the
-    /// queue's, setting stale ones aside for `stale` to drop after the unlock.
+    /// Protocol 7 of `intake.rs`, step 4, under the lock: moves the intake queue's events behind
+    /// the locked queue's, setting stale ones aside for `stale` to drop after the unlock.
     pub(super) fn move_intake_into_queue(&self, inner: &mut Inner, stale: &mut Stale) {
         if self.intake.is_empty() {
             return;
@@ -87,8 +87,8 @@ impl Mailbox {
         }
     }
 
-    /// Protocol 7 of `intake.rs`, step 4, under the lock: moves up to `room` of the intake queue's events
-    /// into `events`, setting stale ones aside. `true` if some are left.
+    /// Protocol 7 of `intake.rs`, step 4, under the lock: moves up to `room` of the intake
+    /// queue's events into `events`, setting stale ones aside. `true` if some are left.
     fn take_from_intake(&self, events: &mut Events, room: usize, stale: &mut Stale) -> bool {
         let (generation, _) = self.gate.load();
         for _ in 0..room {
@@ -106,11 +106,18 @@ impl Mailbox {
         self.intake.is_installed().then(|| self.intake.len())
     }
 
-    /// Pushes into the intake queue as a sender does after reading the gate (protocol 7, step 2), with
-    /// no check of its own: a model of a sender that read an open gate just before `close`.
+    /// Pushes into the intake queue as a sender does after reading the gate (protocol 7, step
+    /// 2), with no check of its own: a model of a sender that read an open gate just before
+    /// `close`.
     #[cfg(all(test, not(loom)))]
     pub(crate) fn push_to_intake(&self, generation: Generation, event: Event) -> Result<(), Event> {
-        self.intake.push(generation, event)
+        match self.intake.installed() {
+            Some(intake) => {
+                intake.push((generation, event));
+                Ok(())
+            }
+            None => Err(event),
+        }
     }
 
     /// `true` if events are waiting.

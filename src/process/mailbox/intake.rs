@@ -100,7 +100,8 @@ pub(crate) const INTAKE_INSTALL_DEPTH: usize = 8;
 /// A queued event and the generation it was sent to.
 pub(super) type Stamped = (Generation, Event);
 
-type IntakeQueue = BlockQueue<Stamped>;
+/// The queue a cell's lock-free senders push into.
+pub(super) type IntakeQueue = BlockQueue<Stamped>;
 
 /// What an installed intake queue keeps while its process lives, at most: the queue, its
 /// current block and the spare (module docs, "The intake queue").
@@ -187,9 +188,9 @@ impl Intake {
         }
     }
 
-    /// The intake queue, if installed.
+    /// The intake queue, if installed: protocol 7's senders push into it (step 2).
     #[inline]
-    fn queue(&self) -> Option<&IntakeQueue> {
+    pub(super) fn installed(&self) -> Option<&IntakeQueue> {
         let queue = self.queue.load(Ordering::Acquire);
         // SAFETY: a non-null pointer came from `Box::into_raw` in `install` (published with
         // `Release`, read here with `Acquire`, so the queue's initialisation is visible), and it
@@ -200,7 +201,7 @@ impl Intake {
     /// `true` once an intake queue is installed.
     #[inline]
     pub(super) fn is_installed(&self) -> bool {
-        !self.queue.load(Ordering::Acquire).is_null()
+        self.installed().is_some()
     }
 
     /// Installs the intake queue if there is none. Under the mailbox lock, which makes the check
@@ -213,24 +214,11 @@ impl Intake {
         self.queue.store(queue, Ordering::Release);
     }
 
-    /// Protocol 7, step 2: queues `event` for `generation`, or hands it back if no intake queue
-    /// is installed.
-    #[inline]
-    pub(super) fn push(&self, generation: Generation, event: Event) -> Result<(), Event> {
-        match self.queue() {
-            Some(queue) => {
-                queue.push((generation, event));
-                Ok(())
-            }
-            None => Err(event),
-        }
-    }
-
     /// The oldest event. Only under the mailbox lock (protocol 7, step 4).
     #[inline]
     fn pop(&self) -> Option<Stamped> {
         // SAFETY: every caller holds the mailbox lock, which makes it the queue's one consumer.
-        unsafe { self.queue()?.pop() }
+        unsafe { self.installed()?.pop() }
     }
 
     /// The oldest event sent to `generation`, setting aside the stale ones popped before it.
@@ -250,20 +238,21 @@ impl Intake {
     /// statistics.
     pub(super) fn len(&self) -> usize {
         // SAFETY: as in `pop`.
-        self.queue().map_or(0, |queue| unsafe { queue.len() })
+        self.installed().map_or(0, |queue| unsafe { queue.len() })
     }
 
     /// `true` if no event is in the intake queue. Only under the mailbox lock.
     #[inline]
     pub(super) fn is_empty(&self) -> bool {
         // SAFETY: as in `pop`.
-        self.queue().is_none_or(|queue| unsafe { queue.is_empty() })
+        self.installed()
+            .is_none_or(|queue| unsafe { queue.is_empty() })
     }
 
     /// Frees the queue's spare block: its process has ended (module docs, the bound). Only
     /// under the mailbox lock.
     pub(super) fn shrink(&self) {
-        if let Some(queue) = self.queue() {
+        if let Some(queue) = self.installed() {
             queue.free_spare();
         }
     }
@@ -287,8 +276,8 @@ impl Drop for Intake {
     }
 }
 
-/// Events the intake queue held for a finished incarnation (protocol 7, step 4), collected under the
-/// lock and dropped when this value is, after the lock: declare it *before* the guard.
+/// Events the intake queue held for a finished incarnation (protocol 7, step 4), collected
+/// under the lock and dropped when this value is, after the lock: declare it *before* the guard.
 ///
 /// Every locked push and every drain makes one, and nearly all stay empty: the `ManuallyDrop`
 /// keeps the vector's drop glue (an out-of-line call per push) off that path.

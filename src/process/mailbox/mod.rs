@@ -43,7 +43,7 @@ use super::{drop_contained, Event, Message, ProcessState};
 use crate::executor::TaskRef;
 use crate::loom::{lock, Mutex};
 use budget::TopicMap;
-use intake::{Gate, Intake, Stale, INTAKE_INSTALL_DEPTH};
+use intake::{Gate, Intake, IntakeQueue, Stale, INTAKE_INSTALL_DEPTH};
 use std::task::Waker;
 
 /// The generation a producer is bound to.
@@ -229,8 +229,9 @@ impl ProcessCell {
         generation: Generation,
         message: Message,
     ) -> Result<(), (Admission, Message)> {
-        if self.may_push_lock_free(generation, &message) {
-            return self.deliver_lock_free(generation, message);
+        if let Some(intake) = self.lock_free_intake(generation, &message) {
+            self.deliver_lock_free(intake, generation, message);
+            return Ok(());
         }
         self.deliver_locked(generation, Event::Message(message))
     }
@@ -238,23 +239,9 @@ impl ProcessCell {
     /// Protocol 7 of `intake.rs`, steps 2 and 3. Out of line: the path without an intake
     /// queue — most mailboxes — stays as short as before.
     #[inline(never)]
-    #[allow(clippy::result_large_err)] // as `deliver_message`
-    fn deliver_lock_free(
-        &self,
-        generation: Generation,
-        message: Message,
-    ) -> Result<(), (Admission, Message)> {
-        match self
-            .mailbox
-            .intake
-            .push(generation, Event::Message(message))
-        {
-            Ok(()) => {
-                self.wake_after_lock_free_push();
-                Ok(())
-            }
-            Err(event) => self.deliver_locked(generation, event),
-        }
+    fn deliver_lock_free(&self, intake: &IntakeQueue, generation: Generation, message: Message) {
+        intake.push((generation, Event::Message(message)));
+        self.wake_after_lock_free_push();
     }
 
     /// A message's locked push, handing it back if refused.
@@ -272,16 +259,18 @@ impl ProcessCell {
             })
     }
 
-    /// Protocol 7 of `intake.rs`, step 1: whether `message` may skip the lock. Checked before
-    /// the message becomes an event, so that a mailbox without an intake queue — most of them — pays one
-    /// load for the lock-free path and moves the message no more than before.
+    /// Protocol 7 of `intake.rs`, step 1: the intake queue `message` may take instead of the
+    /// lock, if any. Checked before the message becomes an event, so that a mailbox without an
+    /// intake queue — most of them — pays one load for the lock-free path and moves the message
+    /// no more than before.
     #[inline]
-    fn may_push_lock_free(&self, generation: Generation, message: &Message) -> bool {
+    fn lock_free_intake(&self, generation: Generation, message: &Message) -> Option<&IntakeQueue> {
         let mailbox = &self.mailbox;
-        mailbox.capacity == usize::MAX
-            && message.budget.is_none()
-            && mailbox.intake.is_installed()
-            && mailbox.gate.is_open(generation)
+        if mailbox.capacity != usize::MAX || message.budget.is_some() {
+            return None;
+        }
+        let intake = mailbox.intake.installed()?;
+        mailbox.gate.is_open(generation).then_some(intake)
     }
 
     /// Protocol 7 of `intake.rs`, step 3: after a lock-free push, protocol 2's step 2.
@@ -480,8 +469,9 @@ impl ProcessCell {
             let (generation, phase) = self.mailbox.gate.load();
             debug_assert_eq!(phase, Phase::Open);
             self.mailbox.gate.store(generation, Phase::Closing);
-            // The intake queue's events go with the queue's; a sender that read the gate before this
-            // store may still push one, which the next consumer finds stale (`intake.rs`).
+            // The intake queue's events go with the locked queue's; a sender that read the gate
+            // before this store may still push one, which the next consumer finds stale
+            // (`intake.rs`).
             self.mailbox.move_intake_into_queue(&mut inner, &mut stale);
             // An idle cell keeps one block of its intake queue, not two (`intake.rs`).
             self.mailbox.intake.shrink();

@@ -15,8 +15,8 @@ use crate::process::state::{ParkAs, TakeNotified, TransitionToParked};
 use crate::process::{Event, Events, Message, TopicBudget};
 use crate::Payload;
 
-/// A backlog of [`INTAKE_INSTALL_DEPTH`] messages installs the intake queue; drained, the mailbox is
-/// empty again. (Before the model's threads start: no interleavings to explore.)
+/// A backlog of [`INTAKE_INSTALL_DEPTH`] messages installs the intake queue; drained, the
+/// mailbox is empty again. (Before the model's threads start: no interleavings to explore.)
 fn install_intake(cell: &ProcessCell, generation: Generation) {
     for n in 0..INTAKE_INSTALL_DEPTH as u64 {
         cell.deliver_message(generation, Message::new("n", Payload::new(n)))

@@ -74,8 +74,8 @@ fn a_lone_message_takes_the_locked_path_and_installs_nothing() {
     );
 }
 
-/// A backlog of [`INTAKE_INSTALL_DEPTH`] messages installs the intake queue; drained, the mailbox is
-/// empty again.
+/// A backlog of [`INTAKE_INSTALL_DEPTH`] messages installs the intake queue; drained, the
+/// mailbox is empty again.
 fn install_intake(cell: &ProcessCell, generation: Generation) {
     for n in 0..INTAKE_INSTALL_DEPTH as u64 {
         send(cell, generation, n);
