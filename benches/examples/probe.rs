@@ -381,16 +381,20 @@ fn ring_from_thread(
     Ok(())
 }
 
-/// ROUNDS `Counter`s of 100 inline yields spawned from this (non-worker) thread, then awaited in
-/// order in one `block_on`, ITERATIONS times: the process bench's `many_yields` as the bench
-/// thread drives it. Prints the median time per iteration and the median number of times the
-/// joining thread found a handle not ready (each one a park and a wake of this thread).
+/// ROUNDS `Counter`s of 100 inline yields (`PROBE_YIELDS` to change it) spawned from this
+/// (non-worker) thread, then awaited in order in one `block_on`, ITERATIONS times: the process
+/// bench's `many_yields` as the bench thread drives it. Prints the median time per iteration
+/// and per yield, and the median number of times the joining thread found a handle not ready
+/// (each one a park and a wake of this thread).
 fn many_yields_from_thread(
     sched: &Scheduler,
     io: Option<&tokio::runtime::Runtime>,
     rounds: u64,
     iterations: u64,
 ) -> Result<(), Box<dyn std::error::Error>> {
+    // `PROBE_YIELDS` per process (default 100, the bench's): more of them amortise the spawn
+    // and the join (and the joiner's wakes) over more yields.
+    let yields: u64 = std::env::var("PROBE_YIELDS").map_or(Ok(100), |y| y.parse())?;
     let mut per_iteration = Vec::new();
     let mut pendings = Vec::new();
     let mut handles = Vec::with_capacity(rounds as usize);
@@ -398,7 +402,7 @@ fn many_yields_from_thread(
         let start = std::time::Instant::now();
         for _ in 0..rounds {
             let counter = Counter {
-                remaining: 100,
+                remaining: yields,
                 value: 0,
             };
             handles.push(sched.spawn(counter, "run", Payload::empty())?);
@@ -406,7 +410,7 @@ fn many_yields_from_thread(
         let mut pending = 0u64;
         let mut all = std::pin::pin!(async {
             for handle in handles.drain(..) {
-                assert_eq!(handle.await?, 100);
+                assert_eq!(handle.await?, yields);
             }
             Ok::<_, ProcessError>(())
         });
@@ -430,10 +434,12 @@ fn many_yields_from_thread(
     let mean = per_iteration.iter().sum::<f64>() / per_iteration.len() as f64;
     per_iteration.sort_by(f64::total_cmp);
     pendings.sort_unstable();
+    let median = per_iteration[per_iteration.len() / 2];
     eprintln!(
-        "{:.1} µs/iteration (mean {mean:.1}, p90 {:.1}), {} waits/iteration (medians of {iterations})",
-        per_iteration[per_iteration.len() / 2],
+        "{median:.1} µs/iteration (mean {mean:.1}, p90 {:.1}), {:.1} ns/yield, {} waits/iteration \
+         (medians of {iterations})",
         per_iteration[per_iteration.len() * 9 / 10],
+        median * 1000.0 / (rounds * yields) as f64,
         pendings[pendings.len() / 2]
     );
     Ok(())
