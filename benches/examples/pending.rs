@@ -1,6 +1,6 @@
 //! The round trip of a yield whose async handler is pending at its first poll: the handler's
-//! later polls, its completion and the process's next step (`docs/bench-process.md`, "Waiting
-//! handlers on the scheduler's workers").
+//! later polls, its completion and the process's next step (`docs/bench-process-history.md`,
+//! "Waiting handlers on the scheduler's workers").
 //!
 //! ```text
 //! cargo run --release -p procsched-benches --example pending -- [PROCESSES] [CALLS]

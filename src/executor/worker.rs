@@ -9,7 +9,7 @@
 //!    task with news must not wait behind the local deque, which a busy worker keeps refilling
 //!    (step 4 moves up to 17 yielded tasks into it at once): with the woken lane read only when
 //!    the deque ran dry, a message round trip on a worker cycling 50 `Continue`-ing processes
-//!    had a p50 of 19 µs in about half the runs instead of 12.4 (`docs/bench-process.md`,
+//!    had a p50 of 19 µs in about half the runs instead of 12.4 (`docs/bench-process-history.md`,
 //!    "News before local work"). Never twice in a row, so the deque gets at least every other
 //!    tick however fast wakes arrive.
 //! 3. The local deque, newest first (a freshly woken or spawned task runs while its data is
@@ -18,8 +18,8 @@
 //! 4. The own inject queues, then the global injector: one task plus up to 16 more moved into the
 //!    local deque in one batch. The woken lane comes before the *yielded* lane (tasks that woke
 //!    themselves while running here), for the reason of step 2. With both in one FIFO, a message
-//!    round trip took 40–60 µs instead of 12.5 (`docs/bench-process.md`, "The round-trip
-//!    latency's slow mode").
+//!    round trip took 40–60 µs instead of 12.5 (`docs/bench-process-history.md`, "The
+//!    round-trip latency's slow mode").
 //! 5. Search (at most half of the workers at once, see `idle.rs`): visit the other workers in a
 //!    random order — start `r % n`, stride a number coprime with `n`, one random number per search —
 //!    stealing about half of a victim's deque (at most 32), or a batch of its inject queues
@@ -519,9 +519,9 @@ impl Core {
     /// hundred nanoseconds. Announcing it woke the other workers to steal a strictly sequential
     /// chain: on a 1 000-process ring with two workers, 5–15 % of hops were stolen and each
     /// moved the chain across cores, 190–250 ns/hop against 100–140 without
-    /// (`docs/bench-process.md`, "Lone wakes stay on their worker"). If the current poll blocks
-    /// instead, the monitor nudges a parked worker after one tick (`monitor.rs`, "Nudge"), and a
-    /// searcher that parks sweeps this deque anyway (`idle.rs`, step 5).
+    /// (`docs/bench-process-history.md`, "Lone wakes stay on their worker"). If the current
+    /// poll blocks instead, the monitor nudges a parked worker after one tick (`monitor.rs`,
+    /// "Nudge"), and a searcher that parks sweeps this deque anyway (`idle.rs`, step 5).
     pub(crate) fn push_local(&self, task: Notified) {
         let had_work = self.local.len() != 0;
         self.local.push(task);

@@ -2,7 +2,7 @@
 //! [`BLOCK_CAP`] slots that the consumer hands back to the producers instead of freeing them.
 //!
 //! # Why not a crate's queue
-//! The intake (`intake.rs`) measured three (docs/bench-process.md, "Tried on 2026-11-24 and
+//! The intake (`intake.rs`) measured three (docs/bench-process-history.md, "Tried on 2026-11-24 and
 //! not kept"). `crossbeam_queue::ArrayQueue` is bounded: a sender that outruns the drain by
 //! more than its slots spills to the locked queue, and the process bench's `fan_in` (two
 //! threads and a thousand processes sending to one) spent a fifth of its samples there.

@@ -6,7 +6,8 @@
 //! call, in the widths the compiler chose for that code (often 8-byte stores). Moving the whole
 //! yield out again (`Vec::pop`, a by-value argument) reads it back in 16-byte loads that straddle
 //! those stores: the CPU cannot forward them from its store buffer and stalls until the stores
-//! retire, on every yield (`docs/bench-process.md`, "Store-forwarding stalls on the yield path").
+//! retire, on every yield (`docs/bench-process-history.md`, "Store-forwarding stalls on the
+//! yield path").
 //! A slot lets dispatch read only what it needs — the vtable word to find the handler, then the
 //! command's own bytes in the handler's `downcast` — each with loads that match how it was
 //! written.
