@@ -219,20 +219,16 @@ fn main() {
     // the CPU from the measured one on a small machine.
     let wants_native = chosen.iter().any(|&k| k < 3);
     let wants_procsched = chosen.contains(&3);
-    let runtime = wants_native.then(|| {
+    let tokio_runtime = || {
         tokio::runtime::Builder::new_multi_thread()
             .worker_threads(WORKERS)
             .enable_all()
             .build()
             .expect("tokio runtime")
-    });
-    let io = wants_procsched.then(|| {
-        tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(WORKERS)
-            .enable_all()
-            .build()
-            .expect("tokio runtime")
-    });
+    };
+    // The native receivers' runtime, and the one procsched's async handler (`never`) runs on.
+    let runtime = wants_native.then(tokio_runtime);
+    let io = wants_procsched.then(tokio_runtime);
     let scheduler = io.as_ref().map(|io| {
         Scheduler::builder()
             .workers(WORKERS)
