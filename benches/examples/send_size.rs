@@ -14,10 +14,10 @@
 //! everything sent (nothing lost), so each batch starts against a drained, waiting receiver.
 
 use procsched::prelude::*;
-use std::hint::black_box;
+use procsched_benches::blocked::{never, spawn_native_receiver, Blocked, BlockedMsg};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
-use tokio::sync::mpsc::{unbounded_channel, UnboundedSender};
+use tokio::sync::mpsc::UnboundedSender;
 
 const BATCH: u64 = 10_000;
 const WORKERS: usize = 2;
@@ -25,14 +25,9 @@ const ACK_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// A message of `8 * (W + 1)` bytes: the count in the first word, `W - 1` words of ballast, and
 /// the enum's tag.
-enum Msg<const W: usize> {
-    Count([u64; W]),
-    Flush,
-    Stop,
-}
+type Msg<const W: usize> = BlockedMsg<[u64; W]>;
 
-/// A tokio-native receiver for `Msg<W>` (as `benches/process/native.rs` writes it), and the
-/// sender the bench thread uses.
+/// The bench's tokio-native receiver for `Msg<W>`, and the sender the bench thread uses.
 struct NativeReceiver<const W: usize> {
     to: UnboundedSender<Msg<W>>,
     acks: mpsc::Receiver<u64>,
@@ -43,27 +38,7 @@ struct NativeReceiver<const W: usize> {
 impl<const W: usize> NativeReceiver<W> {
     fn start(runtime: &tokio::runtime::Runtime) -> Self {
         let (ack, acks) = mpsc::channel();
-        let (to, mut mailbox) = unbounded_channel::<Msg<W>>();
-        let task = runtime.spawn(async move {
-            let mut call = tokio::spawn(std::future::pending::<()>());
-            let mut received = 0u64;
-            loop {
-                tokio::select! {
-                    biased;
-                    message = mailbox.recv() => match message {
-                        Some(Msg::Count(words)) => {
-                            black_box(words);
-                            received += 1;
-                        }
-                        Some(Msg::Flush) => ack.send(received).expect("bench thread gone"),
-                        Some(Msg::Stop) | None => break,
-                    },
-                    _ = &mut call => unreachable!("the pending call completed"),
-                }
-            }
-            call.abort();
-            received
-        });
+        let (to, task) = spawn_native_receiver::<[u64; W]>(runtime.handle(), ack);
         NativeReceiver {
             to,
             acks,
@@ -97,50 +72,9 @@ impl<const W: usize> NativeReceiver<W> {
     }
 }
 
-/// Never completes: the call procsched's receiver is blocked on.
-struct Never;
-procsched::command!(Never => ());
-
-async fn never(_: Never) -> Result<(), CommandError> {
-    std::future::pending().await
-}
-
-/// procsched's receiver: blocked on a `Never` yield, counting messages (`benches/process`'s
-/// `Blocked`).
-struct Blocked {
-    started: bool,
-    received: u64,
-    ack: mpsc::Sender<u64>,
-}
-
-impl Process for Blocked {
-    type Output = u64;
-    fn step(&mut self, events: &mut Events, out: &mut StepOutput<u64>) -> Result<(), BoxError> {
-        if !self.started {
-            self.started = true;
-            out.yield_command(1, Never);
-        }
-        for event in events.drain() {
-            let Event::Message(message) = event else {
-                return Err(format!("unexpected {event:?}").into());
-            };
-            match &*message.topic {
-                "flush" => self.ack.send(self.received)?,
-                "stop" => {
-                    out.done(self.received);
-                    return Ok(());
-                }
-                _ => self.received += 1,
-            }
-        }
-        out.wait();
-        Ok(())
-    }
-}
-
 struct ProcschedReceiver {
     pid: Pid,
-    handle: ProcessHandle<u64>,
+    handle: ProcessHandle<Payload>,
     acks: mpsc::Receiver<u64>,
     sent: u64,
 }
@@ -148,13 +82,8 @@ struct ProcschedReceiver {
 impl ProcschedReceiver {
     fn start(scheduler: &Scheduler) -> Self {
         let (ack, acks) = mpsc::channel();
-        let process = Blocked {
-            started: false,
-            received: 0,
-            ack,
-        };
         let handle = scheduler
-            .spawn(process, "run", Payload::empty())
+            .spawn(Blocked::new(ack), "run", Payload::empty())
             .expect("spawn");
         ProcschedReceiver {
             pid: handle.pid(),
@@ -186,7 +115,7 @@ impl ProcschedReceiver {
             .send(self.pid, Message::new("stop", Payload::empty()))
             .expect("send");
         let received = scheduler.block_on(self.handle).expect("receiver failed");
-        assert_eq!(received, self.sent);
+        assert_eq!(received.downcast::<u64>().ok(), Some(self.sent));
     }
 }
 

@@ -37,6 +37,8 @@ use tokio::runtime::Runtime;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 use tokio::task::JoinHandle;
 
+use procsched_benches::blocked::{spawn_native_receiver, BlockedMsg};
+
 use crate::common::WORKERS;
 use crate::growth::{self, GrowthSample};
 use crate::latency::{self, LatencySample};
@@ -172,15 +174,6 @@ pub(crate) async fn add_one_async(n: u64) -> u64 {
     n + 1
 }
 
-/// The message of the `send_to_blocked` task.
-enum BlockedMsg {
-    /// One of the counted messages (carrying a `u64`, like the process peers' messages).
-    Count(u64),
-    /// Report the count so far.
-    Flush,
-    Stop,
-}
-
 /// The message of a `ring` task.
 enum RingMsg {
     /// The token, with the hops it has left.
@@ -275,28 +268,8 @@ impl Native {
     /// count, which checks delivery and drains it.
     fn send_to_blocked(&self, group: &mut BenchmarkGroup<'_, WallTime>) {
         let (ack, acks) = mpsc::channel();
-        let (to, mut mailbox) = unbounded_channel::<BlockedMsg>();
-        let task = self.runtime.spawn(async move {
-            // The call it is blocked on, which never completes.
-            let mut call = tokio::spawn(std::future::pending::<()>());
-            let mut received = 0u64;
-            loop {
-                tokio::select! {
-                    biased;
-                    message = mailbox.recv() => match message {
-                        Some(BlockedMsg::Count(n)) => {
-                            black_box(n);
-                            received += 1;
-                        }
-                        Some(BlockedMsg::Flush) => ack.send(received).expect("bench thread gone"),
-                        Some(BlockedMsg::Stop) | None => break,
-                    },
-                    _ = &mut call => unreachable!("the pending call completed"),
-                }
-            }
-            call.abort();
-            received
-        });
+        // Carrying a `u64`, like the process peers' messages.
+        let (to, task) = spawn_native_receiver::<u64>(self.runtime.handle(), ack);
         let sent = time_send_batches(
             Self::NAME,
             group,

@@ -163,12 +163,7 @@ fn run_counters<R: ProcessPeer, C: From<u64> + Send + 'static>(
 /// drained, blocked process.
 fn send_to_blocked<R: ProcessPeer>(peer: &R, group: &mut BenchmarkGroup<'_, WallTime>) {
     let (ack, acks) = mpsc::channel();
-    let process = Blocked {
-        started: false,
-        received: 0,
-        ack,
-    };
-    let handle = peer.spawn(process, Payload::empty());
+    let handle = peer.spawn(Blocked::new(ack), Payload::empty());
     let addr = R::addr(&handle);
     let sent = time_send_batches(
         R::NAME,

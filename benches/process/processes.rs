@@ -21,11 +21,13 @@ use crate::workload::FAN_IN_PROCESS_MSGS;
 pub(crate) struct Inc(pub(crate) u64);
 /// Async, completed from a tokio task: `n + 1`.
 pub(crate) struct AsyncInc(pub(crate) u64);
-/// Async, never completes: the process stays blocked on it.
-pub(crate) struct Never;
 /// Async, completes when the gate opens (RSS runs only: keeps every process alive at once).
 pub(crate) struct Gate(pub(crate) Arc<GateState>);
-procsched::command!(Inc => Payload, AsyncInc => Payload, Never => Payload, Gate => Payload);
+procsched::command!(Inc => Payload, AsyncInc => Payload, Gate => Payload);
+
+/// `send_to_blocked`'s receiver and the never-completing command it blocks on (shared with
+/// `examples/send_size.rs`).
+pub(crate) use procsched_benches::blocked::{never, Blocked, Never};
 
 pub(crate) fn inc(Inc(n): Inc) -> Result<Payload, CommandError> {
     Ok(Payload::new(n + 1))
@@ -33,10 +35,6 @@ pub(crate) fn inc(Inc(n): Inc) -> Result<Payload, CommandError> {
 
 pub(crate) async fn async_inc(AsyncInc(n): AsyncInc) -> Result<Payload, CommandError> {
     Ok(Payload::new(n + 1))
-}
-
-pub(crate) async fn never(_: Never) -> Result<Payload, CommandError> {
-    std::future::pending().await
 }
 
 pub(crate) async fn gate(Gate(state): Gate) -> Result<Payload, CommandError> {
@@ -202,43 +200,6 @@ impl From<u64> for Inc {
 impl From<u64> for AsyncInc {
     fn from(n: u64) -> Self {
         AsyncInc(n)
-    }
-}
-
-/// Blocks on a [`Never`] yield and counts the messages it is sent (`send_to_blocked`). `flush`
-/// reports the count to the bench thread; `stop` finishes with it.
-pub(crate) struct Blocked {
-    pub(crate) started: bool,
-    pub(crate) received: u64,
-    pub(crate) ack: mpsc::Sender<u64>,
-}
-
-impl Process for Blocked {
-    type Output = Payload;
-    fn init(&mut self, _: &ProcessContext<'_>, method: &str, _: Payload) -> Result<(), InitError> {
-        expect_run(method)
-    }
-
-    fn step(&mut self, events: &mut Events, out: &mut StepOutput) -> Result<(), BoxError> {
-        if !self.started {
-            self.started = true;
-            out.yield_command(1, Never);
-        }
-        for event in events.drain() {
-            let Event::Message(message) = event else {
-                return Err(format!("unexpected {event:?}").into());
-            };
-            match &*message.topic {
-                "flush" => self.ack.send(self.received)?,
-                "stop" => {
-                    out.done(Payload::new(self.received));
-                    return Ok(());
-                }
-                _ => self.received += 1,
-            }
-        }
-        out.wait();
-        Ok(())
     }
 }
 

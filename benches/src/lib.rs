@@ -10,10 +10,13 @@
 //!   a runtime's own join machinery.
 //! - [`report`]: reading criterion's saved estimates back, formatting them as Markdown tables.
 //! - [`memory`]: the resident-set figures of `/proc/self/status`.
+//! - [`blocked`]: the receiver of the process bench's `send_to_blocked`, on procsched and on
+//!   tokio-native (also run by `examples/send_size.rs`).
 //!
 //! The benchmarks are a workspace member of their own so that `cargo test` and the examples
 //! at the root never build criterion, plotters or the peer runtimes.
 
+pub mod blocked;
 pub mod countdown;
 pub mod memory;
 pub mod report;
