@@ -37,6 +37,11 @@ impl YieldCompleter {
         self.pid
     }
 
+    /// The process's cell (for its statistics).
+    pub(crate) fn cell(&self) -> &Arc<ProcessCell> {
+        &self.cell
+    }
+
     /// Delivers the handler's result, counting an error or a panic in the cell's statistics (a
     /// panic is also a `warn` event). Returns `false` if the process is gone (the result was
     /// dropped).

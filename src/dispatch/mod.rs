@@ -40,7 +40,7 @@ pub use run::Run;
 use crate::loom::Arc;
 use crate::process::mailbox::ProcessCell;
 use crate::process::stats::HandlerOutcome;
-use crate::process::{panic_message, CommandError, Event, Events, Pid, YieldSlot};
+use crate::process::{drop_contained, panic_message, CommandError, Event, Events, Pid, YieldSlot};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::OnceLock;
 
@@ -103,19 +103,24 @@ pub(crate) fn dispatch(
             yielded,
             completions,
         ),
-        None => no_handler(pid, yielded, completions),
+        None => no_handler(pid, cell, yielded, completions),
     }
 }
 
 /// A yield whose command's type has no handler: completed at once with `NoHandler`.
 #[cold]
 #[inline(never)]
-fn no_handler(pid: Pid, yielded: YieldSlot<'_>, completions: &mut Events) -> Dispatched {
+fn no_handler(
+    pid: Pid,
+    cell: &ProcessCell,
+    yielded: YieldSlot<'_>,
+    completions: &mut Events,
+) -> Dispatched {
     let YieldSlot { tag, command, .. } = yielded;
     // The name is a call (the payload's vtable holds a function): only on the cold paths.
     let type_name = command.type_name();
     tracing::warn!(%pid, command = type_name, "no handler registered for the command's type");
-    drop(command);
+    cell.stats.destructors_panicked(drop_contained(command));
     let result = Err(CommandError::NoHandler(type_name));
     completions.push(Event::YieldComplete { tag, result });
     Dispatched::NoHandler
@@ -149,12 +154,13 @@ fn dispatch_task(
     let Some(runtime) = runtime else {
         // Unreachable by construction: `build` provides a runtime whenever an async or
         // blocking handler is registered. Still, never hang the process.
+        cell.stats.destructors_panicked(drop_contained(command));
         complete_now(completions, Err(CommandError::Cancelled));
         return dispatched(None);
     };
     if timeout.is_some() && !handlers.timers().has_timers(runtime.tokio()) {
         tracing::debug!(%pid, command = command.type_name(), "deadline on a runtime without timers");
-        drop(command);
+        cell.stats.destructors_panicked(drop_contained(command));
         complete_now(completions, Err(CommandError::NoTimer));
         return dispatched(None);
     }

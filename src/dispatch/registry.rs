@@ -3,7 +3,8 @@
 use super::bridge::{HandlerRuntime, HandlerTask};
 use super::{TimerProbe, YieldCompleter};
 use crate::process::stats::HandlerOutcome;
-use crate::process::{drop_contained, panic_message, CommandError, Events, PayloadSlot, Pid, Tag};
+use crate::process::{contained, drop_contained, panic_message};
+use crate::process::{CommandError, Events, PayloadSlot, Pid, Tag};
 use crate::Payload;
 use futures::FutureExt;
 use std::any::TypeId;
@@ -11,6 +12,8 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::pin::Pin;
+use std::task::{Context, Poll};
 use tracing::Instrument;
 // A plain std type: it lives on tokio's threads, outside every loom model.
 use std::sync::Arc as StdArc;
@@ -106,6 +109,9 @@ impl Handler {
                         .poll(&mut std::task::Context::from_waker(std::task::Waker::noop()))
                 });
                 if let std::task::Poll::Ready(caught) = first {
+                    // Done with: the handler's future is user code, dropped contained.
+                    let panics = drop_contained(future);
+                    completer.cell().stats.destructors_panicked(panics);
                     let result = caught.unwrap_or_else(|panic| {
                         Err(CommandError::Panicked(panic_message(&*panic)))
                     });
@@ -126,11 +132,12 @@ impl Handler {
         Handler::Blocking(StdArc::new(
             move |command, completer, runtime, timeout, _: &mut Events| {
                 let f = f.clone();
-                let command = downcast::<C>(command);
+                let command = Unrun::new(downcast::<C>(command), completer.cell().clone());
                 let span = handler_span::<C>(completer.pid(), "blocking");
                 let job_span = span.clone();
                 let job = move || {
                     let _entered = job_span.enter();
+                    let command = command.take();
                     catch_unwind(AssertUnwindSafe(|| f(command)))
                         .unwrap_or_else(|panic| Err(CommandError::Panicked(panic_message(&*panic))))
                 };
@@ -157,6 +164,38 @@ impl Handler {
     }
 }
 
+/// A blocking job's command until the job runs. A job aborted before it starts (its process
+/// ended) is dropped by tokio; the command's destructor is user code, so it is dropped here,
+/// its panic contained and counted for its process (`process/contain.rs`).
+struct Unrun<C> {
+    command: Option<C>,
+    cell: crate::loom::Arc<crate::process::mailbox::ProcessCell>,
+}
+
+impl<C> Unrun<C> {
+    fn new(command: C, cell: crate::loom::Arc<crate::process::mailbox::ProcessCell>) -> Self {
+        Unrun {
+            command: Some(command),
+            cell,
+        }
+    }
+
+    /// The command, for the job that runs it.
+    fn take(mut self) -> C {
+        self.command.take().expect("taken once, by the job")
+    }
+}
+
+impl<C> Drop for Unrun<C> {
+    fn drop(&mut self) {
+        if let Some(command) = self.command.take() {
+            self.cell
+                .stats
+                .destructors_panicked(drop_contained(command));
+        }
+    }
+}
+
 /// A handler future as it runs: its panics caught.
 type CaughtHandler<Fut> = futures::future::CatchUnwind<AssertUnwindSafe<Fut>>;
 
@@ -179,11 +218,6 @@ fn spawn_pending<Fut>(
 where
     Fut: Future<Output = Result<Payload, CommandError>> + Send + 'static,
 {
-    fn complete(completer: YieldCompleter, caught: std::thread::Result<CommandResult>) {
-        let result =
-            caught.unwrap_or_else(|panic| Err(CommandError::Panicked(panic_message(&*panic))));
-        completer.complete(result);
-    }
     async fn within<F: Future<Output = std::thread::Result<CommandResult>>>(
         future: F,
         timeout: Duration,
@@ -194,28 +228,85 @@ where
         }
     }
     if runtime.is_gone() {
-        drop_contained(future);
+        let panics = drop_contained(future);
+        completer.cell().stats.destructors_panicked(panics);
         span.in_scope(|| completer.complete_in(completions, Err(CommandError::Cancelled)));
         return None;
     }
     let pid = completer.pid();
     let traced = !span.is_disabled();
     Some(match (timeout, traced) {
-        (None, false) => {
-            runtime.spawn_watched(pid, async move { complete(completer, future.await) })
+        (None, false) => runtime.spawn_watched(pid, Job::new(future, completer)),
+        (None, true) => runtime.spawn_watched(pid, Job::new(future, completer).instrument(span)),
+        (Some(timeout), false) => {
+            runtime.spawn_watched(pid, Job::new(within(future, timeout), completer))
         }
-        (None, true) => runtime.spawn_watched(
-            pid,
-            async move { complete(completer, future.await) }.instrument(span),
-        ),
-        (Some(timeout), false) => runtime.spawn_watched(pid, async move {
-            complete(completer, within(future, timeout).await);
-        }),
         (Some(timeout), true) => runtime.spawn_watched(
             pid,
-            async move { complete(completer, within(future, timeout).await) }.instrument(span),
+            Job::new(within(future, timeout), completer).instrument(span),
         ),
     })
+}
+
+pin_project_lite::pin_project! {
+    /// A pending async handler's task: awaits the handler (or its deadline), drops it, then
+    /// completes the yield. The handler future is user code whose destructor may panic:
+    /// dropped on its own — when it is done, or when the task is cancelled (its process ended)
+    /// — each panic contained and counted for its process, so a destructor never turns a reply
+    /// into a `Cancelled` nor goes uncounted (`process/contain.rs`).
+    struct Job<G> {
+        #[pin]
+        handler: Option<G>,
+        completer: Option<YieldCompleter>,
+    }
+
+    impl<G> PinnedDrop for Job<G> {
+        fn drop(this: Pin<&mut Self>) {
+            let mut this = this.project();
+            if this.handler.is_some() {
+                let mut handler = this.handler.as_mut();
+                let panics = contained(|| handler.set(None));
+                if let Some(completer) = this.completer.as_ref() {
+                    completer.cell().stats.destructors_panicked(panics);
+                }
+            }
+            // The completer (if the handler never finished) completes the yield as `Cancelled`.
+        }
+    }
+}
+
+impl<G> Job<G> {
+    fn new(handler: G, completer: YieldCompleter) -> Self {
+        Job {
+            handler: Some(handler),
+            completer: Some(completer),
+        }
+    }
+}
+
+impl<G> Future for Job<G>
+where
+    G: Future<Output = std::thread::Result<CommandResult>>,
+{
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let mut this = self.project();
+        let Some(handler) = this.handler.as_mut().as_pin_mut() else {
+            return Poll::Ready(());
+        };
+        let caught = std::task::ready!(handler.poll(cx));
+        let mut handler = this.handler.as_mut();
+        let panics = contained(|| handler.set(None));
+        let Some(completer) = this.completer.take() else {
+            return Poll::Ready(());
+        };
+        completer.cell().stats.destructors_panicked(panics);
+        let result =
+            caught.unwrap_or_else(|panic| Err(CommandError::Panicked(panic_message(&*panic))));
+        completer.complete(result);
+        Poll::Ready(())
+    }
 }
 
 /// A blocking yield's result.

@@ -87,6 +87,9 @@ pub(crate) struct MetricsBatch {
     workers: Box<[CachePadded<WorkerCounters>]>,
     /// Configured workers: the first `configured` slots.
     configured: usize,
+    /// Panics of task destructors (a future, an unread output) contained by the tasks' harness:
+    /// any thread adds, so an RMW; off every hot path (a panic was just caught).
+    destructor_panics: AtomicU64,
 }
 
 impl MetricsBatch {
@@ -94,11 +97,17 @@ impl MetricsBatch {
         MetricsBatch {
             workers: (0..slots).map(|_| CachePadded::default()).collect(),
             configured,
+            destructor_panics: AtomicU64::new(0),
         }
     }
 
     pub(crate) fn worker(&self, index: usize) -> &WorkerCounters {
         &self.workers[index]
+    }
+
+    /// A task's destructor panicked and was contained.
+    pub(crate) fn destructor_panicked(&self) {
+        self.destructor_panics.fetch_add(1, Relaxed);
     }
 
     pub(crate) fn snapshot(&self, monitor: MonitorMetrics) -> ExecutorMetrics {
@@ -108,6 +117,7 @@ impl MetricsBatch {
             workers,
             spares,
             monitor,
+            destructor_panics: self.destructor_panics.load(Relaxed),
         }
     }
 }
@@ -168,9 +178,25 @@ pub struct ExecutorMetrics {
     workers: Vec<WorkerMetrics>,
     spares: Vec<WorkerMetrics>,
     monitor: MonitorMetrics,
+    destructor_panics: u64,
 }
 
 impl ExecutorMetrics {
+    /// Destructors of tasks' futures or unread outputs that panicked after the task had an
+    /// outcome (a dropped `JoinHandle`'s output, a panicking task's future): each was contained
+    /// and traced (`warn`, with the task's label), and changed nothing a `JoinHandle` reports.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let executor = procsched::executor::Executor::builder().workers(1).build()?;
+    /// assert_eq!(executor.metrics().destructor_panics(), 0);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn destructor_panics(&self) -> u64 {
+        self.destructor_panics
+    }
+
     /// One entry per configured worker, by worker index.
     ///
     /// # Examples

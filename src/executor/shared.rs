@@ -363,6 +363,14 @@ impl Schedule for Arc<Shared> {
     fn is_shutdown(&self) -> bool {
         Shared::is_shutdown(self)
     }
+
+    fn destructor_panicked(&self, label: u64) {
+        self.metrics.destructor_panicked();
+        tracing::warn!(
+            task = label,
+            "a task's destructor panicked after its outcome; the panic was contained"
+        );
+    }
 }
 
 impl std::fmt::Debug for Shared {

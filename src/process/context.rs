@@ -152,6 +152,11 @@ impl ProcessWake {
     pub(crate) fn waker(self) -> Waker {
         Waker::from(std::sync::Arc::new(self))
     }
+
+    /// Counts contained destructor panics in the process's cell (`contain.rs`).
+    pub(crate) fn destructors_panicked(&self, panics: u64) {
+        self.cell.stats.destructors_panicked(panics);
+    }
 }
 
 impl Wake for ProcessWake {

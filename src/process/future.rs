@@ -12,9 +12,12 @@
 //! 5. `Continue` → state `Ready`, wake ourselves (the executor queues us behind other ready work),
 //!    return `Pending` (`state.rs`, protocol 4). `Wait`/`Idle` → if inline completions are
 //!    pending, or the mailbox held more than one batch, step again (step 2, draining only if the
-//!    `NOTIFIED` flag says something arrived: protocol 2 step 3); otherwise try to park (protocol 2
-//!    step 4): parked → `Pending`; an event landed → step again. Every extra step spends one unit
-//!    of the step budget; when it is spent, re-queue as for `Continue`.
+//!    `NOTIFIED` flag says something arrived: protocol 2 step 3); if the last drain stopped at a
+//!    message slot a sender has claimed and not yet written (`mailbox/intake.rs`), re-queue as
+//!    for `Continue`: the drain never waits for that sender, and the process polls again after
+//!    the other ready work; otherwise try to park (protocol 2 step 4): parked → `Pending`; an
+//!    event landed → step again. Every extra step spends one unit of the step budget; when it
+//!    is spent, re-queue as for `Continue`.
 //!
 //! # Buffers
 //! The step's [`Events`] and [`StepOutput`] belong to the poll, not to the process: they are
@@ -47,10 +50,12 @@
 use super::mailbox::{Drained, ProcessCell};
 use super::output::{Status, YieldSlot};
 use super::state::{ParkAs, TakeNotified, TransitionToParked};
-use super::{drop_contained, panic_message, Events, Pid, Process, ProcessError, StepOutput};
+use super::{drop_contained, drop_each, panic_message};
+use super::{Events, Pid, Process, ProcessError, StepOutput};
 use crate::loom::Arc;
 use smallvec::SmallVec;
 use std::future::Future;
+use std::mem::ManuallyDrop;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -151,7 +156,10 @@ pub(crate) trait Host: Send + Sync + 'static {
 
 /// A process, wrapped as a future for the executor.
 pub(crate) struct ProcessFuture<P: Process, H: Host> {
-    process: P,
+    /// Dropped in place by [`finish`](Self::finish) (so never after `finished` is set), each
+    /// destructor panic contained and counted: the process's values belong to its end, not to
+    /// whoever drops the future (the executor, after the outcome is settled).
+    process: ManuallyDrop<P>,
     /// Also names the cell's incarnation: `pid.generation()`.
     pid: Pid,
     cell: Arc<ProcessCell>,
@@ -194,7 +202,7 @@ impl<P: Process, H: Host> ProcessFuture<P, H> {
         span: Span,
     ) -> Self {
         ProcessFuture {
-            process,
+            process: ManuallyDrop::new(process),
             pid,
             cell,
             host,
@@ -225,6 +233,9 @@ impl<P: Process, H: Host> ProcessFuture<P, H> {
         // state word's `NOTIFIED` flag (after queueing, under the mailbox lock), so a step that
         // only consumes inline completions skips the lock entirely.
         let mut must_drain = true;
+        // The last drain stopped at a slot a sender claimed and has not written (`drain.rs`):
+        // events may wait behind it, so the process must not park (module docs, step 5).
+        let mut behind_unwritten = false;
         let mut register = Some(cx.waker());
         // Once per poll: checked in the step loop, even this one load measurably slowed a step
         // of a few dozen nanoseconds.
@@ -236,16 +247,16 @@ impl<P: Process, H: Host> ProcessFuture<P, H> {
             }
             let drained = if must_drain || self.cell.state.take_notified() == TakeNotified::Notified
             {
-                self.cell
-                    .mailbox
-                    .drain_into(events, max_batch, register.take())
+                let drained = self.cell.drain_into(events, max_batch, register.take());
+                behind_unwritten = drained == Drained::Unwritten;
+                drained
             } else {
                 Drained::All
             };
             must_drain = drained == Drained::More;
             if drained == Drained::Terminate {
                 // Terminated: inline completions still buffered are dropped with the process.
-                drop_unread(events);
+                self.cell.stats.destructors_panicked(drop_unread(events));
                 let pid = self.pid;
                 tracing::debug!(%pid, "terminated");
                 return Poll::Ready(
@@ -262,7 +273,7 @@ impl<P: Process, H: Host> ProcessFuture<P, H> {
             };
             self.steps += 1;
             stats.steps += 1;
-            let process = &mut self.process;
+            let process = &mut *self.process;
             let stepped = catch_unwind(AssertUnwindSafe(|| process.step(events, out)));
             let pid = self.pid;
             if let Some(start) = timed {
@@ -270,20 +281,20 @@ impl<P: Process, H: Host> ProcessFuture<P, H> {
                 self.host
                     .step_timed(pid, end.saturating_duration_since(start), end);
             }
-            drop_unread(events);
+            let stats_of_cell = &self.cell.stats;
+            stats_of_cell.destructors_panicked(drop_unread(events));
             match stepped {
                 Ok(Ok(())) => {}
                 Ok(Err(error)) => {
-                    discard(out);
+                    stats_of_cell.destructors_panicked(discard(out));
                     tracing::debug!(%pid, %error, "step failed");
                     return Poll::Ready(
                         self.finish(Err(ProcessError::failed(pid, error)), Outcome::Failed),
                     );
                 }
                 Err(panic) => {
-                    discard(out);
                     let message = panic_message(&*panic);
-                    drop_contained(panic);
+                    stats_of_cell.destructors_panicked(discard(out) + drop_contained(panic));
                     tracing::warn!(%pid, panic = %message, "step panicked");
                     return Poll::Ready(
                         self.finish(Err(ProcessError::panicked(pid, message)), Outcome::Panicked),
@@ -299,9 +310,7 @@ impl<P: Process, H: Host> ProcessFuture<P, H> {
                     }
                     if dropped > 0 {
                         tracing::warn!(%pid, dropped, "yields of a Done step are dropped");
-                        for (_, command) in out.take_yields() {
-                            drop_contained(command);
-                        }
+                        stats_of_cell.destructors_panicked(drop_each(out.take_yields()));
                     }
                     return Poll::Ready(self.finish(Ok(result), Outcome::Done));
                 }
@@ -319,6 +328,10 @@ impl<P: Process, H: Host> ProcessFuture<P, H> {
                 // Inline completions, or a backlog past one batch: no event will come to wake us
                 // for those, so parking now would strand them.
                 Some(_) if !events.is_empty() || drained == Drained::More => true,
+                // A sender is between its claim and its write: poll again after the other
+                // ready work rather than park, whose wake-up that sender may not give (its
+                // tell finds the process already flagged and writes nothing).
+                Some(_) if behind_unwritten => false,
                 Some(park_as) => {
                     // Published before the park (Release) makes the state visible: whoever
                     // sees the process parked (`process_info`) sees its steps too.
@@ -330,7 +343,7 @@ impl<P: Process, H: Host> ProcessFuture<P, H> {
                 }
             };
             if !step_again {
-                if park_as.is_none() {
+                if park_as.is_none() || behind_unwritten {
                     return self.requeue(cx, events);
                 }
                 return Poll::Pending;
@@ -394,22 +407,33 @@ impl<P: Process, H: Host> ProcessFuture<P, H> {
         self.finished = true;
         let (pid, cell) = (self.pid, &self.cell);
         cell.stats.set_steps(self.steps);
-        cell.close();
+        let mut panics = cell.close();
         for outstanding in self.outstanding.drain(..) {
             self.host.abort(outstanding);
         }
-        let process = &mut self.process;
+        let process = &mut *self.process;
         let closed = catch_unwind(AssertUnwindSafe(|| process.close()));
         let (result, outcome) = match closed {
             Ok(()) => (result, outcome),
             Err(panic) => {
                 let message = panic_message(&*panic);
-                drop_contained(panic);
+                panics += drop_contained(panic);
                 tracing::warn!(%pid, panic = %message, "close panicked");
                 let result = Err(ProcessError::panicked(pid, format!("in close: {message}")));
                 (result, Outcome::Panicked)
             }
         };
+        // The process's own values (its state; an async body, its inbox, kept completions) go
+        // now, whatever happened to it: their destructors' panics are counted, not an outcome.
+        panics += drop_contained(DropInPlace(&mut self.process));
+        if panics > 0 {
+            tracing::warn!(
+                %pid,
+                panics,
+                "destructors of the process's values panicked; each was contained"
+            );
+            cell.stats.destructors_panicked(panics);
+        }
         tracing::debug!(%pid, outcome = outcome.name(), "process finished");
         self.host.finished(pid, cell, outcome);
         result
@@ -433,7 +457,9 @@ impl<P: Process, H: Host> Future for ProcessFuture<P, H> {
         drop(entered);
         this.span = span;
         // Empty unless a forced stop cut the poll short (with inline completions unstepped).
-        drop_unread(&mut scratch.events);
+        this.cell
+            .stats
+            .destructors_panicked(drop_unread(&mut scratch.events));
         scratch.events.release_buffer();
         scratch.out.return_yield_buffer();
         this.host.polled(&stats);
@@ -454,6 +480,19 @@ impl<P: Process, H: Host> Drop for ProcessFuture<P, H> {
     }
 }
 
+/// Drops a process in place when it is dropped itself: the process future's `finish`, through
+/// [`drop_contained`]. In place, because the process may be pinned (the async-fn adapter's
+/// body): a pinned value may be dropped where it lies, never moved out first.
+struct DropInPlace<'a, P>(&'a mut ManuallyDrop<P>);
+
+impl<P> Drop for DropInPlace<'_, P> {
+    fn drop(&mut self) {
+        // SAFETY: made only by `finish`, which runs once per future (its `finished` flag); the
+        // future never touches `process` after it, and has no other path that drops it.
+        unsafe { ManuallyDrop::drop(self.0) }
+    }
+}
+
 /// A poll's buffers (module docs, "Buffers").
 struct Scratch<O> {
     events: Events,
@@ -469,31 +508,28 @@ impl<O> Default for Scratch<O> {
     }
 }
 
-/// Drops the events the step left unread, one at a time: a payload destructor may panic,
-/// and a second panic while the first unwinds (as in a bulk `clear`) would abort.
+/// Drops the events the step left unread, one at a time (`contain.rs`); returns the destructor
+/// panics contained.
 #[inline]
-fn drop_unread(events: &mut Events) {
+fn drop_unread(events: &mut Events) -> u64 {
     // Almost always empty: the check stays in the step loop, the loop out of it.
-    if !events.is_empty() {
-        drop_each_unread(events);
+    if events.is_empty() {
+        0
+    } else {
+        drop_each_unread(events)
     }
 }
 
 #[inline(never)]
-fn drop_each_unread(events: &mut Events) {
-    while let Some(event) = events.pop() {
-        drop_contained(event);
-    }
+fn drop_each_unread(events: &mut Events) -> u64 {
+    drop_each(std::iter::from_fn(|| events.pop()))
 }
 
 /// Drops what a failed or panicked step left in its output (yields, a `Done` value), each
-/// destructor's panic contained.
+/// destructor's panic contained; returns how many were.
 #[cold]
-fn discard<O>(out: &mut StepOutput<O>) {
-    for (_, command) in out.take_yields() {
-        drop_contained(command);
-    }
-    drop_contained(out.take_status());
+fn discard<O>(out: &mut StepOutput<O>) -> u64 {
+    drop_each(out.take_yields()) + drop_contained(out.take_status())
 }
 
 /// The step's `trace` event, out of line: the step loop stays small.

@@ -29,6 +29,7 @@
 
 pub(crate) mod async_fn;
 mod command;
+mod contain;
 pub(crate) mod context;
 mod error;
 mod event;
@@ -60,15 +61,9 @@ pub use payload::{Payload, TypeMismatch};
 pub use pid::Pid;
 pub use state::ProcessState;
 
+pub(crate) use contain::{contained, drop_contained, drop_each};
 pub(crate) use error::panic_message;
 
-/// Drops a value owned by user code (a process, a payload, a panic payload), containing a panic
-/// from its destructor: user code must never unwind into the scheduler.
-pub(crate) fn drop_contained<T>(value: T) {
-    if std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || drop(value))).is_err() {
-        tracing::warn!("a destructor panicked; the panic was contained");
-    }
-}
 pub(crate) use output::{Yield, YieldSlot};
 pub(crate) use payload::PayloadSlot;
 pub(crate) use pid::{INDEX_BITS, MAX_GENERATION};

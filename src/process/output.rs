@@ -1,7 +1,7 @@
 //! What a step produces: yields to dispatch, and the process's new status.
 
 use super::payload::PayloadSlot;
-use super::{Payload, Tag};
+use super::{drop_contained, drop_each, Payload, Tag};
 use std::cell::Cell;
 use std::mem::ManuallyDrop;
 use std::time::Duration;
@@ -104,6 +104,26 @@ pub(crate) type Yields = Vec<Yield>;
 std::thread_local! {
     /// A spare yields buffer per thread: lent to the first yield of a poll, given back at its end.
     static YIELD_BUFFER: Cell<Yields> = const { Cell::new(Vec::new()) };
+}
+
+impl<O> Drop for StepOutput<O> {
+    /// Yields and a `Done` value left in the buffer are user values: dropped one at a time,
+    /// each destructor's panic contained (`contain.rs`). The scheduler empties its buffers
+    /// after every step; this covers buffers driven by hand.
+    #[inline]
+    fn drop(&mut self) {
+        if !self.yields.is_empty() || matches!(self.status, Status::Done(_)) {
+            self.drop_contents();
+        }
+    }
+}
+
+impl<O> StepOutput<O> {
+    #[cold]
+    fn drop_contents(&mut self) {
+        drop_each(self.yields.drain(..));
+        drop_contained(std::mem::take(&mut self.status));
+    }
 }
 
 impl<O> Default for StepOutput<O> {
@@ -329,14 +349,15 @@ impl<O> StepOutput<O> {
         impl Drop for Rest {
             #[inline]
             fn drop(&mut self) {
-                // Only in an unwind: the loop below hands out every yield.
+                // Only in an unwind: the loop below hands out every yield. Each destructor's
+                // panic is contained: a second panic during this unwind would abort.
                 while self.next < self.end {
                     let yielded = self.next;
                     // SAFETY: `yielded` is before `end`, so one past it is in bounds.
                     self.next = unsafe { yielded.add(1) };
                     // SAFETY: `yielded` was in `next..end`: initialized and not handed out.
-                    // `next` is already past it, so a panicking drop never sees it again.
-                    unsafe { std::ptr::drop_in_place(yielded) };
+                    // `next` is already past it, so the value is read out exactly once.
+                    drop_contained(unsafe { std::ptr::read(yielded) });
                 }
             }
         }

@@ -26,7 +26,7 @@
 //! mailbox that gave its buffer away takes the spare in exchange. A steady sender and its
 //! receiver then trade the same two buffers for ever.
 
-use super::{CommandError, Event, Payload, Tag};
+use super::{drop_each, CommandError, Event, Payload, Tag};
 use std::cell::Cell;
 use std::collections::VecDeque;
 
@@ -39,7 +39,8 @@ std::thread_local! {
     static SPARE: Cell<VecDeque<Event>> = const { Cell::new(VecDeque::new()) };
 }
 
-/// A FIFO of events (module docs). Oldest first in both forms.
+/// A FIFO of events (module docs). Oldest first in both forms. Dropped with events left in
+/// it, it drops them one at a time, each destructor's panic contained (`contain.rs`).
 #[derive(Debug)]
 pub(crate) enum Queue {
     /// No event, or one: no allocation.
@@ -51,6 +52,15 @@ pub(crate) enum Queue {
 impl Default for Queue {
     fn default() -> Queue {
         Queue::Inline(None)
+    }
+}
+
+impl Drop for Queue {
+    #[inline]
+    fn drop(&mut self) {
+        if !self.is_empty() {
+            drop_each(self.take());
+        }
     }
 }
 
@@ -123,8 +133,8 @@ impl Queue {
     #[inline(never)]
     fn spill(&mut self, event: Event) {
         let mut buffer = VecDeque::with_capacity(4);
-        if let Queue::Inline(Some(first)) = std::mem::take(self) {
-            buffer.push_back(first);
+        if let Queue::Inline(slot) = self {
+            buffer.extend(slot.take());
         }
         buffer.push_back(event);
         *self = Queue::Spilled(buffer);
@@ -242,11 +252,17 @@ impl Queue {
 
     /// Empties the queue, dropping any buffer: the events, for the caller to drop.
     pub(crate) fn take(&mut self) -> impl Iterator<Item = Event> {
-        let (first, rest) = match std::mem::take(self) {
-            Queue::Inline(slot) => (slot, VecDeque::new()),
-            Queue::Spilled(buffer) => (None, buffer),
+        let (first, rest) = match self {
+            Queue::Inline(slot) => (slot.take(), VecDeque::new()),
+            Queue::Spilled(buffer) => (None, std::mem::take(buffer)),
         };
+        *self = Queue::Inline(None);
         first.into_iter().chain(rest)
+    }
+
+    /// The events, for the caller to drop (each contained: `contain.rs`).
+    pub(crate) fn into_events(mut self) -> impl Iterator<Item = Event> {
+        self.take()
     }
 
     /// Events the queue can hold without allocating.

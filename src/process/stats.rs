@@ -26,6 +26,9 @@ pub(crate) struct CellStats {
     handler_errors: AtomicU64,
     /// All-time: completions of async and blocking handlers that panicked.
     handler_panics: AtomicU64,
+    /// All-time: panics of user destructors contained while the cell's processes' values were
+    /// dropped (`contain.rs`).
+    destructor_panics: AtomicU64,
 }
 
 impl CellStats {
@@ -63,6 +66,15 @@ impl CellStats {
         };
     }
 
+    /// `panics` destructor panics were contained while dropping this cell's process's values
+    /// (`contain.rs`). Most calls add zero: one relaxed load-free branch.
+    #[inline]
+    pub(crate) fn destructors_panicked(&self, panics: u64) {
+        if panics != 0 {
+            self.destructor_panics.fetch_add(panics, Relaxed);
+        }
+    }
+
     pub(super) fn steps(&self) -> u64 {
         self.steps.load(Relaxed)
     }
@@ -77,6 +89,10 @@ impl CellStats {
 
     pub(super) fn handler_panics(&self) -> u64 {
         self.handler_panics.load(Relaxed)
+    }
+
+    pub(super) fn destructor_panics(&self) -> u64 {
+        self.destructor_panics.load(Relaxed)
     }
 }
 
@@ -128,4 +144,6 @@ pub(crate) struct CellSurvey {
     pub(crate) handler_errors: u64,
     /// All-time: async/blocking handler completions that panicked.
     pub(crate) handler_panics: u64,
+    /// All-time: destructor panics contained for the cell's processes.
+    pub(crate) destructor_panics: u64,
 }

@@ -108,8 +108,7 @@ impl SchedulerHandle {
         // Protocol steps in the module docs of `scheduler`.
         if let Err(refused) = inner.lifecycle.admit() {
             tracing::debug!(kind, method, error = %refused, "spawn refused");
-            drop_contained(input);
-            drop_contained(process);
+            inner.contained(drop_contained(input) + drop_contained(process));
             return Err(refused);
         }
         let incarnation = Incarnation {
@@ -118,8 +117,7 @@ impl SchedulerHandle {
         };
         let Some((pid, cell)) = inner.table.claim_as(incarnation) else {
             inner.lifecycle.leave(Leave::Refused, || {});
-            drop_contained(input);
-            drop_contained(process);
+            inner.contained(drop_contained(input) + drop_contained(process));
             return Err(SpawnError::Limit(table::MAX_SLOTS));
         };
         // Step 3. The cell is open from here on: events sent to `pid` during `init` wait for
@@ -137,7 +135,7 @@ impl SchedulerHandle {
             }
             Err(panic) => {
                 let message = panic_message(&*panic);
-                drop_contained(panic);
+                cell.stats.destructors_panicked(drop_contained(panic));
                 tracing::warn!(%pid, panic = %message, "init panicked");
                 Some(SpawnError::InitPanicked(message))
             }
@@ -155,12 +153,13 @@ impl SchedulerHandle {
             }
             if let Err(panic) = catch_unwind(AssertUnwindSafe(|| process.close())) {
                 let message = panic_message(&*panic);
-                drop_contained(panic);
+                cell.stats.destructors_panicked(drop_contained(panic));
                 tracing::warn!(%pid, panic = %message, "close panicked after a failed spawn");
             }
+            cell.stats.destructors_panicked(drop_contained(process));
             drop(entered);
-            drop_contained(process);
-            cell.close();
+            let panics = cell.close();
+            cell.stats.destructors_panicked(panics);
             inner
                 .lifecycle
                 .leave(Leave::Refused, || inner.table.release(pid, &cell));

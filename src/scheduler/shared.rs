@@ -49,6 +49,16 @@ impl Inner {
         }
     }
 
+    /// `panics` destructor panics were contained for no particular process (a spawn refused
+    /// before it had a cell): counted in the metrics.
+    pub(super) fn contained(&self, panics: u64) {
+        if panics != 0 {
+            self.counters
+                .local()
+                .add_n(Counter::DestructorPanics, panics);
+        }
+    }
+
     /// The tokio runtime handlers run on, if any.
     pub(super) fn runtime(&self) -> Option<&tokio::runtime::Handle> {
         self.runtime.as_ref().map(HandlerRuntime::tokio)

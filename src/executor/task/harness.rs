@@ -19,7 +19,9 @@
 //! 4. Drop the owned list's reference (if it held one) together with the caller's, in one RMW.
 //!
 //! Panics from user destructors (future, output) and from the join waker are caught at every
-//! step: a task can never unwind into a worker.
+//! step: a task can never unwind into a worker. Those that change nothing the `JoinHandle`
+//! reports (an output nobody reads, a panicked future's remains) are told to the scheduler
+//! ([`Schedule::destructor_panicked`]) for its metrics.
 
 use super::error::JoinError;
 use super::raw::{Cell, Header, RawTask, Vtable};
@@ -71,6 +73,14 @@ where
 
     fn raw(&self) -> RawTask {
         RawTask::from_raw(self.cell.cast())
+    }
+
+    /// A destructor (the future's, or an unread output's) panicked after the task's outcome
+    /// was settled, and was contained: tell the scheduler, for its metrics.
+    #[cold]
+    fn destructor_panicked(&self) {
+        let cell = self.cell();
+        cell.core.scheduler.destructor_panicked(cell.header.label);
     }
 
     fn poll(self) {
@@ -125,7 +135,9 @@ where
                 );
                 // SAFETY: we hold `RUNNING`; the future may be half-torn by the panic, but
                 // dropping it is the only thing left to do.
-                let _ = catch_unwind(AssertUnwindSafe(|| unsafe { core.drop_stage() }));
+                if catch_unwind(AssertUnwindSafe(|| unsafe { core.drop_stage() })).is_err() {
+                    self.destructor_panicked();
+                }
                 // SAFETY: we hold `RUNNING`.
                 unsafe { core.store_output(Err(JoinError::panic(panic))) };
                 self.complete(1);
@@ -163,11 +175,14 @@ where
         std::mem::forget(released);
 
         let snapshot = cell.header.state.transition_to_complete();
+        if !snapshot.is_join_interested() {
+            // SAFETY: no `JoinHandle`: the completer owns the output.
+            if catch_unwind(AssertUnwindSafe(|| unsafe { cell.core.drop_stage() })).is_err() {
+                self.destructor_panicked();
+            }
+        }
         let _ = catch_unwind(AssertUnwindSafe(|| {
-            if !snapshot.is_join_interested() {
-                // SAFETY: no `JoinHandle`: the completer owns the output.
-                unsafe { cell.core.drop_stage() };
-            } else if snapshot.is_join_waker_set() {
+            if snapshot.is_join_interested() && snapshot.is_join_waker_set() {
                 // SAFETY: `JOIN_WAKER` is set: the slot is ours to read until we unset it.
                 unsafe { cell.trailer.wake_join() };
                 let after = cell.header.state.unset_waker_after_complete();
@@ -302,7 +317,9 @@ where
     if transition.drop_output {
         // SAFETY: `COMPLETE` and we held `JOIN_INTEREST`: the output is ours. A panicking
         // output destructor must not unwind into whoever dropped the handle.
-        let _ = catch_unwind(AssertUnwindSafe(|| unsafe { cell.core.drop_stage() }));
+        if catch_unwind(AssertUnwindSafe(|| unsafe { cell.core.drop_stage() })).is_err() {
+            harness.destructor_panicked();
+        }
     }
     if transition.drop_waker {
         // SAFETY: `JOIN_WAKER` is clear after the transition: the slot is ours.

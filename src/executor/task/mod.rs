@@ -47,6 +47,12 @@ pub(crate) trait Schedule: Send + Sync + Sized + 'static {
 
     /// `true` once the executor is shutting down (a cancelled task then reports `Shutdown`).
     fn is_shutdown(&self) -> bool;
+
+    /// A destructor of the task labelled `label` (its future, or an output nobody will read)
+    /// panicked after the task had its outcome; the harness contained it. For the metrics.
+    fn destructor_panicked(&self, label: u64) {
+        let _ = label;
+    }
 }
 
 /// The owner's reference to a task: the owned-task list's, or an unowned task's `TaskRef`'s.

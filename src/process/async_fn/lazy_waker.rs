@@ -30,6 +30,17 @@ impl LazyWaker {
         }
     }
 
+    /// `panics` destructor panics were contained for this process: counted in its cell's
+    /// statistics (none to count when it is driven by hand).
+    #[inline]
+    pub(super) fn destructors_panicked(&self, panics: u64) {
+        if panics != 0 {
+            if let Some(target) = &self.target {
+                target.destructors_panicked(panics);
+            }
+        }
+    }
+
     /// `true` if a real waker can be made: foreign futures can wake this process.
     pub(super) fn can_wake(&self) -> bool {
         self.target.is_some()

@@ -30,7 +30,8 @@ mod tests;
 
 pub use futures::{Call, Cancelled, Recv, RecvError, RecvMessage, YieldNow};
 
-use super::{BoxError, Command, Event, Events, InitError, Payload, Pid, Process, ProcessContext};
+use super::{drop_contained, BoxError, Command, Event, Events, InitError, Payload, Pid};
+use super::{Process, ProcessContext};
 use super::{Status, StepOutput};
 use lazy_waker::LazyWaker;
 use state::CxState;
@@ -38,6 +39,7 @@ use std::any::Any;
 use std::fmt;
 use std::future::Future;
 use std::marker::PhantomPinned;
+use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -358,37 +360,52 @@ where
         // is filed first.
         let mut arrived = None;
         let mut message = None;
+        // Destructor panics contained by the adapter's own bookkeeping, told to the cell.
+        let mut panics = 0;
         match events.len() {
             0 => {}
             1 => match events.pop() {
                 Some(Event::YieldComplete { tag, result }) => arrived = Some((tag, result)),
                 Some(Event::Message(lone)) if state.inbox_is_empty() => message = Some(lone),
-                Some(event) => state.route(event),
+                Some(event) => panics += state.route(event),
                 None => {}
             },
             _ => {
                 for event in events.drain() {
-                    state.route(event);
+                    panics += state.route(event);
                 }
             }
         }
         state.wants = Default::default();
-        let (polled, woken_in_place) = waker.poll_with(|waker| {
-            let mut cx = Context::from_waker(waker);
-            scope::enter(state, &mut arrived, &mut message, out.yields_mut(), || {
-                body.as_mut().poll(&mut cx)
+        let polled = catch_unwind(AssertUnwindSafe(|| {
+            waker.poll_with(|waker| {
+                let mut cx = Context::from_waker(waker);
+                scope::enter(state, &mut arrived, &mut message, out.yields_mut(), || {
+                    body.as_mut().poll(&mut cx)
+                })
             })
-        });
+        }));
+        let (polled, woken_in_place) = match polled {
+            Ok(polled) => polled,
+            Err(panic) => {
+                // What the step held for the poll is a user value: dropped contained, not by
+                // this unwind (a second panic during it would abort the program).
+                panics += drop_contained(arrived) + drop_contained(message);
+                waker.destructors_panicked(panics);
+                resume_unwind(panic)
+            }
+        };
         // A completion no call took is kept for a later poll (or dropped, its call gone), and so
         // are those of calls dropped during the poll.
         if let Some((tag, result)) = arrived {
-            state.keep(tag, result);
+            panics += state.keep(tag, result);
         }
         // A message no receive took waits in the inbox, ahead of any that arrive later.
         if let Some(message) = message {
             state.route(Event::Message(message));
         }
-        state.purge_forgotten();
+        panics += state.purge_forgotten();
+        waker.destructors_panicked(panics);
         match polled {
             Poll::Ready(Ok(output)) => out.done(output),
             Poll::Ready(Err(error)) => return Err(error.into()),

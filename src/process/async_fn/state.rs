@@ -11,8 +11,11 @@
 //!
 //! Nothing the body's futures do through the step scope drops a user value (a payload's
 //! destructor could re-enter the scope): what they discard is left for the adapter to drop after
-//! the poll ([`CxState::keep`], [`CxState::purge_forgotten`]).
+//! the poll ([`CxState::keep`], [`CxState::purge_forgotten`]). Every user value the state drops —
+//! a completion no call wants, the inbox and the kept completions when the process ends — is
+//! dropped on its own, its destructor's panic contained (`process/contain.rs`).
 
+use crate::process::{drop_contained, drop_each};
 use crate::process::{CancelReason, CommandError, Event, Message, Payload, Tag, Topic};
 use std::collections::VecDeque;
 
@@ -49,16 +52,17 @@ pub(super) struct CxState {
 
 impl CxState {
     /// Files an event where the body's futures will look for it (not during a poll: it may drop
-    /// a completion).
-    pub(super) fn route(&mut self, event: Event) {
+    /// a completion). Returns the destructor panics contained (a completion no call wants).
+    pub(super) fn route(&mut self, event: Event) -> u64 {
         match event {
-            Event::YieldComplete { tag, result } => self.keep(tag, result),
+            Event::YieldComplete { tag, result } => return self.keep(tag, result),
             Event::Message(message) => self.mail().inbox.push_back(message),
             Event::Cancel { reason } => self.cancelled = Some(reason),
             Event::MailboxOverflow { topic } => self.mail().overflows.push_back(topic),
             // Only a re-poll was asked for.
             Event::Woken => {}
         }
+        0
     }
 
     /// `true` if no message waits in the inbox (the step may hand a lone message straight to
@@ -74,10 +78,13 @@ impl CxState {
 
     /// Keeps call `tag`'s completion for a later poll, or drops it if the call is gone (not
     /// during a poll).
-    pub(super) fn keep(&mut self, tag: Tag, completion: Completion) {
+    pub(super) fn keep(&mut self, tag: Tag, completion: Completion) -> u64 {
         // A call dropped before its completion is no longer live: the result is dropped.
         if self.calls.contains(tag) {
             self.calls.extra().completions.push((tag, completion));
+            0
+        } else {
+            drop_contained(completion)
         }
     }
 
@@ -115,12 +122,15 @@ impl CxState {
         self.calls.remove(tag);
     }
 
-    /// Drops the kept completions of calls no longer live (after a poll).
+    /// Drops the kept completions of calls no longer live (after a poll); returns the
+    /// destructor panics contained.
     #[inline]
-    pub(super) fn purge_forgotten(&mut self) {
+    pub(super) fn purge_forgotten(&mut self) -> u64 {
         if self.calls.extra.is_some() {
             // Out of line: only processes that ever kept a completion have `extra`.
-            self.calls.purge_forgotten();
+            self.calls.purge_forgotten()
+        } else {
+            0
         }
     }
 
@@ -134,6 +144,18 @@ impl CxState {
                 .calls
                 .iter()
                 .any(|tag| !extra.completions.iter().any(|(t, _)| *t == tag)),
+        }
+    }
+}
+
+impl Drop for CxState {
+    /// The inbox and the kept completions are user values: one at a time, each contained.
+    fn drop(&mut self) {
+        if let Some(mail) = self.mail.take() {
+            drop_each(mail.inbox);
+        }
+        if let Some(extra) = self.calls.extra.take() {
+            drop_each(extra.completions);
         }
     }
 }
@@ -221,11 +243,22 @@ impl LiveCalls {
     /// Drops the kept completions of calls no longer live.
     #[cold]
     #[inline(never)]
-    fn purge_forgotten(&mut self) {
+    fn purge_forgotten(&mut self) -> u64 {
         let first = self.first;
+        let mut panics = 0;
         if let Some(extra) = &mut self.extra {
             let Extra { more, completions } = &mut **extra;
-            completions.retain(|(tag, _)| *tag == first || more.contains(tag));
+            let mut index = 0;
+            while index < completions.len() {
+                let tag = completions[index].0;
+                if tag == first || more.contains(&tag) {
+                    index += 1;
+                } else {
+                    // One at a time, contained: `retain` would drop them with default glue.
+                    panics += drop_contained(completions.swap_remove(index));
+                }
+            }
         }
+        panics
     }
 }

@@ -42,16 +42,20 @@
 //! # Protocol 8: pop (one consumer at a time; the mailbox lock serialises them)
 //! 1. At the head position's slot, load `ready` (`Acquire`). Set: go to 2. Not set: is the
 //!    position claimed? Asked with a CAS of the tail from the head's position to itself
-//!    (`AcqRel`): success means nothing is claimed, the queue is empty, return `None`; failure
-//!    means the slot is claimed and its value on the way (push step 5): wait for `ready`.
+//!    (`AcqRel`): success means nothing is claimed, the queue is empty, return
+//!    [`Pop::Empty`]; failure means the slot is claimed and its value on the way (push step
+//!    5): return [`Pop::Unwritten`] at once, leaving the head where it is.
 //!    - A CAS, not a load: the intake's caller reads the process's state word after its push and
 //!      may write nothing there (`intake.rs`, "No wake is lost"). Against a load, the C++ model
 //!      lets that read and this one both see old values. A successful CAS is a write in the
 //!      tail's modification order: a claim after it reads from it, and so sees everything the
 //!      consumer did before, the clearing of the flag included.
-//!    - Waiting, not `None`, for a claimed slot: the intake's callers move *every* value pushed
-//!      before a locked push ahead of it, to keep each sender's order across both paths, and a
-//!      sender's value may sit behind another sender's claimed, unwritten slot.
+//!    - Never waiting for the value: the consumer holds the mailbox lock, and a producer
+//!      preempted between its claim and its write (16 senders on 2 cores) would stall the
+//!      draining worker and every locked sender behind it. The producer that writes the slot
+//!      tells the process afterwards (`intake.rs`, protocol 7 step 3), so a consumer that left
+//!      it unread loses nothing; how the intake keeps each sender's order past such a slot is
+//!      in `intake.rs` ("Each sender's messages stay in order").
 //! 2. Read the value, clear `ready` (the block will be reused), advance the head.
 //! 3. After a block's last slot, follow `next` (non-null: its installer stored it before
 //!    writing that slot, and step 1's `Acquire` saw the write), then recycle the drained block:
@@ -131,6 +135,30 @@ struct Head<T> {
     spare: AtomicPtr<Block<T>>,
 }
 
+/// What [`BlockQueue::pop`] found at the head.
+#[must_use]
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Pop<T> {
+    /// The oldest value, taken.
+    Value(T),
+    /// Nothing claimed: the queue is empty.
+    Empty,
+    /// The head slot is claimed and its value not written yet (pop step 1): the values behind
+    /// it wait until it is.
+    Unwritten,
+}
+
+#[cfg(test)]
+impl<T> Pop<T> {
+    /// The value, if one was taken.
+    pub(crate) fn value(self) -> Option<T> {
+        match self {
+            Pop::Value(value) => Some(value),
+            Pop::Empty | Pop::Unwritten => None,
+        }
+    }
+}
+
 /// An unbounded MPSC queue of `T` (module docs).
 pub(crate) struct BlockQueue<T> {
     head: CachePadded<Head<T>>,
@@ -168,7 +196,14 @@ impl<T> BlockQueue<T> {
     /// Queues `value` behind every value whose push finished before this one started (protocol
     /// 8, push). Never blocks on the consumer; waits only, briefly, while another producer
     /// installs the next block.
+    #[inline]
     pub(crate) fn push(&self, value: T) {
+        self.claim().write(value);
+    }
+
+    /// Push steps 1–4: a claimed slot, for [`Claim::write`] (step 5).
+    #[inline(always)]
+    fn claim(&self) -> Claim<'_, T> {
         let mut backoff = Backoff::default();
         let mut position = self.tail.position.load(Ordering::Acquire);
         let mut block = self.tail.block.load(Ordering::Acquire);
@@ -203,16 +238,14 @@ impl<T> BlockQueue<T> {
                         unsafe { (*block).next.store(installed, Ordering::Release) };
                     }
                     // SAFETY: as above; the claim makes the slot ours alone to write, and
-                    // `offset < BLOCK_CAP`.
+                    // `offset < BLOCK_CAP`. The block outlives the borrow: it is recycled only
+                    // after this slot is written and taken.
                     let slot = unsafe { (*block).slots.get_unchecked(offset) };
-                    // SAFETY: the consumer reads the value only after `ready`, set below.
-                    slot.value
-                        .with_mut(|value_ptr| unsafe { value_ptr.write(MaybeUninit::new(value)) });
-                    slot.ready.store(true, Ordering::Release);
-                    if !next.is_null() {
-                        self.give_back(next);
-                    }
-                    return;
+                    return Claim {
+                        queue: self,
+                        slot,
+                        next,
+                    };
                 }
                 Err(current) => {
                     position = current;
@@ -223,14 +256,23 @@ impl<T> BlockQueue<T> {
         }
     }
 
-    /// Takes the oldest value, or `None` if the next one is not there yet (protocol 8, pop).
+    /// Claims a slot whose value a test writes later ([`Claim::write`]): a sender preempted
+    /// between its claim and its write, on demand. A claim never written stops every consumer
+    /// at its slot for good.
+    #[cfg(all(test, not(loom)))]
+    pub(crate) fn claim_for_test(&self) -> Claim<'_, T> {
+        self.claim()
+    }
+
+    /// Takes the oldest value; or tells that the queue is empty, or that the oldest value is
+    /// claimed but not written yet (protocol 8, pop). Never waits.
     ///
     /// # Safety
     /// No other consumer call ([`pop`](Self::pop), [`is_empty`](Self::is_empty),
     /// [`len`](Self::len)) on this queue runs at the same time: the mailbox lock serialises
     /// them.
     #[inline]
-    pub(crate) unsafe fn pop(&self) -> Option<T> {
+    pub(crate) unsafe fn pop(&self) -> Pop<T> {
         let position = self.head.position.load(Ordering::Relaxed);
         let block = self.head.block.load(Ordering::Relaxed);
         let offset = position % LAP;
@@ -239,14 +281,12 @@ impl<T> BlockQueue<T> {
         // it has left; `offset < BLOCK_CAP`.
         let slot = unsafe { (*block).slots.get_unchecked(offset) };
         if !slot.ready.load(Ordering::Acquire) {
-            if self.nothing_claimed_at(position) {
-                return None;
-            }
-            // Step 1: claimed, and its value on the way.
-            let mut backoff = Backoff::default();
-            while !slot.ready.load(Ordering::Acquire) {
-                backoff.snooze();
-            }
+            // Step 1: empty, or claimed with its value on the way (left for a later pop).
+            return if self.nothing_claimed_at(position) {
+                Pop::Empty
+            } else {
+                Pop::Unwritten
+            };
         }
         // SAFETY: `ready` (Acquire) says the value was written (push step 5) and not taken:
         // reading it moves it out, and clearing `ready` makes sure it is read once.
@@ -268,7 +308,7 @@ impl<T> BlockQueue<T> {
         } else {
             self.head.position.store(position + 1, Ordering::Relaxed);
         }
-        Some(value)
+        Pop::Value(value)
     }
 
     /// `true` if [`pop`](Self::pop) would return `None` now.
@@ -356,11 +396,36 @@ impl<T> BlockQueue<T> {
     }
 }
 
+/// A claimed slot (push steps 1–4 done), to write: push step 5.
+#[must_use = "a claimed slot must be written, or every consumer stops at it"]
+pub(crate) struct Claim<'a, T> {
+    queue: &'a BlockQueue<T>,
+    slot: &'a Slot<T>,
+    /// A block taken for an installation that went to another producer, to hand back.
+    next: *mut Block<T>,
+}
+
+impl<T> Claim<'_, T> {
+    /// Push step 5: writes the value and publishes it.
+    #[inline(always)]
+    pub(crate) fn write(self, value: T) {
+        let slot = self.slot;
+        // SAFETY: the claim makes the slot ours alone to write; the consumer reads the value
+        // only after `ready`, set below.
+        slot.value
+            .with_mut(|value_ptr| unsafe { value_ptr.write(MaybeUninit::new(value)) });
+        slot.ready.store(true, Ordering::Release);
+        if !self.next.is_null() {
+            self.queue.give_back(self.next);
+        }
+    }
+}
+
 impl<T> Drop for BlockQueue<T> {
     fn drop(&mut self) {
         // SAFETY: `&mut self`: no producer is inside `push` and no other consumer exists, so
         // every claimed slot is written and `pop`'s contract holds.
-        while let Some(value) = unsafe { self.pop() } {
+        while let Pop::Value(value) = unsafe { self.pop() } {
             drop(value);
         }
         // After the last value the head block is the tail block, whose `next` is unset (a
@@ -420,7 +485,7 @@ mod tests {
 
     fn pop_all<T>(queue: &BlockQueue<T>) -> Vec<T> {
         // SAFETY: the test's one consumer.
-        std::iter::from_fn(|| unsafe { queue.pop() }).collect()
+        std::iter::from_fn(|| unsafe { queue.pop() }.value()).collect()
     }
 
     #[test]
@@ -467,7 +532,7 @@ mod tests {
         }
         let taken = (0..BLOCK_CAP + 1)
             // SAFETY: the test's one consumer.
-            .map(|_| unsafe { queue.pop() }.expect("queued"))
+            .map(|_| unsafe { queue.pop() }.value().expect("queued"))
             .collect::<Vec<_>>();
         drop(taken);
         drop(queue);
@@ -502,19 +567,19 @@ mod tests {
             assert!(std::time::Instant::now() < deadline, "lost: {next:?}");
             // SAFETY: the one consumer.
             match unsafe { queue.pop() } {
-                Some((p, n)) => {
+                Pop::Value((p, n)) => {
                     assert_eq!(n, next[p], "producer {p}'s values in order, each once");
                     next[p] += 1;
                     received += 1;
                 }
-                None => std::thread::yield_now(),
+                Pop::Empty | Pop::Unwritten => std::thread::yield_now(),
             }
         }
         for thread in threads {
             thread.join().expect("producer");
         }
         // SAFETY: as above.
-        assert!(unsafe { queue.pop() }.is_none());
+        assert_eq!(unsafe { queue.pop() }, Pop::Empty);
         assert!(next.iter().all(|&n| n == per_producer));
     }
 }

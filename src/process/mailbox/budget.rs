@@ -20,13 +20,19 @@ pub(super) struct TopicUsage {
 }
 
 impl Inner {
-    /// Capacity and topic-budget admission of a message (the lock is held).
-    pub(super) fn admit(&mut self, message: &Message, capacity: usize) -> Admission {
+    /// Capacity and topic-budget admission of a message (the lock is held). A refusal that
+    /// overflows the topic's budget comes with the overflow marker, for the caller to queue
+    /// where this message would have gone.
+    pub(super) fn admit(
+        &mut self,
+        message: &Message,
+        capacity: usize,
+    ) -> (Admission, Option<Event>) {
         if self.queued_messages >= capacity {
-            return Admission::Dropped;
+            return (Admission::Dropped, None);
         }
         let Some(&(budget, size)) = message.budget.as_deref() else {
-            return Admission::Accepted;
+            return (Admission::Accepted, None);
         };
         let usage = self
             .topics
@@ -34,26 +40,30 @@ impl Inner {
             .entry(message.topic.clone())
             .or_default();
         if usage.overflowed {
-            return Admission::Dropped;
+            return (Admission::Dropped, None);
         }
         if usage.items + 1 > budget.max_items || usage.bytes.saturating_add(size) > budget.max_bytes
         {
             usage.overflowed = true;
-            self.events.push_back(Event::MailboxOverflow {
+            let marker = Event::MailboxOverflow {
                 topic: message.topic.clone(),
-            });
-            return Admission::Dropped;
+            };
+            return (Admission::Dropped, Some(marker));
         }
         usage.items += 1;
         usage.bytes += size;
-        Admission::Accepted
+        (Admission::Accepted, None)
     }
 
-    /// An event left the mailbox for a step.
-    pub(super) fn release(&mut self, event: &Event) {
+    /// An event left the mailbox for a step. `bounded`: the mailbox counts its messages
+    /// against a capacity (an unbounded one does not keep the count exact: its lock-free path
+    /// queues messages uncounted).
+    pub(super) fn release(&mut self, event: &Event, bounded: bool) {
         match event {
             Event::Message(message) => {
-                self.queued_messages -= 1;
+                if bounded {
+                    self.queued_messages -= 1;
+                }
                 if let Some(&(_, size)) = message.budget.as_deref() {
                     self.release_budget(&message.topic, size);
                 }

@@ -1,27 +1,42 @@
 //! The consumer's side of the mailbox: the worker stepping the process moves a batch out (the
-//! locked queue first, then the intake queue: `intake.rs`, protocol 7 step 4) and puts back
-//! what its poll could not step.
+//! locked queue first, then the intake queue, then what a diversion set behind it: `intake.rs`,
+//! protocol 7 step 4) and puts back what its poll could not step. No consumer ever waits for a
+//! sender here: a slot a sender claimed and has not written yet is left for a later drain.
 
-use super::intake::Stale;
+use super::intake::{Next, Stale};
 #[cfg(all(test, not(loom)))]
 use super::Generation;
 use super::{Drained, Inner, Mailbox};
 use crate::loom::lock;
+use crate::process::stats::CellStats;
 use crate::process::{Event, Events};
 use std::task::Waker;
+
+/// Where a consumer's pass over the intake queue stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum IntakeEnd {
+    /// Every event in it was taken: nothing is claimed.
+    Empty,
+    /// Its oldest slot is claimed and not written: the rest waits behind it.
+    Unwritten,
+    /// The batch was full: events are left.
+    Full,
+}
 
 impl Mailbox {
     /// Moves up to `max` queued events into `events`. The first drain of a poll also registers
     /// the task's waker (cheap when unchanged), in the same critical section: the waker is only
-    /// needed once the process parks, which happens after this drain.
+    /// needed once the process parks, which happens after this drain. Stale intake events'
+    /// destructor panics are counted in `stats`.
     pub(crate) fn drain_into(
         &self,
         events: &mut Events,
         max: usize,
         waker: Option<&Waker>,
+        stats: &CellStats,
     ) -> Drained {
         // Declared before the guard, so dropped after the unlock (`intake.rs`, protocol 7 step 4).
-        let mut stale = Stale::default();
+        let mut stale = Stale::new(stats);
         let mut inner = lock(&self.inner);
         if let Some(waker) = waker {
             match &inner.waker {
@@ -35,26 +50,46 @@ impl Mailbox {
         let intake_waiting = !self.intake.is_empty();
         if intake_waiting {
             // Everything queued now is the most this mailbox has held since the last drain.
-            let depth = inner.events.len() + self.intake.len();
+            let depth = inner.events.len() + self.intake.len() + inner.behind.len();
             inner.max_depth = inner.max_depth.max(depth);
         }
-        let bounded = self.capacity != usize::MAX || inner.topics.is_some();
+        let bounded = self.capacity != usize::MAX;
+        let counted = bounded || inner.topics.is_some();
         let before = events.len();
         let mut more = events.take_from(&mut inner.events, max);
-        if bounded {
-            // Bounded mailbox: give back what the moved events used. (The intake queue holds
-            // none of those: only unbudgeted messages to an unbounded mailbox take it.)
-            for event in events.iter().skip(before) {
-                inner.release(event);
-            }
-        }
-        if !more && intake_waiting {
-            // The intake queue's events come after the locked queue's (protocol 7, step 4).
+        let mut unwritten = false;
+        if !more && (intake_waiting || !inner.behind.is_empty()) {
+            // The intake queue's events come after the locked queue's, and a diversion's after
+            // both (protocol 7, step 4).
             let room = max - (events.len() - before);
-            more = self.take_from_intake(events, room, &mut stale);
+            let end = if intake_waiting {
+                self.take_from_intake(events, room, &mut stale)
+            } else {
+                IntakeEnd::Empty
+            };
+            more = match end {
+                IntakeEnd::Full => true,
+                // Nothing behind the unwritten slot can be taken until it is written.
+                IntakeEnd::Unwritten => {
+                    unwritten = true;
+                    false
+                }
+                IntakeEnd::Empty => {
+                    let room = max - (events.len() - before);
+                    self.take_diverted(&mut inner, events, room)
+                }
+            };
+        }
+        if counted {
+            // Give back what the moved events used: the capacity, their topics' budgets.
+            for event in events.iter().skip(before) {
+                inner.release(event, bounded);
+            }
         }
         if more {
             Drained::More
+        } else if unwritten {
+            Drained::Unwritten
         } else {
             Drained::All
         }
@@ -73,31 +108,78 @@ impl Mailbox {
     }
 
     /// Protocol 7 of `intake.rs`, step 4, under the lock: moves the intake queue's events behind
-    /// the locked queue's, setting stale ones aside for `stale` to drop after the unlock.
-    pub(super) fn move_intake_into_queue(&self, inner: &mut Inner, stale: &mut Stale) {
-        if self.intake.is_empty() {
-            return;
+    /// the locked queue's, setting stale ones aside for `stale` to drop after the unlock, and
+    /// then — if it emptied and a diversion is on — the diverted events, ending the diversion.
+    /// Stops at an unwritten slot: returns `false` then, and the caller's event must go behind
+    /// (`Inner::behind`).
+    pub(super) fn settle_intake(&self, inner: &mut Inner, stale: &mut Stale<'_>) -> bool {
+        if !self.intake.is_empty() {
+            let (generation, _) = self.gate.load();
+            loop {
+                match self.intake.pop_current(generation, stale) {
+                    Next::Event(event) => {
+                        // Counted like a message queued under the lock: the drain gives it back.
+                        inner.queued_messages += usize::from(matches!(event, Event::Message(_)));
+                        let depth = inner.events.push_back(event);
+                        inner.max_depth = inner.max_depth.max(depth);
+                    }
+                    Next::Empty => break,
+                    Next::Unwritten => {
+                        if !self.gate.is_diverted() {
+                            self.gate.set_diverted(true);
+                        }
+                        return false;
+                    }
+                }
+            }
         }
-        let (generation, _) = self.gate.load();
-        while let Some(event) = self.intake.pop_current(generation, stale) {
-            // Counted like a message queued under the lock: the drain gives it back.
-            inner.queued_messages += usize::from(matches!(event, Event::Message(_)));
-            let depth = inner.events.push_back(event);
-            inner.max_depth = inner.max_depth.max(depth);
+        if self.gate.is_diverted() {
+            // Every event the diversion set aside was pushed after everything queued so far.
+            while let Some(event) = inner.behind.pop_front() {
+                inner.events.push_back(event);
+            }
+            self.gate.set_diverted(false);
         }
+        true
     }
 
     /// Protocol 7 of `intake.rs`, step 4, under the lock: moves up to `room` of the intake
-    /// queue's events into `events`, setting stale ones aside. `true` if some are left.
-    fn take_from_intake(&self, events: &mut Events, room: usize, stale: &mut Stale) -> bool {
+    /// queue's events into `events`, setting stale ones aside. Never waits for a slot's value.
+    fn take_from_intake(
+        &self,
+        events: &mut Events,
+        room: usize,
+        stale: &mut Stale<'_>,
+    ) -> IntakeEnd {
         let (generation, _) = self.gate.load();
         for _ in 0..room {
             match self.intake.pop_current(generation, stale) {
-                Some(event) => events.push(event),
-                None => return false,
+                Next::Event(event) => events.push(event),
+                Next::Empty => return IntakeEnd::Empty,
+                Next::Unwritten => return IntakeEnd::Unwritten,
             }
         }
-        !self.intake.is_empty()
+        if self.intake.is_empty() {
+            IntakeEnd::Empty
+        } else {
+            IntakeEnd::Full
+        }
+    }
+
+    /// After the intake queue emptied: up to `room` events a diversion set behind it, ending
+    /// the diversion once they are all taken. `true` if some are left.
+    fn take_diverted(&self, inner: &mut Inner, events: &mut Events, room: usize) -> bool {
+        if inner.behind.is_empty() {
+            return false;
+        }
+        if room == 0 {
+            return true;
+        }
+        let more = events.take_from(&mut inner.behind, room);
+        if !more && self.gate.is_diverted() {
+            self.gate.set_diverted(false);
+        }
+        more
     }
 
     /// The intake queue's length, or `None` while none is installed (tests of `intake.rs`).
@@ -120,10 +202,27 @@ impl Mailbox {
         }
     }
 
+    /// A slot of the intake queue claimed and not written, to write later: a sender preempted
+    /// between its claim and its write (protocol 8), on demand. `None` without an intake queue.
+    #[cfg(all(test, not(loom)))]
+    pub(crate) fn claim_intake_slot(
+        &self,
+    ) -> Option<super::blocks::Claim<'_, super::intake::Stamped>> {
+        Some(self.intake.installed()?.claim_for_test())
+    }
+
     /// `true` if events are waiting.
     #[cfg(all(test, not(loom)))]
     pub(crate) fn has_events(&self) -> bool {
-        !lock(&self.inner).events.is_empty() || !self.intake.is_empty()
+        let inner = lock(&self.inner);
+        !inner.events.is_empty() || !inner.behind.is_empty() || !self.intake.is_empty()
+    }
+
+    /// `true` while a diversion is on (tests of `intake.rs`).
+    #[cfg(test)]
+    pub(crate) fn is_diverted(&self) -> bool {
+        let _inner = lock(&self.inner);
+        self.gate.is_diverted()
     }
 
     /// The topic-budget map's `(len, capacity)`: what the budgets keep allocated.

@@ -12,8 +12,8 @@
 //! uses, has no lock there.
 //!
 //! # The gate
-//! One `AtomicU64`, `generation << 2 | phase` (module docs of `mailbox`: `Free`, `Open`,
-//! `Closing`). It is the one copy of the cell's generation and phase: written only under the
+//! One `AtomicU64`, `generation << 3 | DIVERTED | phase` (module docs of `mailbox`: `Free`,
+//! `Open`, `Closing`; `DIVERTED`: below, "Each sender's messages stay in order"). It is the one copy of the cell's generation and phase: written only under the
 //! mailbox lock (by `open_as`, `close`, `release`), so it always agrees with what the lock
 //! protects, and read with `Acquire` by a sender that does not take the lock. `open_as` moves the
 //! state word to `Ready` before it opens the gate, so a sender that sees its generation open also
@@ -45,51 +45,76 @@
 //!
 //! # Protocol 7: a lock-free send
 //! 1. The sender loads the gate (`Acquire`). It continues only if the gate is `Open` with the
-//!    generation of the PID it names, the message qualifies (above) and an intake queue is
-//!    installed; otherwise it takes the locked path, which also decides every refusal
-//!    (`Closed`, `Gone`, `Dropped`), so refusals mean the same on both paths.
+//!    generation of the PID it names and no diversion is on (below), the message qualifies
+//!    (above) and an intake queue is installed; otherwise it takes the locked path, which also
+//!    decides every refusal (`Closed`, `Gone`, `Dropped`), so refusals mean the same on both
+//!    paths.
 //! 2. It pushes `(generation, event)` into the intake queue (`blocks.rs`, protocol 8: a claim by
 //!    CAS on the queue's tail, then the write).
 //! 3. It calls [`StateWord::transition_on_event`](crate::process::state::StateWord) (protocol 2,
 //!    step 2) without the lock. On `Wake` it takes the lock only to clone the registered waker,
 //!    then wakes after unlocking.
 //! 4. Every *consumer* of the intake queue holds the mailbox lock, so it has one consumer at a
-//!    time: the drain (the locked queue first, then the intake queue), a locked push (moves the
-//!    intake queue's events into the locked queue before queueing its own), `close` (drops them
-//!    with the queue). An event whose generation is not the gate's is *stale* — pushed after its
-//!    process's `close` took the queue's contents — and is dropped, after the lock is released
-//!    (its payload's destructor is user code, which may send to this very process).
+//!    time: the drain (the locked queue first, then the intake queue, then the diverted events),
+//!    a locked push (moves the intake queue's events into the locked queue before queueing its
+//!    own), `close` (drops them with the queue). No consumer waits for a slot that a sender has
+//!    claimed and not written yet (`blocks.rs`, pop step 1): the drain stops there, and a locked
+//!    push that meets one starts a diversion (below). An event whose generation is not the
+//!    gate's is *stale* — pushed after its process's `close` took the queue's contents, or left
+//!    behind such a slot when it closed — and is dropped, after the lock is released (its
+//!    payload's destructor is user code, which may send to this very process).
 //!
 //! **No wake is lost.** Step 3 may find a poll already due or flagged and write nothing: a
 //! store-then-load pattern against the worker, which clears the flag (an RMW of the state word)
 //! and then looks at the queue. What closes it is that the worker, finding the head slot empty,
 //! checks for a claim with a CAS of the queue's tail (protocol 8, pop step 1), not a load:
 //! either that CAS comes after the sender's claim in the tail's modification order (the worker
-//! sees the claim and waits for the value) or before it (then the claim reads the CAS's value,
-//! the worker's clearing of the flag happens before the sender's step 3, which sees it cleared
-//! and sets it, or wakes). Either way protocol 2's argument carries over. A load there would not
-//! do: the C++ model, which Rust's atomics follow, lets both sides read the old values.
+//! sees the claim, leaves the slot and everything behind it for later, and does not park: the
+//! process polls again after the other ready work, `future.rs` step 5 — it cannot count on a
+//! wake from that sender, whose step 3 may find the poll flagged by someone else and write
+//! nothing) or before it (then the claim reads the CAS's value, the worker's clearing of the
+//! flag happens before the sender's step 3, which sees it cleared and sets it, or wakes).
+//! Either way protocol 2's argument carries over. A load there would not do: the C++ model,
+//! which Rust's atomics follow, lets both sides read the old values.
 //!
 //! **Nothing reaches a later process.** A stale event carries its generation, and every consumer
 //! compares it with the gate. The sender's step 3 may still touch the next process's state word:
 //! at worst one spurious poll, which finds nothing (a step may always see an empty batch).
 //!
-//! **Each sender's messages stay in order** across the two paths. Locked queue before intake
-//! queue is the order of every drain, and a locked push first moves the intake queue into the
-//! locked one — all of it, waiting for a slot that is claimed and not yet written (protocol 8,
-//! pop step 1): a message a sender pushed lock-free is in the locked queue before that sender's
-//! next, locked, event; and a message it queued under the lock is already there when its next
-//! one enters the intake queue.
+//! **Each sender's messages stay in order** across the two paths, and more: an event whose push
+//! finished before another's began is stepped first, whichever paths the two took. Every drain
+//! takes the locked queue, then the intake queue, then the diverted events (`Inner::behind`),
+//! and a locked push first moves the intake queue into the locked one. That move stops at a
+//! slot claimed and not yet written (the sender preempted between its claim and its write: 16
+//! senders on 2 cores), and then — rather than wait for that sender under the lock — the push
+//! starts a *diversion*:
+//! - it sets the gate's `DIVERTED` bit (under the lock) and queues its event in `behind`;
+//! - while the bit is set, every sender that reads it takes the locked path, whose events join
+//!   `behind` too (a sender that read the gate before the bit was set is concurrent with the
+//!   diverted events: either order is right for it);
+//! - a drain takes `behind` only once the intake queue is empty (nothing claimed), and ends
+//!   the diversion when it has taken all of it; a locked push that finds the intake queue
+//!   empty moves `behind` into the locked queue and ends it as well; `close` ends it.
 //!
-//! Checked by `loom_lock_free_send_racing_a_park`, `loom_lock_free_send_racing_close_and_reuse`
-//! and `loom_one_senders_messages_keep_their_order_across_both_paths`
+//! Why that keeps the order, for an event `a` pushed before `b`: if `b` is locked and `a` is in
+//! the intake queue, `b` lands in the locked queue only after `a` was moved there, and otherwise
+//! in `behind`, which no drain reaches before the intake queue is empty. If `a` is in `behind`
+//! (a diversion was on when it was queued, under the lock), `b`'s sender reads the gate after
+//! that store, so it sees the bit — and joins `behind` after `a` — unless the diversion ended,
+//! which happens only once `a` has left `behind`. Locked queue before intake queue, and a
+//! lock-free `b` never entering the locked queue, cover the remaining cases.
+//!
+//! Checked by `loom_lock_free_send_racing_a_park`, `loom_lock_free_send_racing_close_and_reuse`,
+//! `loom_one_senders_messages_keep_their_order_across_both_paths` and
+//! `loom_a_locked_push_behind_an_unwritten_slot_never_waits_and_keeps_the_order`
 //! (`process/tests/loom_intake.rs`), on the real queue (at two slots per block under loom); the
 //! queue's own protocol by `process/tests/loom_blocks.rs`.
 
-use super::blocks::BlockQueue;
+use super::blocks::{BlockQueue, Pop};
 use super::{Admission, Generation, Phase};
 use crate::loom::atomic::{AtomicPtr, AtomicU64, Ordering};
-use crate::process::{drop_contained, Event};
+use crate::process::stats::CellStats;
+use crate::process::{drop_contained, drop_each, Event};
 use std::mem::ManuallyDrop;
 
 /// The locked queue's depth at which a message installs the intake queue: a backlog that
@@ -98,7 +123,7 @@ use std::mem::ManuallyDrop;
 pub(crate) const INTAKE_INSTALL_DEPTH: usize = 8;
 
 /// A queued event and the generation it was sent to.
-pub(super) type Stamped = (Generation, Event);
+pub(crate) type Stamped = (Generation, Event);
 
 /// The queue a cell's lock-free senders push into.
 pub(super) type IntakeQueue = BlockQueue<Stamped>;
@@ -120,7 +145,7 @@ pub(super) struct Gate(AtomicU64);
 impl Gate {
     /// `Free`, generation 0: a new cell.
     pub(super) fn new() -> Gate {
-        Gate(AtomicU64::new(encode(0, Phase::Free)))
+        Gate(AtomicU64::new(encode(0, Phase::Free, false)))
     }
 
     /// The generation and phase. Under the mailbox lock this is the current value (the lock
@@ -130,10 +155,25 @@ impl Gate {
         decode(self.0.load(Ordering::Acquire))
     }
 
-    /// Sets both. Only under the mailbox lock.
+    /// Sets both (and ends a diversion). Only under the mailbox lock.
     #[inline]
     pub(super) fn store(&self, generation: Generation, phase: Phase) {
-        self.0.store(encode(generation, phase), Ordering::Release);
+        self.0
+            .store(encode(generation, phase, false), Ordering::Release);
+    }
+
+    /// `true` while messages are diverted to the locked path (module docs, "Each sender's
+    /// messages stay in order"). Only under the mailbox lock.
+    #[inline]
+    pub(super) fn is_diverted(&self) -> bool {
+        self.0.load(Ordering::Relaxed) & DIVERTED != 0
+    }
+
+    /// Starts or ends a diversion. Only under the mailbox lock, while the cell is `Open`.
+    pub(super) fn set_diverted(&self, diverted: bool) {
+        let (generation, phase) = self.load();
+        self.0
+            .store(encode(generation, phase, diverted), Ordering::Release);
     }
 
     /// Whether a push bound to `generation` (`None`: the current one) may enter.
@@ -149,20 +189,24 @@ impl Gate {
         }
     }
 
-    /// `true` if the process of `generation` is open: the fast path's check (protocol 7, step 1).
+    /// `true` if the process of `generation` is open and no diversion is on: the fast path's
+    /// check (protocol 7, step 1).
     #[inline]
     pub(super) fn is_open(&self, generation: Generation) -> bool {
-        self.0.load(Ordering::Acquire) == encode(generation, Phase::Open)
+        self.0.load(Ordering::Acquire) == encode(generation, Phase::Open, false)
     }
 }
 
-fn encode(generation: Generation, phase: Phase) -> u64 {
+/// The gate's bit for a diversion (module docs, "Each sender's messages stay in order").
+const DIVERTED: u64 = 0b100;
+
+fn encode(generation: Generation, phase: Phase, diverted: bool) -> u64 {
     let phase = match phase {
         Phase::Free => 0,
         Phase::Open => 1,
         Phase::Closing => 2,
     };
-    generation << 2 | phase
+    generation << 3 | u64::from(diverted) << 2 | phase
 }
 
 fn decode(word: u64) -> (Generation, Phase) {
@@ -171,7 +215,20 @@ fn decode(word: u64) -> (Generation, Phase) {
         1 => Phase::Open,
         _ => Phase::Closing,
     };
-    (word >> 2, phase)
+    (word >> 3, phase)
+}
+
+/// What the intake queue held next, for the generation the consumer asked for.
+#[must_use]
+#[derive(Debug)]
+pub(super) enum Next {
+    /// Its oldest event (stale ones before it were set aside).
+    Event(Event),
+    /// Nothing is claimed: the queue is empty.
+    Empty,
+    /// The oldest slot is claimed and not yet written (`blocks.rs`, pop step 1): left for a
+    /// later consumer. Its sender tells the process once it has written it (protocol 7, step 3).
+    Unwritten,
 }
 
 /// The cell's intake queue, once installed (module docs, "The intake queue").
@@ -216,21 +273,26 @@ impl Intake {
 
     /// The oldest event. Only under the mailbox lock (protocol 7, step 4).
     #[inline]
-    fn pop(&self) -> Option<Stamped> {
-        // SAFETY: every caller holds the mailbox lock, which makes it the queue's one consumer.
-        unsafe { self.installed()?.pop() }
+    fn pop(&self) -> Pop<Stamped> {
+        match self.installed() {
+            // SAFETY: every caller holds the mailbox lock, which makes it the queue's one
+            // consumer.
+            Some(queue) => unsafe { queue.pop() },
+            None => Pop::Empty,
+        }
     }
 
-    /// The oldest event sent to `generation`, setting aside the stale ones popped before it.
-    /// Only under the mailbox lock (protocol 7, step 4).
+    /// The oldest event sent to `generation`, setting aside the stale ones popped before it;
+    /// never waits for a claimed slot's value. Only under the mailbox lock (protocol 7, step 4).
     #[inline]
-    pub(super) fn pop_current(&self, generation: Generation, stale: &mut Stale) -> Option<Event> {
+    pub(super) fn pop_current(&self, generation: Generation, stale: &mut Stale<'_>) -> Next {
         loop {
-            let (sent_to, event) = self.pop()?;
-            if sent_to == generation {
-                return Some(event);
+            match self.pop() {
+                Pop::Value((sent_to, event)) if sent_to == generation => return Next::Event(event),
+                Pop::Value((_, event)) => stale.push(event),
+                Pop::Empty => return Next::Empty,
+                Pop::Unwritten => return Next::Unwritten,
             }
-            stale.push(event);
         }
     }
 
@@ -270,7 +332,7 @@ impl Drop for Intake {
         let queue = unsafe { Box::from_raw(queue) };
         // Payload destructors are user code: contained one by one, as everywhere else.
         // SAFETY: `&mut self`: no other consumer.
-        while let Some((_, event)) = unsafe { queue.pop() } {
+        while let Pop::Value((_, event)) = unsafe { queue.pop() } {
             drop_contained(event);
         }
     }
@@ -278,37 +340,41 @@ impl Drop for Intake {
 
 /// Events the intake queue held for a finished incarnation (protocol 7, step 4), collected
 /// under the lock and dropped when this value is, after the lock: declare it *before* the guard.
+/// Their destructors' panics are contained and counted in the cell's statistics.
 ///
 /// Every locked push and every drain makes one, and nearly all stay empty: the `ManuallyDrop`
 /// keeps the vector's drop glue (an out-of-line call per push) off that path.
-pub(super) struct Stale(ManuallyDrop<Vec<Event>>);
-
-impl Default for Stale {
-    #[inline]
-    fn default() -> Stale {
-        Stale(ManuallyDrop::new(Vec::new()))
-    }
+pub(super) struct Stale<'a> {
+    events: ManuallyDrop<Vec<Event>>,
+    stats: &'a CellStats,
 }
 
-impl Stale {
+impl<'a> Stale<'a> {
+    #[inline]
+    pub(super) fn new(stats: &'a CellStats) -> Stale<'a> {
+        Stale {
+            events: ManuallyDrop::new(Vec::new()),
+            stats,
+        }
+    }
+
     pub(super) fn push(&mut self, event: Event) {
-        self.0.push(event);
+        self.events.push(event);
     }
 
     #[cold]
     fn drop_events(&mut self) {
         // What is left behind is an empty, unallocated vector: nothing for `ManuallyDrop` to leak.
-        for event in std::mem::take(&mut *self.0) {
-            drop_contained(event);
-        }
+        let panics = drop_each(std::mem::take(&mut *self.events));
+        self.stats.destructors_panicked(panics);
     }
 }
 
-impl Drop for Stale {
+impl Drop for Stale<'_> {
     #[inline]
     fn drop(&mut self) {
         // Empty and unallocated unless a stale event was pushed.
-        if self.0.capacity() != 0 {
+        if self.events.capacity() != 0 {
             self.drop_events();
         }
     }

@@ -39,7 +39,7 @@ pub(crate) mod intake;
 use super::queue::Queue;
 use super::state::{StateWord, TransitionOnEvent};
 use super::stats::{CellInfo, CellStats, CellSurvey};
-use super::{drop_contained, Event, Message, ProcessState};
+use super::{drop_contained, drop_each, Event, Events, Message, ProcessState};
 use crate::executor::TaskRef;
 use crate::loom::{lock, Mutex};
 use budget::TopicMap;
@@ -57,6 +57,10 @@ pub(crate) enum Drained {
     All,
     /// More than a batch was waiting: the rest is for the next step.
     More,
+    /// The drain stopped at a message slot a sender claimed and has not written yet
+    /// (`intake.rs`): events may wait behind it. The poller must not park (that sender's tell
+    /// may not wake it): it polls again later.
+    Unwritten,
     /// Termination was requested (read under the same lock as the events: see `terminate`).
     Terminate,
 }
@@ -95,6 +99,10 @@ pub(crate) struct Mailbox {
 struct Inner {
     /// One event inline, a buffer for a backlog (`queue.rs`).
     events: Queue,
+    /// Events a locked push queued while a diversion is on: behind the intake queue, which
+    /// has a slot a sender claimed and has not written (`intake.rs`, "Each sender's messages
+    /// stay in order"). Empty otherwise.
+    behind: Queue,
     /// Messages (not completions, cancels or overflow markers) in `events`.
     queued_messages: usize,
     /// Set by `terminate`. Read by the poller in the same critical section that drains
@@ -147,6 +155,7 @@ impl ProcessCell {
             mailbox: Mailbox {
                 inner: Mutex::new(Inner {
                     events: Queue::default(),
+                    behind: Queue::default(),
                     terminate: false,
                     queued_messages: 0,
                     topics: None,
@@ -185,8 +194,9 @@ impl ProcessCell {
         let mut inner = lock(&self.mailbox.inner);
         let (last, phase) = self.mailbox.gate.load();
         debug_assert_eq!(phase, Phase::Free);
-        // `close` left the queue and the budget map empty and unallocated.
-        debug_assert!(inner.events.is_empty() && inner.waker.is_none() && inner.task.is_none());
+        // `close` left the queues and the budget map empty and unallocated.
+        debug_assert!(inner.events.is_empty() && inner.behind.is_empty());
+        debug_assert!(inner.waker.is_none() && inner.task.is_none());
         debug_assert!(inner.topics.is_none());
         inner.terminate = false;
         inner.queued_messages = 0;
@@ -288,10 +298,22 @@ impl ProcessCell {
         match self.try_push(generation, event, completion) {
             Ok(()) => Admission::Accepted,
             Err((refused, event)) => {
-                drop_contained(event);
+                self.stats.destructors_panicked(drop_contained(event));
                 refused
             }
         }
+    }
+
+    /// Moves up to `max` queued events into `events` (`drain.rs`): the worker stepping the
+    /// process, which also registers its task's waker here.
+    #[inline]
+    pub(crate) fn drain_into(
+        &self,
+        events: &mut Events,
+        max: usize,
+        waker: Option<&Waker>,
+    ) -> Drained {
+        self.mailbox.drain_into(events, max, waker, &self.stats)
     }
 
     /// Queues `event`, or gives it back with the reason it was refused (`Dropped`, `Closed` or
@@ -304,34 +326,37 @@ impl ProcessCell {
         completion: bool,
     ) -> Result<(), (Admission, Event)> {
         // Declared before the guard, so dropped after the unlock (`intake.rs`, protocol 7 step 4).
-        let mut stale = Stale::default();
+        let mut stale = Stale::new(&self.stats);
         let mut inner = lock(&self.mailbox.inner);
         let refused = self.mailbox.gate.admission(generation);
         if refused != Admission::Accepted {
             return Err((refused, event));
         }
         // The intake queue's events were sent before this one (or concurrently): they go first.
-        self.mailbox.move_intake_into_queue(&mut inner, &mut stale);
+        // Past a slot a sender has not written yet, this one goes behind it instead.
+        let lane = if self.mailbox.settle_intake(&mut inner, &mut stale) {
+            Lane::Queue
+        } else {
+            Lane::Behind
+        };
         if completion {
             self.stats.yield_completed();
         }
         if let Event::Message(message) = &event {
-            let admitted = inner.admit(message, self.mailbox.capacity);
+            let (admitted, marker) = inner.admit(message, self.mailbox.capacity);
             if admitted != Admission::Accepted {
-                // `admit` may just have queued the overflow marker: the process must see it.
-                let waker = inner
-                    .events
-                    .back()
-                    .is_some_and(is_overflow_marker)
-                    .then(|| self.waker_if_waiting(&inner))
-                    .flatten();
+                // An overflowing budget's marker: the process must see it.
+                let waker = marker.and_then(|marker| {
+                    let _ = self.mailbox.enqueue(&mut inner, lane, marker);
+                    self.waker_if_waiting(&inner)
+                });
                 drop(inner);
                 wake(waker);
                 return Err((admitted, event));
             }
             inner.queued_messages += 1;
         }
-        if matches!(event, Event::Woken) && matches!(inner.events.back(), Some(Event::Woken)) {
+        if matches!(event, Event::Woken) && matches!(inner.lane(lane).back(), Some(Event::Woken)) {
             // Coalesced: the queued one has already woken (or flagged) the process.
             return Ok(());
         }
@@ -339,10 +364,7 @@ impl ProcessCell {
         // (`intake.rs`, "The intake queue").
         let installs_intake = matches!(&event, Event::Message(m) if m.budget.is_none())
             && self.mailbox.capacity == usize::MAX;
-        let depth = inner.events.push_back(event);
-        if depth > inner.max_depth {
-            inner.max_depth = depth;
-        }
+        let depth = self.mailbox.enqueue(&mut inner, lane, event);
         if depth >= INTAKE_INSTALL_DEPTH && installs_intake {
             self.mailbox.intake.install();
         }
@@ -402,7 +424,7 @@ impl ProcessCell {
             kind: inner.kind,
             spawned_at: inner.spawned_at,
             steps: self.stats.steps(),
-            mailbox_depth: inner.events.len() + self.mailbox.intake.len(),
+            mailbox_depth: inner.events.len() + inner.behind.len() + self.mailbox.intake.len(),
             outstanding: self.stats.outstanding(),
         })
     }
@@ -416,6 +438,7 @@ impl ProcessCell {
             max_depth: inner.max_depth,
             handler_errors: self.stats.handler_errors(),
             handler_panics: self.stats.handler_panics(),
+            destructor_panics: self.stats.destructor_panics(),
         }
     }
 
@@ -461,23 +484,27 @@ impl ProcessCell {
     /// The queue and the map are replaced by unallocated ones rather than cleared: the cell is
     /// pooled, and a flood the finished process received (a million queued events, or topics)
     /// must not stay allocated in the cell for its next process.
-    pub(crate) fn close(&self) {
+    ///
+    /// Returns how many destructors of the dropped events panicked (each contained).
+    pub(crate) fn close(&self) -> u64 {
         self.state.transition_to_complete();
-        let mut stale = Stale::default();
-        let (events, topics, waker, task) = {
+        let mut stale = Stale::new(&self.stats);
+        let (events, behind, topics, waker, task) = {
             let mut inner = lock(&self.mailbox.inner);
             let (generation, phase) = self.mailbox.gate.load();
             debug_assert_eq!(phase, Phase::Open);
+            // The intake queue's events go with the locked queue's (up to a slot a sender has
+            // not written: what is behind it is found stale by the next consumer, as is what a
+            // sender that read the gate before this store still pushes: `intake.rs`).
+            let _ = self.mailbox.settle_intake(&mut inner, &mut stale);
+            // Also ends a diversion.
             self.mailbox.gate.store(generation, Phase::Closing);
-            // The intake queue's events go with the locked queue's; a sender that read the gate
-            // before this store may still push one, which the next consumer finds stale
-            // (`intake.rs`).
-            self.mailbox.move_intake_into_queue(&mut inner, &mut stale);
             // An idle cell keeps one block of its intake queue, not two (`intake.rs`).
             self.mailbox.intake.shrink();
             inner.queued_messages = 0;
             (
-                inner.events.take(),
+                std::mem::take(&mut inner.events),
+                std::mem::take(&mut inner.behind),
                 std::mem::take(&mut inner.topics),
                 inner.waker.take(),
                 inner.task.take(),
@@ -485,13 +512,12 @@ impl ProcessCell {
         };
         // Outside the lock: payload destructors are user code, and freeing a large map or queue
         // is not work a concurrent (refused) producer should wait behind.
-        for event in events {
-            drop_contained(event);
-        }
+        let mut panics = drop_each(events.into_events()) + drop_each(behind.into_events());
         drop(stale);
         drop(topics);
-        drop(waker);
+        panics += drop_contained(waker);
         drop(task);
+        panics
     }
 
     /// The process is gone: `Closing` → `Free`. Returns the generation that ended.
@@ -510,8 +536,34 @@ fn wake(waker: Option<Waker>) {
     }
 }
 
-fn is_overflow_marker(event: &Event) -> bool {
-    matches!(event, Event::MailboxOverflow { .. })
+/// Which of the locked queues a locked push goes to (`Mailbox::settle_intake`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Lane {
+    /// The locked queue: nothing waits in the intake queue ahead of it.
+    Queue,
+    /// Behind the intake queue (a diversion: `intake.rs`).
+    Behind,
+}
+
+impl Inner {
+    fn lane(&self, lane: Lane) -> &Queue {
+        match lane {
+            Lane::Queue => &self.events,
+            Lane::Behind => &self.behind,
+        }
+    }
+}
+
+impl Mailbox {
+    /// Queues `event` in `lane` (under the lock); returns the mailbox's depth.
+    fn enqueue(&self, inner: &mut Inner, lane: Lane, event: Event) -> usize {
+        let depth = match lane {
+            Lane::Queue => inner.events.push_back(event) + inner.behind.len(),
+            Lane::Behind => inner.behind.push_back(event) + inner.events.len(),
+        };
+        inner.max_depth = inner.max_depth.max(depth);
+        depth
+    }
 }
 
 #[cfg(all(test, not(loom)))]

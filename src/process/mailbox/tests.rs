@@ -24,7 +24,7 @@ fn a_late_completion_from_a_previous_incarnation_is_rejected() {
     assert_eq!(cell.deliver(old, completion(3)), Admission::Gone);
     assert_eq!(cell.deliver(new, completion(4)), Admission::Accepted);
     let mut events = Events::default();
-    let _ = cell.mailbox.drain_into(&mut events, 10, None);
+    let _ = cell.drain_into(&mut events, 10, None);
     let tags: Vec<u64> = events
         .drain()
         .map(|e| match e {
@@ -78,7 +78,7 @@ fn capacity_drops_messages_but_never_completions() {
         );
     }
     let mut events = Events::default();
-    let _ = cell.mailbox.drain_into(&mut events, usize::MAX, None);
+    let _ = cell.drain_into(&mut events, usize::MAX, None);
     assert_eq!(events.len(), 7);
     assert_eq!(
         cell.deliver(generation, msg(3)),
@@ -94,7 +94,7 @@ fn batches_are_bounded() {
         let _ = cell.deliver(generation, completion(tag));
     }
     let mut events = Events::default();
-    assert_eq!(cell.mailbox.drain_into(&mut events, 4, None), Drained::More);
+    assert_eq!(cell.drain_into(&mut events, 4, None), Drained::More);
     assert_eq!(events.len(), 4);
     assert!(cell.mailbox.has_events());
 }

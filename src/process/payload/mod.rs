@@ -172,7 +172,8 @@ impl Payload {
     ///
     /// # Errors
     ///
-    /// [`TypeMismatch`] if the value is not a `T` (the value is dropped).
+    /// [`TypeMismatch`] if the value is not a `T` (the value is dropped; a panic from its
+    /// destructor is contained and traced).
     ///
     /// # Examples
     ///
@@ -194,9 +195,15 @@ impl Payload {
             }
             unreachable!("T is Payload");
         }
-        self.downcast::<T>().map_err(|payload| TypeMismatch {
-            expected: std::any::type_name::<T>(),
-            actual: payload.type_name(),
+        self.downcast::<T>().map_err(|payload| {
+            let mismatch = TypeMismatch {
+                expected: std::any::type_name::<T>(),
+                actual: payload.type_name(),
+            };
+            // User code may be reading it inside the scheduler (a call's reply, a receive): a
+            // destructor's panic must not unwind from here (`contain.rs`).
+            crate::process::drop_contained(payload);
+            mismatch
         })
     }
 

@@ -8,7 +8,7 @@
 use crate::loom::atomic::{AtomicBool, Ordering};
 use crate::loom::model::model;
 use crate::loom::{thread, Arc};
-use crate::process::mailbox::blocks::{BlockQueue, BLOCK_CAP};
+use crate::process::mailbox::blocks::{BlockQueue, Pop, BLOCK_CAP};
 
 /// Pops until `count` values arrived, yielding while the next is not there yet.
 fn pop_n(queue: &BlockQueue<(usize, usize)>, count: usize) -> Vec<(usize, usize)> {
@@ -16,8 +16,8 @@ fn pop_n(queue: &BlockQueue<(usize, usize)>, count: usize) -> Vec<(usize, usize)
     while values.len() < count {
         // SAFETY: the model's one consumer.
         match unsafe { queue.pop() } {
-            Some(value) => values.push(value),
-            None => thread::yield_now(),
+            Pop::Value(value) => values.push(value),
+            Pop::Empty | Pop::Unwritten => thread::yield_now(),
         }
     }
     values
@@ -38,7 +38,7 @@ fn loom_blocks_two_producers_keep_every_value_once() {
         // Before the threads start: the tail at the first block's last slot.
         queue.push((9, 9));
         // SAFETY: the model's one consumer.
-        assert_eq!(unsafe { queue.pop() }, Some((9, 9)));
+        assert_eq!(unsafe { queue.pop() }, Pop::Value((9, 9)));
         let producers: Vec<_> = (0..2)
             .map(|p| {
                 let queue = queue.clone();
@@ -52,7 +52,7 @@ fn loom_blocks_two_producers_keep_every_value_once() {
         values.sort_unstable();
         assert_eq!(values, [(0, 0), (1, 0)]);
         // SAFETY: as above.
-        assert!(unsafe { queue.pop() }.is_none());
+        assert_eq!(unsafe { queue.pop() }, Pop::Empty);
     });
 }
 

@@ -48,13 +48,24 @@ fn send_one(polled: &Arc<Polled>) -> thread::JoinHandle<()> {
     })
 }
 
-/// The worker's end of a poll: parks, draining whenever the park fails. `seen` is what the
-/// poll drained before; returns what it drained in all.
-fn park_draining(polled: &Polled, mut seen: usize) -> usize {
+/// The worker's end of a poll, as the process future does it: parks, draining whenever the
+/// park fails — unless the last drain stopped at an unwritten slot, where it does not park but
+/// polls again later (a re-queue: modelled as a yield, then a drain). `seen` is what the poll
+/// drained before, `last` what its last drain reported; returns what it drained in all.
+fn park_draining(polled: &Polled, mut seen: usize, mut last: Drained) -> usize {
     loop {
+        if last == Drained::Unwritten {
+            thread::yield_now();
+            let (drained, n) = drain(&polled.cell, None);
+            (last, seen) = (drained, seen + n);
+            continue;
+        }
         match polled.cell.state.transition_to_parked(ParkAs::Idle) {
             TransitionToParked::Parked => return seen,
-            TransitionToParked::Notified => seen += drain(&polled.cell, None).1,
+            TransitionToParked::Notified => {
+                let (drained, n) = drain(&polled.cell, None);
+                (last, seen) = (drained, seen + n);
+            }
         }
     }
 }
@@ -86,8 +97,8 @@ fn loom_lock_free_send_racing_a_park() {
         let polled = Arc::new(Polled::new());
         install_intake(&polled.cell, polled.generation);
         let sender = send_one(&polled);
-        let (_, seen) = polled.drain_registering();
-        let seen = park_draining(&polled, seen);
+        let (drained, seen) = polled.drain_registering();
+        let seen = park_draining(&polled, seen, drained);
         sender.join().unwrap();
         assert_delivered_once(&polled, seen);
     });
@@ -108,11 +119,11 @@ fn loom_lock_free_send_finding_the_poll_flagged() {
         let _ = polled.cell.state.transition_on_event();
         assert!(polled.cell.state.load().is_notified());
         let sender = send_one(&polled);
-        let mut seen = 0;
+        let (mut seen, mut last) = (0, Drained::All);
         if polled.cell.state.take_notified() == TakeNotified::Notified {
-            seen += drain(&polled.cell, None).1;
+            (last, seen) = drain(&polled.cell, None);
         }
-        let seen = park_draining(&polled, seen);
+        let seen = park_draining(&polled, seen, last);
         sender.join().unwrap();
         assert_delivered_once(&polled, seen);
     });
@@ -156,7 +167,7 @@ fn loom_lock_free_send_racing_close_and_reuse() {
             Admission::Accepted | Admission::Closed | Admission::Gone
         ));
         let mut events = Events::default();
-        let _ = cell.mailbox.drain_into(&mut events, 8, None);
+        let _ = cell.drain_into(&mut events, 8, None);
         assert!(events.is_empty(), "a message to {old} reached {new}");
         assert_eq!(drops.load(SeqCst), 1, "dropped once, whatever the path");
     });
@@ -188,10 +199,68 @@ fn loom_one_senders_messages_keep_their_order_across_both_paths() {
             })
         };
         let mut events = Events::default();
-        let _ = cell.mailbox.drain_into(&mut events, 1, None);
-        let _ = cell.mailbox.drain_into(&mut events, 1, None);
+        let _ = cell.drain_into(&mut events, 1, None);
+        let _ = cell.drain_into(&mut events, 1, None);
         sender.join().unwrap();
-        let _ = cell.mailbox.drain_into(&mut events, 8, None);
+        let _ = cell.drain_into(&mut events, 8, None);
         assert_eq!(numbers(&mut events), [1, 2, 3]);
     });
+}
+
+/// Protocol 7, "Each sender's messages stay in order", past a slot a sender claimed and has not
+/// written: sender A pushes one message lock-free (loom may preempt it between its claim and its
+/// write); sender B pushes one lock-free, one locked (budgeted) and one lock-free again; the
+/// worker drains meanwhile. No consumer waits for A's write under the lock (a wait would be a
+/// spin loop loom cannot bound: the model would not finish), every message arrives once, B's in
+/// the order sent, and the last drain ends any diversion.
+#[test]
+fn loom_a_locked_push_behind_an_unwritten_slot_never_waits_and_keeps_the_order() {
+    // Outside the model (std, not loom): some explored execution diverted a locked push.
+    let diverted = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let seen_diverted = diverted.clone();
+    model(move || {
+        let cell = Arc::new(ProcessCell::new(usize::MAX));
+        let generation = cell.open();
+        install_intake(&cell, generation);
+        let sender_a = {
+            let cell = cell.clone();
+            thread::spawn(move || {
+                cell.deliver_message(generation, Message::new("a", Payload::new(100u64)))
+                    .unwrap();
+            })
+        };
+        let sender_b = {
+            let cell = cell.clone();
+            thread::spawn(move || {
+                let budget = TopicBudget {
+                    max_items: 8,
+                    max_bytes: usize::MAX,
+                };
+                for n in 1..=3u64 {
+                    let mut message = Message::new("b", Payload::new(n));
+                    if n == 2 {
+                        message = message.with_budget(budget, 1);
+                    }
+                    cell.deliver_message(generation, message).unwrap();
+                }
+            })
+        };
+        let mut events = Events::default();
+        let _ = cell.drain_into(&mut events, 8, None);
+        if cell.mailbox.is_diverted() {
+            seen_diverted.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+        sender_a.join().unwrap();
+        sender_b.join().unwrap();
+        let _ = cell.drain_into(&mut events, 8, None);
+        let got = numbers(&mut events);
+        let from_b: Vec<u64> = got.iter().copied().filter(|&n| n < 100).collect();
+        assert_eq!(from_b, [1, 2, 3], "B's messages in the order sent: {got:?}");
+        assert_eq!(got.len(), 4, "every message once: {got:?}");
+        assert!(!cell.mailbox.is_diverted());
+    });
+    assert!(
+        diverted.load(std::sync::atomic::Ordering::Relaxed),
+        "no execution diverted a locked push: the model misses its point"
+    );
 }

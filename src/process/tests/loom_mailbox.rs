@@ -41,7 +41,7 @@ fn loom_stale_completion_racing_with_the_cells_reuse() {
         let new = cell.open();
         let outcome = late.join().unwrap();
         let mut events = Events::default();
-        let _ = cell.mailbox.drain_into(&mut events, 8, None);
+        let _ = cell.drain_into(&mut events, 8, None);
         // Whenever it landed — in the old incarnation (and was dropped at close), while closing,
         // or after — it never reaches the new one.
         assert!(

@@ -25,7 +25,7 @@ fn budgeted(topic: impl Into<Topic>, max_items: usize) -> Event {
 /// Drains up to `max` events and returns how many messages and overflow markers came out.
 fn drain(cell: &ProcessCell, max: usize) -> (usize, usize) {
     let mut events = Events::default();
-    let _ = cell.mailbox.drain_into(&mut events, max, None);
+    let _ = cell.drain_into(&mut events, max, None);
     events
         .drain()
         .fold((0, 0), |(messages, markers), event| match event {
@@ -114,7 +114,7 @@ fn a_drained_flood_keeps_no_event_capacity_across_reopen() {
     let mut drained = 0;
     loop {
         let mut events = Events::default();
-        let more = cell.mailbox.drain_into(&mut events, 64, None);
+        let more = cell.drain_into(&mut events, 64, None);
         drained += events.len();
         if more == Drained::All {
             break;
@@ -175,7 +175,7 @@ fn three_items(topic: &'static str, n: u32) -> Event {
 /// Drains everything, naming each event.
 fn kinds(cell: &ProcessCell) -> Vec<String> {
     let mut events = Events::default();
-    let _ = cell.mailbox.drain_into(&mut events, usize::MAX, None);
+    let _ = cell.drain_into(&mut events, usize::MAX, None);
     events
         .drain()
         .map(|e| match e {

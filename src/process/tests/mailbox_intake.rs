@@ -22,7 +22,7 @@ fn send(cell: &ProcessCell, generation: Generation, n: u64) {
 /// The numbers of the drained messages, and completion tags as `1000 + tag`.
 fn drain_numbers(cell: &ProcessCell, max: usize) -> (Drained, Vec<u64>) {
     let mut events = Events::default();
-    let drained = cell.mailbox.drain_into(&mut events, max, None);
+    let drained = cell.drain_into(&mut events, max, None);
     let numbers = events
         .drain()
         .map(|event| match event {
@@ -277,4 +277,94 @@ fn refusals_are_the_same_with_an_intake_queue_installed() {
     assert_eq!(cell.mailbox.intake_len(), Some(0));
     send(&cell, new, 9);
     assert_eq!(drain_all(&cell, 8), [9]);
+}
+
+/// A sender preempted between its claim and its write: the drain takes what is before its slot
+/// and stops there without waiting; a locked push behind it starts a diversion (later senders
+/// take the lock and queue behind it); once the slot is written, the next drain takes the rest
+/// in the order sent and ends the diversion.
+#[test]
+fn an_unwritten_slot_stops_the_drain_and_diverts_later_locked_pushes_without_waiting() {
+    let (cell, generation) = ProcessCell::new_open();
+    install_intake(&cell, generation);
+    send(&cell, generation, 0);
+    let claim = cell.mailbox.claim_intake_slot().expect("installed");
+    send(&cell, generation, 2);
+    assert_eq!(
+        drain_numbers(&cell, 8),
+        (Drained::Unwritten, vec![0]),
+        "stops at the slot"
+    );
+    // A completion (always locked) meets the unwritten slot: it goes behind, no waiting.
+    let completion = Event::YieldComplete {
+        tag: 3,
+        result: Err(CommandError::Cancelled),
+    };
+    assert_eq!(cell.deliver(generation, completion), Admission::Accepted);
+    assert!(cell.mailbox.is_diverted());
+    // Diverted: this one takes the lock too, and queues behind the completion.
+    send(&cell, generation, 4);
+    assert_eq!(cell.mailbox.intake_len(), Some(2), "the claimed slot and 2");
+    assert_eq!(cell.info(None).unwrap().mailbox_depth, 4);
+    assert_eq!(
+        drain_numbers(&cell, 8),
+        (Drained::Unwritten, vec![]),
+        "still stopped"
+    );
+    claim.write((generation, Event::Message(message(1))));
+    assert_eq!(drain_all(&cell, 2), [1, 2, 1003, 4]);
+    assert!(!cell.mailbox.is_diverted(), "the drain ended the diversion");
+    send(&cell, generation, 5);
+    assert_eq!(cell.mailbox.intake_len(), Some(1), "lock-free again");
+    assert_eq!(drain_all(&cell, 8), [5]);
+}
+
+/// A locked push that finds the slot written since moves the intake queue and the diverted
+/// events into the locked queue, in order, and ends the diversion itself.
+#[test]
+fn a_locked_push_ends_a_diversion_once_the_slot_is_written() {
+    let (cell, generation) = ProcessCell::new_open();
+    install_intake(&cell, generation);
+    let claim = cell.mailbox.claim_intake_slot().expect("installed");
+    send(&cell, generation, 1);
+    let budget = TopicBudget {
+        max_items: 100,
+        max_bytes: usize::MAX,
+    };
+    cell.deliver_message(generation, message(2).with_budget(budget, 1))
+        .unwrap();
+    assert!(cell.mailbox.is_diverted());
+    claim.write((generation, Event::Message(message(0))));
+    cell.deliver_message(generation, message(3).with_budget(budget, 1))
+        .unwrap();
+    assert!(!cell.mailbox.is_diverted());
+    assert_eq!(cell.mailbox.intake_len(), Some(0));
+    assert_eq!(drain_all(&cell, 8), [0, 1, 2, 3]);
+    assert_eq!(
+        cell.mailbox.topic_entries().0,
+        0,
+        "the budget was given back"
+    );
+}
+
+/// `close` during a diversion drops what it holds once and ends it; what waits behind the
+/// unwritten slot is the old process's, and never reaches the next one.
+#[test]
+fn close_during_a_diversion_drops_everything_once_and_the_next_process_starts_clean() {
+    let (cell, old) = ProcessCell::new_open();
+    install_intake(&cell, old);
+    let drops = Arc::new(AtomicUsize::new(0));
+    let claim = cell.mailbox.claim_intake_slot().expect("installed");
+    cell.mailbox.push_to_intake(old, counted(&drops)).unwrap();
+    assert_eq!(cell.deliver(old, counted(&drops)), Admission::Accepted);
+    assert!(cell.mailbox.is_diverted());
+    let _ = cell.close();
+    assert_eq!(drops.load(SeqCst), 1, "the diverted event");
+    assert!(!cell.mailbox.is_diverted());
+    let _ = cell.release();
+    let new = cell.open();
+    claim.write((old, counted(&drops)));
+    send(&cell, new, 7);
+    assert_eq!(drain_all(&cell, 8), [7]);
+    assert_eq!(drops.load(SeqCst), 3, "the late ones, dropped as stale");
 }

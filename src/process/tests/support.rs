@@ -54,6 +54,6 @@ impl Polled {
 /// Drains everything: what the drain reported, and how many events it moved.
 pub(super) fn drain(cell: &ProcessCell, waker: Option<&Waker>) -> (Drained, usize) {
     let mut events = Events::default();
-    let drained = cell.mailbox.drain_into(&mut events, usize::MAX, waker);
+    let drained = cell.drain_into(&mut events, usize::MAX, waker);
     (drained, events.len())
 }

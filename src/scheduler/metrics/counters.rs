@@ -72,9 +72,12 @@ pub(crate) enum Counter {
     /// Inline handlers' errors and panics (async and blocking ones are counted by the cells).
     InlineErrors,
     InlinePanics,
+    /// Destructor panics contained where no process cell records them (a refused spawn's
+    /// process and input).
+    DestructorPanics,
 }
 
-const COUNTERS: usize = Counter::InlinePanics as usize + 1;
+const COUNTERS: usize = Counter::DestructorPanics as usize + 1;
 
 type Shard = [AtomicU64; COUNTERS];
 
@@ -236,7 +239,7 @@ impl Counters {
         let t = self.totals();
         let get = |counter: Counter| t[counter as usize];
         let mut processes = ProcessCounts::default();
-        let (mut high_water, mut errors, mut panics) = (0, 0, 0);
+        let (mut high_water, mut errors, mut panics, mut destructors) = (0, 0, 0, 0);
         for cell in cells {
             match cell.live {
                 Some(ProcessState::Ready) => processes.ready += 1,
@@ -248,6 +251,7 @@ impl Counters {
             high_water = high_water.max(cell.max_depth);
             errors += cell.handler_errors;
             panics += cell.handler_panics;
+            destructors += cell.destructor_panics;
         }
         SchedulerMetrics {
             processes,
@@ -276,6 +280,9 @@ impl Counters {
             },
             handler_errors: get(Counter::InlineErrors) + errors,
             handler_panics: get(Counter::InlinePanics) + panics,
+            destructor_panics: get(Counter::DestructorPanics)
+                + destructors
+                + executor.destructor_panics(),
             mailbox_high_water: high_water,
             longest_step: self.longest_step(),
             executor,

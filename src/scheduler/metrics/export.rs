@@ -20,6 +20,7 @@ impl SchedulerMetrics {
     /// | `procsched_yields_total` | counter | `handler`: inline, async, blocking, none |
     /// | `procsched_handler_errors_total` | counter | |
     /// | `procsched_handler_panics_total` | counter | |
+    /// | `procsched_destructor_panics_total` | counter | |
     /// | `procsched_mailbox_high_water` | gauge | |
     /// | `procsched_longest_step_seconds` | gauge | (the process is in the snapshot: a `pid` label would grow a series per process) |
     /// | `procsched_worker_<counter>_total` | counter | `worker`: its index; one per [`WorkerMetrics`](crate::executor::WorkerMetrics) field |
@@ -91,6 +92,11 @@ impl SchedulerMetrics {
         counter!("procsched_handler_errors_total").absolute(self.handler_errors);
         describe_counter!("procsched_handler_panics_total", "Handler panics");
         counter!("procsched_handler_panics_total").absolute(self.handler_panics);
+        describe_counter!(
+            "procsched_destructor_panics_total",
+            "Contained panics of user destructors"
+        );
+        counter!("procsched_destructor_panics_total").absolute(self.destructor_panics);
         describe_gauge!(
             "procsched_mailbox_high_water",
             "Most events ever queued in one mailbox"

@@ -62,6 +62,11 @@ pub struct SchedulerMetrics {
     pub handler_errors: u64,
     /// Handlers that panicked ([`CommandError::Panicked`](crate::CommandError::Panicked)).
     pub handler_panics: u64,
+    /// Destructors of user values (messages, payloads, completions, commands, a process's own
+    /// state, an unread result, an aborted handler's future) that panicked when the scheduler
+    /// dropped them. Each was contained and traced (`warn`, with the PID where one is known);
+    /// none changes how its process ended.
+    pub destructor_panics: u64,
     /// Most events (messages and completions) ever queued at once in one process's mailbox.
     pub mailbox_high_water: usize,
     /// The longest *sampled* step of the last one to two minutes, with its process: one step in

@@ -66,7 +66,7 @@ fn loom_stale_pid_racing_with_the_slots_reuse_never_reaches_the_next_process() {
         assert_eq!(new.index(), old.index(), "the slot is reused");
         let outcome = sender.join().unwrap();
         let mut events = Events::default();
-        let _ = cell.mailbox.drain_into(&mut events, 8, None);
+        let _ = cell.drain_into(&mut events, 8, None);
         assert!(events.is_empty(), "the next process got a stale message");
         assert!(matches!(
             outcome,
