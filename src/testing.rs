@@ -34,6 +34,7 @@
 //! ```
 
 use crate::process::async_fn::AsyncFnProcess;
+use crate::process::context::HostId;
 use crate::process::{
     BoxError, CancelReason, CommandError, Event, Events, InitError, Message, Payload, Pid, Process,
     ProcessContext, ProcessCx, Status, StepOutput, Tag,
@@ -109,7 +110,7 @@ impl<P: Process> Harness<P> {
     /// See the [module docs](self).
     pub fn init(&mut self, method: &str, input: Payload) -> Result<(), InitError> {
         let host = ();
-        let ctx = ProcessContext::with_host(self.pid, &host);
+        let ctx = ProcessContext::with_host(self.pid, HostId::next(), &host);
         self.process.init(&ctx, method, input)
     }
 
@@ -171,7 +172,7 @@ impl<P: Process> Harness<P> {
     /// use procsched::{prelude::*, testing::Harness};
     ///
     /// let mut harness = Harness::for_fn(|cx: ProcessCx| async move {
-    ///     cx.cancelled().await;
+    ///     let _ = cx.cancelled().await;
     ///     Ok::<_, BoxError>("bye")
     /// });
     /// harness.init("run", Payload::empty())?;

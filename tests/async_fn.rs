@@ -170,11 +170,17 @@ fn a_process_that_ignores_cancel_is_forced_and_its_state_dropped_once() {
 fn cancelled_resolves_when_the_process_is_asked_to_finish() {
     let sched = scheduler(1);
     let handle = sched
-        .spawn_fn(|cx: ProcessCx| async move { Ok::<_, BoxError>(cx.cancelled().await) })
+        .spawn_fn(|cx: ProcessCx| async move {
+            let Err(why) = cx.cancelled().await;
+            Ok::<_, BoxError>(why)
+        })
         .unwrap();
     wait_for_state(sched.handle(), handle.pid(), ProcessState::Idle);
     assert_eq!(sched.shutdown(HANG_GUARD).graceful, 1);
-    assert_eq!(join_typed(handle).unwrap(), CancelReason::Shutdown);
+    assert_eq!(
+        join_typed(handle).unwrap(),
+        RecvError::Cancelled(CancelReason::Shutdown)
+    );
 }
 
 #[test]

@@ -213,7 +213,7 @@ fn metrics_match_a_known_workload_exactly() {
     // handler that never completes (forced at shutdown).
     let idle = sched
         .spawn_fn(|cx: ProcessCx| async move {
-            cx.cancelled().await;
+            let _ = cx.cancelled().await;
             Ok::<_, BoxError>(())
         })
         .unwrap();

@@ -182,6 +182,32 @@ fn processes_complete_while_two_block_both_workers_then_the_count_settles() {
     assert_eq!(after.active_workers, 2);
 }
 
+/// After a burst of blocking steps the spare workers' threads end once their keep-alive has
+/// passed unused: the thread count goes back to the configured workers (and the next burst
+/// starts spares again).
+#[test]
+fn spare_threads_end_after_their_keep_alive_and_start_again_when_needed() {
+    let sched = Scheduler::builder()
+        .workers(2)
+        .spare_keep_alive(Duration::from_millis(20))
+        .build()
+        .unwrap();
+    for round in 0..2 {
+        let blockers: Vec<_> = (0..2).map(|_| spawn_blocker(&sched)).collect();
+        assert_all_done(join_all(spawn_ordinary(&sched, scaled(2_000))));
+        let during = sched.metrics().executor.monitor();
+        assert!(during.spare_threads >= 1, "round {round}: {during:?}");
+        for (blocker, gate) in blockers {
+            gate.release.send(()).unwrap();
+            join(blocker).unwrap();
+        }
+        settle(&sched, 2);
+        wait_until("every spare thread ended", || {
+            sched.metrics().executor.monitor().spare_threads == 0
+        });
+    }
+}
+
 #[test]
 fn a_long_step_is_reported_once_with_its_pid() {
     recorder();

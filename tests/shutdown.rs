@@ -416,3 +416,56 @@ fn dropping_a_scheduler_inside_a_runtime_does_not_block_the_runtime_thread() {
         assert!(!handle.is_finished());
     });
 }
+
+/// A process that awaits `shutdown_async` on its own scheduler: the grace period ends as soon as
+/// every *other* process has finished (the caller cannot finish while it waits — a shutdown that
+/// waited for it would trip the hang guard used as the timeout), the final stop does not wait
+/// for the caller's worker, the report counts the caller `abandoned` (it is inside its step),
+/// and its handle agrees: cancelled, although its body then returns `Ok`.
+#[test]
+fn a_process_awaiting_its_own_schedulers_shutdown_is_counted_abandoned_and_its_handle_agrees() {
+    use procsched::prelude::*;
+    let sched = Arc::new(Scheduler::builder().workers(2).build().unwrap());
+    let others: Vec<_> = (0..3)
+        .map(|_| {
+            sched
+                .spawn_fn(|cx: ProcessCx| async move {
+                    let _ = cx.cancelled().await;
+                    Ok::<_, BoxError>(())
+                })
+                .unwrap()
+        })
+        .collect();
+    for other in &others {
+        wait_for_state(sched.handle(), other.pid(), ProcessState::Idle);
+    }
+    let (report_tx, report_rx) = mpsc::channel();
+    let caller = {
+        let sched = sched.clone();
+        sched
+            .clone()
+            .spawn_fn(move |_: ProcessCx| async move {
+                let report = sched.shutdown_async(HANG_GUARD).await;
+                report_tx.send(report).unwrap();
+                Ok::<_, BoxError>("returned")
+            })
+            .unwrap()
+    };
+    let report = recv(&report_rx);
+    assert_eq!(
+        (report.graceful, report.forced, report.abandoned),
+        (3, 0, 1),
+        "{report:?}"
+    );
+    assert!(join_typed(caller).unwrap_err().is_cancelled());
+    for other in others {
+        join_typed(other).unwrap();
+    }
+    assert!(sched.wait_for_abandoned(HANG_GUARD));
+    let finished = sched.metrics().finished;
+    assert_eq!(
+        (finished.cancelled, finished.forced),
+        (3, 1),
+        "{finished:?}"
+    );
+}

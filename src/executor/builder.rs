@@ -2,7 +2,7 @@
 
 use super::monitor::{Monitor, MonitorConfig};
 use super::shared::{self, Remote, Shared};
-use super::spare::Spares;
+use super::spare::{Spares, DEFAULT_SPARE_KEEP_ALIVE};
 use super::threads::{ThreadConfig, WorkerContext};
 use super::{park, queue, Executor, LongPoll, DEFAULT_LONG_POLL_THRESHOLD, DROP_SHUTDOWN_TIMEOUT};
 use crate::loom::{thread, Arc};
@@ -27,6 +27,7 @@ pub struct Builder {
     monitor: MonitorConfig,
     /// `None`: as many as `workers`.
     max_spare_workers: Option<usize>,
+    spare_keep_alive: Duration,
 }
 
 impl Builder {
@@ -41,6 +42,7 @@ impl Builder {
                 observer: None,
             },
             max_spare_workers: None,
+            spare_keep_alive: DEFAULT_SPARE_KEEP_ALIVE,
         }
     }
 
@@ -98,6 +100,26 @@ impl Builder {
     /// ```
     pub fn max_spare_workers(&mut self, max: usize) -> &mut Self {
         self.max_spare_workers = Some(max);
+        self
+    }
+
+    /// How long a spare worker's thread stays, parked, after it retired, before it ends
+    /// (default [`DEFAULT_SPARE_KEEP_ALIVE`], 10 s, as tokio's blocking pool): after a burst of
+    /// blocking polls the process goes back to its configured threads. A spare needed again
+    /// within the keep-alive is woken, not started anew.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let executor = procsched::executor::Executor::builder()
+    ///     .spare_keep_alive(Duration::from_secs(1))
+    ///     .build()?;
+    /// assert_eq!(executor.metrics().monitor().spare_threads, 0);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn spare_keep_alive(&mut self, keep_alive: Duration) -> &mut Self {
+        self.spare_keep_alive = keep_alive;
         self
     }
 
@@ -206,7 +228,7 @@ impl Builder {
                 parker: park::Parker::new(),
             })
             .collect();
-        let spares = Spares::new(workers, locals.split_off(workers));
+        let spares = Spares::new(workers, locals.split_off(workers), self.spare_keep_alive);
         let monitor = Monitor::new(self.monitor.clone(), slots, spares);
         let config = ThreadConfig {
             name: self.thread_name.clone(),

@@ -152,6 +152,12 @@ pub struct MonitorMetrics {
     pub spares_started: u64,
     /// Times a spare worker retired (gave its queue back and parked again).
     pub spares_retired: u64,
+    /// Spare worker threads alive now (active or parked): a parked one ends after the
+    /// keep-alive ([`Builder::spare_keep_alive`](super::Builder::spare_keep_alive)), so this
+    /// returns to 0 after a burst of blocking.
+    pub spare_threads: usize,
+    /// Spare worker threads ended by their keep-alive so far.
+    pub spare_threads_ended: u64,
     /// Worker threads holding a run queue now: the configured workers plus the active spares
     /// (stuck workers included). Settles back to the configured count once nothing is stuck.
     pub active_workers: usize,

@@ -84,6 +84,7 @@ pub use builder::Builder;
 pub use handle::Handle;
 pub use metrics::{ExecutorMetrics, MonitorMetrics, WorkerMetrics};
 pub use monitor::{LongPoll, DEFAULT_LONG_POLL_THRESHOLD};
+pub use spare::DEFAULT_SPARE_KEEP_ALIVE;
 pub(crate) use task::panic_message;
 pub use task::{JoinError, JoinHandle};
 pub(crate) use unowned::TaskRef;
@@ -296,7 +297,10 @@ impl Executor {
             // It stops at its next wake-up, which `begin_shutdown` triggered.
             let _ = monitor.join();
         }
-        let stuck_workers = shared.wait_for_workers(deadline);
+        // Called from inside one of our own polls (a task shutting its executor down): that
+        // worker cannot leave its poll while it waits here.
+        let own_worker = worker::current_shared().is_some_and(|own| Arc::ptr_eq(&own, shared));
+        let stuck_workers = shared.wait_for_workers(deadline, usize::from(own_worker));
         if stuck_workers == 0 {
             for thread in state.threads.drain(..) {
                 // A worker never panics (user code runs under `catch_unwind`); if it somehow

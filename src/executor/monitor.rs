@@ -71,6 +71,10 @@
 //!    all, it keeps running (back to the loop, nothing lost: its deque is empty).
 //! 4. It parks until an activation removes it from the parked list (spurious returns re-check
 //!    the list) or shutdown.
+//! 5. Parked unused for the keep-alive (`spare.rs`, "Keep-alive": 10 s by default), it leaves
+//!    the parked list under the pool lock — unless an activation took it first, then it runs
+//!    on — and its thread ends, handing its (empty) deque back to the pool for the slot's next
+//!    thread. So the thread count returns to the configured workers after a burst of blocking.
 //!
 //! # Why no task is lost or run twice
 //! A runnable task is a `Notified` that lives in exactly one queue or one worker's hand, and the
@@ -86,9 +90,11 @@
 //!
 //! Checked (`executor/tests/loom_monitor.rs`) by
 //! `loom_stuck_worker_returns_as_its_replacement_starts` (hand-off steps 1–4 from a manual tick,
-//! racing with the stuck poll's return and retirement R1–R4) and
+//! racing with the stuck poll's return and retirement R1–R4),
 //! `loom_retirement_while_tasks_are_stolen` (`block_in_place` hand-off, then retirement step 2
-//! racing with the returning worker's steals); and, with many hand-offs on real threads, by the
+//! racing with the returning worker's steals) and
+//! `loom_a_spare_expiring_as_it_is_activated_runs_once` (step 5 racing an activation); and,
+//! with many hand-offs on real threads, by the
 //! randomized `every_task_runs_exactly_once_through_many_hand_offs` (`tests/monitor.rs`).
 //!
 //! # Sleeping when idle
@@ -448,6 +454,8 @@ impl Monitor {
             longest_poll_label: (label != 0).then_some(label),
             spares_started: self.spares.started(),
             spares_retired: self.spares.retired(),
+            spare_threads: self.spares.threads(),
+            spare_threads_ended: self.spares.expired(),
             active_workers: configured + self.spares.active(),
             stuck_workers: self.stuck_long.load(Relaxed) + self.blocking.load(Relaxed),
         }

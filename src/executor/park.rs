@@ -30,6 +30,32 @@ impl Parker {
         *notified = false;
     }
 
+    /// Sleeps until the token is available (consumed: `true`) or `timeout` has passed
+    /// (`false`). Under loom, which does not model time, any timeout is zero: it takes the
+    /// token if it is there and returns at once otherwise, so the models explore a timeout
+    /// racing with the unpark.
+    pub(crate) fn park_timeout(&self, timeout: std::time::Duration) -> bool {
+        if cfg!(loom) {
+            let mut notified = lock(&self.notified);
+            let _ = timeout;
+            return std::mem::replace(&mut *notified, false);
+        }
+        let deadline = std::time::Instant::now() + timeout;
+        let mut notified = lock(&self.notified);
+        while !*notified {
+            let now = std::time::Instant::now();
+            if now >= deadline {
+                return false;
+            }
+            notified = match self.condvar.wait_timeout(notified, deadline - now) {
+                Ok((guard, _)) => guard,
+                Err(poisoned) => poisoned.into_inner().0,
+            };
+        }
+        *notified = false;
+        true
+    }
+
     /// Makes the token available and wakes the parked thread, if any.
     pub(crate) fn unpark(&self) {
         *lock(&self.notified) = true;

@@ -290,11 +290,12 @@ impl Shared {
         true
     }
 
-    /// Shutdown step 2: waits until every worker has exited, or `deadline` passes. Returns the
-    /// number of workers still running (stuck in a poll).
-    pub(crate) fn wait_for_workers(&self, deadline: std::time::Instant) -> usize {
+    /// Shutdown step 2: waits until every worker has exited (but `floor` of them: the worker
+    /// that runs this shutdown from inside a poll cannot exit while it waits), or `deadline`
+    /// passes. Returns the number of workers still running (stuck in a poll).
+    pub(crate) fn wait_for_workers(&self, deadline: std::time::Instant, floor: usize) -> usize {
         let mut live = lock(&self.live_workers);
-        while *live > 0 {
+        while *live > floor {
             let now = std::time::Instant::now();
             // Loom cannot model time (its `wait_timeout` never times out): wait for real there.
             if now >= deadline && !cfg!(loom) {
@@ -316,7 +317,7 @@ impl Shared {
     pub(crate) fn worker_exited(&self) {
         let mut live = lock(&self.live_workers);
         *live -= 1;
-        if *live == 0 {
+        if *live <= 1 {
             self.exited.notify_all();
         }
     }

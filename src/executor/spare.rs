@@ -3,22 +3,42 @@
 //!
 //! Spares occupy worker slots `first..first + max` (after the configured workers): their deques
 //! and counters exist from the start, their threads are started on first use. A spare is in
-//! exactly one of three places, each change made under the pool lock together with the
+//! exactly one of four places, each change made under the pool lock together with the
 //! `active` count:
 //!
 //! | place | meaning | leaves it by |
 //! |---|---|---|
-//! | `unstarted` (holds its deque's owner end) | no thread yet | [`Spares::activate`]: thread started, active |
+//! | `unstarted` (holds its deque's owner end) | no thread | [`Spares::activate`]: thread started, active |
 //! | active (in no list) | runs the worker loop | [`Spares::retire`]: parked |
-//! | `parked` | its thread sleeps on its parker | [`Spares::activate`]: active, unparked |
+//! | `parked` | its thread sleeps on its parker | [`Spares::activate`]: active, unparked; or [`Spares::expire`]: exiting |
+//! | exiting (in no list) | its thread leaves the loop, idle for the keep-alive | [`Spares::exited`]: `unstarted`, its deque handed back |
 //!
 //! Producers never see spares: they are not on the idle sleeper list and not in its counts
 //! (`idle.rs`), so `notify_parked` neither counts nor wakes them; only an activation does.
+//!
+//! # Keep-alive (retirement step R5, `monitor.rs`)
+//! A parked spare that no activation wakes within the keep-alive ([`DEFAULT_SPARE_KEEP_ALIVE`],
+//! 10 s as tokio's blocking pool; `Builder::spare_keep_alive`) ends its thread, so that after
+//! a burst of blocking the process goes back to its configured threads:
+//! 1. its park times out; under the pool lock, if it is still in `parked` (no activation took
+//!    it meanwhile — one that did made it active, and it runs on), it leaves `parked`: exiting;
+//! 2. its thread leaves the worker loop (its deque is empty: it was handed back before it
+//!    parked) and, under the pool lock, puts its deque's owner end back in `unstarted`, where
+//!    the next activation of the slot starts a new thread with it.
+//!
+//! An activation never takes an exiting spare (it is in no list), so one slot never has two
+//! threads in its loop; it may find no spare to take while one exits and try again at the
+//! monitor's next tick. Checked by `loom_a_spare_expiring_as_it_is_activated_runs_once`
+//! (`executor/tests/loom_monitor.rs`).
 
 use super::queue::Local;
 use super::shared::{Notified, Shared};
 use crate::loom::atomic::{AtomicU64, AtomicUsize, Ordering::*};
 use crate::loom::{lock, thread, Arc, Mutex};
+use std::time::Duration;
+
+/// How long a retired spare's thread sleeps unused before it ends (module docs, "Keep-alive").
+pub const DEFAULT_SPARE_KEEP_ALIVE: Duration = Duration::from_secs(10);
 
 pub(crate) struct Spares {
     /// Slot index of the first spare (the number of configured workers).
@@ -28,17 +48,34 @@ pub(crate) struct Spares {
     /// Spares holding a run queue: started or woken, not retired. Changed under `pool`'s lock.
     active: AtomicUsize,
     pool: Mutex<Pool>,
+    /// How long a parked spare waits for an activation before its thread ends.
+    keep_alive: Duration,
     started: AtomicU64,
     retired: AtomicU64,
+    /// Spare threads running (active, parked or exiting): started and not yet ended.
+    threads: AtomicUsize,
+    /// Spare threads ended by their keep-alive.
+    expired: AtomicU64,
 }
 
 struct Pool {
     parked: Vec<usize>,
     unstarted: Vec<(usize, Local<Notified>)>,
-    /// Threads of the spares started so far; shutdown joins them.
-    threads: Vec<thread::JoinHandle<()>>,
+    /// The thread of each slot started so far, by slot; shutdown joins them. A slot's handle is
+    /// replaced (the old thread detached: it has left the loop) when a new thread starts there.
+    handles: Vec<(usize, thread::JoinHandle<()>)>,
     /// Shutdown began: no more activations.
     closed: bool,
+}
+
+/// What [`Spares::expire`] decided.
+#[must_use]
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Expire {
+    /// An activation took the spare meanwhile: it runs on, active.
+    Stay,
+    /// No longer parked: its thread ends (and hands its deque back: [`Spares::exited`]).
+    Exit,
 }
 
 /// What [`Spares::retire`] decided.
@@ -52,7 +89,7 @@ pub(crate) enum Retire {
 }
 
 impl Spares {
-    pub(crate) fn new(first: usize, locals: Vec<Local<Notified>>) -> Spares {
+    pub(crate) fn new(first: usize, locals: Vec<Local<Notified>>, keep_alive: Duration) -> Spares {
         let max = locals.len();
         Spares {
             first,
@@ -67,12 +104,30 @@ impl Spares {
                     .map(|(i, local)| (first + i, local))
                     .rev()
                     .collect(),
-                threads: Vec::new(),
+                handles: Vec::new(),
                 closed: false,
             }),
+            keep_alive,
             started: AtomicU64::new(0),
             retired: AtomicU64::new(0),
+            threads: AtomicUsize::new(0),
+            expired: AtomicU64::new(0),
         }
+    }
+
+    /// Spare threads ended by their keep-alive so far.
+    pub(crate) fn expired(&self) -> u64 {
+        self.expired.load(Relaxed)
+    }
+
+    /// How long a parked spare waits to be activated before its thread ends.
+    pub(crate) fn keep_alive(&self) -> Duration {
+        self.keep_alive
+    }
+
+    /// Spare threads running now.
+    pub(crate) fn threads(&self) -> usize {
+        self.threads.load(Relaxed)
     }
 
     pub(crate) fn max(&self) -> usize {
@@ -119,8 +174,18 @@ impl Spares {
         self.active.fetch_add(1, SeqCst);
         match shared.threads.spawn(shared.clone(), index, local) {
             Ok(thread) => {
-                pool.threads.push(thread);
+                self.threads.fetch_add(1, Relaxed);
+                // The slot's previous thread (if any) has left the loop: detached, not joined
+                // under the lock.
+                let previous = match pool.handles.iter().position(|(slot, _)| *slot == index) {
+                    Some(at) => Some(std::mem::replace(&mut pool.handles[at].1, thread)),
+                    None => {
+                        pool.handles.push((index, thread));
+                        None
+                    }
+                };
                 drop(pool);
+                drop(previous);
                 self.started.fetch_add(1, Relaxed);
                 tracing::debug!(worker = index, "started a spare worker");
                 true
@@ -157,11 +222,41 @@ impl Spares {
         lock(&self.pool).parked.contains(&index)
     }
 
+    /// Keep-alive step 1 (module docs): spare `index`'s park timed out. It leaves the parked list
+    /// and exits, unless an activation took it meanwhile.
+    pub(crate) fn expire(&self, index: usize) -> Expire {
+        let mut pool = lock(&self.pool);
+        match pool.parked.iter().position(|&parked| parked == index) {
+            Some(at) => {
+                pool.parked.swap_remove(at);
+                self.expired.fetch_add(1, Relaxed);
+                Expire::Exit
+            }
+            None => Expire::Stay,
+        }
+    }
+
+    /// Keep-alive step 2: the exiting spare `index` left the loop; its deque (empty) goes back
+    /// to `unstarted`, for the slot's next thread.
+    pub(crate) fn exited(&self, index: usize, local: Local<Notified>) {
+        let mut pool = lock(&self.pool);
+        if !pool.closed {
+            pool.unstarted.push((index, local));
+        }
+        drop(pool);
+        tracing::debug!(worker = index, "a spare worker's thread ended (keep-alive)");
+    }
+
+    /// A spare's thread left the worker loop for good (keep-alive or shutdown).
+    pub(crate) fn thread_ended(&self) {
+        self.threads.fetch_sub(1, Relaxed);
+    }
+
     /// Shutdown: no more activations; returns the threads started so far, to join.
     pub(crate) fn close(&self) -> Vec<thread::JoinHandle<()>> {
         let mut pool = lock(&self.pool);
         pool.closed = true;
-        std::mem::take(&mut pool.threads)
+        pool.handles.drain(..).map(|(_, handle)| handle).collect()
     }
 }
 

@@ -41,7 +41,7 @@ use super::metrics::WorkerCounters;
 use super::monitor::Activity;
 use super::queue::{Injector, Local};
 use super::shared::{Notified, Remote, Shared, INJECT_BATCH, STEAL_BATCH};
-use super::spare::Retire;
+use super::spare::{Expire, Retire};
 use crate::loom::atomic::{fence, Ordering::*};
 use crate::loom::{thread, Arc};
 use std::cell::{Cell, RefCell};
@@ -79,6 +79,9 @@ pub(crate) struct Core {
     poll_seq: Cell<u64>,
     /// Nesting depth of `block_in_place` calls on this worker.
     blocking_depth: Cell<u32>,
+    /// A spare whose keep-alive ran out: its thread ends and hands its deque back
+    /// (`spare.rs`, "Keep-alive").
+    expired: Cell<bool>,
 }
 
 /// Runs worker `index` on the current thread until shutdown.
@@ -105,6 +108,7 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize, local: Local<Notified>) {
         is_searching: Cell::new(false),
         rng: Cell::new(seed(index)),
         blocking_depth: Cell::new(0),
+        expired: Cell::new(false),
     });
     CURRENT.with(|current| *current.borrow_mut() = Some(core.clone()));
     tracing::trace!(worker = index, "worker started");
@@ -113,6 +117,20 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize, local: Local<Notified>) {
     // Drop what is left in our deque: the tasks stay in the owned list, which shutdown cancels
     // (or, unowned, with their owner, who does).
     while core.local.pop().is_some() {}
+    if core.is_spare {
+        core.shared.monitor.spares.thread_ended();
+    }
+    if core.expired.get() {
+        // Keep-alive step 2 (`spare.rs`): the deque's owner end goes back to the slot. The
+        // thread-local was the only other reference.
+        match Rc::try_unwrap(core) {
+            Ok(core) => {
+                let shared = core.shared.clone();
+                shared.monitor.spares.exited(index, core.local);
+            }
+            Err(_) => tracing::error!(worker = index, "an expired spare's core is still shared"),
+        }
+    }
     tracing::trace!(worker = index, "worker stopped");
 }
 
@@ -255,8 +273,9 @@ impl Core {
         }
     }
 
-    /// Retirement steps 2–4 (`monitor.rs`). Returns `false` at shutdown, `true` once the spare
-    /// is active again (or was never retired).
+    /// Retirement steps 2–5 (`monitor.rs`). Returns `false` at shutdown or when the spare's
+    /// keep-alive ran out (its thread ends), `true` once the spare is active again (or was
+    /// never retired).
     fn retire(&self, idle: bool) -> bool {
         let shared = &self.shared;
         // Step 2: hand the deque back.
@@ -269,12 +288,22 @@ impl Core {
             Retire::Stay => true,
             Retire::Parked => loop {
                 // Step 4.
-                self.remote().parker.park();
+                let unparked = self.remote().parker.park_timeout(spares.keep_alive());
                 if shared.is_shutdown() {
                     return false;
                 }
                 if !spares.is_parked(self.index) {
                     return true;
+                }
+                // Step 5: no activation within the keep-alive (a spurious return parks again).
+                if !unparked {
+                    return match spares.expire(self.index) {
+                        Expire::Stay => true,
+                        Expire::Exit => {
+                            self.expired.set(true);
+                            false
+                        }
+                    };
                 }
             },
         }

@@ -46,6 +46,8 @@ use std::task::{Wake, Waker};
 /// ```
 pub struct ProcessContext<'a> {
     pid: Pid,
+    /// The host's identity ([`HostId`]): with the PID, names the process among every host's.
+    host_id: HostId,
     /// The scheduler hosting the process, type-erased: the process layer does not depend on the
     /// scheduler above it. The scheduler layer adds the typed constructor and accessor
     /// (`ProcessContext::new`, `ProcessContext::scheduler`, in `scheduler/handle.rs`).
@@ -55,12 +57,22 @@ pub struct ProcessContext<'a> {
 }
 
 impl<'a> ProcessContext<'a> {
-    /// A context for `pid` hosted by `host` (the scheduler layer's handle).
-    pub(crate) fn with_host(pid: Pid, host: &'a (dyn Any + Send + Sync)) -> Self {
+    /// A context for `pid` hosted by `host` (the scheduler layer's handle), whose identity is
+    /// `host_id`.
+    pub(crate) fn with_host(pid: Pid, host_id: HostId, host: &'a (dyn Any + Send + Sync)) -> Self {
         ProcessContext {
             pid,
+            host_id,
             host,
             cell: None,
+        }
+    }
+
+    /// The process among every host's: its host's identity and its PID.
+    pub(crate) fn owner(&self) -> Owner {
+        Owner {
+            host: self.host_id,
+            pid: self.pid,
         }
     }
 
@@ -138,6 +150,28 @@ impl<'a> ProcessContext<'a> {
             generation: self.pid.generation(),
         })
     }
+}
+
+/// A host's identity: unique among the schedulers and test harnesses of this program, for as
+/// long as it runs (a PID is unique within its host only).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct HostId(u64);
+
+impl HostId {
+    /// A new, never used identity.
+    pub(crate) fn next() -> HostId {
+        // Plain std: an identity, not part of any protocol a loom model explores.
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        HostId(NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
+    }
+}
+
+/// Names one process among every host's: what the async-fn futures remember, so that one
+/// polled inside another process is told apart (`async_fn/scope.rs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Owner {
+    pub(crate) host: HostId,
+    pub(crate) pid: Pid,
 }
 
 /// What a process's [`Waker`] wakes: its cell, in the incarnation it was made for.

@@ -31,6 +31,11 @@ pub enum CommandError {
     /// The handler reported an error.
     #[error("command failed: {0}")]
     Failed(#[source] BoxError),
+    /// The call was polled outside its own process — in another task, or in another process's
+    /// body — so it was never sent (or its reply cannot be reached from there): the other
+    /// process's state is untouched. Await a call in the body of the process that made it.
+    #[error("a procsched call was polled outside its own process")]
+    OutsideProcess,
 }
 
 impl CommandError {
@@ -301,7 +306,7 @@ impl SendError {
     ///
     /// let sched = Scheduler::builder().workers(1).mailbox_capacity(0).build()?;
     /// let handle = sched.spawn_fn(|cx: procsched::ProcessCx| async move {
-    ///     cx.cancelled().await;
+    ///     let _ = cx.cancelled().await;
     ///     Ok::<_, procsched::BoxError>(())
     /// })?;
     /// let err = sched.send(handle.pid(), Message::new("n", Payload::new(1u8))).unwrap_err();

@@ -131,7 +131,10 @@ pub(crate) trait Host: Send + Sync + 'static {
 
     /// The process finished (with `outcome`) and its cell is closed: forget its PID (the cell
     /// may host another process from now on, so the process future never touches it again).
-    fn finished(&self, pid: Pid, cell: &ProcessCell, outcome: Outcome);
+    /// Returns `true` if the finish came after a shutdown's grace period (the shutdown counts
+    /// the process forced or abandoned): then its handle reports cancellation, whatever its
+    /// last step did, unless it panicked.
+    fn finished(&self, pid: Pid, cell: &ProcessCell, outcome: Outcome) -> bool;
 
     /// A poll ended (before the process future returns, or is dropped): what it did.
     fn polled(&self, stats: &PollStats) {
@@ -435,7 +438,12 @@ impl<P: Process, H: Host> ProcessFuture<P, H> {
             cell.stats.destructors_panicked(panics);
         }
         tracing::debug!(%pid, outcome = outcome.name(), "process finished");
-        self.host.finished(pid, cell, outcome);
+        let late = self.host.finished(pid, cell, outcome);
+        if late && !matches!(outcome, Outcome::Panicked | Outcome::Stopped) {
+            // The shutdown's report counts it forced or abandoned: the handle agrees.
+            drop_contained(result);
+            return Err(ProcessError::cancelled(pid));
+        }
         result
     }
 }

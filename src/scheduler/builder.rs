@@ -170,6 +170,24 @@ impl SchedulerBuilder {
         self
     }
 
+    /// How long a spare worker's thread stays parked, unused, before it ends (default
+    /// [`executor::DEFAULT_SPARE_KEEP_ALIVE`], 10 s): after a burst of blocking steps the
+    /// process goes back to its configured threads. See [`executor::Builder::spare_keep_alive`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let sched = procsched::Scheduler::builder()
+    ///     .spare_keep_alive(Duration::from_secs(1))
+    ///     .build()?;
+    /// # Ok::<(), procsched::BuildError>(())
+    /// ```
+    pub fn spare_keep_alive(&mut self, keep_alive: Duration) -> &mut Self {
+        self.executor.spare_keep_alive(keep_alive);
+        self
+    }
+
     /// Registers a synchronous handler for commands of type `C`, run on the worker during
     /// dispatch: it completes within the same poll, without allocating. Keep it short and
     /// non-blocking; use [`blocking_handler`](Self::blocking_handler) for blocking work.

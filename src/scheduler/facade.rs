@@ -11,6 +11,7 @@ use super::shared::Inner;
 use super::tasks;
 use crate::executor::Executor;
 use crate::loom::{lock, Arc, Mutex};
+use crate::process::async_fn::current_owner;
 use crate::process::{Message, Payload, Pid, Process, ProcessHandle, ProcessState};
 use crate::process::{SendError, SpawnError};
 use futures::future::select;
@@ -363,6 +364,12 @@ impl Scheduler {
     /// on the same runtime — even a current-thread one — keep running. Only the final stop
     /// blocks: at most [`FORCED_STOP_WAIT`] plus the forced processes' `close` calls.
     ///
+    /// Awaited inside the body of one of this scheduler's own processes, it shuts down every
+    /// *other* process (the grace period ends as soon as they have all finished, and the final
+    /// stop does not wait for the caller's worker): the caller is still inside its step when the
+    /// report is made, so the report counts it `abandoned`, and its handle reports
+    /// cancellation however its body ends ([`ProcessError::is_cancelled`](crate::ProcessError::is_cancelled)).
+    ///
     /// # Examples
     ///
     /// ```
@@ -379,7 +386,10 @@ impl Scheduler {
         if let Some(report) = *lock(&self.shutdown) {
             return report;
         }
-        let all_finished = pin!(self.idle());
+        // Awaited inside one of our own processes, the caller cannot finish while it waits: the
+        // grace period waits for every *other* process (method docs).
+        let floor = usize::from(self.called_from_own_process());
+        let all_finished = pin!(self.idle(floor));
         let _ = select(all_finished, Deadline::new(deadline)).await;
         let mut done = lock(&self.shutdown);
         if let Some(report) = *done {
@@ -445,12 +455,17 @@ impl Scheduler {
             }
             return;
         }
-        self.idle().await;
+        self.idle(0).await;
     }
 
-    /// Resolves when no process is live (signalled during shutdown).
-    fn idle(&self) -> impl Future<Output = ()> + '_ {
-        std::future::poll_fn(move |cx| self.inner().lifecycle.poll_idle(cx))
+    /// Resolves when at most `floor` processes are live (signalled during shutdown).
+    fn idle(&self, floor: usize) -> impl Future<Output = ()> + '_ {
+        std::future::poll_fn(move |cx| self.inner().lifecycle.poll_idle(cx, floor))
+    }
+
+    /// `true` if the caller is the body of one of this scheduler's own processes, polled now.
+    fn called_from_own_process(&self) -> bool {
+        current_owner().is_some_and(|owner| owner.host == self.inner().host_id)
     }
 }
 

@@ -375,7 +375,7 @@ impl SchedulerHandle {
     /// use procsched::prelude::*;
     ///
     /// let sched = Scheduler::builder().workers(1).build()?;
-    /// let idle = sched.spawn_fn(|cx: ProcessCx| async move { cx.cancelled().await; Ok::<_, BoxError>(()) })?;
+    /// let idle = sched.spawn_fn(|cx: ProcessCx| async move { let _ = cx.cancelled().await; Ok::<_, BoxError>(()) })?;
     /// while sched.state(idle.pid()) != Some(ProcessState::Idle) {
     ///     std::thread::yield_now();
     /// }
@@ -427,7 +427,7 @@ impl<'a> ProcessContext<'a> {
     /// # Ok::<(), procsched::BuildError>(())
     /// ```
     pub fn new(pid: Pid, scheduler: &'a SchedulerHandle) -> Self {
-        ProcessContext::with_host(pid, scheduler)
+        ProcessContext::with_host(pid, scheduler.inner.host_id, scheduler)
     }
 
     /// The scheduler running this process; keep a clone to spawn or send from `step`.

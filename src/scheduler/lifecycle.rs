@@ -218,9 +218,11 @@ impl Lifecycle {
     pub(crate) fn leave_tallied(&self, why: Leave, release: impl FnOnce(Tallied)) {
         if !self.shutting_down.load(Acquire) {
             release(Tallied::Untallied);
-            if self.live.fetch_sub(1, AcqRel) == 1 {
-                // The last one out: pairs with `begin_shutdown`'s fence. Either the waiter sees
-                // `live == 0`, or we see its flag and notify under its lock.
+            if self.live.fetch_sub(1, AcqRel) <= 2 {
+                // The last one out (or the last but the one a shutdown awaited inside a process
+                // waits for, `wait_idle`'s `floor`): pairs with `begin_shutdown`'s fence. Either
+                // the waiter sees `live` at its floor, or we see its flag and notify under its
+                // lock.
                 fence(SeqCst);
                 if self.shutting_down.load(Relaxed) {
                     Self::notify_idle(&self.idle, lock(&self.tally));
@@ -241,7 +243,7 @@ impl Lifecycle {
             Tallied::Graceful
         };
         release(tallied);
-        if self.live.fetch_sub(1, AcqRel) == 1 {
+        if self.live.fetch_sub(1, AcqRel) <= 2 {
             Self::notify_idle(&self.idle, tally);
         }
     }
@@ -273,10 +275,13 @@ impl Lifecycle {
         }
     }
 
-    /// Async [`wait_idle`](Self::wait_idle), without a deadline.
-    pub(crate) fn poll_idle(&self, cx: &mut Context<'_>) -> Poll<()> {
+    /// Async [`wait_idle`](Self::wait_idle), without a deadline, until at most `floor` (0 or 1)
+    /// processes are live: 1 for a shutdown awaited inside one of the scheduler's own processes,
+    /// which cannot finish while it waits.
+    pub(crate) fn poll_idle(&self, cx: &mut Context<'_>, floor: usize) -> Poll<()> {
+        debug_assert!(floor <= 1, "finishes signal down to one live process");
         let mut tally = lock(&self.tally);
-        if self.live.load(Acquire) == 0 {
+        if self.live.load(Acquire) <= floor {
             return Poll::Ready(());
         }
         if !tally.waiters.iter().any(|w| w.will_wake(cx.waker())) {

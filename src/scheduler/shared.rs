@@ -7,6 +7,7 @@ use super::table::Table;
 use crate::dispatch::{self, Dispatched, HandlerRuntime, HandlerSet, HandlerTask};
 use crate::executor;
 use crate::loom::Arc;
+use crate::process::context::HostId;
 use crate::process::future::{Host, Outcome, PollStats};
 use crate::process::mailbox::{Admission, ProcessCell};
 use crate::process::stats::HandlerOutcome;
@@ -14,6 +15,8 @@ use crate::process::{CancelReason, Event, Events, Pid, YieldSlot};
 use std::time::{Duration, Instant};
 
 pub(crate) struct Inner {
+    /// This scheduler among every host of processes (`process/context.rs`).
+    pub(crate) host_id: HostId,
     pub(super) executor: executor::Handle,
     handlers: HandlerSet,
     runtime: Option<HandlerRuntime>,
@@ -38,6 +41,7 @@ impl Inner {
         // The bridge runs pending async handlers on this executor (`dispatch/bridge.rs`).
         let runtime = runtime.map(|tokio| HandlerRuntime::new(tokio, executor.clone()));
         Inner {
+            host_id: HostId::next(),
             executor,
             handlers,
             runtime,
@@ -133,8 +137,10 @@ impl Host for Inner {
         outstanding.is_finished()
     }
 
-    fn finished(&self, pid: Pid, cell: &ProcessCell, outcome: Outcome) {
+    fn finished(&self, pid: Pid, cell: &ProcessCell, outcome: Outcome) -> bool {
+        let mut late = false;
         self.lifecycle.leave_tallied(Leave::Finished, |tallied| {
+            late = matches!(tallied, Tallied::Forced | Tallied::Sealed);
             self.table.release(pid, cell);
             // Counted here, under shutdown's tally lock when it has begun: the metrics agree
             // with its report (`FinishCounts` documents the classes).
@@ -148,6 +154,7 @@ impl Host for Inner {
             };
             self.counters.add(counter);
         });
+        late
     }
 
     fn polled(&self, stats: &PollStats) {

@@ -131,3 +131,49 @@ fn loom_retirement_while_tasks_are_stolen() {
         assert_eq!(spares.started() - spares.retired(), spares.active() as u64);
     });
 }
+
+/// Retirement step 5 (keep-alive, `spare.rs`) racing an activation: the spare retires after a
+/// first `block_in_place`, and its park times out (at once: under loom every timeout is zero)
+/// while a second `block_in_place` activates a spare — the parked one, or, once it has handed
+/// its deque back, a new thread in its slot, or none if it is mid-exit. A task queued behind
+/// the second blocking call runs exactly once, no slot ever has two threads in its loop (the
+/// deque's owner end exists once), and shutdown accounts for every thread.
+#[test]
+fn loom_a_spare_expiring_as_it_is_activated_runs_once() {
+    // Outside the model (std): some explored execution let the spare expire.
+    let expired = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let seen_expired = expired.clone();
+    model_full_stack(move || {
+        let executor = executor();
+        let handle = executor.handle().clone();
+        let runs = Arc::new(AtomicUsize::new(0));
+        let parent = {
+            let runs = runs.clone();
+            executor.spawn(async move {
+                // The first hand-off starts the spare; back from it, the spare retires.
+                block_in_place(|| {});
+                let child = {
+                    let runs = runs.clone();
+                    handle.spawn(async move {
+                        runs.fetch_add(1, SeqCst);
+                    })
+                };
+                // The second: an activation racing the spare's expiry.
+                block_in_place(|| {});
+                child.await.unwrap();
+            })
+        };
+        executor.block_on(parent).unwrap();
+        assert_eq!(executor.shutdown(Duration::from_secs(1)).stuck_workers, 0);
+        assert_eq!(runs.load(SeqCst), 1);
+        let spares = &executor.handle().shared.monitor.spares;
+        assert_eq!(spares.threads(), 0, "every spare thread ended");
+        if spares.expired() > 0 {
+            seen_expired.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+    });
+    assert!(
+        expired.load(std::sync::atomic::Ordering::Relaxed),
+        "no execution expired the spare: the model misses its point"
+    );
+}

@@ -1,21 +1,21 @@
 //! The futures an async-fn process awaits: calls (yields), receives, cancellation, yield_now.
+//!
+//! Each remembers the process that made it ([`Owner`]) and acts only inside that process's
+//! poll (`scope.rs`): polled anywhere else — another task, another process's body — it fails
+//! with a typed error (`CommandError::OutsideProcess`, `RecvError::OutsideProcess`), or, for
+//! `yield_now`, just yields, and never touches another process's state.
 
 use super::scope;
+use crate::process::context::Owner;
 use crate::process::output::push_yield;
-use crate::process::{CancelReason, Command, CommandError, Message, Payload, Tag, Topic};
-use crate::process::{TypeMismatch, Yield};
+use crate::process::{drop_contained, CancelReason, Command, CommandError, Message, Payload};
+use crate::process::{Tag, Topic, TypeMismatch, Yield};
+use std::convert::Infallible;
 use std::future::Future;
 use std::marker::PhantomData;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
-
-/// The error of a process future polled outside its process's step (moved into another task).
-fn outside_its_process() -> CommandError {
-    CommandError::failed(
-        "a procsched process future was polled outside its own process (await it in the body)",
-    )
-}
 
 /// A command yielded by an async-fn process: resolves to its handler's reply.
 /// Made by [`ProcessCx::call`](super::ProcessCx::call).
@@ -28,6 +28,7 @@ fn outside_its_process() -> CommandError {
 pub struct Call<C: Command> {
     state: CallState<C>,
     timeout: Option<Duration>,
+    owner: Owner,
 }
 
 #[derive(Debug)]
@@ -38,10 +39,11 @@ enum CallState<C> {
 }
 
 impl<C: Command> Call<C> {
-    pub(super) fn new(command: C, timeout: Option<Duration>) -> Call<C> {
+    pub(super) fn new(command: C, timeout: Option<Duration>, owner: Owner) -> Call<C> {
         Call {
             state: CallState::Unsent(command),
             timeout,
+            owner,
         }
     }
 }
@@ -58,11 +60,10 @@ impl<C: Command> Future for Call<C> {
         let tag = match std::mem::replace(&mut this.state, CallState::Done) {
             CallState::Unsent(command) => {
                 let timeout = this.timeout;
-                return scope::with(|scope| {
-                    let Some(scope) = scope else {
-                        // (`command` is dropped with this closure: there is no scope to reach.)
-                        return Poll::Ready(Err(outside_its_process()));
-                    };
+                let mut command = Some(command);
+                let sent = scope::with(this.owner, |scope| {
+                    let scope = scope?;
+                    let command = command.take()?;
                     let tag = scope.state.start_call();
                     push_yield(
                         scope.yields,
@@ -73,14 +74,24 @@ impl<C: Command> Future for Call<C> {
                         },
                     );
                     this.state = CallState::Sent(tag);
-                    Poll::Pending
+                    Some(())
                 });
+                return match sent {
+                    Some(()) => Poll::Pending,
+                    None => {
+                        // Not sent: the command (user code) is dropped contained, outside any
+                        // scope.
+                        drop_contained(command);
+                        Poll::Ready(Err(CommandError::OutsideProcess))
+                    }
+                };
             }
             CallState::Sent(tag) => tag,
             CallState::Done => panic!("a procsched call polled after it completed"),
         };
-        let completion =
-            scope::with(|scope| scope.map(|scope| scope.state.take_completion(scope.arrived, tag)));
+        let completion = scope::with(this.owner, |scope| {
+            scope.map(|scope| scope.state.take_completion(scope.arrived, tag))
+        });
         match completion {
             // The reply is unpacked (or, mistyped, dropped) outside the scope.
             Some(Some(result)) => Poll::Ready(
@@ -90,7 +101,7 @@ impl<C: Command> Future for Call<C> {
                 this.state = CallState::Sent(tag);
                 Poll::Pending
             }
-            None => Poll::Ready(Err(outside_its_process())),
+            None => Poll::Ready(Err(CommandError::OutsideProcess)),
         }
     }
 }
@@ -99,7 +110,7 @@ impl<C: Command> Drop for Call<C> {
     #[inline]
     fn drop(&mut self) {
         if let CallState::Sent(tag) = self.state {
-            scope::with(|scope| {
+            scope::with(self.owner, |scope| {
                 if let Some(scope) = scope {
                     scope.state.forget_call(tag);
                 }
@@ -123,7 +134,8 @@ pub enum RecvError {
     /// The message's payload was not of the requested type (the message is dropped).
     #[error(transparent)]
     TypeMismatch(#[from] TypeMismatch),
-    /// The receive was polled outside its process.
+    /// The receive (or [`Cancelled`]) was polled outside its own process: in another task, or in
+    /// another process's body. Nothing was received; the other process's state is untouched.
     #[error("a procsched receive was polled outside its own process")]
     OutsideProcess,
 }
@@ -142,9 +154,9 @@ impl RecvError {
     }
 }
 
-/// The next message, or why there is none: cancellation and overflow come first.
-fn poll_message() -> Poll<Result<Message, RecvError>> {
-    scope::with(|scope| {
+/// The next message for `owner`, or why there is none: cancellation and overflow come first.
+fn poll_message(owner: Owner) -> Poll<Result<Message, RecvError>> {
+    scope::with(owner, |scope| {
         let Some(scope) = scope else {
             return Poll::Ready(Err(RecvError::OutsideProcess));
         };
@@ -174,12 +186,16 @@ fn poll_message() -> Poll<Result<Message, RecvError>> {
 #[must_use = "a receive does nothing unless awaited"]
 #[derive(Debug)]
 pub struct Recv<T> {
+    owner: Owner,
     _type: PhantomData<fn() -> T>,
 }
 
 impl<T> Recv<T> {
-    pub(super) fn new() -> Recv<T> {
-        Recv { _type: PhantomData }
+    pub(super) fn new(owner: Owner) -> Recv<T> {
+        Recv {
+            owner,
+            _type: PhantomData,
+        }
     }
 }
 
@@ -187,57 +203,80 @@ impl<T: 'static> Future for Recv<T> {
     type Output = Result<T, RecvError>;
 
     fn poll(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Self::Output> {
-        poll_message().map(|received| Ok(received?.payload.take::<T>()?))
+        poll_message(self.owner).map(|received| Ok(received?.payload.take::<T>()?))
     }
 }
 
 /// The next message, whole (topic, sender, payload). Made by
 /// [`ProcessCx::recv_message`](super::ProcessCx::recv_message).
 #[must_use = "a receive does nothing unless awaited"]
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct RecvMessage {
-    _private: (),
+    owner: Owner,
+}
+
+impl RecvMessage {
+    pub(super) fn new(owner: Owner) -> RecvMessage {
+        RecvMessage { owner }
+    }
 }
 
 impl Future for RecvMessage {
     type Output = Result<Message, RecvError>;
 
     fn poll(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Self::Output> {
-        poll_message()
+        poll_message(self.owner)
     }
 }
 
-/// Resolves when the process is asked to finish. Made by
+/// Resolves when the process is asked to finish, with the reason as an error:
+/// `Err(RecvError::Cancelled(reason))` — so that `cx.cancelled().await?` ends the body as
+/// cancelled — or `Err(RecvError::OutsideProcess)` if polled outside its own process. Made by
 /// [`ProcessCx::cancelled`](super::ProcessCx::cancelled).
 #[must_use = "does nothing unless awaited"]
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Cancelled {
-    _private: (),
+    owner: Owner,
+}
+
+impl Cancelled {
+    pub(super) fn new(owner: Owner) -> Cancelled {
+        Cancelled { owner }
+    }
 }
 
 impl Future for Cancelled {
-    type Output = CancelReason;
+    type Output = Result<Infallible, RecvError>;
 
-    fn poll(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<CancelReason> {
-        scope::with(|scope| match scope {
+    fn poll(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Self::Output> {
+        scope::with(self.owner, |scope| match scope {
             Some(scope) => match scope.state.cancelled {
-                Some(reason) => Poll::Ready(reason),
+                Some(reason) => Poll::Ready(Err(RecvError::Cancelled(reason))),
                 None => {
                     scope.state.wants.message = true;
                     Poll::Pending
                 }
             },
-            // Outside its process it can never be told: stay pending rather than lie.
-            None => Poll::Pending,
+            None => Poll::Ready(Err(RecvError::OutsideProcess)),
         })
     }
 }
 
 /// Lets other ready work run first. Made by [`ProcessCx::yield_now`](super::ProcessCx::yield_now).
 #[must_use = "does nothing unless awaited"]
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct YieldNow {
+    owner: Owner,
     yielded: bool,
+}
+
+impl YieldNow {
+    pub(super) fn new(owner: Owner) -> YieldNow {
+        YieldNow {
+            owner,
+            yielded: false,
+        }
+    }
 }
 
 impl Future for YieldNow {
@@ -248,7 +287,7 @@ impl Future for YieldNow {
             return Poll::Ready(());
         }
         self.yielded = true;
-        scope::with(|scope| match scope {
+        scope::with(self.owner, |scope| match scope {
             Some(scope) => scope.state.wants.yield_now = true,
             // Outside its process: an ordinary yield to whatever polls it.
             None => cx.waker().wake_by_ref(),

@@ -29,7 +29,9 @@ mod state;
 mod tests;
 
 pub use futures::{Call, Cancelled, Recv, RecvError, RecvMessage, YieldNow};
+pub(crate) use scope::current_owner;
 
+use super::context::Owner;
 use super::{drop_contained, BoxError, Command, Event, Events, InitError, Payload, Pid};
 use super::{Process, ProcessContext};
 use super::{Status, StepOutput};
@@ -69,7 +71,8 @@ use std::time::Duration;
 /// ```
 #[derive(Clone)]
 pub struct ProcessCx {
-    pid: Pid,
+    /// This process among every host's: its futures remember it (`scope.rs`).
+    owner: Owner,
     /// The scheduler layer's shared state, type-erased (this layer does not depend on it).
     host: Arc<dyn Any + Send + Sync>,
 }
@@ -89,7 +92,7 @@ impl ProcessCx {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn pid(&self) -> Pid {
-        self.pid
+        self.owner.pid
     }
 
     /// The scheduler layer's shared state, for its typed accessors.
@@ -104,7 +107,7 @@ impl ProcessCx {
     ///
     /// See [`ProcessCx`].
     pub fn call<C: Command>(&self, command: C) -> Call<C> {
-        Call::new(command, None)
+        Call::new(command, None, self.owner)
     }
 
     /// [`call`](Self::call) with a deadline: past it the call fails with
@@ -131,7 +134,7 @@ impl ProcessCx {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn call_within<C: Command>(&self, command: C, timeout: Duration) -> Call<C> {
-        Call::new(command, Some(timeout))
+        Call::new(command, Some(timeout), self.owner)
     }
 
     /// The next message's payload, as a `T`. The process is `Idle` while it waits. Fails with
@@ -154,7 +157,7 @@ impl ProcessCx {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn recv<T: 'static>(&self) -> Recv<T> {
-        Recv::new()
+        Recv::new(self.owner)
     }
 
     /// The next message, whole: its topic, sender and payload. Fails as [`recv`](Self::recv)
@@ -175,7 +178,7 @@ impl ProcessCx {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn recv_message(&self) -> RecvMessage {
-        RecvMessage::default()
+        RecvMessage::new(self.owner)
     }
 
     /// Resolves when the process is asked to finish (shutdown), with the reason.
@@ -188,8 +191,9 @@ impl ProcessCx {
     ///
     /// let sched = Scheduler::builder().workers(1).build()?;
     /// let handle = sched.spawn_fn(|cx: ProcessCx| async move {
-    ///     cx.cancelled().await;
-    ///     Ok::<_, BoxError>("cleaned up")
+    ///     let Err(why) = cx.cancelled().await;           // never `Ok`: it resolves with the reason
+    ///     assert!(why.is_cancelled());
+    ///     Ok::<_, BoxError>("cleaned up")                 // or `cx.cancelled().await?`: ends as cancelled
     /// })?;
     /// let report = sched.shutdown(Duration::from_secs(5));
     /// assert_eq!(report.graceful, 1);
@@ -197,7 +201,7 @@ impl ProcessCx {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn cancelled(&self) -> Cancelled {
-        Cancelled::default()
+        Cancelled::new(self.owner)
     }
 
     /// Lets other ready work run before the body continues (a `Continue` step): for long
@@ -221,7 +225,7 @@ impl ProcessCx {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn yield_now(&self) -> YieldNow {
-        YieldNow::default()
+        YieldNow::new(self.owner)
     }
 }
 
@@ -236,7 +240,7 @@ impl<F, Fut> fmt::Debug for AsyncFnProcess<F, Fut> {
 impl fmt::Debug for ProcessCx {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ProcessCx")
-            .field("pid", &self.pid)
+            .field("pid", &self.owner.pid)
             .finish_non_exhaustive()
     }
 }
@@ -280,6 +284,8 @@ enum Stage<F, Fut> {
 
 /// A started body and what its polls reach.
 struct Running<Fut> {
+    /// The process the body's scope belongs to (`scope.rs`).
+    owner: Owner,
     /// Structurally pinned (the only field that is): see [`Running::project`].
     body: Fut,
     state: CxState,
@@ -290,7 +296,7 @@ struct Running<Fut> {
 impl<Fut> Running<Fut> {
     /// The pinned body, and the rest unpinned.
     #[inline]
-    fn project(self: Pin<&mut Self>) -> (Pin<&mut Fut>, &mut CxState, &LazyWaker) {
+    fn project(self: Pin<&mut Self>) -> (Owner, Pin<&mut Fut>, &mut CxState, &LazyWaker) {
         // SAFETY: `body` is structurally pinned and the other fields are not. Pinning is upheld
         // for it: it is only ever reached through this projection, as `Pin<&mut Fut>`, never
         // moved out or swapped, and it is dropped in place with its `Running` (which has no
@@ -300,6 +306,7 @@ impl<Fut> Running<Fut> {
         unsafe {
             let this = self.get_unchecked_mut();
             (
+                this.owner,
                 Pin::new_unchecked(&mut this.body),
                 &mut this.state,
                 &this.waker,
@@ -332,12 +339,11 @@ where
         let Stage::Start(start, host) = std::mem::replace(&mut self.stage, Stage::Starting) else {
             unreachable!("init runs once")
         };
-        let cx = ProcessCx {
-            pid: ctx.pid(),
-            host,
-        };
+        let owner = ctx.owner();
+        let cx = ProcessCx { owner, host };
         // Not polled yet: may still move (type docs).
         self.stage = Stage::Running(Running {
+            owner,
             body: start(cx),
             state: CxState::default(),
             waker: LazyWaker::new(ctx.wake_target()),
@@ -354,7 +360,7 @@ where
         // future, which the executor polls pinned in its task allocation and never moves, or
         // inside a `Harness`, which boxes it; no one else can make or step one (type docs).
         let running = unsafe { Pin::new_unchecked(running) };
-        let (mut body, state, waker) = running.project();
+        let (owner, mut body, state, waker) = running.project();
         // A lone completion is held here for its call to take during the poll, and so is a
         // lone message behind an empty inbox, for the next receive (`state.rs`); anything else
         // is filed first.
@@ -380,9 +386,14 @@ where
         let polled = catch_unwind(AssertUnwindSafe(|| {
             waker.poll_with(|waker| {
                 let mut cx = Context::from_waker(waker);
-                scope::enter(state, &mut arrived, &mut message, out.yields_mut(), || {
-                    body.as_mut().poll(&mut cx)
-                })
+                scope::enter(
+                    owner,
+                    state,
+                    &mut arrived,
+                    &mut message,
+                    out.yields_mut(),
+                    || body.as_mut().poll(&mut cx),
+                )
             })
         }));
         let (polled, woken_in_place) = match polled {

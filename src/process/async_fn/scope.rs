@@ -6,10 +6,15 @@
 //! buffer; a [`Call`](super::Call), [`Recv`](super::Recv) or other process future polled during
 //! it reads them. No lock, no
 //! allocation, no reference count on the path of a yield.
-//! A process future polled anywhere else (moved into a task of another executor) finds no scope
-//! and fails instead of touching another process's state.
+//! A process future polled anywhere else — moved into a task of another executor, or into the
+//! body of another process (through a channel, a shared `Mutex`) — finds no scope that is its
+//! own: the scope names its process ([`Owner`]: its host and PID), every future remembers the
+//! process that made it, and [`with`] gives the scope only to a future of that process. The
+//! others fail with a typed error, never touching another process's state (its completions,
+//! its tags, its inbox).
 
 use super::state::{Arrived, CxState};
+use crate::process::context::Owner;
 use crate::process::output::Yields;
 use crate::process::Message;
 use std::cell::Cell;
@@ -26,6 +31,7 @@ pub(super) struct Scope<'a> {
 }
 
 struct Raw {
+    owner: Owner,
     state: *mut CxState,
     arrived: *mut Arrived,
     message: *mut Option<Message>,
@@ -38,10 +44,11 @@ std::thread_local! {
     static CURRENT: Cell<*const Raw> = const { Cell::new(ptr::null()) };
 }
 
-/// Runs `poll` with `scope` published to the futures it polls, restoring the previous scope
-/// afterwards (also when `poll` panics).
+/// Runs `poll` with the scope of process `owner` published to the futures it polls, restoring
+/// the previous scope afterwards (also when `poll` panics).
 #[inline]
 pub(super) fn enter<R>(
+    owner: Owner,
     state: &mut CxState,
     arrived: &mut Arrived,
     message: &mut Option<Message>,
@@ -49,6 +56,7 @@ pub(super) fn enter<R>(
     poll: impl FnOnce() -> R,
 ) -> R {
     let raw = Raw {
+        owner,
         state,
         arrived,
         message,
@@ -66,12 +74,23 @@ pub(super) fn enter<R>(
     poll()
 }
 
-/// Gives `f` the current scope, or `None` outside the adapter's poll. `f` must not drop user
-/// values (a destructor could re-enter the scope) nor poll other futures.
-#[inline]
-pub(super) fn with<R>(f: impl FnOnce(Option<Scope<'_>>) -> R) -> R {
+/// The process whose body is being polled on this thread, if any.
+pub(crate) fn current_owner() -> Option<Owner> {
     let raw = CURRENT.with(Cell::get);
-    if raw.is_null() {
+    // SAFETY: a non-null `raw` was published by `enter`, whose frame is live; only its `owner`,
+    // a `Copy` field, is read.
+    (!raw.is_null()).then(|| unsafe { (*raw).owner })
+}
+
+/// Gives `f` the current scope if it is `owner`'s, or `None`: outside the adapter's poll, or
+/// inside another process's. `f` must not drop user values (a destructor could re-enter the
+/// scope) nor poll other futures.
+#[inline]
+pub(super) fn with<R>(owner: Owner, f: impl FnOnce(Option<Scope<'_>>) -> R) -> R {
+    let raw = CURRENT.with(Cell::get);
+    // SAFETY: a non-null `raw` was published by `enter`, whose frame is live (see below); only
+    // its `owner`, a `Copy` field, is read here.
+    if raw.is_null() || unsafe { (*raw).owner } != owner {
         return f(None);
     }
     // SAFETY: `raw` was published by `enter`, whose frame is still live (it restores the previous

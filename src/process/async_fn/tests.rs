@@ -1,11 +1,21 @@
 //! The adapter and its step scope, driven by hand (no scheduler, no threads): these also run
 //! under Miri, which checks the scope's raw-pointer hand-off.
 
-use crate::process::{BoxError, Command, CommandError, Message, Payload, ProcessCx, Status};
+use crate::process::context::{HostId, Owner};
+use crate::process::{BoxError, Command, CommandError, Message, Payload, Pid, ProcessCx, Status};
+use crate::process::{RecvError, INDEX_BITS};
 use crate::testing::Harness;
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
+
+/// A process identity no harness has: futures made with it belong to no process.
+fn harness_owner() -> Owner {
+    Owner {
+        host: HostId::next(),
+        pid: Pid::from_raw(1 << INDEX_BITS).unwrap(),
+    }
+}
 
 struct Add(#[allow(dead_code)] u64, #[allow(dead_code)] u64);
 impl Command for Add {
@@ -91,10 +101,10 @@ fn a_panicking_body_leaves_no_scope_behind() {
     assert!(caught.is_err());
     // The scope was restored: a call polled now, outside any step, fails instead of touching
     // the state of the step that panicked.
-    let mut stray = super::Call::new(Add(0, 0), None);
+    let mut stray = super::Call::new(Add(0, 0), None, harness_owner());
     let mut task = Context::from_waker(Waker::noop());
     match Pin::new(&mut stray).poll(&mut task) {
-        Poll::Ready(Err(error)) => assert!(error.to_string().contains("outside")),
+        Poll::Ready(Err(CommandError::OutsideProcess)) => {}
         other => panic!("unexpected {other:?}"),
     }
     drop(harness); // a body poisoned by its panic drops like any other
@@ -246,4 +256,47 @@ fn messages_are_received_in_arrival_order_whether_held_or_queued() {
         Status::Done(order) => assert_eq!(order, [1, 2, 3, 4]),
         other => panic!("unexpected {other:?}"),
     }
+}
+
+/// A call and a receive made by one process and awaited in another's body (handed over through
+/// a channel): each fails with its typed error there, and the other process's state is
+/// untouched — no yield of its own is taken, its message stays for its own receive.
+#[test]
+fn a_future_awaited_in_another_process_fails_typed_and_leaves_that_process_alone() {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let mut maker = Harness::for_fn(move |cx: ProcessCx| async move {
+        tx.send((cx.call(Add(1, 1)), cx.recv::<u8>())).unwrap();
+        cx.recv::<u8>().await?;
+        Ok::<(), BoxError>(())
+    });
+    maker.init("run", Payload::empty()).unwrap();
+    assert!(matches!(maker.step().unwrap().status, Status::Idle));
+    let mut other = Harness::for_fn(move |cx: ProcessCx| async move {
+        let (call, recv) = rx.recv().unwrap();
+        let called = call.await;
+        let received = recv.await;
+        let own = cx.recv::<u8>().await?;
+        let stray = matches!(called, Err(CommandError::OutsideProcess));
+        Ok::<_, BoxError>((stray, received, own))
+    });
+    other.init("run", Payload::empty()).unwrap();
+    other.send(Message::new("mine", Payload::new(9u8)));
+    let step = other.step().unwrap();
+    assert!(step.yields.is_empty(), "the stray call took no yield");
+    let Status::Done((call_failed, received, own)) = step.status else {
+        panic!("unexpected {:?}", step.status);
+    };
+    assert!(call_failed);
+    assert_eq!(received, Err(RecvError::OutsideProcess));
+    assert_eq!(own, 9, "its own message waited for its own receive");
+}
+
+#[test]
+fn a_stray_call_fails_with_the_typed_error() {
+    let mut stray = super::Call::new(Add(0, 0), None, harness_owner());
+    let polled = Pin::new(&mut stray).poll(&mut Context::from_waker(Waker::noop()));
+    assert!(matches!(
+        polled,
+        Poll::Ready(Err(CommandError::OutsideProcess))
+    ));
 }

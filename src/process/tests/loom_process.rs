@@ -42,10 +42,11 @@ impl Host for ToyHost {
     fn is_finished(&self, _: &()) -> bool {
         true
     }
-    fn finished(&self, pid: Pid, cell: &ProcessCell, _: Outcome) {
+    fn finished(&self, pid: Pid, cell: &ProcessCell, _: Outcome) -> bool {
         // As the scheduler's table does: the cell may host another process from here on.
         assert_eq!(cell.release(), pid.generation());
         self.finished.fetch_add(1, SeqCst);
+        false
     }
     fn max_batch(&self) -> usize {
         4
