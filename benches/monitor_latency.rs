@@ -6,6 +6,11 @@
 //! 500 µs, round robin. Each message carries its send instant; the receiving step records the
 //! delay. Reports p50/p99/max of those delays per variant as a Markdown table, plus ratios.
 //!
+//! A third kind of hog makes the spare workers churn: every step is a 100 µs sleep inside
+//! `block_in_place` (tokio's own `block_in_place` for the tokio tasks), so the executor hands a
+//! worker off and takes it back thousands of times a second; the table's last column says how
+//! many spare activations a second that cost procsched.
+//!
 //! ```text
 //! cargo bench --bench monitor_latency          # about 15 s
 //! ```
@@ -29,12 +34,17 @@ const SHORT: usize = 100;
 const MESSAGES: usize = 2_000;
 const INTERVAL: Duration = Duration::from_micros(500);
 
+/// Each step of the `BlockInPlace` hog.
+const SHORT_BLOCK: Duration = Duration::from_micros(100);
+
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Hog {
     /// Busy CPU for the whole step.
     Cpu,
     /// `thread::sleep` for the whole step (a blocking call).
     Sleep,
+    /// A short sleep inside `block_in_place`, step after step: spare workers churn.
+    BlockInPlace,
 }
 
 impl Hog {
@@ -42,9 +52,11 @@ impl Hog {
         match self {
             Hog::Cpu => "20 ms CPU steps",
             Hog::Sleep => "20 ms sleeping steps",
+            Hog::BlockInPlace => "100 µs block_in_place steps",
         }
     }
 
+    /// One step, on procsched.
     fn run_step(self) {
         match self {
             Hog::Cpu => {
@@ -54,6 +66,15 @@ impl Hog {
                 }
             }
             Hog::Sleep => thread::sleep(HOG_STEP),
+            Hog::BlockInPlace => procsched::block_in_place(|| thread::sleep(SHORT_BLOCK)),
+        }
+    }
+
+    /// One step, in a tokio task.
+    fn run_tokio_step(self) {
+        match self {
+            Hog::BlockInPlace => tokio::task::block_in_place(|| thread::sleep(SHORT_BLOCK)),
+            other => other.run_step(),
         }
     }
 }
@@ -148,7 +169,8 @@ fn pace(mut send: impl FnMut(usize, Instant)) {
     }
 }
 
-fn procsched_run(hog: Hog, monitor: bool) -> Vec<u64> {
+/// The short processes' delays, and spare activations per second.
+fn procsched_run(hog: Hog, monitor: bool) -> (Vec<u64>, f64) {
     let sched = Scheduler::builder()
         .workers(WORKERS)
         .monitor(monitor)
@@ -174,12 +196,16 @@ fn procsched_run(hog: Hog, monitor: bool) -> Vec<u64> {
         })
         .collect();
     let pids: Vec<_> = short.iter().map(|h| h.pid()).collect();
+    let (started, before) = (Instant::now(), sched.metrics().executor.monitor());
     pace(|to, sent| {
         sched
             .send(pids[to], Message::new("ping", Payload::new(sent)))
             .expect("the short process is alive");
     });
     samples.wait_all();
+    let after = sched.metrics().executor.monitor();
+    let activations =
+        (after.spares_started - before.spares_started) as f64 / started.elapsed().as_secs_f64();
     stop.store(true, SeqCst);
     for handle in hogs {
         let _ = sched.block_on(handle);
@@ -187,7 +213,7 @@ fn procsched_run(hog: Hog, monitor: bool) -> Vec<u64> {
     sched.shutdown(Duration::from_secs(5));
     drop(short);
     let delays = std::mem::take(&mut *samples.delays.lock().unwrap());
-    delays
+    (delays, activations)
 }
 
 fn tokio_run(hog: Hog) -> Vec<u64> {
@@ -203,7 +229,7 @@ fn tokio_run(hog: Hog) -> Vec<u64> {
             let stop = stop.clone();
             runtime.spawn(async move {
                 while !stop.load(SeqCst) {
-                    hog.run_step();
+                    hog.run_tokio_step();
                     tokio::task::yield_now().await;
                 }
             })
@@ -261,22 +287,24 @@ fn main() {
          {MESSAGES} messages every {} µs\n",
         INTERVAL.as_micros()
     );
-    let mut table =
-        String::from("| hogs | variant | p50 | p99 | max |\n|---|---|---:|---:|---:|\n");
+    let mut table = String::from(
+        "| hogs | variant | p50 | p99 | max | spare activations/s |\n|---|---|---:|---:|---:|---:|\n",
+    );
     let mut ratios = String::from(
         "\n| hogs | p99 off / on | p99 tokio / on | p50 off / on | p50 tokio / on |\n|---|---:|---:|---:|---:|\n",
     );
-    for hog in [Hog::Cpu, Hog::Sleep] {
-        let on = summarize(procsched_run(hog, true));
-        let off = summarize(procsched_run(hog, false));
+    for hog in [Hog::Cpu, Hog::Sleep, Hog::BlockInPlace] {
+        let (on, on_spares) = procsched_run(hog, true);
+        let (off, off_spares) = procsched_run(hog, false);
+        let (on, off) = (summarize(on), summarize(off));
         let tokio = summarize(tokio_run(hog));
-        for (name, s) in [
-            ("procsched, monitor on", on),
-            ("procsched, monitor off", off),
-            ("tokio tasks", tokio),
+        for (name, s, spares) in [
+            ("procsched, monitor on", on, format!("{on_spares:.0}")),
+            ("procsched, monitor off", off, format!("{off_spares:.0}")),
+            ("tokio tasks", tokio, "–".to_owned()),
         ] {
             table.push_str(&format!(
-                "| {} | {name} | {} | {} | {} |\n",
+                "| {} | {name} | {} | {} | {} | {spares} |\n",
                 hog.name(),
                 ms(s.p50),
                 ms(s.p99),

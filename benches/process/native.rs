@@ -103,6 +103,9 @@ impl Peer for Native {
                 let mut handles = Vec::with_capacity(FAN_IN_PROCESSES);
                 group.bench_function(Self::NAME, |b| b.iter(|| self.fan_in(&mut handles)));
             }
+            Workload::FanIn16 => {
+                group.bench_function(Self::NAME, |b| b.iter(|| self.fan_in_16()));
+            }
             Workload::Skynet => {
                 group.bench_function(Self::NAME, |b| b.iter(|| self.skynet(SKYNET_LEAVES)));
             }
@@ -340,6 +343,34 @@ impl Native {
         let mut handled = 0;
         self.join_all(handles, |count| handled += count);
         assert_eq!(handled, RING_HOPS + 1);
+    }
+
+    /// [`FAN_IN_16_THREADS`] threads send `u64`s into one counting task's mailbox.
+    fn fan_in_16(&self) {
+        let total = fan_in_16_total();
+        let (to, mut mailbox) = unbounded_channel::<u64>();
+        let counter = self.runtime.spawn(async move {
+            let mut received = 0;
+            while received < total {
+                match mailbox.recv().await {
+                    Some(n) => received += n,
+                    None => break,
+                }
+            }
+            received
+        });
+        thread::scope(|scope| {
+            for _ in 0..FAN_IN_16_THREADS {
+                let to = to.clone();
+                scope.spawn(move || {
+                    for _ in 0..FAN_IN_16_MSGS {
+                        to.send(1).expect("the counter has finished");
+                    }
+                });
+            }
+        });
+        drop(to);
+        assert_eq!(self.join(counter), total);
     }
 
     fn fan_in(&self, handles: &mut Vec<JoinHandle<()>>) {

@@ -94,6 +94,9 @@ pub(crate) fn bench<R: ProcessPeer>(
             let mut handles = Vec::with_capacity(FAN_IN_PROCESSES);
             group.bench_function(R::NAME, |b| b.iter(|| fan_in(peer, &mut handles)));
         }
+        Workload::FanIn16 => {
+            group.bench_function(R::NAME, |b| b.iter(|| fan_in_16(peer)));
+        }
         Workload::Skynet => {
             group.bench_function(R::NAME, |b| b.iter(|| skynet(peer, SKYNET_LEAVES)));
         }
@@ -265,6 +268,30 @@ fn fan_in<R: ProcessPeer>(peer: &R, handles: &mut Vec<R::Handle>) {
         }
     });
     peer.join_all(handles, |result| assert!(result.is::<()>()));
+    assert_eq!(peer.join(counter).downcast::<u64>().ok(), Some(total));
+}
+
+/// [`FAN_IN_16_THREADS`] plain threads send to one counting process, which finishes when it
+/// has them all: more senders than cores.
+fn fan_in_16<R: ProcessPeer>(peer: &R) {
+    let total = fan_in_16_total();
+    let counter = peer.spawn(
+        FanCounter {
+            expected: 0,
+            received: 0,
+        },
+        Payload::new(total),
+    );
+    let to = R::addr(&counter);
+    thread::scope(|scope| {
+        for _ in 0..FAN_IN_16_THREADS {
+            scope.spawn(|| {
+                for _ in 0..FAN_IN_16_MSGS {
+                    peer.send(&to, Message::new("add", Payload::new(1u64)));
+                }
+            });
+        }
+    });
     assert_eq!(peer.join(counter).downcast::<u64>().ok(), Some(total));
 }
 

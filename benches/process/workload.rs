@@ -43,6 +43,11 @@ pub(crate) const FAN_IN_THREAD_MSGS: u64 = 5_000;
 pub(crate) const FAN_IN_PROCESSES: usize = 1_000;
 /// Messages each sending process sends in `fan_in`.
 pub(crate) const FAN_IN_PROCESS_MSGS: u64 = 5;
+/// Plain threads sending in `fan_in_16`: more than the machine's cores, so senders are
+/// preempted mid-send (the mailbox drain's worst case: `src/process/mailbox/intake.rs`).
+pub(crate) const FAN_IN_16_THREADS: usize = 16;
+/// Messages each thread sends in `fan_in_16`.
+pub(crate) const FAN_IN_16_MSGS: u64 = 5_000;
 /// Leaves of the `skynet` tree (a power of ten).
 pub(crate) const SKYNET_LEAVES: u64 = 1_000_000;
 
@@ -54,6 +59,10 @@ pub(crate) const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(1);
 
 pub(crate) fn fan_in_total() -> u64 {
     *WORKERS as u64 * FAN_IN_THREAD_MSGS + FAN_IN_PROCESSES as u64 * FAN_IN_PROCESS_MSGS
+}
+
+pub(crate) fn fan_in_16_total() -> u64 {
+    FAN_IN_16_THREADS as u64 * FAN_IN_16_MSGS
 }
 
 /// Processes in the `skynet` tree: every level of the 10-ary tree down to the leaves.
@@ -83,6 +92,7 @@ pub(crate) enum Workload {
     ParallelSpawn,
     Ring,
     FanIn,
+    FanIn16,
     Skynet,
 }
 
@@ -95,7 +105,7 @@ pub(crate) enum Unit {
 }
 
 impl Workload {
-    pub(crate) const ALL: [Workload; 10] = [
+    pub(crate) const ALL: [Workload; 11] = [
         Workload::SingleStep,
         Workload::OneYield,
         Workload::ManyYields,
@@ -105,6 +115,7 @@ impl Workload {
         Workload::ParallelSpawn,
         Workload::Ring,
         Workload::FanIn,
+        Workload::FanIn16,
         Workload::Skynet,
     ];
 
@@ -119,6 +130,7 @@ impl Workload {
             Workload::ParallelSpawn => "parallel_spawn",
             Workload::Ring => "ring",
             Workload::FanIn => "fan_in",
+            Workload::FanIn16 => "fan_in_16",
             Workload::Skynet => "skynet",
         }
     }
@@ -137,6 +149,10 @@ impl Workload {
             Workload::Ring => per(RING_HOPS as f64, "hop"),
             Workload::FanIn => Unit::Rate {
                 count: fan_in_total() as f64,
+                what: "msgs/s",
+            },
+            Workload::FanIn16 => Unit::Rate {
+                count: fan_in_16_total() as f64,
                 what: "msgs/s",
             },
             Workload::Skynet => per(skynet_processes() as f64, "process"),
@@ -159,7 +175,7 @@ impl Workload {
                     .warm_up_time(Duration::from_millis(500))
                     .measurement_time(Duration::from_secs(measurement));
             }
-            Workload::Ring | Workload::ParallelSpawn | Workload::FanIn => {
+            Workload::Ring | Workload::ParallelSpawn | Workload::FanIn | Workload::FanIn16 => {
                 group
                     .sample_size(10)
                     .sampling_mode(SamplingMode::Flat)
