@@ -171,14 +171,14 @@ async fn run_procsched(args: &Args, progress: bool) -> Result<(Outcome, String),
     let mut orders = tokio::task::JoinSet::new();
     let mut pids = Vec::with_capacity(args.processes as usize);
     for id in 0..args.processes {
-        let order = sched.spawn_fn(move |cx: ProcessCx| async move {
+        let order = sched.spawn_fn(move |cx: ProcessCx<bool>| async move {
             let cart = cx.call(LoadCart(id)).await?;
             let cents = cx.call(Price(cart.items)).await?;
             if id != 0 {
                 let request = Message::new("authorise", Payload::new(cents)).with_from(cx.pid());
                 cx.scheduler().send(gateway_pid, request)?;
             }
-            let authorised: bool = cx.recv().await?; // Idle until the gateway answers
+            let authorised = cx.recv().await?; // Idle until the gateway answers
             if !authorised {
                 return Err("payment declined".into());
             }

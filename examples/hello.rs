@@ -4,14 +4,12 @@ use procsched::prelude::*;
 
 fn main() -> Result<(), BoxError> {
     let sched = Scheduler::builder().workers(1).build()?;
-    let greeter = sched.spawn_fn(|cx: ProcessCx| async move {
-        let name: String = cx.recv().await?; // Idle until a message arrives
+    // A process that receives `String`s: its address only takes those.
+    let greeter = sched.spawn_fn(|cx: ProcessCx<String>| async move {
+        let name = cx.recv().await?; // Idle until a message arrives
         Ok::<_, BoxError>(format!("hello, {name} (from process {})", cx.pid()))
     })?;
-    sched.send(
-        greeter.pid(),
-        Message::new("name", Payload::new("world".to_owned())),
-    )?;
+    greeter.addr().send("world".to_owned())?;
     println!("{}", sched.block_on(greeter)?);
     Ok(())
 }

@@ -4,36 +4,42 @@
 use procsched::prelude::*;
 use std::time::Instant;
 
+/// What a ring member receives: its neighbour's address first, then tokens.
+enum Ring {
+    Next(Addr<Ring>),
+    Token(u64),
+}
+
 fn main() -> Result<(), BoxError> {
     let mut args = std::env::args().skip(1).map(|a| a.parse::<u64>());
     let processes = args.next().transpose()?.unwrap_or(1_000);
     let laps = args.next().transpose()?.unwrap_or(100);
     let sched = Scheduler::builder().build()?;
 
-    // Spawn the ring: each member learns the PID of the next one from its first message.
-    let members: Vec<ProcessHandle<u64>> = (0..processes)
+    let members: Vec<ProcessHandle<u64, Ring>> = (0..processes)
         .map(|_| {
-            sched.spawn_fn(move |cx: ProcessCx| async move {
-                let next: Pid = cx.recv().await?;
+            sched.spawn_fn(move |cx: ProcessCx<Ring>| async move {
+                let Ring::Next(next) = cx.recv().await? else {
+                    return Err("the neighbour comes first".into());
+                };
                 for _ in 0..laps {
-                    let hops: u64 = cx.recv().await?;
+                    let Ring::Token(hops) = cx.recv().await? else {
+                        return Err("one neighbour only".into());
+                    };
                     // The last member's last forward may find the first one already finished.
-                    let _ = cx
-                        .scheduler()
-                        .send(next, Message::new("token", Payload::new(hops + 1)));
+                    let _ = next.send(Ring::Token(hops + 1));
                 }
                 Ok::<_, BoxError>(laps)
             })
         })
         .collect::<Result<_, _>>()?;
-    let pids: Vec<Pid> = members.iter().map(ProcessHandle::pid).collect();
-    for (i, pid) in pids.iter().enumerate() {
-        let next = pids[(i + 1) % pids.len()];
-        sched.send(*pid, Message::new("next", Payload::new(next)))?;
+    let addrs: Vec<Addr<Ring>> = members.iter().map(ProcessHandle::addr).collect();
+    for (i, addr) in addrs.iter().enumerate() {
+        addr.send(Ring::Next(addrs[(i + 1) % addrs.len()].clone()))?;
     }
 
     let started = Instant::now();
-    sched.send(pids[0], Message::new("token", Payload::new(0u64)))?;
+    addrs[0].send(Ring::Token(0))?;
     for member in members {
         sched.block_on(member)?;
     }

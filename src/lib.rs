@@ -24,13 +24,13 @@ pub mod testing;
 pub use dispatch::Run;
 pub use executor::block_in_place;
 pub use process::{
-    AsyncFnProcess, BoxError, Call, CancelReason, Cancelled, Command, CommandError, Event,
+    Addr, AsyncFnProcess, BoxError, Call, CancelReason, Cancelled, Command, CommandError, Event,
     EventDrain, Events, InitError, Message, Payload, Pid, Process, ProcessContext, ProcessCx,
     ProcessError, ProcessHandle, ProcessState, Recv, RecvError, RecvMessage, SendError,
     SendErrorKind, SpawnError, Status, StepOutput, Tag, Topic, TopicBudget, TypeMismatch, YieldNow,
 };
 pub use scheduler::{
-    BuildError, FinishCounts, MessageCounts, ProcessCounts, ProcessInfo, Scheduler,
-    SchedulerBuilder, SchedulerHandle, SchedulerMetrics, ShutdownReport, StepSample, YieldCounts,
-    DEFAULT_DROP_TIMEOUT, DEFAULT_MAX_BATCH, DEFAULT_STEP_BUDGET, FORCED_STOP_WAIT,
+    Ask, AskError, BuildError, FinishCounts, MessageCounts, ProcessCounts, ProcessInfo, Reply,
+    Scheduler, SchedulerBuilder, SchedulerHandle, SchedulerMetrics, ShutdownReport, StepSample,
+    YieldCounts, DEFAULT_DROP_TIMEOUT, DEFAULT_MAX_BATCH, DEFAULT_STEP_BUDGET, FORCED_STOP_WAIT,
 };

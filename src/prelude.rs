@@ -13,7 +13,7 @@
 //! ```
 
 pub use crate::{
-    BoxError, Command, CommandError, Event, Events, InitError, Message, Payload, Pid, Process,
-    ProcessContext, ProcessCx, ProcessError, ProcessHandle, ProcessState, RecvError, Scheduler,
-    SchedulerHandle, SendError, ShutdownReport, SpawnError, Status, StepOutput,
+    Addr, AskError, BoxError, Command, CommandError, Event, Events, InitError, Message, Payload,
+    Pid, Process, ProcessContext, ProcessCx, ProcessError, ProcessHandle, ProcessState, RecvError,
+    Reply, Scheduler, SchedulerHandle, SendError, ShutdownReport, SpawnError, Status, StepOutput,
 };

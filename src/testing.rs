@@ -142,8 +142,8 @@ impl<P: Process> Harness<P> {
     /// ```
     /// use procsched::{prelude::*, testing::Harness};
     ///
-    /// let mut harness = Harness::for_fn(|cx: ProcessCx| async move {
-    ///     Ok::<_, BoxError>(cx.recv::<u32>().await? * 2)
+    /// let mut harness = Harness::for_fn(|cx: ProcessCx<u32>| async move {
+    ///     Ok::<_, BoxError>(cx.recv().await? * 2)
     /// });
     /// harness.init("run", Payload::empty())?;
     /// assert!(matches!(harness.step()?.status, Status::Idle));
@@ -226,9 +226,10 @@ impl<P: Process> Harness<P> {
     }
 }
 
-impl<F, Fut, T, E> Harness<AsyncFnProcess<F, Fut>>
+impl<F, Fut, T, E, M> Harness<AsyncFnProcess<F, Fut, M>>
 where
-    F: FnOnce(ProcessCx) -> Fut + Send + 'static,
+    M: Send + 'static,
+    F: FnOnce(ProcessCx<M>) -> Fut + Send + 'static,
     Fut: Future<Output = Result<T, E>> + Send + 'static,
     T: Send + 'static,
     E: Into<BoxError>,

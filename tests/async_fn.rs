@@ -71,9 +71,9 @@ fn a_process_is_blocked_while_a_call_is_outstanding_and_idle_while_it_receives()
     let release = Arc::new(tokio::sync::Notify::new());
     let hold = release.clone();
     let handle = sched
-        .spawn_fn(|cx: ProcessCx| async move {
+        .spawn_fn(|cx: ProcessCx<u64>| async move {
             cx.call(Hold(hold)).await?;
-            let n: u64 = cx.recv().await?;
+            let n = cx.recv().await?;
             Ok::<_, BoxError>(n)
         })
         .unwrap();
@@ -91,8 +91,9 @@ fn a_process_is_blocked_while_a_call_is_outstanding_and_idle_while_it_receives()
 fn a_message_of_the_wrong_type_is_a_typed_error_naming_both_types() {
     let sched = scheduler(1);
     let handle = sched
-        .spawn_fn(|cx: ProcessCx| async move {
-            let wrong = cx.recv::<u64>().await;
+        .spawn_fn(|cx: ProcessCx<u64>| async move {
+            // An untyped sender can still send anything: the receive says what it got.
+            let wrong = cx.recv().await;
             Ok::<_, BoxError>(wrong)
         })
         .unwrap();
@@ -114,10 +115,10 @@ fn a_message_of_the_wrong_type_is_a_typed_error_naming_both_types() {
 fn cancel_is_observed_by_recv_and_the_process_finishes_gracefully() {
     let sched = scheduler(2);
     let handle = sched
-        .spawn_fn(|cx: ProcessCx| async move {
+        .spawn_fn(|cx: ProcessCx<u32>| async move {
             let mut received = 0u32;
             loop {
-                match cx.recv::<u32>().await {
+                match cx.recv().await {
                     Ok(_) => received += 1,
                     Err(RecvError::Cancelled(CancelReason::Shutdown)) => return Ok(received),
                     Err(other) => return Err(BoxError::from(other)),
@@ -147,11 +148,11 @@ fn a_process_that_ignores_cancel_is_forced_and_its_state_dropped_once() {
     let drops = support::counter();
     let guard = DropCounter(drops.clone());
     let handle = sched
-        .spawn_fn(move |cx: ProcessCx| async move {
+        .spawn_fn(move |cx: ProcessCx<u8>| async move {
             let _guard = guard;
             loop {
                 // Ignores everything, Cancel included.
-                let _ = cx.recv::<u8>().await;
+                let _ = cx.recv().await;
             }
             #[allow(unreachable_code)]
             Ok::<(), BoxError>(())

@@ -4,7 +4,7 @@
 
 mod support;
 
-use procsched::{BoxError, Payload, Scheduler};
+use procsched::{BoxError, Payload, ProcessCx, Scheduler};
 use std::sync::atomic::Ordering::SeqCst;
 use std::sync::{Arc, Barrier};
 use std::time::Duration;
@@ -27,7 +27,7 @@ fn a_forced_shutdown_drops_processes_parked_on_a_waker_nobody_fires_and_closes_e
         .map(|_| {
             let (started, guard) = (started.clone(), DropCount(drops.clone()));
             sched
-                .spawn_fn(move |_cx| async move {
+                .spawn_fn(move |_cx: ProcessCx| async move {
                     let _guard = guard;
                     started.fetch_add(1, SeqCst);
                     // Ignores its Cancel: nothing will ever wake this await.

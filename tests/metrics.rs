@@ -155,7 +155,7 @@ fn metrics_match_a_known_workload_exactly() {
     // 2 terminated while idle.
     for _ in 0..2 {
         let idle = sched
-            .spawn_fn(|cx: ProcessCx| async move { Ok::<_, BoxError>(cx.recv::<u32>().await?) })
+            .spawn_fn(|cx: ProcessCx<u32>| async move { Ok::<_, BoxError>(cx.recv().await?) })
             .unwrap();
         wait_for_state(h, idle.pid(), ProcessState::Idle);
         sched.terminate(idle.pid()).unwrap();
@@ -176,7 +176,7 @@ fn metrics_match_a_known_workload_exactly() {
     let filler_pid = filler.pid();
     assert_eq!(sched.block_on(filler).unwrap(), CAPACITY);
     let receiver = sched
-        .spawn_fn(|cx: ProcessCx| async move { Ok::<_, BoxError>(cx.recv::<u32>().await?) })
+        .spawn_fn(|cx: ProcessCx<u32>| async move { Ok::<_, BoxError>(cx.recv().await?) })
         .unwrap();
     wait_for_state(h, receiver.pid(), ProcessState::Idle);
     sched
@@ -329,11 +329,11 @@ fn procsched_counts(
 fn an_age_grows_and_steps_count_per_process() {
     let sched = Scheduler::builder().workers(1).build().unwrap();
     let handle = sched
-        .spawn_fn(|cx: ProcessCx| async move {
+        .spawn_fn(|cx: ProcessCx<u32>| async move {
             for _ in 0..3 {
                 cx.yield_now().await;
             }
-            let _: u32 = cx.recv().await?;
+            cx.recv().await?;
             Ok::<_, BoxError>(())
         })
         .unwrap();

@@ -187,9 +187,29 @@ impl ProcessWake {
         Waker::from(std::sync::Arc::new(self))
     }
 
+    /// Delivers `event` to the process, waking it if it waits; hands the event back if the
+    /// process is gone (its incarnation ended).
+    #[allow(clippy::result_large_err)] // an answer comes back by value
+    pub(crate) fn deliver(&self, event: Event) -> Result<(), Event> {
+        self.cell.deliver_or_return(self.generation, event)
+    }
+
+    /// `true` while the process this targets lives (not finishing, not gone).
+    pub(crate) fn is_live(&self) -> bool {
+        self.cell.hosts(self.generation)
+    }
+
     /// Counts contained destructor panics in the process's cell (`contain.rs`).
     pub(crate) fn destructors_panicked(&self, panics: u64) {
         self.cell.stats.destructors_panicked(panics);
+    }
+}
+
+impl std::fmt::Debug for ProcessWake {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProcessWake")
+            .field("generation", &self.generation)
+            .finish_non_exhaustive()
     }
 }
 

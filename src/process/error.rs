@@ -211,20 +211,27 @@ impl SpawnError {
     }
 }
 
-/// Why [`Scheduler::send`](crate::Scheduler::send) did not deliver a message (or
-/// [`terminate`](crate::Scheduler::terminate) did not reach a process). A refused message is
-/// handed back: [`into_message`](Self::into_message).
-#[derive(thiserror::Error)]
-#[error("{kind}: {pid}")]
-pub struct SendError {
+/// Why a message was not delivered — by [`Addr::send`](crate::Addr::send) (then `M` is the
+/// address's message type) or [`Scheduler::send`](crate::Scheduler::send) (an untyped
+/// [`Message`]) — or [`terminate`](crate::Scheduler::terminate) did not reach a process. A
+/// refused message is handed back, typed: [`into_message`](Self::into_message).
+pub struct SendError<M = Message> {
     kind: SendErrorKind,
     pid: Pid,
     /// The undelivered message, for [`SendError::into_message`] (`None` for `terminate`).
     /// Boxed, so the error stays small and only a refused send pays the allocation; in a mutex
-    /// (never contended: only `into_message` opens it) because a payload is `Send` but not
-    /// `Sync`, and the error must be `Sync` to convert into a [`BoxError`] with `?`.
-    message: std::sync::Mutex<Option<Box<Message>>>,
+    /// (never contended: only `into_message` opens it) because a message is `Send` but not
+    /// necessarily `Sync`, and the error must be `Sync` to convert into a [`BoxError`] with `?`.
+    message: std::sync::Mutex<Option<Box<M>>>,
 }
+
+impl<M> fmt::Display for SendError<M> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.kind, self.pid)
+    }
+}
+
+impl<M: Send> std::error::Error for SendError<M> {}
 
 /// Why a message (or a terminate request) was not delivered: [`SendError::kind`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, thiserror::Error)]
@@ -242,8 +249,8 @@ pub enum SendErrorKind {
     MailboxFull,
 }
 
-impl SendError {
-    pub(crate) fn new(kind: SendErrorKind, pid: Pid, message: Option<Message>) -> SendError {
+impl<M> SendError<M> {
+    pub(crate) fn new(kind: SendErrorKind, pid: Pid, message: Option<M>) -> SendError<M> {
         SendError {
             kind,
             pid,
@@ -331,13 +338,13 @@ impl SendError {
     /// assert_eq!(message.payload.take::<u32>()?, 7);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn into_message(self) -> Option<Message> {
+    pub fn into_message(self) -> Option<M> {
         let message = self.message.into_inner().unwrap_or_else(|p| p.into_inner());
         message.map(|message| *message)
     }
 }
 
-impl fmt::Debug for SendError {
+impl<M> fmt::Debug for SendError<M> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("SendError")
             .field("kind", &self.kind)
@@ -465,7 +472,7 @@ impl ProcessError {
     /// ```
     /// use procsched::prelude::*;
     /// let sched = Scheduler::builder().workers(1).build()?;
-    /// let handle = sched.spawn_fn(|cx: ProcessCx| async move { cx.recv::<u8>().await.map_err(BoxError::from) })?;
+    /// let handle = sched.spawn_fn(|cx: ProcessCx<u8>| async move { cx.recv().await.map_err(BoxError::from) })?;
     /// sched.terminate(handle.pid())?;
     /// assert!(sched.block_on(handle).unwrap_err().is_terminated());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -483,7 +490,7 @@ impl ProcessError {
     /// use std::time::Duration;
     /// let sched = Scheduler::builder().workers(1).build()?;
     /// // Ignores its Cancel: forced at the deadline.
-    /// let handle = sched.spawn_fn(|cx: ProcessCx| async move { loop { let _ = cx.recv::<u8>().await; } #[allow(unreachable_code)] Ok::<(), BoxError>(()) })?;
+    /// let handle = sched.spawn_fn(|cx: ProcessCx<u8>| async move { loop { let _ = cx.recv().await; } #[allow(unreachable_code)] Ok::<(), BoxError>(()) })?;
     /// sched.shutdown(Duration::from_millis(20));
     /// assert!(sched.block_on(handle).unwrap_err().is_cancelled());
     /// # Ok::<(), Box<dyn std::error::Error>>(())

@@ -51,7 +51,7 @@ use super::mailbox::{Drained, ProcessCell};
 use super::output::{Status, YieldSlot};
 use super::state::{ParkAs, TakeNotified, TransitionToParked};
 use super::{drop_contained, drop_each, panic_message};
-use super::{Events, Pid, Process, ProcessError, StepOutput};
+use super::{BoxError, Events, Pid, Process, ProcessError, StepOutput};
 use crate::loom::Arc;
 use smallvec::SmallVec;
 use std::future::Future;
@@ -86,6 +86,9 @@ pub(crate) enum Outcome {
     Done,
     /// A step returned an error.
     Failed,
+    /// A step returned an error that says the process was asked to finish (a receive that
+    /// reported the cancellation, propagated with `?`): a graceful end.
+    Cancelled,
     /// A step or `close` panicked.
     Panicked,
     /// Terminated on request.
@@ -99,6 +102,7 @@ impl Outcome {
         match self {
             Outcome::Done => "done",
             Outcome::Failed => "failed",
+            Outcome::Cancelled => "cancelled",
             Outcome::Panicked => "panicked",
             Outcome::Terminated => "terminated",
             Outcome::Stopped => "stopped",
@@ -144,6 +148,13 @@ pub(crate) trait Host: Send + Sync + 'static {
     /// A timed step of `pid` ran for `elapsed`, ending at `end` (module docs).
     fn step_timed(&self, pid: Pid, elapsed: Duration, end: Instant) {
         let _ = (pid, elapsed, end);
+    }
+
+    /// `true` if `error`, returned by a step, says the process was asked to finish (so it ends
+    /// as cancelled, not failed).
+    fn is_cancellation(&self, error: &BoxError) -> bool {
+        let _ = error;
+        false
     }
 
     /// Most events moved into one step.
@@ -290,6 +301,13 @@ impl<P: Process, H: Host> ProcessFuture<P, H> {
                 Ok(Ok(())) => {}
                 Ok(Err(error)) => {
                     stats_of_cell.destructors_panicked(discard(out));
+                    if self.host.is_cancellation(&error) {
+                        tracing::debug!(%pid, %error, "step ended the process on its cancellation");
+                        drop_contained(error);
+                        return Poll::Ready(
+                            self.finish(Err(ProcessError::cancelled(pid)), Outcome::Cancelled),
+                        );
+                    }
                     tracing::debug!(%pid, %error, "step failed");
                     return Poll::Ready(
                         self.finish(Err(ProcessError::failed(pid, error)), Outcome::Failed),

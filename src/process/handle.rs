@@ -1,10 +1,13 @@
 //! `ProcessHandle`: await a process's result.
 
-use super::{Payload, Pid, ProcessError};
+use super::{Addr, Mailroom, Message, Payload, Pid, ProcessError};
 use crate::executor::JoinHandle;
 use std::fmt;
+use std::marker::PhantomData;
+// Plain std: handed to user code, outside every loom model.
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 
 /// Awaits the result of a spawned process, from any async code (tokio, async-std, a procsched
@@ -14,6 +17,9 @@ use std::task::{Context, Poll};
 /// process's [`Output`](crate::Process::Output), [`Payload`] for dynamic use — or to a
 /// [`ProcessError`] saying whether it failed, panicked, was terminated or was cancelled by
 /// shutdown.
+///
+/// `M` is what the process receives: its [`addr`](Self::addr) sends `M`s (for an async fn, the
+/// `M` of its `ProcessCx<M>`; [`Message`], untyped, for a state machine).
 ///
 /// Dropping the handle does **not** stop the process; it runs on and its result is dropped.
 ///
@@ -52,14 +58,52 @@ use std::task::{Context, Poll};
 /// assert_eq!(sched.block_on(handle).unwrap(), 7);
 /// ```
 #[must_use = "dropping a ProcessHandle does not stop the process; await it to get its result"]
-pub struct ProcessHandle<T = Payload> {
+pub struct ProcessHandle<T = Payload, M = Message> {
     pid: Pid,
     join: JoinHandle<Result<T, ProcessError>>,
+    /// The process's scheduler, for [`addr`](Self::addr).
+    mailroom: Arc<dyn Mailroom>,
+    _receives: PhantomData<fn(M)>,
 }
 
-impl<T> ProcessHandle<T> {
-    pub(crate) fn new(pid: Pid, join: JoinHandle<Result<T, ProcessError>>) -> Self {
-        ProcessHandle { pid, join }
+impl<T, M> ProcessHandle<T, M> {
+    pub(crate) fn new(
+        pid: Pid,
+        join: JoinHandle<Result<T, ProcessError>>,
+        mailroom: Arc<dyn Mailroom>,
+    ) -> Self {
+        ProcessHandle {
+            pid,
+            join,
+            mailroom,
+            _receives: PhantomData,
+        }
+    }
+
+    /// The same handle, for a process that receives `N`s (`spawn_fn` builds its handle as a
+    /// `ProcessHandle<T, Message>` first).
+    pub(crate) fn receiving<N>(self) -> ProcessHandle<T, N> {
+        ProcessHandle::new(self.pid, self.join, self.mailroom)
+    }
+
+    /// The process's address: `send` and `ask` it `M`s, from anywhere (it outlives the handle).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use procsched::prelude::*;
+    ///
+    /// let sched = Scheduler::builder().workers(1).build()?;
+    /// let handle = sched.spawn_fn(|cx: ProcessCx<String>| async move {
+    ///     Ok::<_, BoxError>(cx.recv().await?.len())
+    /// })?;
+    /// let addr: Addr<String> = handle.addr();
+    /// std::thread::spawn(move || addr.send("hello".to_owned()).unwrap()).join().unwrap();
+    /// assert_eq!(sched.block_on(handle)?, 5);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn addr(&self) -> Addr<M> {
+        Addr::new(self.pid, self.mailroom.clone())
     }
 
     /// The process's PID.
@@ -85,7 +129,7 @@ impl<T> ProcessHandle<T> {
     /// ```
     /// use procsched::prelude::*;
     /// let sched = Scheduler::builder().workers(1).build()?;
-    /// let handle = sched.spawn_fn(|cx: ProcessCx| async move { cx.recv::<u8>().await.map_err(BoxError::from) })?;
+    /// let handle = sched.spawn_fn(|cx: ProcessCx<u8>| async move { cx.recv().await.map_err(BoxError::from) })?;
     /// assert!(!handle.is_finished()); // waits for a message
     /// sched.send(handle.pid(), Message::new("n", Payload::new(1u8)))?;
     /// assert_eq!(sched.block_on(handle)?, 1);
@@ -96,7 +140,7 @@ impl<T> ProcessHandle<T> {
     }
 }
 
-impl<T> Future for ProcessHandle<T> {
+impl<T, M> Future for ProcessHandle<T, M> {
     type Output = Result<T, ProcessError>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
@@ -116,7 +160,7 @@ impl<T> Future for ProcessHandle<T> {
     }
 }
 
-impl<T> fmt::Debug for ProcessHandle<T> {
+impl<T, M> fmt::Debug for ProcessHandle<T, M> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ProcessHandle")
             .field("pid", &self.pid)

@@ -27,6 +27,7 @@
 //! - A panic in `init`, `step` or `close` is caught and reported (as a [`SpawnError`] or a
 //!   [`ProcessError`]); the worker keeps running and other processes are untouched.
 
+mod addr;
 pub(crate) mod async_fn;
 mod command;
 mod contain;
@@ -46,6 +47,8 @@ pub(crate) mod stats;
 #[cfg(test)]
 mod tests;
 
+pub use addr::Addr;
+pub(crate) use addr::{from_message, Mailroom};
 pub use async_fn::{
     AsyncFnProcess, Call, Cancelled, ProcessCx, Recv, RecvError, RecvMessage, YieldNow,
 };

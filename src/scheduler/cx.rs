@@ -6,7 +6,7 @@ use super::handle::SchedulerHandle;
 use super::shared::Inner;
 use crate::dispatch::Run;
 use crate::process::async_fn::AsyncFnProcess;
-use crate::process::{BoxError, Payload, ProcessCx, ProcessHandle, SpawnError};
+use crate::process::{Addr, BoxError, Payload, ProcessCx, ProcessHandle, SpawnError};
 use std::any::Any;
 use std::future::Future;
 use std::sync::Arc;
@@ -69,25 +69,52 @@ impl SchedulerHandle {
     /// assert_eq!(sched.block_on(handle)?, 750);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn spawn_fn<F, Fut, T, E>(&self, body: F) -> Result<ProcessHandle<T>, SpawnError>
+    pub fn spawn_fn<F, Fut, T, E, M>(&self, body: F) -> Result<ProcessHandle<T, M>, SpawnError>
     where
-        F: FnOnce(ProcessCx) -> Fut + Send + 'static,
+        F: FnOnce(ProcessCx<M>) -> Fut + Send + 'static,
         Fut: Future<Output = Result<T, E>> + Send + 'static,
         T: Send + 'static,
         E: Into<BoxError>,
+        M: Send + 'static,
     {
         // Named after the body: `AsyncFnProcess<..>`'s own name would bury it in generics.
-        self.spawn_as(
-            AsyncFnProcess::new(body, self.erased()),
+        let handle = self.spawn_as(
+            AsyncFnProcess::<F, Fut, M>::new(body, self.erased()),
             "run",
             Payload::empty(),
             std::any::type_name::<F>(),
-        )
+        )?;
+        Ok(handle.receiving())
     }
 }
 
 /// The typed side of [`ProcessCx`], which the process layer keeps type-erased.
-impl ProcessCx {
+impl<M: Send + 'static> ProcessCx<M> {
+    /// This process's own address: hand it to others so they can send it `M`s (a reply
+    /// address in a request, a registration).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use procsched::prelude::*;
+    ///
+    /// let sched = Scheduler::builder().workers(2).build()?;
+    /// let echo = sched.spawn_fn(|cx: ProcessCx<(u32, Addr<u32>)>| async move {
+    ///     let (n, reply_to) = cx.recv().await?;
+    ///     reply_to.send(n * 2)?;
+    ///     Ok::<_, BoxError>(())
+    /// })?;
+    /// let echo_addr = echo.addr();
+    /// let asker = sched.spawn_fn(move |cx: ProcessCx<u32>| async move {
+    ///     echo_addr.send((21, cx.addr()))?;
+    ///     Ok::<_, BoxError>(cx.recv().await?)
+    /// })?;
+    /// assert_eq!(sched.block_on(asker)?, 42);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn addr(&self) -> Addr<M> {
+        self.scheduler().addr(self.pid())
+    }
     /// The scheduler running this process (a cheap handle: a reference count).
     ///
     /// # Examples
@@ -127,12 +154,13 @@ impl ProcessCx {
     /// assert_eq!(sched.block_on(handle)?, 21);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn spawn_fn<F, Fut, T, E>(&self, body: F) -> Result<ProcessHandle<T>, SpawnError>
+    pub fn spawn_fn<F, Fut, T, E, N>(&self, body: F) -> Result<ProcessHandle<T, N>, SpawnError>
     where
-        F: FnOnce(ProcessCx) -> Fut + Send + 'static,
+        F: FnOnce(ProcessCx<N>) -> Fut + Send + 'static,
         Fut: Future<Output = Result<T, E>> + Send + 'static,
         T: Send + 'static,
         E: Into<BoxError>,
+        N: Send + 'static,
     {
         self.scheduler().spawn_fn(body)
     }

@@ -198,12 +198,13 @@ impl Scheduler {
     /// # Examples
     ///
     /// See [`ProcessCx`](crate::ProcessCx).
-    pub fn spawn_fn<F, Fut, T, E>(&self, body: F) -> Result<ProcessHandle<T>, SpawnError>
+    pub fn spawn_fn<F, Fut, T, E, M>(&self, body: F) -> Result<ProcessHandle<T, M>, SpawnError>
     where
-        F: FnOnce(crate::ProcessCx) -> Fut + Send + 'static,
+        F: FnOnce(crate::ProcessCx<M>) -> Fut + Send + 'static,
         Fut: Future<Output = Result<T, E>> + Send + 'static,
         T: Send + 'static,
         E: Into<crate::BoxError>,
+        M: Send + 'static,
     {
         self.handle.spawn_fn(body)
     }

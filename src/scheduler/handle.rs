@@ -3,16 +3,15 @@
 use super::info::{coarse_now, ProcessInfo};
 use super::lifecycle::Leave;
 use super::metrics::{Counter, SchedulerMetrics};
-use super::shared::{cancel, Inner};
+use super::shared::{cancel, AsMailroom, Inner};
 use super::table;
 use super::tasks;
 use crate::loom::Arc;
 use crate::process::future::ProcessFuture;
 use crate::process::mailbox::{Admission, Incarnation, ProcessCell};
-use crate::process::{
-    drop_contained, panic_message, Message, Payload, Pid, Process, ProcessContext, ProcessHandle,
-    ProcessState, SendError, SendErrorKind, SpawnError,
-};
+use crate::process::{drop_contained, panic_message, Addr, Message, Payload, Pid, Process};
+use crate::process::{Mailroom, SendErrorKind};
+use crate::process::{ProcessContext, ProcessHandle, ProcessState, SendError, SpawnError};
 use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -183,7 +182,7 @@ impl SchedulerHandle {
         // lookup by PID would find the same cell, for a few more instructions per spawn.)
         let cell = unsafe { &*cell_ptr };
         let join = tasks::spawn(&inner.executor, cell, pid, future);
-        Ok(ProcessHandle::new(pid, join))
+        Ok(ProcessHandle::new(pid, join, inner.mailroom()))
     }
 
     /// Delivers `message` to process `pid`, waking it if it is blocked or idle.
@@ -208,26 +207,31 @@ impl SchedulerHandle {
     /// # Ok::<(), procsched::BuildError>(())
     /// ```
     pub fn send(&self, pid: Pid, message: Message) -> Result<(), SendError> {
-        let counters = &self.inner.counters;
-        let Some(cell) = self.inner.table.get(pid) else {
-            counters.add(Counter::NotFound);
-            return Err(SendError::new(SendErrorKind::NotFound, pid, Some(message)));
-        };
-        match cell.deliver_message(pid.generation(), message) {
-            Ok(()) => {
-                counters.add(Counter::Delivered);
-                Ok(())
-            }
-            Err((refused, message)) => {
-                let kind = kind_of(refused);
-                counters.add(match kind {
-                    SendErrorKind::MailboxFull => Counter::MailboxFull,
-                    SendErrorKind::Closed => Counter::Closed,
-                    _ => Counter::NotFound,
-                });
-                Err(SendError::new(kind, pid, Some(message)))
-            }
-        }
+        self.inner
+            .post(pid, message)
+            .map_err(|(kind, message)| SendError::new(kind, pid, Some(message)))
+    }
+
+    /// The typed address of process `pid`, which receives `M`s: for a PID learned at run time
+    /// (from a table, a message). For a process spawned here, prefer its handle's
+    /// [`addr`](ProcessHandle::addr), whose type the compiler knows; a state machine that
+    /// reads `M` payloads from its `Event::Message`s is addressed this way too. The compiler
+    /// cannot check that the process reads `M`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use procsched::prelude::*;
+    ///
+    /// let sched = Scheduler::builder().workers(1).build()?;
+    /// let handle = sched.spawn_fn(|cx: ProcessCx<u64>| async move { Ok::<_, BoxError>(cx.recv().await? + 1) })?;
+    /// let addr = sched.handle().addr::<u64>(handle.pid());
+    /// addr.send(41)?;
+    /// assert_eq!(sched.block_on(handle)?, 42);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn addr<M>(&self, pid: Pid) -> Addr<M> {
+        Addr::new(pid, self.inner.mailroom())
     }
 
     /// Stops process `pid`: it gets no more steps (a running step finishes first), its
@@ -394,7 +398,7 @@ impl SchedulerHandle {
 }
 
 /// The error kind of a refused delivery.
-fn kind_of(refused: Admission) -> SendErrorKind {
+pub(super) fn kind_of(refused: Admission) -> SendErrorKind {
     match refused {
         Admission::Dropped => SendErrorKind::MailboxFull,
         Admission::Closed => SendErrorKind::Closed,

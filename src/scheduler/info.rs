@@ -22,8 +22,8 @@ use std::time::Duration;
 /// use procsched::prelude::*;
 ///
 /// let sched = Scheduler::builder().workers(1).build()?;
-/// let handle = sched.spawn_fn(|cx: ProcessCx| async move {
-///     let n: u32 = cx.recv().await?;     // Idle until a message arrives
+/// let handle = sched.spawn_fn(|cx: ProcessCx<u32>| async move {
+///     let n = cx.recv().await?;     // Idle until a message arrives
 ///     Ok::<_, BoxError>(n)
 /// })?;
 /// let pid = handle.pid();

@@ -10,6 +10,7 @@
 //! | `facade` | [`Scheduler`]: the owner; blocking and async shutdown, `Drop` |
 //! | `handle` | [`SchedulerHandle`]: spawn, send, terminate, state — from anywhere |
 //! | `cx` | async-fn processes: `spawn_fn`, and what a `ProcessCx` reaches through the scheduler |
+//! | `ask` | ask/reply: [`Reply`] ports, the [`Ask`] future, [`AskError`] |
 //! | `shared` | the state every handle shares, and the process future's `Host` |
 //! | `lifecycle` | admission, the shutdown phases and their accounting ([`ShutdownReport`]) |
 //! | `blocking` | the guard that keeps blocking calls off async threads and workers |
@@ -67,6 +68,7 @@
 //! `loom_finish_racing_with_the_seal_is_counted_once`; the last finish against shutdown's wait,
 //! `loom_last_finish_racing_with_shutdown_wakes_the_wait`.
 
+mod ask;
 mod blocking;
 mod builder;
 mod cx;
@@ -84,6 +86,7 @@ mod tasks;
 #[cfg(test)]
 mod tests;
 
+pub use ask::{Ask, AskError, Reply};
 pub use builder::{
     BuildError, SchedulerBuilder, DEFAULT_DROP_TIMEOUT, DEFAULT_MAX_BATCH, DEFAULT_STEP_BUDGET,
 };

@@ -1,6 +1,8 @@
 //! The state every [`SchedulerHandle`](super::SchedulerHandle) shares, and what the process
 //! future needs of it (the [`Host`] implementation).
 
+use super::ask::AskError;
+use super::handle::kind_of;
 use super::lifecycle::{Leave, Lifecycle, Tallied};
 use super::metrics::{Counter, Counters, COUNTING_OFF};
 use super::table::Table;
@@ -11,7 +13,8 @@ use crate::process::context::HostId;
 use crate::process::future::{Host, Outcome, PollStats};
 use crate::process::mailbox::{Admission, ProcessCell};
 use crate::process::stats::HandlerOutcome;
-use crate::process::{CancelReason, Event, Events, Pid, YieldSlot};
+use crate::process::{BoxError, RecvError, YieldSlot};
+use crate::process::{CancelReason, Event, Events, Mailroom, Message, Pid, SendErrorKind};
 use std::time::{Duration, Instant};
 
 pub(crate) struct Inner {
@@ -86,6 +89,86 @@ impl Inner {
     }
 }
 
+impl Mailroom for Inner {
+    #[inline]
+    fn post(&self, pid: Pid, message: Message) -> Result<(), (SendErrorKind, Message)> {
+        let counters = &self.counters;
+        let Some(cell) = self.table.get(pid) else {
+            counters.add(Counter::NotFound);
+            return Err((SendErrorKind::NotFound, message));
+        };
+        match cell.deliver_message(pid.generation(), message) {
+            Ok(()) => {
+                counters.add(Counter::Delivered);
+                Ok(())
+            }
+            Err((refused, message)) => {
+                let kind = kind_of(refused);
+                counters.add(match kind {
+                    SendErrorKind::MailboxFull => Counter::MailboxFull,
+                    SendErrorKind::Closed => Counter::Closed,
+                    _ => Counter::NotFound,
+                });
+                Err((kind, message))
+            }
+        }
+    }
+
+    fn host_id(&self) -> HostId {
+        self.host_id
+    }
+}
+
+/// The scheduler's state as addresses hold it (`process/addr.rs`).
+pub(super) trait AsMailroom {
+    fn mailroom(&self) -> std::sync::Arc<dyn Mailroom>;
+}
+
+#[cfg(not(loom))]
+impl AsMailroom for Arc<Inner> {
+    /// The same `Arc`, no allocation.
+    fn mailroom(&self) -> std::sync::Arc<dyn Mailroom> {
+        self.clone()
+    }
+}
+
+/// Under loom the state sits in loom's `Arc`, which does not coerce to std's: a forwarding box.
+#[cfg(loom)]
+impl AsMailroom for Arc<Inner> {
+    fn mailroom(&self) -> std::sync::Arc<dyn Mailroom> {
+        struct Forward(Arc<Inner>);
+        impl Mailroom for Forward {
+            fn post(&self, pid: Pid, message: Message) -> Result<(), (SendErrorKind, Message)> {
+                self.0.post(pid, message)
+            }
+            fn host_id(&self) -> HostId {
+                self.0.host_id
+            }
+        }
+        std::sync::Arc::new(Forward(self.clone()))
+    }
+}
+
+/// `true` if `error`, or an error it wraps (its `source` chain), is a receiving future's report
+/// that the process was asked to finish: [`RecvError::Cancelled`] (`recv`, `recv_message`,
+/// `cancelled`) or [`AskError::Cancelled`] (an ask in flight).
+pub(super) fn is_cancellation(error: &(dyn std::error::Error + 'static)) -> bool {
+    let mut next = Some(error);
+    while let Some(error) = next {
+        if error
+            .downcast_ref::<RecvError>()
+            .is_some_and(RecvError::is_cancelled)
+            || error
+                .downcast_ref::<AskError>()
+                .is_some_and(AskError::is_cancelled)
+        {
+            return true;
+        }
+        next = error.source();
+    }
+    false
+}
+
 /// Delivers shutdown's `Cancel` to the process the cell hosts, if any.
 pub(super) fn cancel(cell: &ProcessCell) -> Admission {
     cell.deliver_current(Event::Cancel {
@@ -150,6 +233,7 @@ impl Host for Inner {
                 (_, Tallied::Forced | Tallied::Sealed) | (Outcome::Stopped, _) => Counter::Forced,
                 (Outcome::Done, Tallied::Untallied) => Counter::Done,
                 (Outcome::Failed, Tallied::Untallied) => Counter::Failed,
+                (Outcome::Cancelled, Tallied::Untallied) => Counter::Cancelled,
                 (Outcome::Terminated, Tallied::Untallied) => Counter::Terminated,
             };
             self.counters.add(counter);
@@ -180,6 +264,10 @@ impl Host for Inner {
 
     fn step_timed(&self, pid: Pid, elapsed: Duration, end: Instant) {
         self.counters.step_timed(pid, elapsed, end);
+    }
+
+    fn is_cancellation(&self, error: &BoxError) -> bool {
+        is_cancellation(&**error)
     }
 
     #[inline]

@@ -372,8 +372,8 @@ pub(crate) fn block_the_worker(
 }
 
 /// Awaits one typed handle, hang-guarded.
-pub(crate) fn join_typed<T: Send + 'static>(
-    handle: procsched::ProcessHandle<T>,
+pub(crate) fn join_typed<T: Send + 'static, M: 'static>(
+    handle: procsched::ProcessHandle<T, M>,
 ) -> Result<T, ProcessError> {
     let (tx, rx) = mpsc::channel();
     thread::spawn(move || {

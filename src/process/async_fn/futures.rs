@@ -8,7 +8,8 @@
 use super::scope;
 use crate::process::context::Owner;
 use crate::process::output::push_yield;
-use crate::process::{drop_contained, CancelReason, Command, CommandError, Message, Payload};
+use crate::process::{drop_contained, from_message, CancelReason, Command, CommandError};
+use crate::process::{Message, Payload};
 use crate::process::{Tag, Topic, TypeMismatch, Yield};
 use std::convert::Infallible;
 use std::future::Future;
@@ -182,7 +183,8 @@ fn poll_message(owner: Owner) -> Poll<Result<Message, RecvError>> {
     })
 }
 
-/// The next message's payload as a `T`. Made by [`ProcessCx::recv`](super::ProcessCx::recv).
+/// The next message, as a `T` (the process's message type). Made by
+/// [`ProcessCx::recv`](super::ProcessCx::recv).
 #[must_use = "a receive does nothing unless awaited"]
 #[derive(Debug)]
 pub struct Recv<T> {
@@ -203,7 +205,7 @@ impl<T: 'static> Future for Recv<T> {
     type Output = Result<T, RecvError>;
 
     fn poll(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Self::Output> {
-        poll_message(self.owner).map(|received| Ok(received?.payload.take::<T>()?))
+        poll_message(self.owner).map(|received| Ok(from_message::<T>(received?)?))
     }
 }
 

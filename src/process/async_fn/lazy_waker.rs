@@ -41,6 +41,11 @@ impl LazyWaker {
         }
     }
 
+    /// What a real waker wakes: the process's cell, if it runs in a scheduler.
+    pub(super) fn target(&self) -> Option<&ProcessWake> {
+        self.target.as_ref()
+    }
+
     /// `true` if a real waker can be made: foreign futures can wake this process.
     pub(super) fn can_wake(&self) -> bool {
         self.target.is_some()

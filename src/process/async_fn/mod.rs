@@ -20,6 +20,7 @@
 //! - Messages are moved into the adapter when they arrive, so they no longer count against the
 //!   mailbox capacity; a topic's budget still applies while they wait in the mailbox.
 
+pub(crate) mod asking;
 mod futures;
 mod lazy_waker;
 mod scope;
@@ -32,7 +33,7 @@ pub use futures::{Call, Cancelled, Recv, RecvError, RecvMessage, YieldNow};
 pub(crate) use scope::current_owner;
 
 use super::context::Owner;
-use super::{drop_contained, BoxError, Command, Event, Events, InitError, Payload, Pid};
+use super::{drop_contained, BoxError, Command, Event, Events, InitError, Message, Payload, Pid};
 use super::{Process, ProcessContext};
 use super::{Status, StepOutput};
 use lazy_waker::LazyWaker;
@@ -40,7 +41,7 @@ use state::CxState;
 use std::any::Any;
 use std::fmt;
 use std::future::Future;
-use std::marker::PhantomPinned;
+use std::marker::{PhantomData, PhantomPinned};
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::pin::Pin;
 use std::sync::Arc;
@@ -49,6 +50,11 @@ use std::time::Duration;
 
 /// What an async-fn process gets: its identity and the means to yield, receive and spawn.
 /// Cheap to clone; `Send + Sync`.
+///
+/// `M` is the type of the messages the process receives: [`recv`](Self::recv) resolves to an
+/// `M`, and its address ([`addr`](Self::addr), its handle's `addr`) sends only `M`s — a wrong
+/// type does not compile. Several kinds of message: an enum. The default, [`Message`], is the
+/// untyped form (topic, sender, payload), for processes that route by topic.
 ///
 /// # Examples
 ///
@@ -69,15 +75,26 @@ use std::time::Duration;
 /// assert_eq!(sched.block_on(handle)?, 42);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-#[derive(Clone)]
-pub struct ProcessCx {
+pub struct ProcessCx<M = Message> {
     /// This process among every host's: its futures remember it (`scope.rs`).
     owner: Owner,
     /// The scheduler layer's shared state, type-erased (this layer does not depend on it).
     host: Arc<dyn Any + Send + Sync>,
+    /// `fn() -> M`: the process only receives `M`s; the context is `Send + Sync` whatever `M` is.
+    _receives: PhantomData<fn() -> M>,
 }
 
-impl ProcessCx {
+impl<M> Clone for ProcessCx<M> {
+    fn clone(&self) -> Self {
+        ProcessCx {
+            owner: self.owner,
+            host: self.host.clone(),
+            _receives: PhantomData,
+        }
+    }
+}
+
+impl<M: 'static> ProcessCx<M> {
     /// This process's PID.
     ///
     /// # Examples
@@ -137,31 +154,43 @@ impl ProcessCx {
         Call::new(command, Some(timeout), self.owner)
     }
 
-    /// The next message's payload, as a `T`. The process is `Idle` while it waits. Fails with
-    /// [`RecvError::Cancelled`] (once) when the process is asked to finish, with
+    /// The next message, an `M`. The process is `Idle` while it waits. Fails with
+    /// [`RecvError::Cancelled`] (once) when the process is asked to finish — `?` then ends the
+    /// body as *cancelled* (`ProcessError::is_cancelled`), not failed — with
     /// [`RecvError::Overflow`] when a topic's budget dropped messages, and with
-    /// [`RecvError::TypeMismatch`] (dropping the message) if the payload is not a `T`.
+    /// [`RecvError::TypeMismatch`] (dropping the message) if an untyped sender sent something
+    /// that is not an `M` (a typed [`Addr<M>`](crate::Addr) cannot).
     ///
     /// # Examples
     ///
     /// ```
     /// use procsched::prelude::*;
     ///
+    /// enum Account { Deposit(u64), Close }
+    ///
     /// let sched = Scheduler::builder().workers(1).build()?;
-    /// let handle = sched.spawn_fn(|cx: ProcessCx| async move {
-    ///     let n: u64 = cx.recv().await?;
-    ///     Ok::<_, BoxError>(n + 1)
+    /// let account = sched.spawn_fn(|cx: ProcessCx<Account>| async move {
+    ///     let mut balance = 0;
+    ///     loop {
+    ///         match cx.recv().await? {
+    ///             Account::Deposit(n) => balance += n,
+    ///             Account::Close => return Ok::<_, BoxError>(balance),
+    ///         }
+    ///     }
     /// })?;
-    /// sched.send(handle.pid(), Message::new("n", Payload::new(41u64)))?;
-    /// assert_eq!(sched.block_on(handle)?, 42);
+    /// let addr = account.addr();
+    /// addr.send(Account::Deposit(40))?;
+    /// addr.send(Account::Deposit(2))?;
+    /// addr.send(Account::Close)?;
+    /// assert_eq!(sched.block_on(account)?, 42);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn recv<T: 'static>(&self) -> Recv<T> {
+    pub fn recv(&self) -> Recv<M> {
         Recv::new(self.owner)
     }
 
-    /// The next message, whole: its topic, sender and payload. Fails as [`recv`](Self::recv)
-    /// does (except on types).
+    /// The next message, whole and untyped: its topic, sender and payload, whatever was sent.
+    /// Fails as [`recv`](Self::recv) does (except on types).
     ///
     /// # Examples
     ///
@@ -229,7 +258,7 @@ impl ProcessCx {
     }
 }
 
-impl<F, Fut> fmt::Debug for AsyncFnProcess<F, Fut> {
+impl<F, Fut, M> fmt::Debug for AsyncFnProcess<F, Fut, M> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("AsyncFnProcess")
             .field("started", &matches!(self.stage, Stage::Running(_)))
@@ -237,7 +266,7 @@ impl<F, Fut> fmt::Debug for AsyncFnProcess<F, Fut> {
     }
 }
 
-impl fmt::Debug for ProcessCx {
+impl<M> fmt::Debug for ProcessCx<M> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ProcessCx")
             .field("pid", &self.owner.pid)
@@ -261,10 +290,12 @@ impl fmt::Debug for ProcessCx {
 /// [`Harness`](crate::testing::Harness), which boxes its process. Moving it before its first
 /// step (spawn does: into the process future, then into the task) is fine: an unpolled body may
 /// move.
-pub struct AsyncFnProcess<F, Fut> {
+pub struct AsyncFnProcess<F, Fut, M = Message> {
     /// What builds the body, then (from `init` on) the body: one or the other, sharing their
     /// bytes — the process is as large as the larger of the two, not their sum.
     stage: Stage<F, Fut>,
+    /// The body's messages.
+    _receives: PhantomData<fn() -> M>,
     /// Whatever `Fut` is, the adapter is `!Unpin`: so is the process future holding it, and
     /// safe code holding a `Pin` to that future can never move it.
     _pinned: PhantomPinned,
@@ -315,20 +346,22 @@ impl<Fut> Running<Fut> {
     }
 }
 
-impl<F, Fut> AsyncFnProcess<F, Fut> {
+impl<F, Fut, M> AsyncFnProcess<F, Fut, M> {
     /// The process running `start(cx)`; `host` is what [`ProcessCx`] hands to the scheduler
     /// layer's accessors.
     pub(crate) fn new(start: F, host: Arc<dyn Any + Send + Sync>) -> Self {
         AsyncFnProcess {
             stage: Stage::Start(start, host),
+            _receives: PhantomData,
             _pinned: PhantomPinned,
         }
     }
 }
 
-impl<F, Fut, T, E> Process for AsyncFnProcess<F, Fut>
+impl<F, Fut, T, E, M> Process for AsyncFnProcess<F, Fut, M>
 where
-    F: FnOnce(ProcessCx) -> Fut + Send + 'static,
+    M: 'static,
+    F: FnOnce(ProcessCx<M>) -> Fut + Send + 'static,
     Fut: Future<Output = Result<T, E>> + Send + 'static,
     T: Send + 'static,
     E: Into<BoxError>,
@@ -340,7 +373,11 @@ where
             unreachable!("init runs once")
         };
         let owner = ctx.owner();
-        let cx = ProcessCx { owner, host };
+        let cx = ProcessCx {
+            owner,
+            host,
+            _receives: PhantomData,
+        };
         // Not polled yet: may still move (type docs).
         self.stage = Stage::Running(Running {
             owner,
@@ -384,10 +421,12 @@ where
         }
         state.wants = Default::default();
         let polled = catch_unwind(AssertUnwindSafe(|| {
-            waker.poll_with(|waker| {
-                let mut cx = Context::from_waker(waker);
+            let reply_to = waker.target();
+            waker.poll_with(|lazy| {
+                let mut cx = Context::from_waker(lazy);
                 scope::enter(
                     owner,
+                    reply_to,
                     state,
                     &mut arrived,
                     &mut message,

@@ -14,7 +14,7 @@
 //! its tags, its inbox).
 
 use super::state::{Arrived, CxState};
-use crate::process::context::Owner;
+use crate::process::context::{Owner, ProcessWake};
 use crate::process::output::Yields;
 use crate::process::Message;
 use std::cell::Cell;
@@ -28,10 +28,14 @@ pub(super) struct Scope<'a> {
     /// receive takes (`state.rs`).
     pub(super) message: &'a mut Option<Message>,
     pub(super) yields: &'a mut Yields,
+    /// Where a reply to this process goes (an ask's answer: its cell), if it runs in a
+    /// scheduler.
+    pub(super) reply_to: Option<&'a ProcessWake>,
 }
 
 struct Raw {
     owner: Owner,
+    reply_to: *const ProcessWake,
     state: *mut CxState,
     arrived: *mut Arrived,
     message: *mut Option<Message>,
@@ -49,6 +53,7 @@ std::thread_local! {
 #[inline]
 pub(super) fn enter<R>(
     owner: Owner,
+    reply_to: Option<&ProcessWake>,
     state: &mut CxState,
     arrived: &mut Arrived,
     message: &mut Option<Message>,
@@ -57,6 +62,7 @@ pub(super) fn enter<R>(
 ) -> R {
     let raw = Raw {
         owner,
+        reply_to: reply_to.map_or(ptr::null(), |target| target),
         state,
         arrived,
         message,
@@ -99,7 +105,9 @@ pub(super) fn with<R>(owner: Owner, f: impl FnOnce(Option<Scope<'_>>) -> R) -> R
     // all exclusively borrowed by `enter` for that frame, and distinct objects — are valid. Only
     // this thread reads `CURRENT`, and `with` is never re-entered while `f` runs (the process
     // futures' closures neither poll other futures nor drop user values, whose destructors
-    // could), so the four `&mut` are unique for `f`'s duration.
+    // could), so the four `&mut` are unique for `f`'s duration. `reply_to`, null or a shared
+    // borrow `enter` holds for the same frame (the adapter's wake target, never mutated during a
+    // poll), is valid as a shared reference.
     let scope = unsafe {
         let raw = &*raw;
         Scope {
@@ -107,6 +115,7 @@ pub(super) fn with<R>(owner: Owner, f: impl FnOnce(Option<Scope<'_>>) -> R) -> R
             arrived: &mut *raw.arrived,
             message: &mut *raw.message,
             yields: &mut *raw.yields,
+            reply_to: raw.reply_to.as_ref(),
         }
     };
     f(Some(scope))

@@ -61,7 +61,7 @@ fn a_failed_call_and_a_reply_of_the_wrong_type_are_errors_of_the_call() {
 
 #[test]
 fn a_dropped_call_discards_its_late_reply() {
-    let mut harness = Harness::for_fn(|cx: ProcessCx| async move {
+    let mut harness = Harness::for_fn(|cx: ProcessCx<u64>| async move {
         let mut call = cx.call(Add(1, 1));
         // Poll it once (it goes out), then drop it.
         std::future::poll_fn(|task| {
@@ -131,7 +131,7 @@ fn a_dynamically_typed_reply_reaches_the_body_as_the_payload_itself() {
 
 #[test]
 fn completions_arriving_together_out_of_order_and_with_a_message_each_resume_their_call() {
-    let mut harness = Harness::for_fn(|cx: ProcessCx| async move {
+    let mut harness = Harness::for_fn(|cx: ProcessCx<u64>| async move {
         let (a, b) = futures::join!(cx.call(Add(1, 2)), cx.call(Add(3, 4)));
         let n: u64 = cx.recv().await?;
         Ok::<_, BoxError>(a? * 10 + b? + n * 100)
@@ -158,7 +158,7 @@ async fn poll_once<F: Future + Unpin>(future: &mut F) {
 
 #[test]
 fn a_reply_its_call_does_not_take_at_once_is_kept_for_a_later_poll() {
-    let mut harness = Harness::for_fn(|cx: ProcessCx| async move {
+    let mut harness = Harness::for_fn(|cx: ProcessCx<u64>| async move {
         let mut call = cx.call(Add(1, 1));
         poll_once(&mut call).await;
         // Receiving first: the reply arrives while the call is not polled.
@@ -184,7 +184,7 @@ fn a_reply_its_call_does_not_take_at_once_is_kept_for_a_later_poll() {
 fn a_kept_reply_goes_with_its_call_when_the_call_is_dropped() {
     let replies = std::sync::Arc::new(());
     let reply = replies.clone();
-    let mut harness = Harness::for_fn(|cx: ProcessCx| async move {
+    let mut harness = Harness::for_fn(|cx: ProcessCx<u64>| async move {
         let mut call = cx.call(Add(1, 1));
         poll_once(&mut call).await;
         let _: u64 = cx.recv().await?;
@@ -233,11 +233,11 @@ fn messages_are_received_in_arrival_order_whether_held_or_queued() {
     // step's lone message (held for a receive, none takes it: it goes to the inbox), the second
     // joins the inbox behind it. Later messages arrive alone while the body receives: each is
     // handed straight to the receive, behind whatever the inbox still holds.
-    let mut harness = Harness::for_fn(|cx: ProcessCx| async move {
+    let mut harness = Harness::for_fn(|cx: ProcessCx<u64>| async move {
         let _ = cx.call(Add(0, 0)).await;
         let mut order = Vec::new();
         for _ in 0..4 {
-            order.push(cx.recv::<u64>().await?);
+            order.push(cx.recv().await?);
         }
         Ok::<_, BoxError>(order)
     });
@@ -264,18 +264,18 @@ fn messages_are_received_in_arrival_order_whether_held_or_queued() {
 #[test]
 fn a_future_awaited_in_another_process_fails_typed_and_leaves_that_process_alone() {
     let (tx, rx) = std::sync::mpsc::channel();
-    let mut maker = Harness::for_fn(move |cx: ProcessCx| async move {
-        tx.send((cx.call(Add(1, 1)), cx.recv::<u8>())).unwrap();
-        cx.recv::<u8>().await?;
+    let mut maker = Harness::for_fn(move |cx: ProcessCx<u8>| async move {
+        tx.send((cx.call(Add(1, 1)), cx.recv())).unwrap();
+        cx.recv().await?;
         Ok::<(), BoxError>(())
     });
     maker.init("run", Payload::empty()).unwrap();
     assert!(matches!(maker.step().unwrap().status, Status::Idle));
-    let mut other = Harness::for_fn(move |cx: ProcessCx| async move {
+    let mut other = Harness::for_fn(move |cx: ProcessCx<u8>| async move {
         let (call, recv) = rx.recv().unwrap();
         let called = call.await;
         let received = recv.await;
-        let own = cx.recv::<u8>().await?;
+        let own = cx.recv().await?;
         let stray = matches!(called, Err(CommandError::OutsideProcess));
         Ok::<_, BoxError>((stray, received, own))
     });

@@ -219,6 +219,18 @@ impl ProcessCell {
         self.push(Some(generation), event, false)
     }
 
+    /// Delivers `event` like [`deliver`](Self::deliver), but hands it back when it is refused
+    /// (an ask's answer, which goes back to whoever answered).
+    #[allow(clippy::result_large_err)] // as `deliver_message`
+    pub(crate) fn deliver_or_return(
+        &self,
+        generation: Generation,
+        event: Event,
+    ) -> Result<(), Event> {
+        self.try_push(Some(generation), event, false)
+            .map_err(|(_, event)| event)
+    }
+
     /// Delivers the `YieldComplete` of an async or blocking yield dispatched in `generation`,
     /// as [`deliver`](Self::deliver); accepted, it no longer counts as outstanding.
     pub(crate) fn complete_yield(&self, generation: Generation, event: Event) -> Admission {
@@ -448,6 +460,12 @@ impl ProcessCell {
         let _inner = lock(&self.mailbox.inner);
         let (_, phase) = self.mailbox.gate.load();
         self.mailbox.gate.store(generation, phase);
+    }
+
+    /// `true` while the process of `generation` is open (live, not finishing). Without the
+    /// lock: the value of some recent moment.
+    pub(crate) fn hosts(&self, generation: Generation) -> bool {
+        self.mailbox.gate.admission(Some(generation)) == Admission::Accepted
     }
 
     /// `true` while the cell hosts a process (open or closing).

@@ -1,0 +1,87 @@
+//! The process side of an ask (`scheduler/ask.rs`) awaited in a body: a call like any other —
+//! its own tag, the process `Blocked` while it waits, the answer arriving as the call's
+//! completion in the process's mailbox — but whose "handler" is another process answering the
+//! reply port it was sent.
+//!
+//! These are the few operations an ask needs of the step scope; like every process future's,
+//! each acts only inside the scope of the process that started the ask (`scope.rs`).
+
+use super::scope;
+use super::state::Completion;
+use crate::process::context::{Owner, ProcessWake};
+use crate::process::{CancelReason, Tag};
+
+/// An ask started in the body of `owner`.
+#[derive(Debug)]
+pub(crate) struct AskCall {
+    pub(crate) owner: Owner,
+    pub(crate) tag: Tag,
+    /// Where the answer goes: the asking process's cell, in its incarnation.
+    pub(crate) reply_to: ProcessWake,
+    /// The process had already been asked to finish when the ask was sent: the cancellation
+    /// is not this ask's to report.
+    pub(crate) after_cancel: bool,
+}
+
+/// Starts an ask in the body being polled on this thread: a live call tag, and where its answer
+/// goes. `None` outside any body, or in one that runs without a scheduler (a test harness: no
+/// cell to answer into).
+pub(crate) fn start() -> Option<AskCall> {
+    let owner = scope::current_owner()?;
+    scope::with(owner, |scope| {
+        let scope = scope?;
+        let reply_to = scope.reply_to?.clone();
+        let after_cancel = scope.state.cancelled.is_some();
+        let tag = scope.state.start_call();
+        Some(AskCall {
+            owner,
+            tag,
+            reply_to,
+            after_cancel,
+        })
+    })
+}
+
+/// What an ask's poll found.
+#[derive(Debug)]
+pub(crate) enum AskPoll {
+    /// The answer (or the reply port's drop: `Err`).
+    Answered(Completion),
+    /// Still waiting.
+    Pending,
+    /// The process was asked to finish while the ask waited: the ask is over (its late answer
+    /// will be dropped).
+    Cancelled(CancelReason),
+    /// Polled outside the body that started it.
+    Outside,
+}
+
+/// Polls the ask `call`: its completion, unless a cancellation that arrived while it waited
+/// comes first. Drops nothing.
+pub(crate) fn poll(call: &AskCall) -> AskPoll {
+    scope::with(call.owner, |scope| {
+        let Some(scope) = scope else {
+            return AskPoll::Outside;
+        };
+        if let Some(completion) = scope.state.take_completion(scope.arrived, call.tag) {
+            return AskPoll::Answered(completion);
+        }
+        match scope.state.cancelled {
+            Some(reason) if !call.after_cancel => {
+                scope.state.forget_call(call.tag);
+                AskPoll::Cancelled(reason)
+            }
+            _ => AskPoll::Pending,
+        }
+    })
+}
+
+/// The ask is dropped (or gave up) before its answer: no longer live; a late answer is dropped
+/// when it arrives.
+pub(crate) fn forget(call: &AskCall) {
+    scope::with(call.owner, |scope| {
+        if let Some(scope) = scope {
+            scope.state.forget_call(call.tag);
+        }
+    });
+}

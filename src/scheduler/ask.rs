@@ -1,0 +1,484 @@
+//! Ask/reply: a typed request to a process, answered through a [`Reply<R>`] port it carries.
+//!
+//! The shape is ractor's `RpcReplyPort`: the request is an ordinary message of the process's
+//! type that holds the port, built by the asker's closure, so any variant of a message enum can
+//! ask for any reply type and the compiler checks both ends:
+//!
+//! ```
+//! use procsched::prelude::*;
+//!
+//! enum Account { Deposit(u64), Balance(Reply<u64>) }
+//!
+//! # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), BoxError> {
+//! let sched = Scheduler::builder().workers(1).build()?;
+//! let account = sched.spawn_fn(|cx: ProcessCx<Account>| async move {
+//!     let mut balance = 0;
+//!     loop {
+//!         match cx.recv().await? {
+//!             Account::Deposit(n) => balance += n,
+//!             Account::Balance(reply) => { let _ = reply.send(balance); }
+//!         }
+//!     }
+//!     #[allow(unreachable_code)]
+//!     Ok::<(), BoxError>(())
+//! })?;
+//! let addr = account.addr();
+//! addr.send(Account::Deposit(42))?;
+//! let balance = addr.ask(Account::Balance).await?;   // `|reply| Account::Balance(reply)`
+//! assert_eq!(balance, 42);
+//! # sched.shutdown_async(std::time::Duration::from_secs(1)).await;
+//! # Ok(()) }
+//! ```
+//!
+//! # Binding semantics
+//! - **Where the answer goes.** Asked from tokio code (or any thread, any executor), the port
+//!   is a oneshot channel. Asked from inside a process's body, the ask is a *yield*: the port
+//!   answers into the asking process's own mailbox as the completion of a call, the process is
+//!   `Blocked` meanwhile and its worker free — no channel, no task, no waker allocation.
+//! - **Never a hang.** A port dropped unanswered (by the answering process, or with its mailbox
+//!   when it ends) fails the ask at once with [`AskError::NoReply`]; a request that cannot be
+//!   delivered fails it with [`AskError::Undelivered`] (`is_not_found` for a finished process);
+//!   [`Addr::ask_within`] bounds the wait ([`AskError::TimedOut`]).
+//! - **Cancellation.** An ask in flight in a body whose process is asked to finish
+//!   (shutdown) fails with [`AskError::Cancelled`]: `?` then ends the body as cancelled.
+//! - **Once.** A port answers once ([`Reply::send`] consumes it); an answer that comes after
+//!   the asker gave up (timed out, dropped its ask, ended) is handed back to the answerer.
+
+use super::deadline::Deadline;
+use crate::process::async_fn::asking::{self, AskCall, AskPoll};
+use crate::process::context::ProcessWake;
+use crate::process::{drop_contained, Addr, CancelReason, CommandError, Event, Payload};
+use crate::process::{SendErrorKind, Tag};
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+use tokio::sync::oneshot;
+
+/// The port a request carries for its answer: [`send`](Self::send) it the reply, once.
+/// Dropping it unanswered fails the ask with [`AskError::NoReply`] at once.
+///
+/// # Examples
+///
+/// See the [module docs](self).
+#[must_use = "an ask waits for this port: answer it with `send` (dropping it fails the ask)"]
+pub struct Reply<R> {
+    to: Option<ReplyTo<R>>,
+}
+
+enum ReplyTo<R> {
+    /// The asker is a process: the answer is the completion of its call `tag`.
+    Process { asker: ProcessWake, tag: Tag },
+    /// The asker is outside any process.
+    Channel(oneshot::Sender<R>),
+}
+
+impl<R: Send + 'static> Reply<R> {
+    /// Answers the ask with `value`, waking the asker.
+    ///
+    /// # Errors
+    ///
+    /// `value`, handed back, if the asker no longer waits (it timed out, dropped its ask, or
+    /// ended).
+    ///
+    /// # Examples
+    ///
+    /// See the [module docs](self).
+    pub fn send(mut self, value: R) -> Result<(), R> {
+        match self.to.take() {
+            Some(ReplyTo::Process { asker, tag }) => {
+                let answer = Event::YieldComplete {
+                    tag,
+                    result: Ok(Payload::new(value)),
+                };
+                asker.deliver(answer).map_err(|refused| match refused {
+                    Event::YieldComplete {
+                        result: Ok(payload),
+                        ..
+                    } => payload.take::<R>().expect("our own answer"),
+                    _ => unreachable!("a refused answer comes back as itself"),
+                })
+            }
+            Some(ReplyTo::Channel(sender)) => sender.send(value),
+            None => Err(value),
+        }
+    }
+
+    /// `true` if an answer can no longer reach the asker: asked from outside a process, its
+    /// ask was dropped (it timed out, say); asked from a process, that process has ended.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use procsched::prelude::*;
+    /// use std::time::Duration;
+    ///
+    /// enum Request { Slow(Reply<u8>), Check(Reply<bool>) }
+    ///
+    /// let sched = Scheduler::builder().workers(1).build()?;
+    /// let server = sched.spawn_fn(|cx: ProcessCx<Request>| async move {
+    ///     let Request::Slow(slow) = cx.recv().await? else { unreachable!() };
+    ///     let Request::Check(check) = cx.recv().await? else { unreachable!() };
+    ///     let _ = check.send(slow.is_closed());
+    ///     Ok::<_, BoxError>(())
+    /// })?;
+    /// let gave_up = sched.block_on(server.addr().ask_within(Duration::from_millis(1), Request::Slow));
+    /// assert!(gave_up.unwrap_err().is_timed_out());
+    /// assert!(sched.block_on(server.addr().ask(Request::Check))?, "the first asker is gone");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn is_closed(&self) -> bool {
+        match &self.to {
+            Some(ReplyTo::Channel(sender)) => sender.is_closed(),
+            Some(ReplyTo::Process { asker, .. }) => !asker.is_live(),
+            None => true,
+        }
+    }
+}
+
+impl<R> Drop for Reply<R> {
+    fn drop(&mut self) {
+        // Unanswered: the asker learns it now (a dropped channel sender tells its receiver).
+        if let Some(ReplyTo::Process { asker, tag }) = self.to.take() {
+            let no_reply = Event::YieldComplete {
+                tag,
+                result: Err(CommandError::Cancelled),
+            };
+            let _ = asker.deliver(no_reply);
+        }
+    }
+}
+
+impl<R> fmt::Debug for Reply<R> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let to = match &self.to {
+            Some(ReplyTo::Process { .. }) => "a process",
+            Some(ReplyTo::Channel(_)) => "a channel",
+            None => "nobody (answered)",
+        };
+        f.debug_struct("Reply")
+            .field("reply", &std::any::type_name::<R>())
+            .field("to", &to)
+            .finish()
+    }
+}
+
+/// Why an ask got no answer.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum AskError {
+    /// The request was not delivered: no live process has the PID (`NotFound`), it is
+    /// finishing (`Closed`), or its mailbox is full.
+    #[error("the request was not delivered: {0}")]
+    Undelivered(SendErrorKind),
+    /// The reply port was dropped unanswered (by the process, or with its mailbox when it
+    /// ended).
+    #[error("the process dropped the reply port without answering")]
+    NoReply,
+    /// No answer within the ask's timeout ([`Addr::ask_within`]).
+    #[error("no answer within the ask's timeout")]
+    TimedOut,
+    /// The asking process was asked to finish while it waited: `?` ends its body as
+    /// cancelled.
+    #[error("the asking process was cancelled ({0:?})")]
+    Cancelled(CancelReason),
+    /// The ask was polled outside the process that sent it (in another task, or another
+    /// process's body).
+    #[error("an ask was polled outside the process that sent it")]
+    OutsideProcess,
+}
+
+impl AskError {
+    /// `true` if no live process has the PID asked.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use procsched::{AskError, SendErrorKind};
+    /// assert!(AskError::Undelivered(SendErrorKind::NotFound).is_not_found());
+    /// ```
+    pub fn is_not_found(&self) -> bool {
+        matches!(self, AskError::Undelivered(SendErrorKind::NotFound))
+    }
+
+    /// `true` for [`AskError::TimedOut`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert!(procsched::AskError::TimedOut.is_timed_out());
+    /// ```
+    pub fn is_timed_out(&self) -> bool {
+        matches!(self, AskError::TimedOut)
+    }
+
+    /// `true` for [`AskError::NoReply`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert!(procsched::AskError::NoReply.is_no_reply());
+    /// ```
+    pub fn is_no_reply(&self) -> bool {
+        matches!(self, AskError::NoReply)
+    }
+
+    /// `true` for [`AskError::Cancelled`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use procsched::{AskError, CancelReason};
+    /// assert!(AskError::Cancelled(CancelReason::Shutdown).is_cancelled());
+    /// ```
+    pub fn is_cancelled(&self) -> bool {
+        matches!(self, AskError::Cancelled(_))
+    }
+}
+
+impl<M: Send + 'static> Addr<M> {
+    /// Asks the process: `request` builds the request around a reply port (`|reply|
+    /// Msg::Balance(reply)`, or just the variant, `Msg::Balance`), and the ask resolves to the
+    /// answer the process sends on that port. Nothing is sent until the ask is first polled.
+    ///
+    /// # Errors
+    ///
+    /// [`AskError`]: undelivered, no reply (the port dropped), cancelled (the asking process
+    /// was asked to finish), polled outside its process. No timeout: see
+    /// [`ask_within`](Self::ask_within).
+    ///
+    /// # Examples
+    ///
+    /// See the [module docs](super::ask). From inside a process, the same call is a yield:
+    ///
+    /// ```
+    /// use procsched::prelude::*;
+    ///
+    /// let sched = Scheduler::builder().workers(2).build()?;
+    /// let doubler = sched.spawn_fn(|cx: ProcessCx<(u64, Reply<u64>)>| async move {
+    ///     let (n, reply) = cx.recv().await?;
+    ///     let _ = reply.send(n * 2);
+    ///     Ok::<_, BoxError>(())
+    /// })?;
+    /// let doubler_addr = doubler.addr();
+    /// let asker = sched.spawn_fn(move |_: ProcessCx| async move {
+    ///     // Blocked until the answer: its worker runs other processes meanwhile.
+    ///     Ok::<_, BoxError>(doubler_addr.ask(|reply| (21, reply)).await?)
+    /// })?;
+    /// assert_eq!(sched.block_on(asker)?, 42);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn ask<R, F>(&self, request: F) -> Ask<M, R, F>
+    where
+        R: Send + 'static,
+        F: FnOnce(Reply<R>) -> M,
+    {
+        Ask::new(self.clone(), request, None)
+    }
+
+    /// [`ask`](Self::ask) with a timeout: past it the ask fails with [`AskError::TimedOut`]
+    /// (an answer that comes later is handed back to the answerer). The timer needs no
+    /// runtime: it works on any executor.
+    ///
+    /// # Errors
+    ///
+    /// As [`ask`](Self::ask), and [`AskError::TimedOut`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use procsched::prelude::*;
+    /// use std::time::Duration;
+    ///
+    /// let sched = Scheduler::builder().workers(1).build()?;
+    /// // Never answers: keeps the port.
+    /// let silent = sched.spawn_fn(|cx: ProcessCx<Reply<u8>>| async move {
+    ///     let _kept = cx.recv().await?;
+    ///     let Err(why) = cx.cancelled().await;
+    ///     Err::<(), _>(why)
+    /// })?;
+    /// let late = sched.block_on(silent.addr().ask_within(Duration::from_millis(5), |reply| reply));
+    /// assert!(late.unwrap_err().is_timed_out());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn ask_within<R, F>(&self, timeout: Duration, request: F) -> Ask<M, R, F>
+    where
+        R: Send + 'static,
+        F: FnOnce(Reply<R>) -> M,
+    {
+        Ask::new(self.clone(), request, Some(timeout))
+    }
+}
+
+/// A pending ask: resolves to the answer, or to why there is none. Made by [`Addr::ask`] and
+/// [`Addr::ask_within`]; sends its request when first polled.
+#[must_use = "an ask sends nothing unless polled"]
+pub struct Ask<M, R, F> {
+    state: State<M, R, F>,
+    /// Set from the first poll if the ask has a timeout.
+    timeout: Option<Duration>,
+    deadline: Option<Deadline>,
+}
+
+enum State<M, R, F> {
+    Unsent {
+        addr: Addr<M>,
+        request: F,
+    },
+    /// Sent from a process's body: the answer is the completion of a call.
+    InProcess(AskCall),
+    /// Sent from outside any process: the answer comes on a channel.
+    Outside(oneshot::Receiver<R>),
+    Done,
+}
+
+impl<M, R, F> Ask<M, R, F> {
+    fn new(addr: Addr<M>, request: F, timeout: Option<Duration>) -> Self {
+        Ask {
+            state: State::Unsent { addr, request },
+            timeout,
+            deadline: None,
+        }
+    }
+}
+
+// Nothing in an ask is pinned: the receiver and the deadline are `Unpin`, the rest is moved out
+// on the first poll.
+impl<M, R, F> Unpin for Ask<M, R, F> {}
+
+impl<M, R, F> Future for Ask<M, R, F>
+where
+    M: Send + 'static,
+    R: Send + 'static,
+    F: FnOnce(Reply<R>) -> M,
+{
+    type Output = Result<R, AskError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.get_mut();
+        if let State::Unsent { .. } = this.state {
+            if let Err(error) = this.send() {
+                return Poll::Ready(Err(error));
+            }
+        }
+        let answered = match &mut this.state {
+            State::InProcess(call) => match asking::poll(call) {
+                AskPoll::Answered(completion) => Some(answer_of(completion)),
+                AskPoll::Cancelled(reason) => Some(Err(AskError::Cancelled(reason))),
+                AskPoll::Outside => Some(Err(AskError::OutsideProcess)),
+                AskPoll::Pending => None,
+            },
+            State::Outside(receiver) => match Pin::new(receiver).poll(cx) {
+                Poll::Ready(Ok(value)) => Some(Ok(value)),
+                Poll::Ready(Err(_closed)) => Some(Err(AskError::NoReply)),
+                Poll::Pending => None,
+            },
+            State::Unsent { .. } | State::Done => panic!("an ask polled after it resolved"),
+        };
+        if let Some(answer) = answered {
+            this.state = State::Done;
+            return Poll::Ready(answer);
+        }
+        if let Some(deadline) = &mut this.deadline {
+            if Pin::new(deadline).poll(cx).is_ready() {
+                this.give_up();
+                return Poll::Ready(Err(AskError::TimedOut));
+            }
+        }
+        Poll::Pending
+    }
+}
+
+impl<M, R, F> Ask<M, R, F>
+where
+    M: Send + 'static,
+    R: Send + 'static,
+    F: FnOnce(Reply<R>) -> M,
+{
+    /// The first poll: builds the request around a port that answers this poller — the body
+    /// of a process (its mailbox) or anyone else (a channel) — and sends it.
+    fn send(&mut self) -> Result<(), AskError> {
+        let State::Unsent { addr, request } = std::mem::replace(&mut self.state, State::Done)
+        else {
+            unreachable!("sent once");
+        };
+        if let Some(timeout) = self.timeout {
+            self.deadline = Some(Deadline::new(Instant::now() + timeout));
+        }
+        let (reply, waiting) = match asking::start() {
+            Some(call) => {
+                let to = ReplyTo::Process {
+                    asker: call.reply_to.clone(),
+                    tag: call.tag,
+                };
+                (Reply { to: Some(to) }, State::InProcess(call))
+            }
+            None => {
+                let (sender, receiver) = oneshot::channel();
+                let to = ReplyTo::Channel(sender);
+                (Reply { to: Some(to) }, State::Outside(receiver))
+            }
+        };
+        // User code (the request's constructor), outside any scope.
+        let request = request(reply);
+        match addr.send(request) {
+            Ok(()) => {
+                self.state = waiting;
+                Ok(())
+            }
+            Err(refused) => {
+                if let State::InProcess(call) = &waiting {
+                    asking::forget(call);
+                }
+                let kind = refused.kind();
+                // The request (and its port) is user code: dropped contained. Its port's
+                // "no reply" lands on a call no longer live, or a receiver dropped below.
+                drop_contained(refused);
+                drop(waiting);
+                Err(AskError::Undelivered(kind))
+            }
+        }
+    }
+
+    /// Timed out: the answer, if it comes, is handed back to the answerer.
+    fn give_up(&mut self) {
+        if let State::InProcess(call) = std::mem::replace(&mut self.state, State::Done) {
+            asking::forget(&call);
+        }
+    }
+}
+
+impl<M, R, F> Drop for Ask<M, R, F> {
+    fn drop(&mut self) {
+        if let State::InProcess(call) = &self.state {
+            asking::forget(call);
+        }
+    }
+}
+
+impl<M, R, F> fmt::Debug for Ask<M, R, F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let state = match &self.state {
+            State::Unsent { .. } => "unsent",
+            State::InProcess(_) => "waiting (in a process)",
+            State::Outside(_) => "waiting",
+            State::Done => "done",
+        };
+        f.debug_struct("Ask")
+            .field("reply", &std::any::type_name::<R>())
+            .field("state", &state)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The answer a process's call completion carries.
+fn answer_of<R: 'static>(completion: Result<Payload, CommandError>) -> Result<R, AskError> {
+    match completion {
+        Ok(payload) => payload
+            .take::<R>()
+            .map_err(|_| unreachable!("a port answers its own type")),
+        // The port's drop (`Reply`'s `Drop`).
+        Err(_) => Err(AskError::NoReply),
+    }
+}
