@@ -349,3 +349,25 @@ async fn a_tokio_app_awaits_typed_handles_in_a_join_set() {
     assert_eq!(total, (0..50u64).map(|i| i * 2).sum());
     assert_eq!(sched.shutdown_async(HANG_GUARD).await.total(), 0);
 }
+
+/// A scheduler built outside any tokio runtime, with no handler needing one: a body awaits a
+/// tokio timer, tokio I/O and `tokio::spawn` all the same (the scheduler builds a small runtime
+/// on the first `spawn_fn`, and its workers enter it) — on a spare worker too.
+#[test]
+fn tokio_timers_io_and_spawn_work_in_a_body_on_a_scheduler_built_outside_tokio() {
+    assert!(tokio::runtime::Handle::try_current().is_err());
+    let sched = Scheduler::builder().workers(1).build().unwrap();
+    let handle = sched
+        .spawn_fn(|_: ProcessCx| async move {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+            let port = listener.local_addr()?.port();
+            let spawned = tokio::spawn(async { 20 }).await?;
+            // Blocking off the worker: the rest of the body may run on a spare.
+            procsched::block_in_place(|| std::thread::sleep(Duration::from_millis(1)));
+            tokio::time::sleep(Duration::from_millis(1)).await;
+            Ok::<_, BoxError>((port > 0, spawned + 1))
+        })
+        .unwrap();
+    assert_eq!(sched.block_on(handle).unwrap(), (true, 21));
+}

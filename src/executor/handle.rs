@@ -30,6 +30,15 @@ pub struct Handle {
 }
 
 impl Handle {
+    /// Publishes a context every worker enters before its next poll (`late_context.rs`);
+    /// `false` if one was set already.
+    pub(crate) fn set_late_context(
+        &self,
+        context: std::sync::Arc<dyn super::late_context::LateContext>,
+    ) -> bool {
+        self.shared.late_context.set(context)
+    }
+
     /// Spawns `future` as a task and returns its [`JoinHandle`].
     ///
     /// From a worker thread of this executor the task goes to that worker's deque; from anywhere

@@ -63,6 +63,7 @@ mod blocking;
 mod builder;
 mod handle;
 mod idle;
+pub(crate) mod late_context;
 mod metrics;
 mod monitor;
 mod owned;

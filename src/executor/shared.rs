@@ -20,6 +20,7 @@
 //! alive forever. Checked by `loom_shutdown_racing_with_a_spawn` (`executor/tests/loom_park.rs`).
 
 use super::idle::Idle;
+use super::late_context::LateContextSlot;
 use super::metrics::{ExecutorMetrics, MetricsBatch};
 use super::monitor::Monitor;
 use super::owned::OwnedTasks;
@@ -67,6 +68,8 @@ pub(crate) struct Shared {
     pub(crate) monitor: Monitor,
     /// How to start a worker thread (spares start on demand).
     pub(crate) threads: ThreadConfig,
+    /// A context the workers enter once it is set (`late_context.rs`).
+    pub(crate) late_context: LateContextSlot,
     shutdown: AtomicBool,
     /// Workers that have not exited yet; shutdown waits on `exited` for it to reach zero.
     live_workers: Mutex<usize>,
@@ -95,6 +98,7 @@ impl Shared {
             workers,
             monitor,
             threads,
+            late_context: LateContextSlot::default(),
         }
     }
 

@@ -82,6 +82,8 @@ pub(crate) struct Core {
     /// A spare whose keep-alive ran out: its thread ends and hands its deque back
     /// (`spare.rs`, "Keep-alive").
     expired: Cell<bool>,
+    /// The executor's late context, entered (`late_context.rs`): dropped when the loop ends.
+    late_context: RefCell<Option<Box<dyn std::any::Any>>>,
 }
 
 /// Runs worker `index` on the current thread until shutdown.
@@ -109,10 +111,13 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize, local: Local<Notified>) {
         rng: Cell::new(seed(index)),
         blocking_depth: Cell::new(0),
         expired: Cell::new(false),
+        late_context: RefCell::new(None),
     });
     CURRENT.with(|current| *current.borrow_mut() = Some(core.clone()));
     tracing::trace!(worker = index, "worker started");
     core.run();
+    // Left before anything else of the thread's: it was entered last.
+    drop(core.late_context.borrow_mut().take());
     CURRENT.with(|current| current.borrow_mut().take());
     // Drop what is left in our deque: the tasks stay in the owned list, which shutdown cancels
     // (or, unowned, with their owner, who does).
@@ -199,6 +204,9 @@ impl Core {
     }
 
     fn run_task(&self, task: Notified) {
+        if self.late_context.borrow().is_none() {
+            self.enter_late_context();
+        }
         let affinity = &task.header().affinity;
         if affinity.load(Relaxed) != self.index {
             affinity.store(self.index, Relaxed);
@@ -214,6 +222,15 @@ impl Core {
         task.run();
         activity.seq.store(seq.wrapping_add(2), Release);
         self.poll_seq.set(seq.wrapping_add(2));
+    }
+
+    /// Enters the executor's late context if one was set (`late_context.rs`).
+    #[inline]
+    fn enter_late_context(&self) {
+        if let Some(context) = self.shared.late_context.get() {
+            let entered = context.enter();
+            *self.late_context.borrow_mut() = Some(entered);
+        }
     }
 
     fn activity(&self) -> &Activity {

@@ -77,6 +77,8 @@ impl SchedulerHandle {
         E: Into<BoxError>,
         M: Send + 'static,
     {
+        // A body may await tokio directly: make sure its workers have a runtime's context.
+        let _ = self.inner.process_runtime();
         // Named after the body: `AsyncFnProcess<..>`'s own name would bury it in generics.
         let handle = self.spawn_as(
             AsyncFnProcess::<F, Fut, M>::new(body, self.erased()),
@@ -197,6 +199,6 @@ impl<M: Send + 'static> ProcessCx<M> {
     {
         // In the process's span (current during its step), so the future's events carry its PID.
         let future = tracing::Instrument::in_current_span(future);
-        Run::spawn(self.scheduler().inner.runtime(), future)
+        Run::spawn(self.scheduler().inner.process_runtime(), future)
     }
 }

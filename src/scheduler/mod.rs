@@ -15,6 +15,7 @@
 //! | `lifecycle` | admission, the shutdown phases and their accounting ([`ShutdownReport`]) |
 //! | `blocking` | the guard that keeps blocking calls off async threads and workers |
 //! | `deadline` | a runtime-agnostic deadline future for the async waits |
+//! | `lazy_runtime` | the tokio runtime a scheduler builds for its processes when nothing else supplies one |
 //! | `table` | the process table: pooled cells indexed by PID (its own protocol doc) |
 //! | `free_list` | the table's free slots, traded between threads in batches |
 //! | `tasks` | process tasks: spawned unowned, their references kept in the cells, cancelled by the forced stop (its own protocol doc) |
@@ -77,6 +78,7 @@ mod facade;
 mod free_list;
 mod handle;
 mod info;
+mod lazy_runtime;
 mod lifecycle;
 mod metrics;
 mod shared;

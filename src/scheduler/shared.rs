@@ -3,6 +3,7 @@
 
 use super::ask::AskError;
 use super::handle::kind_of;
+use super::lazy_runtime::LazyRuntime;
 use super::lifecycle::{Leave, Lifecycle, Tallied};
 use super::metrics::{Counter, Counters, COUNTING_OFF};
 use super::table::Table;
@@ -23,6 +24,9 @@ pub(crate) struct Inner {
     pub(super) executor: executor::Handle,
     handlers: HandlerSet,
     runtime: Option<HandlerRuntime>,
+    /// Without a handler runtime: the one built for the processes on first need
+    /// (`lazy_runtime.rs`).
+    lazy_runtime: LazyRuntime,
     pub(super) table: Table,
     pub(super) lifecycle: Lifecycle,
     /// The hot paths' counters (`metrics/counters.rs`).
@@ -48,6 +52,7 @@ impl Inner {
             executor,
             handlers,
             runtime,
+            lazy_runtime: LazyRuntime::default(),
             table: Table::new(mailbox_capacity),
             lifecycle: Lifecycle::new(max_processes),
             counters: Counters::new(),
@@ -66,9 +71,13 @@ impl Inner {
         }
     }
 
-    /// The tokio runtime handlers run on, if any.
-    pub(super) fn runtime(&self) -> Option<&tokio::runtime::Handle> {
-        self.runtime.as_ref().map(HandlerRuntime::tokio)
+    /// The tokio runtime processes run inside: the handler runtime, or the one built for them
+    /// on the first call (`lazy_runtime.rs`).
+    pub(super) fn process_runtime(&self) -> Option<&tokio::runtime::Handle> {
+        match &self.runtime {
+            Some(runtime) => Some(runtime.tokio()),
+            None => self.lazy_runtime.get_or_build(&self.executor),
+        }
     }
 
     /// Shutdown step 1: stops admission and delivers `Cancel` to every live process, once.

@@ -1,0 +1,118 @@
+//! The tokio runtime a scheduler builds for itself, only when a process first needs one.
+//!
+//! Async-fn bodies may await tokio timers and I/O directly, which needs a tokio runtime's
+//! context on the worker that polls them. A scheduler built inside a runtime, or given one
+//! (`tokio_handle`), or with an async or blocking handler registered, runs its workers inside
+//! that runtime's context from the start. One built outside any runtime with none of those
+//! would have none — so the first `spawn_fn` (or `ProcessCx::run`) builds a small runtime of its
+//! own (one worker thread, timers and I/O), and every worker enters its context before its next
+//! poll (`executor/late_context.rs`). A scheduler that only ever runs state machines never pays
+//! for one.
+
+use crate::executor::{self, late_context::LateContext};
+use std::any::Any;
+use std::mem::ManuallyDrop;
+use std::sync::{Arc, OnceLock};
+use tokio::runtime::{EnterGuard, Handle, Runtime};
+
+/// The runtime, once built (module docs).
+#[derive(Default)]
+pub(super) struct LazyRuntime {
+    runtime: OnceLock<Option<Runtime>>,
+}
+
+impl LazyRuntime {
+    /// The runtime's handle, building it (and publishing its context to `executor`'s workers)
+    /// on the first call. `None` if the operating system refused its thread (then every body
+    /// awaiting tokio fails as it would without a runtime; the error was traced).
+    pub(super) fn get_or_build(&self, executor: &executor::Handle) -> Option<&Handle> {
+        self.runtime
+            .get_or_init(|| {
+                let built = tokio::runtime::Builder::new_multi_thread()
+                    .worker_threads(1)
+                    .thread_name("procsched-io")
+                    .enable_all()
+                    .build();
+                match built {
+                    Ok(runtime) => {
+                        let context = Arc::new(TokioContext(runtime.handle().clone()));
+                        executor.set_late_context(context);
+                        tracing::debug!("built the scheduler's tokio runtime for its processes");
+                        Some(runtime)
+                    }
+                    Err(error) => {
+                        tracing::warn!(%error, "could not build a tokio runtime for the processes");
+                        None
+                    }
+                }
+            })
+            .as_ref()
+            .map(Runtime::handle)
+    }
+
+    /// The runtime's handle, if it was built.
+    pub(super) fn get(&self) -> Option<&Handle> {
+        self.runtime.get()?.as_ref().map(Runtime::handle)
+    }
+}
+
+impl Drop for LazyRuntime {
+    fn drop(&mut self) {
+        if let Some(Some(runtime)) = self.runtime.take() {
+            // Never blocks, and is allowed anywhere — the last reference to the scheduler's
+            // state may go on one of its own workers, or inside an async context.
+            runtime.shutdown_background();
+        }
+    }
+}
+
+impl std::fmt::Debug for LazyRuntime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LazyRuntime")
+            .field("built", &self.get().is_some())
+            .finish()
+    }
+}
+
+/// A tokio runtime's context, for the executor's workers to enter.
+struct TokioContext(Handle);
+
+impl LateContext for TokioContext {
+    fn enter(&self) -> Box<dyn Any> {
+        Box::new(Entered::new(self.0.clone()))
+    }
+}
+
+/// Inside a runtime's context until dropped: the guard, and the handle it borrows.
+struct Entered {
+    /// Borrows `*handle`: dropped first (`Drop`).
+    guard: ManuallyDrop<EnterGuard<'static>>,
+    /// Boxed: the guard borrows it where it lies, and a box does not move when `Entered` does.
+    handle: ManuallyDrop<Box<Handle>>,
+}
+
+impl Entered {
+    fn new(handle: Handle) -> Entered {
+        let handle = Box::new(handle);
+        let guard = handle.enter();
+        // SAFETY: the guard borrows the handle on the heap, which stays where it is and alive
+        // for as long as `Entered` holds the box: `Drop` drops the guard before the box, and
+        // nothing moves or drops the handle meanwhile. The `'static` is never observed: the
+        // guard is only ever dropped.
+        let guard = unsafe { std::mem::transmute::<EnterGuard<'_>, EnterGuard<'static>>(guard) };
+        Entered {
+            guard: ManuallyDrop::new(guard),
+            handle: ManuallyDrop::new(handle),
+        }
+    }
+}
+
+impl Drop for Entered {
+    fn drop(&mut self) {
+        // SAFETY: each is dropped once, here, the guard before the handle it borrows.
+        unsafe {
+            ManuallyDrop::drop(&mut self.guard);
+            ManuallyDrop::drop(&mut self.handle);
+        }
+    }
+}
