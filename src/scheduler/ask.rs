@@ -61,7 +61,28 @@ use tokio::sync::oneshot;
 ///
 /// # Examples
 ///
-/// See the [module docs](self).
+/// ```
+/// use procsched::prelude::*;
+///
+/// enum Account { Deposit(u64), Balance(Reply<u64>) }
+///
+/// let sched = Scheduler::builder().workers(1).build()?;
+/// let account = sched.spawn_fn(|cx: ProcessCx<Account>| async move {
+///     let mut balance = 0;
+///     loop {
+///         match cx.recv().await? {
+///             Account::Deposit(n) => balance += n,
+///             Account::Balance(reply) => { let _ = reply.send(balance); }
+///         }
+///     }
+///     #[allow(unreachable_code)]
+///     Ok::<(), BoxError>(())
+/// })?;
+/// let addr = account.addr();
+/// addr.send(Account::Deposit(42))?;
+/// assert_eq!(sched.block_on(addr.ask(Account::Balance))?, 42);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[must_use = "an ask waits for this port: answer it with `send` (dropping it fails the ask)"]
 pub struct Reply<R> {
     to: Option<ReplyTo<R>>,
@@ -84,7 +105,7 @@ impl<R: Send + 'static> Reply<R> {
     ///
     /// # Examples
     ///
-    /// See the [module docs](self).
+    /// See [`Reply`].
     pub fn send(mut self, value: R) -> Result<(), R> {
         match self.to.take() {
             Some(ReplyTo::Process { asker, tag }) => {
@@ -250,7 +271,8 @@ impl<M: Send + 'static> Addr<M> {
     ///
     /// # Examples
     ///
-    /// See the [module docs](super::ask). From inside a process, the same call is a yield:
+    /// From tokio code (any executor), see [`Reply`]. From inside a process, the same call is a
+    /// yield:
     ///
     /// ```
     /// use procsched::prelude::*;
