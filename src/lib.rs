@@ -24,13 +24,14 @@ pub mod testing;
 pub use dispatch::Run;
 pub use executor::block_in_place;
 pub use process::{
-    Addr, AsyncFnProcess, BoxError, Call, CancelReason, Cancelled, Command, CommandError, Event,
+    AsyncFnProcess, BoxError, Call, CancelReason, Cancelled, Command, CommandError, Event,
     EventDrain, Events, InitError, Message, Payload, Pid, Process, ProcessContext, ProcessCx,
-    ProcessError, ProcessHandle, ProcessState, Recv, RecvError, RecvMessage, SendError,
-    SendErrorKind, SpawnError, Status, StepOutput, Tag, Topic, TopicBudget, TypeMismatch, YieldNow,
+    ProcessError, ProcessState, Recv, RecvError, RecvMessage, SendError, SendErrorKind, SpawnError,
+    Status, StepOutput, Tag, Topic, TopicBudget, TypeMismatch, YieldNow,
 };
 pub use scheduler::{
-    Ask, AskError, BuildError, FinishCounts, MessageCounts, ProcessCounts, ProcessInfo, Reply,
-    Scheduler, SchedulerBuilder, SchedulerHandle, SchedulerMetrics, ShutdownReport, StepSample,
-    YieldCounts, DEFAULT_DROP_TIMEOUT, DEFAULT_MAX_BATCH, DEFAULT_STEP_BUDGET, FORCED_STOP_WAIT,
+    Addr, Ask, AskError, BuildError, FinishCounts, MessageCounts, ProcessCounts, ProcessHandle,
+    ProcessInfo, Reply, Scheduler, SchedulerBuilder, SchedulerHandle, SchedulerMetrics,
+    ShutdownReport, StepSample, YieldCounts, DEFAULT_DROP_TIMEOUT, DEFAULT_MAX_BATCH,
+    DEFAULT_STEP_BUDGET, FORCED_STOP_WAIT,
 };

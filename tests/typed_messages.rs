@@ -121,7 +121,7 @@ fn addresses_compare_by_process_are_cheap_to_clone_and_debug_with_their_pid() {
     assert_eq!(addr_a, addr_a.clone());
     assert_ne!(addr_a, addr_b);
     assert_eq!(addr_a, sched.handle().addr::<u8>(a.pid()));
-    assert_eq!(std::mem::size_of::<Addr<u8>>(), 24, "a PID and a reference");
+    assert_eq!(std::mem::size_of::<Addr<u8>>(), 16, "a PID and a reference");
     let debug = format!("{addr_a:?}");
     assert!(
         debug.contains("u8") && debug.contains(&a.pid().to_string()),

@@ -27,7 +27,6 @@
 //! - A panic in `init`, `step` or `close` is caught and reported (as a [`SpawnError`] or a
 //!   [`ProcessError`]); the worker keeps running and other processes are untouched.
 
-mod addr;
 pub(crate) mod async_fn;
 mod command;
 mod contain;
@@ -35,7 +34,6 @@ pub(crate) mod context;
 mod error;
 mod event;
 pub(crate) mod future;
-mod handle;
 pub(crate) mod mailbox;
 mod output;
 mod payload;
@@ -43,12 +41,11 @@ mod pid;
 mod queue;
 mod state;
 pub(crate) mod stats;
+mod typed;
 
 #[cfg(test)]
 mod tests;
 
-pub use addr::Addr;
-pub(crate) use addr::{from_message, Mailroom};
 pub use async_fn::{
     AsyncFnProcess, Call, Cancelled, ProcessCx, Recv, RecvError, RecvMessage, YieldNow,
 };
@@ -58,7 +55,6 @@ pub use error::{
     BoxError, CommandError, InitError, ProcessError, SendError, SendErrorKind, SpawnError,
 };
 pub use event::{CancelReason, Event, EventDrain, Events, Message, Tag, Topic, TopicBudget};
-pub use handle::ProcessHandle;
 pub use output::{Status, StepOutput};
 pub use payload::{Payload, TypeMismatch};
 pub use pid::Pid;
@@ -66,6 +62,7 @@ pub use state::ProcessState;
 
 pub(crate) use contain::{contained, drop_contained, drop_each};
 pub(crate) use error::panic_message;
+pub(crate) use typed::{from_message, into_message};
 
 pub(crate) use output::{Yield, YieldSlot};
 pub(crate) use payload::PayloadSlot;
@@ -118,7 +115,7 @@ pub(crate) use pid::{INDEX_BITS, MAX_GENERATION};
 /// ```
 pub trait Process: Send + 'static {
     /// What the process finishes with ([`StepOutput::done`]): the value its
-    /// [`ProcessHandle`] resolves to. Use [`Payload`] for a dynamically typed result.
+    /// [`ProcessHandle`](crate::ProcessHandle) resolves to. Use [`Payload`] for a dynamically typed result.
     type Output: Send + 'static;
 
     /// Prepares the process for the entry point `method` with its `input`. Runs inside `spawn`;

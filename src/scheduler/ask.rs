@@ -44,10 +44,11 @@
 //! - **Once.** A port answers once ([`Reply::send`] consumes it); an answer that comes after
 //!   the asker gave up (timed out, dropped its ask, ended) is handed back to the answerer.
 
+use super::addr::Addr;
 use super::deadline::Deadline;
 use crate::process::async_fn::asking::{self, AskCall, AskPoll};
 use crate::process::context::ProcessWake;
-use crate::process::{drop_contained, Addr, CancelReason, CommandError, Event, Payload};
+use crate::process::{drop_contained, CancelReason, CommandError, Event, Payload};
 use crate::process::{SendErrorKind, Tag};
 use std::fmt;
 use std::future::Future;

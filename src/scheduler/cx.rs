@@ -1,12 +1,14 @@
 //! The scheduler layer's side of async-fn processes: `spawn_fn`, and what a [`ProcessCx`]
 //! reaches through its scheduler (spawning children, running futures on the handler runtime).
 
+use super::addr::Addr;
 use super::handle::SchedulerHandle;
+use super::process_handle::ProcessHandle;
 #[cfg(not(loom))]
 use super::shared::Inner;
 use crate::dispatch::Run;
 use crate::process::async_fn::AsyncFnProcess;
-use crate::process::{Addr, BoxError, Payload, ProcessCx, ProcessHandle, SpawnError};
+use crate::process::{BoxError, Payload, ProcessCx, SpawnError};
 use std::any::Any;
 use std::future::Future;
 use std::sync::Arc;

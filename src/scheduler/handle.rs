@@ -1,17 +1,19 @@
 //! [`SchedulerHandle`]: spawn, send, terminate and observe processes from anywhere.
 
+use super::addr::Addr;
 use super::info::{coarse_now, ProcessInfo};
 use super::lifecycle::Leave;
 use super::metrics::{Counter, SchedulerMetrics};
-use super::shared::{cancel, AsMailroom, Inner};
+use super::process_handle::ProcessHandle;
+use super::shared::{cancel, Inner};
 use super::table;
 use super::tasks;
 use crate::loom::Arc;
 use crate::process::future::ProcessFuture;
 use crate::process::mailbox::{Admission, Incarnation, ProcessCell};
-use crate::process::{drop_contained, panic_message, Addr, Message, Payload, Pid, Process};
-use crate::process::{Mailroom, SendErrorKind};
-use crate::process::{ProcessContext, ProcessHandle, ProcessState, SendError, SpawnError};
+use crate::process::SendErrorKind;
+use crate::process::{drop_contained, panic_message, Message, Payload, Pid, Process};
+use crate::process::{ProcessContext, ProcessState, SendError, SpawnError};
 use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -182,7 +184,7 @@ impl SchedulerHandle {
         // lookup by PID would find the same cell, for a few more instructions per spawn.)
         let cell = unsafe { &*cell_ptr };
         let join = tasks::spawn(&inner.executor, cell, pid, future);
-        Ok(ProcessHandle::new(pid, join, inner.mailroom()))
+        Ok(ProcessHandle::new(pid, join, self.clone()))
     }
 
     /// Delivers `message` to process `pid`, waking it if it is blocked or idle.
@@ -231,7 +233,7 @@ impl SchedulerHandle {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn addr<M>(&self, pid: Pid) -> Addr<M> {
-        Addr::new(pid, self.inner.mailroom())
+        Addr::new(pid, self.clone())
     }
 
     /// Stops process `pid`: it gets no more steps (a running step finishes first), its

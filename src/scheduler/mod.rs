@@ -10,6 +10,8 @@
 //! | `facade` | [`Scheduler`]: the owner; blocking and async shutdown, `Drop` |
 //! | `handle` | [`SchedulerHandle`]: spawn, send, terminate, state — from anywhere |
 //! | `cx` | async-fn processes: `spawn_fn`, and what a `ProcessCx` reaches through the scheduler |
+//! | `addr` | [`Addr`]: a typed address, the send path from a value to a mailbox |
+//! | `process_handle` | [`ProcessHandle`]: a process's result, and its address |
 //! | `ask` | ask/reply: [`Reply`] ports, the [`Ask`] future, [`AskError`] |
 //! | `shared` | the state every handle shares, and the process future's `Host` |
 //! | `lifecycle` | admission, the shutdown phases and their accounting ([`ShutdownReport`]) |
@@ -69,6 +71,7 @@
 //! `loom_finish_racing_with_the_seal_is_counted_once`; the last finish against shutdown's wait,
 //! `loom_last_finish_racing_with_shutdown_wakes_the_wait`.
 
+mod addr;
 mod ask;
 mod blocking;
 mod builder;
@@ -81,6 +84,7 @@ mod info;
 mod lazy_runtime;
 mod lifecycle;
 mod metrics;
+mod process_handle;
 mod shared;
 mod table;
 mod tasks;
@@ -88,6 +92,7 @@ mod tasks;
 #[cfg(test)]
 mod tests;
 
+pub use addr::Addr;
 pub use ask::{Ask, AskError, Reply};
 pub use builder::{
     BuildError, SchedulerBuilder, DEFAULT_DROP_TIMEOUT, DEFAULT_MAX_BATCH, DEFAULT_STEP_BUDGET,
@@ -99,3 +104,4 @@ pub use lifecycle::ShutdownReport;
 pub use metrics::{
     FinishCounts, MessageCounts, ProcessCounts, SchedulerMetrics, StepSample, YieldCounts,
 };
+pub use process_handle::ProcessHandle;

@@ -14,8 +14,9 @@ use crate::process::context::HostId;
 use crate::process::future::{Host, Outcome, PollStats};
 use crate::process::mailbox::{Admission, ProcessCell};
 use crate::process::stats::HandlerOutcome;
+use crate::process::SendErrorKind;
+use crate::process::{from_message, into_message, CancelReason, Event, Events, Message, Pid};
 use crate::process::{BoxError, RecvError, YieldSlot};
-use crate::process::{CancelReason, Event, Events, Mailroom, Message, Pid, SendErrorKind};
 use std::time::{Duration, Instant};
 
 pub(crate) struct Inner {
@@ -98,9 +99,51 @@ impl Inner {
     }
 }
 
-impl Mailroom for Inner {
+impl Inner {
+    /// Delivers the typed `message` to `pid` (`Addr::send`), or hands it back with why not;
+    /// built into a [`Message`] where it is stored (`ProcessCell::deliver_unbudgeted`).
+    #[inline(always)]
+    pub(crate) fn post_typed<M: Send + 'static>(
+        &self,
+        pid: Pid,
+        message: M,
+    ) -> Result<(), (SendErrorKind, M)> {
+        let counters = &self.counters;
+        let Some(cell) = self.table.get(pid) else {
+            counters.add(Counter::NotFound);
+            return Err((SendErrorKind::NotFound, message));
+        };
+        match cell.deliver_unbudgeted(pid.generation(), || into_message(message)) {
+            Ok(()) => {
+                counters.add(Counter::Delivered);
+                Ok(())
+            }
+            Err((refused, message)) => Err(self.refused_typed(refused, message)),
+        }
+    }
+
+    /// A refused typed send, counted; the message back as the `M` it was.
+    #[cold]
+    fn refused_typed<M: 'static>(
+        &self,
+        refused: Admission,
+        message: Message,
+    ) -> (SendErrorKind, M) {
+        let kind = kind_of(refused);
+        self.counters.add(match kind {
+            SendErrorKind::MailboxFull => Counter::MailboxFull,
+            SendErrorKind::Closed => Counter::Closed,
+            _ => Counter::NotFound,
+        });
+        let message = from_message(message).unwrap_or_else(|_| unreachable!("our own message"));
+        (kind, message)
+    }
+
+    /// Delivers `message` to `pid`, or hands it back with why not (every send's path: `send`,
+    /// `Addr::send`), counted in the metrics.
     #[inline]
-    fn post(&self, pid: Pid, message: Message) -> Result<(), (SendErrorKind, Message)> {
+    #[allow(clippy::result_large_err)] // the refused message comes back by value
+    pub(crate) fn post(&self, pid: Pid, message: Message) -> Result<(), (SendErrorKind, Message)> {
         let counters = &self.counters;
         let Some(cell) = self.table.get(pid) else {
             counters.add(Counter::NotFound);
@@ -121,40 +164,6 @@ impl Mailroom for Inner {
                 Err((kind, message))
             }
         }
-    }
-
-    fn host_id(&self) -> HostId {
-        self.host_id
-    }
-}
-
-/// The scheduler's state as addresses hold it (`process/addr.rs`).
-pub(super) trait AsMailroom {
-    fn mailroom(&self) -> std::sync::Arc<dyn Mailroom>;
-}
-
-#[cfg(not(loom))]
-impl AsMailroom for Arc<Inner> {
-    /// The same `Arc`, no allocation.
-    fn mailroom(&self) -> std::sync::Arc<dyn Mailroom> {
-        self.clone()
-    }
-}
-
-/// Under loom the state sits in loom's `Arc`, which does not coerce to std's: a forwarding box.
-#[cfg(loom)]
-impl AsMailroom for Arc<Inner> {
-    fn mailroom(&self) -> std::sync::Arc<dyn Mailroom> {
-        struct Forward(Arc<Inner>);
-        impl Mailroom for Forward {
-            fn post(&self, pid: Pid, message: Message) -> Result<(), (SendErrorKind, Message)> {
-                self.0.post(pid, message)
-            }
-            fn host_id(&self) -> HostId {
-                self.0.host_id
-            }
-        }
-        std::sync::Arc::new(Forward(self.clone()))
     }
 }
 

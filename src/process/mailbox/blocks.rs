@@ -201,9 +201,10 @@ impl<T> BlockQueue<T> {
         self.claim().write(value);
     }
 
-    /// Push steps 1–4: a claimed slot, for [`Claim::write`] (step 5).
+    /// Push steps 1–4: a claimed slot, for [`Claim::write`] (step 5). The caller must write
+    /// it, and soon: every consumer stops at a claimed, unwritten slot until it is.
     #[inline(always)]
-    fn claim(&self) -> Claim<'_, T> {
+    pub(crate) fn claim(&self) -> Claim<'_, T> {
         let mut backoff = Backoff::default();
         let mut position = self.tail.position.load(Ordering::Acquire);
         let mut block = self.tail.block.load(Ordering::Acquire);

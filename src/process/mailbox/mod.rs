@@ -258,6 +258,32 @@ impl ProcessCell {
         self.deliver_locked(generation, Event::Message(message))
     }
 
+    /// Delivers the message `make` builds — one without a topic budget — like
+    /// [`deliver_message`](Self::deliver_message); on the lock-free path it is built where it
+    /// is stored, in its intake slot (`intake.rs`). A message built on the stack and copied in
+    /// is read back with wider loads than it was written with, and each such copy waits for
+    /// its stores to retire (a store-forwarding stall: most of a typed send's time before).
+    /// `make` must not panic (a claimed slot must be written).
+    #[inline(always)]
+    #[allow(clippy::result_large_err)] // as `deliver_message`
+    pub(crate) fn deliver_unbudgeted(
+        &self,
+        generation: Generation,
+        make: impl FnOnce() -> Message,
+    ) -> Result<(), (Admission, Message)> {
+        let mailbox = &self.mailbox;
+        if mailbox.capacity == usize::MAX {
+            if let Some(intake) = mailbox.intake.installed() {
+                if mailbox.gate.is_open(generation) {
+                    intake.claim().write((generation, Event::Message(make())));
+                    self.wake_after_lock_free_push();
+                    return Ok(());
+                }
+            }
+        }
+        self.deliver_locked(generation, Event::Message(make()))
+    }
+
     /// Protocol 7 of `intake.rs`, steps 2 and 3. Out of line: the path without an intake
     /// queue — most mailboxes — stays as short as before.
     #[inline(never)]

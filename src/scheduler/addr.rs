@@ -1,6 +1,6 @@
 //! Typed addresses: [`Addr<M>`] sends `M`s to one process, checked by the compiler.
 //!
-//! A typed message travels as an ordinary [`Message`]: its payload is the `M` (stored inline up
+//! A typed message travels as an ordinary [`Message`](crate::Message): its payload is the `M` (stored inline up
 //! to four words, so a `u64` or a small enum costs no allocation), its topic the type's name.
 //! So typed and untyped senders share one mailbox, one order and one set of rules (capacity,
 //! budgets), and a typed send costs what an untyped one does. The receiving end reads the
@@ -8,32 +8,20 @@
 //! what guarantees it is one. `Addr<Message>` is the untyped address: it sends `Message`s as
 //! they are (topic, sender, budget and all).
 //!
-//! An address reaches its scheduler through [`Mailroom`], the one thing the process layer needs
-//! of it here: deliver a message to a PID.
+//! An address holds its scheduler's handle: a send is one inlined path from the typed value to
+//! the mailbox (the message is built where it is stored, not on the stack and then copied:
+//! copies of a just-written message stall on store forwarding).
 
-use super::context::HostId;
-use super::{Message, Payload, Pid, SendError, SendErrorKind, TypeMismatch};
-use std::any::Any;
+use super::handle::SchedulerHandle;
+use crate::process::{Pid, SendError};
 use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::marker::PhantomData;
-// Plain std: an address is handed to user code anywhere, outside every loom model.
-use std::sync::Arc;
-
-/// Delivers messages for the processes of one host (the scheduler).
-pub(crate) trait Mailroom: Send + Sync + 'static {
-    /// Delivers `message` to `pid`, or hands it back with why not.
-    #[allow(clippy::result_large_err)] // the refused message comes back by value, as `send`'s
-    fn post(&self, pid: Pid, message: Message) -> Result<(), (SendErrorKind, Message)>;
-
-    /// Whose processes these are (`Addr`'s identity).
-    fn host_id(&self) -> HostId;
-}
 
 /// The address of a process that receives messages of type `M`: `send` (and `ask`) check the
 /// type at compile time.
 ///
-/// `Clone + Send + Sync` (whatever `M` is: only `M: Send` is needed to send one), 24 bytes, a
+/// `Clone + Send + Sync` (whatever `M` is: only `M: Send` is needed to send one), 16 bytes, a
 /// reference count to clone; usable from anywhere — tokio code, plain threads, other
 /// processes' bodies and steps. Two addresses are equal when they name the same process.
 /// Get one from the process's handle ([`ProcessHandle::addr`](crate::ProcessHandle::addr)),
@@ -69,16 +57,16 @@ pub(crate) trait Mailroom: Send + Sync + 'static {
 /// ```
 pub struct Addr<M> {
     pid: Pid,
-    mailroom: Arc<dyn Mailroom>,
+    sched: SchedulerHandle,
     /// `fn(M)`: an address only consumes `M`s; it is `Send + Sync` whatever `M` is.
     _sends: PhantomData<fn(M)>,
 }
 
 impl<M> Addr<M> {
-    pub(crate) fn new(pid: Pid, mailroom: Arc<dyn Mailroom>) -> Addr<M> {
+    pub(crate) fn new(pid: Pid, sched: SchedulerHandle) -> Addr<M> {
         Addr {
             pid,
-            mailroom,
+            sched,
             _sends: PhantomData,
         }
     }
@@ -121,7 +109,7 @@ impl<M> Addr<M> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn retyped<N>(&self) -> Addr<N> {
-        Addr::new(self.pid, self.mailroom.clone())
+        Addr::new(self.pid, self.sched.clone())
     }
 }
 
@@ -131,31 +119,31 @@ impl<M: Send + 'static> Addr<M> {
     /// # Errors
     ///
     /// A [`SendError`] that hands the message back, typed, of kind
-    /// [`NotFound`](SendErrorKind::NotFound) (the process finished, or never was),
-    /// [`Closed`](SendErrorKind::Closed) (it is finishing) or
-    /// [`MailboxFull`](SendErrorKind::MailboxFull) (the mailbox's capacity).
+    /// [`NotFound`](crate::SendErrorKind::NotFound) (the process finished, or never was),
+    /// [`Closed`](crate::SendErrorKind::Closed) (it is finishing) or
+    /// [`MailboxFull`](crate::SendErrorKind::MailboxFull) (the mailbox's capacity).
     ///
     /// # Examples
     ///
     /// See [`Addr`].
     #[inline]
     pub fn send(&self, message: M) -> Result<(), SendError<M>> {
-        match self.mailroom.post(self.pid, into_message(message)) {
-            Ok(()) => Ok(()),
-            Err((kind, refused)) => Err(SendError::new(kind, self.pid, from_message(refused).ok())),
-        }
+        self.sched
+            .inner
+            .post_typed(self.pid, message)
+            .map_err(|(kind, refused)| SendError::new(kind, self.pid, Some(refused)))
     }
 }
 
 impl<M> Clone for Addr<M> {
     fn clone(&self) -> Self {
-        Addr::new(self.pid, self.mailroom.clone())
+        Addr::new(self.pid, self.sched.clone())
     }
 }
 
 impl<M> PartialEq for Addr<M> {
     fn eq(&self, other: &Self) -> bool {
-        self.pid == other.pid && self.mailroom.host_id() == other.mailroom.host_id()
+        self.pid == other.pid && self.sched.inner.host_id == other.sched.inner.host_id
     }
 }
 
@@ -183,47 +171,10 @@ fn short_type_name<M>() -> &'static str {
     }
 }
 
-/// The message a typed send carries: `M` itself if it is a [`Message`], otherwise a message
-/// whose payload is the `M` and whose topic is its type's name.
-#[inline]
-pub(crate) fn into_message<M: Send + 'static>(message: M) -> Message {
-    let mut slot = Some(message);
-    // A constant test once monomorphised: the untyped case compiles to the message itself.
-    if let Some(message) = (&mut slot as &mut dyn Any).downcast_mut::<Option<Message>>() {
-        return message.take().expect("just filled");
-    }
-    let message = slot.take().expect("still there");
-    Message::new(std::any::type_name::<M>(), Payload::new(message))
-}
-
-/// The `M` a typed message carries (the inverse of [`into_message`]): the message itself if
-/// `M` is [`Message`], otherwise its payload, which must be an `M`.
-#[inline]
-pub(crate) fn from_message<M: 'static>(message: Message) -> Result<M, TypeMismatch> {
-    let mut slot = Some(message);
-    if let Some(itself) = (&mut slot as &mut dyn Any).downcast_mut::<Option<M>>() {
-        return Ok(itself.take().expect("just filled"));
-    }
-    let message = slot.take().expect("still there");
-    message.payload.take::<M>()
-}
-
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_typed_message_round_trips_and_a_message_stays_itself() {
-        let message = into_message(7u64);
-        assert_eq!(message.topic, "u64");
-        assert_eq!(from_message::<u64>(message).unwrap(), 7);
-        let untyped = Message::new("topic", Payload::new(1u8));
-        let same = into_message(untyped);
-        assert_eq!(same.topic, "topic");
-        let back: Message = from_message(same).unwrap();
-        assert_eq!(back.payload.take::<u8>().unwrap(), 1);
-        assert!(from_message::<u32>(into_message(1u64)).is_err());
-    }
+    use crate::process::Message;
 
     #[test]
     fn short_type_names() {

@@ -1,13 +1,13 @@
-//! `ProcessHandle`: await a process's result.
+//! [`ProcessHandle`]: await a process's result; its address.
 
-use super::{Addr, Mailroom, Message, Payload, Pid, ProcessError};
+use super::addr::Addr;
+use super::handle::SchedulerHandle;
 use crate::executor::JoinHandle;
+use crate::process::{Message, Payload, Pid, ProcessError};
 use std::fmt;
-use std::marker::PhantomData;
-// Plain std: handed to user code, outside every loom model.
 use std::future::Future;
+use std::marker::PhantomData;
 use std::pin::Pin;
-use std::sync::Arc;
 use std::task::{Context, Poll};
 
 /// Awaits the result of a spawned process, from any async code (tokio, async-std, a procsched
@@ -62,7 +62,7 @@ pub struct ProcessHandle<T = Payload, M = Message> {
     pid: Pid,
     join: JoinHandle<Result<T, ProcessError>>,
     /// The process's scheduler, for [`addr`](Self::addr).
-    mailroom: Arc<dyn Mailroom>,
+    sched: SchedulerHandle,
     _receives: PhantomData<fn(M)>,
 }
 
@@ -70,12 +70,12 @@ impl<T, M> ProcessHandle<T, M> {
     pub(crate) fn new(
         pid: Pid,
         join: JoinHandle<Result<T, ProcessError>>,
-        mailroom: Arc<dyn Mailroom>,
+        sched: SchedulerHandle,
     ) -> Self {
         ProcessHandle {
             pid,
             join,
-            mailroom,
+            sched,
             _receives: PhantomData,
         }
     }
@@ -83,7 +83,7 @@ impl<T, M> ProcessHandle<T, M> {
     /// The same handle, for a process that receives `N`s (`spawn_fn` builds its handle as a
     /// `ProcessHandle<T, Message>` first).
     pub(crate) fn receiving<N>(self) -> ProcessHandle<T, N> {
-        ProcessHandle::new(self.pid, self.join, self.mailroom)
+        ProcessHandle::new(self.pid, self.join, self.sched)
     }
 
     /// The process's address: `send` and `ask` it `M`s, from anywhere (it outlives the handle).
@@ -103,7 +103,7 @@ impl<T, M> ProcessHandle<T, M> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn addr(&self) -> Addr<M> {
-        Addr::new(self.pid, self.mailroom.clone())
+        Addr::new(self.pid, self.sched.clone())
     }
 
     /// The process's PID.

@@ -1,0 +1,159 @@
+//! One message workload of `benches/messages.rs`, run a fixed number of times, for `perf` and
+//! A/B runs: `msgprobe <sm|async|native|ring_sm|ring_async|ask_between> [iterations]`. Prints
+//! the median per-unit time.
+
+use procsched::prelude::*;
+use procsched::Events;
+use std::time::{Duration, Instant};
+
+const SENDS: u64 = 100_000;
+
+struct Sink {
+    expected: u64,
+    received: u64,
+}
+
+impl Process for Sink {
+    type Output = u64;
+    fn step(&mut self, events: &mut Events, out: &mut StepOutput<u64>) -> Result<(), BoxError> {
+        for event in events.drain() {
+            if let Event::Message(message) = event {
+                self.received += message.payload.take::<u64>()?;
+            }
+        }
+        if self.received >= self.expected {
+            out.done(self.received);
+        } else {
+            out.wait();
+        }
+        Ok(())
+    }
+}
+
+fn wait_until_waiting(sched: &Scheduler, pid: Pid) {
+    while !matches!(
+        sched.state(pid),
+        Some(ProcessState::Idle | ProcessState::Blocked)
+    ) {
+        std::thread::yield_now();
+    }
+}
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let mode = args.next().unwrap_or_else(|| "sm".to_owned());
+    let iterations: usize = args.next().map_or(50, |n| n.parse().expect("a count"));
+    let sched = Scheduler::builder().workers(2).build().expect("scheduler");
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("tokio");
+    let mut times = Vec::new();
+    for _ in 0..iterations {
+        let elapsed = match mode.as_str() {
+            "sm" => {
+                let handle = sched
+                    .spawn(
+                        Sink {
+                            expected: SENDS,
+                            received: 0,
+                        },
+                        "run",
+                        Payload::empty(),
+                    )
+                    .unwrap();
+                wait_until_waiting(&sched, handle.pid());
+                let addr = sched.handle().addr::<u64>(handle.pid());
+                let start = Instant::now();
+                for _ in 0..SENDS {
+                    addr.send(1).unwrap();
+                }
+                sched.block_on(handle).unwrap();
+                start.elapsed()
+            }
+            "async" => {
+                let handle = sched
+                    .spawn_fn(|cx: ProcessCx<u64>| async move {
+                        let mut received = 0;
+                        while received < SENDS {
+                            received += cx.recv().await?;
+                        }
+                        Ok::<_, BoxError>(received)
+                    })
+                    .unwrap();
+                wait_until_waiting(&sched, handle.pid());
+                let addr = handle.addr();
+                let start = Instant::now();
+                for _ in 0..SENDS {
+                    addr.send(1).unwrap();
+                }
+                sched.block_on(handle).unwrap();
+                start.elapsed()
+            }
+            "native" => {
+                let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<u64>();
+                let (started_tx, started_rx) = std::sync::mpsc::channel();
+                let receiver = runtime.spawn(async move {
+                    started_tx.send(()).unwrap();
+                    let mut received = 0;
+                    while received < SENDS {
+                        received += rx.recv().await.unwrap();
+                    }
+                    received
+                });
+                started_rx.recv().unwrap();
+                let start = Instant::now();
+                for _ in 0..SENDS {
+                    tx.send(1).unwrap();
+                }
+                runtime.block_on(receiver).unwrap();
+                start.elapsed()
+            }
+            "ask_between" => {
+                let server = sched
+                    .spawn_fn(|cx: ProcessCx<(u64, Reply<u64>)>| async move {
+                        loop {
+                            let (n, reply) = cx.recv().await?;
+                            let _ = reply.send(n + 1);
+                        }
+                        #[allow(unreachable_code)]
+                        Ok::<(), BoxError>(())
+                    })
+                    .unwrap();
+                let addr = server.addr();
+                let start = Instant::now();
+                let asker = sched
+                    .spawn_fn(move |_: ProcessCx| async move {
+                        for n in 0..10_000u64 {
+                            addr.ask(|reply| (n, reply)).await?;
+                        }
+                        Ok::<_, BoxError>(())
+                    })
+                    .unwrap();
+                sched.block_on(asker).unwrap();
+                let elapsed = start.elapsed() * 10; // per 100 000 units, as the sends
+                sched.terminate(server.pid()).unwrap();
+                elapsed
+            }
+            other => panic!("unknown mode {other}"),
+        };
+        times.push(elapsed);
+    }
+    let metrics = sched.metrics();
+    eprintln!(
+        "steps {} polls {} parks {} (per message: steps {:.3}, polls {:.3})",
+        metrics.steps,
+        metrics.executor.total().polls,
+        metrics.executor.total().parks,
+        metrics.steps as f64 / (iterations as f64 * SENDS as f64),
+        metrics.executor.total().polls as f64 / (iterations as f64 * SENDS as f64),
+    );
+    times.sort();
+    let median = times[times.len() / 2];
+    println!(
+        "{mode}: median {:.1} ns/unit over {iterations} iterations",
+        median.as_nanos() as f64 / SENDS as f64
+    );
+    sched.shutdown(Duration::from_secs(1));
+}

@@ -1,0 +1,530 @@
+//! Messages between processes, side by side with tokio-native in one run: typed sends, ask
+//! round trips and a ring, in the shapes a user's own harness takes (the typed-messages issue's
+//! independent harnesses), each against what a competent tokio user writes instead.
+//!
+//! | group | one iteration | tokio-native |
+//! |---|---|---|
+//! | `send_to_waiting/<form>` | a receiver that started first; [`SENDS`] `u64` sends from the bench thread, timed until the receiver has consumed all | one task receiving from an unbounded `mpsc` |
+//! | `ask_from_tokio` | [`ASKS`] asks from tokio code (the bench thread's `block_on`) to one process, each awaited before the next | a task receiving `(u64, oneshot::Sender)` |
+//! | `ask_between` | one process asks another [`ASKS`] times | one task asking another through `mpsc` + `oneshot` |
+//! | `ring_pids/<form>` | [`RING`] processes learn the ring's PIDs from a shared `OnceLock`; a `u64` token, forwarded with `SchedulerHandle::send` from each step, goes round until each has seen [`LAPS`]; timed from the first send until every handle is joined | tasks with `mpsc` senders in a shared `OnceLock` |
+//! | `ring_addrs/<form>` | the same ring with typed addresses (`Addr<u64>`) | — (same as above) |
+//!
+//! `<form>`: `sm` (a state machine: `out.wait()` / `out.idle()` between messages), `async` (an
+//! `async fn` in `cx.recv()`). Every runtime gets [`WORKERS`] worker threads; the report is a
+//! Markdown table of medians and procsched / tokio-native ratios (also written to
+//! `target/bench-messages.md`).
+//!
+//! ```text
+//! cargo bench -p procsched-benches --bench messages            # about 2 minutes
+//! cargo bench -p procsched-benches --bench messages -- ring     # one group
+//! ```
+
+use criterion::Criterion;
+use procsched::prelude::*;
+use procsched::{Events, Status};
+use procsched_benches::{format_ns, format_ratio, median_ns, publish_report, WORKERS};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant, SystemTime};
+use tokio::sync::{mpsc, oneshot};
+
+/// Sends per `send_to_waiting` iteration.
+const SENDS: u64 = 100_000;
+/// Asks per `ask_*` iteration.
+const ASKS: u64 = 10_000;
+/// Processes in the ring.
+const RING: usize = 1_000;
+/// Tokens each ring member sees before it finishes.
+const LAPS: u64 = 100;
+
+const NATIVE: &str = "tokio-native";
+
+fn scheduler() -> Scheduler {
+    Scheduler::builder()
+        .workers(*WORKERS)
+        .build()
+        .expect("scheduler")
+}
+
+fn tokio_runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(*WORKERS)
+        .enable_all()
+        .build()
+        .expect("tokio runtime")
+}
+
+/// Waits (spinning politely) until `pid` waits for messages: the receiver "started first".
+fn wait_until_waiting(sched: &Scheduler, pid: Pid) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !matches!(
+        sched.state(pid),
+        Some(ProcessState::Idle | ProcessState::Blocked)
+    ) {
+        assert!(Instant::now() < deadline, "the receiver never started");
+        std::thread::yield_now();
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// send_to_waiting
+// ---------------------------------------------------------------------------------------------
+
+/// Counts `u64` messages until it has `expected`, waiting `Blocked` (`out.wait()`) in between.
+struct Sink {
+    expected: u64,
+    received: u64,
+}
+
+impl Process for Sink {
+    type Output = u64;
+    fn step(&mut self, events: &mut Events, out: &mut StepOutput<u64>) -> Result<(), BoxError> {
+        for event in events.drain() {
+            if let Event::Message(message) = event {
+                self.received += message.payload.take::<u64>()?;
+            }
+        }
+        if self.received >= self.expected {
+            out.done(self.received);
+        } else {
+            out.wait();
+        }
+        Ok(())
+    }
+}
+
+fn send_to_waiting(c: &mut Criterion) {
+    let mut group = c.benchmark_group("send_to_waiting");
+    group
+        .sample_size(20)
+        .measurement_time(Duration::from_secs(4));
+    let sched = scheduler();
+    group.bench_function("sm", |b| {
+        b.iter_custom(|iterations| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iterations {
+                let sink = Sink {
+                    expected: SENDS,
+                    received: 0,
+                };
+                let handle = sched.spawn(sink, "run", Payload::empty()).expect("spawn");
+                wait_until_waiting(&sched, handle.pid());
+                let addr = sched.handle().addr::<u64>(handle.pid());
+                let start = Instant::now();
+                for _ in 0..SENDS {
+                    addr.send(1).expect("send");
+                }
+                assert_eq!(sched.block_on(handle).expect("sink"), SENDS);
+                total += start.elapsed();
+            }
+            total
+        })
+    });
+    group.bench_function("async", |b| {
+        b.iter_custom(|iterations| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iterations {
+                let handle = sched
+                    .spawn_fn(|cx: ProcessCx<u64>| async move {
+                        let mut received = 0;
+                        while received < SENDS {
+                            received += cx.recv().await?;
+                        }
+                        Ok::<_, BoxError>(received)
+                    })
+                    .expect("spawn");
+                wait_until_waiting(&sched, handle.pid());
+                let addr = handle.addr();
+                let start = Instant::now();
+                for _ in 0..SENDS {
+                    addr.send(1).expect("send");
+                }
+                assert_eq!(sched.block_on(handle).expect("sink"), SENDS);
+                total += start.elapsed();
+            }
+            total
+        })
+    });
+    sched.shutdown(Duration::from_secs(1));
+    let runtime = tokio_runtime();
+    group.bench_function(NATIVE, |b| {
+        b.iter_custom(|iterations| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iterations {
+                let (tx, mut rx) = mpsc::unbounded_channel::<u64>();
+                let (started_tx, started_rx) = std::sync::mpsc::channel();
+                let receiver = runtime.spawn(async move {
+                    started_tx.send(()).expect("bench alive");
+                    let mut received = 0;
+                    while received < SENDS {
+                        received += rx.recv().await.expect("sender alive");
+                    }
+                    received
+                });
+                started_rx.recv().expect("receiver started");
+                let start = Instant::now();
+                for _ in 0..SENDS {
+                    tx.send(1).expect("send");
+                }
+                assert_eq!(runtime.block_on(receiver).expect("receiver"), SENDS);
+                total += start.elapsed();
+            }
+            total
+        })
+    });
+    group.finish();
+}
+
+// ---------------------------------------------------------------------------------------------
+// ask_from_tokio, ask_between
+// ---------------------------------------------------------------------------------------------
+
+/// Answers `(n, reply)` with `n + 1`, until cancelled.
+fn spawn_server(sched: &Scheduler) -> Addr<(u64, Reply<u64>)> {
+    sched
+        .spawn_fn(|cx: ProcessCx<(u64, Reply<u64>)>| async move {
+            loop {
+                let (n, reply) = cx.recv().await?;
+                let _ = reply.send(n + 1);
+            }
+            #[allow(unreachable_code)]
+            Ok::<(), BoxError>(())
+        })
+        .expect("spawn")
+        .addr()
+}
+
+/// The tokio-native server: a task answering `(n, oneshot)` requests with `n + 1`.
+fn spawn_native_server(
+    runtime: &tokio::runtime::Runtime,
+) -> mpsc::UnboundedSender<(u64, oneshot::Sender<u64>)> {
+    let (tx, mut rx) = mpsc::unbounded_channel::<(u64, oneshot::Sender<u64>)>();
+    runtime.spawn(async move {
+        while let Some((n, reply)) = rx.recv().await {
+            let _ = reply.send(n + 1);
+        }
+    });
+    tx
+}
+
+fn asks(c: &mut Criterion) {
+    let mut group = c.benchmark_group("ask_from_tokio");
+    group
+        .sample_size(20)
+        .measurement_time(Duration::from_secs(4));
+    let sched = scheduler();
+    let server = spawn_server(&sched);
+    // The caller is tokio code on the bench thread.
+    let caller = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("caller runtime");
+    group.bench_function("procsched", |b| {
+        b.iter(|| {
+            caller.block_on(async {
+                for n in 0..ASKS {
+                    let answer = server.ask(|reply| (n, reply)).await.expect("answer");
+                    debug_assert_eq!(answer, n + 1);
+                }
+            })
+        })
+    });
+    let runtime = tokio_runtime();
+    let native = spawn_native_server(&runtime);
+    group.bench_function(NATIVE, |b| {
+        b.iter(|| {
+            runtime.block_on(async {
+                for n in 0..ASKS {
+                    let (tx, rx) = oneshot::channel();
+                    native.send((n, tx)).expect("server alive");
+                    let answer = rx.await.expect("answer");
+                    debug_assert_eq!(answer, n + 1);
+                }
+            })
+        })
+    });
+    group.finish();
+
+    let mut group = c.benchmark_group("ask_between");
+    group
+        .sample_size(20)
+        .measurement_time(Duration::from_secs(4));
+    group.bench_function("procsched", |b| {
+        b.iter(|| {
+            let server = server.clone();
+            let asker = sched
+                .spawn_fn(move |_: ProcessCx| async move {
+                    for n in 0..ASKS {
+                        let answer = server.ask(|reply| (n, reply)).await?;
+                        debug_assert_eq!(answer, n + 1);
+                    }
+                    Ok::<_, BoxError>(())
+                })
+                .expect("spawn");
+            sched.block_on(asker).expect("asker");
+        })
+    });
+    group.bench_function(NATIVE, |b| {
+        b.iter(|| {
+            let native = native.clone();
+            let asker = runtime.spawn(async move {
+                for n in 0..ASKS {
+                    let (tx, rx) = oneshot::channel();
+                    native.send((n, tx)).expect("server alive");
+                    let answer = rx.await.expect("answer");
+                    debug_assert_eq!(answer, n + 1);
+                }
+            });
+            runtime.block_on(asker).expect("asker");
+        })
+    });
+    group.finish();
+    sched.shutdown(Duration::from_secs(1));
+}
+
+// ---------------------------------------------------------------------------------------------
+// ring_pids, ring_addrs
+// ---------------------------------------------------------------------------------------------
+
+/// A ring member: learns the ring from `ring`, forwards every token to the next member with
+/// `SchedulerHandle::send`, finishes after [`LAPS`] tokens.
+struct RingNode {
+    me: usize,
+    ring: Arc<OnceLock<Vec<Pid>>>,
+    sched: SchedulerHandle,
+    seen: u64,
+}
+
+impl Process for RingNode {
+    type Output = u64;
+    fn step(&mut self, events: &mut Events, out: &mut StepOutput<u64>) -> Result<(), BoxError> {
+        for event in events.drain() {
+            if let Event::Message(message) = event {
+                let token = message.payload.take::<u64>()?;
+                let ring = self.ring.get().ok_or("the ring is not set")?;
+                let next = ring[(self.me + 1) % ring.len()];
+                self.seen += 1;
+                // The last forward may find the next member finished.
+                let _ = self
+                    .sched
+                    .send(next, Message::new("token", Payload::new(token + 1)));
+            }
+        }
+        out.set_status(if self.seen >= LAPS {
+            Status::Done(self.seen)
+        } else {
+            Status::Idle
+        });
+        Ok(())
+    }
+}
+
+/// Times one ring: spawned by `spawn` (member `i` of the ring of `ring`), then the first token,
+/// then every handle joined.
+fn time_ring<M: 'static>(
+    sched: &Scheduler,
+    spawn: impl Fn(usize, Arc<OnceLock<Vec<Pid>>>) -> ProcessHandle<u64, M>,
+) -> Duration {
+    let ring = Arc::new(OnceLock::new());
+    let members: Vec<_> = (0..RING).map(|i| spawn(i, ring.clone())).collect();
+    ring.set(members.iter().map(ProcessHandle::pid).collect())
+        .expect("set once");
+    for member in &members {
+        wait_until_waiting(sched, member.pid());
+    }
+    let start = Instant::now();
+    sched
+        .send(members[0].pid(), Message::new("token", Payload::new(0u64)))
+        .expect("first send");
+    for member in members {
+        assert_eq!(sched.block_on(member).expect("member"), LAPS);
+    }
+    start.elapsed()
+}
+
+fn rings(c: &mut Criterion) {
+    let mut group = c.benchmark_group("ring_pids");
+    group
+        .sample_size(10)
+        .measurement_time(Duration::from_secs(5));
+    let sched = scheduler();
+    group.bench_function("sm", |b| {
+        b.iter_custom(|iterations| {
+            (0..iterations)
+                .map(|_| {
+                    time_ring(&sched, |me, ring| {
+                        let node = RingNode {
+                            me,
+                            ring,
+                            sched: sched.handle().clone(),
+                            seen: 0,
+                        };
+                        sched.spawn(node, "run", Payload::empty()).expect("spawn")
+                    })
+                })
+                .sum()
+        })
+    });
+    group.bench_function("async", |b| {
+        b.iter_custom(|iterations| {
+            (0..iterations)
+                .map(|_| {
+                    time_ring(&sched, |me, ring| {
+                        sched
+                            .spawn_fn(move |cx: ProcessCx<u64>| async move {
+                                let sched = cx.scheduler();
+                                for seen in 1..=LAPS {
+                                    let token = cx.recv().await?;
+                                    let ring = ring.get().ok_or("the ring is not set")?;
+                                    let next = ring[(me + 1) % ring.len()];
+                                    let _ = sched
+                                        .send(next, Message::new("token", Payload::new(token + 1)));
+                                    if seen == LAPS {
+                                        return Ok::<_, BoxError>(seen);
+                                    }
+                                }
+                                Ok(LAPS)
+                            })
+                            .expect("spawn")
+                    })
+                })
+                .sum()
+        })
+    });
+    let runtime = tokio_runtime();
+    group.bench_function(NATIVE, |b| {
+        b.iter_custom(|iterations| {
+            (0..iterations)
+                .map(|_| {
+                    let ring: Arc<OnceLock<Vec<mpsc::UnboundedSender<u64>>>> =
+                        Arc::new(OnceLock::new());
+                    let (senders, receivers): (Vec<_>, Vec<_>) =
+                        (0..RING).map(|_| mpsc::unbounded_channel::<u64>()).unzip();
+                    let tasks: Vec<_> = receivers
+                        .into_iter()
+                        .enumerate()
+                        .map(|(me, mut rx)| {
+                            let ring = ring.clone();
+                            runtime.spawn(async move {
+                                let mut seen = 0;
+                                while seen < LAPS {
+                                    let token = rx.recv().await.expect("ring alive");
+                                    let ring = ring.get().expect("the ring is set");
+                                    let _ = ring[(me + 1) % ring.len()].send(token + 1);
+                                    seen += 1;
+                                }
+                                seen
+                            })
+                        })
+                        .collect();
+                    let first = senders[0].clone();
+                    ring.set(senders).expect("set once");
+                    let start = Instant::now();
+                    first.send(0).expect("first send");
+                    for task in tasks {
+                        assert_eq!(runtime.block_on(task).expect("member"), LAPS);
+                    }
+                    start.elapsed()
+                })
+                .sum()
+        })
+    });
+    group.finish();
+
+    let mut group = c.benchmark_group("ring_addrs");
+    group
+        .sample_size(10)
+        .measurement_time(Duration::from_secs(5));
+    group.bench_function("async", |b| {
+        b.iter_custom(|iterations| {
+            (0..iterations)
+                .map(|_| {
+                    time_ring(&sched, |me, ring| {
+                        let sched = sched.handle().clone();
+                        sched
+                            .clone()
+                            .spawn_fn(move |cx: ProcessCx<u64>| async move {
+                                let first = cx.recv().await?;
+                                let ring = ring.get().ok_or("the ring is not set")?;
+                                let next = sched.addr::<u64>(ring[(me + 1) % ring.len()]);
+                                let _ = next.send(first + 1);
+                                for _ in 1..LAPS {
+                                    let _ = next.send(cx.recv().await? + 1);
+                                }
+                                Ok::<_, BoxError>(LAPS)
+                            })
+                            .expect("spawn")
+                    })
+                })
+                .sum()
+        })
+    });
+    group.finish();
+    sched.shutdown(Duration::from_secs(1));
+}
+
+/// Home of the `criterion_group!` expansion: an undocumented `pub fn` that the package-wide
+/// `missing_docs` lint would otherwise flag.
+mod harness {
+    #![allow(missing_docs)]
+
+    use super::{asks, rings, send_to_waiting};
+    use criterion::{criterion_group, Criterion};
+    use std::time::Duration;
+
+    criterion_group! {
+        name = messages;
+        config = Criterion::default().without_plots().warm_up_time(Duration::from_secs(1));
+        targets = send_to_waiting, asks, rings
+    }
+}
+
+/// The report: medians, per-unit cost, and the ratio to tokio-native of each row.
+fn report(started: SystemTime) {
+    let rows: [(&str, &[&str], f64, &str); 5] = [
+        ("send_to_waiting", &["sm", "async"], SENDS as f64, "send"),
+        ("ask_from_tokio", &["procsched"], ASKS as f64, "ask"),
+        ("ask_between", &["procsched"], ASKS as f64, "ask"),
+        (
+            "ring_pids",
+            &["sm", "async"],
+            (RING as u64 * LAPS) as f64,
+            "hop",
+        ),
+        ("ring_addrs", &["async"], (RING as u64 * LAPS) as f64, "hop"),
+    ];
+    let mut table = format!(
+        "Median time per iteration, {} worker threads per runtime; ratio = procsched / tokio-native.\n\n\
+         | row | procsched | per unit | tokio-native | per unit | ratio |\n|---|---:|---:|---:|---:|---:|\n",
+        *WORKERS
+    );
+    for (group, forms, units, unit) in rows {
+        let native = median_ns(group, NATIVE, started).or_else(|| {
+            (group == "ring_addrs")
+                .then(|| median_ns("ring_pids", NATIVE, started))
+                .flatten()
+        });
+        for form in forms {
+            let Some(ours) = median_ns(group, form, started) else {
+                continue;
+            };
+            let per = |ns: f64| format!("{} /{unit}", format_ns(ns / units));
+            table.push_str(&format!(
+                "| {group}/{form} | {} | {} | {} | {} | {} |\n",
+                format_ns(ours),
+                per(ours),
+                native.map_or("–".to_owned(), format_ns),
+                native.map_or("–".to_owned(), per),
+                format_ratio(Some(ours), native),
+            ));
+        }
+    }
+    publish_report("bench-messages.md", &table);
+}
+
+fn main() {
+    let started = SystemTime::now();
+    harness::messages();
+    Criterion::default().configure_from_args().final_summary();
+    report(started);
+}
