@@ -3,7 +3,8 @@
 //! the median per-unit time.
 
 use procsched::prelude::*;
-use procsched::Events;
+use procsched::{Events, Status};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 const SENDS: u64 = 100_000;
@@ -37,6 +38,61 @@ fn wait_until_waiting(sched: &Scheduler, pid: Pid) {
     ) {
         std::thread::yield_now();
     }
+}
+
+/// A ring member as in `benches/messages.rs`'s `ring_pids/sm`.
+struct RingNode {
+    me: usize,
+    ring: Arc<OnceLock<Vec<Pid>>>,
+    sched: SchedulerHandle,
+    seen: u64,
+}
+
+const RING: usize = 1_000;
+const LAPS: u64 = 100; // RING * LAPS = SENDS hops
+
+impl Process for RingNode {
+    type Output = u64;
+    fn step(&mut self, events: &mut Events, out: &mut StepOutput<u64>) -> Result<(), BoxError> {
+        for event in events.drain() {
+            if let Event::Message(message) = event {
+                let token = message.payload.take::<u64>()?;
+                let ring = self.ring.get().ok_or("the ring is not set")?;
+                let next = ring[(self.me + 1) % ring.len()];
+                self.seen += 1;
+                let _ = self
+                    .sched
+                    .send(next, Message::new("token", Payload::new(token + 1)));
+            }
+        }
+        out.set_status(if self.seen >= LAPS {
+            Status::Done(self.seen)
+        } else {
+            Status::Idle
+        });
+        Ok(())
+    }
+}
+
+fn time_ring<M: 'static>(
+    sched: &Scheduler,
+    spawn: impl Fn(usize, Arc<OnceLock<Vec<Pid>>>) -> ProcessHandle<u64, M>,
+) -> Duration {
+    let ring = Arc::new(OnceLock::new());
+    let members: Vec<_> = (0..RING).map(|i| spawn(i, ring.clone())).collect();
+    ring.set(members.iter().map(ProcessHandle::pid).collect())
+        .expect("set once");
+    for member in &members {
+        wait_until_waiting(sched, member.pid());
+    }
+    let start = Instant::now();
+    sched
+        .send(members[0].pid(), Message::new("token", Payload::new(0u64)))
+        .expect("first send");
+    for member in members {
+        assert_eq!(sched.block_on(member).expect("member"), LAPS);
+    }
+    start.elapsed()
 }
 
 fn main() {
@@ -136,6 +192,33 @@ fn main() {
                 sched.terminate(server.pid()).unwrap();
                 elapsed
             }
+            "ring_sm" => time_ring(&sched, |me, ring| {
+                let node = RingNode {
+                    me,
+                    ring,
+                    sched: sched.handle().clone(),
+                    seen: 0,
+                };
+                sched.spawn(node, "run", Payload::empty()).expect("spawn")
+            }),
+            "ring_async" => time_ring(&sched, |me, ring| {
+                sched
+                    .spawn_fn(move |cx: ProcessCx<u64>| async move {
+                        let sched = cx.scheduler();
+                        for seen in 1..=LAPS {
+                            let token = cx.recv().await?;
+                            let ring = ring.get().ok_or("the ring is not set")?;
+                            let next = ring[(me + 1) % ring.len()];
+                            let _ =
+                                sched.send(next, Message::new("token", Payload::new(token + 1)));
+                            if seen == LAPS {
+                                return Ok::<_, BoxError>(seen);
+                            }
+                        }
+                        Ok(LAPS)
+                    })
+                    .expect("spawn")
+            }),
             other => panic!("unknown mode {other}"),
         };
         times.push(elapsed);

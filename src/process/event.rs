@@ -251,6 +251,16 @@ impl Events {
         self.queue.is_empty()
     }
 
+    /// The slot holding the only event, when there is exactly one (no buffer): for a reader
+    /// that takes it where it lies (`process/typed.rs`, `take_lone`).
+    #[inline]
+    pub(crate) fn lone_slot(&mut self) -> Option<&mut Option<Event>> {
+        match &mut self.queue {
+            Queue::Inline(slot @ Some(_)) => Some(slot),
+            _ => None,
+        }
+    }
+
     /// Takes the oldest unread event.
     ///
     /// # Examples

@@ -1,7 +1,7 @@
 //! Typed messages as ordinary [`Message`]s (`scheduler/addr.rs`): a typed message's payload is
 //! the value, its topic the type's name; [`Message`] itself travels as it is.
 
-use super::{Message, Payload, TypeMismatch};
+use super::{Event, Message, Payload, TypeMismatch};
 use std::any::{Any, TypeId};
 
 /// The message a typed send carries: `M` itself if it is a [`Message`], otherwise a message
@@ -30,6 +30,33 @@ pub(crate) fn from_message<M: 'static>(message: Message) -> Result<M, TypeMismat
     message.payload.take::<M>()
 }
 
+/// Takes the message in `slot` (a step's lone event, where the drain put it) as an `M`: the
+/// payload's value is read where it lies and the rest of the message dropped in place, rather
+/// than the whole message moved out and then taken apart (each move of a just-written
+/// message is a store-forwarding stall: most of an async receive's time before). `None` if
+/// `slot` holds no message (it is left as is); `Err` with the whole message if its payload is
+/// not an `M` — for the caller to report (and drop, contained) outside any scope.
+#[inline(always)]
+pub(crate) fn take_lone<M: 'static>(slot: &mut Option<Event>) -> Option<Result<M, Message>> {
+    let Some(Event::Message(message)) = slot else {
+        return None;
+    };
+    if TypeId::of::<M>() != TypeId::of::<Message>() {
+        if let Some(value) = message.payload.take_value::<M>() {
+            // The shell left — topic, sender, an empty payload — has no user destructor.
+            *slot = None;
+            return Some(Ok(value));
+        }
+    }
+    let Some(Event::Message(message)) = slot.take() else {
+        unreachable!("checked above")
+    };
+    if TypeId::of::<M>() == TypeId::of::<Message>() {
+        return Some(Ok(from_message::<M>(message).expect("M is Message")));
+    }
+    Some(Err(message))
+}
+
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
@@ -45,5 +72,28 @@ mod tests {
         let back: Message = from_message(same).unwrap();
         assert_eq!(back.payload.take::<u8>().unwrap(), 1);
         assert!(from_message::<u32>(into_message(1u64)).is_err());
+    }
+
+    #[test]
+    fn a_lone_message_is_taken_in_place_or_handed_back_whole() {
+        let mut slot = Some(Event::Message(into_message(String::from("hi"))));
+        assert_eq!(take_lone::<String>(&mut slot).unwrap().unwrap(), "hi");
+        assert!(slot.is_none());
+
+        let mut slot = Some(Event::Message(into_message(7u64)));
+        let back = take_lone::<u32>(&mut slot).unwrap().unwrap_err();
+        assert!(slot.is_none());
+        assert_eq!(back.payload.take::<u64>().unwrap(), 7);
+
+        let mut slot = Some(Event::Message(Message::new("t", Payload::new(1u8))));
+        let whole: Message = take_lone(&mut slot).unwrap().unwrap();
+        assert_eq!(whole.topic, "t");
+
+        let mut slot = Some(Event::Woken);
+        assert!(take_lone::<u8>(&mut slot).is_none());
+        assert!(
+            matches!(slot, Some(Event::Woken)),
+            "not a message: left as is"
+        );
     }
 }

@@ -292,12 +292,12 @@ impl<M: Send + 'static> Addr<M> {
     /// assert_eq!(sched.block_on(asker)?, 42);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn ask<R, F>(&self, request: F) -> Ask<M, R, F>
+    pub fn ask<R, F>(&self, request: F) -> Ask<'_, M, R, F>
     where
         R: Send + 'static,
         F: FnOnce(Reply<R>) -> M,
     {
-        Ask::new(self.clone(), request, None)
+        Ask::new(self, request, None)
     }
 
     /// [`ask`](Self::ask) with a timeout: past it the ask fails with [`AskError::TimedOut`]
@@ -325,28 +325,48 @@ impl<M: Send + 'static> Addr<M> {
     /// assert!(late.unwrap_err().is_timed_out());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn ask_within<R, F>(&self, timeout: Duration, request: F) -> Ask<M, R, F>
+    pub fn ask_within<R, F>(&self, timeout: Duration, request: F) -> Ask<'_, M, R, F>
     where
         R: Send + 'static,
         F: FnOnce(Reply<R>) -> M,
     {
-        Ask::new(self.clone(), request, Some(timeout))
+        Ask::new(self, request, Some(timeout))
     }
 }
 
 /// A pending ask: resolves to the answer, or to why there is none. Made by [`Addr::ask`] and
 /// [`Addr::ask_within`]; sends its request when first polled.
+///
+/// It borrows its address, as tokio's `Sender::send` borrows its sender: an ask costs no
+/// reference count (a clone of the address is one, on a line every sender of the scheduler
+/// shares). To run an ask as a task of its own, move a clone of the address into it:
+///
+/// ```
+/// use procsched::prelude::*;
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), BoxError> {
+/// let sched = Scheduler::builder().workers(1).build()?;
+/// let doubler = sched.spawn_fn(|cx: ProcessCx<(u64, Reply<u64>)>| async move {
+///     let (n, reply) = cx.recv().await?;
+///     let _ = reply.send(2 * n);
+///     Ok::<_, BoxError>(())
+/// })?;
+/// let addr = doubler.addr();
+/// let task = tokio::spawn(async move { addr.ask(|reply| (21, reply)).await });
+/// assert_eq!(task.await??, 42);
+/// # Ok(()) }
+/// ```
 #[must_use = "an ask sends nothing unless polled"]
-pub struct Ask<M, R, F> {
-    state: State<M, R, F>,
+pub struct Ask<'a, M, R, F> {
+    state: State<'a, M, R, F>,
     /// Set from the first poll if the ask has a timeout.
     timeout: Option<Duration>,
     deadline: Option<Deadline>,
 }
 
-enum State<M, R, F> {
+enum State<'a, M, R, F> {
     Unsent {
-        addr: Addr<M>,
+        addr: &'a Addr<M>,
         request: F,
     },
     /// Sent from a process's body: the answer is the completion of a call.
@@ -356,8 +376,8 @@ enum State<M, R, F> {
     Done,
 }
 
-impl<M, R, F> Ask<M, R, F> {
-    fn new(addr: Addr<M>, request: F, timeout: Option<Duration>) -> Self {
+impl<'a, M, R, F> Ask<'a, M, R, F> {
+    fn new(addr: &'a Addr<M>, request: F, timeout: Option<Duration>) -> Self {
         Ask {
             state: State::Unsent { addr, request },
             timeout,
@@ -368,9 +388,9 @@ impl<M, R, F> Ask<M, R, F> {
 
 // Nothing in an ask is pinned: the receiver and the deadline are `Unpin`, the rest is moved out
 // on the first poll.
-impl<M, R, F> Unpin for Ask<M, R, F> {}
+impl<M, R, F> Unpin for Ask<'_, M, R, F> {}
 
-impl<M, R, F> Future for Ask<M, R, F>
+impl<M, R, F> Future for Ask<'_, M, R, F>
 where
     M: Send + 'static,
     R: Send + 'static,
@@ -413,7 +433,7 @@ where
     }
 }
 
-impl<M, R, F> Ask<M, R, F>
+impl<M, R, F> Ask<'_, M, R, F>
 where
     M: Send + 'static,
     R: Send + 'static,
@@ -430,9 +450,9 @@ where
             self.deadline = Some(Deadline::new(Instant::now() + timeout));
         }
         let (reply, waiting) = match asking::start() {
-            Some(call) => {
+            Some((call, asker)) => {
                 let to = ReplyTo::Process {
-                    asker: call.reply_to.clone(),
+                    asker,
                     tag: call.tag,
                 };
                 (Reply { to: Some(to) }, State::InProcess(call))
@@ -472,7 +492,7 @@ where
     }
 }
 
-impl<M, R, F> Drop for Ask<M, R, F> {
+impl<M, R, F> Drop for Ask<'_, M, R, F> {
     fn drop(&mut self) {
         if let State::InProcess(call) = &self.state {
             asking::forget(call);
@@ -480,7 +500,7 @@ impl<M, R, F> Drop for Ask<M, R, F> {
     }
 }
 
-impl<M, R, F> fmt::Debug for Ask<M, R, F> {
+impl<M, R, F> fmt::Debug for Ask<'_, M, R, F> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let state = match &self.state {
             State::Unsent { .. } => "unsent",

@@ -4,7 +4,8 @@
 //! 1. `transition_to_running`: take the future, or learn it was cancelled, or drop the stale
 //!    `Notified` (shutdown got there first).
 //! 2. Poll it inside `catch_unwind`, with a borrowed waker (no reference-count traffic).
-//! 3. `Pending` → `transition_to_idle`: release it; if woken meanwhile re-queue the same `Notified`
+//! 3. `Pending` → `transition_to_idle`: release it and its reference in one RMW; if woken
+//!    meanwhile re-queue the same `Notified`
 //!    through [`Schedule::yield_now`] (behind other ready work); if cancelled meanwhile, cancel.
 //! 4. `Ready` or panic → store the output (or `JoinError::Panic`), then complete.
 //!
@@ -105,7 +106,8 @@ where
         let polled = catch_unwind(AssertUnwindSafe(|| unsafe { core.poll_future(&mut cx) }));
         match polled {
             Ok(Poll::Pending) => match self.cell().header.state.transition_to_idle() {
-                TransitionToIdle::Ok => raw.drop_reference(),
+                TransitionToIdle::Ok => {}
+                TransitionToIdle::OkDealloc => raw.dealloc(),
                 TransitionToIdle::OkNotified => {
                     // SAFETY: `OkNotified` set `SCHEDULED` again; the poll's reference is reused.
                     let notified = unsafe { Notified::<S>::from_raw(raw) };

@@ -29,7 +29,8 @@
 //!    or a second worker could poll it concurrently.
 //! 3. When the poll returns `Pending`, [`State::transition_to_idle`] clears `RUNNING` in the same CAS
 //!    that reads `NOTIFIED`. If it was set, the CAS also swaps it for `SCHEDULED` and the worker
-//!    re-queues the very `Notified` it holds (no reference-count traffic).
+//!    re-queues the very `Notified` it holds (no reference-count traffic); if not, the CAS also
+//!    drops the `Notified`'s reference (the worker frees the task if it was the last).
 //!
 //! No wake is lost: a wake either lands before the CAS of step 3 (then step 3 sees `NOTIFIED`) or
 //! after it (then the waker sees the task idle and queues it itself). Both are RMWs on one word, so
@@ -109,8 +110,10 @@ pub(crate) enum TransitionToRunning {
 #[must_use]
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum TransitionToIdle {
-    /// Released; the caller drops the reference it held for the poll.
+    /// Released, and the reference the caller held for the poll dropped in the same CAS.
     Ok,
+    /// Released, and that reference was the last one: the caller frees the task.
+    OkDealloc,
     /// Woken during the poll: the task is `SCHEDULED` again and the caller must re-queue the
     /// `Notified` it holds.
     OkNotified,
@@ -183,7 +186,14 @@ impl State {
                 next.0 |= SCHEDULED;
                 (TransitionToIdle::OkNotified, Some(next))
             } else {
-                (TransitionToIdle::Ok, Some(next))
+                // The poll's reference goes in the same RMW: one atomic per poll fewer (a
+                // message hop is a few of them: `docs/bench-process-history.md`).
+                next.ref_dec();
+                if next.ref_count() == 0 {
+                    (TransitionToIdle::OkDealloc, Some(next))
+                } else {
+                    (TransitionToIdle::Ok, Some(next))
+                }
             }
         })
     }
@@ -514,10 +524,15 @@ mod tests {
         assert_eq!(state.transition_to_running(), TransitionToRunning::Success);
         assert_eq!(state.transition_to_idle(), TransitionToIdle::Ok);
         assert_eq!(
+            state.load().ref_count(),
+            2,
+            "idle dropped the poll's reference"
+        );
+        assert_eq!(
             state.transition_to_notified_by_ref(),
             TransitionToNotified::Submit
         );
-        assert_eq!(state.load().ref_count(), 4);
+        assert_eq!(state.load().ref_count(), 3);
         assert_eq!(
             state.transition_to_notified_by_ref(),
             TransitionToNotified::DoNothing,

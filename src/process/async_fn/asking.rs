@@ -16,29 +16,28 @@ use crate::process::{CancelReason, Tag};
 pub(crate) struct AskCall {
     pub(crate) owner: Owner,
     pub(crate) tag: Tag,
-    /// Where the answer goes: the asking process's cell, in its incarnation.
-    pub(crate) reply_to: ProcessWake,
     /// The process had already been asked to finish when the ask was sent: the cancellation
     /// is not this ask's to report.
     pub(crate) after_cancel: bool,
 }
 
 /// Starts an ask in the body being polled on this thread: a live call tag, and where its answer
-/// goes. `None` outside any body, or in one that runs without a scheduler (a test harness: no
+/// goes (the asking process's cell, in its incarnation: for the reply port, which alone holds
+/// it). `None` outside any body, or in one that runs without a scheduler (a test harness: no
 /// cell to answer into).
-pub(crate) fn start() -> Option<AskCall> {
+pub(crate) fn start() -> Option<(AskCall, ProcessWake)> {
     let owner = scope::current_owner()?;
     scope::with(owner, |scope| {
         let scope = scope?;
         let reply_to = scope.reply_to?.clone();
         let after_cancel = scope.state.cancelled.is_some();
         let tag = scope.state.start_call();
-        Some(AskCall {
+        let call = AskCall {
             owner,
             tag,
-            reply_to,
             after_cancel,
-        })
+        };
+        Some((call, reply_to))
     })
 }
 

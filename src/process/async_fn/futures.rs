@@ -8,7 +8,9 @@
 use super::scope;
 use crate::process::context::Owner;
 use crate::process::output::push_yield;
-use crate::process::{drop_contained, from_message, CancelReason, Command, CommandError};
+use crate::process::{
+    drop_contained, from_message, take_lone, CancelReason, Command, CommandError,
+};
 use crate::process::{Message, Payload};
 use crate::process::{Tag, Topic, TypeMismatch, Yield};
 use std::convert::Infallible;
@@ -155,9 +157,19 @@ impl RecvError {
     }
 }
 
-/// The next message for `owner`, or why there is none: cancellation and overflow come first.
-fn poll_message(owner: Owner) -> Poll<Result<Message, RecvError>> {
-    scope::with(owner, |scope| {
+/// What a receive found in the scope.
+enum Received<T> {
+    /// The value, read where the step's lone message lay.
+    Value(T),
+    /// A whole message, to convert (outside the scope: a mismatched payload is dropped).
+    Message(Message),
+}
+
+/// The next message for `owner` as a `T`, or why there is none: cancellation and overflow come
+/// first, then the inbox, then the step's lone message (`state.rs`).
+#[inline(always)]
+fn poll_received<T: 'static>(owner: Owner) -> Poll<Result<T, RecvError>> {
+    let found = scope::with(owner, |scope| {
         let Some(scope) = scope else {
             return Poll::Ready(Err(RecvError::OutsideProcess));
         };
@@ -171,15 +183,21 @@ fn poll_message(owner: Owner) -> Poll<Result<Message, RecvError>> {
                 return Poll::Ready(Err(RecvError::Overflow(topic)));
             }
             if let Some(message) = mail.inbox.pop_front() {
-                return Poll::Ready(Ok(message));
+                return Poll::Ready(Ok(Received::Message(message)));
             }
         }
-        // Behind the inbox: the step's lone message (`state.rs`).
-        if let Some(message) = scope.message.take() {
-            return Poll::Ready(Ok(message));
+        match take_lone::<T>(scope.lone) {
+            Some(Ok(value)) => Poll::Ready(Ok(Received::Value(value))),
+            Some(Err(message)) => Poll::Ready(Ok(Received::Message(message))),
+            None => {
+                state.wants.message = true;
+                Poll::Pending
+            }
         }
-        state.wants.message = true;
-        Poll::Pending
+    });
+    found.map(|found| match found? {
+        Received::Value(value) => Ok(value),
+        Received::Message(message) => Ok(from_message::<T>(message)?),
     })
 }
 
@@ -205,7 +223,7 @@ impl<T: 'static> Future for Recv<T> {
     type Output = Result<T, RecvError>;
 
     fn poll(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Self::Output> {
-        poll_message(self.owner).map(|received| Ok(from_message::<T>(received?)?))
+        poll_received::<T>(self.owner)
     }
 }
 
@@ -227,7 +245,7 @@ impl Future for RecvMessage {
     type Output = Result<Message, RecvError>;
 
     fn poll(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Self::Output> {
-        poll_message(self.owner)
+        poll_received::<Message>(self.owner)
     }
 }
 

@@ -399,26 +399,36 @@ where
         let running = unsafe { Pin::new_unchecked(running) };
         let (owner, mut body, state, waker) = running.project();
         // A lone completion is held here for its call to take during the poll, and so is a
-        // lone message behind an empty inbox, for the next receive (`state.rs`); anything else
-        // is filed first.
+        // lone message behind an empty inbox, for the next receive (`state.rs`) — left in
+        // `events` where the drain put it, for the receive to read in place
+        // (`process/typed.rs`, `take_lone`); anything else is filed first.
         let mut arrived = None;
-        let mut message = None;
+        let mut no_message = None;
         // Destructor panics contained by the adapter's own bookkeeping, told to the cell.
         let mut panics = 0;
-        match events.len() {
-            0 => {}
-            1 => match events.pop() {
-                Some(Event::YieldComplete { tag, result }) => arrived = Some((tag, result)),
-                Some(Event::Message(lone)) if state.inbox_is_empty() => message = Some(lone),
-                Some(event) => panics += state.route(event),
-                None => {}
-            },
+        let lone_message = match events.len() {
+            0 => None,
+            1 if state.inbox_is_empty()
+                && matches!(events.lone_slot(), Some(Some(Event::Message(_)))) =>
+            {
+                events.lone_slot()
+            }
+            1 => {
+                match events.pop() {
+                    Some(Event::YieldComplete { tag, result }) => arrived = Some((tag, result)),
+                    Some(event) => panics += state.route(event),
+                    None => {}
+                }
+                None
+            }
             _ => {
                 for event in events.drain() {
                     panics += state.route(event);
                 }
+                None
             }
-        }
+        };
+        let lone = lone_message.unwrap_or(&mut no_message);
         state.wants = Default::default();
         let polled = catch_unwind(AssertUnwindSafe(|| {
             let reply_to = waker.target();
@@ -429,7 +439,7 @@ where
                     reply_to,
                     state,
                     &mut arrived,
-                    &mut message,
+                    &mut *lone,
                     out.yields_mut(),
                     || body.as_mut().poll(&mut cx),
                 )
@@ -440,7 +450,7 @@ where
             Err(panic) => {
                 // What the step held for the poll is a user value: dropped contained, not by
                 // this unwind (a second panic during it would abort the program).
-                panics += drop_contained(arrived) + drop_contained(message);
+                panics += drop_contained(arrived) + drop_contained(lone.take());
                 waker.destructors_panicked(panics);
                 resume_unwind(panic)
             }
@@ -451,8 +461,8 @@ where
             panics += state.keep(tag, result);
         }
         // A message no receive took waits in the inbox, ahead of any that arrive later.
-        if let Some(message) = message {
-            state.route(Event::Message(message));
+        if let Some(message) = lone.take() {
+            panics += state.route(message);
         }
         panics += state.purge_forgotten();
         waker.destructors_panicked(panics);

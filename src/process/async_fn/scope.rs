@@ -16,7 +16,7 @@
 use super::state::{Arrived, CxState};
 use crate::process::context::{Owner, ProcessWake};
 use crate::process::output::Yields;
-use crate::process::Message;
+use crate::process::Event;
 use std::cell::Cell;
 use std::ptr;
 
@@ -24,9 +24,9 @@ use std::ptr;
 pub(super) struct Scope<'a> {
     pub(super) state: &'a mut CxState,
     pub(super) arrived: &'a mut Arrived,
-    /// The step's only event when it is a message and the inbox is empty: the next message a
-    /// receive takes (`state.rs`).
-    pub(super) message: &'a mut Option<Message>,
+    /// The step's only event when it is a message and the inbox is empty, left where the drain
+    /// put it: the next message a receive takes (`state.rs`); `None` otherwise.
+    pub(super) lone: &'a mut Option<Event>,
     pub(super) yields: &'a mut Yields,
     /// Where a reply to this process goes (an ask's answer: its cell), if it runs in a
     /// scheduler.
@@ -38,7 +38,7 @@ struct Raw {
     reply_to: *const ProcessWake,
     state: *mut CxState,
     arrived: *mut Arrived,
-    message: *mut Option<Message>,
+    lone: *mut Option<Event>,
     yields: *mut Yields,
 }
 
@@ -56,7 +56,7 @@ pub(super) fn enter<R>(
     reply_to: Option<&ProcessWake>,
     state: &mut CxState,
     arrived: &mut Arrived,
-    message: &mut Option<Message>,
+    lone: &mut Option<Event>,
     yields: &mut Yields,
     poll: impl FnOnce() -> R,
 ) -> R {
@@ -65,7 +65,7 @@ pub(super) fn enter<R>(
         reply_to: reply_to.map_or(ptr::null(), |target| target),
         state,
         arrived,
-        message,
+        lone,
         yields,
     };
     let previous = CURRENT.with(|current| current.replace(&raw));
@@ -113,7 +113,7 @@ pub(super) fn with<R>(owner: Owner, f: impl FnOnce(Option<Scope<'_>>) -> R) -> R
         Scope {
             state: &mut *raw.state,
             arrived: &mut *raw.arrived,
-            message: &mut *raw.message,
+            lone: &mut *raw.lone,
             yields: &mut *raw.yields,
             reply_to: raw.reply_to.as_ref(),
         }

@@ -166,6 +166,24 @@ impl Payload {
         Ok(unsafe { this.storage.read::<T>() })
     }
 
+    /// Moves the value out as a `T`, leaving the payload empty (`()`), if it is a `T`: a read
+    /// where the payload lies, for a payload inside a larger value (a message in its queue
+    /// slot) that moving whole would copy (`process/typed.rs`, `take_lone`).
+    #[inline]
+    pub(crate) fn take_value<T: 'static>(&mut self) -> Option<T> {
+        if !self.is::<T>() {
+            return None;
+        }
+        // SAFETY: the storage holds a `T`, still there (as in `downcast`). After the read the
+        // value has one owner, the caller: the vtable becomes `()`'s at once, so the payload
+        // never drops nor reads the moved-out value again (`()` has no destructor and no
+        // bytes to read), and `Storage` has no destructor of its own. Nothing between the read
+        // and the store can unwind.
+        let value = unsafe { self.storage.read::<T>() };
+        self.vtable = VTable::of::<()>();
+        Some(value)
+    }
+
     /// Takes the value out as a `T`, or fails with a [`TypeMismatch`] that names both types —
     /// an `Error`, so `?` works in `step`, `init` and handlers. `take::<Payload>()` is the
     /// payload itself.
