@@ -22,7 +22,11 @@
 
 use criterion::Criterion;
 use procsched::prelude::*;
-use procsched::{Events, Status};
+use procsched::state_machine::{Events, Status};
+use procsched::{
+    metrics::ProcessState,
+    state_machine::{Event, Process, StepOutput},
+};
 use procsched_benches::{format_ns, format_ratio, median_ns, publish_report, WORKERS};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant, SystemTime};

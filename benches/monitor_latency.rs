@@ -19,8 +19,9 @@
 //! samples.
 
 use procsched::{
-    BoxError, Event, Events, InitError, Message, Payload, Process, ProcessContext, Scheduler,
-    StepOutput,
+    error::InitError,
+    state_machine::{Event, Events, Process, ProcessContext, StepOutput},
+    BoxError, Message, Payload, Scheduler,
 };
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 use std::sync::{Arc, Mutex};
@@ -66,7 +67,7 @@ impl Hog {
                 }
             }
             Hog::Sleep => thread::sleep(HOG_STEP),
-            Hog::BlockInPlace => procsched::block_in_place(|| thread::sleep(SHORT_BLOCK)),
+            Hog::BlockInPlace => procsched::executor::block_in_place(|| thread::sleep(SHORT_BLOCK)),
         }
     }
 

@@ -12,6 +12,7 @@
 //! what a scrape sees, and shuts the scheduler down.
 
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
+use procsched::error::CommandError;
 use procsched::prelude::*;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};

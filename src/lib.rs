@@ -13,25 +13,23 @@
 // trivially true. The normal build is linted without these allowances.
 #![cfg_attr(loom, allow(dead_code, clippy::absurd_extreme_comparisons))]
 
+// The layers (one way: scheduler → dispatch/process → executor).
 mod dispatch;
-pub mod executor;
-mod loom;
-pub mod prelude;
 mod process;
 mod scheduler;
+
+// The public face: what every user needs at the root, the rest in modules named for their
+// concept (re-exports only; the layers above own the code).
+pub mod body;
+pub mod config;
+pub mod error;
+pub mod executor;
+pub mod metrics;
+pub mod prelude;
+pub mod state_machine;
 pub mod testing;
 
-pub use dispatch::Run;
-pub use executor::block_in_place;
-pub use process::{
-    AsyncFnProcess, BoxError, Call, CancelReason, Cancelled, Command, CommandError, Event,
-    EventDrain, Events, InitError, Message, Payload, Pid, Process, ProcessContext, ProcessCx,
-    ProcessError, ProcessState, Recv, RecvError, RecvMessage, SendError, SendErrorKind, SpawnError,
-    Status, StepOutput, Tag, Topic, TopicBudget, TypeMismatch, YieldNow,
-};
-pub use scheduler::{
-    Addr, Ask, AskError, BuildError, FinishCounts, MessageCounts, ProcessCounts, ProcessHandle,
-    ProcessInfo, Reply, Scheduler, SchedulerBuilder, SchedulerHandle, SchedulerMetrics,
-    ShutdownReport, StepSample, YieldCounts, DEFAULT_DROP_TIMEOUT, DEFAULT_MAX_BATCH,
-    DEFAULT_STEP_BUDGET, FORCED_STOP_WAIT,
-};
+mod loom;
+
+pub use process::{BoxError, Command, Message, Payload, Pid, ProcessCx};
+pub use scheduler::{Addr, ProcessHandle, Reply, Scheduler, SchedulerHandle};

@@ -12,8 +12,8 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+pub use crate::error::{AskError, ProcessError, RecvError, SendError, SpawnError};
 pub use crate::{
-    Addr, AskError, BoxError, Command, CommandError, Event, Events, InitError, Message, Payload,
-    Pid, Process, ProcessContext, ProcessCx, ProcessError, ProcessHandle, ProcessState, RecvError,
-    Reply, Scheduler, SchedulerHandle, SendError, ShutdownReport, SpawnError, Status, StepOutput,
+    Addr, BoxError, Command, Message, Payload, Pid, ProcessCx, ProcessHandle, Reply, Scheduler,
+    SchedulerHandle,
 };

@@ -13,6 +13,7 @@
 //!
 //! ```
 //! use procsched::prelude::*;
+//! use procsched::state_machine::Status;
 //! use procsched::testing::Harness;
 //!
 //! struct Double(u64);
@@ -119,7 +120,7 @@ impl<P: Process> Harness<P> {
     /// # Examples
     ///
     /// ```
-    /// use procsched::{Event, testing::Harness};
+    /// use procsched::{testing::Harness, state_machine::Event};
     ///
     /// let mut harness = Harness::for_fn(|cx: procsched::ProcessCx| async move {
     ///     cx.yield_now().await;
@@ -127,7 +128,7 @@ impl<P: Process> Harness<P> {
     /// });
     /// harness.init("run", procsched::Payload::empty())?;
     /// harness.push(Event::Woken);
-    /// assert!(matches!(harness.step()?.status, procsched::Status::Continue));
+    /// assert!(matches!(harness.step()?.status, procsched::state_machine::Status::Continue));
     /// # Ok::<(), procsched::BoxError>(())
     /// ```
     pub fn push(&mut self, event: Event) -> &mut Self {
@@ -140,7 +141,7 @@ impl<P: Process> Harness<P> {
     /// # Examples
     ///
     /// ```
-    /// use procsched::{prelude::*, testing::Harness};
+    /// use procsched::{prelude::*, state_machine::Status, testing::Harness};
     ///
     /// let mut harness = Harness::for_fn(|cx: ProcessCx<u32>| async move {
     ///     Ok::<_, BoxError>(cx.recv().await? * 2)
@@ -169,7 +170,7 @@ impl<P: Process> Harness<P> {
     /// # Examples
     ///
     /// ```
-    /// use procsched::{prelude::*, testing::Harness};
+    /// use procsched::{prelude::*, state_machine::Status, testing::Harness};
     ///
     /// let mut harness = Harness::for_fn(|cx: ProcessCx| async move {
     ///     let _ = cx.cancelled().await;

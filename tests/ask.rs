@@ -6,8 +6,9 @@
 
 mod support;
 
+use procsched::error::CancelReason;
+use procsched::metrics::ProcessState;
 use procsched::prelude::*;
-use procsched::CancelReason;
 use std::time::Duration;
 use support::*;
 

@@ -6,8 +6,9 @@
 
 mod support;
 
+use procsched::error::{CancelReason, TypeMismatch};
 use procsched::prelude::*;
-use procsched::{CancelReason, TypeMismatch};
+use procsched::{error::CommandError, metrics::ProcessState};
 use std::sync::atomic::Ordering::SeqCst;
 use std::sync::{mpsc, Arc};
 use std::time::Duration;
@@ -366,7 +367,7 @@ fn tokio_timers_io_and_spawn_work_in_a_body_on_a_scheduler_built_outside_tokio()
             let port = listener.local_addr()?.port();
             let spawned = tokio::spawn(async { 20 }).await?;
             // Blocking off the worker: the rest of the body may run on a spare.
-            procsched::block_in_place(|| std::thread::sleep(Duration::from_millis(1)));
+            procsched::executor::block_in_place(|| std::thread::sleep(Duration::from_millis(1)));
             tokio::time::sleep(Duration::from_millis(1)).await;
             Ok::<_, BoxError>((port > 0, spawned + 1))
         })

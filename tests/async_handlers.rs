@@ -7,6 +7,7 @@
 mod support;
 
 use procsched::prelude::*;
+use procsched::{error::CommandError, metrics::ProcessState};
 use std::time::Duration;
 use support::*;
 

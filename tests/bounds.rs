@@ -7,8 +7,11 @@
 mod support;
 
 use procsched::{
-    BoxError, CommandError, Event, Events, InitError, Message, Payload, Pid, Process,
-    ProcessContext, ProcessState, Scheduler, SendError, SendErrorKind, StepOutput, TopicBudget,
+    config::TopicBudget,
+    error::{CommandError, InitError, SendError, SendErrorKind},
+    metrics::ProcessState,
+    state_machine::{Event, Events, Process, ProcessContext, StepOutput},
+    BoxError, Message, Payload, Pid, Scheduler,
 };
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::sync::{mpsc, Arc};

@@ -7,8 +7,10 @@
 mod support;
 
 use procsched::{
-    BoxError, CommandError, Event, Events, InitError, Payload, Process, ProcessContext,
-    ProcessState, Scheduler, StepOutput,
+    error::{CommandError, InitError},
+    metrics::ProcessState,
+    state_machine::{Event, Events, Process, ProcessContext, StepOutput},
+    BoxError, Payload, Scheduler,
 };
 use std::sync::atomic::Ordering::SeqCst;
 use std::sync::{mpsc, Arc, Mutex};
@@ -79,7 +81,7 @@ impl<C: Send + 'static> Process for Sequence<C> {
     }
 }
 
-fn outcomes(result: Result<Payload, procsched::ProcessError>) -> Vec<String> {
+fn outcomes(result: Result<Payload, procsched::error::ProcessError>) -> Vec<String> {
     result
         .expect("process completes")
         .downcast::<Vec<String>>()
@@ -118,7 +120,7 @@ fn deadline_timers_of_blocking_yields_end_with_their_calls() {
     let sched = Scheduler::builder()
         .workers(2)
         .tokio_handle(runtime.handle().clone())
-        .blocking_handler(|Quick: Quick| Ok::<_, procsched::CommandError>(Payload::empty()))
+        .blocking_handler(|Quick: Quick| Ok::<_, procsched::error::CommandError>(Payload::empty()))
         .build()
         .unwrap();
     let (processes, yields) = (scaled(20), scaled(50));
@@ -153,7 +155,7 @@ fn a_process_ending_during_a_deadline_blocking_yield_leaves_no_timer() {
         .tokio_handle(runtime.handle().clone())
         .blocking_handler(|gate: Gate| {
             run_gate(gate);
-            Ok::<_, procsched::CommandError>(Payload::empty())
+            Ok::<_, procsched::error::CommandError>(Payload::empty())
         })
         .build()
         .unwrap();
@@ -209,11 +211,11 @@ fn busy_pool() -> BusyPool {
         .tokio_handle(runtime.handle().clone())
         .blocking_handler(|gate: Gate| {
             run_gate(gate);
-            Ok::<_, procsched::CommandError>(Payload::empty())
+            Ok::<_, procsched::error::CommandError>(Payload::empty())
         })
         .blocking_handler(|counted: Counted| {
             counted.ran.fetch_add(1, SeqCst);
-            Ok::<_, procsched::CommandError>(Payload::empty())
+            Ok::<_, procsched::error::CommandError>(Payload::empty())
         })
         .build()
         .unwrap();
@@ -304,9 +306,9 @@ fn a_late_blocking_result_is_dropped_with_its_destructor_panic_contained() {
         .tokio_handle(runtime.handle().clone())
         .blocking_handler(|late: LateGrenade| {
             run_gate(late.gate);
-            Ok::<_, procsched::CommandError>(Payload::new(Grenade(late.exploded)))
+            Ok::<_, procsched::error::CommandError>(Payload::new(Grenade(late.exploded)))
         })
-        .blocking_handler(|Quick: Quick| Ok::<_, procsched::CommandError>(Payload::empty()))
+        .blocking_handler(|Quick: Quick| Ok::<_, procsched::error::CommandError>(Payload::empty()))
         .build()
         .unwrap();
     let (gate, entered, release) = gate();

@@ -8,7 +8,7 @@
 mod support;
 
 use procsched::executor::{Executor, ExecutorMetrics};
-use procsched::{Event, Message, Payload, ProcessState, Scheduler};
+use procsched::{metrics::ProcessState, state_machine::Event, Message, Payload, Scheduler};
 use std::sync::mpsc;
 use std::time::Duration;
 use support::{counter, join, recv, wait_for_state, wait_until, FnProcess, HANG_GUARD};

@@ -5,8 +5,9 @@
 mod support;
 
 use procsched::{
-    BoxError, BuildError, Event, Events, InitError, Message, Payload, Pid, Process, ProcessContext,
-    Scheduler, SpawnError, StepOutput,
+    error::{BuildError, InitError, SpawnError},
+    state_machine::{Event, Events, Process, ProcessContext, StepOutput},
+    BoxError, Message, Payload, Pid, Scheduler,
 };
 use std::sync::atomic::Ordering::SeqCst;
 use support::*;
@@ -37,9 +38,9 @@ fn answer(sched: &Scheduler) -> u64 {
 #[test]
 fn a_builder_builds_again_with_the_same_handlers() {
     let mut builder = Scheduler::builder();
-    builder
-        .workers(1)
-        .inline_handler(|Double(n): Double| Ok::<_, procsched::CommandError>(Payload::new(n * 2)));
+    builder.workers(1).inline_handler(|Double(n): Double| {
+        Ok::<_, procsched::error::CommandError>(Payload::new(n * 2))
+    });
     let first = builder.build().unwrap();
     let second = builder.build().unwrap();
     assert_eq!(answer(&first), 42);
@@ -55,8 +56,12 @@ fn a_duplicate_handler_fails_every_build_and_leaves_the_builder_whole() {
     let mut builder = Scheduler::builder();
     builder
         .workers(1)
-        .inline_handler(|Double(n): Double| Ok::<_, procsched::CommandError>(Payload::new(n * 2)))
-        .inline_handler(|Double(n): Double| Ok::<_, procsched::CommandError>(Payload::new(n * 3)));
+        .inline_handler(|Double(n): Double| {
+            Ok::<_, procsched::error::CommandError>(Payload::new(n * 2))
+        })
+        .inline_handler(|Double(n): Double| {
+            Ok::<_, procsched::error::CommandError>(Payload::new(n * 3))
+        });
     for _ in 0..2 {
         let err = builder.build().unwrap_err();
         assert!(

@@ -22,7 +22,12 @@
 mod support;
 
 use procsched::prelude::*;
-use procsched::{Events, InitError, Message, Payload, Process, ProcessContext, Status};
+use procsched::{
+    error::InitError,
+    state_machine::{Events, Process, ProcessContext, Status},
+    Message, Payload,
+};
+use procsched::{metrics::ProcessState, state_machine::StepOutput};
 use std::process::Command as ChildCommand;
 use std::sync::atomic::Ordering::SeqCst;
 use std::sync::{mpsc, Arc};

@@ -8,8 +8,9 @@
 mod support;
 
 use procsched::{
-    BoxError, Event, Events, InitError, Message, Payload, Pid, Process, ProcessContext, Scheduler,
-    SchedulerHandle, SpawnError, StepOutput,
+    error::{InitError, SpawnError},
+    state_machine::{Event, Events, Process, ProcessContext, StepOutput},
+    BoxError, Message, Payload, Pid, Scheduler, SchedulerHandle,
 };
 use std::sync::atomic::Ordering::SeqCst;
 use std::sync::{mpsc, Barrier};

@@ -7,8 +7,9 @@
 mod support;
 
 use procsched::{
-    BoxError, CommandError, Event, Events, InitError, Payload, Process, ProcessContext, Scheduler,
-    SpawnError, StepOutput,
+    error::{CommandError, InitError, SpawnError},
+    state_machine::{Event, Events, Process, ProcessContext, StepOutput},
+    BoxError, Payload, Scheduler,
 };
 use std::sync::atomic::Ordering::SeqCst;
 use support::*;
@@ -121,16 +122,16 @@ fn fault_storm_then_a_normal_workload_completes() {
         .workers(2)
         .inline_handler(|InlineJob(bad)| {
             assert!(!bad, "{EXPECTED_PANIC}: inline handler");
-            Ok::<_, procsched::CommandError>(Payload::empty())
+            Ok::<_, procsched::error::CommandError>(Payload::empty())
         })
         .async_handler(|AsyncJob(bad)| async move {
             tokio::task::yield_now().await;
             assert!(!bad, "{EXPECTED_PANIC}: async handler");
-            Ok::<_, procsched::CommandError>(Payload::empty())
+            Ok::<_, procsched::error::CommandError>(Payload::empty())
         })
         .blocking_handler(|BlockingJob(bad)| {
             assert!(!bad, "{EXPECTED_PANIC}: blocking handler");
-            Ok::<_, procsched::CommandError>(Payload::empty())
+            Ok::<_, procsched::error::CommandError>(Payload::empty())
         })
         .inline_handler(|_: FailingJob| Err(CommandError::failed("injected")))
         .build()

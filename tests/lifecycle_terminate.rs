@@ -6,7 +6,10 @@
 mod support;
 
 use procsched::{
-    CommandError, Event, Message, Payload, Pid, ProcessState, Scheduler, SendErrorKind,
+    error::{CommandError, SendErrorKind},
+    metrics::ProcessState,
+    state_machine::Event,
+    Message, Payload, Pid, Scheduler,
 };
 use std::sync::atomic::Ordering::SeqCst;
 use std::sync::{mpsc, Arc, Mutex};

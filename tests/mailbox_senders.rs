@@ -6,8 +6,10 @@
 mod support;
 
 use procsched::{
-    BoxError, Event, Events, InitError, Message, Payload, Pid, Process, ProcessContext, Scheduler,
-    SendErrorKind, StepOutput, TopicBudget,
+    config::TopicBudget,
+    error::{InitError, SendErrorKind},
+    state_machine::{Event, Events, Process, ProcessContext, StepOutput},
+    BoxError, Message, Payload, Pid, Scheduler,
 };
 use std::sync::{Arc, Barrier};
 use std::thread;

@@ -4,7 +4,14 @@
 mod support;
 
 use procsched::prelude::*;
-use procsched::{CommandError, InitError, ProcessContext};
+use procsched::{
+    error::{CommandError, InitError},
+    state_machine::ProcessContext,
+};
+use procsched::{
+    metrics::ProcessState,
+    state_machine::{Events, Process, StepOutput},
+};
 use std::time::Duration;
 use support::{quiet_panics, wait_for_state, EXPECTED_PANIC};
 
@@ -316,8 +323,8 @@ fn procsched_counts(
     running: usize,
     blocked: usize,
     idle: usize,
-) -> procsched::ProcessCounts {
-    let mut counts = procsched::ProcessCounts::default();
+) -> procsched::metrics::ProcessCounts {
+    let mut counts = procsched::metrics::ProcessCounts::default();
     counts.ready = ready;
     counts.running = running;
     counts.blocked = blocked;

@@ -1,13 +1,13 @@
 //! The monitor under the process scheduler: a process step that blocks its worker (a std channel
 //! receive) does not stall the other processes; the long step is reported once, through
-//! `tracing`, with its PID; the worker count settles back; `procsched::block_in_place` in a step
+//! `tracing`, with its PID; the worker count settles back; `procsched::executor::block_in_place` in a step
 //! hands off at once; the step budget keeps a busy or flooded process from starving the others.
 //!
 //! No timing assertions: deadlines are hang guards only.
 
 mod support;
 
-use procsched::{Event, Message, Payload, Pid, Scheduler};
+use procsched::{state_machine::Event, Message, Payload, Pid, Scheduler};
 use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
 use std::sync::{mpsc, Arc, Mutex, OnceLock};
 use std::thread;
@@ -134,7 +134,7 @@ fn spawn_ordinary(sched: &Scheduler, n: usize) -> Vec<procsched::ProcessHandle> 
         .collect()
 }
 
-fn assert_all_done(results: Vec<Result<Payload, procsched::ProcessError>>) {
+fn assert_all_done(results: Vec<Result<Payload, procsched::error::ProcessError>>) {
     for (i, result) in results.into_iter().enumerate() {
         let payload = result.expect("an ordinary process completes");
         assert_eq!(payload.downcast::<usize>().unwrap(), i);
@@ -256,7 +256,9 @@ fn block_in_place_in_a_step_hands_off_without_waiting_for_the_threshold() {
     let (tx, rx) = mpsc::channel::<()>();
     let rx = Mutex::new(rx);
     let blocked = FnProcess::new(&counter(), move |_, out| {
-        procsched::block_in_place(|| rx.lock().unwrap().recv_timeout(HANG_GUARD).unwrap());
+        procsched::executor::block_in_place(|| {
+            rx.lock().unwrap().recv_timeout(HANG_GUARD).unwrap()
+        });
         out.done(Payload::empty());
         Ok(())
     });
@@ -346,7 +348,7 @@ fn a_process_woken_by_a_step_that_then_blocks_runs_on_the_other_worker() {
     });
     let receiver = sched.spawn(receiver, "run", Payload::empty()).unwrap();
     wait_until("the receiver idles", || {
-        sched.state(receiver.pid()) == Some(procsched::ProcessState::Idle)
+        sched.state(receiver.pid()) == Some(procsched::metrics::ProcessState::Idle)
     });
     let (to, handle) = (receiver.pid(), sched.handle().clone());
     let sender = FnProcess::new(&counter(), move |_, out| {

@@ -7,8 +7,9 @@
 mod support;
 
 use procsched::{
-    BoxError, CommandError, Event, Events, InitError, Payload, Process, ProcessContext, Scheduler,
-    SpawnError, StepOutput,
+    error::{CommandError, InitError, SpawnError},
+    state_machine::{Event, Events, Process, ProcessContext, StepOutput},
+    BoxError, Payload, Scheduler,
 };
 use std::sync::atomic::Ordering::SeqCst;
 use support::inc_counter::{counter_sched, run_counters, with_inc, Counter};

@@ -8,8 +8,10 @@
 mod support;
 
 use procsched::{
-    BoxError, CommandError, Event, Events, InitError, Message, Payload, Pid, Process,
-    ProcessContext, ProcessState, Scheduler, SendErrorKind, StepOutput,
+    error::{CommandError, InitError, SendErrorKind},
+    metrics::ProcessState,
+    state_machine::{Event, Events, Process, ProcessContext, StepOutput},
+    BoxError, Message, Payload, Pid, Scheduler,
 };
 use std::sync::mpsc;
 use std::thread;

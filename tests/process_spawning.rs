@@ -7,8 +7,9 @@
 mod support;
 
 use procsched::{
-    BoxError, Event, Events, InitError, Message, Payload, Pid, Process, ProcessContext, Scheduler,
-    SchedulerHandle, StepOutput,
+    error::InitError,
+    state_machine::{Event, Events, Process, ProcessContext, StepOutput},
+    BoxError, Message, Payload, Pid, Scheduler, SchedulerHandle,
 };
 use std::thread;
 use support::inc_counter::{counter_sched, run_counters};
@@ -158,10 +159,12 @@ impl Process for Doubler {
     }
 }
 
-fn double_handler(builder: &mut procsched::SchedulerBuilder) -> &mut procsched::SchedulerBuilder {
+fn double_handler(
+    builder: &mut procsched::config::SchedulerBuilder,
+) -> &mut procsched::config::SchedulerBuilder {
     builder.async_handler(|Double(n): Double| async move {
         tokio::task::yield_now().await;
-        Ok::<_, procsched::CommandError>(Payload::new(n * 2))
+        Ok::<_, procsched::error::CommandError>(Payload::new(n * 2))
     })
 }
 

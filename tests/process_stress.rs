@@ -7,8 +7,9 @@
 mod support;
 
 use procsched::{
-    BoxError, Event, Events, InitError, Message, Payload, Pid, Process, ProcessContext, Scheduler,
-    StepOutput, Tag,
+    error::InitError,
+    state_machine::{Event, Events, Process, ProcessContext, StepOutput, Tag},
+    BoxError, Message, Payload, Pid, Scheduler,
 };
 use std::sync::atomic::Ordering::SeqCst;
 use std::sync::mpsc;

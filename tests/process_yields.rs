@@ -7,8 +7,9 @@
 mod support;
 
 use procsched::{
-    BoxError, CommandError, Event, Events, InitError, Payload, Process, ProcessContext, Scheduler,
-    StepOutput, Tag,
+    error::{CommandError, InitError},
+    state_machine::{Event, Events, Process, ProcessContext, StepOutput, Tag},
+    BoxError, Payload, Scheduler,
 };
 use std::collections::HashMap;
 use std::sync::mpsc;
@@ -48,7 +49,9 @@ fn a_thousand_processes_close_exactly_once_and_leave_no_trace() {
 struct Gate(tokio::sync::oneshot::Receiver<u64>);
 procsched::command!(Gate => Payload);
 
-fn gated_handler(builder: &mut procsched::SchedulerBuilder) -> &mut procsched::SchedulerBuilder {
+fn gated_handler(
+    builder: &mut procsched::config::SchedulerBuilder,
+) -> &mut procsched::config::SchedulerBuilder {
     builder.async_handler(|Gate(rx): Gate| async move {
         rx.await
             .map(Payload::new)

@@ -7,7 +7,11 @@
 
 mod support;
 
-use procsched::{CommandError, Event, Events, Payload, Scheduler, StepOutput};
+use procsched::{
+    error::CommandError,
+    state_machine::{Event, Events, StepOutput},
+    Payload, Scheduler,
+};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::mpsc;
 use std::thread;
@@ -52,7 +56,9 @@ fn napper() -> FnProcess {
     })
 }
 
-fn nap_handler(builder: &mut procsched::SchedulerBuilder) -> &mut procsched::SchedulerBuilder {
+fn nap_handler(
+    builder: &mut procsched::config::SchedulerBuilder,
+) -> &mut procsched::config::SchedulerBuilder {
     builder.async_handler(|Nap: Nap| async {
         tokio::time::sleep(Duration::from_millis(1)).await;
         Ok::<_, CommandError>(Payload::new(5u8))
@@ -172,7 +178,11 @@ async fn shutdown_async_on_a_current_thread_runtime_is_graceful_with_its_handler
         })
         .collect();
     for handle in &handles {
-        wait_for_state(sched.handle(), handle.pid(), procsched::ProcessState::Idle);
+        wait_for_state(
+            sched.handle(),
+            handle.pid(),
+            procsched::metrics::ProcessState::Idle,
+        );
     }
     // Graceful only if the handlers run on this very thread while shutdown_async awaits.
     let report = tokio::time::timeout(HANG_GUARD, sched.shutdown_async(HANG_GUARD))

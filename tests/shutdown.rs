@@ -7,8 +7,17 @@
 
 mod support;
 
-use procsched::{BoxError, Events, SpawnError, StepOutput};
-use procsched::{Event, InitError, Payload, Process, ProcessContext, ProcessState, Scheduler};
+use procsched::{
+    error::InitError,
+    metrics::ProcessState,
+    state_machine::{Event, Process, ProcessContext},
+    Payload, Scheduler,
+};
+use procsched::{
+    error::SpawnError,
+    state_machine::{Events, StepOutput},
+    BoxError,
+};
 use std::sync::atomic::Ordering::SeqCst;
 use std::sync::{mpsc, Arc, Barrier};
 use std::thread;

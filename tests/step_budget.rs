@@ -3,6 +3,10 @@
 
 use procsched::prelude::*;
 use procsched::Message;
+use procsched::{
+    error::CommandError,
+    state_machine::{Event, Events, Process, StepOutput},
+};
 
 struct Inc(u64);
 procsched::command!(Inc => u64);

@@ -9,7 +9,8 @@
 mod support;
 
 use procsched::prelude::*;
-use procsched::{InitError, ProcessContext};
+use procsched::state_machine::{Events, Process, StepOutput};
+use procsched::{error::InitError, state_machine::ProcessContext};
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
 use support::{quiet_panics, EXPECTED_PANIC};

@@ -6,7 +6,8 @@
 mod support;
 
 use procsched::prelude::*;
-use procsched::{SendErrorKind, Status};
+use procsched::state_machine::{Event, Events, Process, StepOutput};
+use procsched::{error::SendErrorKind, state_machine::Status};
 use std::sync::{Arc, Barrier};
 use std::thread;
 use support::*;

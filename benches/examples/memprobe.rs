@@ -25,6 +25,10 @@
 //! Then it opens the semaphore and checks every process finishes with the handler's reply.
 
 use procsched::prelude::*;
+use procsched::{
+    error::CommandError,
+    state_machine::{Event, Events, Process, StepOutput},
+};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
 use std::sync::Arc;

@@ -3,7 +3,11 @@
 //! the median per-unit time.
 
 use procsched::prelude::*;
-use procsched::{Events, Status};
+use procsched::state_machine::{Events, Status};
+use procsched::{
+    metrics::ProcessState,
+    state_machine::{Event, Process, StepOutput},
+};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 

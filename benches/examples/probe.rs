@@ -25,6 +25,10 @@
 //! builds only with their code. Every result is checked.
 
 use procsched::prelude::*;
+use procsched::{
+    error::CommandError,
+    state_machine::{Event, Events, Process, StepOutput},
+};
 
 struct Inc(u64);
 procsched::command!(Inc => u64);

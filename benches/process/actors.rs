@@ -35,9 +35,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use procsched::{
-    BoxError, CommandError, Event, Events, InitError, Message, Payload, Pid, Process,
-    ProcessContext, Scheduler, SchedulerHandle, Status, StepOutput, Tag, DEFAULT_MAX_BATCH,
-    DEFAULT_STEP_BUDGET,
+    config::{DEFAULT_MAX_BATCH, DEFAULT_STEP_BUDGET},
+    error::{CommandError, InitError},
+    state_machine::{Event, Events, Process, ProcessContext, Status, StepOutput, Tag},
+    BoxError, Message, Payload, Pid, Scheduler, SchedulerHandle,
 };
 use tokio::sync::mpsc::{self, UnboundedReceiver, UnboundedSender};
 use tokio::task::{AbortHandle, JoinHandle};

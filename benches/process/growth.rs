@@ -15,7 +15,11 @@
 
 use std::time::{Duration, Instant};
 
-use procsched::{BoxError, Event, Events, InitError, Message, Payload, ProcessContext, StepOutput};
+use procsched::{
+    error::InitError,
+    state_machine::{Event, Events, ProcessContext, StepOutput},
+    BoxError, Message, Payload,
+};
 use procsched_benches::{CountDown, CountDownHandle};
 use tokio::runtime::Runtime;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
@@ -145,7 +149,7 @@ struct Resident {
     started: bool,
 }
 
-impl procsched::Process for Resident {
+impl procsched::state_machine::Process for Resident {
     type Output = procsched::Payload;
     fn init(&mut self, _: &ProcessContext<'_>, method: &str, _: Payload) -> Result<(), InitError> {
         expect_run(method)

@@ -15,7 +15,11 @@ use std::sync::{mpsc, Arc};
 use std::time::Instant;
 
 use hdrhistogram::Histogram;
-use procsched::{BoxError, Event, Events, InitError, Message, Payload, ProcessContext, StepOutput};
+use procsched::{
+    error::InitError,
+    state_machine::{Event, Events, ProcessContext, StepOutput},
+    BoxError, Message, Payload,
+};
 use tokio::runtime::Runtime;
 use tokio::task::JoinHandle;
 
@@ -103,7 +107,7 @@ struct Spinner {
     acc: u64,
 }
 
-impl procsched::Process for Spinner {
+impl procsched::state_machine::Process for Spinner {
     type Output = procsched::Payload;
     fn init(&mut self, _: &ProcessContext<'_>, method: &str, _: Payload) -> Result<(), InitError> {
         expect_run(method)
@@ -126,7 +130,7 @@ struct Echo {
     reply: mpsc::Sender<u64>,
 }
 
-impl procsched::Process for Echo {
+impl procsched::state_machine::Process for Echo {
     type Output = procsched::Payload;
     fn init(&mut self, _: &ProcessContext<'_>, method: &str, _: Payload) -> Result<(), InitError> {
         expect_run(method)

@@ -5,7 +5,10 @@
 //!
 //! [`ProcessPeer`]: crate::process_peer::ProcessPeer
 
-use procsched::{BoxError, Message, Payload, Process, ProcessContext};
+use procsched::{
+    state_machine::{Process, ProcessContext},
+    BoxError, Message, Payload,
+};
 
 /// What a process keeps to spawn and send from inside `step`: a `SchedulerHandle` on
 /// procsched, an `actors::Handle` on the actors. Processes that talk to others are generic

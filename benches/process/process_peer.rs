@@ -6,7 +6,7 @@ use std::thread;
 
 use criterion::measurement::WallTime;
 use criterion::BenchmarkGroup;
-use procsched::{Message, Payload, Process};
+use procsched::{state_machine::Process, Message, Payload};
 
 use crate::common::WORKERS;
 use crate::processes::*;

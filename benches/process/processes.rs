@@ -6,8 +6,9 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc};
 
 use procsched::{
-    BoxError, CommandError, Event, Events, InitError, Message, Payload, Process, ProcessContext,
-    StepOutput,
+    error::{CommandError, InitError},
+    state_machine::{Event, Events, Process, ProcessContext, StepOutput},
+    BoxError, Message, Payload,
 };
 
 pub(crate) use crate::net::Net;

@@ -5,8 +5,8 @@
 use criterion::measurement::WallTime;
 use criterion::BenchmarkGroup;
 use procsched::{
-    BoxError, Message, Payload, Pid, Process, ProcessContext, ProcessHandle, Scheduler,
-    SchedulerHandle,
+    state_machine::{Process, ProcessContext},
+    BoxError, Message, Payload, Pid, ProcessHandle, Scheduler, SchedulerHandle,
 };
 
 use crate::common::WORKERS;

@@ -6,7 +6,9 @@ use std::hint::black_box;
 use std::sync::mpsc;
 
 use procsched::{
-    BoxError, CommandError, Event, Events, InitError, Payload, Process, ProcessContext, StepOutput,
+    error::{CommandError, InitError},
+    state_machine::{Event, Events, Process, ProcessContext, StepOutput},
+    BoxError, Payload,
 };
 use tokio::runtime::Handle;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedSender};

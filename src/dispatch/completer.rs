@@ -2,8 +2,8 @@
 
 use crate::loom::Arc;
 use crate::process::mailbox::{Admission, ProcessCell};
+use crate::process::Payload;
 use crate::process::{CommandError, Event, Events, Pid, Tag};
-use crate::Payload;
 
 /// The sending half of a yield's oneshot: completes the yield exactly once, as a
 /// `YieldComplete` event in the process's mailbox (which wakes the process).

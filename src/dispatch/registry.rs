@@ -3,9 +3,9 @@
 use super::bridge::{HandlerRuntime, HandlerTask};
 use super::{TimerProbe, YieldCompleter};
 use crate::process::stats::HandlerOutcome;
+use crate::process::Payload;
 use crate::process::{contained, drop_contained, panic_message};
 use crate::process::{CommandError, Events, PayloadSlot, Pid, Tag};
-use crate::Payload;
 use futures::FutureExt;
 use std::any::TypeId;
 use std::collections::HashMap;

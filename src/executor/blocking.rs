@@ -11,7 +11,7 @@ use super::worker;
 /// monitor does the same for a poll it finds running past the long-poll threshold, but only
 /// after the threshold; `block_in_place` hands off at once and is not reported as a long poll.
 /// A process's `step` (or a command handler run inline) may call it too:
-/// [`procsched::block_in_place`](crate::block_in_place) is the same function.
+/// [`procsched::executor::block_in_place`](crate::executor::block_in_place) is the same function.
 ///
 /// The spare keeps running while `f` blocks; when `f` returns, the surplus spare gives its
 /// queue back and retires at its next safe point (`Builder::max_spare_workers` caps how many

@@ -89,7 +89,7 @@ pub use spare::DEFAULT_SPARE_KEEP_ALIVE;
 pub(crate) use task::panic_message;
 pub use task::{JoinError, JoinHandle};
 pub(crate) use unowned::TaskRef;
-pub use yield_now::{yield_now, YieldNow};
+pub use yield_now::yield_now;
 
 use crate::loom::{lock, thread, Arc, Mutex};
 use shared::Shared;

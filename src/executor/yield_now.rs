@@ -23,14 +23,18 @@ use std::task::{Context, Poll};
 /// executor.block_on(task).unwrap();
 /// # Ok::<(), std::io::Error>(())
 /// ```
-pub fn yield_now() -> YieldNow {
+///
+/// The future's type is not named: a process body yields with
+/// [`ProcessCx::yield_now`](crate::ProcessCx::yield_now) (`procsched::body::YieldNow`), which
+/// also lets the process's step end.
+pub fn yield_now() -> impl Future<Output = ()> + Send + Sync + Unpin + std::fmt::Debug {
     YieldNow { yielded: false }
 }
 
 /// The future returned by [`yield_now`].
 #[derive(Debug)]
 #[must_use = "futures do nothing unless awaited"]
-pub struct YieldNow {
+pub(crate) struct YieldNow {
     yielded: bool,
 }
 

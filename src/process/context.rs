@@ -13,7 +13,7 @@ use std::task::{Wake, Waker};
 /// # Examples
 ///
 /// ```
-/// use procsched::{BoxError, Events, InitError, Payload, Pid, Process, ProcessContext, SchedulerHandle, StepOutput};
+/// use procsched::{BoxError, Payload, Pid, SchedulerHandle, state_machine::{Events, Process, ProcessContext, StepOutput}, error::InitError};
 ///
 /// struct Child;
 /// impl Process for Child {
@@ -92,13 +92,13 @@ impl<'a> ProcessContext<'a> {
     /// # Examples
     ///
     /// ```
-    /// use procsched::{Pid, ProcessContext, Scheduler};
+    /// use procsched::{Pid, Scheduler, state_machine::ProcessContext};
     ///
     /// let sched = Scheduler::builder().workers(1).build()?;
     /// let pid = Pid::from_raw(1 << 26 | 7).unwrap();
     /// let ctx = ProcessContext::new(pid, sched.handle());
     /// assert_eq!(ctx.pid(), pid);
-    /// # Ok::<(), procsched::BuildError>(())
+    /// # Ok::<(), procsched::error::BuildError>(())
     /// ```
     pub fn pid(&self) -> Pid {
         self.pid
@@ -113,6 +113,7 @@ impl<'a> ProcessContext<'a> {
     ///
     /// ```
     /// use procsched::prelude::*;
+    /// use procsched::{state_machine::{Event, Events, Process, ProcessContext, StepOutput}, error::InitError};
     /// use std::task::Waker;
     ///
     /// /// Hands its waker out, finishes when woken.

@@ -7,7 +7,7 @@ use std::fmt;
 pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 
 /// Why a yield completed without a result. Delivered to the process in
-/// [`Event::YieldComplete`](crate::Event::YieldComplete).
+/// [`Event::YieldComplete`](crate::state_machine::Event::YieldComplete).
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum CommandError {
@@ -44,7 +44,7 @@ impl CommandError {
     /// # Examples
     ///
     /// ```
-    /// assert!(procsched::CommandError::TimedOut.is_timed_out());
+    /// assert!(procsched::error::CommandError::TimedOut.is_timed_out());
     /// ```
     pub fn is_timed_out(&self) -> bool {
         matches!(self, CommandError::TimedOut)
@@ -55,7 +55,7 @@ impl CommandError {
     /// # Examples
     ///
     /// ```
-    /// assert!(procsched::CommandError::Cancelled.is_cancelled());
+    /// assert!(procsched::error::CommandError::Cancelled.is_cancelled());
     /// ```
     pub fn is_cancelled(&self) -> bool {
         matches!(self, CommandError::Cancelled)
@@ -66,7 +66,7 @@ impl CommandError {
     /// # Examples
     ///
     /// ```
-    /// assert!(procsched::CommandError::Panicked("boom".into()).is_panicked());
+    /// assert!(procsched::error::CommandError::Panicked("boom".into()).is_panicked());
     /// ```
     pub fn is_panicked(&self) -> bool {
         matches!(self, CommandError::Panicked(_))
@@ -77,7 +77,7 @@ impl CommandError {
     /// # Examples
     ///
     /// ```
-    /// assert!(procsched::CommandError::NoHandler("Ping").is_no_handler());
+    /// assert!(procsched::error::CommandError::NoHandler("Ping").is_no_handler());
     /// ```
     pub fn is_no_handler(&self) -> bool {
         matches!(self, CommandError::NoHandler(_))
@@ -88,7 +88,7 @@ impl CommandError {
     /// # Examples
     ///
     /// ```
-    /// assert!(procsched::CommandError::failed("disk full").is_failed());
+    /// assert!(procsched::error::CommandError::failed("disk full").is_failed());
     /// ```
     pub fn is_failed(&self) -> bool {
         matches!(self, CommandError::Failed(_))
@@ -99,7 +99,7 @@ impl CommandError {
     /// # Examples
     ///
     /// ```
-    /// let e = procsched::CommandError::failed("disk full");
+    /// let e = procsched::error::CommandError::failed("disk full");
     /// assert_eq!(e.to_string(), "command failed: disk full");
     /// ```
     pub fn failed(error: impl Into<BoxError>) -> CommandError {
@@ -125,7 +125,7 @@ impl InitError {
     /// # Examples
     ///
     /// ```
-    /// let e = procsched::InitError::unknown_method("nope");
+    /// let e = procsched::error::InitError::unknown_method("nope");
     /// assert_eq!(e.to_string(), "unknown entry method `nope`");
     /// ```
     pub fn unknown_method(method: &str) -> InitError {
@@ -137,7 +137,7 @@ impl InitError {
     /// # Examples
     ///
     /// ```
-    /// let e = procsched::InitError::failed("bad input");
+    /// let e = procsched::error::InitError::failed("bad input");
     /// assert_eq!(e.to_string(), "bad input");
     /// ```
     pub fn failed(error: impl Into<BoxError>) -> InitError {
@@ -169,7 +169,7 @@ impl SpawnError {
     /// # Examples
     ///
     /// ```
-    /// use procsched::{InitError, SpawnError};
+    /// use procsched::error::{InitError, SpawnError};
     /// assert!(SpawnError::Init(InitError::unknown_method("walk")).is_unknown_method());
     /// ```
     pub fn is_unknown_method(&self) -> bool {
@@ -181,7 +181,7 @@ impl SpawnError {
     /// # Examples
     ///
     /// ```
-    /// use procsched::SpawnError;
+    /// use procsched::error::SpawnError;
     /// assert!(SpawnError::InitPanicked("boom".into()).is_init());
     /// ```
     pub fn is_init(&self) -> bool {
@@ -193,7 +193,7 @@ impl SpawnError {
     /// # Examples
     ///
     /// ```
-    /// assert!(procsched::SpawnError::ShuttingDown.is_shutting_down());
+    /// assert!(procsched::error::SpawnError::ShuttingDown.is_shutting_down());
     /// ```
     pub fn is_shutting_down(&self) -> bool {
         matches!(self, SpawnError::ShuttingDown)
@@ -204,7 +204,7 @@ impl SpawnError {
     /// # Examples
     ///
     /// ```
-    /// assert!(procsched::SpawnError::Limit(10).is_limit());
+    /// assert!(procsched::error::SpawnError::Limit(10).is_limit());
     /// ```
     pub fn is_limit(&self) -> bool {
         matches!(self, SpawnError::Limit(_))
@@ -263,7 +263,7 @@ impl<M> SendError<M> {
     /// # Examples
     ///
     /// ```
-    /// use procsched::{Message, Payload, Pid, Scheduler, SendErrorKind};
+    /// use procsched::{Message, Payload, Pid, Scheduler, error::SendErrorKind};
     ///
     /// let sched = Scheduler::builder().workers(1).build()?;
     /// let nobody = Pid::from_raw(1 << 26).unwrap();
@@ -271,7 +271,7 @@ impl<M> SendError<M> {
     /// assert_eq!(err.kind(), SendErrorKind::NotFound);
     /// assert_eq!(err.pid(), nobody);
     /// assert!(err.is_not_found());
-    /// # Ok::<(), procsched::BuildError>(())
+    /// # Ok::<(), procsched::error::BuildError>(())
     /// ```
     pub fn kind(&self) -> SendErrorKind {
         self.kind
@@ -359,7 +359,7 @@ impl<M> fmt::Debug for SendError<M> {
 /// # Examples
 ///
 /// ```
-/// use procsched::{Events, Process, ProcessContext, InitError, Payload, Scheduler, StepOutput};
+/// use procsched::{Payload, Scheduler, state_machine::{Events, Process, ProcessContext, StepOutput}, error::InitError};
 ///
 /// struct Fails;
 /// impl Process for Fails {

@@ -37,7 +37,7 @@ pub enum Event {
         /// The topic whose budget overflowed.
         topic: Topic,
     },
-    /// A waker of this process was woken ([`ProcessContext::waker`](crate::ProcessContext::waker)):
+    /// A waker of this process was woken ([`ProcessContext::waker`](crate::state_machine::ProcessContext::waker)):
     /// a future or callback outside procsched has news. Consecutive wakes are coalesced into one
     /// event.
     Woken,
@@ -55,7 +55,7 @@ const _: () = assert!(std::mem::size_of::<Event>() <= 80);
 /// # Examples
 ///
 /// ```
-/// use procsched::{Message, Payload, TopicBudget};
+/// use procsched::{Message, Payload, config::TopicBudget};
 ///
 /// let budget = TopicBudget { max_items: 100, max_bytes: 64 * 1024 };
 /// let m = Message::new("telemetry", Payload::new([0u8; 16])).with_budget(budget, 16);
@@ -125,7 +125,7 @@ impl Message {
 
     /// Subjects the message to a per-topic mailbox budget; `size_bytes` is what this message
     /// counts against `budget.max_bytes`. Past the budget, `send` reports
-    /// [`SendErrorKind::MailboxFull`](crate::SendErrorKind::MailboxFull) and the process receives one
+    /// [`SendErrorKind::MailboxFull`](crate::error::SendErrorKind::MailboxFull) and the process receives one
     /// [`Event::MailboxOverflow`] for the topic.
     ///
     /// The budget is kept out of line (one small allocation), so that messages without one stay
@@ -135,7 +135,7 @@ impl Message {
     /// # Examples
     ///
     /// ```
-    /// use procsched::{Message, Payload, TopicBudget};
+    /// use procsched::{Message, Payload, config::TopicBudget};
     /// let budget = TopicBudget { max_items: 100, max_bytes: 64 * 1024 };
     /// let m = Message::new("ticks", Payload::new(1u64)).with_budget(budget, 8);
     /// assert_eq!(m.topic, "ticks");
@@ -213,7 +213,7 @@ impl FromIterator<Event> for Events {
 /// # Examples
 ///
 /// ```
-/// # use procsched::{Event, Events};
+/// # use procsched::state_machine::{Event, Events};
 /// fn count_messages(events: &mut Events) -> usize {
 ///     events.drain().filter(|e| matches!(e, Event::Message(_))).count()
 /// }
@@ -230,7 +230,7 @@ impl Events {
     /// # Examples
     ///
     /// ```
-    /// use procsched::{Event, Events};
+    /// use procsched::state_machine::{Event, Events};
     /// let events: Events = [Event::Woken, Event::Woken].into_iter().collect();
     /// assert_eq!(events.len(), 2);
     /// ```
@@ -244,7 +244,7 @@ impl Events {
     /// # Examples
     ///
     /// ```
-    /// assert!(procsched::Events::default().is_empty());
+    /// assert!(procsched::state_machine::Events::default().is_empty());
     /// ```
     #[inline]
     pub fn is_empty(&self) -> bool {
@@ -266,7 +266,7 @@ impl Events {
     /// # Examples
     ///
     /// ```
-    /// use procsched::{Event, Events};
+    /// use procsched::state_machine::{Event, Events};
     /// let mut events: Events = [Event::Woken].into_iter().collect();
     /// assert!(matches!(events.pop(), Some(Event::Woken)));
     /// assert!(events.pop().is_none());
@@ -284,7 +284,7 @@ impl Events {
     /// # Examples
     ///
     /// ```
-    /// use procsched::{Event, Events};
+    /// use procsched::state_machine::{Event, Events};
     /// let mut events: Events = [Event::Woken, Event::Woken].into_iter().collect();
     /// assert_eq!(events.drain().count(), 2);
     /// assert!(events.is_empty());
@@ -298,7 +298,7 @@ impl Events {
     /// # Examples
     ///
     /// ```
-    /// use procsched::{Event, Events};
+    /// use procsched::state_machine::{Event, Events};
     /// let events: Events = [Event::Woken].into_iter().collect();
     /// assert!(events.iter().all(|e| matches!(e, Event::Woken)));
     /// ```
@@ -312,7 +312,7 @@ impl Events {
     /// # Examples
     ///
     /// ```
-    /// use procsched::{Event, Events};
+    /// use procsched::state_machine::{Event, Events};
     /// let mut events = Events::default();
     /// events.push(Event::Woken);
     /// assert_eq!(events.len(), 1);

@@ -46,9 +46,7 @@ mod typed;
 #[cfg(test)]
 mod tests;
 
-pub use async_fn::{
-    AsyncFnProcess, Call, Cancelled, ProcessCx, Recv, RecvError, RecvMessage, YieldNow,
-};
+pub use async_fn::{Call, Cancelled, ProcessCx, Recv, RecvError, RecvMessage, YieldNow};
 pub use command::Command;
 pub use context::ProcessContext;
 pub use error::{
@@ -79,6 +77,7 @@ pub(crate) use pid::{INDEX_BITS, MAX_GENERATION};
 ///
 /// ```
 /// use procsched::prelude::*;
+/// use procsched::state_machine::{Event, Events, Process, StepOutput};
 ///
 /// struct Lookup(u64);
 /// procsched::command!(Lookup => u64);

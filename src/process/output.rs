@@ -6,7 +6,7 @@ use std::cell::Cell;
 use std::mem::ManuallyDrop;
 use std::time::Duration;
 
-/// What a process wants after a step. `O` is the process's [`Output`](crate::Process::Output).
+/// What a process wants after a step. `O` is the process's [`Output`](crate::state_machine::Process::Output).
 #[derive(Debug, Default)]
 #[non_exhaustive]
 pub enum Status<O = Payload> {
@@ -81,7 +81,7 @@ impl<'a> YieldSlot<'a> {
 /// # Examples
 ///
 /// ```
-/// use procsched::{Payload, Status, StepOutput};
+/// use procsched::{Payload, state_machine::{Status, StepOutput}};
 ///
 /// struct Fetch { url: &'static str }
 ///
@@ -142,7 +142,7 @@ impl StepOutput {
     /// # Examples
     ///
     /// ```
-    /// let out = procsched::StepOutput::new();
+    /// let out = procsched::state_machine::StepOutput::new();
     /// assert_eq!(out.yield_count(), 0);
     /// ```
     pub fn new() -> StepOutput {
@@ -152,13 +152,13 @@ impl StepOutput {
 
 impl<O> StepOutput<O> {
     /// Asks for `command` to be dispatched to the handler registered for its type; its result
-    /// comes back as [`Event::YieldComplete`](crate::Event::YieldComplete) with this `tag`.
+    /// comes back as [`Event::YieldComplete`](crate::state_machine::Event::YieldComplete) with this `tag`.
     ///
     /// # Examples
     ///
     /// ```
     /// struct Lookup(u32);
-    /// let mut out = procsched::StepOutput::new();
+    /// let mut out = procsched::state_machine::StepOutput::new();
     /// out.yield_command(7, Lookup(1));
     /// let (tag, command) = out.take_yields().next().unwrap();
     /// assert_eq!((tag, command.is::<Lookup>()), (7, true));
@@ -173,7 +173,7 @@ impl<O> StepOutput<O> {
 
     /// Like [`yield_command`](Self::yield_command), with a deadline: if an async or blocking
     /// handler has not completed within `timeout`, the yield completes with
-    /// [`CommandError::TimedOut`](crate::CommandError::TimedOut) (an async handler's task is
+    /// [`CommandError::TimedOut`](crate::error::CommandError::TimedOut) (an async handler's task is
     /// cancelled; a blocking one runs on, its late result discarded). Inline handlers complete
     /// during dispatch and are never late. Uses the tokio timer of the handlers' runtime.
     ///
@@ -181,7 +181,7 @@ impl<O> StepOutput<O> {
     ///
     /// ```
     /// struct Fetch;
-    /// let mut out = procsched::StepOutput::new();
+    /// let mut out = procsched::state_machine::StepOutput::new();
     /// out.yield_command_within(1, Fetch, std::time::Duration::from_secs(5));
     /// assert_eq!(out.yield_count(), 1);
     /// ```
@@ -203,7 +203,7 @@ impl<O> StepOutput<O> {
     /// # Examples
     ///
     /// ```
-    /// let mut out = procsched::StepOutput::new();
+    /// let mut out = procsched::state_machine::StepOutput::new();
     /// out.yield_command(1, ());
     /// out.yield_command(2, ());
     /// assert_eq!(out.yield_count(), 2);
@@ -217,7 +217,7 @@ impl<O> StepOutput<O> {
     /// # Examples
     ///
     /// ```
-    /// use procsched::{Status, StepOutput};
+    /// use procsched::state_machine::{Status, StepOutput};
     /// let mut out = StepOutput::<u8>::default();
     /// out.set_status(Status::Done(3));
     /// assert!(matches!(out.status(), Status::Done(3)));
@@ -231,7 +231,7 @@ impl<O> StepOutput<O> {
     /// # Examples
     ///
     /// ```
-    /// use procsched::{Status, StepOutput};
+    /// use procsched::state_machine::{Status, StepOutput};
     /// let out = StepOutput::new();
     /// assert!(matches!(out.status(), Status::Continue)); // the default
     /// ```
@@ -244,7 +244,7 @@ impl<O> StepOutput<O> {
     /// # Examples
     ///
     /// ```
-    /// use procsched::{Status, StepOutput};
+    /// use procsched::state_machine::{Status, StepOutput};
     /// let mut out = StepOutput::new();
     /// out.idle();
     /// out.continue_();
@@ -259,7 +259,7 @@ impl<O> StepOutput<O> {
     /// # Examples
     ///
     /// ```
-    /// use procsched::{Status, StepOutput};
+    /// use procsched::state_machine::{Status, StepOutput};
     /// let mut out = StepOutput::new();
     /// out.wait();
     /// assert!(matches!(out.status(), Status::Wait));
@@ -273,7 +273,7 @@ impl<O> StepOutput<O> {
     /// # Examples
     ///
     /// ```
-    /// use procsched::{Status, StepOutput};
+    /// use procsched::state_machine::{Status, StepOutput};
     /// let mut out = StepOutput::new();
     /// out.idle();
     /// assert!(matches!(out.status(), Status::Idle));
@@ -287,7 +287,7 @@ impl<O> StepOutput<O> {
     /// # Examples
     ///
     /// ```
-    /// use procsched::{Status, StepOutput};
+    /// use procsched::state_machine::{Status, StepOutput};
     /// let mut out = StepOutput::<&str>::default();
     /// out.done("finished");
     /// assert!(matches!(out.status(), Status::Done("finished")));
@@ -302,7 +302,7 @@ impl<O> StepOutput<O> {
     /// # Examples
     ///
     /// ```
-    /// use procsched::{Status, StepOutput};
+    /// use procsched::state_machine::{Status, StepOutput};
     /// let mut out = StepOutput::new();
     /// out.wait();
     /// assert!(matches!(out.take_status(), Status::Wait));
@@ -318,7 +318,7 @@ impl<O> StepOutput<O> {
     /// # Examples
     ///
     /// ```
-    /// use procsched::StepOutput;
+    /// use procsched::state_machine::StepOutput;
     ///
     /// let mut out = StepOutput::new();
     /// out.yield_command(7, "lookup");

@@ -19,7 +19,7 @@ const INDEX_MASK: u64 = (1 << INDEX_BITS) - 1;
 /// (its *generation*, which starts at 1). Slots are reused, generations never: a slot is retired
 /// after its last generation (2^38 incarnations), so a `Pid` is **never reused**, and a stale
 /// `Pid` can only ever name a finished process (`send` then reports
-/// [`SendErrorKind::NotFound`](crate::SendErrorKind::NotFound)), never a different one.
+/// [`SendErrorKind::NotFound`](crate::error::SendErrorKind::NotFound)), never a different one.
 ///
 /// # Examples
 ///

@@ -405,7 +405,10 @@ mod tests {
     #[test]
     fn take_returns_the_inline_event_then_the_buffer() {
         let mut queue = Queue::default();
-        queue.push_back(Event::Message(crate::Message::new("a", Payload::new(1u8))));
+        queue.push_back(Event::Message(crate::process::Message::new(
+            "a",
+            Payload::new(1u8),
+        )));
         assert_eq!(queue.take().count(), 1);
         assert!(queue.is_empty());
         assert_eq!(queue.take().count(), 0);

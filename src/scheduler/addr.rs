@@ -119,9 +119,9 @@ impl<M: Send + 'static> Addr<M> {
     /// # Errors
     ///
     /// A [`SendError`] that hands the message back, typed, of kind
-    /// [`NotFound`](crate::SendErrorKind::NotFound) (the process finished, or never was),
-    /// [`Closed`](crate::SendErrorKind::Closed) (it is finishing) or
-    /// [`MailboxFull`](crate::SendErrorKind::MailboxFull) (the mailbox's capacity).
+    /// [`NotFound`](crate::error::SendErrorKind::NotFound) (the process finished, or never was),
+    /// [`Closed`](crate::error::SendErrorKind::Closed) (it is finishing) or
+    /// [`MailboxFull`](crate::error::SendErrorKind::MailboxFull) (the mailbox's capacity).
     ///
     /// # Examples
     ///

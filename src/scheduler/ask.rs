@@ -217,7 +217,7 @@ impl AskError {
     /// # Examples
     ///
     /// ```
-    /// use procsched::{AskError, SendErrorKind};
+    /// use procsched::error::{AskError, SendErrorKind};
     /// assert!(AskError::Undelivered(SendErrorKind::NotFound).is_not_found());
     /// ```
     pub fn is_not_found(&self) -> bool {
@@ -229,7 +229,7 @@ impl AskError {
     /// # Examples
     ///
     /// ```
-    /// assert!(procsched::AskError::TimedOut.is_timed_out());
+    /// assert!(procsched::error::AskError::TimedOut.is_timed_out());
     /// ```
     pub fn is_timed_out(&self) -> bool {
         matches!(self, AskError::TimedOut)
@@ -240,7 +240,7 @@ impl AskError {
     /// # Examples
     ///
     /// ```
-    /// assert!(procsched::AskError::NoReply.is_no_reply());
+    /// assert!(procsched::error::AskError::NoReply.is_no_reply());
     /// ```
     pub fn is_no_reply(&self) -> bool {
         matches!(self, AskError::NoReply)
@@ -251,7 +251,7 @@ impl AskError {
     /// # Examples
     ///
     /// ```
-    /// use procsched::{AskError, CancelReason};
+    /// use procsched::error::{AskError, CancelReason};
     /// assert!(AskError::Cancelled(CancelReason::Shutdown).is_cancelled());
     /// ```
     pub fn is_cancelled(&self) -> bool {

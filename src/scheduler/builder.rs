@@ -23,7 +23,7 @@ pub const DEFAULT_DROP_TIMEOUT: Duration = Duration::from_millis(250);
 /// # Examples
 ///
 /// ```
-/// use procsched::{BoxError, BuildError, Scheduler};
+/// use procsched::{BoxError, Scheduler, error::BuildError};
 ///
 /// struct Ping;
 /// procsched::command!(Ping => ());
@@ -65,7 +65,7 @@ pub enum BuildError {
 ///     .async_handler(|Fetch(url): Fetch| async move { Ok::<_, BoxError>(url.len()) });
 /// let first = builder.build()?;
 /// let second = builder.build()?; // same handlers
-/// # Ok::<(), procsched::BuildError>(())
+/// # Ok::<(), procsched::error::BuildError>(())
 /// ```
 pub struct SchedulerBuilder {
     executor: executor::Builder,
@@ -102,7 +102,7 @@ impl SchedulerBuilder {
     ///
     /// ```
     /// let sched = procsched::Scheduler::builder().workers(2).build()?;
-    /// # Ok::<(), procsched::BuildError>(())
+    /// # Ok::<(), procsched::error::BuildError>(())
     /// ```
     pub fn workers(&mut self, workers: usize) -> &mut Self {
         self.executor.workers(workers);
@@ -115,7 +115,7 @@ impl SchedulerBuilder {
     ///
     /// ```
     /// let sched = procsched::Scheduler::builder().thread_name("orders").build()?;
-    /// # Ok::<(), procsched::BuildError>(())
+    /// # Ok::<(), procsched::error::BuildError>(())
     /// ```
     pub fn thread_name(&mut self, name: impl Into<String>) -> &mut Self {
         self.executor.thread_name(name);
@@ -131,7 +131,7 @@ impl SchedulerBuilder {
     ///
     /// ```
     /// let sched = procsched::Scheduler::builder().monitor(false).build()?;
-    /// # Ok::<(), procsched::BuildError>(())
+    /// # Ok::<(), procsched::error::BuildError>(())
     /// ```
     pub fn monitor(&mut self, enabled: bool) -> &mut Self {
         self.executor.monitor(enabled);
@@ -149,7 +149,7 @@ impl SchedulerBuilder {
     /// let sched = procsched::Scheduler::builder()
     ///     .long_poll_threshold(Duration::from_millis(50))
     ///     .build()?;
-    /// # Ok::<(), procsched::BuildError>(())
+    /// # Ok::<(), procsched::error::BuildError>(())
     /// ```
     pub fn long_poll_threshold(&mut self, threshold: Duration) -> &mut Self {
         self.executor.long_poll_threshold(threshold);
@@ -163,7 +163,7 @@ impl SchedulerBuilder {
     ///
     /// ```
     /// let sched = procsched::Scheduler::builder().max_spare_workers(4).build()?;
-    /// # Ok::<(), procsched::BuildError>(())
+    /// # Ok::<(), procsched::error::BuildError>(())
     /// ```
     pub fn max_spare_workers(&mut self, max: usize) -> &mut Self {
         self.executor.max_spare_workers(max);
@@ -181,7 +181,7 @@ impl SchedulerBuilder {
     /// let sched = procsched::Scheduler::builder()
     ///     .spare_keep_alive(Duration::from_secs(1))
     ///     .build()?;
-    /// # Ok::<(), procsched::BuildError>(())
+    /// # Ok::<(), procsched::error::BuildError>(())
     /// ```
     pub fn spare_keep_alive(&mut self, keep_alive: Duration) -> &mut Self {
         self.executor.spare_keep_alive(keep_alive);
@@ -207,7 +207,7 @@ impl SchedulerBuilder {
     /// let sched = Scheduler::builder()
     ///     .inline_handler(|Double(n): Double| Ok::<_, BoxError>(n * 2))
     ///     .build()?;
-    /// # Ok::<(), procsched::BuildError>(())
+    /// # Ok::<(), procsched::error::BuildError>(())
     /// ```
     pub fn inline_handler<C, F, E>(&mut self, handler: F) -> &mut Self
     where
@@ -223,7 +223,7 @@ impl SchedulerBuilder {
     /// any tokio API — timers, I/O, `tokio::spawn`. It is polled first on the worker that
     /// dispatches the yield (a future ready at once completes within that poll); one that has
     /// to wait is polled on from then on as a task of the scheduler's own workers, woken by
-    /// tokio's drivers, and completes as [`CommandError::Cancelled`](crate::CommandError) if
+    /// tokio's drivers, and completes as [`CommandError::Cancelled`](crate::error::CommandError) if
     /// the runtime shuts down first. Like a step, it should not block the thread: use a
     /// [`blocking_handler`](Self::blocking_handler) for blocking calls.
     /// Replies and errors as for [`inline_handler`](Self::inline_handler): `?` works on any
@@ -242,7 +242,7 @@ impl SchedulerBuilder {
     /// }
     ///
     /// let sched = Scheduler::builder().async_handler(read_file).build()?;
-    /// # Ok::<(), procsched::BuildError>(())
+    /// # Ok::<(), procsched::error::BuildError>(())
     /// ```
     pub fn async_handler<C, F, Fut, E>(&mut self, handler: F) -> &mut Self
     where
@@ -272,7 +272,7 @@ impl SchedulerBuilder {
     /// let sched = Scheduler::builder()
     ///     .blocking_handler(|ReadFile(path): ReadFile| std::fs::read(path))
     ///     .build()?;
-    /// # Ok::<(), procsched::BuildError>(())
+    /// # Ok::<(), procsched::error::BuildError>(())
     /// ```
     pub fn blocking_handler<C, F, E>(&mut self, handler: F) -> &mut Self
     where
@@ -321,7 +321,7 @@ impl SchedulerBuilder {
     ///
     /// ```
     /// let sched = procsched::Scheduler::builder().max_batch(16).build()?;
-    /// # Ok::<(), procsched::BuildError>(())
+    /// # Ok::<(), procsched::error::BuildError>(())
     /// ```
     pub fn max_batch(&mut self, max_batch: usize) -> &mut Self {
         self.max_batch = max_batch.max(1);
@@ -335,7 +335,7 @@ impl SchedulerBuilder {
     ///
     /// ```
     /// let sched = procsched::Scheduler::builder().step_budget(8).build()?;
-    /// # Ok::<(), procsched::BuildError>(())
+    /// # Ok::<(), procsched::error::BuildError>(())
     /// ```
     pub fn step_budget(&mut self, step_budget: usize) -> &mut Self {
         self.step_budget = step_budget.max(1);
@@ -343,14 +343,14 @@ impl SchedulerBuilder {
     }
 
     /// Most live processes; `spawn` beyond it fails with
-    /// [`SpawnError::Limit`](crate::SpawnError::Limit). Default: no limit beyond the process
+    /// [`SpawnError::Limit`](crate::error::SpawnError::Limit). Default: no limit beyond the process
     /// table's, 2^26 (about 67 million) live processes.
     ///
     /// # Examples
     ///
     /// ```
     /// let sched = procsched::Scheduler::builder().max_processes(10_000).build()?;
-    /// # Ok::<(), procsched::BuildError>(())
+    /// # Ok::<(), procsched::error::BuildError>(())
     /// ```
     pub fn max_processes(&mut self, max_processes: usize) -> &mut Self {
         self.max_processes = max_processes;
@@ -358,14 +358,14 @@ impl SchedulerBuilder {
     }
 
     /// Most messages waiting in one process's mailbox (default: unbounded). Past it, `send`
-    /// refuses the message (handing it back) with [`SendErrorKind::MailboxFull`](crate::SendErrorKind::MailboxFull).
+    /// refuses the message (handing it back) with [`SendErrorKind::MailboxFull`](crate::error::SendErrorKind::MailboxFull).
     /// Yield completions and `Cancel` are never counted or dropped.
     ///
     /// # Examples
     ///
     /// ```
     /// let sched = procsched::Scheduler::builder().mailbox_capacity(1_024).build()?;
-    /// # Ok::<(), procsched::BuildError>(())
+    /// # Ok::<(), procsched::error::BuildError>(())
     /// ```
     pub fn mailbox_capacity(&mut self, capacity: usize) -> &mut Self {
         self.mailbox_capacity = capacity;
@@ -380,7 +380,7 @@ impl SchedulerBuilder {
     /// ```
     /// use std::time::Duration;
     /// let sched = procsched::Scheduler::builder().drop_timeout(Duration::from_secs(1)).build()?;
-    /// # Ok::<(), procsched::BuildError>(())
+    /// # Ok::<(), procsched::error::BuildError>(())
     /// ```
     pub fn drop_timeout(&mut self, timeout: Duration) -> &mut Self {
         self.drop_timeout = timeout;
@@ -399,7 +399,7 @@ impl SchedulerBuilder {
     ///
     /// ```
     /// let sched = procsched::Scheduler::builder().workers(1).build()?;
-    /// # Ok::<(), procsched::BuildError>(())
+    /// # Ok::<(), procsched::error::BuildError>(())
     /// ```
     pub fn build(&mut self) -> Result<Scheduler, BuildError> {
         if let Some(name) = self.duplicate {
@@ -445,7 +445,7 @@ impl SchedulerBuilder {
                 worker = long_poll.worker,
                 elapsed_ms = long_poll.elapsed.as_secs_f64() * 1e3,
                 "long poll: a process step (or one of its waiting async handlers) has been \
-                 running for longer than the threshold; use `procsched::block_in_place` around \
+                 running for longer than the threshold; use `procsched::executor::block_in_place` around \
                  blocking code"
             );
         });

@@ -43,7 +43,7 @@ impl SchedulerHandle {
     /// a PID, a mailbox, observable `Blocked`/`Idle` states, step budgets, terminate and graceful
     /// shutdown. Each `cx.call(..)` is a yield; `cx.recv()` waits for a message. The handle
     /// resolves to the body's `Ok` value; an `Err` fails the process
-    /// ([`ProcessError::is_failed`](crate::ProcessError::is_failed), with the error as source).
+    /// ([`ProcessError::is_failed`](crate::error::ProcessError::is_failed), with the error as source).
     ///
     /// # Errors
     ///

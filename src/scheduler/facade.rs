@@ -37,7 +37,7 @@ pub const FORCED_STOP_WAIT: Duration = Duration::from_millis(50);
 /// # Examples
 ///
 /// ```
-/// use procsched::{BoxError, Event, Events, InitError, Message, Payload, Process, ProcessContext, Scheduler, StepOutput};
+/// use procsched::{BoxError, Message, Payload, Scheduler, state_machine::{Event, Events, Process, ProcessContext, StepOutput}, error::InitError};
 ///
 /// /// Echoes the first message's payload back as its result.
 /// struct Echo;
@@ -128,7 +128,7 @@ impl Scheduler {
     ///
     /// ```
     /// let sched = procsched::Scheduler::builder().workers(1).build()?;
-    /// # Ok::<(), procsched::BuildError>(())
+    /// # Ok::<(), procsched::error::BuildError>(())
     /// ```
     pub fn builder() -> SchedulerBuilder {
         SchedulerBuilder::new()
@@ -166,7 +166,7 @@ impl Scheduler {
     /// let sched = procsched::Scheduler::builder().workers(1).build()?;
     /// let handle = sched.handle().clone();
     /// std::thread::spawn(move || assert_eq!(handle.live_processes(), 0)).join().unwrap();
-    /// # Ok::<(), procsched::BuildError>(())
+    /// # Ok::<(), procsched::error::BuildError>(())
     /// ```
     pub fn handle(&self) -> &SchedulerHandle {
         &self.handle
@@ -204,7 +204,7 @@ impl Scheduler {
         F: FnOnce(crate::ProcessCx<M>) -> Fut + Send + 'static,
         Fut: Future<Output = Result<T, E>> + Send + 'static,
         T: Send + 'static,
-        E: Into<crate::BoxError>,
+        E: Into<crate::process::BoxError>,
         M: Send + 'static,
     {
         self.handle.spawn_fn(body)
@@ -252,7 +252,7 @@ impl Scheduler {
     /// ```
     /// let sched = procsched::Scheduler::builder().workers(1).build()?;
     /// assert_eq!(sched.live_processes(), 0);
-    /// # Ok::<(), procsched::BuildError>(())
+    /// # Ok::<(), procsched::error::BuildError>(())
     /// ```
     pub fn live_processes(&self) -> usize {
         self.handle.live_processes()
@@ -299,7 +299,7 @@ impl Scheduler {
     /// ```
     /// let sched = procsched::Scheduler::builder().workers(1).build()?;
     /// assert_eq!(sched.block_on(async { 6 * 7 }), 42);
-    /// # Ok::<(), procsched::BuildError>(())
+    /// # Ok::<(), procsched::error::BuildError>(())
     /// ```
     #[track_caller]
     pub fn block_on<F: Future>(&self, future: F) -> F::Output {
@@ -307,7 +307,7 @@ impl Scheduler {
         self.engine().executor.block_on(future)
     }
 
-    /// Graceful shutdown: admits no new processes, delivers [`Event::Cancel`](crate::Event::Cancel)
+    /// Graceful shutdown: admits no new processes, delivers [`Event::Cancel`](crate::state_machine::Event::Cancel)
     /// to every live process and keeps running them (they may still yield and receive
     /// completions) until all have finished or `timeout` passed; then stops the rest before their
     /// next step and stops the workers.
@@ -328,7 +328,7 @@ impl Scheduler {
     /// # Examples
     ///
     /// ```
-    /// # use procsched::{BoxError, Events, InitError, Payload, Process, ProcessContext, Scheduler, StepOutput};
+    /// # use procsched::{BoxError, Payload, Scheduler, error::InitError, state_machine::{Events, Process, ProcessContext, StepOutput}};
     /// # struct Stubborn;
     /// # impl Process for Stubborn {
     /// #     type Output = Payload;
@@ -370,7 +370,7 @@ impl Scheduler {
     /// *other* process (the grace period ends as soon as they have all finished, and the final
     /// stop does not wait for the caller's worker): the caller is still inside its step when the
     /// report is made, so the report counts it `abandoned`, and its handle reports
-    /// cancellation however its body ends ([`ProcessError::is_cancelled`](crate::ProcessError::is_cancelled)).
+    /// cancellation however its body ends ([`ProcessError::is_cancelled`](crate::error::ProcessError::is_cancelled)).
     ///
     /// # Examples
     ///
@@ -380,7 +380,7 @@ impl Scheduler {
     /// let sched = procsched::Scheduler::builder().workers(1).build()?;
     /// let report = futures::executor::block_on(sched.shutdown_async(Duration::from_secs(1)));
     /// assert_eq!(report.total(), 0);
-    /// # Ok::<(), procsched::BuildError>(())
+    /// # Ok::<(), procsched::error::BuildError>(())
     /// ```
     pub async fn shutdown_async(&self, timeout: Duration) -> ShutdownReport {
         let deadline = Instant::now() + timeout;
@@ -419,7 +419,7 @@ impl Scheduler {
     /// let sched = procsched::Scheduler::builder().workers(1).build()?;
     /// let report = sched.shutdown(Duration::from_millis(10));
     /// assert!(sched.wait_for_abandoned(Duration::from_secs(1)));
-    /// # Ok::<(), procsched::BuildError>(())
+    /// # Ok::<(), procsched::error::BuildError>(())
     /// ```
     #[track_caller]
     pub fn wait_for_abandoned(&self, timeout: Duration) -> bool {
@@ -447,7 +447,7 @@ impl Scheduler {
     ///     let report = sched.shutdown_async(Duration::from_millis(10)).await;
     ///     sched.wait_for_abandoned_async().await;
     /// });
-    /// # Ok::<(), procsched::BuildError>(())
+    /// # Ok::<(), procsched::error::BuildError>(())
     /// ```
     pub async fn wait_for_abandoned_async(&self) {
         if !self.inner().lifecycle.is_shutting_down() {

@@ -26,7 +26,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 /// # Examples
 ///
 /// ```
-/// use procsched::{BoxError, Events, Payload, Process, ProcessContext, InitError, Scheduler, StepOutput};
+/// use procsched::{BoxError, Payload, Scheduler, state_machine::{Events, Process, ProcessContext, StepOutput}, error::InitError};
 ///
 /// struct Quick;
 /// impl Process for Quick {
@@ -63,7 +63,7 @@ impl SchedulerHandle {
     /// # Examples
     ///
     /// ```
-    /// use procsched::{BoxError, Events, InitError, Payload, Process, ProcessContext, Scheduler, StepOutput};
+    /// use procsched::{BoxError, Payload, Scheduler, state_machine::{Events, Process, ProcessContext, StepOutput}, error::InitError};
     ///
     /// struct Greeter;
     /// impl Process for Greeter {
@@ -199,14 +199,14 @@ impl SchedulerHandle {
     /// # Examples
     ///
     /// ```
-    /// use procsched::{Message, Payload, Pid, Scheduler, SendError};
+    /// use procsched::{Message, Payload, Pid, Scheduler, error::SendError};
     ///
     /// let sched = Scheduler::builder().workers(1).build()?;
     /// let nobody = Pid::from_raw(1 << 26).unwrap();
     /// let err = sched.handle().send(nobody, Message::new("hi", Payload::empty())).unwrap_err();
     /// assert!(err.is_not_found() && err.pid() == nobody);
     /// let message = err.into_message().unwrap(); // handed back
-    /// # Ok::<(), procsched::BuildError>(())
+    /// # Ok::<(), procsched::error::BuildError>(())
     /// ```
     pub fn send(&self, pid: Pid, message: Message) -> Result<(), SendError> {
         self.inner
@@ -238,7 +238,7 @@ impl SchedulerHandle {
 
     /// Stops process `pid`: it gets no more steps (a running step finishes first), its
     /// outstanding handler tasks are aborted, its `close` runs, and its handle resolves to
-    /// [`ProcessError::is_terminated`](crate::ProcessError::is_terminated).
+    /// [`ProcessError::is_terminated`](crate::error::ProcessError::is_terminated).
     ///
     /// # Errors
     ///
@@ -248,7 +248,7 @@ impl SchedulerHandle {
     /// # Examples
     ///
     /// ```
-    /// use procsched::{BoxError, Events, InitError, Payload, Process, ProcessContext, Scheduler, StepOutput};
+    /// use procsched::{BoxError, Payload, Scheduler, state_machine::{Events, Process, ProcessContext, StepOutput}, error::InitError};
     ///
     /// struct Sleeper;
     /// impl Process for Sleeper {
@@ -289,7 +289,7 @@ impl SchedulerHandle {
     ///
     /// let sched = Scheduler::builder().workers(1).build()?;
     /// assert_eq!(sched.handle().state(Pid::from_raw(1 << 26).unwrap()), None);
-    /// # Ok::<(), procsched::BuildError>(())
+    /// # Ok::<(), procsched::error::BuildError>(())
     /// ```
     pub fn state(&self, pid: Pid) -> Option<ProcessState> {
         self.inner.table.get(pid)?.state(pid.generation())
@@ -302,7 +302,7 @@ impl SchedulerHandle {
     /// ```
     /// let sched = procsched::Scheduler::builder().workers(1).build()?;
     /// assert_eq!(sched.handle().live_processes(), 0);
-    /// # Ok::<(), procsched::BuildError>(())
+    /// # Ok::<(), procsched::error::BuildError>(())
     /// ```
     pub fn live_processes(&self) -> usize {
         self.inner.lifecycle.live()
@@ -317,7 +317,7 @@ impl SchedulerHandle {
     /// assert!(!sched.handle().is_shutting_down());
     /// sched.shutdown(std::time::Duration::from_millis(10));
     /// assert!(sched.handle().is_shutting_down());
-    /// # Ok::<(), procsched::BuildError>(())
+    /// # Ok::<(), procsched::error::BuildError>(())
     /// ```
     pub fn is_shutting_down(&self) -> bool {
         self.inner.lifecycle.is_shutting_down()
@@ -330,7 +330,7 @@ impl SchedulerHandle {
     /// ```
     /// let sched = procsched::Scheduler::builder().workers(1).build()?;
     /// assert_eq!(sched.handle().registered_processes(), 0);
-    /// # Ok::<(), procsched::BuildError>(())
+    /// # Ok::<(), procsched::error::BuildError>(())
     /// ```
     pub fn registered_processes(&self) -> usize {
         self.inner.table.len()
@@ -350,7 +350,7 @@ impl SchedulerHandle {
     /// let metrics = sched.handle().metrics();
     /// assert_eq!((metrics.spawned, metrics.processes.total()), (0, 0));
     /// assert_eq!(metrics.executor.workers().len(), 2);
-    /// # Ok::<(), procsched::BuildError>(())
+    /// # Ok::<(), procsched::error::BuildError>(())
     /// ```
     pub fn metrics(&self) -> SchedulerMetrics {
         let inner = &self.inner;
@@ -379,13 +379,14 @@ impl SchedulerHandle {
     ///
     /// ```
     /// use procsched::prelude::*;
+    /// use procsched::metrics::ProcessState;
     ///
     /// let sched = Scheduler::builder().workers(1).build()?;
     /// let idle = sched.spawn_fn(|cx: ProcessCx| async move { let _ = cx.cancelled().await; Ok::<_, BoxError>(()) })?;
     /// while sched.state(idle.pid()) != Some(ProcessState::Idle) {
     ///     std::thread::yield_now();
     /// }
-    /// let live: Vec<procsched::ProcessInfo> = sched.handle().processes().collect();
+    /// let live: Vec<procsched::metrics::ProcessInfo> = sched.handle().processes().collect();
     /// assert_eq!(live.len(), 1);
     /// assert_eq!((live[0].pid, live[0].state), (idle.pid(), ProcessState::Idle));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -425,12 +426,12 @@ impl<'a> ProcessContext<'a> {
     /// # Examples
     ///
     /// ```
-    /// use procsched::{Pid, ProcessContext, Scheduler};
+    /// use procsched::{Pid, Scheduler, state_machine::ProcessContext};
     ///
     /// let sched = Scheduler::builder().workers(1).build()?;
     /// let ctx = ProcessContext::new(Pid::from_raw(1 << 26).unwrap(), sched.handle());
     /// assert_eq!(ctx.scheduler().live_processes(), 0);
-    /// # Ok::<(), procsched::BuildError>(())
+    /// # Ok::<(), procsched::error::BuildError>(())
     /// ```
     pub fn new(pid: Pid, scheduler: &'a SchedulerHandle) -> Self {
         ProcessContext::with_host(pid, scheduler.inner.host_id, scheduler)

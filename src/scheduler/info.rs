@@ -20,6 +20,7 @@ use std::time::Duration;
 ///
 /// ```
 /// use procsched::prelude::*;
+/// use procsched::metrics::ProcessState;
 ///
 /// let sched = Scheduler::builder().workers(1).build()?;
 /// let handle = sched.spawn_fn(|cx: ProcessCx<u32>| async move {
@@ -44,7 +45,7 @@ use std::time::Duration;
 pub struct ProcessInfo {
     /// Its PID.
     pub pid: Pid,
-    /// Its type name (`std::any::type_name`): the [`Process`](crate::Process) type, or for a
+    /// Its type name (`std::any::type_name`): the [`Process`](crate::state_machine::Process) type, or for a
     /// process spawned with `spawn_fn`, its body's (closure) type.
     pub kind: &'static str,
     /// Its state.

@@ -28,7 +28,7 @@ use std::time::Instant;
 /// let report = sched.shutdown(Duration::from_millis(100));
 /// assert_eq!(report.total(), 0);
 /// assert!(report.is_complete());
-/// # Ok::<(), procsched::BuildError>(())
+/// # Ok::<(), procsched::error::BuildError>(())
 /// ```
 #[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -37,10 +37,10 @@ pub struct ShutdownReport {
     pub graceful: usize,
     /// Processes still live at the timeout and not inside user code: stopped before their next
     /// step, their `close` run before `shutdown` returned. Their handles report
-    /// [`ProcessError::is_cancelled`](crate::ProcessError::is_cancelled).
+    /// [`ProcessError::is_cancelled`](crate::error::ProcessError::is_cancelled).
     pub forced: usize,
     /// Processes still inside user code (`init`, a `step` or `close`) when shutdown gave up
-    /// waiting ([`FORCED_STOP_WAIT`](crate::FORCED_STOP_WAIT) after the timeout). Rust cannot
+    /// waiting ([`FORCED_STOP_WAIT`](crate::config::FORCED_STOP_WAIT) after the timeout). Rust cannot
     /// preempt them: each is stopped when its call returns — its `close` runs then, on the thread
     /// that ran it, and its handle reports cancellation (a spawn still in `init` fails with
     /// [`SpawnError::ShuttingDown`]). [`Scheduler::wait_for_abandoned`](crate::Scheduler::wait_for_abandoned)
@@ -54,7 +54,7 @@ impl ShutdownReport {
     /// # Examples
     ///
     /// ```
-    /// let report = procsched::ShutdownReport::default();
+    /// let report = procsched::metrics::ShutdownReport::default();
     /// assert_eq!(report.total(), 0);
     /// ```
     pub fn total(&self) -> usize {
@@ -66,7 +66,7 @@ impl ShutdownReport {
     /// # Examples
     ///
     /// ```
-    /// assert!(procsched::ShutdownReport::default().is_complete());
+    /// assert!(procsched::metrics::ShutdownReport::default().is_complete());
     /// ```
     pub fn is_complete(&self) -> bool {
         self.abandoned == 0

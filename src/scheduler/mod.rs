@@ -27,7 +27,7 @@
 //! # Protocol: spawn vs. shutdown
 //! Shutdown must account for every process exactly once — as `graceful`, `forced` or
 //! `abandoned` in its [`ShutdownReport`] — and a spawn racing with it must either fail with
-//! [`SpawnError::ShuttingDown`](crate::SpawnError::ShuttingDown) or be counted. The pieces:
+//! [`SpawnError::ShuttingDown`](crate::error::SpawnError::ShuttingDown) or be counted. The pieces:
 //! `live` (admitted processes not yet finished), the flags `shutting_down`, `forcing` and `sealed`,
 //! and the *tally* (a mutex over the counts) that every finish takes once shutdown has begun.
 //!

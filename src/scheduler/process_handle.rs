@@ -14,7 +14,7 @@ use std::task::{Context, Poll};
 /// task, [`Scheduler::block_on`](crate::Scheduler::block_on)).
 ///
 /// Resolves to the value the process finished with (`Status::Done`) — typed: `T` is the
-/// process's [`Output`](crate::Process::Output), [`Payload`] for dynamic use — or to a
+/// process's [`Output`](crate::state_machine::Process::Output), [`Payload`] for dynamic use — or to a
 /// [`ProcessError`] saying whether it failed, panicked, was terminated or was cancelled by
 /// shutdown.
 ///
@@ -26,7 +26,7 @@ use std::task::{Context, Poll};
 /// # Examples
 ///
 /// ```
-/// use procsched::{BoxError, Events, InitError, Payload, Process, ProcessContext, Scheduler, StepOutput};
+/// use procsched::{BoxError, Payload, Scheduler, state_machine::{Events, Process, ProcessContext, StepOutput}, error::InitError};
 ///
 /// struct Answer;
 /// impl Process for Answer {

@@ -3,7 +3,7 @@
 //! by the terminate race and the build/spawn/send/shutdown cycles.
 
 use super::Tracker;
-use procsched::{Payload, Pid, SendError};
+use procsched::{error::SendError, Payload, Pid};
 
 /// Async command: replies with a tracked value after a tokio yield.
 pub(crate) struct Work(pub(crate) u64);
@@ -12,18 +12,18 @@ procsched::command!(Work => Payload);
 pub(crate) struct Quick(pub(crate) u64);
 procsched::command!(Quick => Payload);
 
-pub(crate) fn churn_handlers(builder: &mut procsched::SchedulerBuilder, tracker: &Tracker) {
+pub(crate) fn churn_handlers(builder: &mut procsched::config::SchedulerBuilder, tracker: &Tracker) {
     let t = tracker.clone();
     builder.async_handler(move |Work(n): Work| {
         let tracked = t.track(n);
         async move {
             tokio::task::yield_now().await;
-            Ok::<_, procsched::CommandError>(Payload::new(tracked))
+            Ok::<_, procsched::error::CommandError>(Payload::new(tracked))
         }
     });
     let t = tracker.clone();
     builder.inline_handler(move |Quick(n): Quick| {
-        Ok::<_, procsched::CommandError>(Payload::new(t.track(n)))
+        Ok::<_, procsched::error::CommandError>(Payload::new(t.track(n)))
     });
 }
 

@@ -3,7 +3,11 @@
 //! by the tests of mixed yields and the randomized stress.
 
 use super::{self as support, count};
-use procsched::{CommandError, Payload, StepOutput, Tag};
+use procsched::{
+    error::CommandError,
+    state_machine::{StepOutput, Tag},
+    Payload,
+};
 use std::sync::atomic::Ordering::SeqCst;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -45,16 +49,19 @@ pub(crate) fn reply(tag: Tag) -> Payload {
 }
 
 /// Registers one handler per `Kind`, each replying `reply(tag)` and counting its invocations.
-pub(crate) fn kind_handlers(builder: &mut procsched::SchedulerBuilder, counts: &KindCounts) {
+pub(crate) fn kind_handlers(
+    builder: &mut procsched::config::SchedulerBuilder,
+    counts: &KindCounts,
+) {
     let c = counts.clone();
     builder.inline_handler(move |InlineCmd(tag): InlineCmd| {
         c.0[Kind::Inline as usize].fetch_add(1, SeqCst);
-        Ok::<_, procsched::CommandError>(reply(tag))
+        Ok::<_, procsched::error::CommandError>(reply(tag))
     });
     let c = counts.clone();
     builder.async_handler(move |AsyncCmd(tag): AsyncCmd| {
         c.0[Kind::Async as usize].fetch_add(1, SeqCst);
-        async move { Ok::<_, procsched::CommandError>(reply(tag)) }
+        async move { Ok::<_, procsched::error::CommandError>(reply(tag)) }
     });
     let c = counts.clone();
     builder.async_handler(move |AsyncYieldingCmd(tag): AsyncYieldingCmd| {

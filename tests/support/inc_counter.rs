@@ -4,8 +4,9 @@
 
 use super::{self as support, count, join_all};
 use procsched::{
-    BoxError, Event, Events, InitError, Payload, Process, ProcessContext, Scheduler,
-    SchedulerHandle, StepOutput,
+    error::InitError,
+    state_machine::{Event, Events, Process, ProcessContext, StepOutput},
+    BoxError, Payload, Scheduler, SchedulerHandle,
 };
 use std::sync::atomic::Ordering::SeqCst;
 
@@ -75,9 +76,10 @@ impl Process for Counter {
 }
 
 pub(crate) fn with_inc(
-    builder: &mut procsched::SchedulerBuilder,
-) -> &mut procsched::SchedulerBuilder {
-    builder.inline_handler(|Inc(n): Inc| Ok::<_, procsched::CommandError>(Payload::new(n + 1)))
+    builder: &mut procsched::config::SchedulerBuilder,
+) -> &mut procsched::config::SchedulerBuilder {
+    builder
+        .inline_handler(|Inc(n): Inc| Ok::<_, procsched::error::CommandError>(Payload::new(n + 1)))
 }
 
 pub(crate) fn counter_sched(workers: usize) -> Scheduler {

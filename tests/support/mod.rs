@@ -7,8 +7,10 @@
 #![allow(dead_code)]
 
 use procsched::{
-    BoxError, Event, Events, InitError, Payload, Pid, Process, ProcessContext, ProcessError,
-    ProcessHandle, ProcessState, Scheduler, SchedulerHandle, SpawnError, StepOutput,
+    error::{InitError, ProcessError, SpawnError},
+    metrics::ProcessState,
+    state_machine::{Event, Events, Process, ProcessContext, StepOutput},
+    BoxError, Payload, Pid, ProcessHandle, Scheduler, SchedulerHandle,
 };
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::sync::{mpsc, Arc, Barrier, Once};
@@ -305,7 +307,7 @@ pub(crate) fn echo_step() -> impl FnMut(&mut Events, &mut StepOutput) -> Result<
 {
     |events, out| {
         match events.pop() {
-            Some(procsched::Event::Message(m)) => out.done(m.payload),
+            Some(procsched::state_machine::Event::Message(m)) => out.done(m.payload),
             Some(other) => return Err(format!("unexpected {other:?}").into()),
             None => out.idle(),
         }
@@ -385,7 +387,7 @@ pub(crate) fn join_typed<T: Send + 'static, M: 'static>(
 
 /// A send or terminate outcome without the handed-back message, for comparisons.
 pub(crate) fn refusal(
-    result: Result<(), procsched::SendError>,
-) -> Result<(), (procsched::SendErrorKind, Pid)> {
+    result: Result<(), procsched::error::SendError>,
+) -> Result<(), (procsched::error::SendErrorKind, Pid)> {
     result.map_err(|e| (e.kind(), e.pid()))
 }

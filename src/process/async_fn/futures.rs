@@ -149,7 +149,7 @@ impl RecvError {
     /// # Examples
     ///
     /// ```
-    /// use procsched::{CancelReason, RecvError};
+    /// use procsched::error::{CancelReason, RecvError};
     /// assert!(RecvError::Cancelled(CancelReason::Shutdown).is_cancelled());
     /// ```
     pub fn is_cancelled(&self) -> bool {

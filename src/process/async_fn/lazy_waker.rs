@@ -2,7 +2,7 @@
 //!
 //! Most bodies await only procsched futures (calls, receives), which never touch the waker: a
 //! process's own events re-poll it. Building the real waker — an allocation that delivers
-//! [`Event::Woken`](crate::Event::Woken) into the process's cell — for every process would be
+//! [`Event::Woken`](crate::state_machine::Event::Woken) into the process's cell — for every process would be
 //! paid by all for the few that await a foreign future. So the body is polled with a *lazy*
 //! waker that points at the adapter: cloning it (what a future does to be woken later) builds
 //! the real one; waking it in place during the poll (what a future that is ready again at once

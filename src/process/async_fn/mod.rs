@@ -128,12 +128,13 @@ impl<M: 'static> ProcessCx<M> {
     }
 
     /// [`call`](Self::call) with a deadline: past it the call fails with
-    /// [`CommandError::TimedOut`](crate::CommandError::TimedOut) (async and blocking handlers).
+    /// [`CommandError::TimedOut`](crate::error::CommandError::TimedOut) (async and blocking handlers).
     ///
     /// # Examples
     ///
     /// ```
     /// use procsched::prelude::*;
+    /// use procsched::error::CommandError;
     /// use std::time::Duration;
     ///
     /// struct Never;

@@ -1,7 +1,7 @@
 //! Unit tests of the mailbox: generations, phases, capacity, batches.
 use super::*;
 use crate::process::Events;
-use crate::{CommandError, Payload};
+use crate::process::{CommandError, Payload};
 
 fn completion(tag: u64) -> Event {
     Event::YieldComplete {
@@ -38,7 +38,7 @@ fn a_late_completion_from_a_previous_incarnation_is_rejected() {
 #[test]
 fn a_closing_cell_refuses_and_drops_queued_events() {
     let (cell, generation) = ProcessCell::new_open();
-    let msg = || Event::Message(crate::Message::new("t", Payload::new(1u8)));
+    let msg = || Event::Message(crate::process::Message::new("t", Payload::new(1u8)));
     assert_eq!(cell.deliver(generation, msg()), Admission::Accepted);
     cell.close();
     assert!(!cell.mailbox.has_events());
@@ -67,7 +67,7 @@ fn a_free_cell_hosts_nobody() {
 fn capacity_drops_messages_but_never_completions() {
     let cell = ProcessCell::new(2);
     let generation = cell.open();
-    let msg = |n: u32| Event::Message(crate::Message::new("m", Payload::new(n)));
+    let msg = |n: u32| Event::Message(crate::process::Message::new("m", Payload::new(n)));
     assert_eq!(cell.deliver(generation, msg(0)), Admission::Accepted);
     assert_eq!(cell.deliver(generation, msg(1)), Admission::Accepted);
     assert_eq!(cell.deliver(generation, msg(2)), Admission::Dropped);

@@ -201,7 +201,7 @@ impl Payload {
     /// assert_eq!(Payload::new(7u64).take::<u64>()?, 7);
     /// let err = Payload::new((1u64, 2i32)).take::<(u64, u64)>().unwrap_err();
     /// assert_eq!(err.to_string(), "expected a value of type `(u64, u64)`, got `(u64, i32)`");
-    /// # Ok::<(), procsched::TypeMismatch>(())
+    /// # Ok::<(), procsched::error::TypeMismatch>(())
     /// ```
     pub fn take<T: 'static>(self) -> Result<T, TypeMismatch> {
         if TypeId::of::<T>() == TypeId::of::<Payload>() {

@@ -12,8 +12,8 @@ use crate::loom::{thread, Arc};
 use crate::process::mailbox::intake::INTAKE_INSTALL_DEPTH;
 use crate::process::mailbox::{Admission, Drained, Generation, ProcessCell};
 use crate::process::state::{ParkAs, TakeNotified, TransitionToParked};
+use crate::process::Payload;
 use crate::process::{Event, Events, Message, TopicBudget};
-use crate::Payload;
 
 /// A backlog of [`INTAKE_INSTALL_DEPTH`] messages installs the intake queue; drained, the
 /// mailbox is empty again. (Before the model's threads start: no interleavings to explore.)

@@ -10,12 +10,12 @@ use crate::loom::model::{model, model_full_stack};
 use crate::loom::{thread, Arc};
 use crate::process::future::{Host, Outcome, PollStats, ProcessFuture};
 use crate::process::mailbox::{Admission, Generation, ProcessCell};
+use crate::process::Payload;
 use crate::process::Pid;
 use crate::process::{
     BoxError, CommandError, Event, Events, InitError, Message, Process, ProcessContext,
     ProcessError, StepOutput, YieldSlot,
 };
-use crate::Payload;
 use std::time::Duration;
 
 const INLINE_TAG: u64 = 2;

@@ -5,8 +5,8 @@
 //! does not carry one process's flood into the next.
 
 use crate::process::mailbox::{Admission, Drained, Generation, ProcessCell};
+use crate::process::{CommandError, Payload};
 use crate::process::{Event, Events, Message, Topic, TopicBudget};
-use crate::{CommandError, Payload};
 
 /// What a reopened cell may keep: a handful of slots, never the high-water mark of a flood.
 const SMALL: usize = 64;

@@ -6,8 +6,8 @@ use crate::loom::atomic::{AtomicUsize, Ordering::SeqCst};
 use crate::process::mailbox::blocks::BLOCK_CAP;
 use crate::process::mailbox::intake::INTAKE_INSTALL_DEPTH;
 use crate::process::mailbox::{Admission, Drained, Generation, ProcessCell};
+use crate::process::Payload;
 use crate::process::{CommandError, Event, Events, Message, TopicBudget};
-use crate::Payload;
 use std::sync::Arc;
 
 fn message(n: u64) -> Message {

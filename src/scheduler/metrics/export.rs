@@ -33,7 +33,7 @@ impl SchedulerMetrics {
     /// let sched = procsched::Scheduler::builder().workers(1).build()?;
     /// // With no recorder installed, the facade discards the values.
     /// sched.metrics().export();
-    /// # Ok::<(), procsched::BuildError>(())
+    /// # Ok::<(), procsched::error::BuildError>(())
     /// ```
     pub fn export(&self) {
         use metrics::{counter, describe_counter, describe_gauge, gauge};

@@ -57,10 +57,10 @@ pub struct SchedulerMetrics {
     pub messages: MessageCounts,
     /// Yields dispatched, by the kind of their handler.
     pub yields: YieldCounts,
-    /// Handler completions that reported an error: [`CommandError::Failed`](crate::CommandError::Failed)
-    /// or [`CommandError::TimedOut`](crate::CommandError::TimedOut).
+    /// Handler completions that reported an error: [`CommandError::Failed`](crate::error::CommandError::Failed)
+    /// or [`CommandError::TimedOut`](crate::error::CommandError::TimedOut).
     pub handler_errors: u64,
-    /// Handlers that panicked ([`CommandError::Panicked`](crate::CommandError::Panicked)).
+    /// Handlers that panicked ([`CommandError::Panicked`](crate::error::CommandError::Panicked)).
     pub handler_panics: u64,
     /// Destructors of user values (messages, payloads, completions, commands, a process's own
     /// state, an unread result, an aborted handler's future) that panicked when the scheduler
@@ -86,7 +86,7 @@ pub struct SchedulerMetrics {
 /// let sched = procsched::Scheduler::builder().workers(1).build()?;
 /// let processes = sched.metrics().processes;
 /// assert_eq!((processes.ready, processes.idle, processes.total()), (0, 0, 0));
-/// # Ok::<(), procsched::BuildError>(())
+/// # Ok::<(), procsched::error::BuildError>(())
 /// ```
 #[non_exhaustive]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -122,12 +122,12 @@ impl ProcessCounts {
 /// let finished = sched.metrics().finished;
 /// assert_eq!(finished.total(), finished.done + finished.failed + finished.panicked
 ///     + finished.terminated + finished.cancelled + finished.forced);
-/// # Ok::<(), procsched::BuildError>(())
+/// # Ok::<(), procsched::error::BuildError>(())
 /// ```
 #[non_exhaustive]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct FinishCounts {
-    /// Finished with a result ([`Status::Done`](crate::Status::Done)).
+    /// Finished with a result ([`Status::Done`](crate::state_machine::Status::Done)).
     pub done: u64,
     /// A step returned an error.
     pub failed: u64,
@@ -136,11 +136,11 @@ pub struct FinishCounts {
     /// Stopped by [`terminate`](crate::SchedulerHandle::terminate).
     pub terminated: u64,
     /// Finished during a shutdown's grace period, after its
-    /// [`Event::Cancel`](crate::Event::Cancel), other than by a panic: the
-    /// [`ShutdownReport::graceful`](crate::ShutdownReport::graceful) ones.
+    /// [`Event::Cancel`](crate::state_machine::Event::Cancel), other than by a panic: the
+    /// [`ShutdownReport::graceful`](crate::metrics::ShutdownReport::graceful) ones.
     pub cancelled: u64,
     /// Stopped by shutdown after its grace period
-    /// ([`ShutdownReport::forced`](crate::ShutdownReport::forced), and abandoned processes once
+    /// ([`ShutdownReport::forced`](crate::metrics::ShutdownReport::forced), and abandoned processes once
     /// their call returns), other than by a panic.
     pub forced: u64,
 }
@@ -169,7 +169,7 @@ impl FinishCounts {
 /// assert!(sched.send(nobody, Message::new("hi", Payload::empty())).is_err());
 /// let messages = sched.metrics().messages;
 /// assert_eq!((messages.delivered, messages.not_found, messages.rejected()), (0, 1, 1));
-/// # Ok::<(), procsched::BuildError>(())
+/// # Ok::<(), procsched::error::BuildError>(())
 /// ```
 #[non_exhaustive]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -177,11 +177,11 @@ pub struct MessageCounts {
     /// Queued in the process's mailbox.
     pub delivered: u64,
     /// Rejected: the mailbox capacity or the topic budget was reached
-    /// ([`SendErrorKind::MailboxFull`](crate::SendErrorKind::MailboxFull)).
+    /// ([`SendErrorKind::MailboxFull`](crate::error::SendErrorKind::MailboxFull)).
     pub mailbox_full: u64,
-    /// Rejected: the process was finishing ([`SendErrorKind::Closed`](crate::SendErrorKind::Closed)).
+    /// Rejected: the process was finishing ([`SendErrorKind::Closed`](crate::error::SendErrorKind::Closed)).
     pub closed: u64,
-    /// Rejected: no live process has the PID ([`SendErrorKind::NotFound`](crate::SendErrorKind::NotFound)).
+    /// Rejected: no live process has the PID ([`SendErrorKind::NotFound`](crate::error::SendErrorKind::NotFound)).
     pub not_found: u64,
 }
 
@@ -204,7 +204,7 @@ impl MessageCounts {
 /// let sched = procsched::Scheduler::builder().workers(1).build()?;
 /// let yields = sched.metrics().yields;
 /// assert_eq!(yields.total(), yields.inline + yields.asynchronous + yields.blocking + yields.no_handler);
-/// # Ok::<(), procsched::BuildError>(())
+/// # Ok::<(), procsched::error::BuildError>(())
 /// ```
 #[non_exhaustive]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -216,7 +216,7 @@ pub struct YieldCounts {
     /// Run by a blocking handler (tokio's blocking pool).
     pub blocking: u64,
     /// No handler registered for the command's type: completed at once with
-    /// [`CommandError::NoHandler`](crate::CommandError::NoHandler) (and a `warn` event).
+    /// [`CommandError::NoHandler`](crate::error::CommandError::NoHandler) (and a `warn` event).
     pub no_handler: u64,
 }
 
@@ -240,7 +240,7 @@ impl YieldCounts {
 /// if let Some(step) = sched.metrics().longest_step {
 ///     println!("{} stepped for {:?}", step.pid, step.duration);
 /// }
-/// # Ok::<(), procsched::BuildError>(())
+/// # Ok::<(), procsched::error::BuildError>(())
 /// ```
 #[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

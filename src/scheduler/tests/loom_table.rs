@@ -5,9 +5,9 @@
 use crate::loom::model::model;
 use crate::loom::{thread, Arc};
 use crate::process::mailbox::Admission;
+use crate::process::Payload;
 use crate::process::{Event, Events, Message, Pid};
 use crate::scheduler::table::Table;
-use crate::Payload;
 
 fn finish(table: &Table, pid: Pid) {
     let cell = table.get(pid).expect("claimed");
