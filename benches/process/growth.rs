@@ -13,7 +13,7 @@
 //! Addresses are kept in a vector filled (and so paged in) before the first measurement, so
 //! they are not counted as the peer's memory. No handles are kept: processes are detached.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use procsched::{
     error::InitError,
@@ -24,85 +24,15 @@ use procsched_benches::{CountDown, CountDownHandle};
 use tokio::runtime::Runtime;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
 
+use crate::net::Net;
 use crate::process_peer::ProcessPeer;
-use crate::processes::{expect_run, Net};
-use crate::rss::{parse_u64s, vm_hwm_kib};
+use crate::processes::expect_run;
+use crate::samples::{vm_hwm_kib, GrowthSample};
 
 /// Live processes of each growth measurement, in a full run.
 pub(crate) const SIZES: [usize; 3] = [10_000, 100_000, 1_000_000];
 /// The same with `--quick` (the million costs the slower peer tens of seconds).
 pub(crate) const QUICK_SIZES: [usize; 2] = [10_000, 100_000];
-
-/// One growth measurement.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct GrowthSample {
-    pub(crate) live: u64,
-    spawn_ns: u64,
-    send_ns: u64,
-    handled_ns: u64,
-    before_kib: u64,
-    after_kib: u64,
-}
-
-impl GrowthSample {
-    fn new(live: usize, timings: [Duration; 3], before_kib: u64, after_kib: u64) -> Self {
-        let [spawn, send, handled] = timings.map(|t| t.as_nanos() as u64);
-        GrowthSample {
-            live: live as u64,
-            spawn_ns: spawn,
-            send_ns: send,
-            handled_ns: handled,
-            before_kib,
-            after_kib,
-        }
-    }
-
-    /// Spawn until first step, per process, in nanoseconds.
-    pub(crate) fn spawn_per_process(&self) -> f64 {
-        self.spawn_ns as f64 / self.live as f64
-    }
-
-    /// Sending thread's time per message, in nanoseconds.
-    pub(crate) fn send_per_message(&self) -> f64 {
-        self.send_ns as f64 / self.live as f64
-    }
-
-    /// First send until the last message is handled, per message, in nanoseconds.
-    pub(crate) fn handled_per_message(&self) -> f64 {
-        self.handled_ns as f64 / self.live as f64
-    }
-
-    /// Growth of the RSS high-water mark per live process, in bytes.
-    pub(crate) fn bytes_per_process(&self) -> f64 {
-        self.after_kib.saturating_sub(self.before_kib) as f64 * 1024.0 / self.live as f64
-    }
-
-    pub(crate) fn to_line(self) -> String {
-        let GrowthSample {
-            live,
-            spawn_ns,
-            send_ns,
-            handled_ns,
-            before_kib,
-            after_kib,
-        } = self;
-        format!("{live} {spawn_ns} {send_ns} {handled_ns} {before_kib} {after_kib}")
-    }
-
-    pub(crate) fn parse(line: &str) -> Option<GrowthSample> {
-        match parse_u64s(line)[..] {
-            [live, spawn_ns, send_ns, handled_ns, before_kib, after_kib] => Some(GrowthSample {
-                live,
-                spawn_ns,
-                send_ns,
-                handled_ns,
-                before_kib,
-                after_kib,
-            }),
-            _ => None,
-        }
-    }
-}
 
 /// Runs the four phases of the module docs, given how to spawn a resident (counting down on
 /// `round`) and how to send it a ping or a stop.

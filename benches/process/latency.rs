@@ -25,6 +25,7 @@ use tokio::task::JoinHandle;
 
 use crate::process_peer::ProcessPeer;
 use crate::processes::{downcast_u64, expect_run};
+use crate::samples::LatencySample;
 use crate::workload::STALL_TIMEOUT;
 
 /// Background processes stepping all the time.
@@ -36,27 +37,6 @@ const WARM_UP: u64 = 1_000;
 /// Iterations of [`busy_work`]'s loop: a microsecond or two on the 2-core CI machines (the
 /// report shows the background steps per second actually achieved).
 const BUSY_ITERATIONS: u32 = 600;
-
-/// The result of one peer's run.
-#[derive(Debug)]
-pub(crate) struct LatencySample {
-    /// Round trips, in nanoseconds.
-    pub(crate) round_trips: Histogram<u64>,
-    /// Steps the background processes did per second, from their spawn to the end of sampling.
-    pub(crate) background_steps_per_sec: f64,
-}
-
-impl LatencySample {
-    /// The round trip at `quantile` (0.5, 0.99, ...), in nanoseconds.
-    pub(crate) fn at(&self, quantile: f64) -> f64 {
-        self.round_trips.value_at_quantile(quantile) as f64
-    }
-
-    /// The longest round trip, in nanoseconds.
-    pub(crate) fn max(&self) -> f64 {
-        self.round_trips.max() as f64
-    }
-}
 
 /// One background step's work: a microsecond or two of arithmetic the optimiser cannot remove.
 pub(crate) fn busy_work(seed: u64) -> u64 {

@@ -62,8 +62,10 @@
 //! [`Process`] implementations, so an API change is absorbed there.
 
 mod actors;
+mod args;
 mod growth;
 mod latency;
+mod lineup;
 mod native;
 mod net;
 mod process_peer;
@@ -72,6 +74,7 @@ mod procsched_async;
 mod procsched_peer;
 mod report;
 mod rss;
+mod samples;
 mod workload;
 
 use procsched_benches as common;
@@ -79,15 +82,14 @@ use procsched_benches as common;
 use std::time::{Duration, SystemTime};
 
 use actors::ActorSystem;
+use args::{extra_selected, quick_mode};
 use criterion::Criterion;
+use lineup::PEERS;
 use native::Native;
 use procsched_async::{ProcschedAsync, ASYNC_FN_WORKLOADS};
 use procsched_peer::Procsched;
 use report::Row;
-use workload::{Peer, Workload};
-
-/// Every peer, in run and table order: procsched first, then the two tokio baselines.
-pub(crate) const PEERS: [&str; 3] = [Procsched::NAME, Native::NAME, ActorSystem::NAME];
+use workload::{Peer, Workload, RSS_WORKLOADS};
 
 /// Runs every workload as a criterion group with one benchmark per peer. Peers are built one
 /// at a time and stopped before the next, so idle threads of one never share the cores with
@@ -126,48 +128,6 @@ fn config() -> Criterion {
         .without_plots()
 }
 
-/// `true` for `cargo bench -- --quick`.
-pub(crate) fn quick_mode() -> bool {
-    std::env::args().any(|arg| arg == "--quick")
-}
-
-/// Whether the measurement outside criterion named `name` (`latency`, `growth`) runs: not in
-/// criterion's test or list modes, and, when a filter is given, only if `name` contains it.
-///
-/// The filter is the one positional argument criterion takes; values of criterion's options
-/// that take one are skipped.
-fn extra_selected(name: &str) -> bool {
-    const WITH_VALUE: [&str; 13] = [
-        "--sample-size",
-        "--warm-up-time",
-        "--measurement-time",
-        "--nresamples",
-        "--noise-threshold",
-        "--confidence-level",
-        "--significance-level",
-        "--save-baseline",
-        "--baseline",
-        "--baseline-lenient",
-        "--load-baseline",
-        "--profile-time",
-        "--format",
-    ];
-    let mut args = std::env::args().skip(1);
-    let mut filter = None;
-    while let Some(arg) = args.next() {
-        match arg.as_str() {
-            "--test" | "--list" => return false,
-            "--exact" | "--ignored" | "--bench" => {}
-            flag if WITH_VALUE.contains(&flag) => {
-                args.next();
-            }
-            flag if flag.starts_with('-') => {}
-            positional => filter = Some(positional.to_owned()),
-        }
-    }
-    filter.is_none_or(|filter| name.contains(&filter))
-}
-
 /// Home of the `criterion_group!` expansion: an undocumented `pub fn` that the package-wide
 /// `missing_docs` lint would otherwise flag.
 mod harness {
@@ -183,31 +143,9 @@ mod harness {
     }
 }
 
-/// A child process's work (see [`rss`]): `spec` is `<task>/<peer>`.
-fn child(spec: &str) {
-    let (task, peer) = spec.rsplit_once('/').expect("child spec is <task>/<peer>");
-    match peer {
-        Procsched::NAME => rss::child::<Procsched>(task),
-        Native::NAME => rss::child::<Native>(task),
-        ActorSystem::NAME => rss::child::<ActorSystem>(task),
-        other => panic!("unknown peer {other}"),
-    }
-}
-
-/// Round trips on a fresh instance of every peer, one after the other.
-fn latencies() -> Vec<(&'static str, latency::LatencySample)> {
-    fn one<P: Peer>() -> (&'static str, latency::LatencySample) {
-        let peer = P::build();
-        let sample = peer.latency();
-        peer.shutdown();
-        (P::NAME, sample)
-    }
-    vec![one::<Procsched>(), one::<Native>(), one::<ActorSystem>()]
-}
-
 fn main() {
     if let Ok(spec) = std::env::var(rss::CHILD_ENV) {
-        child(&spec);
+        lineup::child(&spec);
         return;
     }
     // Anything criterion saved before this instant belongs to an older run.
@@ -241,7 +179,7 @@ fn main() {
             sections.push(report::async_fn_table(&async_rows));
         }
         // Memory only for the workloads this run measured (a filtered run stays quick).
-        let rss: Vec<_> = rss::RSS_WORKLOADS
+        let rss: Vec<_> = RSS_WORKLOADS
             .into_iter()
             .filter(|w| rows.iter().any(|row| row.workload == *w))
             .map(|w| (w, PEERS.map(|peer| rss::rss_of(w, peer))))
@@ -252,7 +190,7 @@ fn main() {
     }
     if extra_selected("latency") {
         eprintln!("measuring round-trip latency on a busy peer ...");
-        sections.push(report::latency_table(&latencies()));
+        sections.push(report::latency_table(&lineup::latencies()));
     }
     if extra_selected("growth") {
         let sizes: &[usize] = if quick_mode() {

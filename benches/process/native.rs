@@ -38,13 +38,12 @@ use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 use tokio::task::JoinHandle;
 
 use procsched_benches::blocked::{spawn_native_receiver, BlockedMsg};
+use procsched_benches::WORKERS;
 
-use crate::common::WORKERS;
-use crate::growth::{self, GrowthSample};
-use crate::latency::{self, LatencySample};
 use crate::processes::{gauge, GateState};
-use crate::rss::{vm_hwm_kib, RssSample};
+use crate::samples::{vm_hwm_kib, GrowthSample, LatencySample, RssSample};
 use crate::workload::*;
+use crate::{growth, latency};
 
 /// tokio-native: one multi-thread tokio runtime with `WORKERS` worker threads.
 pub(crate) struct Native {

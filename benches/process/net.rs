@@ -1,9 +1,7 @@
 //! [`Net`]: how a process reaches other processes from inside `step`, on each process peer. The
 //! processes that talk to others are generic over it, so the very same state machine runs on
-//! procsched and on tokio-actors. Each peer implements it beside its [`ProcessPeer`]
+//! procsched and on tokio-actors. Each peer implements it beside its `ProcessPeer`
 //! (`procsched_peer.rs`, `actors.rs`).
-//!
-//! [`ProcessPeer`]: crate::process_peer::ProcessPeer
 
 use procsched::{
     state_machine::{Process, ProcessContext},

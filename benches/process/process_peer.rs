@@ -8,9 +8,11 @@ use criterion::measurement::WallTime;
 use criterion::BenchmarkGroup;
 use procsched::{state_machine::Process, Message, Payload};
 
-use crate::common::WORKERS;
+use procsched_benches::WORKERS;
+
+use crate::net::Net;
 use crate::processes::*;
-use crate::rss::{vm_hwm_kib, RssSample};
+use crate::samples::{vm_hwm_kib, RssSample};
 use crate::workload::*;
 
 /// A peer that runs [`Process`] state machines, as the workloads below see it: it spawns, sends

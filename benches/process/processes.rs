@@ -11,7 +11,7 @@ use procsched::{
     BoxError, Message, Payload,
 };
 
-pub(crate) use crate::net::Net;
+use crate::net::Net;
 use crate::workload::FAN_IN_PROCESS_MSGS;
 
 // ---------------------------------------------------------------------------

@@ -9,13 +9,12 @@
 use criterion::measurement::WallTime;
 use criterion::BenchmarkGroup;
 use procsched::{BoxError, Message, Payload, Pid, ProcessCx, ProcessHandle};
+use procsched_benches::WORKERS;
 use std::sync::mpsc;
 
-use crate::growth::GrowthSample;
-use crate::latency::LatencySample;
 use crate::processes::{AsyncInc, Inc, Never};
 use crate::procsched_peer::Procsched;
-use crate::rss::RssSample;
+use crate::samples::{GrowthSample, LatencySample, RssSample};
 use crate::workload::*;
 
 /// The async-fn variant of the procsched peer.
@@ -223,7 +222,7 @@ impl ProcschedAsync {
             .expect("spawn failed");
         let to = counter.pid();
         std::thread::scope(|scope| {
-            for _ in 0..*crate::common::WORKERS {
+            for _ in 0..*WORKERS {
                 scope.spawn(|| {
                     for _ in 0..FAN_IN_THREAD_MSGS {
                         sched

@@ -9,13 +9,12 @@ use procsched::{
     BoxError, Message, Payload, Pid, ProcessHandle, Scheduler, SchedulerHandle,
 };
 
-use crate::common::WORKERS;
-use crate::growth::GrowthSample;
-use crate::latency::LatencySample;
+use procsched_benches::WORKERS;
+
 use crate::net::Net;
 use crate::process_peer::{self, ProcessPeer};
 use crate::processes::{async_inc, gate, inc, never};
-use crate::rss::RssSample;
+use crate::samples::{GrowthSample, LatencySample, RssSample};
 use crate::workload::{Peer, Workload, SHUTDOWN_TIMEOUT, STALL_TIMEOUT};
 use crate::{growth, latency};
 

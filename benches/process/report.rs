@@ -6,12 +6,12 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use crate::common::{self, format_ns, WORKERS};
-use crate::growth::GrowthSample;
-use crate::latency::{self, LatencySample};
-use crate::rss::RssSample;
+use procsched_benches::{self as common, format_ns, WORKERS};
+
+use crate::latency;
+use crate::lineup::PEERS;
+use crate::samples::{GrowthSample, LatencySample, RssSample};
 use crate::workload::*;
-use crate::PEERS;
 
 /// The medians of one workload, one per peer in [`PEERS`] order (procsched first).
 #[derive(Clone)]
@@ -133,7 +133,7 @@ fn short(peer: &str) -> &str {
     peer.strip_prefix("tokio-").unwrap_or(peer)
 }
 
-/// Peak RSS per process of the [`RSS_WORKLOADS`](crate::rss::RSS_WORKLOADS), per peer.
+/// Peak RSS per process of the [`RSS_WORKLOADS`], per peer.
 pub(crate) fn rss_table(rss: &[(Workload, [Option<RssSample>; 3])]) -> String {
     let mut table = String::from(
         "Peak RSS growth (VmHWM, fresh child process per measurement), bytes per process \

@@ -1,74 +1,18 @@
 //! Memory and growth are measured in child processes: the bench re-runs itself with
 //! [`CHILD_ENV`] set, once per measurement, so neither criterion's iterations nor another peer's
 //! freed-but-retained heap skew the RSS high-water mark. This file holds both sides of that
-//! protocol and the peak-RSS sample of `burst_spawn` and `skynet`.
+//! protocol; the samples the children send back are in `samples.rs`.
 
 use std::process::{Command, Stdio};
 
-use crate::common;
-use crate::growth::GrowthSample;
-use crate::workload::{Peer, Workload};
+use crate::samples::{GrowthSample, RssSample};
+use crate::workload::{Peer, Workload, RSS_WORKLOADS};
 
 /// Set (to `<task>/<peer>`) in a child process; `<task>` is a workload name (peak RSS) or
 /// `growth-<live processes>`.
 pub(crate) const CHILD_ENV: &str = "PROCSCHED_BENCH_CHILD";
 /// Prefix of the one line a child prints for its parent.
 const RESULT_PREFIX: &str = "RESULT ";
-/// Workloads whose memory is measured.
-pub(crate) const RSS_WORKLOADS: [Workload; 2] = [Workload::BurstSpawn, Workload::Skynet];
-
-/// One RSS measurement: the high-water mark before and after, and how many processes it was
-/// spread over.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct RssSample {
-    pub(crate) before_kib: u64,
-    pub(crate) after_kib: u64,
-    pub(crate) processes: u64,
-    /// Most processes alive at the same time.
-    pub(crate) peak_live: u64,
-}
-
-impl RssSample {
-    pub(crate) fn bytes_per_process(&self) -> f64 {
-        self.after_kib.saturating_sub(self.before_kib) as f64 * 1024.0 / self.processes as f64
-    }
-
-    pub(crate) fn bytes_per_live_process(&self) -> f64 {
-        self.after_kib.saturating_sub(self.before_kib) as f64 * 1024.0 / self.peak_live as f64
-    }
-
-    fn to_line(self) -> String {
-        let RssSample {
-            before_kib,
-            after_kib,
-            processes,
-            peak_live,
-        } = self;
-        format!("{before_kib} {after_kib} {processes} {peak_live}")
-    }
-
-    fn parse(line: &str) -> Option<RssSample> {
-        match parse_u64s(line)[..] {
-            [before_kib, after_kib, processes, peak_live] => Some(RssSample {
-                before_kib,
-                after_kib,
-                processes,
-                peak_live,
-            }),
-            _ => None,
-        }
-    }
-}
-
-/// The RSS high-water mark of this process, in KiB.
-pub(crate) fn vm_hwm_kib() -> u64 {
-    common::proc_status_kib("VmHWM").expect("/proc/self/status has no VmHWM")
-}
-
-/// Space-separated integers.
-pub(crate) fn parse_u64s(line: &str) -> Vec<u64> {
-    line.split(' ').filter_map(|f| f.parse().ok()).collect()
-}
 
 /// The child side: builds peer `P`, runs `task` on it and prints the result for the parent.
 pub(crate) fn child<P: Peer>(task: &str) {

@@ -6,10 +6,10 @@ use std::time::Duration;
 use criterion::measurement::WallTime;
 use criterion::{BenchmarkGroup, SamplingMode};
 
-use crate::common::WORKERS;
-use crate::growth::GrowthSample;
-use crate::latency::LatencySample;
-use crate::rss::RssSample;
+use procsched_benches::WORKERS;
+
+use crate::args::quick_mode;
+use crate::samples::{GrowthSample, LatencySample, RssSample};
 
 // ---------------------------------------------------------------------------
 // Sizes
@@ -168,7 +168,7 @@ impl Workload {
                 // `--quick` doubles the iteration count until the estimate settles or the
                 // measurement time is spent, so with iterations of seconds a long measurement
                 // time would let a single quick benchmark run for half a minute.
-                let measurement = if crate::quick_mode() { 2 } else { 10 };
+                let measurement = if quick_mode() { 2 } else { 10 };
                 group
                     .sample_size(10)
                     .sampling_mode(SamplingMode::Flat)
@@ -186,6 +186,9 @@ impl Workload {
     }
 }
 
+/// Workloads whose memory is measured (peak RSS, each in a fresh child process: `rss.rs`).
+pub(crate) const RSS_WORKLOADS: [Workload; 2] = [Workload::BurstSpawn, Workload::Skynet];
+
 /// One side of the comparison, as the bench thread sees it: builds itself with [`WORKERS`]
 /// threads and runs every measurement its own way (a peer is free to express a workload the
 /// way its users would).
@@ -199,14 +202,14 @@ pub(crate) trait Peer: Sized {
     /// Registers this peer's benchmark of `workload` in `group` (named [`Self::NAME`]).
     fn bench(&self, workload: Workload, group: &mut BenchmarkGroup<'_, WallTime>);
 
-    /// Runs `workload` once ([`RSS_WORKLOADS`](crate::rss::RSS_WORKLOADS) only) and measures
+    /// Runs `workload` once ([`RSS_WORKLOADS`] only) and measures
     /// the growth of the RSS high-water mark. Called on a fresh peer in a fresh process.
     fn rss(&self, workload: Workload) -> RssSample;
 
-    /// Message round trips on a busy peer (see [`crate::latency`]).
+    /// Message round trips on a busy peer (see `latency.rs`).
     fn latency(&self) -> LatencySample;
 
-    /// Spawn and send costs with `live` processes alive (see [`crate::growth`]). Called on a
+    /// Spawn and send costs with `live` processes alive (see `growth.rs`). Called on a
     /// fresh peer in a fresh process.
     fn growth(&self, live: usize) -> GrowthSample;
 
