@@ -7,7 +7,11 @@
 mod support;
 
 use procsched::prelude::*;
-use procsched::{error::CommandError, metrics::ProcessState};
+use procsched::{
+    error::{CommandError, InitError},
+    metrics::ProcessState,
+    state_machine::{Event, Events, Process, ProcessContext, StepOutput},
+};
 use std::time::Duration;
 use support::*;
 
@@ -181,4 +185,67 @@ fn a_pending_handler_that_panics_later_completes_its_yield_with_panicked() {
         .unwrap();
     assert_eq!(join_typed(after).unwrap(), 7);
     sched.shutdown(Duration::from_secs(5));
+}
+
+/// Never completes (async).
+struct Never;
+procsched::command!(Never => Payload);
+
+/// Waits for one async command, then finishes with how its yield completed.
+struct AwaitOne;
+
+impl Process for AwaitOne {
+    type Output = Payload;
+    fn init(&mut self, _: &ProcessContext<'_>, _: &str, _: Payload) -> Result<(), InitError> {
+        Ok(())
+    }
+    fn step(&mut self, events: &mut Events, out: &mut StepOutput) -> Result<(), BoxError> {
+        match events.pop() {
+            None => {
+                out.yield_command(1, Never);
+                out.wait();
+            }
+            Some(Event::YieldComplete { result, .. }) => {
+                out.done(Payload::new(result.map(|_| ()).map_err(|e| e.to_string())))
+            }
+            Some(other) => return Err(format!("unexpected {other:?}").into()),
+        }
+        Ok(())
+    }
+}
+
+/// How an [`AwaitOne`]'s yield completed.
+fn outcome(sched: &Scheduler, handle: ProcessHandle) -> Result<(), String> {
+    sched
+        .block_on(handle)
+        .expect("process completes")
+        .downcast::<Result<(), String>>()
+        .expect("result type")
+}
+
+#[test]
+fn the_handler_runtime_shutting_down_cancels_yields_instead_of_hanging() {
+    let runtime = handler_runtime();
+    let sched = Scheduler::builder()
+        .workers(2)
+        .tokio_handle(runtime.handle().clone())
+        .async_handler(|Never: Never| std::future::pending::<Result<Payload, CommandError>>())
+        .build()
+        .unwrap();
+    // One process waits on a handler task when the runtime goes away...
+    let waiting = sched.spawn(AwaitOne, "run", Payload::empty()).unwrap();
+    wait_for_state(sched.handle(), waiting.pid(), ProcessState::Blocked);
+    runtime.shutdown_background();
+    assert_eq!(
+        outcome(&sched, waiting),
+        Err(CommandError::Cancelled.to_string())
+    );
+    // ... and one yields after it is gone.
+    let late = sched.spawn(AwaitOne, "run", Payload::empty()).unwrap();
+    assert_eq!(
+        outcome(&sched, late),
+        Err(CommandError::Cancelled.to_string())
+    );
+    let report = sched.shutdown(HANG_GUARD);
+    assert_eq!(report.forced, 0);
 }

@@ -1,4 +1,6 @@
-//! Deadlines on yields (`StepOutput::yield_command_within`) and the tokio tasks behind them.
+//! Deadlines on yields (`StepOutput::yield_command_within`) and the tokio tasks behind them: an
+//! async or blocking command past its deadline times out (a blocking one's late result is
+//! dropped), one within it completes normally.
 //!
 //! The handler runtime is built here, so its live task count shows what the dispatch layer left
 //! running. Deadlines are inputs (a command's timeout) and hang guards, never assertions about
@@ -431,4 +433,48 @@ fn a_blocking_job_not_started_by_its_deadline_still_runs_after_the_timeout() {
     assert_eq!(count(&ran), 1);
     wait_no_live_tasks(&runtime, "no task is left behind");
     sched.shutdown(HANG_GUARD);
+}
+
+#[test]
+fn an_async_command_past_its_deadline_times_out() {
+    let sched = Scheduler::builder()
+        .workers(2)
+        .async_handler(|Never: Never| std::future::pending::<Result<Payload, CommandError>>())
+        .build()
+        .unwrap();
+    assert_eq!(
+        run_one(&sched, vec![Never], Some(Duration::from_millis(10))),
+        vec![CommandError::TimedOut.to_string()]
+    );
+}
+
+#[test]
+fn a_blocking_command_past_its_deadline_times_out_and_its_late_result_is_dropped() {
+    // Made before the scheduler, so the gate's receivers outlive the handler's runtime.
+    let (gate, _entered, release) = gate();
+    let sched = Scheduler::builder()
+        .workers(2)
+        .blocking_handler(|gate: Gate| {
+            run_gate(gate);
+            Ok::<_, CommandError>(Payload::empty())
+        })
+        .build()
+        .unwrap();
+    assert_eq!(
+        run_one(&sched, vec![gate], Some(Duration::from_millis(10))),
+        vec![CommandError::TimedOut.to_string()]
+    );
+    // Now let the handler finish: its result has nowhere to go, and nothing breaks.
+    release.send(()).unwrap();
+    sched.shutdown(HANG_GUARD);
+}
+
+#[test]
+fn a_command_within_its_deadline_completes_normally() {
+    let sched = Scheduler::builder()
+        .workers(1)
+        .async_handler(|Ping: Ping| async { Ok::<_, CommandError>(Payload::empty()) })
+        .build()
+        .unwrap();
+    assert_eq!(run_one(&sched, vec![Ping], Some(HANG_GUARD)), vec!["ok"]);
 }

@@ -15,16 +15,17 @@
 //! | handler future | an async handler's future, aborted when its process ends |
 //! | unread step events | messages drained into a step that does not read them |
 //!
-//! A destructor panicking during another panic's unwind aborts the process, so each case runs
-//! in a child process (this test binary, re-run with one case selected): the parent survives an
-//! abort and reports it as the case's failure.
+//! A destructor panicking during another panic's unwind aborts the process, so each case with a
+//! process ended every way runs in a child process (this test binary, re-run with one case
+//! selected): the parent survives an abort and reports it as the case's failure. Unread step
+//! events, where nothing else panics, are checked in the test binary itself.
 
 mod support;
 
 use procsched::prelude::*;
 use procsched::{
     error::InitError,
-    state_machine::{Events, Process, ProcessContext, Status},
+    state_machine::{Event, Events, Process, ProcessContext, Status},
     Message, Payload,
 };
 use procsched::{metrics::ProcessState, state_machine::StepOutput};
@@ -402,4 +403,61 @@ fn queued_case(end: End) {
         }
         other => unreachable!("{other:?}"),
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Unread step events (in this binary)
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn panicking_payload_destructors_are_contained() {
+    /// Never takes its events: it only looks for "done", and leaves every payload to the
+    /// scheduler, which drops unread events after each step (and queued ones at close).
+    struct Ignorer;
+    impl Process for Ignorer {
+        type Output = Payload;
+        fn init(&mut self, _: &ProcessContext<'_>, _: &str, _: Payload) -> Result<(), InitError> {
+            Ok(())
+        }
+        fn step(&mut self, events: &mut Events, out: &mut StepOutput) -> Result<(), BoxError> {
+            let done = events
+                .iter()
+                .any(|e| matches!(e, Event::Message(m) if m.topic == "done"));
+            if done {
+                out.done(Payload::empty());
+            } else {
+                out.idle();
+            }
+            Ok(())
+        }
+    }
+    quiet_panics();
+    let drops = counter();
+    let sched = Scheduler::builder().workers(1).build().unwrap();
+    // A bystander: idle until its one message, then done.
+    let bystander = sched
+        .spawn(
+            FnProcess::new(&counter(), echo_step()),
+            "run",
+            Payload::empty(),
+        )
+        .unwrap();
+    wait_for_state(sched.handle(), bystander.pid(), ProcessState::Idle);
+    let ignorer = sched.spawn(Ignorer, "run", Payload::empty()).unwrap();
+    for _ in 0..10 {
+        let grenade = Payload::new(Grenade(drops.clone()));
+        let _ = sched.send(ignorer.pid(), Message::new("g", grenade));
+    }
+    sched
+        .send(ignorer.pid(), Message::new("done", Payload::empty()))
+        .unwrap();
+    sched
+        .block_on(ignorer)
+        .expect("the ignorer finishes normally");
+    // The scheduler is healthy: another process still works.
+    sched
+        .send(bystander.pid(), Message::new("stop", Payload::empty()))
+        .unwrap();
+    sched.block_on(bystander).unwrap();
+    assert_eq!(count(&drops), 10, "every unread payload was dropped, once");
 }

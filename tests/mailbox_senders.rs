@@ -2,16 +2,20 @@
 //! together (`src/process/mailbox/intake.rs`). Every message is counted: none lost, none
 //! delivered twice, none delivered to a process it was not sent to, each sender's order kept,
 //! every payload dropped exactly once.
+//!
+//! And the mailbox's limits: past `mailbox_capacity` a send is refused while yield completions
+//! still arrive; past a topic budget (`Message::with_budget`) messages are dropped with one
+//! overflow marker, `send` says so, and other topics are unaffected.
 
 mod support;
 
 use procsched::{
     config::TopicBudget,
-    error::{InitError, SendErrorKind},
+    error::{CommandError, InitError, SendError, SendErrorKind},
     state_machine::{Event, Events, Process, ProcessContext, StepOutput},
     BoxError, Message, Payload, Pid, Scheduler,
 };
-use std::sync::{Arc, Barrier};
+use std::sync::{mpsc, Arc, Barrier};
 use std::thread;
 use support::*;
 
@@ -218,4 +222,173 @@ fn messages_racing_their_receivers_finish_reach_no_other_process_and_are_dropped
     assert!(received > 0);
     drop(sched);
     tracker.wait_all_dropped("every payload, delivered, refused or stale, dropped once");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Limits: mailbox capacity and topic budgets
+// ---------------------------------------------------------------------------------------------
+
+/// A command whose handler replies at once.
+struct Ping;
+procsched::command!(Ping => Payload);
+
+/// Idle until told to drain; then counts messages and overflow markers per topic until "stop".
+#[derive(Default)]
+struct Collector {
+    seen: Vec<String>,
+    started: Option<mpsc::Sender<()>>,
+}
+
+impl Process for Collector {
+    type Output = Payload;
+    fn init(&mut self, _: &ProcessContext<'_>, _: &str, input: Payload) -> Result<(), InitError> {
+        self.started = input.downcast().ok();
+        Ok(())
+    }
+    fn step(&mut self, events: &mut Events, out: &mut StepOutput) -> Result<(), BoxError> {
+        if let Some(started) = self.started.take() {
+            let _ = started.send(());
+        }
+        for event in events.drain() {
+            match event {
+                Event::Message(m) if m.topic == "stop" => {
+                    out.done(Payload::new(std::mem::take(&mut self.seen)));
+                    return Ok(());
+                }
+                Event::Message(m) => self.seen.push(m.topic.into_owned()),
+                Event::MailboxOverflow { topic } => self.seen.push(format!("overflow:{topic}")),
+                other => return Err(format!("unexpected {other:?}").into()),
+            }
+        }
+        out.idle();
+        Ok(())
+    }
+}
+
+#[test]
+fn topic_budgets_drop_with_one_overflow_marker_and_send_says_so() {
+    let sched = Scheduler::builder().workers(1).build().unwrap();
+    let (started_tx, started_rx) = mpsc::channel::<()>();
+    let handle = sched
+        .spawn(Collector::default(), "run", Payload::new(started_tx))
+        .unwrap();
+    started_rx.recv_timeout(HANG_GUARD).unwrap();
+    // Occupy the only worker so the collector cannot drain while we flood it.
+    let (gate, blocker) = block_the_worker(&sched, &counter());
+    let pid = handle.pid();
+    let budget = TopicBudget {
+        max_items: 4,
+        max_bytes: usize::MAX,
+    };
+    let outcomes: Vec<Result<(), SendError>> = (0..100)
+        .map(|_| {
+            sched.send(
+                pid,
+                Message::new("metrics", Payload::empty()).with_budget(budget, 1),
+            )
+        })
+        .collect();
+    assert!(outcomes[..4].iter().all(Result::is_ok));
+    assert!(outcomes[4..]
+        .iter()
+        .all(|o| matches!(o, Err(e) if e.is_mailbox_full() && e.pid() == pid)));
+    // Unbudgeted traffic on another topic is unaffected.
+    sched
+        .send(pid, Message::new("other", Payload::empty()))
+        .unwrap();
+    gate.release.send(()).unwrap();
+    sched.block_on(blocker).unwrap();
+    sched
+        .send(pid, Message::new("stop", Payload::empty()))
+        .unwrap();
+    let seen = sched
+        .block_on(handle)
+        .unwrap()
+        .downcast::<Vec<String>>()
+        .unwrap();
+    assert_eq!(
+        seen,
+        [
+            "metrics",
+            "metrics",
+            "metrics",
+            "metrics",
+            "overflow:metrics",
+            "other"
+        ],
+        "four accepted, exactly one marker, then the other topic"
+    );
+}
+
+#[test]
+fn a_full_mailbox_rejects_messages_but_yield_completions_still_arrive() {
+    /// Blocks its first step until released, so its mailbox fills; then finishes with what it
+    /// saw.
+    struct Jammed {
+        release: Option<mpsc::Receiver<()>>,
+        entered: Option<mpsc::Sender<()>>,
+        messages: usize,
+        completions: usize,
+    }
+    impl Process for Jammed {
+        type Output = Payload;
+        fn init(&mut self, _: &ProcessContext<'_>, _: &str, _: Payload) -> Result<(), InitError> {
+            Ok(())
+        }
+        fn step(&mut self, events: &mut Events, out: &mut StepOutput) -> Result<(), BoxError> {
+            if let Some(rx) = self.release.take() {
+                out.yield_command(1, Ping);
+                self.entered.take().unwrap().send(()).unwrap();
+                rx.recv_timeout(HANG_GUARD).unwrap();
+                out.wait();
+                return Ok(());
+            }
+            for event in events.drain() {
+                match event {
+                    Event::Message(_) => self.messages += 1,
+                    Event::YieldComplete { .. } => self.completions += 1,
+                    other => return Err(format!("unexpected {other:?}").into()),
+                }
+            }
+            if self.completions == 1 && self.messages == 2 {
+                out.done(Payload::empty());
+            } else {
+                out.wait();
+            }
+            Ok(())
+        }
+    }
+    let sched = Scheduler::builder()
+        .workers(1)
+        .mailbox_capacity(2)
+        .async_handler(|Ping: Ping| async { Ok::<_, CommandError>(Payload::empty()) })
+        .build()
+        .unwrap();
+    let (release_tx, release_rx) = mpsc::channel();
+    let (entered_tx, entered_rx) = mpsc::channel();
+    let handle = sched
+        .spawn(
+            Jammed {
+                release: Some(release_rx),
+                entered: Some(entered_tx),
+                messages: 0,
+                completions: 0,
+            },
+            "run",
+            Payload::empty(),
+        )
+        .unwrap();
+    entered_rx.recv_timeout(HANG_GUARD).unwrap();
+    let pid: Pid = handle.pid();
+    let msg = || Message::new("m", Payload::empty());
+    sched.send(pid, msg()).unwrap();
+    sched.send(pid, msg()).unwrap();
+    assert_eq!(
+        refusal(sched.send(pid, msg())),
+        Err((SendErrorKind::MailboxFull, pid))
+    );
+    release_tx.send(()).unwrap();
+    sched
+        .block_on(handle)
+        .expect("2 messages and the completion arrive");
 }

@@ -89,6 +89,61 @@ fn shutdown_forces_a_process_that_ignores_cancel() {
     assert!(err.is_cancelled(), "{err:?}");
 }
 
+/// Ignores `Cancel` and keeps asking to run again; counts its steps, and its `close` as a
+/// million of them; the [`DropCounter`] says when the process itself is gone.
+struct Stubborn {
+    steps: Counter,
+    _dropped: DropCounter,
+}
+
+impl Process for Stubborn {
+    type Output = Payload;
+    fn init(&mut self, _: &ProcessContext<'_>, _: &str, _: Payload) -> Result<(), InitError> {
+        Ok(())
+    }
+    fn step(&mut self, events: &mut Events, out: &mut StepOutput) -> Result<(), BoxError> {
+        events.drain().for_each(drop);
+        self.steps.fetch_add(1, SeqCst);
+        out.continue_();
+        Ok(())
+    }
+    fn close(&mut self) {
+        self.steps.fetch_add(1_000_000, SeqCst);
+    }
+}
+
+#[test]
+fn async_shutdown_inside_tokio_forces_a_stubborn_process_and_closes_it() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let (steps, dropped) = (support::counter(), support::counter());
+    let sched = Scheduler::builder().workers(2).build().unwrap();
+    let handle = sched
+        .spawn(
+            Stubborn {
+                steps: steps.clone(),
+                _dropped: DropCounter(dropped.clone()),
+            },
+            "run",
+            Payload::empty(),
+        )
+        .unwrap();
+    let report = runtime.block_on(sched.shutdown_async(Duration::from_millis(50)));
+    // Forced — or abandoned, if a loaded machine held a worker inside its step past the stop.
+    assert_eq!((report.graceful, report.forced + report.abandoned), (0, 1));
+    assert!(sched.wait_for_abandoned(HANG_GUARD));
+    let after = count(&steps);
+    assert!(after >= 1_000_000, "close ran");
+    assert!(sched.block_on(handle).unwrap_err().is_cancelled());
+    // No step runs after shutdown returned: once the process is dropped none can, and its count
+    // is still the one read then.
+    wait_until("the stubborn process is dropped", || count(&dropped) == 1);
+    assert_eq!(count(&steps), after);
+}
+
 #[test]
 fn shutdown_mid_flight_stops_every_step_and_closes_every_process() {
     let sched = Scheduler::builder().workers(2).build().unwrap();
