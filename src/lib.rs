@@ -31,5 +31,5 @@ pub mod testing;
 
 mod loom;
 
-pub use process::{BoxError, Command, Message, Payload, Pid, ProcessCx};
-pub use scheduler::{Addr, ProcessHandle, Reply, Scheduler, SchedulerHandle};
+pub use process::{BoxError, Command, Message, Payload, Pid};
+pub use scheduler::{Addr, ProcessCx, ProcessHandle, Reply, Scheduler, SchedulerHandle};

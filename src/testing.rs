@@ -6,8 +6,11 @@
 //! `async fn` bodies ([`Harness::for_fn`]: each `cx.call` shows up as a yield, and
 //! [`Harness::complete`] answers it).
 //!
-//! A process driven here has no scheduler: `ProcessContext::scheduler` and
-//! `ProcessCx::scheduler` panic, and futures outside procsched cannot wake it.
+//! The process itself runs on no scheduler: only its scripted events reach it, and futures
+//! outside procsched cannot wake it. What it *does* with a scheduler — `ProcessCx::scheduler`,
+//! `ProcessContext::scheduler`, spawning children, sending — goes to a small scheduler of the
+//! harness's own (one worker, built at the first [`Harness::init`]), so a process that spawns
+//! or sends can be tested as it is.
 //!
 //! # Examples
 //!
@@ -35,14 +38,15 @@
 //! ```
 
 use crate::process::async_fn::AsyncFnProcess;
-use crate::process::context::HostId;
+use crate::process::context::{HostId, Owner};
 use crate::process::{
     BoxError, CancelReason, CommandError, Event, Events, InitError, Message, Payload, Pid, Process,
-    ProcessContext, ProcessCx, Status, StepOutput, Tag,
+    ProcessContext, Status, StepOutput, Tag,
 };
+use crate::scheduler::{register_alias, unregister_alias};
+use crate::{ProcessCx, Scheduler, SchedulerHandle};
 use std::fmt;
 use std::future::Future;
-use std::sync::Arc;
 
 /// A process and the events of its next step (module docs).
 pub struct Harness<P: Process> {
@@ -50,6 +54,12 @@ pub struct Harness<P: Process> {
     /// (`AsyncFnProcess`'s docs).
     process: Box<P>,
     pid: Pid,
+    /// The process's host identity: its own, not the scheduler's (a child of the process,
+    /// spawned on that scheduler, may get the same PID).
+    host: HostId,
+    /// What the process spawns and sends to runs here (module docs); built by the first
+    /// `init` and registered under `host`.
+    sched: Option<Scheduler>,
     events: Events,
     out: StepOutput<P::Output>,
     closed: bool,
@@ -80,6 +90,8 @@ impl<P: Process> Harness<P> {
         Harness {
             process: Box::new(process),
             pid: harness_pid(),
+            host: HostId::next(),
+            sched: None,
             events: Events::default(),
             out: StepOutput::default(),
             closed: false,
@@ -104,14 +116,22 @@ impl<P: Process> Harness<P> {
     ///
     /// # Errors
     ///
-    /// The process's own [`InitError`].
+    /// The process's own [`InitError`], or a failed one if the harness's scheduler (module
+    /// docs) could not be built.
     ///
     /// # Examples
     ///
     /// See the [module docs](self).
     pub fn init(&mut self, method: &str, input: Payload) -> Result<(), InitError> {
-        let host = ();
-        let ctx = ProcessContext::with_host(self.pid, HostId::next(), &host);
+        if self.sched.is_none() {
+            let sched = Scheduler::builder()
+                .workers(1)
+                .build()
+                .map_err(|error| InitError::failed(format!("the harness's scheduler: {error}")))?;
+            register_alias(self.host, sched.handle());
+            self.sched = Some(sched);
+        }
+        let ctx = ProcessContext::for_host(self.pid, self.host);
         self.process.init(&ctx, method, input)
     }
 
@@ -227,22 +247,119 @@ impl<P: Process> Harness<P> {
     }
 }
 
-impl<F, Fut, T, E, M> Harness<AsyncFnProcess<F, Fut, M>>
-where
-    M: Send + 'static,
-    F: FnOnce(ProcessCx<M>) -> Fut + Send + 'static,
-    Fut: Future<Output = Result<T, E>> + Send + 'static,
-    T: Send + 'static,
-    E: Into<BoxError>,
-{
+impl<T: Send + 'static> Harness<Body<T>> {
     /// A harness for a process written as an `async fn` (as
-    /// [`Scheduler::spawn_fn`](crate::Scheduler::spawn_fn) would run it).
+    /// [`SchedulerHandle::spawn_fn`](crate::SchedulerHandle::spawn_fn) would run it).
     ///
     /// # Examples
     ///
     /// See the [module docs](self).
-    pub fn for_fn(body: F) -> Self {
-        Harness::new(AsyncFnProcess::new(body, Arc::new(())))
+    pub fn for_fn<F, Fut, E, M>(body: F) -> Self
+    where
+        F: FnOnce(ProcessCx<M>) -> Fut + Send + 'static,
+        Fut: Future<Output = Result<T, E>> + Send + 'static,
+        E: Into<BoxError>,
+        M: Send + 'static,
+    {
+        Harness::new(Body::new(body))
+    }
+}
+
+/// An `async fn` process as a [`Harness`] drives it ([`Harness::for_fn`]): boxed, so that a
+/// test can name it — `Harness<Body<u64>>` — whatever the closure's type.
+///
+/// # Examples
+///
+/// ```
+/// use procsched::prelude::*;
+/// use procsched::state_machine::Status;
+/// use procsched::testing::{Body, Harness};
+///
+/// fn doubler() -> Harness<Body<u64>> {
+///     Harness::for_fn(|cx: ProcessCx<u64>| async move { Ok::<_, BoxError>(cx.recv().await? * 2) })
+/// }
+///
+/// let mut harness = doubler();
+/// harness.init("run", Payload::empty())?;
+/// harness.send(Message::new("n", Payload::new(21u64)));
+/// assert!(matches!(harness.step()?.status, Status::Done(42)));
+/// # Ok::<(), BoxError>(())
+/// ```
+pub struct Body<T> {
+    stage: BodyStage<T>,
+}
+
+/// A body before and after `init` (which is when its scheduler is known).
+enum BodyStage<T> {
+    Unstarted(Box<MakeBody<T>>),
+    /// Boxed, so the body never moves once polled (the async-fn adapter's docs).
+    Started(Box<dyn Process<Output = T>>),
+    /// `init` ran (and failed or panicked) or is running.
+    Spent,
+}
+
+/// Builds the adapter for a body, given the scheduler its `ProcessCx` reaches.
+type MakeBody<T> = dyn FnOnce(SchedulerHandle) -> Box<dyn Process<Output = T>> + Send;
+
+impl<T: Send + 'static> Body<T> {
+    fn new<F, Fut, E, M>(body: F) -> Body<T>
+    where
+        F: FnOnce(ProcessCx<M>) -> Fut + Send + 'static,
+        Fut: Future<Output = Result<T, E>> + Send + 'static,
+        E: Into<BoxError>,
+        M: Send + 'static,
+    {
+        let make = move |sched: SchedulerHandle| -> Box<dyn Process<Output = T>> {
+            let start = move |owner: Owner| body(ProcessCx::new(owner, sched));
+            Box::new(AsyncFnProcess::new(start))
+        };
+        Body {
+            stage: BodyStage::Unstarted(Box::new(make)),
+        }
+    }
+}
+
+impl<T: Send + 'static> Process for Body<T> {
+    type Output = T;
+
+    fn init(
+        &mut self,
+        ctx: &ProcessContext<'_>,
+        method: &str,
+        input: Payload,
+    ) -> Result<(), InitError> {
+        let BodyStage::Unstarted(make) = std::mem::replace(&mut self.stage, BodyStage::Spent)
+        else {
+            return Err(InitError::failed("the body was already started"));
+        };
+        let mut process = make(ctx.scheduler());
+        let started = process.init(ctx, method, input);
+        self.stage = BodyStage::Started(process);
+        started
+    }
+
+    fn step(&mut self, events: &mut Events, out: &mut StepOutput<T>) -> Result<(), BoxError> {
+        match &mut self.stage {
+            BodyStage::Started(process) => process.step(events, out),
+            _ => Err("a body stepped before `init` started it".into()),
+        }
+    }
+
+    fn close(&mut self) {
+        if let BodyStage::Started(process) = &mut self.stage {
+            process.close();
+        }
+    }
+}
+
+impl<T> fmt::Debug for Body<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let stage = match self.stage {
+            BodyStage::Unstarted(_) => "unstarted",
+            BodyStage::Started(_) => "started",
+            BodyStage::Spent => "spent",
+        };
+        f.debug_struct("Body").field("stage", &stage).finish()
     }
 }
 
@@ -250,6 +367,9 @@ impl<P: Process> Drop for Harness<P> {
     fn drop(&mut self) {
         if !std::thread::panicking() {
             self.close();
+        }
+        if self.sched.is_some() {
+            unregister_alias(self.host);
         }
     }
 }

@@ -3,7 +3,7 @@
 use super::mailbox::ProcessCell;
 use super::{Event, Pid};
 use crate::loom::Arc;
-use std::any::Any;
+use std::marker::PhantomData;
 use std::task::{Wake, Waker};
 
 /// The process's identity and a handle to its scheduler, given to [`Process::init`](super::Process::init).
@@ -30,7 +30,7 @@ use std::task::{Wake, Waker};
 ///     type Output = Payload;
 ///     fn init(&mut self, ctx: &ProcessContext<'_>, _: &str, _: Payload) -> Result<(), InitError> {
 ///         self.me = Some(ctx.pid());
-///         self.sched = Some(ctx.scheduler().clone());
+///         self.sched = Some(ctx.scheduler());
 ///         Ok(())
 ///     }
 ///     fn step(&mut self, _: &mut Events, out: &mut StepOutput) -> Result<(), BoxError> {
@@ -48,24 +48,28 @@ pub struct ProcessContext<'a> {
     pid: Pid,
     /// The host's identity ([`HostId`]): with the PID, names the process among every host's.
     host_id: HostId,
-    /// The scheduler hosting the process, type-erased: the process layer does not depend on the
-    /// scheduler above it. The scheduler layer adds the typed constructor and accessor
-    /// (`ProcessContext::new`, `ProcessContext::scheduler`, in `scheduler/handle.rs`).
-    host: &'a (dyn Any + Send + Sync),
     /// The process's cell, when it runs in a scheduler (not in a hand-made context).
     cell: Option<&'a Arc<ProcessCell>>,
+    /// A context borrows its scheduler for `'a` (`scheduler/hosts.rs`).
+    _borrows: PhantomData<&'a ()>,
 }
 
 impl<'a> ProcessContext<'a> {
-    /// A context for `pid` hosted by `host` (the scheduler layer's handle), whose identity is
-    /// `host_id`.
-    pub(crate) fn with_host(pid: Pid, host_id: HostId, host: &'a (dyn Any + Send + Sync)) -> Self {
+    /// A context for `pid` in the host `host_id`: the scheduler layer's constructor and
+    /// accessor (`ProcessContext::new`, `ProcessContext::scheduler`, in `scheduler/hosts.rs`)
+    /// find the scheduler by that identity, which the process layer cannot name.
+    pub(crate) fn for_host(pid: Pid, host_id: HostId) -> Self {
         ProcessContext {
             pid,
             host_id,
-            host,
             cell: None,
+            _borrows: PhantomData,
         }
+    }
+
+    /// The host's identity.
+    pub(crate) fn host_id(&self) -> HostId {
+        self.host_id
     }
 
     /// The process among every host's: its host's identity and its PID.
@@ -80,11 +84,6 @@ impl<'a> ProcessContext<'a> {
     pub(crate) fn with_cell(mut self, cell: &'a Arc<ProcessCell>) -> Self {
         self.cell = Some(cell);
         self
-    }
-
-    /// The host, for the scheduler layer to downcast.
-    pub(crate) fn host(&self) -> &'a (dyn Any + Send + Sync) {
-        self.host
     }
 
     /// This process's PID.
@@ -155,7 +154,7 @@ impl<'a> ProcessContext<'a> {
 
 /// A host's identity: unique among the schedulers and test harnesses of this program, for as
 /// long as it runs (a PID is unique within its host only).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) struct HostId(u64);
 
 impl HostId {

@@ -46,7 +46,7 @@ mod typed;
 #[cfg(test)]
 mod tests;
 
-pub use async_fn::{Call, Cancelled, ProcessCx, Recv, RecvError, RecvMessage, YieldNow};
+pub use async_fn::{Call, Cancelled, Recv, RecvError, RecvMessage, YieldNow};
 pub use command::Command;
 pub use context::ProcessContext;
 pub use error::{

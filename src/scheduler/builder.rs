@@ -468,6 +468,7 @@ impl SchedulerBuilder {
             self.max_processes,
         ));
         table_link.set(&inner);
+        super::hosts::register(&inner);
         Ok(Scheduler::from_parts(
             inner,
             executor,

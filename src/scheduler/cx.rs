@@ -1,98 +1,249 @@
-//! The scheduler layer's side of async-fn processes: `spawn_fn`, and what a [`ProcessCx`]
-//! reaches through its scheduler (spawning children, running futures on the handler runtime).
+//! [`ProcessCx`]: what an `async fn` process gets — its identity, its yields and receives, its
+//! scheduler.
+//!
+//! The context lives here, in the scheduler layer, because it holds the scheduler's handle; the
+//! futures it makes (`Call`, `Recv`, …) are the process layer's, bound to the process by its
+//! [`Owner`] (`process/async_fn/scope.rs`). The async-fn adapter never sees a `ProcessCx`: it
+//! calls the start closure [`SchedulerHandle::spawn_fn`] gives it with the owner, and the
+//! closure builds the context (`process/async_fn/mod.rs`, "The door to the scheduler").
 
 use super::addr::Addr;
 use super::handle::SchedulerHandle;
 use super::process_handle::ProcessHandle;
-#[cfg(not(loom))]
-use super::shared::Inner;
 use crate::dispatch::Run;
-use crate::process::async_fn::AsyncFnProcess;
-use crate::process::{BoxError, Payload, ProcessCx, SpawnError};
-use std::any::Any;
+use crate::process::context::Owner;
+use crate::process::{BoxError, Call, Cancelled, Command, Message, Pid, Recv, RecvMessage};
+use crate::process::{SpawnError, YieldNow};
+use std::fmt;
 use std::future::Future;
-use std::sync::Arc;
+use std::marker::PhantomData;
+use std::time::Duration;
 
-impl SchedulerHandle {
-    /// This handle's shared state as the process layer holds it: the same `Arc`, no allocation.
-    #[cfg(not(loom))]
-    fn erased(&self) -> Arc<dyn Any + Send + Sync> {
-        self.inner.clone()
-    }
+/// What an async-fn process gets: its identity and the means to yield, receive and spawn.
+/// Cheap to clone; `Send + Sync`.
+///
+/// `M` is the type of the messages the process receives: [`recv`](Self::recv) resolves to an
+/// `M`, and its address ([`addr`](Self::addr), its handle's `addr`) sends only `M`s — a wrong
+/// type does not compile. Several kinds of message: an enum. The default, [`Message`], is the
+/// untyped form (topic, sender, payload), for processes that route by topic.
+///
+/// # Examples
+///
+/// ```
+/// use procsched::prelude::*;
+///
+/// struct Double(u64);
+/// procsched::command!(Double => u64);
+///
+/// let sched = Scheduler::builder()
+///     .workers(1)
+///     .inline_handler(|Double(n): Double| Ok::<_, BoxError>(n * 2))
+///     .build()?;
+/// let handle = sched.spawn_fn(|cx: ProcessCx| async move {
+///     let doubled = cx.call(Double(21)).await?;
+///     Ok::<_, BoxError>(doubled)
+/// })?;
+/// assert_eq!(sched.block_on(handle)?, 42);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct ProcessCx<M = Message> {
+    /// This process among every host's: its futures remember it (`process/async_fn/scope.rs`).
+    owner: Owner,
+    /// The scheduler running it.
+    sched: SchedulerHandle,
+    /// `fn() -> M`: the process only receives `M`s; the context is `Send + Sync` whatever `M` is.
+    _receives: PhantomData<fn() -> M>,
+}
 
-    /// Under loom the shared state sits in loom's `Arc`, which does not erase to std's.
-    #[cfg(loom)]
-    fn erased(&self) -> Arc<dyn Any + Send + Sync> {
-        Arc::new(self.clone())
-    }
-
-    /// The handle an erased host stands for (the inverse of [`erased`](Self::erased)).
-    fn from_erased(host: &Arc<dyn Any + Send + Sync>) -> Option<SchedulerHandle> {
-        #[cfg(not(loom))]
-        {
-            let inner = Arc::downcast::<Inner>(host.clone()).ok()?;
-            Some(SchedulerHandle { inner })
+impl<M> Clone for ProcessCx<M> {
+    fn clone(&self) -> Self {
+        ProcessCx {
+            owner: self.owner,
+            sched: self.sched.clone(),
+            _receives: PhantomData,
         }
-        #[cfg(loom)]
-        {
-            host.downcast_ref::<SchedulerHandle>().cloned()
+    }
+}
+
+impl<M: 'static> ProcessCx<M> {
+    /// The context of the process `owner`, run by `sched` (the start closure `spawn_fn` hands to
+    /// the async-fn adapter: `process/async_fn/mod.rs`, "The door to the scheduler").
+    pub(crate) fn new(owner: Owner, sched: SchedulerHandle) -> ProcessCx<M> {
+        ProcessCx {
+            owner,
+            sched,
+            _receives: PhantomData,
         }
     }
 
-    /// Starts a process written as an `async fn`: `body(cx)` runs as a procsched process — with
-    /// a PID, a mailbox, observable `Blocked`/`Idle` states, step budgets, terminate and graceful
-    /// shutdown. Each `cx.call(..)` is a yield; `cx.recv()` waits for a message. The handle
-    /// resolves to the body's `Ok` value; an `Err` fails the process
-    /// ([`ProcessError::is_failed`](crate::error::ProcessError::is_failed), with the error as source).
-    ///
-    /// # Errors
-    ///
-    /// [`SpawnError::ShuttingDown`] during shutdown, [`SpawnError::Limit`] at the process limit.
+    /// This process's PID.
     ///
     /// # Examples
     ///
     /// ```
     /// use procsched::prelude::*;
     ///
-    /// struct Price(&'static str);
-    /// struct Stock(&'static str);
-    /// procsched::command!(Price => u64, Stock => u32);
-    ///
-    /// let sched = Scheduler::builder()
-    ///     .workers(2)
-    ///     .inline_handler(|Price(_): Price| Ok::<_, BoxError>(250))
-    ///     .async_handler(|Stock(_): Stock| async { Ok::<_, BoxError>(3) })
-    ///     .build()?;
-    /// let handle = sched.handle().spawn_fn(|cx: ProcessCx| async move {
-    ///     // Two yields dispatched in one step; the process is Blocked until both reply.
-    ///     let (price, stock) = futures::join!(cx.call(Price("sku-1")), cx.call(Stock("sku-1")));
-    ///     Ok::<_, BoxError>(price? * u64::from(stock?))
-    /// })?;
-    /// assert_eq!(sched.block_on(handle)?, 750);
+    /// let sched = Scheduler::builder().workers(1).build()?;
+    /// let handle = sched.spawn_fn(|cx: ProcessCx| async move { Ok::<_, BoxError>(cx.pid()) })?;
+    /// let pid = handle.pid();
+    /// assert_eq!(sched.block_on(handle)?, pid);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn spawn_fn<F, Fut, T, E, M>(&self, body: F) -> Result<ProcessHandle<T, M>, SpawnError>
-    where
-        F: FnOnce(ProcessCx<M>) -> Fut + Send + 'static,
-        Fut: Future<Output = Result<T, E>> + Send + 'static,
-        T: Send + 'static,
-        E: Into<BoxError>,
-        M: Send + 'static,
-    {
-        // A body may await tokio directly: make sure its workers have a runtime's context.
-        let _ = self.inner.process_runtime();
-        // Named after the body: `AsyncFnProcess<..>`'s own name would bury it in generics.
-        let handle = self.spawn_as(
-            AsyncFnProcess::<F, Fut, M>::new(body, self.erased()),
-            "run",
-            Payload::empty(),
-            std::any::type_name::<F>(),
-        )?;
-        Ok(handle.receiving())
+    pub fn pid(&self) -> Pid {
+        self.owner.pid
+    }
+
+    /// Yields `command` to its handler and resolves to the reply. The process is `Blocked`
+    /// until the reply arrives.
+    ///
+    /// # Examples
+    ///
+    /// See [`ProcessCx`].
+    pub fn call<C: Command>(&self, command: C) -> Call<C> {
+        Call::new(command, None, self.owner)
+    }
+
+    /// [`call`](Self::call) with a deadline: past it the call fails with
+    /// [`CommandError::TimedOut`](crate::error::CommandError::TimedOut) (async and blocking handlers).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use procsched::prelude::*;
+    /// use procsched::error::CommandError;
+    /// use std::time::Duration;
+    ///
+    /// struct Never;
+    /// procsched::command!(Never => ());
+    ///
+    /// let sched = Scheduler::builder()
+    ///     .workers(1)
+    ///     .async_handler(|Never: Never| std::future::pending::<Result<(), BoxError>>())
+    ///     .build()?;
+    /// let handle = sched.spawn_fn(|cx: ProcessCx| async move {
+    ///     let late = cx.call_within(Never, Duration::from_millis(10)).await;
+    ///     Ok::<_, BoxError>(matches!(late, Err(CommandError::TimedOut)))
+    /// })?;
+    /// assert!(sched.block_on(handle)?);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn call_within<C: Command>(&self, command: C, timeout: Duration) -> Call<C> {
+        Call::new(command, Some(timeout), self.owner)
+    }
+
+    /// The next message, an `M`. The process is `Idle` while it waits. Fails with
+    /// [`RecvError::Cancelled`](crate::error::RecvError::Cancelled) (once) when the process is asked to finish — `?` then ends the
+    /// body as *cancelled* (`ProcessError::is_cancelled`), not failed — with
+    /// [`RecvError::Overflow`](crate::error::RecvError::Overflow) when a topic's budget dropped messages, and with
+    /// [`RecvError::TypeMismatch`](crate::error::RecvError::TypeMismatch) (dropping the message) if an untyped sender sent something
+    /// that is not an `M` (a typed [`Addr<M>`](crate::Addr) cannot).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use procsched::prelude::*;
+    ///
+    /// enum Account { Deposit(u64), Close }
+    ///
+    /// let sched = Scheduler::builder().workers(1).build()?;
+    /// let account = sched.spawn_fn(|cx: ProcessCx<Account>| async move {
+    ///     let mut balance = 0;
+    ///     loop {
+    ///         match cx.recv().await? {
+    ///             Account::Deposit(n) => balance += n,
+    ///             Account::Close => return Ok::<_, BoxError>(balance),
+    ///         }
+    ///     }
+    /// })?;
+    /// let addr = account.addr();
+    /// addr.send(Account::Deposit(40))?;
+    /// addr.send(Account::Deposit(2))?;
+    /// addr.send(Account::Close)?;
+    /// assert_eq!(sched.block_on(account)?, 42);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn recv(&self) -> Recv<M> {
+        Recv::new(self.owner)
+    }
+
+    /// The next message, whole and untyped: its topic, sender and payload, whatever was sent.
+    /// Fails as [`recv`](Self::recv) does (except on types).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use procsched::prelude::*;
+    ///
+    /// let sched = Scheduler::builder().workers(1).build()?;
+    /// let handle = sched.spawn_fn(|cx: ProcessCx| async move {
+    ///     let message = cx.recv_message().await?;
+    ///     Ok::<_, BoxError>(message.topic.into_owned())
+    /// })?;
+    /// sched.send(handle.pid(), Message::new("ping", Payload::empty()))?;
+    /// assert_eq!(sched.block_on(handle)?, "ping");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn recv_message(&self) -> RecvMessage {
+        RecvMessage::new(self.owner)
+    }
+
+    /// Resolves when the process is asked to finish (shutdown), with the reason.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use procsched::prelude::*;
+    /// use std::time::Duration;
+    ///
+    /// let sched = Scheduler::builder().workers(1).build()?;
+    /// let handle = sched.spawn_fn(|cx: ProcessCx| async move {
+    ///     let Err(why) = cx.cancelled().await;           // never `Ok`: it resolves with the reason
+    ///     assert!(why.is_cancelled());
+    ///     Ok::<_, BoxError>("cleaned up")                 // or `cx.cancelled().await?`: ends as cancelled
+    /// })?;
+    /// let report = sched.shutdown(Duration::from_secs(5));
+    /// assert_eq!(report.graceful, 1);
+    /// assert_eq!(sched.block_on(handle)?, "cleaned up");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn cancelled(&self) -> Cancelled {
+        Cancelled::new(self.owner)
+    }
+
+    /// Lets other ready work run before the body continues (a `Continue` step): for long
+    /// computations split into parts.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use procsched::prelude::*;
+    ///
+    /// let sched = Scheduler::builder().workers(1).build()?;
+    /// let handle = sched.spawn_fn(|cx: ProcessCx| async move {
+    ///     let mut sum = 0u64;
+    ///     for chunk in 0..4u64 {
+    ///         sum += (chunk * 1_000..(chunk + 1) * 1_000).sum::<u64>();
+    ///         cx.yield_now().await;
+    ///     }
+    ///     Ok::<_, BoxError>(sum)
+    /// })?;
+    /// assert_eq!(sched.block_on(handle)?, (0..4_000u64).sum());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn yield_now(&self) -> YieldNow {
+        YieldNow::new(self.owner)
     }
 }
 
-/// The typed side of [`ProcessCx`], which the process layer keeps type-erased.
+impl<M> fmt::Debug for ProcessCx<M> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ProcessCx")
+            .field("pid", &self.owner.pid)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What a body reaches through its scheduler.
 impl<M: Send + 'static> ProcessCx<M> {
     /// This process's own address: hand it to others so they can send it `M`s (a reply
     /// address in a request, a registration).
@@ -117,7 +268,7 @@ impl<M: Send + 'static> ProcessCx<M> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn addr(&self) -> Addr<M> {
-        self.scheduler().addr(self.pid())
+        self.sched.addr(self.pid())
     }
     /// The scheduler running this process (a cheap handle: a reference count).
     ///
@@ -134,8 +285,7 @@ impl<M: Send + 'static> ProcessCx<M> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn scheduler(&self) -> SchedulerHandle {
-        SchedulerHandle::from_erased(self.host())
-            .expect("this process has no scheduler: it runs in procsched::testing::Harness")
+        self.sched.clone()
     }
 
     /// Starts a child process written as an `async fn` (see [`SchedulerHandle::spawn_fn`]);
@@ -166,7 +316,7 @@ impl<M: Send + 'static> ProcessCx<M> {
         E: Into<BoxError>,
         N: Send + 'static,
     {
-        self.scheduler().spawn_fn(body)
+        self.sched.spawn_fn(body)
     }
 
     /// Runs any `Send` future as a task on the scheduler's tokio runtime (the handler runtime)
@@ -201,6 +351,6 @@ impl<M: Send + 'static> ProcessCx<M> {
     {
         // In the process's span (current during its step), so the future's events carry its PID.
         let future = tracing::Instrument::in_current_span(future);
-        Run::spawn(self.scheduler().inner.process_runtime(), future)
+        Run::spawn(self.sched.inner.process_runtime(), future)
     }
 }

@@ -416,35 +416,3 @@ impl fmt::Debug for SchedulerHandle {
             .finish_non_exhaustive()
     }
 }
-
-/// The typed side of [`ProcessContext`], which the process layer keeps type-erased so that it
-/// does not depend on the scheduler.
-impl<'a> ProcessContext<'a> {
-    /// A context for `pid`. The scheduler builds one for every `init`; build your own to drive a
-    /// process by hand (unit tests of a `Process`, custom drivers).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use procsched::{Pid, Scheduler, state_machine::ProcessContext};
-    ///
-    /// let sched = Scheduler::builder().workers(1).build()?;
-    /// let ctx = ProcessContext::new(Pid::from_raw(1 << 26).unwrap(), sched.handle());
-    /// assert_eq!(ctx.scheduler().live_processes(), 0);
-    /// # Ok::<(), procsched::error::BuildError>(())
-    /// ```
-    pub fn new(pid: Pid, scheduler: &'a SchedulerHandle) -> Self {
-        ProcessContext::with_host(pid, scheduler.inner.host_id, scheduler)
-    }
-
-    /// The scheduler running this process; keep a clone to spawn or send from `step`.
-    ///
-    /// # Examples
-    ///
-    /// See [`ProcessContext`].
-    pub fn scheduler(&self) -> &'a SchedulerHandle {
-        self.host()
-            .downcast_ref::<SchedulerHandle>()
-            .expect("this process has no scheduler: it runs in procsched::testing::Harness")
-    }
-}

@@ -80,12 +80,14 @@ mod deadline;
 mod facade;
 mod free_list;
 mod handle;
+mod hosts;
 mod info;
 mod lazy_runtime;
 mod lifecycle;
 mod metrics;
 mod process_handle;
 mod shared;
+mod spawn_fn;
 mod table;
 mod tasks;
 
@@ -97,8 +99,10 @@ pub use ask::{Ask, AskError, Reply};
 pub use builder::{
     BuildError, SchedulerBuilder, DEFAULT_DROP_TIMEOUT, DEFAULT_MAX_BATCH, DEFAULT_STEP_BUDGET,
 };
+pub use cx::ProcessCx;
 pub use facade::{Scheduler, FORCED_STOP_WAIT};
 pub use handle::SchedulerHandle;
+pub(crate) use hosts::{register_alias, unregister_alias};
 pub use info::ProcessInfo;
 pub use lifecycle::ShutdownReport;
 pub use metrics::{

@@ -36,6 +36,12 @@ pub(crate) struct Inner {
     step_budget: usize,
 }
 
+impl Drop for Inner {
+    fn drop(&mut self) {
+        super::hosts::unregister(self.host_id);
+    }
+}
+
 impl Inner {
     pub(super) fn new(
         executor: executor::Handle,

@@ -21,7 +21,7 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 /// A command yielded by an async-fn process: resolves to its handler's reply.
-/// Made by [`ProcessCx::call`](super::ProcessCx::call).
+/// Made by [`ProcessCx::call`](crate::ProcessCx::call).
 ///
 /// The first poll hands the command to the step's yields (the process is `Blocked` while the
 /// call is outstanding); its completion resumes the body. Dropped before completing, the call's
@@ -42,7 +42,7 @@ enum CallState<C> {
 }
 
 impl<C: Command> Call<C> {
-    pub(super) fn new(command: C, timeout: Option<Duration>, owner: Owner) -> Call<C> {
+    pub(crate) fn new(command: C, timeout: Option<Duration>, owner: Owner) -> Call<C> {
         Call {
             state: CallState::Unsent(command),
             timeout,
@@ -122,7 +122,7 @@ impl<C: Command> Drop for Call<C> {
     }
 }
 
-/// Why [`ProcessCx::recv`](super::ProcessCx::recv) returned no message.
+/// Why [`ProcessCx::recv`](crate::ProcessCx::recv) returned no message.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum RecvError {
@@ -202,7 +202,7 @@ fn poll_received<T: 'static>(owner: Owner) -> Poll<Result<T, RecvError>> {
 }
 
 /// The next message, as a `T` (the process's message type). Made by
-/// [`ProcessCx::recv`](super::ProcessCx::recv).
+/// [`ProcessCx::recv`](crate::ProcessCx::recv).
 #[must_use = "a receive does nothing unless awaited"]
 #[derive(Debug)]
 pub struct Recv<T> {
@@ -211,7 +211,7 @@ pub struct Recv<T> {
 }
 
 impl<T> Recv<T> {
-    pub(super) fn new(owner: Owner) -> Recv<T> {
+    pub(crate) fn new(owner: Owner) -> Recv<T> {
         Recv {
             owner,
             _type: PhantomData,
@@ -228,7 +228,7 @@ impl<T: 'static> Future for Recv<T> {
 }
 
 /// The next message, whole (topic, sender, payload). Made by
-/// [`ProcessCx::recv_message`](super::ProcessCx::recv_message).
+/// [`ProcessCx::recv_message`](crate::ProcessCx::recv_message).
 #[must_use = "a receive does nothing unless awaited"]
 #[derive(Debug)]
 pub struct RecvMessage {
@@ -236,7 +236,7 @@ pub struct RecvMessage {
 }
 
 impl RecvMessage {
-    pub(super) fn new(owner: Owner) -> RecvMessage {
+    pub(crate) fn new(owner: Owner) -> RecvMessage {
         RecvMessage { owner }
     }
 }
@@ -252,7 +252,7 @@ impl Future for RecvMessage {
 /// Resolves when the process is asked to finish, with the reason as an error:
 /// `Err(RecvError::Cancelled(reason))` — so that `cx.cancelled().await?` ends the body as
 /// cancelled — or `Err(RecvError::OutsideProcess)` if polled outside its own process. Made by
-/// [`ProcessCx::cancelled`](super::ProcessCx::cancelled).
+/// [`ProcessCx::cancelled`](crate::ProcessCx::cancelled).
 #[must_use = "does nothing unless awaited"]
 #[derive(Debug)]
 pub struct Cancelled {
@@ -260,7 +260,7 @@ pub struct Cancelled {
 }
 
 impl Cancelled {
-    pub(super) fn new(owner: Owner) -> Cancelled {
+    pub(crate) fn new(owner: Owner) -> Cancelled {
         Cancelled { owner }
     }
 }
@@ -282,7 +282,7 @@ impl Future for Cancelled {
     }
 }
 
-/// Lets other ready work run first. Made by [`ProcessCx::yield_now`](super::ProcessCx::yield_now).
+/// Lets other ready work run first. Made by [`ProcessCx::yield_now`](crate::ProcessCx::yield_now).
 #[must_use = "does nothing unless awaited"]
 #[derive(Debug)]
 pub struct YieldNow {
@@ -291,7 +291,7 @@ pub struct YieldNow {
 }
 
 impl YieldNow {
-    pub(super) fn new(owner: Owner) -> YieldNow {
+    pub(crate) fn new(owner: Owner) -> YieldNow {
         YieldNow {
             owner,
             yielded: false,

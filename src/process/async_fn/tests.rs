@@ -1,15 +1,99 @@
 //! The adapter and its step scope, driven by hand (no scheduler, no threads): these also run
-//! under Miri, which checks the scope's raw-pointer hand-off.
+//! under Miri, which checks the scope's raw-pointer hand-off. The bodies use this layer's own
+//! futures through a small stand-in for the scheduler layer's `ProcessCx` ([`Cx`]).
 
+use super::{AsyncFnProcess, Call, Recv};
 use crate::process::context::{HostId, Owner};
-use crate::process::{BoxError, Command, CommandError, Message, Payload, Pid, ProcessCx, Status};
-use crate::process::{RecvError, INDEX_BITS};
-use crate::testing::Harness;
+use crate::process::{BoxError, Command, CommandError, Event, Events, Message, Payload, Pid};
+use crate::process::{Process, ProcessContext, RecvError, Status, StepOutput, Tag, INDEX_BITS};
 use std::future::Future;
+use std::marker::PhantomData;
 use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
 
-/// A process identity no harness has: futures made with it belong to no process.
+/// What a body gets here: its owner, and the futures `ProcessCx` would make from it.
+struct Cx<M = Message>(Owner, PhantomData<fn() -> M>);
+
+impl<M: 'static> Cx<M> {
+    fn call<C: Command>(&self, command: C) -> Call<C> {
+        Call::new(command, None, self.0)
+    }
+
+    fn recv(&self) -> Recv<M> {
+        Recv::new(self.0)
+    }
+}
+
+/// What one step produced.
+struct Step<T> {
+    yields: Vec<(Tag, Payload)>,
+    status: Status<T>,
+}
+
+/// A process driven by hand, as `testing::Harness` drives one (boxed: a body is polled in
+/// place).
+struct Driver<P: Process> {
+    process: Box<P>,
+    owner: Owner,
+    events: Events,
+    out: StepOutput<P::Output>,
+}
+
+/// A driver for the body `body(cx)`.
+fn driver<M, F, Fut, T, E>(body: F) -> Driver<impl Process<Output = T>>
+where
+    M: 'static,
+    F: FnOnce(Cx<M>) -> Fut + Send + 'static,
+    Fut: Future<Output = Result<T, E>> + Send + 'static,
+    T: Send + 'static,
+    E: Into<BoxError>,
+{
+    Driver {
+        process: Box::new(AsyncFnProcess::new(move |owner| {
+            body(Cx(owner, PhantomData))
+        })),
+        owner: harness_owner(),
+        events: Events::default(),
+        out: StepOutput::default(),
+    }
+}
+
+impl<P: Process> Driver<P> {
+    fn init(&mut self, method: &str, input: Payload) -> Result<(), crate::process::InitError> {
+        let ctx = ProcessContext::for_host(self.owner.pid, self.owner.host);
+        self.process.init(&ctx, method, input)
+    }
+
+    fn step(&mut self) -> Result<Step<P::Output>, BoxError> {
+        let stepped = self.process.step(&mut self.events, &mut self.out);
+        self.events.drain().for_each(drop);
+        stepped?;
+        Ok(Step {
+            yields: self.out.take_yields().collect(),
+            status: self.out.take_status(),
+        })
+    }
+
+    fn complete(&mut self, tag: Tag, result: Result<Payload, CommandError>) -> &mut Self {
+        self.events.push(Event::YieldComplete { tag, result });
+        self
+    }
+
+    fn send(&mut self, message: Message) -> &mut Self {
+        self.events.push(Event::Message(message));
+        self
+    }
+}
+
+impl<P: Process> Drop for Driver<P> {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            self.process.close();
+        }
+    }
+}
+
+/// A process identity no driver has: futures made with it belong to no process.
 fn harness_owner() -> Owner {
     Owner {
         host: HostId::next(),
@@ -24,7 +108,7 @@ impl Command for Add {
 
 #[test]
 fn calls_go_out_as_yields_and_their_replies_resume_the_body() {
-    let mut harness = Harness::for_fn(|cx: ProcessCx| async move {
+    let mut harness = driver(|cx: Cx| async move {
         let (a, b) = futures::join!(cx.call(Add(1, 2)), cx.call(Add(3, 4)));
         Ok::<_, BoxError>(a? * b?)
     });
@@ -43,7 +127,7 @@ fn calls_go_out_as_yields_and_their_replies_resume_the_body() {
 
 #[test]
 fn a_failed_call_and_a_reply_of_the_wrong_type_are_errors_of_the_call() {
-    let mut harness = Harness::for_fn(|cx: ProcessCx| async move {
+    let mut harness = driver(|cx: Cx| async move {
         let failed = cx.call(Add(0, 0)).await;
         let mistyped = cx.call(Add(0, 0)).await;
         Ok::<_, BoxError>((failed.is_err(), mistyped.unwrap_err().to_string()))
@@ -61,7 +145,7 @@ fn a_failed_call_and_a_reply_of_the_wrong_type_are_errors_of_the_call() {
 
 #[test]
 fn a_dropped_call_discards_its_late_reply() {
-    let mut harness = Harness::for_fn(|cx: ProcessCx<u64>| async move {
+    let mut harness = driver(|cx: Cx<u64>| async move {
         let mut call = cx.call(Add(1, 1));
         // Poll it once (it goes out), then drop it.
         std::future::poll_fn(|task| {
@@ -87,7 +171,7 @@ fn a_dropped_call_discards_its_late_reply() {
 
 #[test]
 fn a_panicking_body_leaves_no_scope_behind() {
-    let mut harness = Harness::for_fn(|cx: ProcessCx| async move {
+    let mut harness = driver(|cx: Cx| async move {
         cx.call(Add(1, 1)).await?;
         if true {
             panic!("in the body");
@@ -101,7 +185,7 @@ fn a_panicking_body_leaves_no_scope_behind() {
     assert!(caught.is_err());
     // The scope was restored: a call polled now, outside any step, fails instead of touching
     // the state of the step that panicked.
-    let mut stray = super::Call::new(Add(0, 0), None, harness_owner());
+    let mut stray = Call::new(Add(0, 0), None, harness_owner());
     let mut task = Context::from_waker(Waker::noop());
     match Pin::new(&mut stray).poll(&mut task) {
         Poll::Ready(Err(CommandError::OutsideProcess)) => {}
@@ -118,7 +202,7 @@ impl Command for Dynamic {
 
 #[test]
 fn a_dynamically_typed_reply_reaches_the_body_as_the_payload_itself() {
-    let mut harness = Harness::for_fn(|cx: ProcessCx| async move {
+    let mut harness = driver(|cx: Cx| async move {
         let reply: Payload = cx.call(Dynamic).await?;
         Ok::<_, BoxError>(reply.take::<u64>()?)
     });
@@ -131,7 +215,7 @@ fn a_dynamically_typed_reply_reaches_the_body_as_the_payload_itself() {
 
 #[test]
 fn completions_arriving_together_out_of_order_and_with_a_message_each_resume_their_call() {
-    let mut harness = Harness::for_fn(|cx: ProcessCx<u64>| async move {
+    let mut harness = driver(|cx: Cx<u64>| async move {
         let (a, b) = futures::join!(cx.call(Add(1, 2)), cx.call(Add(3, 4)));
         let n: u64 = cx.recv().await?;
         Ok::<_, BoxError>(a? * 10 + b? + n * 100)
@@ -158,7 +242,7 @@ async fn poll_once<F: Future + Unpin>(future: &mut F) {
 
 #[test]
 fn a_reply_its_call_does_not_take_at_once_is_kept_for_a_later_poll() {
-    let mut harness = Harness::for_fn(|cx: ProcessCx<u64>| async move {
+    let mut harness = driver(|cx: Cx<u64>| async move {
         let mut call = cx.call(Add(1, 1));
         poll_once(&mut call).await;
         // Receiving first: the reply arrives while the call is not polled.
@@ -184,7 +268,7 @@ fn a_reply_its_call_does_not_take_at_once_is_kept_for_a_later_poll() {
 fn a_kept_reply_goes_with_its_call_when_the_call_is_dropped() {
     let replies = std::sync::Arc::new(());
     let reply = replies.clone();
-    let mut harness = Harness::for_fn(|cx: ProcessCx<u64>| async move {
+    let mut harness = driver(|cx: Cx<u64>| async move {
         let mut call = cx.call(Add(1, 1));
         poll_once(&mut call).await;
         let _: u64 = cx.recv().await?;
@@ -210,7 +294,7 @@ fn a_kept_reply_goes_with_its_call_when_the_call_is_dropped() {
 fn a_body_borrowing_across_an_await_survives_its_harness_being_moved_between_steps() {
     // The body is polled in place (`AsyncFnProcess`'s docs): a harness boxes its process, so
     // moving the harness does not move a body that borrows from itself.
-    let harness = Harness::for_fn(|cx: ProcessCx| async move {
+    let harness = driver(|cx: Cx| async move {
         let local = [7u64; 8];
         let borrowed = &local;
         let sum = cx.call(Add(1, 2)).await?;
@@ -233,7 +317,7 @@ fn messages_are_received_in_arrival_order_whether_held_or_queued() {
     // step's lone message (held for a receive, none takes it: it goes to the inbox), the second
     // joins the inbox behind it. Later messages arrive alone while the body receives: each is
     // handed straight to the receive, behind whatever the inbox still holds.
-    let mut harness = Harness::for_fn(|cx: ProcessCx<u64>| async move {
+    let mut harness = driver(|cx: Cx<u64>| async move {
         let _ = cx.call(Add(0, 0)).await;
         let mut order = Vec::new();
         for _ in 0..4 {
@@ -264,14 +348,14 @@ fn messages_are_received_in_arrival_order_whether_held_or_queued() {
 #[test]
 fn a_future_awaited_in_another_process_fails_typed_and_leaves_that_process_alone() {
     let (tx, rx) = std::sync::mpsc::channel();
-    let mut maker = Harness::for_fn(move |cx: ProcessCx<u8>| async move {
+    let mut maker = driver(move |cx: Cx<u8>| async move {
         tx.send((cx.call(Add(1, 1)), cx.recv())).unwrap();
         cx.recv().await?;
         Ok::<(), BoxError>(())
     });
     maker.init("run", Payload::empty()).unwrap();
     assert!(matches!(maker.step().unwrap().status, Status::Idle));
-    let mut other = Harness::for_fn(move |cx: ProcessCx<u8>| async move {
+    let mut other = driver(move |cx: Cx<u8>| async move {
         let (call, recv) = rx.recv().unwrap();
         let called = call.await;
         let received = recv.await;
@@ -293,7 +377,7 @@ fn a_future_awaited_in_another_process_fails_typed_and_leaves_that_process_alone
 
 #[test]
 fn a_stray_call_fails_with_the_typed_error() {
-    let mut stray = super::Call::new(Add(0, 0), None, harness_owner());
+    let mut stray = Call::new(Add(0, 0), None, harness_owner());
     let polled = Pin::new(&mut stray).poll(&mut Context::from_waker(Waker::noop()));
     assert!(matches!(
         polled,

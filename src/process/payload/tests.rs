@@ -493,3 +493,28 @@ fn a_slot_dropped_in_an_unwind_drops_its_value_once() {
     assert!(unwound.is_err());
     assert_eq!(drops.load(SeqCst), 1);
 }
+
+/// `take_value` moves the value out and leaves an empty payload: dropped once, by its new owner.
+fn take_value_moves_out_once<const N: usize>() {
+    let drops = Arc::new(AtomicUsize::new(0));
+    let mut payload = Payload::new(Counted::<N>::new(&drops));
+    assert!(payload.take_value::<u64>().is_none(), "a mismatch leaves it");
+    assert!(payload.is::<Counted<N>>());
+    let value = payload.take_value::<Counted<N>>().expect("a Counted");
+    assert!(payload.is::<()>(), "left empty");
+    drop(payload);
+    assert_eq!(drops.load(SeqCst), 0, "the empty payload drops nothing");
+    assert_eq!(value.ballast[N - 1], 7);
+    drop(value);
+    assert_eq!(drops.load(SeqCst), 1);
+}
+
+#[test]
+fn take_value_moves_an_inline_value_out_once() {
+    take_value_moves_out_once::<24>();
+}
+
+#[test]
+fn take_value_moves_a_boxed_value_out_once() {
+    take_value_moves_out_once::<25>();
+}
