@@ -498,7 +498,10 @@ fn a_slot_dropped_in_an_unwind_drops_its_value_once() {
 fn take_value_moves_out_once<const N: usize>() {
     let drops = Arc::new(AtomicUsize::new(0));
     let mut payload = Payload::new(Counted::<N>::new(&drops));
-    assert!(payload.take_value::<u64>().is_none(), "a mismatch leaves it");
+    assert!(
+        payload.take_value::<u64>().is_none(),
+        "a mismatch leaves it"
+    );
     assert!(payload.is::<Counted<N>>());
     let value = payload.take_value::<Counted<N>>().expect("a Counted");
     assert!(payload.is::<()>(), "left empty");
