@@ -40,7 +40,6 @@
 
 pub use crate::executor::JoinError;
 pub use crate::process::{
-    BoxError, CancelReason, CommandError, InitError, ProcessError, RecvError, SendError,
-    SendErrorKind, SpawnError, TypeMismatch,
+    BoxError, CancelReason, CommandError, InitError, ProcessError, RecvError, TypeMismatch,
 };
-pub use crate::scheduler::{AskError, BuildError};
+pub use crate::scheduler::{AskError, BuildError, SendError, SendErrorKind, SpawnError};

@@ -3,7 +3,7 @@
 //!
 //! # A pending async handler stays on procsched's workers
 //! An async handler is polled first during dispatch, on the worker stepping its process
-//! (`registry.rs`). One that is still pending becomes a task of the scheduler's *own* executor
+//! (`handler.rs`). One that is still pending becomes a task of the scheduler's *own* executor
 //! ([`HandlerRuntime::spawn_watched`]), not a tokio task:
 //! - the workers run inside the handler runtime's context (the scheduler's builder enters it),
 //!   so the handler's tokio code works as on a tokio worker: timers and I/O register with the

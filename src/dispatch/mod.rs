@@ -22,19 +22,23 @@
 //! A yield with a deadline (`StepOutput::yield_command_within`) runs under one tokio timer that
 //! lives as long as the call: an async handler's future is wrapped in `tokio::time::timeout`; a
 //! blocking job is awaited under `tokio::time::timeout` by one async task that owns the yield's
-//! completer (`registry.rs`). Either way the task's abort handle, aborted when the process ends,
+//! completer (`blocking_job.rs`). Either way the task's abort handle, aborted when the process ends,
 //! drops the timer too. The deadline needs a runtime with timers: on one without, the yield
 //! completes at once with [`CommandError::NoTimer`] ([`TimerProbe`]).
 
+mod async_job;
+mod blocking_job;
 mod bridge;
 mod completer;
+mod handler;
 mod registry;
 mod run;
 mod sentinel;
 
 pub(crate) use bridge::{HandlerRuntime, HandlerTask};
 pub(crate) use completer::YieldCompleter;
-pub(crate) use registry::{Handler, HandlerSet, SpawnFn};
+pub(crate) use handler::{Handler, SpawnFn};
+pub(crate) use registry::HandlerSet;
 pub use run::Run;
 
 use crate::loom::Arc;

@@ -12,8 +12,9 @@
 //! the mailbox (the message is built where it is stored, not on the stack and then copied:
 //! copies of a just-written message stall on store forwarding).
 
+use super::error::SendError;
 use super::handle::SchedulerHandle;
-use crate::process::{Pid, SendError};
+use crate::process::Pid;
 use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::marker::PhantomData;

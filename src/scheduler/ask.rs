@@ -46,10 +46,11 @@
 
 use super::addr::Addr;
 use super::deadline::Deadline;
+use super::error::SendErrorKind;
 use crate::process::async_fn::asking::{self, AskCall, AskPoll};
 use crate::process::context::ProcessWake;
+use crate::process::Tag;
 use crate::process::{drop_contained, CancelReason, CommandError, Event, Payload};
-use crate::process::{SendErrorKind, Tag};
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;

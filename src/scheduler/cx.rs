@@ -8,12 +8,13 @@
 //! closure builds the context (`process/async_fn/mod.rs`, "The door to the scheduler").
 
 use super::addr::Addr;
+use super::error::SpawnError;
 use super::handle::SchedulerHandle;
 use super::process_handle::ProcessHandle;
 use crate::dispatch::Run;
 use crate::process::context::Owner;
+use crate::process::YieldNow;
 use crate::process::{BoxError, Call, Cancelled, Command, Message, Pid, Recv, RecvMessage};
-use crate::process::{SpawnError, YieldNow};
 use std::fmt;
 use std::future::Future;
 use std::marker::PhantomData;

@@ -1,32 +1,22 @@
-//! [`Scheduler`]: the owner of the workers and the handler runtime; shutdown, blocking and async.
+//! [`Scheduler`]: the owner of the workers and the handler runtime; its shutdown, blocking and
+//! async, is driven by `shutdown.rs`.
 
 use super::blocking;
 use super::builder::SchedulerBuilder;
-use super::deadline::Deadline;
+use super::error::{SendError, SpawnError};
 use super::handle::SchedulerHandle;
 use super::info::ProcessInfo;
 use super::lifecycle::ShutdownReport;
 use super::metrics::SchedulerMetrics;
 use super::process_handle::ProcessHandle;
 use super::shared::Inner;
-use super::tasks;
+use super::shutdown::{self, Shutdown};
 use crate::executor::Executor;
-use crate::loom::{lock, Arc, Mutex};
-use crate::process::async_fn::current_owner;
+use crate::loom::Arc;
 use crate::process::{Message, Payload, Pid, Process, ProcessState};
-use crate::process::{SendError, SpawnError};
-use futures::future::select;
 use std::fmt;
 use std::future::Future;
-use std::pin::pin;
-use std::time::{Duration, Instant};
-
-/// How long shutdown waits, after its timeout, for workers to leave the poll they are in. A
-/// process still inside user code then (a step that blocks or loops) is *abandoned*: counted in
-/// [`ShutdownReport::abandoned`], and closed when its call returns. So
-/// [`Scheduler::shutdown`] returns within `timeout + FORCED_STOP_WAIT`, plus the time the
-/// `close` of each forced process takes (they run on the calling thread).
-pub const FORCED_STOP_WAIT: Duration = Duration::from_millis(50);
+use std::time::Duration;
 
 /// Runs processes: spawn, send, observe, shut down.
 ///
@@ -61,64 +51,8 @@ pub const FORCED_STOP_WAIT: Duration = Duration::from_millis(50);
 /// ```
 pub struct Scheduler {
     handle: SchedulerHandle,
-    /// `None` only once `Drop` handed it to a background shutdown.
-    engine: Option<Engine>,
-    shutdown: Mutex<Option<ShutdownReport>>,
-    drop_timeout: Duration,
-}
-
-/// What the scheduler owns beyond the shared state: the threads.
-struct Engine {
-    executor: Executor,
-    runtime: Option<tokio::runtime::Runtime>,
-}
-
-impl Engine {
-    /// Shutdown steps 2–5 (module docs of `scheduler`), after step 1.
-    fn stop(&self, inner: &Inner, deadline: Instant) -> ShutdownReport {
-        inner.lifecycle.wait_idle(deadline);
-        self.force(inner)
-    }
-
-    /// Shutdown steps 3–5.
-    fn force(&self, inner: &Inner) -> ShutdownReport {
-        let live = inner.lifecycle.live();
-        if live > 0 {
-            tracing::info!(
-                live,
-                "scheduler shutdown: grace period over, forcing the rest"
-            );
-        }
-        inner.lifecycle.begin_forcing();
-        let stopped = self.executor.shutdown(FORCED_STOP_WAIT);
-        // Process tasks are not in the executor's owned list: cancel them through their cells.
-        let cancelled = tasks::cancel_all(inner.table.cells());
-        tracing::debug!(cancelled, "scheduler shutdown: process tasks cancelled");
-        let report = inner.lifecycle.seal(|| inner.table.len());
-        if report.abandoned > 0 {
-            tracing::warn!(
-                abandoned = report.abandoned,
-                stuck_workers = stopped.stuck_workers,
-                "shutdown gave up on processes still inside user code; each is closed when its call returns"
-            );
-        }
-        tracing::info!(
-            graceful = report.graceful,
-            forced = report.forced,
-            abandoned = report.abandoned,
-            "scheduler shut down"
-        );
-        report
-    }
-}
-
-impl Drop for Engine {
-    fn drop(&mut self) {
-        if let Some(runtime) = self.runtime.take() {
-            // Never blocks, and is allowed inside an async context (a plain drop is not).
-            runtime.shutdown_background();
-        }
-    }
+    /// The threads, and their shutdown (`shutdown.rs`).
+    shutdown: Shutdown,
 }
 
 impl Scheduler {
@@ -142,16 +76,8 @@ impl Scheduler {
     ) -> Scheduler {
         Scheduler {
             handle: SchedulerHandle { inner },
-            engine: Some(Engine { executor, runtime }),
-            shutdown: Mutex::new(None),
-            drop_timeout,
+            shutdown: Shutdown::new(executor, runtime, drop_timeout),
         }
-    }
-
-    fn engine(&self) -> &Engine {
-        self.engine
-            .as_ref()
-            .expect("the engine is taken only by Drop")
     }
 
     fn inner(&self) -> &Inner {
@@ -304,7 +230,7 @@ impl Scheduler {
     #[track_caller]
     pub fn block_on<F: Future>(&self, future: F) -> F::Output {
         blocking::assert_may_block("Scheduler::block_on", "future.await");
-        self.engine().executor.block_on(future)
+        self.shutdown.executor().block_on(future)
     }
 
     /// Graceful shutdown: admits no new processes, delivers [`Event::Cancel`](crate::state_machine::Event::Cancel)
@@ -312,8 +238,8 @@ impl Scheduler {
     /// completions) until all have finished or `timeout` passed; then stops the rest before their
     /// next step and stops the workers.
     ///
-    /// Returns within `timeout +` [`FORCED_STOP_WAIT`] (plus the forced processes' `close`
-    /// calls, which run on this thread) with every process counted once in the
+    /// Returns within `timeout +` [`FORCED_STOP_WAIT`](super::FORCED_STOP_WAIT) (plus the forced
+    /// processes' `close` calls, which run on this thread) with every process counted once in the
     /// [`ShutdownReport`]: `graceful` and `forced` ones are closed; a process still inside
     /// `init`, a `step` or `close` then cannot be preempted and is `abandoned` — it is closed
     /// when its call returns ([`wait_for_abandoned`](Self::wait_for_abandoned) waits for that).
@@ -350,21 +276,14 @@ impl Scheduler {
             "Scheduler::shutdown",
             "Scheduler::shutdown_async(timeout).await",
         );
-        let deadline = Instant::now() + timeout;
-        self.inner().begin_shutdown();
-        let mut done = lock(&self.shutdown);
-        if let Some(report) = *done {
-            return report;
-        }
-        let report = self.engine().stop(self.inner(), deadline);
-        *done = Some(report);
-        report
+        self.shutdown.shutdown(self.inner(), timeout)
     }
 
     /// [`shutdown`](Self::shutdown) for async code, on any executor (tokio of either flavour,
     /// `futures::executor`, …): the grace period is awaited, not blocked on, so handlers running
     /// on the same runtime — even a current-thread one — keep running. Only the final stop
-    /// blocks: at most [`FORCED_STOP_WAIT`] plus the forced processes' `close` calls.
+    /// blocks: at most [`FORCED_STOP_WAIT`](super::FORCED_STOP_WAIT) plus the forced processes'
+    /// `close` calls.
     ///
     /// Awaited inside the body of one of this scheduler's own processes, it shuts down every
     /// *other* process (the grace period ends as soon as they have all finished, and the final
@@ -383,23 +302,7 @@ impl Scheduler {
     /// # Ok::<(), procsched::error::BuildError>(())
     /// ```
     pub async fn shutdown_async(&self, timeout: Duration) -> ShutdownReport {
-        let deadline = Instant::now() + timeout;
-        self.inner().begin_shutdown();
-        if let Some(report) = *lock(&self.shutdown) {
-            return report;
-        }
-        // Awaited inside one of our own processes, the caller cannot finish while it waits: the
-        // grace period waits for every *other* process (method docs).
-        let floor = usize::from(self.called_from_own_process());
-        let all_finished = pin!(self.idle(floor));
-        let _ = select(all_finished, Deadline::new(deadline)).await;
-        let mut done = lock(&self.shutdown);
-        if let Some(report) = *done {
-            return report;
-        }
-        let report = self.engine().force(self.inner());
-        *done = Some(report);
-        report
+        self.shutdown.shutdown_async(self.inner(), timeout).await
     }
 
     /// After a shutdown: waits until every abandoned process has returned from user code and
@@ -427,11 +330,7 @@ impl Scheduler {
             "Scheduler::wait_for_abandoned",
             "Scheduler::wait_for_abandoned_async().await",
         );
-        let lifecycle = &self.inner().lifecycle;
-        if !lifecycle.is_shutting_down() {
-            return lifecycle.live() == 0;
-        }
-        lifecycle.wait_idle(Instant::now() + timeout)
+        shutdown::wait_for_abandoned(self.inner(), timeout)
     }
 
     /// Async [`wait_for_abandoned`](Self::wait_for_abandoned), without a timeout (wrap it in
@@ -450,67 +349,13 @@ impl Scheduler {
     /// # Ok::<(), procsched::error::BuildError>(())
     /// ```
     pub async fn wait_for_abandoned_async(&self) {
-        if !self.inner().lifecycle.is_shutting_down() {
-            // Finishes signal only during shutdown; until then, poll the count at a gentle pace.
-            while self.inner().lifecycle.live() > 0 {
-                Deadline::new(Instant::now() + Duration::from_millis(1)).await;
-            }
-            return;
-        }
-        self.idle(0).await;
-    }
-
-    /// Resolves when at most `floor` processes are live (signalled during shutdown).
-    fn idle(&self, floor: usize) -> impl Future<Output = ()> + '_ {
-        std::future::poll_fn(move |cx| self.inner().lifecycle.poll_idle(cx, floor))
-    }
-
-    /// `true` if the caller is the body of one of this scheduler's own processes, polled now.
-    fn called_from_own_process(&self) -> bool {
-        current_owner().is_some_and(|owner| owner.host == self.inner().host_id)
+        shutdown::wait_for_abandoned_async(self.inner()).await;
     }
 }
 
 impl Drop for Scheduler {
     fn drop(&mut self) {
-        let Some(engine) = self.engine.take() else {
-            return;
-        };
-        if lock(&self.shutdown).is_some() {
-            return; // already shut down; dropping the engine does not block
-        }
-        let inner = self.handle.inner.clone();
-        let deadline = Instant::now() + self.drop_timeout;
-        inner.begin_shutdown();
-        if blocking::async_context().is_none() {
-            engine.stop(&inner, deadline);
-            return;
-        }
-        // Inside an async context or on a worker (a process's `close` dropped its scheduler):
-        // waiting here would stall the very thread the processes may need. Every process has its
-        // `Cancel`; the rest of the shutdown runs in the background.
-        // The engine is handed over through a slot, so that it is still here if the thread
-        // cannot start: process tasks are cancelled only by the scheduler's forced stop
-        // (`tasks.rs`), not by dropping the executor.
-        let slot = Arc::new(Mutex::new(Some(engine)));
-        let started = {
-            let (slot, inner) = (slot.clone(), inner.clone());
-            std::thread::Builder::new()
-                .name("procsched-shutdown".to_owned())
-                .spawn(move || {
-                    let engine = lock(&slot).take();
-                    if let Some(engine) = engine {
-                        engine.stop(&inner, deadline);
-                    }
-                })
-        };
-        if let Err(error) = started {
-            tracing::warn!(%error, "could not start a shutdown thread; forcing the shutdown in place");
-            let engine = lock(&slot).take();
-            if let Some(engine) = engine {
-                engine.force(&inner);
-            }
-        }
+        self.shutdown.on_drop(&self.handle.inner);
     }
 }
 

@@ -1,6 +1,7 @@
 //! [`SchedulerHandle`]: spawn, send, terminate and observe processes from anywhere.
 
 use super::addr::Addr;
+use super::error::{SendError, SendErrorKind, SpawnError};
 use super::info::{coarse_now, ProcessInfo};
 use super::lifecycle::Leave;
 use super::metrics::{Counter, SchedulerMetrics};
@@ -11,9 +12,8 @@ use super::tasks;
 use crate::loom::Arc;
 use crate::process::future::ProcessFuture;
 use crate::process::mailbox::{Admission, Incarnation, ProcessCell};
-use crate::process::SendErrorKind;
 use crate::process::{drop_contained, panic_message, Message, Payload, Pid, Process};
-use crate::process::{ProcessContext, ProcessState, SendError, SpawnError};
+use crate::process::{ProcessContext, ProcessState};
 use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 

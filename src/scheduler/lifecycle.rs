@@ -10,9 +10,9 @@
 //! | `forcing` | shutdown step 3 (once; never unset) | every step (stop), every finish (count) |
 //! | `tally` | finishes during shutdown; the seal | the seal, spawns during shutdown |
 
+use super::error::SpawnError;
 use crate::loom::atomic::{fence, AtomicBool, AtomicUsize, Ordering::*};
 use crate::loom::{lock, Condvar, Mutex, MutexGuard};
-use crate::process::SpawnError;
 use std::task::{Context, Poll, Waker};
 use std::time::Instant;
 

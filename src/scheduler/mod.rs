@@ -6,8 +6,11 @@
 //!
 //! | module | concept |
 //! |---|---|
-//! | `builder` | [`SchedulerBuilder`]: settings, handler registration, runtime adoption |
-//! | `facade` | [`Scheduler`]: the owner; blocking and async shutdown, `Drop` |
+//! | `builder` | [`SchedulerBuilder`]: settings, runtime adoption, `build` |
+//! | `handlers` | handler registration on the builder: inline, async, blocking |
+//! | `facade` | [`Scheduler`]: the owner's API; blocking and async shutdown, `Drop` |
+//! | `shutdown` | the shutdown driver: graceful, then forced, then the report; the waits for abandoned processes |
+//! | `error` | [`SpawnError`], [`SendError`] ([`SendErrorKind`]): why a spawn or a send did not go through |
 //! | `handle` | [`SchedulerHandle`]: spawn, send, terminate, state — from anywhere |
 //! | `cx` | async-fn processes: `spawn_fn`, and what a `ProcessCx` reaches through the scheduler |
 //! | `addr` | [`Addr`]: a typed address, the send path from a value to a mailbox |
@@ -27,7 +30,7 @@
 //! # Protocol: spawn vs. shutdown
 //! Shutdown must account for every process exactly once — as `graceful`, `forced` or
 //! `abandoned` in its [`ShutdownReport`] — and a spawn racing with it must either fail with
-//! [`SpawnError::ShuttingDown`](crate::error::SpawnError::ShuttingDown) or be counted. The pieces:
+//! [`SpawnError::ShuttingDown`] or be counted. The pieces:
 //! `live` (admitted processes not yet finished), the flags `shutting_down`, `forcing` and `sealed`,
 //! and the *tally* (a mutex over the counts) that every finish takes once shutdown has begun.
 //!
@@ -41,7 +44,7 @@
 //!    executor, unowned, and keep the task's reference in the cell (`tasks.rs`; after the
 //!    executor's shutdown the future is dropped at once: a forced finish).
 //!
-//! **Shutdown** (`facade.rs`, `lifecycle.rs`):
+//! **Shutdown** (`shutdown.rs`, `lifecycle.rs`):
 //! 1. Set `shutting_down` (SeqCst), fence, deliver `Cancel` to every cell in the table.
 //! 2. Grace: wait until `live == 0` or the deadline.
 //! 3. Set `forcing`: no process starts another step.
@@ -77,9 +80,11 @@ mod blocking;
 mod builder;
 mod cx;
 mod deadline;
+mod error;
 mod facade;
 mod free_list;
 mod handle;
+mod handlers;
 mod hosts;
 mod info;
 mod lazy_runtime;
@@ -87,6 +92,7 @@ mod lifecycle;
 mod metrics;
 mod process_handle;
 mod shared;
+mod shutdown;
 mod spawn_fn;
 mod table;
 mod tasks;
@@ -100,7 +106,8 @@ pub use builder::{
     BuildError, SchedulerBuilder, DEFAULT_DROP_TIMEOUT, DEFAULT_MAX_BATCH, DEFAULT_STEP_BUDGET,
 };
 pub use cx::ProcessCx;
-pub use facade::{Scheduler, FORCED_STOP_WAIT};
+pub use error::{SendError, SendErrorKind, SpawnError};
+pub use facade::Scheduler;
 pub use handle::SchedulerHandle;
 pub(crate) use hosts::{register_alias, unregister_alias};
 pub use info::ProcessInfo;
@@ -109,3 +116,4 @@ pub use metrics::{
     FinishCounts, MessageCounts, ProcessCounts, SchedulerMetrics, StepSample, YieldCounts,
 };
 pub use process_handle::ProcessHandle;
+pub use shutdown::FORCED_STOP_WAIT;

@@ -2,6 +2,7 @@
 //! future needs of it (the [`Host`] implementation).
 
 use super::ask::AskError;
+use super::error::SendErrorKind;
 use super::handle::kind_of;
 use super::lazy_runtime::LazyRuntime;
 use super::lifecycle::{Leave, Lifecycle, Tallied};
@@ -14,7 +15,6 @@ use crate::process::context::HostId;
 use crate::process::future::{Host, Outcome, PollStats};
 use crate::process::mailbox::{Admission, ProcessCell};
 use crate::process::stats::HandlerOutcome;
-use crate::process::SendErrorKind;
 use crate::process::{from_message, into_message, CancelReason, Event, Events, Message, Pid};
 use crate::process::{BoxError, RecvError, YieldSlot};
 use std::time::{Duration, Instant};

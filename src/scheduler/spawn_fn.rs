@@ -1,11 +1,12 @@
 //! [`SchedulerHandle::spawn_fn`]: a process written as an `async fn`.
 
 use super::cx::ProcessCx;
+use super::error::SpawnError;
 use super::handle::SchedulerHandle;
 use super::process_handle::ProcessHandle;
 use crate::process::async_fn::AsyncFnProcess;
 use crate::process::context::Owner;
-use crate::process::{BoxError, Payload, SpawnError};
+use crate::process::{BoxError, Payload};
 use std::future::Future;
 
 impl SchedulerHandle {

@@ -22,7 +22,7 @@
 //! **Finish**: `close` (`ProcessCell::close`) takes the reference out in the critical section
 //! that closes the cell, and drops it.
 //!
-//! **Forced stop** (shutdown step 4, `facade.rs`), [`cancel_all`], after `Executor::shutdown`
+//! **Forced stop** (shutdown step 4, `shutdown.rs`), [`cancel_all`], after `Executor::shutdown`
 //! (which set its flag first, then stopped the workers and dropped every queued poll):
 //! 4. For every cell, take the reference out under the cell's lock and cancel the task: a task
 //!    nobody is polling — idle, parked on any waker, or queued — has its future dropped on this

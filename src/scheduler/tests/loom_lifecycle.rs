@@ -51,7 +51,7 @@ fn loom_scheduler_shutdown_racing_with_a_spawn() {
                 assert_eq!(closes.load(SeqCst), 1);
             }
             Err(e) => {
-                assert!(matches!(e, crate::process::SpawnError::ShuttingDown), "{e}");
+                assert!(matches!(e, crate::error::SpawnError::ShuttingDown), "{e}");
                 // Refused at admission (never initialised), or initialised after the seal (then
                 // it was closed, and counted only if its cell was open at the seal).
                 assert!(report.total() <= closes.load(SeqCst));

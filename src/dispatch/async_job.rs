@@ -1,0 +1,127 @@
+//! A pending async handler's task: polled once during dispatch and still waiting, the handler
+//! moves into a task of the scheduler's executor that completes its yield (`bridge.rs`).
+
+use super::bridge::{HandlerRuntime, HandlerTask};
+use super::handler::CommandResult;
+use super::YieldCompleter;
+use crate::process::{contained, drop_contained, panic_message};
+use crate::process::{CommandError, Events, Payload};
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+use tracing::Instrument;
+
+/// A handler future as it runs: its panics caught.
+type CaughtHandler<Fut> = futures::future::CatchUnwind<AssertUnwindSafe<Fut>>;
+
+/// Moves a pending async handler (polled once already, so boxed) into a task of the
+/// scheduler's executor that completes its yield (`bridge.rs`). The task is one of four shapes,
+/// each only as large as it needs: a deadline's `tokio::time::Timeout` holds a timer entry
+/// (about a hundred bytes) and a span forty, and a yield waiting on its handler carries the task
+/// for as long as it waits (`burst_spawn`'s memory per live process counts it).
+///
+/// Once the handler runtime is gone, the handler is dropped instead and its yield completes as
+/// `Cancelled`, right away (`bridge.rs`, "When the handler runtime shuts down").
+pub(super) fn spawn_pending<Fut>(
+    runtime: &HandlerRuntime,
+    future: std::pin::Pin<Box<CaughtHandler<Fut>>>,
+    completer: YieldCompleter,
+    timeout: Option<Duration>,
+    span: tracing::Span,
+    completions: &mut Events,
+) -> Option<HandlerTask>
+where
+    Fut: Future<Output = Result<Payload, CommandError>> + Send + 'static,
+{
+    async fn within<F: Future<Output = std::thread::Result<CommandResult>>>(
+        future: F,
+        timeout: Duration,
+    ) -> std::thread::Result<CommandResult> {
+        match tokio::time::timeout(timeout, future).await {
+            Ok(caught) => caught,
+            Err(_elapsed) => Ok(Err(CommandError::TimedOut)),
+        }
+    }
+    if runtime.is_gone() {
+        let panics = drop_contained(future);
+        completer.cell().stats.destructors_panicked(panics);
+        span.in_scope(|| completer.complete_in(completions, Err(CommandError::Cancelled)));
+        return None;
+    }
+    let pid = completer.pid();
+    let traced = !span.is_disabled();
+    Some(match (timeout, traced) {
+        (None, false) => runtime.spawn_watched(pid, Job::new(future, completer)),
+        (None, true) => runtime.spawn_watched(pid, Job::new(future, completer).instrument(span)),
+        (Some(timeout), false) => {
+            runtime.spawn_watched(pid, Job::new(within(future, timeout), completer))
+        }
+        (Some(timeout), true) => runtime.spawn_watched(
+            pid,
+            Job::new(within(future, timeout), completer).instrument(span),
+        ),
+    })
+}
+
+pin_project_lite::pin_project! {
+    /// A pending async handler's task: awaits the handler (or its deadline), drops it, then
+    /// completes the yield. The handler future is user code whose destructor may panic:
+    /// dropped on its own — when it is done, or when the task is cancelled (its process ended)
+    /// — each panic contained and counted for its process, so a destructor never turns a reply
+    /// into a `Cancelled` nor goes uncounted (`process/contain.rs`).
+    struct Job<G> {
+        #[pin]
+        handler: Option<G>,
+        completer: Option<YieldCompleter>,
+    }
+
+    impl<G> PinnedDrop for Job<G> {
+        fn drop(this: Pin<&mut Self>) {
+            let mut this = this.project();
+            if this.handler.is_some() {
+                let mut handler = this.handler.as_mut();
+                let panics = contained(|| handler.set(None));
+                if let Some(completer) = this.completer.as_ref() {
+                    completer.cell().stats.destructors_panicked(panics);
+                }
+            }
+            // The completer (if the handler never finished) completes the yield as `Cancelled`.
+        }
+    }
+}
+
+impl<G> Job<G> {
+    fn new(handler: G, completer: YieldCompleter) -> Self {
+        Job {
+            handler: Some(handler),
+            completer: Some(completer),
+        }
+    }
+}
+
+impl<G> Future for Job<G>
+where
+    G: Future<Output = std::thread::Result<CommandResult>>,
+{
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let mut this = self.project();
+        let Some(handler) = this.handler.as_mut().as_pin_mut() else {
+            return Poll::Ready(());
+        };
+        let caught = std::task::ready!(handler.poll(cx));
+        let mut handler = this.handler.as_mut();
+        let panics = contained(|| handler.set(None));
+        let Some(completer) = this.completer.take() else {
+            return Poll::Ready(());
+        };
+        completer.cell().stats.destructors_panicked(panics);
+        let result =
+            caught.unwrap_or_else(|panic| Err(CommandError::Panicked(panic_message(&*panic))));
+        completer.complete(result);
+        Poll::Ready(())
+    }
+}
