@@ -31,5 +31,7 @@
 //! ```
 
 pub use crate::dispatch::Run;
-pub use crate::process::{Call, Cancelled, Recv, RecvMessage, YieldNow};
+pub use crate::process::{
+    Call, Cancelled, Recv, RecvAny, RecvDown, RecvExit, RecvMessage, RecvSignal, YieldNow,
+};
 pub use crate::scheduler::Ask;

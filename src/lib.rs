@@ -27,6 +27,7 @@ pub mod executor;
 pub mod metrics;
 pub mod prelude;
 pub mod state_machine;
+pub mod supervision;
 pub mod testing;
 
 mod loom;

@@ -1,7 +1,10 @@
 //! Errors of the process layer.
 
+use super::exit::ExitReason;
 use super::Pid;
+use std::error::Error;
 use std::fmt;
+use std::sync::Arc;
 
 /// A boxed error from user code (a failing `step`, `init` or handler).
 pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
@@ -178,17 +181,26 @@ pub struct ProcessError {
 }
 
 enum Repr {
-    Failed(BoxError),
+    /// Shared with the exit reason its links and monitors get (`ExitReason::Failed`).
+    Failed(Arc<dyn Error + Send + Sync>),
     Panicked(String),
     Terminated,
     Cancelled,
+    /// Ended by a linked process's exit signal, with its reason.
+    Exited(ExitReason),
 }
 
 impl ProcessError {
     pub(crate) fn failed(pid: Pid, error: BoxError) -> ProcessError {
         ProcessError {
             pid,
-            repr: Repr::Failed(error),
+            repr: Repr::Failed(Arc::from(error)),
+        }
+    }
+    pub(crate) fn exited(pid: Pid, reason: ExitReason) -> ProcessError {
+        ProcessError {
+            pid,
+            repr: Repr::Exited(reason),
         }
     }
     pub(crate) fn panicked(pid: Pid, message: String) -> ProcessError {
@@ -310,7 +322,38 @@ impl ProcessError {
         }
     }
 
-    /// The error `step` returned, for a failed process.
+    /// The process ended because a linked process ended with this (abnormal) reason, and it
+    /// did not trap exits (see [`SchedulerHandle::link`](crate::SchedulerHandle::link)).
+    ///
+    /// # Examples
+    ///
+    /// See [`SchedulerHandle::link`](crate::SchedulerHandle::link).
+    pub fn is_exited(&self) -> bool {
+        matches!(self.repr, Repr::Exited(_))
+    }
+
+    /// The error `step` returned, for a failed process, shared with the exit reason its links
+    /// and monitors got: `downcast_ref` it to your error type.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use procsched::prelude::*;
+    /// let sched = Scheduler::builder().workers(1).build()?;
+    /// let handle = sched.spawn_fn(|_: ProcessCx| async { Err::<(), _>(std::fmt::Error) })?;
+    /// let error = sched.block_on(handle).unwrap_err();
+    /// assert!(error.failure().is_some_and(|failure| failure.is::<std::fmt::Error>()));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn failure(&self) -> Option<&(dyn Error + Send + Sync + 'static)> {
+        match &self.repr {
+            Repr::Failed(error) => Some(&**error),
+            _ => None,
+        }
+    }
+
+    /// The error `step` returned, for a failed process (shared: see
+    /// [`failure`](Self::failure) to downcast it).
     ///
     /// # Examples
     ///
@@ -322,10 +365,38 @@ impl ProcessError {
     /// assert_eq!(source.to_string(), "nope");
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn into_failure(self) -> Option<BoxError> {
+    pub fn into_failure(self) -> Option<Arc<dyn Error + Send + Sync>> {
         match self.repr {
             Repr::Failed(error) => Some(error),
             _ => None,
+        }
+    }
+
+    /// Why the process ended, as its links and monitors heard it: `Failed` (with the same
+    /// error), `Panicked`, `Killed` (terminated), `Shutdown` (cancelled), or the linked
+    /// process's reason. A body that returns an [`ExitReason`] as its error ends with that
+    /// reason.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use procsched::prelude::*;
+    /// let sched = Scheduler::builder().workers(1).build()?;
+    /// let handle = sched.spawn_fn(|cx: ProcessCx<u8>| async move { cx.recv().await.map_err(BoxError::from) })?;
+    /// sched.terminate(handle.pid())?;
+    /// assert!(sched.block_on(handle).unwrap_err().exit_reason().is_killed());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn exit_reason(&self) -> ExitReason {
+        match &self.repr {
+            Repr::Failed(error) => match error.downcast_ref::<ExitReason>() {
+                Some(reason) => reason.clone(),
+                None => ExitReason::Failed(Arc::clone(error)),
+            },
+            Repr::Panicked(message) => ExitReason::Panicked(message.as_str().into()),
+            Repr::Terminated => ExitReason::Killed,
+            Repr::Cancelled => ExitReason::Shutdown,
+            Repr::Exited(reason) => reason.clone(),
         }
     }
 }
@@ -337,7 +408,10 @@ impl fmt::Display for ProcessError {
             Repr::Failed(error) => write!(f, "process {pid} failed: {error}"),
             Repr::Panicked(message) => write!(f, "process {pid} panicked: {message}"),
             Repr::Terminated => write!(f, "process {pid} was terminated"),
-            Repr::Cancelled => write!(f, "process {pid} was cancelled by scheduler shutdown"),
+            Repr::Cancelled => write!(f, "process {pid} was cancelled"),
+            Repr::Exited(reason) => {
+                write!(f, "process {pid} ended with a linked process ({reason})")
+            }
         }
     }
 }
@@ -349,6 +423,7 @@ impl fmt::Debug for ProcessError {
             Repr::Panicked(message) => format!("Panicked({message:?})"),
             Repr::Terminated => "Terminated".to_owned(),
             Repr::Cancelled => "Cancelled".to_owned(),
+            Repr::Exited(reason) => format!("Exited({reason:?})"),
         };
         write!(f, "ProcessError {{ pid: {}, {kind} }}", self.pid)
     }
@@ -358,6 +433,7 @@ impl std::error::Error for ProcessError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match &self.repr {
             Repr::Failed(error) => Some(&**error),
+            Repr::Exited(reason) => Some(reason),
             _ => None,
         }
     }

@@ -1,5 +1,6 @@
 //! What a process's `step` receives: yield completions, messages and cancellation.
 
+use super::exit::{Down, Exit};
 use super::queue::Queue;
 use super::{CommandError, Payload, Pid};
 use std::borrow::Cow;
@@ -41,6 +42,12 @@ pub enum Event {
     /// a future or callback outside procsched has news. Consecutive wakes are coalesced into one
     /// event.
     Woken,
+    /// A linked process ended, and this process traps exits
+    /// ([`SchedulerHandle::set_trap_exit`](crate::SchedulerHandle::set_trap_exit)); a process
+    /// that does not trap them ends with the same reason instead (unless it is `Normal`).
+    Exit(Exit),
+    /// A process this one monitors ended (or was already gone): once per monitor.
+    Down(Down),
 }
 
 // Every send moves an `Event` several times, and the mailbox's intake queue holds them in its
@@ -74,6 +81,10 @@ pub struct TopicBudget {
 pub enum CancelReason {
     /// The scheduler is shutting down.
     Shutdown,
+    /// The process alone was asked to finish
+    /// ([`SchedulerHandle::cancel`](crate::SchedulerHandle::cancel): its supervisor stopping
+    /// it, or anyone).
+    Stop,
 }
 
 /// A message between processes (or from outside).

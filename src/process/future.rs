@@ -47,6 +47,7 @@
 //! PID, so processes that live for one step are sampled one in [`SAMPLE_EVERY`] too — is timed
 //! ([`Host::step_timed`]): a clock read costs more than an inline step.
 
+use super::exit::ExitReason;
 use super::mailbox::{Drained, ProcessCell};
 use super::output::{Status, YieldSlot};
 use super::state::{ParkAs, TakeNotified, TransitionToParked};
@@ -138,7 +139,8 @@ pub(crate) trait Host: Send + Sync + 'static {
     /// Returns `true` if the finish came after a shutdown's grace period (the shutdown counts
     /// the process forced or abandoned): then its handle reports cancellation, whatever its
     /// last step did, unless it panicked.
-    fn finished(&self, pid: Pid, cell: &ProcessCell, outcome: Outcome) -> bool;
+    /// `reason` is what its links and monitors are told (`scheduler/links.rs`).
+    fn finished(&self, pid: Pid, cell: &ProcessCell, outcome: Outcome, reason: ExitReason) -> bool;
 
     /// A poll ended (before the process future returns, or is dropped): what it did.
     fn polled(&self, stats: &PollStats) {
@@ -273,9 +275,12 @@ impl<P: Process, H: Host> ProcessFuture<P, H> {
                 self.cell.stats.destructors_panicked(drop_unread(events));
                 let pid = self.pid;
                 tracing::debug!(%pid, "terminated");
-                return Poll::Ready(
-                    self.finish(Err(ProcessError::terminated(pid)), Outcome::Terminated),
-                );
+                // By a linked process's exit signal, or on request.
+                let error = match self.cell.take_exit_reason() {
+                    Some(reason) => ProcessError::exited(pid, reason),
+                    None => ProcessError::terminated(pid),
+                };
+                return Poll::Ready(self.finish(Err(error), Outcome::Terminated));
             }
             let events_in = if trace_steps { events.len() } else { 0 };
             self.until_timed -= 1;
@@ -456,7 +461,11 @@ impl<P: Process, H: Host> ProcessFuture<P, H> {
             cell.stats.destructors_panicked(panics);
         }
         tracing::debug!(%pid, outcome = outcome.name(), "process finished");
-        let late = self.host.finished(pid, cell, outcome);
+        let reason = match &result {
+            Ok(_) => ExitReason::Normal,
+            Err(error) => error.exit_reason(),
+        };
+        let late = self.host.finished(pid, cell, outcome, reason);
         if late && !matches!(outcome, Outcome::Panicked | Outcome::Stopped) {
             // The shutdown's report counts it forced or abandoned: the handle agrees.
             drop_contained(result);

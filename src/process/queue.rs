@@ -149,6 +149,24 @@ impl Queue {
         }
     }
 
+    /// Removes the oldest event `matches` accepts (a demonitor's queued `Down`), for the caller
+    /// to drop (outside its lock).
+    pub(crate) fn remove_first(&mut self, matches: impl Fn(&Event) -> bool) -> Option<Event> {
+        match self {
+            Queue::Inline(slot) => {
+                if slot.as_ref().is_some_and(&matches) {
+                    slot.take()
+                } else {
+                    None
+                }
+            }
+            Queue::Spilled(buffer) => {
+                let at = buffer.iter().position(matches)?;
+                buffer.remove(at)
+            }
+        }
+    }
+
     /// The events, oldest first.
     pub(crate) fn iter(&self) -> impl Iterator<Item = &Event> + '_ {
         let (first, rest) = match self {

@@ -10,14 +10,17 @@
 use super::addr::Addr;
 use super::error::SpawnError;
 use super::handle::SchedulerHandle;
+use super::names::RegisterError;
 use super::process_handle::ProcessHandle;
 use crate::dispatch::Run;
+use crate::process::async_fn::forget_down;
 use crate::process::context::Owner;
-use crate::process::YieldNow;
 use crate::process::{BoxError, Call, Cancelled, Command, Message, Pid, Recv, RecvMessage};
+use crate::process::{MonitorRef, RecvAny, RecvDown, RecvExit, RecvSignal, YieldNow};
 use std::fmt;
 use std::future::Future;
 use std::marker::PhantomData;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// What an async-fn process gets: its identity and the means to yield, receive and spawn.
@@ -241,6 +244,185 @@ impl<M> fmt::Debug for ProcessCx<M> {
         f.debug_struct("ProcessCx")
             .field("pid", &self.owner.pid)
             .finish_non_exhaustive()
+    }
+}
+
+/// Links, monitors and names: what a body does with other processes' ends
+/// ([`SchedulerHandle::link`] has the semantics).
+impl<M: Send + 'static> ProcessCx<M> {
+    /// Traps exits (or stops trapping them): a linked process's end arrives as an
+    /// [`Exit`](crate::supervision::Exit) signal ([`recv_signal`](Self::recv_signal),
+    /// [`recv_exit`](Self::recv_exit)) instead of ending this process too.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use procsched::prelude::*;
+    ///
+    /// let sched = Scheduler::builder().workers(1).build()?;
+    /// let watcher = sched.spawn_fn(|cx: ProcessCx<()>| async move {
+    ///     cx.trap_exit(true);
+    ///     let child = cx.spawn_link(|_: ProcessCx| async { Err::<(), BoxError>("crash".into()) })?;
+    ///     let exit = cx.recv_exit().await?;
+    ///     Ok::<_, BoxError>((exit.pid == child, exit.reason.is_failed()))
+    /// })?;
+    /// assert_eq!(sched.block_on(watcher)?, (true, true));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn trap_exit(&self, trap: bool) {
+        // This process runs (it is polling): only a finished one is refused.
+        let _ = self.sched.set_trap_exit(self.pid(), trap);
+    }
+
+    /// Links this process and `pid` ([`SchedulerHandle::link`]): if `pid` is already gone,
+    /// this process gets the exit signal at once (`NoProc`).
+    ///
+    /// # Examples
+    ///
+    /// See [`SchedulerHandle::link`].
+    pub fn link(&self, pid: Pid) {
+        let _ = self.sched.link(self.pid(), pid);
+    }
+
+    /// Removes the link between this process and `pid`, both directions.
+    ///
+    /// # Examples
+    ///
+    /// See [`SchedulerHandle::unlink`].
+    pub fn unlink(&self, pid: Pid) {
+        self.sched.unlink(self.pid(), pid);
+    }
+
+    /// Starts a child process linked to this one from before its first poll; returns its
+    /// PID. Link semantics as [`link`](Self::link).
+    ///
+    /// # Errors
+    ///
+    /// As [`SchedulerHandle::spawn_fn`].
+    ///
+    /// # Examples
+    ///
+    /// See [`trap_exit`](Self::trap_exit).
+    pub fn spawn_link<F, Fut, T, E, N>(&self, body: F) -> Result<Pid, SpawnError>
+    where
+        F: FnOnce(ProcessCx<N>) -> Fut + Send + 'static,
+        Fut: Future<Output = Result<T, E>> + Send + 'static,
+        T: Send + 'static,
+        E: Into<BoxError>,
+        N: Send + 'static,
+    {
+        self.sched
+            .spawn_fn_linked(self.pid(), body)
+            .map(|child| child.pid())
+    }
+
+    /// Monitors `pid`: exactly one [`Down`](crate::supervision::Down) arrives when it ends
+    /// ([`recv_down`](Self::recv_down), [`recv_signal`](Self::recv_signal)) — at once, with
+    /// `NoProc`, if it is already gone.
+    ///
+    /// # Examples
+    ///
+    /// See [`MonitorRef`](crate::supervision::MonitorRef).
+    pub fn monitor(&self, pid: Pid) -> MonitorRef {
+        match self.sched.monitor_from(self.pid(), pid) {
+            Ok(monitor) => monitor,
+            // Only a finished process is refused, and it polls no more.
+            Err(_) => MonitorRef::next(pid),
+        }
+    }
+
+    /// Ends the monitor `monitor`: no `Down` of it is received afterwards (one already
+    /// delivered and not yet received is discarded). `true` if it was active.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use procsched::prelude::*;
+    ///
+    /// let sched = Scheduler::builder().workers(1).build()?;
+    /// let target = sched.spawn_fn(|cx: ProcessCx<()>| async move { Ok::<_, BoxError>(cx.recv().await?) })?;
+    /// let target_addr = target.addr();
+    /// let watcher = sched.spawn_fn(move |cx: ProcessCx<()>| async move {
+    ///     let first = cx.monitor(target_addr.pid());
+    ///     let second = cx.monitor(target_addr.pid());
+    ///     cx.demonitor(first);
+    ///     target_addr.send(())?;
+    ///     let down = cx.recv_down().await?;
+    ///     Ok::<_, BoxError>(down.monitor == second)   // the first one never comes
+    /// })?;
+    /// assert!(sched.block_on(watcher)?);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn demonitor(&self, monitor: MonitorRef) -> bool {
+        let held = self.sched.demonitor_from(self.pid(), monitor);
+        forget_down(self.owner, monitor) || held
+    }
+
+    /// Gives this process the name `name` ([`SchedulerHandle::register`]).
+    ///
+    /// # Errors
+    ///
+    /// [`RegisterError::Taken`](crate::supervision::RegisterError::Taken) if another process holds it.
+    ///
+    /// # Examples
+    ///
+    /// See [`SchedulerHandle::register`].
+    pub fn register(&self, name: impl Into<Arc<str>>) -> Result<(), RegisterError> {
+        self.sched.register(name, self.pid())
+    }
+
+    /// The next signal: an [`Exit`](crate::supervision::Exit) (this process traps exits) or a
+    /// [`Down`](crate::supervision::Down). The process is `Idle` while it waits; reports the
+    /// cancellation like [`recv`](Self::recv).
+    ///
+    /// # Examples
+    ///
+    /// See [`Supervisor`](crate::supervision::Supervisor).
+    pub fn recv_signal(&self) -> RecvSignal {
+        RecvSignal::new(self.owner)
+    }
+
+    /// The next `Down` (exit signals wait for [`recv_signal`](Self::recv_signal)).
+    ///
+    /// # Examples
+    ///
+    /// See [`MonitorRef`](crate::supervision::MonitorRef).
+    pub fn recv_down(&self) -> RecvDown {
+        RecvDown::new(self.owner)
+    }
+
+    /// The next `Exit` (`Down`s wait for [`recv_signal`](Self::recv_signal)).
+    ///
+    /// # Examples
+    ///
+    /// See [`trap_exit`](Self::trap_exit).
+    pub fn recv_exit(&self) -> RecvExit {
+        RecvExit::new(self.owner)
+    }
+
+    /// The next message or signal, signals first: for a process that serves requests and
+    /// watches others (a supervisor).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use procsched::prelude::*;
+    /// use procsched::supervision::{Incoming, Signal};
+    ///
+    /// let sched = Scheduler::builder().workers(1).build()?;
+    /// let handle = sched.spawn_fn(|cx: ProcessCx<u32>| async move {
+    ///     let worker = cx.scheduler().spawn_fn(|_: ProcessCx| async { Ok::<_, BoxError>(()) })?;
+    ///     cx.monitor(worker.pid());
+    ///     match cx.recv_any().await? {
+    ///         Incoming::Signal(Signal::Down(down)) => Ok::<_, BoxError>(down.reason.is_normal()),
+    ///         _ => Ok(false),
+    ///     }
+    /// })?;
+    /// assert!(sched.block_on(handle)?);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn recv_any(&self) -> RecvAny<M> {
+        RecvAny::new(self.owner)
     }
 }
 

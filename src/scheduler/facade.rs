@@ -149,6 +149,16 @@ impl Scheduler {
         self.handle.send(pid, message)
     }
 
+    /// Monitors `pid` from outside any process ([`SchedulerHandle::monitor`]): the returned
+    /// future resolves to its one `Down`.
+    ///
+    /// # Examples
+    ///
+    /// See [`SchedulerHandle::monitor`].
+    pub fn monitor(&self, pid: Pid) -> crate::supervision::Monitor {
+        self.handle().monitor(pid)
+    }
+
     /// See [`SchedulerHandle::terminate`].
     ///
     /// # Errors

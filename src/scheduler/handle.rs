@@ -10,6 +10,7 @@ use super::shared::{cancel, Inner};
 use super::table;
 use super::tasks;
 use crate::loom::Arc;
+use crate::process::exit::ExitReason;
 use crate::process::future::ProcessFuture;
 use crate::process::mailbox::{Admission, Incarnation, ProcessCell};
 use crate::process::{drop_contained, panic_message, Message, Payload, Pid, Process};
@@ -93,7 +94,7 @@ impl SchedulerHandle {
         method: &str,
         input: Payload,
     ) -> Result<ProcessHandle<P::Output>, SpawnError> {
-        self.spawn_as(process, method, input, std::any::type_name::<P>())
+        self.spawn_as(process, method, input, std::any::type_name::<P>(), None)
     }
 
     /// [`spawn`](Self::spawn), naming the process's type `kind` in its span and its
@@ -104,6 +105,7 @@ impl SchedulerHandle {
         method: &str,
         input: Payload,
         kind: &'static str,
+        link: Option<Pid>,
     ) -> Result<ProcessHandle<P::Output>, SpawnError> {
         let inner = &self.inner;
         // Protocol steps in the module docs of `scheduler`.
@@ -161,9 +163,14 @@ impl SchedulerHandle {
             drop(entered);
             let panics = cell.close();
             cell.stats.destructors_panicked(panics);
-            inner
-                .lifecycle
-                .leave(Leave::Refused, || inner.table.release(pid, &cell));
+            let mut watches = Vec::new();
+            inner.lifecycle.leave(Leave::Refused, || {
+                watches = inner.table.release(pid, &cell);
+            });
+            // Links or monitors its `init` set up: it never ran.
+            if !watches.is_empty() {
+                inner.ended(pid, &ExitReason::NoProc, watches);
+            }
             return Err(error);
         }
         // Step 5. Shutdown may have started since admission: make sure this process is
@@ -173,6 +180,10 @@ impl SchedulerHandle {
         // just now — is covered by the fence in `Table::create_cell`.)
         if inner.lifecycle.is_shutting_down() {
             let _ = cancel(&cell);
+        }
+        if let Some(parent) = link {
+            // Before the first step: the child cannot have ended (`links.rs`).
+            inner.link_new(pid, &cell, parent);
         }
         tracing::debug!(%pid, "process spawned");
         drop(entered);

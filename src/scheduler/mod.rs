@@ -89,11 +89,14 @@ mod hosts;
 mod info;
 mod lazy_runtime;
 mod lifecycle;
+mod links;
 mod metrics;
+mod names;
 mod process_handle;
 mod shared;
 mod shutdown;
 mod spawn_fn;
+mod supervisor;
 mod table;
 mod tasks;
 
@@ -112,8 +115,14 @@ pub use handle::SchedulerHandle;
 pub(crate) use hosts::{register_alias, unregister_alias};
 pub use info::ProcessInfo;
 pub use lifecycle::ShutdownReport;
+pub use links::{Monitor, NotRunning};
 pub use metrics::{
     FinishCounts, MessageCounts, ProcessCounts, SchedulerMetrics, StepSample, YieldCounts,
 };
+pub use names::RegisterError;
 pub use process_handle::ProcessHandle;
 pub use shutdown::FORCED_STOP_WAIT;
+pub use supervisor::{
+    ChildInfo, ChildShutdown, ChildSpec, Restart, Start, Strategy, Supervisor, SupervisorError,
+    SupervisorRef, DEFAULT_MAX_RESTARTS, DEFAULT_RESTART_WINDOW,
+};

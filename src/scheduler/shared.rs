@@ -7,11 +7,13 @@ use super::handle::kind_of;
 use super::lazy_runtime::LazyRuntime;
 use super::lifecycle::{Leave, Lifecycle, Tallied};
 use super::metrics::{Counter, Counters, COUNTING_OFF};
+use super::names::Names;
 use super::table::Table;
 use crate::dispatch::{self, Dispatched, HandlerRuntime, HandlerSet, HandlerTask};
 use crate::executor;
 use crate::loom::Arc;
 use crate::process::context::HostId;
+use crate::process::exit::ExitReason;
 use crate::process::future::{Host, Outcome, PollStats};
 use crate::process::mailbox::{Admission, ProcessCell};
 use crate::process::stats::HandlerOutcome;
@@ -34,6 +36,8 @@ pub(crate) struct Inner {
     pub(super) counters: Counters,
     max_batch: usize,
     step_budget: usize,
+    /// Named processes (`names.rs`).
+    pub(super) names: Names,
 }
 
 impl Drop for Inner {
@@ -65,6 +69,7 @@ impl Inner {
             counters: Counters::new(),
             max_batch,
             step_budget,
+            names: Names::default(),
         }
     }
 
@@ -185,6 +190,9 @@ pub(super) fn is_cancellation(error: &(dyn std::error::Error + 'static)) -> bool
             || error
                 .downcast_ref::<AskError>()
                 .is_some_and(AskError::is_cancelled)
+            || error
+                .downcast_ref::<ExitReason>()
+                .is_some_and(ExitReason::is_shutdown)
         {
             return true;
         }
@@ -244,11 +252,12 @@ impl Host for Inner {
         outstanding.is_finished()
     }
 
-    fn finished(&self, pid: Pid, cell: &ProcessCell, outcome: Outcome) -> bool {
+    fn finished(&self, pid: Pid, cell: &ProcessCell, outcome: Outcome, reason: ExitReason) -> bool {
         let mut late = false;
+        let mut watches = Vec::new();
         self.lifecycle.leave_tallied(Leave::Finished, |tallied| {
             late = matches!(tallied, Tallied::Forced | Tallied::Sealed);
-            self.table.release(pid, cell);
+            watches = self.table.release(pid, cell);
             // Counted here, under shutdown's tally lock when it has begun: the metrics agree
             // with its report (`FinishCounts` documents the classes).
             let counter = match (outcome, tallied) {
@@ -262,6 +271,11 @@ impl Host for Inner {
             };
             self.counters.add(counter);
         });
+        // Outside shutdown's tally lock: names first (whoever restarts the process may take its
+        // name at once), then links and monitors (`links.rs`).
+        if !watches.is_empty() {
+            self.ended(pid, &reason, watches);
+        }
         late
     }
 

@@ -6,7 +6,7 @@ use super::handle::SchedulerHandle;
 use super::process_handle::ProcessHandle;
 use crate::process::async_fn::AsyncFnProcess;
 use crate::process::context::Owner;
-use crate::process::{BoxError, Payload};
+use crate::process::{BoxError, Payload, Pid, Process};
 use std::future::Future;
 
 impl SchedulerHandle {
@@ -50,6 +50,60 @@ impl SchedulerHandle {
         E: Into<BoxError>,
         M: Send + 'static,
     {
+        self.spawn_fn_as(body, None)
+    }
+
+    /// [`spawn_fn`](Self::spawn_fn), linked to `parent` from before the body's first poll:
+    /// no end of either can be missed by the other (see [`link`](Self::link)).
+    ///
+    /// # Errors
+    ///
+    /// As [`spawn_fn`](Self::spawn_fn).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use procsched::prelude::*;
+    ///
+    /// let sched = Scheduler::builder().workers(1).build()?;
+    /// let parent = sched.spawn_fn(|cx: ProcessCx<()>| async move {
+    ///     cx.trap_exit(true);
+    ///     let child = cx.scheduler().spawn_fn_linked(cx.pid(), |_: ProcessCx| async {
+    ///         Err::<(), BoxError>("the child fails".into())
+    ///     })?;
+    ///     let exit = cx.recv_exit().await?;
+    ///     Ok::<_, BoxError>(exit.pid == child.pid() && exit.reason.is_failed())
+    /// })?;
+    /// assert!(sched.block_on(parent)?);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn spawn_fn_linked<F, Fut, T, E, M>(
+        &self,
+        parent: Pid,
+        body: F,
+    ) -> Result<ProcessHandle<T, M>, SpawnError>
+    where
+        F: FnOnce(ProcessCx<M>) -> Fut + Send + 'static,
+        Fut: Future<Output = Result<T, E>> + Send + 'static,
+        T: Send + 'static,
+        E: Into<BoxError>,
+        M: Send + 'static,
+    {
+        self.spawn_fn_as(body, Some(parent))
+    }
+
+    fn spawn_fn_as<F, Fut, T, E, M>(
+        &self,
+        body: F,
+        link: Option<Pid>,
+    ) -> Result<ProcessHandle<T, M>, SpawnError>
+    where
+        F: FnOnce(ProcessCx<M>) -> Fut + Send + 'static,
+        Fut: Future<Output = Result<T, E>> + Send + 'static,
+        T: Send + 'static,
+        E: Into<BoxError>,
+        M: Send + 'static,
+    {
         // A body may await tokio directly: make sure its workers have a runtime's context.
         let _ = self.inner.process_runtime();
         // Named after the body: `AsyncFnProcess<..>`'s own name would bury it in generics.
@@ -60,7 +114,52 @@ impl SchedulerHandle {
             "run",
             Payload::empty(),
             std::any::type_name::<F>(),
+            link,
         )?;
         Ok(handle.receiving())
+    }
+
+    /// [`spawn`](Self::spawn), linked to `parent` from before the process's first step (see
+    /// [`link`](Self::link)).
+    ///
+    /// # Errors
+    ///
+    /// As [`spawn`](Self::spawn).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use procsched::prelude::*;
+    /// use procsched::state_machine::{Events, Process, StepOutput};
+    ///
+    /// struct Fails;
+    /// impl Process for Fails {
+    ///     type Output = ();
+    ///     fn step(&mut self, _: &mut Events, _: &mut StepOutput<()>) -> Result<(), BoxError> {
+    ///         Err("fails".into())
+    ///     }
+    /// }
+    ///
+    /// let sched = Scheduler::builder().workers(1).build()?;
+    /// let parent = sched.spawn_fn(|cx: ProcessCx<()>| async move { Ok::<_, BoxError>(cx.recv().await?) })?;
+    /// let child = sched.handle().spawn_linked(parent.pid(), Fails, "run", Payload::empty())?;
+    /// # let _ = sched.block_on(child);
+    /// assert!(sched.block_on(parent).unwrap_err().exit_reason().is_failed(), "ended with its child");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn spawn_linked<P: Process>(
+        &self,
+        parent: Pid,
+        process: P,
+        method: &str,
+        input: Payload,
+    ) -> Result<ProcessHandle<P::Output>, SpawnError> {
+        self.spawn_as(
+            process,
+            method,
+            input,
+            std::any::type_name::<P>(),
+            Some(parent),
+        )
     }
 }

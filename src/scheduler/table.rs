@@ -32,7 +32,7 @@
 use super::free_list::FreeList;
 use crate::loom::atomic::{fence, AtomicPtr, AtomicUsize, Ordering::*};
 use crate::loom::{lock, Arc, Mutex};
-use crate::process::mailbox::{Incarnation, ProcessCell};
+use crate::process::mailbox::{Incarnation, ProcessCell, Watch};
 use crate::process::{Pid, INDEX_BITS, MAX_GENERATION};
 use std::ptr;
 
@@ -111,15 +111,17 @@ impl Table {
         Some((Pid::new(index, generation), cell))
     }
 
-    /// Protocol step 2, for the process `pid` whose cell is closed.
-    pub(crate) fn release(&self, pid: Pid, cell: &ProcessCell) {
-        let generation = cell.release();
+    /// Protocol step 2, for the process `pid` whose cell is closed. Returns the watches
+    /// registered on it, for the caller to signal (`links.rs`).
+    pub(crate) fn release(&self, pid: Pid, cell: &ProcessCell) -> Vec<Watch> {
+        let (generation, watches) = cell.release();
         debug_assert_eq!(generation, pid.generation());
         if generation < MAX_GENERATION {
             self.free.release(pid.index());
         } else {
             tracing::debug!(%pid, "process table slot retired: its generations are used up");
         }
+        watches
     }
 
     /// The cell that hosts (or hosted, or will host) the process `pid`. Whether it hosts `pid`
@@ -268,7 +270,7 @@ mod tests {
 
     fn finish(table: &Table, pid: Pid, cell: &ProcessCell) {
         cell.close();
-        table.release(pid, cell);
+        let _ = table.release(pid, cell);
     }
 
     #[test]

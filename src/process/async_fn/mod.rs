@@ -24,6 +24,7 @@ pub(crate) mod asking;
 mod futures;
 mod lazy_waker;
 mod scope;
+mod signals;
 mod state;
 
 #[cfg(all(test, not(loom)))]
@@ -31,6 +32,8 @@ mod tests;
 
 pub use futures::{Call, Cancelled, Recv, RecvError, RecvMessage, YieldNow};
 pub(crate) use scope::current_owner;
+pub(crate) use signals::forget_down;
+pub use signals::{Incoming, RecvAny, RecvDown, RecvExit, RecvSignal};
 
 use super::context::Owner;
 use super::{drop_contained, BoxError, Event, Events, InitError, Payload};

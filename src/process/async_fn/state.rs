@@ -15,6 +15,7 @@
 //! a completion no call wants, the inbox and the kept completions when the process ends — is
 //! dropped on its own, its destructor's panic contained (`process/contain.rs`).
 
+use crate::process::exit::Signal;
 use crate::process::{drop_contained, drop_each};
 use crate::process::{CancelReason, CommandError, Event, Message, Payload, Tag, Topic};
 use std::collections::VecDeque;
@@ -59,10 +60,29 @@ impl CxState {
             Event::Message(message) => self.mail().inbox.push_back(message),
             Event::Cancel { reason } => self.cancelled = Some(reason),
             Event::MailboxOverflow { topic } => self.mail().overflows.push_back(topic),
+            Event::Exit(exit) => self.mail().signals.push_back(Signal::Exit(exit)),
+            Event::Down(down) => self.mail().signals.push_back(Signal::Down(down)),
             // Only a re-poll was asked for.
             Event::Woken => {}
         }
         0
+    }
+
+    /// Takes the first signal `wanted` accepts (`signals.rs`). Drops nothing.
+    pub(super) fn take_signal(&mut self, wanted: impl Fn(&Signal) -> bool) -> Option<Signal> {
+        let signals = &mut self.mail.as_mut()?.signals;
+        let at = signals.iter().position(wanted)?;
+        signals.remove(at)
+    }
+
+    /// Takes what waits for a receive in the inbox: an overflow marker first, then the oldest
+    /// message. Drops nothing.
+    pub(super) fn take_mail(&mut self) -> Option<Received> {
+        let mail = self.mail.as_mut()?;
+        if let Some(topic) = mail.overflows.pop_front() {
+            return Some(Received::Overflow(topic));
+        }
+        mail.inbox.pop_front().map(Received::Message)
     }
 
     /// `true` if no message waits in the inbox (the step may hand a lone message straight to
@@ -153,6 +173,8 @@ impl Drop for CxState {
     fn drop(&mut self) {
         if let Some(mail) = self.mail.take() {
             drop_each(mail.inbox);
+            // An exit reason may hold a user's error.
+            drop_each(mail.signals);
         }
         if let Some(extra) = self.calls.extra.take() {
             drop_each(extra.completions);
@@ -167,6 +189,17 @@ pub(super) struct Mail {
     pub(super) inbox: VecDeque<Message>,
     /// Topics whose overflow marker the body has not yet received.
     pub(super) overflows: VecDeque<Topic>,
+    /// Exit signals (when trapping) and monitors' `Down`s not yet received (`signals.rs`).
+    pub(super) signals: VecDeque<Signal>,
+}
+
+/// What waits in the inbox for a receive.
+#[derive(Debug)]
+pub(super) enum Received {
+    /// A topic's overflow marker.
+    Overflow(Topic),
+    /// A message.
+    Message(Message),
 }
 
 /// The live calls: the first one's tag inline; the others (calls awaited together) and the

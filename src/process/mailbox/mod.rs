@@ -35,6 +35,9 @@ pub(crate) mod blocks;
 mod budget;
 mod drain;
 pub(crate) mod intake;
+mod watch;
+
+pub(crate) use watch::{Watch, Watcher};
 
 use super::queue::Queue;
 use super::state::{StateWord, TransitionOnEvent};
@@ -126,6 +129,8 @@ struct Inner {
     kind: &'static str,
     spawned_at: u64,
     max_depth: usize,
+    /// Links, monitors and the trap flag of the current incarnation, once used (`watch.rs`).
+    watch: Option<Box<watch::WatchState>>,
 }
 
 /// What `open` records about the process a cell starts to host (for `process_info`).
@@ -164,6 +169,7 @@ impl ProcessCell {
                     kind: "",
                     spawned_at: 0,
                     max_depth: 0,
+                    watch: None,
                 }),
                 gate: Gate::new(),
                 intake: Intake::new(),
@@ -198,6 +204,10 @@ impl ProcessCell {
         debug_assert!(inner.events.is_empty() && inner.behind.is_empty());
         debug_assert!(inner.waker.is_none() && inner.task.is_none());
         debug_assert!(inner.topics.is_none());
+        debug_assert!(
+            inner.watch.is_none(),
+            "`release` took the last incarnation's watches"
+        );
         inner.terminate = false;
         inner.queued_messages = 0;
         inner.kind = incarnation.kind;
@@ -564,13 +574,24 @@ impl ProcessCell {
         panics
     }
 
-    /// The process is gone: `Closing` → `Free`. Returns the generation that ended.
-    pub(crate) fn release(&self) -> Generation {
-        let _inner = lock(&self.mailbox.inner);
-        let (generation, phase) = self.mailbox.gate.load();
-        debug_assert_eq!(phase, Phase::Closing);
-        self.mailbox.gate.store(generation, Phase::Free);
-        generation
+    /// The process is gone: `Closing` → `Free`. Returns the generation that ended and the
+    /// watches registered on it, taken in the same critical section (`watch.rs`, protocol 8
+    /// step 2): the caller signals each.
+    pub(crate) fn release(&self) -> (Generation, Vec<Watch>) {
+        let (generation, watches) = {
+            let mut inner = lock(&self.mailbox.inner);
+            let (generation, phase) = self.mailbox.gate.load();
+            debug_assert_eq!(phase, Phase::Closing);
+            self.mailbox.gate.store(generation, Phase::Free);
+            (generation, ProcessCell::take_watches(&mut inner))
+        };
+        (generation, watches)
+    }
+
+    /// [`release`](Self::release), for tests that look at the watches.
+    #[cfg(all(test, not(loom)))]
+    pub(crate) fn release_watched(&self) -> (Generation, Vec<Watch>) {
+        self.release()
     }
 }
 

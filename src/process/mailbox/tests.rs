@@ -17,7 +17,7 @@ fn a_late_completion_from_a_previous_incarnation_is_rejected() {
     // The process finishes (its queued event is dropped) and the cell hosts the next one.
     cell.close();
     assert_eq!(cell.deliver(old, completion(2)), Admission::Closed);
-    assert_eq!(cell.release(), old);
+    assert_eq!(cell.release().0, old);
     assert_eq!(cell.deliver(old, completion(2)), Admission::Gone);
     let new = cell.open();
     assert_ne!(old, new);

@@ -159,7 +159,7 @@ fn loom_lock_free_send_racing_close_and_reuse() {
             )
         };
         cell.close();
-        assert_eq!(cell.release(), old);
+        assert_eq!(cell.release().0, old);
         let new = cell.open();
         let admission = sender.join().unwrap();
         assert!(matches!(

@@ -37,7 +37,7 @@ fn loom_stale_completion_racing_with_the_cells_reuse() {
         };
         // The process finishes and the cell hosts the next one.
         cell.close();
-        assert_eq!(cell.release(), old.generation());
+        assert_eq!(cell.release().0, old.generation());
         let new = cell.open();
         let outcome = late.join().unwrap();
         let mut events = Events::default();
@@ -87,7 +87,7 @@ fn loom_close_racing_an_event() {
         assert!(polled.cell.state.load().is_complete());
         assert_eq!(drain(&polled.cell, None), (Drained::All, 0));
         // The cell hosts its next process, which starts with an empty mailbox.
-        assert_eq!(polled.cell.release(), polled.generation);
+        assert_eq!(polled.cell.release().0, polled.generation);
         let next = polled.cell.open();
         assert_ne!(next, polled.generation);
         assert!(polled.cell.state.load().is_ready());

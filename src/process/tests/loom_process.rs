@@ -42,9 +42,9 @@ impl Host for ToyHost {
     fn is_finished(&self, _: &()) -> bool {
         true
     }
-    fn finished(&self, pid: Pid, cell: &ProcessCell, _: Outcome) -> bool {
+    fn finished(&self, pid: Pid, cell: &ProcessCell, _: Outcome, _: ExitReason) -> bool {
         // As the scheduler's table does: the cell may host another process from here on.
-        assert_eq!(cell.release(), pid.generation());
+        assert_eq!(cell.release().0, pid.generation());
         self.finished.fetch_add(1, SeqCst);
         false
     }

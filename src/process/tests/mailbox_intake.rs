@@ -201,7 +201,7 @@ fn close_drops_the_intake_messages_once_and_the_next_process_starts_empty() {
     assert_eq!(cell.mailbox.intake_len(), Some(3));
     cell.close();
     assert_eq!(drops.load(SeqCst), 6);
-    assert_eq!(cell.release(), generation);
+    assert_eq!(cell.release().0, generation);
     let next = cell.open();
     assert_eq!(
         cell.mailbox.intake_len(),
@@ -222,7 +222,7 @@ fn a_message_a_late_sender_pushed_after_close_never_reaches_the_next_process() {
     cell.close();
     // A sender that read the open gate just before `close` pushes now.
     assert!(cell.mailbox.push_to_intake(old, counted(&drops)).is_ok());
-    assert_eq!(cell.release(), old);
+    assert_eq!(cell.release().0, old);
     let new = cell.open();
     send(&cell, new, 5);
     // The next process's drain finds it stale and drops it, once.
@@ -264,7 +264,7 @@ fn refusals_are_the_same_with_an_intake_queue_installed() {
         cell.deliver_message(old, message(2)).unwrap_err().0,
         Admission::Closed
     );
-    assert_eq!(cell.release(), old);
+    assert_eq!(cell.release().0, old);
     assert_eq!(
         cell.deliver_message(old, message(3)).unwrap_err().0,
         Admission::Gone

@@ -1,0 +1,233 @@
+//! The receiving side of links and monitors in an `async fn` body: [`RecvSignal`] (the next
+//! [`Exit`] or [`Down`]), [`RecvDown`] (the next `Down`) and [`RecvAny`] (a message or a
+//! signal, whichever comes first).
+//!
+//! The adapter files `Event::Exit` and `Event::Down` in the body's signal queue (`state.rs`),
+//! apart from its messages, so that a body in `recv()` is not handed a signal it did not ask
+//! for, and one in `recv_signal()` not a message. A body waiting in any of them is `Idle`.
+//! Signals come before messages in [`RecvAny`]: a supervisor reacts to a child's end before it
+//! reads more requests. Like every receive, each reports the process's cancellation, once.
+
+use super::scope::{self, Scope};
+use super::state::Received;
+use super::RecvError;
+use crate::process::context::Owner;
+use crate::process::exit::{Down, Exit, MonitorRef, Signal};
+use crate::process::{from_message, take_lone};
+use std::future::Future;
+use std::marker::PhantomData;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+/// A message or a signal: what [`RecvAny`] resolves to.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Incoming<M> {
+    /// A message of the process's type.
+    Message(M),
+    /// An exit signal (the process traps exits) or a monitor's `Down`.
+    Signal(Signal),
+}
+
+/// The cancellation, if it is still to be reported (every receive reports it once).
+fn cancellation(scope: &mut Scope<'_>) -> Option<RecvError> {
+    let state = &mut *scope.state;
+    match (state.cancelled, state.cancel_reported) {
+        (Some(reason), false) => {
+            state.cancel_reported = true;
+            Some(RecvError::Cancelled(reason))
+        }
+        _ => None,
+    }
+}
+
+/// The next signal. Made by [`ProcessCx::recv_signal`](crate::ProcessCx::recv_signal).
+#[must_use = "a receive does nothing unless awaited"]
+#[derive(Debug)]
+pub struct RecvSignal {
+    owner: Owner,
+}
+
+impl RecvSignal {
+    pub(crate) fn new(owner: Owner) -> RecvSignal {
+        RecvSignal { owner }
+    }
+}
+
+impl Future for RecvSignal {
+    type Output = Result<Signal, RecvError>;
+
+    fn poll(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Self::Output> {
+        scope::with(self.owner, |scope| {
+            let Some(mut scope) = scope else {
+                return Poll::Ready(Err(RecvError::OutsideProcess));
+            };
+            if let Some(cancelled) = cancellation(&mut scope) {
+                return Poll::Ready(Err(cancelled));
+            }
+            if let Some(signal) = scope.state.take_signal(|_| true) {
+                return Poll::Ready(Ok(signal));
+            }
+            scope.state.wants.message = true;
+            Poll::Pending
+        })
+    }
+}
+
+/// The next `Down` (exit signals stay queued). Made by
+/// [`ProcessCx::recv_down`](crate::ProcessCx::recv_down).
+#[must_use = "a receive does nothing unless awaited"]
+#[derive(Debug)]
+pub struct RecvDown {
+    owner: Owner,
+}
+
+impl RecvDown {
+    pub(crate) fn new(owner: Owner) -> RecvDown {
+        RecvDown { owner }
+    }
+}
+
+impl Future for RecvDown {
+    type Output = Result<Down, RecvError>;
+
+    fn poll(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Self::Output> {
+        scope::with(self.owner, |scope| {
+            let Some(mut scope) = scope else {
+                return Poll::Ready(Err(RecvError::OutsideProcess));
+            };
+            if let Some(cancelled) = cancellation(&mut scope) {
+                return Poll::Ready(Err(cancelled));
+            }
+            match scope
+                .state
+                .take_signal(|signal| matches!(signal, Signal::Down(_)))
+            {
+                Some(Signal::Down(down)) => Poll::Ready(Ok(down)),
+                _ => {
+                    scope.state.wants.message = true;
+                    Poll::Pending
+                }
+            }
+        })
+    }
+}
+
+/// The next `Exit` (`Down`s stay queued). Made by
+/// [`ProcessCx::recv_exit`](crate::ProcessCx::recv_exit).
+#[must_use = "a receive does nothing unless awaited"]
+#[derive(Debug)]
+pub struct RecvExit {
+    owner: Owner,
+}
+
+impl RecvExit {
+    pub(crate) fn new(owner: Owner) -> RecvExit {
+        RecvExit { owner }
+    }
+}
+
+impl Future for RecvExit {
+    type Output = Result<Exit, RecvError>;
+
+    fn poll(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Self::Output> {
+        scope::with(self.owner, |scope| {
+            let Some(mut scope) = scope else {
+                return Poll::Ready(Err(RecvError::OutsideProcess));
+            };
+            if let Some(cancelled) = cancellation(&mut scope) {
+                return Poll::Ready(Err(cancelled));
+            }
+            match scope
+                .state
+                .take_signal(|signal| matches!(signal, Signal::Exit(_)))
+            {
+                Some(Signal::Exit(exit)) => Poll::Ready(Ok(exit)),
+                _ => {
+                    scope.state.wants.message = true;
+                    Poll::Pending
+                }
+            }
+        })
+    }
+}
+
+/// The next message or signal, signals first. Made by
+/// [`ProcessCx::recv_any`](crate::ProcessCx::recv_any).
+#[must_use = "a receive does nothing unless awaited"]
+#[derive(Debug)]
+pub struct RecvAny<M> {
+    owner: Owner,
+    _type: PhantomData<fn() -> M>,
+}
+
+impl<M> RecvAny<M> {
+    pub(crate) fn new(owner: Owner) -> RecvAny<M> {
+        RecvAny {
+            owner,
+            _type: PhantomData,
+        }
+    }
+}
+
+impl<M: 'static> Future for RecvAny<M> {
+    type Output = Result<Incoming<M>, RecvError>;
+
+    fn poll(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Self::Output> {
+        let found = scope::with(self.owner, |scope| {
+            let Some(mut scope) = scope else {
+                return Poll::Ready(Err(RecvError::OutsideProcess));
+            };
+            if let Some(cancelled) = cancellation(&mut scope) {
+                return Poll::Ready(Err(cancelled));
+            }
+            if let Some(signal) = scope.state.take_signal(|_| true) {
+                return Poll::Ready(Ok(Found::Signal(signal)));
+            }
+            if let Some(received) = scope.state.take_mail() {
+                return Poll::Ready(match received {
+                    Received::Overflow(topic) => Err(RecvError::Overflow(topic)),
+                    Received::Message(message) => Ok(Found::Message(message)),
+                });
+            }
+            match take_lone::<M>(scope.lone) {
+                Some(Ok(value)) => Poll::Ready(Ok(Found::Value(value))),
+                Some(Err(message)) => Poll::Ready(Ok(Found::Message(message))),
+                None => {
+                    scope.state.wants.message = true;
+                    Poll::Pending
+                }
+            }
+        });
+        found.map(|found| {
+            Ok(match found? {
+                Found::Signal(signal) => Incoming::Signal(signal),
+                Found::Value(value) => Incoming::Message(value),
+                Found::Message(message) => Incoming::Message(from_message::<M>(message)?),
+            })
+        })
+    }
+}
+
+/// What [`RecvAny`] found in the scope (a message is converted outside it).
+enum Found<M> {
+    Signal(Signal),
+    Value(M),
+    Message(crate::process::Message),
+}
+
+/// Discards a `Down` for `monitor` the body has not received yet (a demonitor from the body:
+/// `ProcessCx::demonitor`). Only inside `owner`'s poll; `false` elsewhere or if there was none.
+pub(crate) fn forget_down(owner: Owner, monitor: MonitorRef) -> bool {
+    let forgotten = scope::with(owner, |scope| {
+        scope.and_then(|scope| {
+            scope.state.take_signal(
+                |signal| matches!(signal, Signal::Down(down) if down.monitor == monitor),
+            )
+        })
+    });
+    let found = forgotten.is_some();
+    // Outside the scope: an exit reason may hold a user's error.
+    crate::process::drop_contained(forgotten);
+    found
+}

@@ -1,0 +1,386 @@
+//! Links, monitors and trapped exits, kept in the process's cell under its mailbox lock: who
+//! hears when the process ends, and how an exit signal from a linked process is taken.
+//!
+//! # Protocol 8: a watch never misses the end it watches
+//! A *watch* — one side of a link, or a monitor — is registered on the watched process's cell;
+//! the end takes every watch registered so far and signals each. Both happen under the mailbox
+//! lock, bound to the watched process's generation:
+//! 1. [`ProcessCell::watch`] accepts the watch while the incarnation has not been *released*
+//!    (phases `Open` and `Closing`: the process runs, or runs its `close`), and refuses it
+//!    otherwise (`Free`, or another generation): the watcher then signals itself at once with
+//!    `NoProc`.
+//! 2. The end: [`ProcessCell::release`] — after `close` has run, when the scheduler forgets the
+//!    process — moves the phase to `Free` and takes the watches in the same critical section.
+//!    The scheduler delivers them (outside the lock).
+//!
+//! So every watch is either taken by the end (step 2 after step 1) or refused (step 1 after step
+//! 2): signalled exactly once, and never before `close` has run. Checked by
+//! `loom_a_watch_racing_the_end_is_signalled_exactly_once` (`process/tests/loom_watch.rs`).
+//!
+//! # Protocol 9: an exit signal meets the trap flag once
+//! [`ProcessCell::deliver_exit`] reads the receiver's trap flag, and either queues the signal as
+//! an [`Event::Exit`] (trapping) or asks the process to end with the signal's reason (not
+//! trapping, reason not `Normal`), under the same lock that [`ProcessCell::set_trap_exit`] writes
+//! the flag under: a signal racing a toggle is handled wholly by the old value or wholly by the
+//! new one. An abnormal signal to a process already asked to end keeps the first reason.
+//! Checked by `loom_trap_exit_toggled_during_delivery_takes_the_signal_once`.
+//!
+//! # Monitors a process holds
+//! A process that monitors others keeps the references it holds (`monitors`). A [`Down`] is
+//! queued only if its reference is still held — and taking it out is part of queueing it — so a
+//! `Down` is queued at most once, and never after the watcher dropped the reference
+//! ([`ProcessCell::forget_monitor`], a demonitor). Checked by
+//! `loom_a_demonitor_racing_the_targets_end_leaves_no_down_behind`.
+
+use super::intake::Stale;
+use super::{lock, Generation, Inner, Lane, Phase, ProcessCell};
+use crate::process::exit::{Down, Exit, ExitReason, MonitorRef};
+use crate::process::{Event, Pid};
+use std::collections::HashSet;
+
+/// Who hears of a monitored process's end.
+pub(crate) enum Watcher {
+    /// A process: the `Down` goes to its mailbox.
+    Process(Pid),
+    /// Anyone else (an outside monitor's future): called with the `Down`, outside any lock.
+    Callback(Box<dyn FnOnce(Down) + Send>),
+}
+
+/// One registration on a watched process.
+pub(crate) enum Watch {
+    /// The watched process is linked to this process.
+    Link(Pid),
+    /// A monitor of the watched process.
+    Monitor {
+        monitor: MonitorRef,
+        watcher: Watcher,
+    },
+    /// The watched process holds a name, released when it ends (`scheduler/names.rs`).
+    Named,
+}
+
+impl std::fmt::Debug for Watch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Watch::Link(pid) => f.debug_tuple("Link").field(pid).finish(),
+            Watch::Named => f.write_str("Named"),
+            Watch::Monitor { monitor, watcher } => f
+                .debug_struct("Monitor")
+                .field("monitor", monitor)
+                .field(
+                    "watcher",
+                    &match watcher {
+                        Watcher::Process(pid) => pid.to_string(),
+                        Watcher::Callback(_) => "a callback".to_owned(),
+                    },
+                )
+                .finish(),
+        }
+    }
+}
+
+/// A process's links, monitors and trap flag, for one incarnation. Boxed in the cell, and
+/// absent until first used: most processes never link or monitor.
+#[derive(Default)]
+pub(crate) struct WatchState {
+    /// Registrations on this process (protocol 8).
+    watches: Vec<Watch>,
+    /// This process traps exits (protocol 9).
+    trap_exit: bool,
+    /// Monitors this process holds ("Monitors a process holds").
+    monitors: HashSet<MonitorRef>,
+    /// Why this process was asked to end by a linked process's exit (protocol 9).
+    exit: Option<ExitReason>,
+}
+
+/// What an exit signal did to its receiver (protocol 9).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ExitDelivery {
+    /// The receiver traps exits: the signal waits in its mailbox as an `Event::Exit`.
+    Trapped,
+    /// A `Normal` exit to a process that does not trap: nothing happens.
+    Ignored,
+    /// The receiver was asked to end with the signal's reason.
+    Ending,
+    /// The receiver is gone (or finishing): nothing to do.
+    Gone,
+}
+
+impl Inner {
+    fn watch_state(&mut self) -> &mut WatchState {
+        self.watch.get_or_insert_with(Box::default)
+    }
+}
+
+impl ProcessCell {
+    /// Where a locked push goes: behind the intake queue's events (`Mailbox::settle_intake`).
+    fn lane_for(&self, inner: &mut Inner, stale: &mut Stale<'_>) -> Lane {
+        if self.mailbox.settle_intake(inner, stale) {
+            Lane::Queue
+        } else {
+            Lane::Behind
+        }
+    }
+
+    /// `true` if the incarnation `generation` has not been released (protocol 8, step 1).
+    fn watchable(&self, generation: Generation) -> bool {
+        let (current, phase) = self.mailbox.gate.load();
+        current == generation && phase != Phase::Free
+    }
+
+    /// `true` if the incarnation `generation` is open (it may still receive).
+    fn open_for(&self, generation: Generation) -> bool {
+        let (current, phase) = self.mailbox.gate.load();
+        current == generation && phase == Phase::Open
+    }
+
+    /// Protocol 8, step 1: registers `watch` on the process of `generation`, or hands it back
+    /// if that process is gone (then the watcher signals itself `NoProc`).
+    pub(crate) fn watch(&self, generation: Generation, watch: Watch) -> Result<(), Watch> {
+        let mut inner = lock(&self.mailbox.inner);
+        if !self.watchable(generation) {
+            return Err(watch);
+        }
+        inner.watch_state().watches.push(watch);
+        Ok(())
+    }
+
+    /// Removes the link to `other` from the process of `generation`, if any (`unlink`).
+    pub(crate) fn unwatch_link(&self, generation: Generation, other: Pid) {
+        let mut inner = lock(&self.mailbox.inner);
+        if !self.watchable(generation) {
+            return;
+        }
+        if let Some(state) = inner.watch.as_mut() {
+            state
+                .watches
+                .retain(|watch| !matches!(watch, Watch::Link(pid) if *pid == other));
+        }
+    }
+
+    /// Removes the monitor `monitor` from the process of `generation`; `true` if it was there
+    /// (its `Down` will never be sent).
+    pub(crate) fn unwatch_monitor(&self, generation: Generation, monitor: MonitorRef) -> bool {
+        let removed = {
+            let mut inner = lock(&self.mailbox.inner);
+            if !self.watchable(generation) {
+                return false;
+            }
+            let Some(state) = inner.watch.as_mut() else {
+                return false;
+            };
+            let at = state.watches.iter().position(
+                |watch| matches!(watch, Watch::Monitor { monitor: m, .. } if *m == monitor),
+            );
+            at.map(|at| state.watches.swap_remove(at))
+        };
+        // A callback's captures are dropped outside the lock.
+        removed.is_some()
+    }
+
+    /// Protocol 8, step 2's take: the watches of the incarnation that just ended, with the
+    /// cell's `Free` store (`release`, under the same lock).
+    pub(super) fn take_watches(inner: &mut Inner) -> Vec<Watch> {
+        inner
+            .watch
+            .take()
+            .map(|state| state.watches)
+            .unwrap_or_default()
+    }
+
+    /// Sets whether the process of `generation` traps exits (protocol 9). `false` if it is
+    /// gone.
+    pub(crate) fn set_trap_exit(&self, generation: Generation, trap: bool) -> bool {
+        let mut inner = lock(&self.mailbox.inner);
+        if !self.open_for(generation) {
+            return false;
+        }
+        if trap || inner.watch.is_some() {
+            inner.watch_state().trap_exit = trap;
+        }
+        true
+    }
+
+    /// Protocol 9: an exit signal `exit` from a linked process to the process of `generation`.
+    /// The link it came through is gone either way.
+    pub(crate) fn deliver_exit(&self, generation: Generation, exit: Exit) -> ExitDelivery {
+        // Declared before the guard, so dropped after the unlock (`intake.rs`, protocol 7 step 4).
+        let mut stale = Stale::new(&self.stats);
+        let mut inner = lock(&self.mailbox.inner);
+        if !self.open_for(generation) {
+            return ExitDelivery::Gone;
+        }
+        let from = exit.pid;
+        let trap_exit = {
+            let state = inner.watch_state();
+            state
+                .watches
+                .retain(|watch| !matches!(watch, Watch::Link(pid) if *pid == from));
+            state.trap_exit
+        };
+        let (waker, delivery) = if trap_exit {
+            let lane = self.lane_for(&mut inner, &mut stale);
+            let _ = self.mailbox.enqueue(&mut inner, lane, Event::Exit(exit));
+            (self.waker_if_waiting(&inner), ExitDelivery::Trapped)
+        } else if exit.reason.is_normal() {
+            return ExitDelivery::Ignored;
+        } else {
+            if !inner.terminate {
+                inner.watch_state().exit = Some(exit.reason);
+            }
+            inner.terminate = true;
+            (self.waker_if_waiting(&inner), ExitDelivery::Ending)
+        };
+        drop(inner);
+        wake_later(waker);
+        delivery
+    }
+
+    /// Why the process was asked to end by a linked process's exit, if it was (read once it
+    /// has stopped: protocol 9).
+    pub(crate) fn take_exit_reason(&self) -> Option<ExitReason> {
+        lock(&self.mailbox.inner)
+            .watch
+            .as_mut()
+            .and_then(|state| state.exit.take())
+    }
+
+    /// The process of `generation` now holds the monitor `monitor` ("Monitors a process
+    /// holds"). `false` if it is gone.
+    pub(crate) fn hold_monitor(&self, generation: Generation, monitor: MonitorRef) -> bool {
+        let mut inner = lock(&self.mailbox.inner);
+        if !self.open_for(generation) {
+            return false;
+        }
+        inner.watch_state().monitors.insert(monitor);
+        true
+    }
+
+    /// The process of `generation` drops the monitor `monitor` (a demonitor): a `Down` for it
+    /// is never queued from now on, and one already queued is removed. `true` if it was held.
+    pub(crate) fn forget_monitor(&self, generation: Generation, monitor: MonitorRef) -> bool {
+        let (held, queued) = {
+            let mut inner = lock(&self.mailbox.inner);
+            if !self.watchable(generation) {
+                return false;
+            }
+            let held = inner
+                .watch
+                .as_mut()
+                .is_some_and(|state| state.monitors.remove(&monitor));
+            let is_its_down =
+                |event: &Event| matches!(event, Event::Down(down) if down.monitor == monitor);
+            let queued = match inner.events.remove_first(is_its_down) {
+                Some(down) => Some(down),
+                None => inner.behind.remove_first(is_its_down),
+            };
+            (held, queued)
+        };
+        let was_queued = queued.is_some();
+        // Outside the lock: its reason may hold a user's error.
+        self.stats
+            .destructors_panicked(crate::process::drop_contained(queued));
+        held || was_queued
+    }
+
+    /// Queues `down` for the process of `generation` if it still holds the monitor, taking the
+    /// monitor out in the same critical section ("Monitors a process holds"). `false` if not
+    /// queued (demonitored, or the watcher is gone).
+    pub(crate) fn deliver_down(&self, generation: Generation, down: Down) -> bool {
+        let mut stale = Stale::new(&self.stats);
+        let mut inner = lock(&self.mailbox.inner);
+        if !self.open_for(generation) {
+            return false;
+        }
+        let held = inner
+            .watch
+            .as_mut()
+            .is_some_and(|state| state.monitors.remove(&down.monitor));
+        if !held {
+            return false;
+        }
+        let lane = self.lane_for(&mut inner, &mut stale);
+        let _ = self.mailbox.enqueue(&mut inner, lane, Event::Down(down));
+        let waker = self.waker_if_waiting(&inner);
+        drop(inner);
+        wake_later(waker);
+        true
+    }
+}
+
+fn wake_later(waker: Option<std::task::Waker>) {
+    if let Some(waker) = waker {
+        waker.wake();
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::process::{Events, Payload};
+
+    fn pid(n: u64) -> Pid {
+        Pid::from_raw(1 << crate::process::INDEX_BITS | n).unwrap()
+    }
+
+    #[test]
+    fn a_watch_is_taken_by_the_end_and_refused_after_it() {
+        let (cell, generation) = ProcessCell::new_open();
+        assert!(cell.watch(generation, Watch::Link(pid(2))).is_ok());
+        let _ = cell.close();
+        assert!(
+            cell.watch(generation, Watch::Link(pid(3))).is_ok(),
+            "closing: still watchable"
+        );
+        let (_, watches) = cell.release_watched();
+        assert_eq!(watches.len(), 2);
+        assert!(cell.watch(generation, Watch::Link(pid(4))).is_err());
+    }
+
+    #[test]
+    fn an_exit_is_trapped_ignored_or_ends_the_process() {
+        let (cell, generation) = ProcessCell::new_open();
+        let normal = Exit::new(pid(2), ExitReason::Normal);
+        assert_eq!(cell.deliver_exit(generation, normal), ExitDelivery::Ignored);
+        assert!(cell.set_trap_exit(generation, true));
+        let killed = Exit::new(pid(2), ExitReason::Killed);
+        assert_eq!(cell.deliver_exit(generation, killed), ExitDelivery::Trapped);
+        let mut events = Events::default();
+        let _ = cell.drain_into(&mut events, 8, None);
+        assert!(matches!(events.pop(), Some(Event::Exit(exit)) if exit.reason.is_killed()));
+        assert!(cell.set_trap_exit(generation, false));
+        let failed = Exit::new(pid(3), ExitReason::failed("boom"));
+        assert_eq!(cell.deliver_exit(generation, failed), ExitDelivery::Ending);
+        let second = Exit::new(pid(4), ExitReason::Killed);
+        assert_eq!(cell.deliver_exit(generation, second), ExitDelivery::Ending);
+        assert!(
+            cell.take_exit_reason()
+                .is_some_and(|reason| reason.is_failed()),
+            "the first reason"
+        );
+        let _ = Payload::empty();
+    }
+
+    #[test]
+    fn a_down_is_queued_once_and_never_after_a_demonitor() {
+        let (cell, generation) = ProcessCell::new_open();
+        let (kept, dropped) = (MonitorRef::next(pid(9)), MonitorRef::next(pid(9)));
+        assert!(cell.hold_monitor(generation, kept));
+        assert!(cell.hold_monitor(generation, dropped));
+        assert!(cell.forget_monitor(generation, dropped));
+        assert!(!cell.deliver_down(generation, Down::new(dropped, pid(2), ExitReason::Normal)));
+        assert!(cell.deliver_down(generation, Down::new(kept, pid(3), ExitReason::Normal)));
+        assert!(
+            !cell.deliver_down(generation, Down::new(kept, pid(3), ExitReason::Normal)),
+            "once"
+        );
+        // A queued Down is removed by a later demonitor.
+        let late = MonitorRef::next(pid(9));
+        assert!(cell.hold_monitor(generation, late));
+        assert!(cell.deliver_down(generation, Down::new(late, pid(4), ExitReason::Killed)));
+        assert!(cell.forget_monitor(generation, late));
+        let mut events = Events::default();
+        let _ = cell.drain_into(&mut events, 8, None);
+        assert_eq!(events.len(), 1, "only the kept monitor's Down");
+    }
+}

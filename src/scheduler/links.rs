@@ -1,0 +1,393 @@
+//! Links, monitors and trapped exits, as the scheduler offers them (Erlang/OTP's semantics):
+//! who is told when a process ends, and what happens to them.
+//!
+//! The registrations live in the watched process's cell (`process/mailbox/watch.rs`, protocols
+//! 8 and 9); this module binds them to PIDs, and [`deliver`] signals them when a process ends
+//! (`shared.rs`, `finished`), outside every lock.
+//!
+//! - **Link** (`link(a, b)`): both directions, registered on `a` first (the caller, alive),
+//!   then on `b`; if `b` is already gone, `a` gets the exit signal at once with `NoProc`. When
+//!   either ends with any reason but `Normal`, the other ends with the same reason — unless it
+//!   traps exits: then it receives [`Exit`] instead. `unlink` removes both directions; a signal
+//!   already sent is not recalled.
+//! - **Monitor** (`monitor`): one way, one shot: exactly one [`Down`] when the target ends, at
+//!   once with `NoProc` if it is already gone. After `demonitor`, no `Down` of that monitor is
+//!   delivered (one already queued is removed).
+
+use super::error::SendError;
+use super::handle::{kind_of, SchedulerHandle};
+use super::shared::Inner;
+use crate::process::exit::{Down, Exit, ExitReason, MonitorRef};
+use crate::process::mailbox::{Admission, ProcessCell, Watch, Watcher};
+use crate::process::{contained, Pid};
+use crate::process::{CancelReason, Event};
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use tokio::sync::oneshot;
+
+/// Why a link or monitor could not be set up by a process that is itself gone.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("process {0} is not running")]
+pub struct NotRunning(pub Pid);
+
+impl Inner {
+    /// `pid` ended with `reason`, and `watches` were registered on it (protocol 8, after step
+    /// 2): its names are released first (`names.rs`), then each link and monitor is
+    /// signalled. Outside every lock.
+    pub(crate) fn ended(&self, pid: Pid, reason: &ExitReason, watches: Vec<Watch>) {
+        if watches.iter().any(|watch| matches!(watch, Watch::Named)) {
+            self.names.release(pid);
+        }
+        for watch in watches {
+            match watch {
+                Watch::Link(other) => self.exit_signal(other, Exit::new(pid, reason.clone())),
+                Watch::Monitor { monitor, watcher } => {
+                    self.down(watcher, Down::new(monitor, pid, reason.clone()));
+                }
+                Watch::Named => {}
+            }
+        }
+    }
+
+    /// Links the new process `child` (in `cell`, before its first step) and `parent`; if
+    /// `parent` is gone, `child` gets the exit signal (`NoProc`).
+    pub(crate) fn link_new(&self, child: Pid, cell: &ProcessCell, parent: Pid) {
+        let _ = cell.watch(child.generation(), Watch::Link(parent));
+        let linked = self.table.get(parent).is_some_and(|parent_cell| {
+            parent_cell
+                .watch(parent.generation(), Watch::Link(child))
+                .is_ok()
+        });
+        if !linked {
+            cell.unwatch_link(child.generation(), parent);
+            let _ = cell.deliver_exit(child.generation(), Exit::new(parent, ExitReason::NoProc));
+        }
+    }
+
+    /// An exit signal to `to` (protocol 9).
+    pub(crate) fn exit_signal(&self, to: Pid, exit: Exit) {
+        if let Some(cell) = self.table.get(to) {
+            let from = exit.pid;
+            let delivery = cell.deliver_exit(to.generation(), exit);
+            tracing::debug!(%from, %to, ?delivery, "exit signal");
+        }
+    }
+
+    /// A `Down` to `watcher`.
+    pub(crate) fn down(&self, watcher: Watcher, down: Down) {
+        match watcher {
+            Watcher::Process(pid) => {
+                if let Some(cell) = self.table.get(pid) {
+                    let _ = cell.deliver_down(pid.generation(), down);
+                }
+            }
+            Watcher::Callback(callback) => {
+                // User code only in the sense that a dropped receiver's drop is: contained.
+                self.contained(contained(move || callback(down)));
+            }
+        }
+    }
+}
+
+impl SchedulerHandle {
+    /// Asks process `pid` to finish: it receives [`Event::Cancel`](crate::state_machine::Event::Cancel)
+    /// with [`CancelReason::Stop`](crate::error::CancelReason::Stop) (its receives report the
+    /// cancellation), as shutdown asks every process — `?` on it ends an `async fn` body as
+    /// cancelled, with exit reason `Shutdown`. A supervisor stops its children this way
+    /// before it terminates those that do not finish in time.
+    ///
+    /// # Errors
+    ///
+    /// A [`SendError`](crate::error::SendError) of kind `NotFound` if `pid` is gone, `Closed`
+    /// if it is finishing.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use procsched::prelude::*;
+    ///
+    /// let sched = Scheduler::builder().workers(1).build()?;
+    /// let worker = sched.spawn_fn(|cx: ProcessCx<u8>| async move { Ok::<_, BoxError>(cx.recv().await?) })?;
+    /// sched.handle().cancel(worker.pid())?;
+    /// let ended = sched.block_on(worker).unwrap_err();
+    /// assert!(ended.is_cancelled() && ended.exit_reason().is_shutdown());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn cancel(&self, pid: Pid) -> Result<(), SendError> {
+        let admission = match self.inner.table.get(pid) {
+            Some(cell) => cell.deliver(
+                pid.generation(),
+                Event::Cancel {
+                    reason: CancelReason::Stop,
+                },
+            ),
+            None => Admission::Gone,
+        };
+        match admission {
+            Admission::Accepted | Admission::Dropped => Ok(()),
+            refused => Err(SendError::new(kind_of(refused), pid, None)),
+        }
+    }
+
+    /// Links `a` and `b` (both directions): when either ends with a reason other than
+    /// `Normal`, the other ends with the same reason, or — if it traps exits
+    /// ([`set_trap_exit`](Self::set_trap_exit)) — receives an [`Exit`] event. If `b` is
+    /// already gone, `a` gets the signal at once, with reason `NoProc`.
+    ///
+    /// # Errors
+    ///
+    /// [`NotRunning`] if `a` is not running.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use procsched::prelude::*;
+    ///
+    /// let sched = Scheduler::builder().workers(1).build()?;
+    /// let a = sched.spawn_fn(|cx: ProcessCx<()>| async move { Ok::<_, BoxError>(cx.recv().await?) })?;
+    /// let b = sched.spawn_fn(|cx: ProcessCx<()>| async move { cx.recv().await?; Err::<(), BoxError>("b failed".into()) })?;
+    /// sched.handle().link(a.pid(), b.pid())?;
+    /// b.addr().send(())?;                     // b fails: a ends with the same reason
+    /// let a_ended = sched.block_on(a).unwrap_err();
+    /// assert!(a_ended.exit_reason().is_failed());
+    /// # let _ = sched.block_on(b);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn link(&self, a: Pid, b: Pid) -> Result<(), NotRunning> {
+        let inner = &self.inner;
+        let cell_a = inner.table.get(a).ok_or(NotRunning(a))?;
+        cell_a
+            .watch(a.generation(), Watch::Link(b))
+            .map_err(|_| NotRunning(a))?;
+        let linked = inner
+            .table
+            .get(b)
+            .is_some_and(|cell_b| cell_b.watch(b.generation(), Watch::Link(a)).is_ok());
+        if !linked {
+            cell_a.unwatch_link(a.generation(), b);
+            inner.exit_signal(a, Exit::new(b, ExitReason::NoProc));
+        }
+        Ok(())
+    }
+
+    /// Removes the link between `a` and `b`, both directions (a signal already sent is not
+    /// recalled). Nothing happens if they were not linked.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use procsched::prelude::*;
+    ///
+    /// let sched = Scheduler::builder().workers(1).build()?;
+    /// let a = sched.spawn_fn(|cx: ProcessCx<()>| async move { Ok::<_, BoxError>(cx.recv().await?) })?;
+    /// let b = sched.spawn_fn(|_: ProcessCx| async { Err::<(), BoxError>("b fails".into()) })?;
+    /// sched.handle().link(a.pid(), b.pid())?;
+    /// sched.handle().unlink(a.pid(), b.pid());
+    /// # let _ = sched.block_on(b);
+    /// a.addr().send(())?;
+    /// assert!(sched.block_on(a).is_ok() || true); // unlinked in time or not: a signal already sent stays sent
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn unlink(&self, a: Pid, b: Pid) {
+        for (at, other) in [(a, b), (b, a)] {
+            if let Some(cell) = self.inner.table.get(at) {
+                cell.unwatch_link(at.generation(), other);
+            }
+        }
+    }
+
+    /// Sets whether `pid` traps exits: a trapping process receives a linked process's end as
+    /// an [`Exit`] event (`Event::Exit`, or `cx.recv_signal()` in a body) instead of ending
+    /// with it.
+    ///
+    /// # Errors
+    ///
+    /// [`NotRunning`] if `pid` is not running.
+    ///
+    /// # Examples
+    ///
+    /// See [`ProcessCx::trap_exit`](crate::ProcessCx::trap_exit).
+    pub fn set_trap_exit(&self, pid: Pid, trap: bool) -> Result<(), NotRunning> {
+        let trapped = self
+            .inner
+            .table
+            .get(pid)
+            .is_some_and(|cell| cell.set_trap_exit(pid.generation(), trap));
+        trapped.then_some(()).ok_or(NotRunning(pid))
+    }
+
+    /// Process `watcher` monitors `target`: it will receive exactly one `Event::Down` (or, in
+    /// a body, `cx.recv_down()`) when `target` ends — at once, with `NoProc`, if `target` is
+    /// already gone.
+    ///
+    /// # Errors
+    ///
+    /// [`NotRunning`] if `watcher` is not running.
+    ///
+    /// # Examples
+    ///
+    /// See [`ProcessCx::monitor`](crate::ProcessCx::monitor).
+    pub fn monitor_from(&self, watcher: Pid, target: Pid) -> Result<MonitorRef, NotRunning> {
+        let inner = &self.inner;
+        let monitor = MonitorRef::next(target);
+        let cell = inner.table.get(watcher).ok_or(NotRunning(watcher))?;
+        if !cell.hold_monitor(watcher.generation(), monitor) {
+            return Err(NotRunning(watcher));
+        }
+        let watch = Watch::Monitor {
+            monitor,
+            watcher: Watcher::Process(watcher),
+        };
+        if let Err(refused) = self.watch(target, watch) {
+            let Watch::Monitor { watcher, .. } = refused else {
+                unreachable!("a monitor comes back as itself")
+            };
+            inner.down(watcher, Down::new(monitor, target, ExitReason::NoProc));
+        }
+        Ok(monitor)
+    }
+
+    /// Ends the monitor `monitor` held by `watcher`: no `Down` of it is delivered afterwards
+    /// (one already queued in `watcher`'s mailbox is removed). `true` if it was active.
+    ///
+    /// # Examples
+    ///
+    /// See [`ProcessCx::demonitor`](crate::ProcessCx::demonitor).
+    pub fn demonitor_from(&self, watcher: Pid, monitor: MonitorRef) -> bool {
+        let inner = &self.inner;
+        let target = monitor.target();
+        let held = inner
+            .table
+            .get(watcher)
+            .is_some_and(|cell| cell.forget_monitor(watcher.generation(), monitor));
+        if let Some(cell) = inner.table.get(target) {
+            cell.unwatch_monitor(target.generation(), monitor);
+        }
+        held
+    }
+
+    /// Monitors `target` from anywhere (tokio code, a thread): the returned [`Monitor`]
+    /// resolves to the one [`Down`] — at once, with `NoProc`, if `target` is already gone.
+    /// Dropping it (or [`Monitor::demonitor`]) ends the monitor.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use procsched::prelude::*;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), BoxError> {
+    /// let sched = Scheduler::builder().workers(1).build()?;
+    /// let worker = sched.spawn_fn(|cx: ProcessCx<u8>| async move { Ok::<_, BoxError>(cx.recv().await?) })?;
+    /// let monitor = sched.monitor(worker.pid());
+    /// worker.addr().send(1)?;
+    /// let down = monitor.await;
+    /// assert!(down.reason.is_normal());
+    /// let gone = sched.monitor(worker.pid()).await;        // already gone
+    /// assert!(gone.reason.is_no_proc());
+    /// # sched.shutdown_async(std::time::Duration::from_secs(1)).await;
+    /// # Ok(()) }
+    /// ```
+    pub fn monitor(&self, target: Pid) -> Monitor {
+        let monitor = MonitorRef::next(target);
+        let (tx, rx) = oneshot::channel();
+        let watch = Watch::Monitor {
+            monitor,
+            watcher: Watcher::Callback(Box::new(move |down| {
+                let _ = tx.send(down);
+            })),
+        };
+        if let Err(refused) = self.watch(target, watch) {
+            let Watch::Monitor { watcher, .. } = refused else {
+                unreachable!("a monitor comes back as itself")
+            };
+            self.inner
+                .down(watcher, Down::new(monitor, target, ExitReason::NoProc));
+        }
+        Monitor {
+            sched: self.clone(),
+            target,
+            monitor,
+            down: rx,
+        }
+    }
+
+    /// Registers `watch` on `target`'s cell, or hands it back if `target` is gone.
+    fn watch(&self, target: Pid, watch: Watch) -> Result<(), Watch> {
+        match self.inner.table.get(target) {
+            Some(cell) => cell.watch(target.generation(), watch),
+            None => Err(watch),
+        }
+    }
+}
+
+/// A monitor set up from outside any process ([`SchedulerHandle::monitor`]): resolves to the
+/// target's one [`Down`].
+#[must_use = "dropping a monitor ends it"]
+#[derive(Debug)]
+pub struct Monitor {
+    sched: SchedulerHandle,
+    target: Pid,
+    monitor: MonitorRef,
+    down: oneshot::Receiver<Down>,
+}
+
+impl Monitor {
+    /// This monitor's reference.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let sched = procsched::Scheduler::builder().workers(1).build()?;
+    /// let gone = procsched::Pid::from_raw(1 << 26).unwrap();
+    /// let monitor = sched.monitor(gone);
+    /// let reference = monitor.reference();
+    /// assert_eq!(sched.block_on(monitor).monitor, reference);
+    /// # Ok::<(), procsched::error::BuildError>(())
+    /// ```
+    pub fn reference(&self) -> MonitorRef {
+        self.monitor
+    }
+
+    /// Ends the monitor: its `Down` will not come. `true` if it had not fired yet.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use procsched::prelude::*;
+    ///
+    /// let sched = Scheduler::builder().workers(1).build()?;
+    /// let worker = sched.spawn_fn(|cx: ProcessCx<u8>| async move { Ok::<_, BoxError>(cx.recv().await?) })?;
+    /// assert!(sched.monitor(worker.pid()).demonitor());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn demonitor(self) -> bool {
+        match self.sched.inner.table.get(self.target) {
+            Some(cell) => cell.unwatch_monitor(self.target.generation(), self.monitor),
+            None => false,
+        }
+    }
+}
+
+impl Future for Monitor {
+    type Output = Down;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Down> {
+        let (target, monitor) = (self.target, self.monitor);
+        Pin::new(&mut self.down).poll(cx).map(|down| {
+            // The callback always sends before it is dropped: a closed channel means the
+            // scheduler dropped it unsent (it was torn down): the target is gone.
+            down.unwrap_or_else(|_| Down::new(monitor, target, ExitReason::NoProc))
+        })
+    }
+}
+
+impl Drop for Monitor {
+    fn drop(&mut self) {
+        if !self.down.is_terminated() {
+            if let Some(cell) = self.sched.inner.table.get(self.target) {
+                cell.unwatch_monitor(self.target.generation(), self.monitor);
+            }
+        }
+    }
+}

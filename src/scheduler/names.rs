@@ -1,0 +1,168 @@
+//! Named processes: `register(name, pid)`, `whereis(name)`, send and ask by name.
+//!
+//! A name names one live process. It is released when that process ends (`shared.rs`,
+//! `finished`: before its links and monitors are signalled, so whoever restarts it can
+//! register the name again at once), and registering a name that is taken is a typed error. A
+//! supervisor re-registers a child's name on every (re)start, so callers always reach the live
+//! instance — never a dead one's PID (PIDs are never reused).
+//!
+//! One lock over the map: names are looked up per send by name, registered per (re)start;
+//! neither is on the path of a send by PID or address.
+//!
+//! # Why no registration survives its process
+//! `register` marks the process as named in its cell (a `Watch::Named`, `process/mailbox/watch.rs`
+//! protocol 8) *under the names lock*, and that fails once the process's end has taken its
+//! watches. The end, seeing the mark, releases the process's names under the names lock. So a
+//! registration either marked the cell before the end (and the end removes it, after the
+//! registration let go of the lock) or finds the process gone (and fails). A process without a
+//! name costs its end nothing.
+
+use super::handle::SchedulerHandle;
+use super::Addr;
+use crate::process::mailbox::Watch;
+use crate::process::Pid;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
+/// The names of a scheduler's processes.
+#[derive(Debug, Default)]
+pub(crate) struct Names {
+    map: Mutex<NameMap>,
+}
+
+#[derive(Debug, Default)]
+struct NameMap {
+    by_name: HashMap<Arc<str>, Pid>,
+    /// The names each process holds (most hold none or one).
+    by_pid: HashMap<Pid, Vec<Arc<str>>>,
+}
+
+/// Why `register` failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RegisterError {
+    /// The name belongs to another live process.
+    #[error("the name `{name}` is taken by {holder}")]
+    Taken {
+        /// The name.
+        name: Arc<str>,
+        /// Who holds it.
+        holder: Pid,
+    },
+    /// The process is not running.
+    #[error("process {0} is not running")]
+    NotRunning(Pid),
+}
+
+impl Names {
+    fn lock(&self) -> std::sync::MutexGuard<'_, NameMap> {
+        // No user code runs under the lock: a poisoned map is still consistent.
+        self.map.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Releases every name `pid` holds (its end).
+    pub(crate) fn release(&self, pid: Pid) {
+        let mut map = self.lock();
+        if map.by_pid.is_empty() {
+            return;
+        }
+        if let Some(names) = map.by_pid.remove(&pid) {
+            for name in names {
+                map.by_name.remove(&name);
+            }
+        }
+    }
+}
+
+impl SchedulerHandle {
+    /// Gives `pid` the name `name`, until it ends (or [`unregister`](Self::unregister)).
+    ///
+    /// # Errors
+    ///
+    /// [`RegisterError::Taken`] if another live process holds the name (the holder's own
+    /// second registration of it succeeds), [`RegisterError::NotRunning`] if `pid` has ended.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use procsched::prelude::*;
+    ///
+    /// let sched = Scheduler::builder().workers(1).build()?;
+    /// let cache = sched.spawn_fn(|cx: ProcessCx<u32>| async move { Ok::<_, BoxError>(cx.recv().await?) })?;
+    /// sched.handle().register("cache", cache.pid())?;
+    /// assert_eq!(sched.handle().whereis("cache"), Some(cache.pid()));
+    /// sched.handle().named::<u32>("cache").unwrap().send(7)?;
+    /// assert_eq!(sched.block_on(cache)?, 7);
+    /// assert_eq!(sched.handle().whereis("cache"), None, "released when it ended");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn register(&self, name: impl Into<Arc<str>>, pid: Pid) -> Result<(), RegisterError> {
+        let name = name.into();
+        let inner = &self.inner;
+        let mut map = inner.names.lock();
+        if let Some(&holder) = map.by_name.get(&name) {
+            return if holder == pid {
+                Ok(())
+            } else {
+                Err(RegisterError::Taken { name, holder })
+            };
+        }
+        // Under the names lock (module docs): a process that holds a name says so in its cell,
+        // which its end reads with its other watches.
+        let holds_a_name = map.by_pid.contains_key(&pid);
+        let running = holds_a_name
+            || inner
+                .table
+                .get(pid)
+                .is_some_and(|cell| cell.watch(pid.generation(), Watch::Named).is_ok());
+        if !running {
+            return Err(RegisterError::NotRunning(pid));
+        }
+        map.by_name.insert(name.clone(), pid);
+        map.by_pid.entry(pid).or_default().push(name);
+        Ok(())
+    }
+
+    /// Removes the name `name`; `true` if it was registered.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let sched = procsched::Scheduler::builder().workers(1).build()?;
+    /// assert!(!sched.handle().unregister("nobody"));
+    /// # Ok::<(), procsched::error::BuildError>(())
+    /// ```
+    pub fn unregister(&self, name: &str) -> bool {
+        let mut map = self.inner.names.lock();
+        let Some(pid) = map.by_name.remove(name) else {
+            return false;
+        };
+        if let Some(names) = map.by_pid.get_mut(&pid) {
+            names.retain(|held| &**held != name);
+            if names.is_empty() {
+                map.by_pid.remove(&pid);
+            }
+        }
+        true
+    }
+
+    /// The live process named `name`, if any.
+    ///
+    /// # Examples
+    ///
+    /// See [`register`](Self::register).
+    pub fn whereis(&self, name: &str) -> Option<Pid> {
+        self.inner.names.lock().by_name.get(name).copied()
+    }
+
+    /// The typed address of the process named `name`, if any, to send or ask by name: resolved
+    /// now (a restarted process has a new PID, and the name moves to it: look it up again for
+    /// each request that must reach the live instance).
+    ///
+    /// # Examples
+    ///
+    /// See [`register`](Self::register).
+    pub fn named<M>(&self, name: &str) -> Option<Addr<M>> {
+        self.whereis(name).map(|pid| self.addr(pid))
+    }
+}

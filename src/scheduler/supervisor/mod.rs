@@ -1,0 +1,374 @@
+//! Supervisors: processes that start children from specs and restart them by a policy
+//! (Erlang/OTP's `supervisor`).
+//!
+//! A supervisor is an ordinary `async fn` process that traps exits and links every child it
+//! starts (so supervisors nest into trees). When a child ends, its restart type says whether it
+//! comes back, the strategy which of its siblings come back with it, and the restart intensity
+//! whether the supervisor gives up: past `max_restarts` restarts within `within`, it stops every
+//! child in reverse start order and ends with [`ExitReason::Shutdown`], which its own supervisor
+//! sees. A restarted child is a new process with a new PID; a child spec's name
+//! ([`ChildSpec::register_as`]) is registered for every instance, so callers reach the live
+//! one by name.
+//!
+//! The default intensity is 3 restarts within 5 seconds (Elixir's; OTP's is 1 in 5 s, which a
+//! pool of sessions crashing independently outgrows at once).
+//!
+//! `run.rs` is the supervisor's body; `spec.rs` what it is built from.
+
+mod run;
+mod spec;
+
+pub use spec::{ChildShutdown, ChildSpec, Restart, Start, Strategy};
+
+use super::{Addr, Reply, SchedulerHandle};
+use crate::process::exit::ExitReason;
+use crate::process::Pid;
+use crate::scheduler::SpawnError;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The default restart intensity: at most this many restarts…
+pub const DEFAULT_MAX_RESTARTS: u32 = 3;
+/// …within this window.
+pub const DEFAULT_RESTART_WINDOW: Duration = Duration::from_secs(5);
+
+/// A supervisor to start: its strategy, intensity and children.
+///
+/// # Examples
+///
+/// ```
+/// use procsched::prelude::*;
+/// use procsched::supervision::{ChildSpec, Supervisor};
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), BoxError> {
+/// let sched = Scheduler::builder().workers(2).build()?;
+/// let echo = ChildSpec::new("echo", |start| {
+///     start.spawn_fn(|cx: ProcessCx<(u64, Reply<u64>)>| async move {
+///         loop {
+///             let (n, reply) = cx.recv().await?;
+///             let _ = reply.send(n);
+///         }
+///         #[allow(unreachable_code)]
+///         Ok::<(), BoxError>(())
+///     })
+/// })
+/// .register_as("echo");
+/// let supervisor = Supervisor::one_for_one().child(echo).start(sched.handle()).await?;
+/// let first = sched.handle().whereis("echo").expect("registered at start");
+/// sched.terminate(first)?;                                   // killed: the supervisor restarts it
+/// let children = supervisor.which_children().await?;
+/// # let _ = children;
+/// let addr = loop {
+///     match sched.handle().whereis("echo") {
+///         Some(pid) if pid != first => break sched.handle().addr::<(u64, Reply<u64>)>(pid),
+///         _ => tokio::task::yield_now().await,
+///     }
+/// };
+/// assert_eq!(addr.ask(|reply| (7, reply)).await?, 7);
+/// assert_eq!(supervisor.restarts().await?, 1);
+/// # sched.shutdown_async(std::time::Duration::from_secs(5)).await;
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct Supervisor {
+    pub(super) strategy: Strategy,
+    pub(super) max_restarts: u32,
+    pub(super) within: Duration,
+    pub(super) children: Vec<ChildSpec>,
+}
+
+impl Supervisor {
+    /// A supervisor with `strategy` and no children yet.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use procsched::supervision::{Strategy, Supervisor};
+    /// let supervisor = Supervisor::new(Strategy::RestForOne);
+    /// # drop(supervisor);
+    /// ```
+    pub fn new(strategy: Strategy) -> Supervisor {
+        Supervisor {
+            strategy,
+            max_restarts: DEFAULT_MAX_RESTARTS,
+            within: DEFAULT_RESTART_WINDOW,
+            children: Vec::new(),
+        }
+    }
+
+    /// `Supervisor::new(Strategy::OneForOne)`.
+    ///
+    /// # Examples
+    ///
+    /// See [`Supervisor`].
+    pub fn one_for_one() -> Supervisor {
+        Supervisor::new(Strategy::OneForOne)
+    }
+
+    /// `Supervisor::new(Strategy::OneForAll)`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let supervisor = procsched::supervision::Supervisor::one_for_all();
+    /// # drop(supervisor);
+    /// ```
+    pub fn one_for_all() -> Supervisor {
+        Supervisor::new(Strategy::OneForAll)
+    }
+
+    /// `Supervisor::new(Strategy::RestForOne)`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let supervisor = procsched::supervision::Supervisor::rest_for_one();
+    /// # drop(supervisor);
+    /// ```
+    pub fn rest_for_one() -> Supervisor {
+        Supervisor::new(Strategy::RestForOne)
+    }
+
+    /// The restart intensity: at most `max_restarts` within `within` (default
+    /// [`DEFAULT_MAX_RESTARTS`] in [`DEFAULT_RESTART_WINDOW`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let supervisor = procsched::supervision::Supervisor::one_for_one()
+    ///     .max_restarts(10, Duration::from_secs(1));
+    /// # drop(supervisor);
+    /// ```
+    pub fn max_restarts(mut self, max_restarts: u32, within: Duration) -> Supervisor {
+        self.max_restarts = max_restarts;
+        self.within = within;
+        self
+    }
+
+    /// Adds a child, started after the ones added before it.
+    ///
+    /// # Examples
+    ///
+    /// See [`Supervisor`].
+    pub fn child(mut self, spec: ChildSpec) -> Supervisor {
+        self.children.push(spec);
+        self
+    }
+
+    /// Starts the supervisor as a process of `sched`; it starts its children, in order, in
+    /// its first step (see [`start`](Self::start) to wait for them).
+    ///
+    /// # Errors
+    ///
+    /// As [`SchedulerHandle::spawn_fn`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use procsched::supervision::Supervisor;
+    /// let sched = procsched::Scheduler::builder().workers(1).build()?;
+    /// let supervisor = Supervisor::one_for_one().spawn(sched.handle())?;
+    /// # let _ = supervisor;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn spawn(self, sched: &SchedulerHandle) -> Result<SupervisorRef, SpawnError> {
+        let handle = sched.spawn_fn(move |cx| run::supervise(cx, self, None))?;
+        Ok(SupervisorRef {
+            addr: handle.addr(),
+        })
+    }
+
+    /// Starts the supervisor and waits until its children have started (OTP's
+    /// `start_link`, without the link).
+    ///
+    /// # Errors
+    ///
+    /// [`SupervisorError::Start`] if the supervisor could not be spawned or one of its
+    /// children could not be started (the supervisor then stops those it started, and ends).
+    ///
+    /// # Examples
+    ///
+    /// See [`Supervisor`].
+    pub async fn start(self, sched: &SchedulerHandle) -> Result<SupervisorRef, SupervisorError> {
+        let supervisor = self
+            .spawn(sched)
+            .map_err(|error| SupervisorError::Start(error.to_string()))?;
+        supervisor
+            .addr
+            .ask(Request::Started)
+            .await
+            .map_err(|_| SupervisorError::Start("a child could not be started".to_owned()))?;
+        Ok(supervisor)
+    }
+
+    /// This supervisor as a child of another (a subtree): a permanent child that is stopped
+    /// with `ChildShutdown::Infinity`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use procsched::supervision::Supervisor;
+    /// let tree = Supervisor::one_for_one().child(Supervisor::one_for_all().into_child("pool"));
+    /// # drop(tree);
+    /// ```
+    pub fn into_child(self, id: impl Into<Arc<str>>) -> ChildSpec {
+        ChildSpec::new(id, move |start: &Start<'_>| {
+            let supervisor = self.clone();
+            let parent = start.supervisor();
+            start.spawn_fn(move |cx| run::supervise(cx, supervisor, Some(parent)))
+        })
+        .shutdown(ChildShutdown::Infinity)
+    }
+}
+
+/// What a supervisor is asked by its [`SupervisorRef`].
+pub(crate) enum Request {
+    StartChild(ChildSpec, Reply<Result<Pid, SupervisorError>>),
+    TerminateChild(Arc<str>, Reply<Result<(), SupervisorError>>),
+    WhichChildren(Reply<Vec<ChildInfo>>),
+    Restarts(Reply<u64>),
+    /// Answered once the children have started (every request is).
+    Started(Reply<()>),
+}
+
+/// A running supervisor: add and remove children, look at them.
+#[derive(Debug, Clone)]
+pub struct SupervisorRef {
+    addr: Addr<Request>,
+}
+
+/// One child, as [`SupervisorRef::which_children`] reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ChildInfo {
+    /// Its spec's id.
+    pub id: Arc<str>,
+    /// The running instance, if any.
+    pub pid: Option<Pid>,
+    /// Its restart type.
+    pub restart: Restart,
+}
+
+/// Why a request to a supervisor failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SupervisorError {
+    /// A child with this id exists already.
+    #[error("a child with id `{0}` exists already")]
+    DuplicateId(Arc<str>),
+    /// No child has this id.
+    #[error("no child with id `{0}`")]
+    NoChild(Arc<str>),
+    /// The child could not be started.
+    #[error("the child could not be started: {0}")]
+    Start(String),
+    /// The supervisor did not answer (it has ended).
+    #[error("the supervisor did not answer: {0}")]
+    Unreachable(String),
+}
+
+impl SupervisorRef {
+    /// The supervisor's PID (link to it, monitor it, terminate it).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use procsched::supervision::Supervisor;
+    /// let sched = procsched::Scheduler::builder().workers(1).build()?;
+    /// let supervisor = Supervisor::one_for_one().spawn(sched.handle())?;
+    /// assert!(sched.state(supervisor.pid()).is_some());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn pid(&self) -> Pid {
+        self.addr.pid()
+    }
+
+    /// Starts a child from `spec` (a dynamic child: a pool's session), after the others.
+    ///
+    /// # Errors
+    ///
+    /// [`SupervisorError::DuplicateId`], [`SupervisorError::Start`] (the spawn failed),
+    /// [`SupervisorError::Unreachable`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use procsched::prelude::*;
+    /// use procsched::supervision::{ChildSpec, Restart, Supervisor};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), BoxError> {
+    /// let sched = Scheduler::builder().workers(1).build()?;
+    /// let pool = Supervisor::one_for_one().spawn(sched.handle())?;
+    /// let session = ChildSpec::new("session-1", |start| {
+    ///     start.spawn_fn(|cx: ProcessCx<()>| async move { Ok::<_, BoxError>(cx.recv().await?) })
+    /// })
+    /// .restart(Restart::Temporary);
+    /// let pid = pool.start_child(session).await?;
+    /// assert_eq!(pool.which_children().await?[0].pid, Some(pid));
+    /// pool.terminate_child("session-1").await?;
+    /// assert!(pool.which_children().await?.is_empty());
+    /// # sched.shutdown_async(std::time::Duration::from_secs(5)).await;
+    /// # Ok(()) }
+    /// ```
+    pub async fn start_child(&self, spec: ChildSpec) -> Result<Pid, SupervisorError> {
+        self.addr
+            .ask(|reply| Request::StartChild(spec, reply))
+            .await
+            .map_err(|error| SupervisorError::Unreachable(error.to_string()))?
+    }
+
+    /// Stops the child `id` by its shutdown policy and forgets its spec.
+    ///
+    /// # Errors
+    ///
+    /// [`SupervisorError::NoChild`], [`SupervisorError::Unreachable`].
+    ///
+    /// # Examples
+    ///
+    /// See [`start_child`](Self::start_child).
+    pub async fn terminate_child(&self, id: &str) -> Result<(), SupervisorError> {
+        let id: Arc<str> = id.into();
+        self.addr
+            .ask(|reply| Request::TerminateChild(id, reply))
+            .await
+            .map_err(|error| SupervisorError::Unreachable(error.to_string()))?
+    }
+
+    /// The children, in start order.
+    ///
+    /// # Errors
+    ///
+    /// [`SupervisorError::Unreachable`].
+    ///
+    /// # Examples
+    ///
+    /// See [`start_child`](Self::start_child).
+    pub async fn which_children(&self) -> Result<Vec<ChildInfo>, SupervisorError> {
+        self.addr
+            .ask(Request::WhichChildren)
+            .await
+            .map_err(|error| SupervisorError::Unreachable(error.to_string()))
+    }
+
+    /// How many restarts the supervisor has made.
+    ///
+    /// # Errors
+    ///
+    /// [`SupervisorError::Unreachable`].
+    ///
+    /// # Examples
+    ///
+    /// See [`Supervisor`].
+    pub async fn restarts(&self) -> Result<u64, SupervisorError> {
+        self.addr
+            .ask(Request::Restarts)
+            .await
+            .map_err(|error| SupervisorError::Unreachable(error.to_string()))
+    }
+}
+
+/// The reason a supervisor that gave up ends with.
+pub(super) fn gave_up() -> ExitReason {
+    ExitReason::Shutdown
+}

@@ -1,0 +1,333 @@
+//! The supervisor's body: start the children, then react to their ends and to requests.
+
+use super::spec::{ChildShutdown, ChildSpec, Restart, Start, Strategy};
+use super::{gave_up, ChildInfo, Request, Supervisor, SupervisorError};
+use crate::process::async_fn::Incoming;
+use crate::process::exit::{Exit, ExitReason, Signal};
+use crate::process::{BoxError, Pid, RecvError};
+use crate::scheduler::ProcessCx;
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// A child: its spec and its running instance.
+struct Child {
+    spec: ChildSpec,
+    pid: Option<Pid>,
+}
+
+/// The supervisor's state.
+struct Supervising {
+    cx: ProcessCx<Request>,
+    strategy: Strategy,
+    max_restarts: u32,
+    within: std::time::Duration,
+    children: Vec<Child>,
+    /// When the last restarts happened (at most `max_restarts` kept).
+    restarts_at: VecDeque<Instant>,
+    restarts: u64,
+    /// The supervisor's own supervisor, if it is one's child.
+    parent: Option<Pid>,
+    /// Exit signals received while waiting for one child's end, handled afterwards.
+    pending: VecDeque<Exit>,
+    /// The supervisor was asked to finish while it waited for a child.
+    cancelled: Option<RecvError>,
+}
+
+/// Why the supervisor ends.
+enum End {
+    /// Asked to finish: its children are stopped, it ends as cancelled (`Shutdown`).
+    Cancelled(RecvError),
+    /// It gave up (restart intensity), or its parent ended: it ends with this reason.
+    Exit(ExitReason),
+}
+
+/// The supervisor process: starts `supervisor`'s children in order, then supervises them.
+pub(super) async fn supervise(
+    cx: ProcessCx<Request>,
+    supervisor: Supervisor,
+    parent: Option<Pid>,
+) -> Result<(), BoxError> {
+    cx.trap_exit(true);
+    let mut state = Supervising {
+        cx,
+        strategy: supervisor.strategy,
+        max_restarts: supervisor.max_restarts,
+        within: supervisor.within,
+        children: Vec::new(),
+        restarts_at: VecDeque::new(),
+        restarts: 0,
+        parent,
+        pending: VecDeque::new(),
+        cancelled: None,
+    };
+    for spec in supervisor.children {
+        let id = spec.id.clone();
+        state.children.push(Child { spec, pid: None });
+        let at = state.children.len() - 1;
+        if let Err(error) = state.start(at) {
+            tracing::warn!(child = %id, %error, "a child could not be started: the supervisor ends");
+            state.stop_all().await;
+            return Err(
+                ExitReason::failed(format!("child `{id}` could not be started: {error}")).into(),
+            );
+        }
+    }
+    let end = state.run().await;
+    state.stop_all().await;
+    match end {
+        End::Cancelled(cancelled) => Err(cancelled.into()),
+        End::Exit(reason) => Err(reason.into()),
+    }
+}
+
+impl Supervising {
+    async fn run(&mut self) -> End {
+        loop {
+            if let Some(cancelled) = self.cancelled.take() {
+                return End::Cancelled(cancelled);
+            }
+            if let Some(exit) = self.pending.pop_front() {
+                if let Some(end) = self.on_exit(exit).await {
+                    return end;
+                }
+                continue;
+            }
+            match self.cx.recv_any().await {
+                Err(cancelled) if cancelled.is_cancelled() => return End::Cancelled(cancelled),
+                Err(error) => tracing::warn!(%error, "a supervisor's receive failed"),
+                Ok(Incoming::Signal(Signal::Exit(exit))) => {
+                    if let Some(end) = self.on_exit(exit).await {
+                        return end;
+                    }
+                }
+                // A supervisor monitors nothing.
+                Ok(Incoming::Signal(_)) => {}
+                Ok(Incoming::Message(request)) => self.on_request(request).await,
+            }
+        }
+    }
+
+    /// A linked process ended: its parent (the supervisor ends too) or one of its children.
+    async fn on_exit(&mut self, exit: Exit) -> Option<End> {
+        if Some(exit.pid) == self.parent && exit.reason.is_abnormal() {
+            return Some(End::Exit(exit.reason));
+        }
+        let at = self
+            .children
+            .iter()
+            .position(|child| child.pid == Some(exit.pid))?;
+        self.children[at].pid = None;
+        let restart = match self.children[at].spec.restart {
+            Restart::Permanent => true,
+            Restart::Transient => !exit.reason.is_clean(),
+            Restart::Temporary => false,
+        };
+        tracing::debug!(child = %self.children[at].spec.id, pid = %exit.pid, reason = %exit.reason, restart, "child ended");
+        if !restart {
+            if self.children[at].spec.restart == Restart::Temporary {
+                self.children.remove(at);
+            }
+            return None;
+        }
+        self.restart_from(at).await
+    }
+
+    /// Restarts the child at `at` (and its siblings, by the strategy), within the intensity.
+    async fn restart_from(&mut self, at: usize) -> Option<End> {
+        let mut at = at;
+        loop {
+            if !self.allow_restart() {
+                tracing::warn!(
+                    max_restarts = self.max_restarts,
+                    within = ?self.within,
+                    "restart intensity reached: the supervisor stops its children and ends"
+                );
+                return Some(End::Exit(gave_up()));
+            }
+            let again: Vec<usize> = match self.strategy {
+                Strategy::OneForOne => vec![at],
+                Strategy::OneForAll => {
+                    self.stop_range(0..self.children.len()).await;
+                    (0..self.children.len()).collect()
+                }
+                Strategy::RestForOne => {
+                    self.stop_range(at..self.children.len()).await;
+                    (at..self.children.len()).collect()
+                }
+            };
+            self.restarts += 1;
+            // Children stopped by the strategy that are temporary are not restarted (OTP).
+            let mut failed = None;
+            for index in again {
+                let child = &self.children[index];
+                if child.pid.is_some() || (index != at && child.spec.restart == Restart::Temporary)
+                {
+                    continue;
+                }
+                if let Err(error) = self.start(index) {
+                    tracing::warn!(child = %self.children[index].spec.id, %error, "restart failed");
+                    failed = Some(index);
+                    break;
+                }
+            }
+            self.children
+                .retain(|child| child.pid.is_some() || child.spec.restart != Restart::Temporary);
+            match failed {
+                // A failed restart counts as another end of that child.
+                Some(index) => at = index.min(self.children.len().saturating_sub(1)),
+                None => return None,
+            }
+            if self.children.is_empty() {
+                return None;
+            }
+        }
+    }
+
+    /// Counts a restart against the intensity; `false` if it would exceed it.
+    fn allow_restart(&mut self) -> bool {
+        let now = Instant::now();
+        while let Some(&first) = self.restarts_at.front() {
+            if now.duration_since(first) > self.within {
+                self.restarts_at.pop_front();
+            } else {
+                break;
+            }
+        }
+        if self.restarts_at.len() >= self.max_restarts as usize {
+            return false;
+        }
+        self.restarts_at.push_back(now);
+        true
+    }
+
+    /// Starts the child at `at`, registering its name.
+    fn start(&mut self, at: usize) -> Result<Pid, SupervisorError> {
+        let sched = self.cx.scheduler();
+        let child = &mut self.children[at];
+        let start = Start::new(&sched, self.cx.pid());
+        let pid = (child.spec.factory)(&start)
+            .map_err(|error| SupervisorError::Start(error.to_string()))?;
+        child.pid = Some(pid);
+        if let Some(name) = &child.spec.name {
+            if let Err(error) = sched.register(name.clone(), pid) {
+                tracing::warn!(child = %child.spec.id, %error, "could not register the child's name");
+            }
+        }
+        Ok(pid)
+    }
+
+    /// Stops the children in `range`, last started first.
+    async fn stop_range(&mut self, range: std::ops::Range<usize>) {
+        for index in range.rev() {
+            self.stop(index).await;
+        }
+    }
+
+    /// Stops every child, last started first.
+    async fn stop_all(&mut self) {
+        self.stop_range(0..self.children.len()).await;
+    }
+
+    /// Stops the child at `at` by its shutdown policy and waits for its end.
+    async fn stop(&mut self, at: usize) {
+        let Some(pid) = self.children[at].pid.take() else {
+            return;
+        };
+        let sched = self.cx.scheduler();
+        match self.children[at].spec.shutdown {
+            ChildShutdown::BrutalKill => {
+                let _ = sched.terminate(pid);
+                self.wait_for_end(pid, None).await;
+            }
+            ChildShutdown::Timeout(timeout) => {
+                let _ = sched.cancel(pid);
+                if !self.wait_for_end(pid, Some(timeout)).await {
+                    let _ = sched.terminate(pid);
+                    self.wait_for_end(pid, None).await;
+                }
+            }
+            ChildShutdown::Infinity => {
+                let _ = sched.cancel(pid);
+                self.wait_for_end(pid, None).await;
+            }
+        }
+    }
+
+    /// Waits for `pid`'s exit signal (keeping the others for later); `false` on timeout.
+    async fn wait_for_end(&mut self, pid: Pid, timeout: Option<std::time::Duration>) -> bool {
+        if let Some(at) = self.pending.iter().position(|exit| exit.pid == pid) {
+            self.pending.remove(at);
+            return true;
+        }
+        let wait = async {
+            loop {
+                match self.cx.recv_signal().await {
+                    Ok(Signal::Exit(exit)) if exit.pid == pid => return,
+                    Ok(Signal::Exit(exit)) => self.pending.push_back(exit),
+                    Ok(_) => {}
+                    Err(cancelled) if cancelled.is_cancelled() => self.cancelled = Some(cancelled),
+                    Err(error) => {
+                        tracing::warn!(%error, "a supervisor's receive failed");
+                        return;
+                    }
+                }
+            }
+        };
+        match timeout {
+            None => {
+                wait.await;
+                true
+            }
+            Some(timeout) => tokio::time::timeout(timeout, wait).await.is_ok(),
+        }
+    }
+
+    async fn on_request(&mut self, request: Request) {
+        match request {
+            Request::StartChild(spec, reply) => {
+                let answer = if self.children.iter().any(|child| child.spec.id == spec.id) {
+                    Err(SupervisorError::DuplicateId(spec.id.clone()))
+                } else {
+                    self.children.push(Child { spec, pid: None });
+                    let at = self.children.len() - 1;
+                    let started = self.start(at);
+                    if started.is_err() {
+                        self.children.pop();
+                    }
+                    started
+                };
+                let _ = reply.send(answer);
+            }
+            Request::TerminateChild(id, reply) => {
+                let answer = match self.children.iter().position(|child| child.spec.id == id) {
+                    Some(at) => {
+                        self.stop(at).await;
+                        self.children.remove(at);
+                        Ok(())
+                    }
+                    None => Err(SupervisorError::NoChild(id)),
+                };
+                let _ = reply.send(answer);
+            }
+            Request::WhichChildren(reply) => {
+                let children = self
+                    .children
+                    .iter()
+                    .map(|child| ChildInfo {
+                        id: Arc::clone(&child.spec.id),
+                        pid: child.pid,
+                        restart: child.spec.restart,
+                    })
+                    .collect();
+                let _ = reply.send(children);
+            }
+            Request::Restarts(reply) => {
+                let _ = reply.send(self.restarts);
+            }
+            Request::Started(reply) => {
+                let _ = reply.send(());
+            }
+        }
+    }
+}

@@ -1,0 +1,249 @@
+//! What a supervisor is built from: child specs ([`ChildSpec`]), their restart types and
+//! shutdown policies, the restart strategy, and the [`Start`] a child's factory spawns with.
+
+use crate::process::{BoxError, Payload, Pid, Process};
+use crate::scheduler::SpawnError;
+use crate::scheduler::{ProcessCx, SchedulerHandle};
+use std::fmt;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// When a child that ended is started again (OTP's restart types).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum Restart {
+    /// Always.
+    #[default]
+    Permanent,
+    /// Only after an abnormal end: not after `Normal` or `Shutdown`.
+    Transient,
+    /// Never (and its spec is forgotten when it ends).
+    Temporary,
+}
+
+/// How a supervisor stops a child (OTP's shutdown values).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ChildShutdown {
+    /// Terminate at once (`Killed`).
+    BrutalKill,
+    /// Ask it to finish (its receives report the cancellation), then terminate it if it has
+    /// not ended within this time.
+    Timeout(Duration),
+    /// Ask it to finish and wait as long as it takes: for children that are supervisors.
+    Infinity,
+}
+
+impl Default for ChildShutdown {
+    /// `Timeout(5 s)`, OTP's default for workers.
+    fn default() -> ChildShutdown {
+        ChildShutdown::Timeout(Duration::from_secs(5))
+    }
+}
+
+/// Which children a supervisor restarts when one ends (OTP's strategies).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum Strategy {
+    /// Only the child that ended.
+    #[default]
+    OneForOne,
+    /// All children: the others are stopped (in reverse start order), then all are started
+    /// again in start order.
+    OneForAll,
+    /// The child that ended and those started after it: those are stopped in reverse start
+    /// order, then all of them started again in start order.
+    RestForOne,
+}
+
+/// Spawns a child, linked to its supervisor: what a [`ChildSpec`]'s factory is given. The
+/// link is set up before the child's first step, so no end of the child can be missed.
+pub struct Start<'a> {
+    sched: &'a SchedulerHandle,
+    supervisor: Pid,
+}
+
+impl<'a> Start<'a> {
+    pub(super) fn new(sched: &'a SchedulerHandle, supervisor: Pid) -> Start<'a> {
+        Start { sched, supervisor }
+    }
+
+    /// Spawns `process` (a state machine) linked to the supervisor.
+    ///
+    /// # Errors
+    ///
+    /// As [`SchedulerHandle::spawn`].
+    ///
+    /// # Examples
+    ///
+    /// See [`ChildSpec`].
+    pub fn spawn<P: Process>(
+        &self,
+        process: P,
+        method: &str,
+        input: Payload,
+    ) -> Result<Pid, SpawnError> {
+        self.sched
+            .spawn_linked(self.supervisor, process, method, input)
+            .map(|handle| handle.pid())
+    }
+
+    /// Spawns `body` (an `async fn`) linked to the supervisor.
+    ///
+    /// # Errors
+    ///
+    /// As [`SchedulerHandle::spawn_fn`].
+    ///
+    /// # Examples
+    ///
+    /// See [`ChildSpec`].
+    pub fn spawn_fn<F, Fut, T, E, M>(&self, body: F) -> Result<Pid, SpawnError>
+    where
+        F: FnOnce(ProcessCx<M>) -> Fut + Send + 'static,
+        Fut: Future<Output = Result<T, E>> + Send + 'static,
+        T: Send + 'static,
+        E: Into<BoxError>,
+        M: Send + 'static,
+    {
+        self.sched
+            .spawn_fn_linked(self.supervisor, body)
+            .map(|handle| handle.pid())
+    }
+
+    /// The scheduler.
+    ///
+    /// # Examples
+    ///
+    /// See [`ChildSpec`].
+    pub fn scheduler(&self) -> &SchedulerHandle {
+        self.sched
+    }
+
+    /// The supervisor the child is started for.
+    ///
+    /// # Examples
+    ///
+    /// See [`ChildSpec`].
+    pub fn supervisor(&self) -> Pid {
+        self.supervisor
+    }
+}
+
+impl fmt::Debug for Start<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Start")
+            .field("supervisor", &self.supervisor)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Spawns one instance of a child.
+pub(super) type Factory = dyn Fn(&Start<'_>) -> Result<Pid, SpawnError> + Send + Sync;
+
+/// One child of a supervisor: an id, a factory that spawns an instance (a state machine or an
+/// `async fn`, through [`Start`]), a restart type, a shutdown policy, and optionally a name the
+/// supervisor registers for every instance.
+///
+/// # Examples
+///
+/// ```
+/// use procsched::prelude::*;
+/// use procsched::supervision::{ChildShutdown, ChildSpec, Restart};
+/// use std::time::Duration;
+///
+/// let worker = ChildSpec::new("worker", |start| {
+///     start.spawn_fn(|cx: ProcessCx<u64>| async move {
+///         loop {
+///             let job = cx.recv().await?;
+///             if job == 0 {
+///                 return Err::<(), BoxError>("a bad job".into()); // restarted: Permanent
+///             }
+///         }
+///     })
+/// })
+/// .restart(Restart::Permanent)
+/// .shutdown(ChildShutdown::Timeout(Duration::from_secs(1)))
+/// .register_as("worker");
+/// assert_eq!(worker.id(), "worker");
+/// ```
+#[derive(Clone)]
+pub struct ChildSpec {
+    pub(super) id: Arc<str>,
+    pub(super) factory: Arc<Factory>,
+    pub(super) restart: Restart,
+    pub(super) shutdown: ChildShutdown,
+    pub(super) name: Option<Arc<str>>,
+}
+
+impl ChildSpec {
+    /// A permanent child, stopped with `ChildShutdown::default()`, whose instances `factory`
+    /// spawns.
+    ///
+    /// # Examples
+    ///
+    /// See [`ChildSpec`].
+    pub fn new(
+        id: impl Into<Arc<str>>,
+        factory: impl Fn(&Start<'_>) -> Result<Pid, SpawnError> + Send + Sync + 'static,
+    ) -> ChildSpec {
+        ChildSpec {
+            id: id.into(),
+            factory: Arc::new(factory),
+            restart: Restart::default(),
+            shutdown: ChildShutdown::default(),
+            name: None,
+        }
+    }
+
+    /// Its restart type.
+    ///
+    /// # Examples
+    ///
+    /// See [`ChildSpec`].
+    pub fn restart(mut self, restart: Restart) -> ChildSpec {
+        self.restart = restart;
+        self
+    }
+
+    /// How it is stopped.
+    ///
+    /// # Examples
+    ///
+    /// See [`ChildSpec`].
+    pub fn shutdown(mut self, shutdown: ChildShutdown) -> ChildSpec {
+        self.shutdown = shutdown;
+        self
+    }
+
+    /// Registers every instance under `name` ([`SchedulerHandle::register`]), so callers reach
+    /// the live one by name.
+    ///
+    /// # Examples
+    ///
+    /// See [`ChildSpec`].
+    pub fn register_as(mut self, name: impl Into<Arc<str>>) -> ChildSpec {
+        self.name = Some(name.into());
+        self
+    }
+
+    /// Its id (unique among its supervisor's children).
+    ///
+    /// # Examples
+    ///
+    /// See [`ChildSpec`].
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+}
+
+impl fmt::Debug for ChildSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ChildSpec")
+            .field("id", &self.id)
+            .field("restart", &self.restart)
+            .field("shutdown", &self.shutdown)
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
