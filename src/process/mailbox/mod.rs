@@ -37,6 +37,8 @@ mod drain;
 pub(crate) mod intake;
 mod watch;
 
+#[cfg(loom)]
+pub(crate) use watch::ExitDelivery;
 pub(crate) use watch::{Watch, Watcher};
 
 use super::queue::Queue;

@@ -8,6 +8,7 @@ use crate::executor::Executor;
 use crate::loom::atomic::{AtomicUsize, Ordering::SeqCst};
 use crate::loom::model::{model, model_full_stack};
 use crate::loom::{thread, Arc};
+use crate::process::exit::ExitReason;
 use crate::process::future::{Host, Outcome, PollStats, ProcessFuture};
 use crate::process::mailbox::{Admission, Generation, ProcessCell};
 use crate::process::Payload;

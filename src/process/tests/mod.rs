@@ -11,6 +11,8 @@ mod loom_process;
 #[cfg(loom)]
 mod loom_state;
 #[cfg(loom)]
+mod loom_watch;
+#[cfg(loom)]
 mod support;
 
 #[cfg(not(loom))]

@@ -195,8 +195,7 @@ impl Supervisor {
             .spawn(sched)
             .map_err(|error| SupervisorError::Start(error.to_string()))?;
         supervisor
-            .addr
-            .ask(Request::Started)
+            .started()
             .await
             .map_err(|_| SupervisorError::Start("a child could not be started".to_owned()))?;
         Ok(supervisor)
@@ -219,6 +218,7 @@ impl Supervisor {
             start.spawn_fn(move |cx| run::supervise(cx, supervisor, Some(parent)))
         })
         .shutdown(ChildShutdown::Infinity)
+        .marked_supervisor()
     }
 }
 
@@ -269,6 +269,32 @@ pub enum SupervisorError {
 }
 
 impl SupervisorRef {
+    /// The supervisor running as `pid` (a sub-supervisor, found in its parent's
+    /// [`which_children`](Self::which_children)). Requests to a process that is not a
+    /// supervisor fail with [`SupervisorError::Unreachable`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use procsched::supervision::{Supervisor, SupervisorRef};
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let sched = procsched::Scheduler::builder().workers(1).build()?;
+    /// let root = Supervisor::one_for_one()
+    ///     .child(Supervisor::one_for_one().into_child("pool"))
+    ///     .start(sched.handle())
+    ///     .await?;
+    /// let pool = root.which_children().await?[0].pid.expect("running");
+    /// let pool = SupervisorRef::from_pid(sched.handle(), pool);
+    /// assert!(pool.which_children().await?.is_empty());
+    /// # sched.shutdown_async(std::time::Duration::from_secs(5)).await;
+    /// # Ok(()) }
+    /// ```
+    pub fn from_pid(sched: &SchedulerHandle, pid: Pid) -> SupervisorRef {
+        SupervisorRef {
+            addr: sched.addr(pid),
+        }
+    }
+
     /// The supervisor's PID (link to it, monitor it, terminate it).
     ///
     /// # Examples
@@ -349,6 +375,12 @@ impl SupervisorRef {
             .ask(Request::WhichChildren)
             .await
             .map_err(|error| SupervisorError::Unreachable(error.to_string()))
+    }
+
+    /// Resolves once the supervisor has started its children (every request is answered after
+    /// that).
+    pub(super) async fn started(&self) -> Result<(), crate::scheduler::AskError> {
+        self.addr.ask(Request::Started).await
     }
 
     /// How many restarts the supervisor has made.

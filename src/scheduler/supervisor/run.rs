@@ -1,7 +1,7 @@
 //! The supervisor's body: start the children, then react to their ends and to requests.
 
 use super::spec::{ChildShutdown, ChildSpec, Restart, Start, Strategy};
-use super::{gave_up, ChildInfo, Request, Supervisor, SupervisorError};
+use super::{gave_up, ChildInfo, Request, Supervisor, SupervisorError, SupervisorRef};
 use crate::process::async_fn::Incoming;
 use crate::process::exit::{Exit, ExitReason, Signal};
 use crate::process::{BoxError, Pid, RecvError};
@@ -65,7 +65,7 @@ pub(super) async fn supervise(
         let id = spec.id.clone();
         state.children.push(Child { spec, pid: None });
         let at = state.children.len() - 1;
-        if let Err(error) = state.start(at) {
+        if let Err(error) = state.start(at).await {
             tracing::warn!(child = %id, %error, "a child could not be started: the supervisor ends");
             state.stop_all().await;
             return Err(
@@ -165,7 +165,7 @@ impl Supervising {
                 {
                     continue;
                 }
-                if let Err(error) = self.start(index) {
+                if let Err(error) = self.start(index).await {
                     tracing::warn!(child = %self.children[index].spec.id, %error, "restart failed");
                     failed = Some(index);
                     break;
@@ -201,8 +201,26 @@ impl Supervising {
         true
     }
 
-    /// Starts the child at `at`, registering its name.
-    fn start(&mut self, at: usize) -> Result<Pid, SupervisorError> {
+    /// Starts the child at `at`, registering its name; a child that is a supervisor has
+    /// started its own children when this returns (OTP's synchronous start).
+    async fn start(&mut self, at: usize) -> Result<Pid, SupervisorError> {
+        let pid = self.spawn_child(at)?;
+        if self.children[at].spec.supervisor {
+            let started = SupervisorRef::from_pid(&self.cx.scheduler(), pid)
+                .started()
+                .await;
+            if started.is_err() {
+                self.children[at].pid = None;
+                return Err(SupervisorError::Start(format!(
+                    "supervisor `{}` could not start its children",
+                    self.children[at].spec.id
+                )));
+            }
+        }
+        Ok(pid)
+    }
+
+    fn spawn_child(&mut self, at: usize) -> Result<Pid, SupervisorError> {
         let sched = self.cx.scheduler();
         let child = &mut self.children[at];
         let start = Start::new(&sched, self.cx.pid());
@@ -291,7 +309,7 @@ impl Supervising {
                 } else {
                     self.children.push(Child { spec, pid: None });
                     let at = self.children.len() - 1;
-                    let started = self.start(at);
+                    let started = self.start(at).await;
                     if started.is_err() {
                         self.children.pop();
                     }

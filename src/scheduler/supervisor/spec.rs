@@ -174,6 +174,8 @@ pub struct ChildSpec {
     pub(super) restart: Restart,
     pub(super) shutdown: ChildShutdown,
     pub(super) name: Option<Arc<str>>,
+    /// The child is a supervisor: started synchronously (`run.rs`).
+    pub(super) supervisor: bool,
 }
 
 impl ChildSpec {
@@ -193,7 +195,14 @@ impl ChildSpec {
             restart: Restart::default(),
             shutdown: ChildShutdown::default(),
             name: None,
+            supervisor: false,
         }
+    }
+
+    /// Marks the child as a supervisor (`Supervisor::into_child`).
+    pub(super) fn marked_supervisor(mut self) -> ChildSpec {
+        self.supervisor = true;
+        self
     }
 
     /// Its restart type.
