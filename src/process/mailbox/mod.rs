@@ -37,7 +37,7 @@ mod drain;
 pub(crate) mod intake;
 mod watch;
 
-#[cfg(loom)]
+#[cfg(all(loom, test))]
 pub(crate) use watch::ExitDelivery;
 pub(crate) use watch::{Watch, Watcher};
 
