@@ -322,7 +322,7 @@ impl<M: Send + 'static> ProcessCx<M> {
     ///
     /// # Examples
     ///
-    /// See [`MonitorRef`](crate::supervision::MonitorRef).
+    /// See [`MonitorRef`].
     pub fn monitor(&self, pid: Pid) -> MonitorRef {
         match self.sched.monitor_from(self.pid(), pid) {
             Ok(monitor) => monitor,
@@ -362,7 +362,7 @@ impl<M: Send + 'static> ProcessCx<M> {
     ///
     /// # Errors
     ///
-    /// [`RegisterError::Taken`](crate::supervision::RegisterError::Taken) if another process holds it.
+    /// [`RegisterError::Taken`] if another process holds it.
     ///
     /// # Examples
     ///
@@ -386,7 +386,7 @@ impl<M: Send + 'static> ProcessCx<M> {
     ///
     /// # Examples
     ///
-    /// See [`MonitorRef`](crate::supervision::MonitorRef).
+    /// See [`MonitorRef`].
     pub fn recv_down(&self) -> RecvDown {
         RecvDown::new(self.owner)
     }

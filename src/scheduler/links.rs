@@ -2,7 +2,7 @@
 //! who is told when a process ends, and what happens to them.
 //!
 //! The registrations live in the watched process's cell (`process/mailbox/watch.rs`, protocols
-//! 8 and 9); this module binds them to PIDs, and [`deliver`] signals them when a process ends
+//! 8 and 9); this module binds them to PIDs, and [`Inner::ended`] signals them when a process ends
 //! (`shared.rs`, `finished`), outside every lock.
 //!
 //! - **Link** (`link(a, b)`): both directions, registered on `a` first (the caller, alive),
@@ -91,15 +91,15 @@ impl Inner {
 }
 
 impl SchedulerHandle {
-    /// Asks process `pid` to finish: it receives [`Event::Cancel`](crate::state_machine::Event::Cancel)
-    /// with [`CancelReason::Stop`](crate::error::CancelReason::Stop) (its receives report the
+    /// Asks process `pid` to finish: it receives [`Event::Cancel`]
+    /// with [`CancelReason::Stop`] (its receives report the
     /// cancellation), as shutdown asks every process — `?` on it ends an `async fn` body as
     /// cancelled, with exit reason `Shutdown`. A supervisor stops its children this way
     /// before it terminates those that do not finish in time.
     ///
     /// # Errors
     ///
-    /// A [`SendError`](crate::error::SendError) of kind `NotFound` if `pid` is gone, `Closed`
+    /// A [`SendError`] of kind `NotFound` if `pid` is gone, `Closed`
     /// if it is finishing.
     ///
     /// # Examples
