@@ -1,6 +1,6 @@
 //! [`block_in_place`]: run blocking code on a worker without stalling the work queued behind it.
 
-use super::worker;
+use super::{start, worker};
 
 /// Runs `f`, which may block its thread for long, on the current worker: first hands the
 /// worker's queued work off to the other workers, starting or waking a spare worker if every
@@ -50,7 +50,10 @@ where
             self.0.leave_blocking();
         }
     }
-    core.enter_blocking();
+    if let Some(shared) = core.enter_blocking() {
+        // Hand-off steps 3 and 4 (`monitor.rs`; steps 1 and 2 were the worker's).
+        start::hand_off(shared);
+    }
     let _leave = Leave(core);
     f()
 }

@@ -1,10 +1,11 @@
 //! [`Builder`]: an executor's settings, and starting its threads.
 
-use super::monitor::{Monitor, MonitorConfig};
+use super::monitor::{LongPoll, Monitor, MonitorConfig, DEFAULT_LONG_POLL_THRESHOLD};
 use super::shared::{self, Remote, Shared};
 use super::spare::{Spares, DEFAULT_SPARE_KEEP_ALIVE};
+use super::start;
 use super::threads::{ThreadConfig, WorkerContext};
-use super::{park, queue, Executor, LongPoll, DEFAULT_LONG_POLL_THRESHOLD, DROP_SHUTDOWN_TIMEOUT};
+use super::{park, queue, Executor, DROP_SHUTDOWN_TIMEOUT};
 use crate::loom::{thread, Arc};
 use std::time::Duration;
 
@@ -237,7 +238,7 @@ impl Builder {
         let shared = Arc::new(Shared::new(remotes, workers, monitor, config));
         let mut threads = Vec::with_capacity(workers);
         for (index, local) in locals.into_iter().enumerate() {
-            match shared.threads.spawn(shared.clone(), index, local) {
+            match start::spawn_worker(&shared, index, local) {
                 Ok(thread) => threads.push(thread),
                 Err(error) => {
                     // Workers that never started must still count as exited.
@@ -281,7 +282,7 @@ impl Builder {
             let shared = shared.clone();
             thread::Builder::new()
                 .name(format!("{}-monitor", self.thread_name))
-                .spawn(move || super::monitor::run(shared))
+                .spawn(move || super::monitor::run(&shared.monitor, &shared))
                 .map(Some)
         }
     }

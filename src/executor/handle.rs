@@ -1,7 +1,11 @@
 //! [`Handle`]: spawning onto an executor from any thread.
 
+use super::metrics::ExecutorMetrics;
+use super::schedule;
 use super::shared::Shared;
-use super::{worker, ExecutorMetrics, JoinHandle, TaskRef};
+use super::task::JoinHandle;
+use super::unowned::TaskRef;
+use super::worker;
 use crate::loom::Arc;
 use std::fmt;
 use std::future::Future;
@@ -58,7 +62,7 @@ impl Handle {
         F: Future + Send + 'static,
         F::Output: Send + 'static,
     {
-        Shared::spawn(&self.shared, future, 0)
+        schedule::spawn(&self.shared, future, 0)
     }
 
     /// [`spawn`](Self::spawn) with a label the monitor reports a long poll of this task with
@@ -78,7 +82,7 @@ impl Handle {
         F: Future + Send + 'static,
         F::Output: Send + 'static,
     {
-        Shared::spawn(&self.shared, future, label)
+        schedule::spawn(&self.shared, future, label)
     }
 
     /// Spawns `future` as an *unowned* task (`unowned.rs`): not in the owned-task list, so
@@ -96,7 +100,7 @@ impl Handle {
         F: Future + Send + 'static,
         F::Output: Send + 'static,
     {
-        Shared::spawn_unowned(&self.shared, future, label, keep)
+        schedule::spawn_unowned(&self.shared, future, label, keep)
     }
 
     /// The handle of the executor whose worker runs the current thread, if any.

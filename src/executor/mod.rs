@@ -40,13 +40,23 @@
 //! | `idle` | how many workers search or sleep; the protocol that never loses a wake-up |
 //! | `park` | the sleep primitive |
 //! | `shared` | the state all workers share, and where each runnable task is queued |
+//! | `schedule` | spawning; the task module's `Schedule`: which queue, by calling thread |
 //! | `owned` | every live task, so that shutdown can cancel them all |
 //! | `unowned` | tasks spawned without the owned list, whose owner (the scheduler) cancels them |
 //! | `monitor` | the monitor thread: long-poll detection, hand-off of a stuck worker's work, the protocols |
 //! | `spare` | the spare workers that replace stuck ones, and their pool |
+//! | `start` | starting worker threads (configured and spare); the monitor's hand-off steps 3 and 4 |
 //! | `blocking` | [`block_in_place`] |
-//! | `threads` | starting worker threads (configured and spare) |
+//! | `threads` | how worker threads are started: name and context |
 //! | `metrics` | per-worker counters, the monitor's figures |
+//!
+//! Imports point one way, from each group to the ones before it: `task/`, `queue`, `park`,
+//! `idle`, `metrics`, `late_context`, `threads`, `yield_now`; `owned`, `spare`; `monitor`;
+//! `shared`; `unowned`, `worker`; `schedule`, `start`; `blocking`, `handle`, `builder`; then
+//! this module. A lower module that needs a higher one gets a narrow trait: the task module's
+//! `Schedule` (implemented in `schedule`), the monitor's `MonitorHost` and the spare pool's
+//! `SpareHost` (both in `start`: the monitor and the pool are part of `shared`'s state, and
+//! starting a spare runs the worker loop).
 //!
 //! # Blocking code
 //! A future that blocks its thread holds its worker until it returns; futures cannot be
@@ -69,8 +79,10 @@ mod monitor;
 mod owned;
 mod park;
 mod queue;
+mod schedule;
 mod shared;
 mod spare;
+mod start;
 mod task;
 mod threads;
 mod unowned;

@@ -41,7 +41,7 @@
 //!    (The next tick looks again while the worker is stuck.)
 //! 4. While fewer than `needed` spares are active: under the pool lock, take a parked spare
 //!    (count it active, unpark it) or start a new spare thread (count it live and active); see
-//!    `spare.rs`.
+//!    `spare.rs`. The code of steps 3 and 4 is in `start.rs`.
 //!
 //! An active spare runs the ordinary worker loop on its own deque and steals from everyone,
 //! including the stuck worker's deque and inject queues. It never joins the idle protocol's
@@ -105,12 +105,17 @@
 //! reads `sleeping` (SeqCst) after the unparked count was raised, and if set, wakes the monitor.
 //! By the SeqCst order, either the monitor's re-check sees the raised count or the worker sees
 //! the flag. Shutdown wakes it through the same lock, after setting its own flag.
+//!
+//! # Below the shared state
+//! The monitor's state is part of the state all workers share (`shared.rs`), so this module
+//! cannot name that state: the tick and the monitor thread reach the executor through
+//! [`MonitorHost`], which `start.rs` implements, together with hand-off steps 3 and 4 (a spare
+//! runs the worker loop, `worker.rs`, which sits above the shared state).
 
 use super::metrics::MonitorMetrics;
-use super::shared::Shared;
 use super::spare::Spares;
 use crate::loom::atomic::{fence, AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering::*};
-use crate::loom::{lock, Arc, Condvar, Mutex};
+use crate::loom::{lock, Condvar, Mutex};
 use crossbeam_utils::CachePadded;
 use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -203,7 +208,29 @@ pub(crate) struct Activity {
     pub(crate) label: AtomicU64,
 }
 
-pub(crate) struct Monitor {
+/// What the monitor needs from the executor it watches (module docs, "Below the shared state").
+pub(crate) trait MonitorHost {
+    /// Hand-off step 2: moves what worker `index` has queued to the global injector.
+    fn hand_over_queues(&self, index: usize);
+
+    /// `true` if worker `index` has work queued (the nudge).
+    fn has_queued_work(&self, index: usize) -> bool;
+
+    /// Wakes a parked worker if none is searching and someone sleeps (the nudge).
+    fn notify_parked(&self);
+
+    /// Hand-off steps 3 and 4 (`start.rs`).
+    fn hand_off(&self);
+
+    /// `true` once shutdown has begun.
+    fn is_shutdown(&self) -> bool;
+
+    /// Configured workers not parked ("Sleeping when idle").
+    fn num_unparked(&self) -> usize;
+}
+
+/// The monitor's state; `T` is the task type of the spare pool's deques (`spare.rs`).
+pub(crate) struct Monitor<T> {
     pub(crate) config: MonitorConfig,
     threshold_ns: u64,
     tick_ns: u64,
@@ -215,7 +242,7 @@ pub(crate) struct Monitor {
     stuck_long: AtomicUsize,
     /// Workers inside `block_in_place`.
     blocking: AtomicUsize,
-    pub(crate) spares: Spares,
+    pub(crate) spares: Spares<T>,
     long_polls: AtomicU64,
     longest_ns: AtomicU64,
     longest_label: AtomicU64,
@@ -255,7 +282,7 @@ enum Class {
 }
 
 impl View {
-    pub(crate) fn new(monitor: &Monitor, now: u64) -> View {
+    pub(crate) fn new<T>(monitor: &Monitor<T>, now: u64) -> View {
         View {
             slots: monitor
                 .activity
@@ -273,8 +300,8 @@ impl View {
     }
 }
 
-impl Monitor {
-    pub(crate) fn new(config: MonitorConfig, slots: usize, spares: Spares) -> Monitor {
+impl<T> Monitor<T> {
+    pub(crate) fn new(config: MonitorConfig, slots: usize, spares: Spares<T>) -> Monitor<T> {
         Monitor {
             threshold_ns: u64::try_from(config.threshold.as_nanos()).unwrap_or(u64::MAX),
             tick_ns: u64::try_from(config.tick().as_nanos()).unwrap_or(u64::MAX),
@@ -316,7 +343,7 @@ impl Monitor {
 
     /// One tick of the monitor (module docs, "Detection" and "Hand-off"); `now` is the monitor's
     /// clock in nanoseconds (a manual one under loom).
-    pub(crate) fn tick(&self, shared: &Arc<Shared>, view: &mut View, now: u64) {
+    pub(crate) fn tick(&self, shared: &impl MonitorHost, view: &mut View, now: u64) {
         // Pass 1: where each slot is, and report new long polls.
         let mut saturated = true;
         for (index, seen) in view.slots.iter_mut().enumerate() {
@@ -346,7 +373,8 @@ impl Monitor {
             } else {
                 Class::Running
             };
-            if index < shared.num_workers() && seen.class == Class::Running {
+            // A configured worker (the first slots) between polls or in a short one.
+            if !self.spares.is_spare(index) && seen.class == Class::Running {
                 saturated = false;
             }
             if seen.class == Class::Long {
@@ -396,20 +424,7 @@ impl Monitor {
             shared.notify_parked();
         }
         self.stuck_long.store(stuck, Release);
-        self.hand_off(shared);
-    }
-
-    /// Hand-off steps 3 and 4.
-    pub(crate) fn hand_off(&self, shared: &Arc<Shared>) {
-        let needed = self.needed();
-        if needed == 0 || shared.is_shutdown() || !shared.has_pending_work() {
-            return;
-        }
-        while self.spares.active() < needed {
-            if !self.spares.activate(shared, needed) {
-                break;
-            }
-        }
+        shared.hand_off();
     }
 
     fn report(&self, worker: usize, label: u64, elapsed: u64) {
@@ -463,8 +478,8 @@ impl Monitor {
 
     /// `true` if the monitor may sleep without a timeout ("Sleeping when idle").
     #[cfg_attr(loom, allow(dead_code))] // the monitor thread does not exist under loom
-    fn is_quiet(&self, shared: &Shared) -> bool {
-        shared.idle.num_unparked() == 0
+    fn is_quiet(&self, shared: &impl MonitorHost) -> bool {
+        shared.num_unparked() == 0
             && self.spares.active() == 0
             && self.blocking.load(SeqCst) == 0
             && self.stuck_long.load(Relaxed) == 0
@@ -485,7 +500,7 @@ impl Monitor {
 
     /// Waits for a wake, or `timeout`; `false` once shutdown began.
     #[cfg(not(loom))]
-    fn wait(&self, shared: &Shared, timeout: Option<Duration>) -> bool {
+    fn wait(&self, shared: &impl MonitorHost, timeout: Option<Duration>) -> bool {
         let mut woken = lock(&self.wake);
         match timeout {
             None => {
@@ -513,21 +528,20 @@ impl Monitor {
 /// The monitor thread's loop: tick while work exists, sleep while the executor is idle, stop at
 /// shutdown.
 #[cfg(not(loom))]
-pub(crate) fn run(shared: Arc<Shared>) {
-    let monitor = &shared.monitor;
+pub(crate) fn run<T>(monitor: &Monitor<T>, shared: &impl MonitorHost) {
     let origin = std::time::Instant::now();
     let clock = || u64::try_from(origin.elapsed().as_nanos()).unwrap_or(u64::MAX);
     let tick = monitor.config.tick();
     let mut view = View::new(monitor, clock());
     tracing::trace!(?tick, "monitor started");
-    while monitor.wait(&shared, Some(tick)) {
-        monitor.tick(&shared, &mut view, clock());
-        if monitor.is_quiet(&shared) {
+    while monitor.wait(shared, Some(tick)) {
+        monitor.tick(shared, &mut view, clock());
+        if monitor.is_quiet(shared) {
             monitor.sleeping.store(true, SeqCst);
-            let quiet = monitor.is_quiet(&shared);
+            let quiet = monitor.is_quiet(shared);
             if quiet {
                 tracing::trace!("monitor sleeping: executor idle");
-                if !monitor.wait(&shared, None) {
+                if !monitor.wait(shared, None) {
                     break;
                 }
             }
@@ -537,7 +551,7 @@ pub(crate) fn run(shared: Arc<Shared>) {
     tracing::trace!("monitor stopped");
 }
 
-impl fmt::Debug for Monitor {
+impl<T> fmt::Debug for Monitor<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Monitor")
             .field("config", &self.config)

@@ -1,4 +1,5 @@
-//! State shared by all workers and handles of one executor, and the scheduling decisions.
+//! State shared by all workers and handles of one executor, and its queues: where each runnable
+//! task goes.
 //!
 //! # Where a runnable task goes
 //! | event | queue | who is woken |
@@ -11,6 +12,10 @@
 //!
 //! Everything that lands in a queue stays reachable by every worker: deques through their
 //! stealers, inject queues and the injector directly. A busy or stuck worker can never strand work.
+//!
+//! `schedule.rs` picks the row: only the worker loop (`worker.rs`, above this module) knows
+//! whether the calling thread is one of our workers, and which. The queues and the wake-ups
+//! are here.
 //!
 //! # Shutdown vs. a concurrent push
 //! A push to a shared queue is followed by a SeqCst fence and a read of `shutdown`; shutdown sets
@@ -26,13 +31,10 @@ use super::monitor::Monitor;
 use super::owned::OwnedTasks;
 use super::park::Parker;
 use super::queue::{Injector, Stealer};
-use super::task::{self, JoinHandle, Schedule, Task};
+use super::task::{self, Task};
 use super::threads::ThreadConfig;
-use super::unowned::TaskRef;
-use super::worker;
 use crate::loom::atomic::{fence, AtomicBool, Ordering::*};
 use crate::loom::{lock, Arc, Condvar, Mutex};
-use std::future::Future;
 
 pub(crate) type Notified = task::Notified<Arc<Shared>>;
 
@@ -65,7 +67,7 @@ pub(crate) struct Shared {
     pub(crate) metrics: MetricsBatch,
     /// The numbers in `1..=n` coprime with `n` (configured workers), for random victim order.
     pub(crate) coprimes: Box<[usize]>,
-    pub(crate) monitor: Monitor,
+    pub(crate) monitor: Monitor<Notified>,
     /// How to start a worker thread (spares start on demand).
     pub(crate) threads: ThreadConfig,
     /// A context the workers enter once it is set (`late_context.rs`).
@@ -81,7 +83,7 @@ impl Shared {
     pub(crate) fn new(
         remotes: Box<[Remote]>,
         workers: usize,
-        monitor: Monitor,
+        monitor: Monitor<Notified>,
         threads: ThreadConfig,
     ) -> Shared {
         let n = workers;
@@ -117,70 +119,6 @@ impl Shared {
             .snapshot(self.monitor.snapshot(self.num_workers()))
     }
 
-    /// Spawns a task: binds it to the owned list and queues its first poll.
-    pub(crate) fn spawn<F>(this: &Arc<Self>, future: F, label: u64) -> JoinHandle<F::Output>
-    where
-        F: Future + Send + 'static,
-        F::Output: Send + 'static,
-    {
-        let (task, notified, join) = task::new_labelled(future, this.clone(), label);
-        match this.owned.bind(task) {
-            Ok(()) => Shared::schedule_task(this, notified, false),
-            Err(task) => {
-                // Closed: spawned after shutdown. Cancel right here; the handle reports it.
-                drop(notified);
-                task.shutdown();
-            }
-        }
-        join
-    }
-
-    /// Spawns a task without the owned list (`unowned.rs`, protocol step 1): hands its
-    /// [`TaskRef`] to `keep`, then queues its first poll; after shutdown it is cancelled at once
-    /// and `keep` is not called.
-    #[inline(always)]
-    pub(crate) fn spawn_unowned<F>(
-        this: &Arc<Self>,
-        future: F,
-        label: u64,
-        keep: impl FnOnce(TaskRef),
-    ) -> JoinHandle<F::Output>
-    where
-        F: Future + Send + 'static,
-        F::Output: Send + 'static,
-    {
-        let (task, notified, join) = task::new_labelled(future, this.clone(), label);
-        if this.is_shutdown() {
-            // Spawned after shutdown: cancel right here, as `spawn` does; the handle reports it.
-            drop(notified);
-            task.shutdown();
-            return join;
-        }
-        // Before the first poll is queued: the owner stores the reference while nobody else
-        // touches the task (or, for the scheduler, the process's cell) yet.
-        keep(TaskRef(task));
-        Shared::schedule_task(this, notified, false);
-        join
-    }
-
-    /// Queues a runnable task per the table in the module docs.
-    fn schedule_task(this: &Arc<Self>, task: Notified, is_yield: bool) {
-        if is_yield {
-            // Not the deque: its owner pops LIFO, so the task would run again at once. The own
-            // inject queue runs it after the deque's work and is reachable by thieves and by
-            // the monitor's hand-off; unlike the global injector, its lines stay on this worker
-            // (`docs/bench-executor.md`: yield_many).
-            let Err(task) = worker::try_push_yielded(this, task) else {
-                return;
-            };
-            return this.push_global(task);
-        }
-        let Err(task) = worker::try_push_local(this, task) else {
-            return;
-        };
-        this.schedule_remote(task);
-    }
-
     /// Queues `task` on worker `index`'s inject queue (the caller runs on that worker) and wakes
     /// a parked worker if none is searching, so that others can steal it.
     pub(crate) fn push_own_inject(&self, index: usize, task: Notified) {
@@ -190,8 +128,9 @@ impl Shared {
         self.notify_parked();
     }
 
-    /// A wake from a thread that is not one of our workers.
-    fn schedule_remote(&self, task: Notified) {
+    /// A wake from a thread that is not one of our workers (`schedule.rs`).
+    #[inline]
+    pub(crate) fn schedule_remote(&self, task: Notified) {
         let last = task.header().affinity.load(Relaxed);
         match self.remotes.get(last) {
             Some(remote) if last < self.workers && !self.monitor.is_stuck(last) => {
@@ -211,6 +150,7 @@ impl Shared {
     }
 
     /// Queues `task` on the global injector and wakes a parked worker if none is searching.
+    #[inline]
     pub(crate) fn push_global(&self, task: Notified) {
         self.injector.push(task);
         self.after_shared_push(|| self.drain(&self.injector));
@@ -232,6 +172,7 @@ impl Shared {
         }
     }
 
+    #[inline]
     pub(crate) fn unpark(&self, worker: usize) {
         self.remotes[worker].parker.unpark();
     }
@@ -349,32 +290,6 @@ impl Shared {
 
     fn drain(&self, queue: &Injector<Notified>) {
         while queue.pop().is_some() {}
-    }
-}
-
-impl Schedule for Arc<Shared> {
-    fn schedule(&self, task: Notified) {
-        Shared::schedule_task(self, task, false);
-    }
-
-    fn yield_now(&self, task: Notified) {
-        Shared::schedule_task(self, task, true);
-    }
-
-    fn release(&self, task: &Task<Self>) -> Option<Task<Self>> {
-        self.owned.release(task)
-    }
-
-    fn is_shutdown(&self) -> bool {
-        Shared::is_shutdown(self)
-    }
-
-    fn destructor_panicked(&self, label: u64) {
-        self.metrics.destructor_panicked();
-        tracing::warn!(
-            task = label,
-            "a task's destructor panicked after its outcome; the panic was contained"
-        );
     }
 }
 

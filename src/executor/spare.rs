@@ -30,24 +30,45 @@
 //! threads in its loop; it may find no spare to take while one exits and try again at the
 //! monitor's next tick. Checked by `loom_a_spare_expiring_as_it_is_activated_runs_once`
 //! (`executor/tests/loom_monitor.rs`).
+//!
+//! # Below the shared state
+//! The pool is part of the state all workers share (`shared.rs`, through the monitor), so it
+//! cannot name that state: it is generic over the task type `T` its deques hold, and an
+//! activation reaches the executor through [`SpareHost`], which `start.rs` implements.
 
 use super::queue::Local;
-use super::shared::{Notified, Shared};
 use crate::loom::atomic::{AtomicU64, AtomicUsize, Ordering::*};
-use crate::loom::{lock, thread, Arc, Mutex};
+use crate::loom::{lock, thread, Mutex};
 use std::time::Duration;
 
 /// How long a retired spare's thread sleeps unused before it ends (module docs, "Keep-alive").
 pub const DEFAULT_SPARE_KEEP_ALIVE: Duration = Duration::from_secs(10);
 
-pub(crate) struct Spares {
+/// What [`Spares::activate`] needs from the executor: waking a parked spare, counting a new
+/// spare's thread live (shutdown waits for it) and starting it.
+pub(crate) trait SpareHost<T> {
+    /// Unparks worker slot `index`.
+    fn unpark(&self, index: usize);
+
+    /// A spare's thread is about to start: count it live.
+    fn worker_started(&self);
+
+    /// A worker's thread is gone (here: a spare's thread that could not start).
+    fn worker_exited(&self);
+
+    /// Starts the thread of worker slot `index`, which runs the worker loop on `local`.
+    fn start(&self, index: usize, local: Local<T>) -> std::io::Result<thread::JoinHandle<()>>;
+}
+
+/// The spare-worker pool; `T` is the task type the spares' deques hold.
+pub(crate) struct Spares<T> {
     /// Slot index of the first spare (the number of configured workers).
     first: usize,
     /// Spare slots.
     max: usize,
     /// Spares holding a run queue: started or woken, not retired. Changed under `pool`'s lock.
     active: AtomicUsize,
-    pool: Mutex<Pool>,
+    pool: Mutex<Pool<T>>,
     /// How long a parked spare waits for an activation before its thread ends.
     keep_alive: Duration,
     started: AtomicU64,
@@ -58,9 +79,9 @@ pub(crate) struct Spares {
     expired: AtomicU64,
 }
 
-struct Pool {
+struct Pool<T> {
     parked: Vec<usize>,
-    unstarted: Vec<(usize, Local<Notified>)>,
+    unstarted: Vec<(usize, Local<T>)>,
     /// The thread of each slot started so far, by slot; shutdown joins them. A slot's handle is
     /// replaced (the old thread detached: it has left the loop) when a new thread starts there.
     handles: Vec<(usize, thread::JoinHandle<()>)>,
@@ -88,8 +109,8 @@ pub(crate) enum Retire {
     Parked,
 }
 
-impl Spares {
-    pub(crate) fn new(first: usize, locals: Vec<Local<Notified>>, keep_alive: Duration) -> Spares {
+impl<T> Spares<T> {
+    pub(crate) fn new(first: usize, locals: Vec<Local<T>>, keep_alive: Duration) -> Spares<T> {
         let max = locals.len();
         Spares {
             first,
@@ -152,7 +173,7 @@ impl Spares {
 
     /// Hand-off step H4: if fewer than `needed` spares are active, wakes a parked spare or
     /// starts a new one. Returns `true` if one was activated.
-    pub(crate) fn activate(&self, shared: &Arc<Shared>, needed: usize) -> bool {
+    pub(crate) fn activate(&self, host: &impl SpareHost<T>, needed: usize) -> bool {
         let mut pool = lock(&self.pool);
         if pool.closed || self.active.load(Relaxed) >= needed.min(self.max) {
             return false;
@@ -162,7 +183,7 @@ impl Spares {
             drop(pool);
             self.started.fetch_add(1, Relaxed);
             tracing::debug!(worker = index, "waking a spare worker");
-            shared.unpark(index);
+            host.unpark(index);
             return true;
         }
         let Some((index, local)) = pool.unstarted.pop() else {
@@ -170,9 +191,9 @@ impl Spares {
         };
         // Counted live before its thread exists, so a shutdown waits for it (under the lock:
         // shutdown closes the pool under it too, so no thread starts unseen by shutdown).
-        shared.worker_started();
+        host.worker_started();
         self.active.fetch_add(1, SeqCst);
-        match shared.threads.spawn(shared.clone(), index, local) {
+        match host.start(index, local) {
             Ok(thread) => {
                 self.threads.fetch_add(1, Relaxed);
                 // The slot's previous thread (if any) has left the loop: detached, not joined
@@ -194,7 +215,7 @@ impl Spares {
                 // The slot's deque went with the closure (it was empty): the slot stays unused.
                 self.active.fetch_sub(1, SeqCst);
                 drop(pool);
-                shared.worker_exited();
+                host.worker_exited();
                 tracing::warn!(%error, worker = index, "could not start a spare worker");
                 false
             }
@@ -238,7 +259,7 @@ impl Spares {
 
     /// Keep-alive step 2: the exiting spare `index` left the loop; its deque (empty) goes back
     /// to `unstarted`, for the slot's next thread.
-    pub(crate) fn exited(&self, index: usize, local: Local<Notified>) {
+    pub(crate) fn exited(&self, index: usize, local: Local<T>) {
         let mut pool = lock(&self.pool);
         if !pool.closed {
             pool.unstarted.push((index, local));
@@ -260,7 +281,7 @@ impl Spares {
     }
 }
 
-impl std::fmt::Debug for Spares {
+impl<T> std::fmt::Debug for Spares<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Spares")
             .field("max", &self.max)

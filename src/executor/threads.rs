@@ -1,12 +1,11 @@
-//! Starting worker threads: configured workers at build time, spares on demand (`spare.rs`).
+//! How worker threads are started: their names and the builder's [`WorkerContext`].
+//! Configured workers start at build time, spares on demand (`spare.rs`); `start.rs` starts both.
 //!
-//! Both kinds run the same loop (`worker::run`) inside the same [`WorkerContext`], so a task
-//! cannot tell a spare from a configured worker.
+//! Both kinds run the same loop (`worker::run`, which `start.rs` hands to
+//! [`ThreadConfig::spawn`]) inside the same [`WorkerContext`], so a task cannot tell a spare from
+//! a configured worker.
 
-use super::queue::Local;
-use super::shared::{Notified, Shared};
-use super::worker;
-use crate::loom::{thread, Arc};
+use crate::loom::thread;
 use std::fmt;
 
 /// Runs a worker's whole loop (the `FnMut` it is given) inside some context.
@@ -30,18 +29,18 @@ pub(crate) struct ThreadConfig {
 }
 
 impl ThreadConfig {
-    /// Starts the thread of worker slot `index` (named `<prefix>-<index>`) with its deque.
+    /// Starts the thread of worker slot `index` (named `<prefix>-<index>`), which runs `run`
+    /// (the worker loop with its deque: `start.rs`) inside the context.
     pub(crate) fn spawn(
         &self,
-        shared: Arc<Shared>,
         index: usize,
-        local: Local<Notified>,
+        run: impl FnOnce() + Send + 'static,
     ) -> std::io::Result<thread::JoinHandle<()>> {
         let context = self.context.clone();
         thread::Builder::new()
             .name(format!("{}-{index}", self.name))
             .spawn(move || {
-                let mut run = Some(move || worker::run(shared, index, local));
+                let mut run = Some(run);
                 let mut run_once = || {
                     if let Some(run) = run.take() {
                         run();

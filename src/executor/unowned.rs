@@ -9,13 +9,13 @@
 //! to run it. Ordinary spawns ([`Handle::spawn`](super::Handle::spawn)) keep the owned list.
 //!
 //! # Protocol
-//! 1. `spawn_unowned` allocates the task as any spawn does (three references: the owner's — here
-//!    the `TaskRef` —, the first `Notified`, the `JoinHandle`), then reads `shutdown`: set, it
-//!    cancels the task at once and hands out no `TaskRef` (spawn after shutdown, as for an owned
-//!    task); clear, it hands the `TaskRef` to the owner (who stores it) *before* queueing the
-//!    first poll — so the task cannot run, let alone finish, before its owner has it — then
-//!    queues it (the queues' own shutdown handshake in `shared.rs` keeps the `Notified` from
-//!    being stranded). The header's `owner_slot` keeps its initial value,
+//! 1. `spawn_unowned` (`schedule.rs`) allocates the task as any spawn does (three references:
+//!    the owner's — here the `TaskRef` —, the first `Notified`, the `JoinHandle`), then reads
+//!    `shutdown`: set, it cancels the task at once and hands out no `TaskRef` (spawn after
+//!    shutdown, as for an owned task); clear, it hands the `TaskRef` to the owner (who stores it)
+//!    *before* queueing the first poll — so the task cannot run, let alone finish, before its
+//!    owner has it — then queues it (the queues' own shutdown handshake in `shared.rs` keeps the
+//!    `Notified` from being stranded). The header's `owner_slot` keeps its initial value,
 //!    [`owned::UNBOUND`](super::owned::UNBOUND).
 //! 2. Completion: `Schedule::release` sees `UNBOUND` and returns at once (no lock); the completing
 //!    thread drops only its own references. The `TaskRef`, wherever the owner keeps it, is dropped

@@ -526,13 +526,14 @@ impl Core {
         shared.monitor.on_worker_unparked();
     }
 
-    /// `block_in_place` entry (`monitor.rs`, "Hand-off" steps 1–4, for a worker that declares
-    /// itself blocked). Nested calls only count.
-    pub(crate) fn enter_blocking(&self) {
+    /// `block_in_place` entry (`monitor.rs`, "Hand-off" steps 1 and 2, for a worker that
+    /// declares itself blocked). Nested calls only count (`None`). The caller takes steps 3 and
+    /// 4 with the executor returned (`blocking.rs`).
+    pub(crate) fn enter_blocking(&self) -> Option<&Arc<Shared>> {
         let depth = self.blocking_depth.get();
         self.blocking_depth.set(depth + 1);
         if depth > 0 {
-            return;
+            return None;
         }
         let shared = &self.shared;
         // Step 1.
@@ -542,8 +543,7 @@ impl Core {
             shared.push_global(task);
         }
         shared.hand_over_queues(self.index);
-        // Steps 3 and 4.
-        shared.monitor.hand_off(shared);
+        Some(shared)
     }
 
     /// `block_in_place` exit: the worker counts as running again; a surplus spare retires at its
