@@ -246,7 +246,10 @@ impl Scheduler {
     /// Graceful shutdown: admits no new processes, delivers [`Event::Cancel`](crate::state_machine::Event::Cancel)
     /// to every live process and keeps running them (they may still yield and receive
     /// completions) until all have finished or `timeout` passed; then stops the rest before their
-    /// next step and stops the workers.
+    /// next step and stops the workers. A supervisor's children are not cancelled directly: their
+    /// supervisor stops them in reverse start order, each by its
+    /// [`ChildShutdown`](crate::supervision::ChildShutdown) policy, so a tree shuts down as
+    /// Erlang/OTP's does (the `timeout` still bounds it all).
     ///
     /// Returns within `timeout +` [`FORCED_STOP_WAIT`](super::FORCED_STOP_WAIT) (plus the forced
     /// processes' `close` calls, which run on this thread) with every process counted once in the

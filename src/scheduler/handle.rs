@@ -4,6 +4,7 @@ use super::addr::Addr;
 use super::error::{SendError, SendErrorKind, SpawnError};
 use super::info::{coarse_now, ProcessInfo};
 use super::lifecycle::Leave;
+use super::links::Link;
 use super::metrics::{Counter, SchedulerMetrics};
 use super::process_handle::ProcessHandle;
 use super::shared::{cancel, Inner};
@@ -99,13 +100,13 @@ impl SchedulerHandle {
 
     /// [`spawn`](Self::spawn), naming the process's type `kind` in its span and its
     /// [`ProcessInfo`].
-    pub(super) fn spawn_as<P: Process>(
+    pub(crate) fn spawn_as<P: Process>(
         &self,
         mut process: P,
         method: &str,
         input: Payload,
         kind: &'static str,
-        link: Option<Pid>,
+        link: Option<Link>,
     ) -> Result<ProcessHandle<P::Output>, SpawnError> {
         let inner = &self.inner;
         // Protocol steps in the module docs of `scheduler`.
@@ -178,12 +179,18 @@ impl SchedulerHandle {
         // after we opened it, it cancelled us; if before, our `open` took the lock after the scan
         // released it, so this load sees the flag. (A cell the scan could not find yet — created
         // just now — is covered by the fence in `Table::create_cell`.)
-        if inner.lifecycle.is_shutting_down() {
+        // A supervisor's child is left to its supervisor, which stops its children in order
+        // (`shared.rs`, `begin_shutdown`).
+        let supervised = link.is_some_and(|link| link.supervised);
+        if supervised {
+            cell.set_supervised(pid.generation());
+        }
+        if inner.lifecycle.is_shutting_down() && !supervised {
             let _ = cancel(&cell);
         }
-        if let Some(parent) = link {
+        if let Some(link) = link {
             // Before the first step: the child cannot have ended (`links.rs`).
-            inner.link_new(pid, &cell, parent);
+            inner.link_new(pid, &cell, link.parent);
         }
         tracing::debug!(%pid, "process spawned");
         drop(entered);

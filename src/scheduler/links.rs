@@ -31,6 +31,34 @@ use tokio::sync::oneshot;
 #[error("process {0} is not running")]
 pub struct NotRunning(pub Pid);
 
+/// A link a spawn makes before the new process's first step (`spawn_linked` and friends).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Link {
+    /// The process the new one is linked to.
+    pub(crate) parent: Pid,
+    /// `parent` is the new process's supervisor: a scheduler shutdown leaves stopping it to
+    /// `parent` (reverse start order), instead of cancelling it directly.
+    pub(crate) supervised: bool,
+}
+
+impl Link {
+    /// A plain link to `parent`.
+    pub(crate) fn to(parent: Pid) -> Link {
+        Link {
+            parent,
+            supervised: false,
+        }
+    }
+
+    /// A link to `supervisor`, the new process's supervisor.
+    pub(crate) fn supervised_by(supervisor: Pid) -> Link {
+        Link {
+            parent: supervisor,
+            supervised: true,
+        }
+    }
+}
+
 impl Inner {
     /// `pid` ended with `reason`, and `watches` were registered on it (protocol 8, after step
     /// 2): its names are released first (`names.rs`), then each link and monitor is

@@ -40,12 +40,13 @@
 //! 3. Claim and open a cell (the process table); run `init`.
 //! 4. Under the tally: if `sealed`, the report is out — fail with `ShuttingDown`, run `close`,
 //!    release the cell (the seal counted it as abandoned: it was inside `init`).
-//! 5. If `shutting_down`: deliver `Cancel` to ourselves. Then hand the process future to the
+//! 5. If `shutting_down` and not a supervisor's child: deliver `Cancel` to ourselves. Then hand the process future to the
 //!    executor, unowned, and keep the task's reference in the cell (`tasks.rs`; after the
 //!    executor's shutdown the future is dropped at once: a forced finish).
 //!
 //! **Shutdown** (`shutdown.rs`, `lifecycle.rs`):
-//! 1. Set `shutting_down` (SeqCst), fence, deliver `Cancel` to every cell in the table.
+//! 1. Set `shutting_down` (SeqCst), fence, deliver `Cancel` to every cell in the table but
+//!    supervisors' children: each supervisor stops its own, in reverse start order (OTP).
 //! 2. Grace: wait until `live == 0` or the deadline.
 //! 3. Set `forcing`: no process starts another step.
 //! 4. Stop the executor, waiting at most [`FORCED_STOP_WAIT`] for workers to leave their current

@@ -100,10 +100,18 @@ impl Inner {
         }
         let live = self.lifecycle.live();
         tracing::info!(live, "scheduler shutdown: cancelling every process");
+        // Supervisors' children are left to their supervisors, which stop them in reverse start
+        // order (OTP's shutdown of a tree); the forced pass reaches every process.
         let cancelled = self
             .table
             .cells()
-            .filter(|cell| cancel(cell) == Admission::Accepted)
+            .filter_map(|cell| Some((cell, cell.shutdown_target()?)))
+            .filter(|(cell, generation)| {
+                let event = Event::Cancel {
+                    reason: CancelReason::Shutdown,
+                };
+                cell.deliver(*generation, event) == Admission::Accepted
+            })
             .count();
         tracing::debug!(cancelled, "scheduler shutdown: Cancel delivered");
         true

@@ -3,6 +3,7 @@
 use super::cx::ProcessCx;
 use super::error::SpawnError;
 use super::handle::SchedulerHandle;
+use super::links::Link;
 use super::process_handle::ProcessHandle;
 use crate::process::async_fn::AsyncFnProcess;
 use crate::process::context::Owner;
@@ -89,13 +90,14 @@ impl SchedulerHandle {
         E: Into<BoxError>,
         M: Send + 'static,
     {
-        self.spawn_fn_as(body, Some(parent))
+        self.spawn_fn_as(body, Some(Link::to(parent)))
     }
 
-    fn spawn_fn_as<F, Fut, T, E, M>(
+    /// [`spawn_fn`](Self::spawn_fn) with an optional link made before the first poll.
+    pub(crate) fn spawn_fn_as<F, Fut, T, E, M>(
         &self,
         body: F,
-        link: Option<Pid>,
+        link: Option<Link>,
     ) -> Result<ProcessHandle<T, M>, SpawnError>
     where
         F: FnOnce(ProcessCx<M>) -> Fut + Send + 'static,
@@ -159,7 +161,7 @@ impl SchedulerHandle {
             method,
             input,
             std::any::type_name::<P>(),
-            Some(parent),
+            Some(Link::to(parent)),
         )
     }
 }

@@ -91,6 +91,9 @@ pub(crate) struct WatchState {
     monitors: HashSet<MonitorRef>,
     /// Why this process was asked to end by a linked process's exit (protocol 9).
     exit: Option<ExitReason>,
+    /// A supervisor's child: a scheduler shutdown leaves stopping it to its supervisor, which
+    /// stops its children in reverse start order ([`ProcessCell::shutdown_target`]).
+    supervised: bool,
 }
 
 /// What an exit signal did to its receiver (protocol 9).
@@ -199,6 +202,29 @@ impl ProcessCell {
             inner.watch_state().trap_exit = trap;
         }
         true
+    }
+
+    /// Marks the process of `generation` as a supervisor's child (before its first step).
+    /// `false` if it is gone.
+    pub(crate) fn set_supervised(&self, generation: Generation) -> bool {
+        let mut inner = lock(&self.mailbox.inner);
+        if !self.open_for(generation) {
+            return false;
+        }
+        inner.watch_state().supervised = true;
+        true
+    }
+
+    /// The generation of the process a scheduler shutdown's first pass cancels in this cell:
+    /// `None` if the cell hosts no open process, or a supervisor's child (its supervisor stops
+    /// it, in order; the forced pass still reaches it). Cancelling by this generation (not the
+    /// cell's current process) means a cell reused meanwhile is left alone: its new process
+    /// was spawned after the shutdown began, and its spawn saw to it.
+    pub(crate) fn shutdown_target(&self) -> Option<Generation> {
+        let inner = lock(&self.mailbox.inner);
+        let (current, phase) = self.mailbox.gate.load();
+        let supervised = inner.watch.as_ref().is_some_and(|state| state.supervised);
+        (phase == Phase::Open && !supervised).then_some(current)
     }
 
     /// Protocol 9: an exit signal `exit` from a linked process to the process of `generation`.

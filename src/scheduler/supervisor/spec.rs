@@ -2,6 +2,7 @@
 //! shutdown policies, the restart strategy, and the [`Start`] a child's factory spawns with.
 
 use crate::process::{BoxError, Payload, Pid, Process};
+use crate::scheduler::links::Link;
 use crate::scheduler::SpawnError;
 use crate::scheduler::{ProcessCx, SchedulerHandle};
 use std::fmt;
@@ -84,8 +85,10 @@ impl<'a> Start<'a> {
         method: &str,
         input: Payload,
     ) -> Result<Pid, SpawnError> {
+        let kind = std::any::type_name::<P>();
+        let link = Some(Link::supervised_by(self.supervisor));
         self.sched
-            .spawn_linked(self.supervisor, process, method, input)
+            .spawn_as(process, method, input, kind, link)
             .map(|handle| handle.pid())
     }
 
@@ -106,8 +109,9 @@ impl<'a> Start<'a> {
         E: Into<BoxError>,
         M: Send + 'static,
     {
+        let link = Some(Link::supervised_by(self.supervisor));
         self.sched
-            .spawn_fn_linked(self.supervisor, body)
+            .spawn_fn_as(body, link)
             .map(|handle| handle.pid())
     }
 
