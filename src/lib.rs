@@ -13,7 +13,8 @@
 // trivially true. The normal build is linted without these allowances.
 #![cfg_attr(loom, allow(dead_code, clippy::absurd_extreme_comparisons))]
 
-// The layers (one way: scheduler → dispatch/process → executor).
+// The layers (one way: cluster → scheduler → dispatch/process → executor). The cluster (feature
+// `cluster`) is both a layer and its own public module.
 mod dispatch;
 mod process;
 mod scheduler;
@@ -21,6 +22,8 @@ mod scheduler;
 // The public face: what every user needs at the root, the rest in modules named for their
 // concept (re-exports only; the layers above own the code).
 pub mod body;
+#[cfg(feature = "cluster")]
+pub mod cluster;
 pub mod config;
 pub mod error;
 pub mod executor;

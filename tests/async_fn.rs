@@ -347,7 +347,7 @@ async fn a_tokio_app_awaits_typed_handles_in_a_join_set() {
     while let Some(joined) = set.join_next().await {
         total += joined.unwrap().unwrap();
     }
-    assert_eq!(total, (0..50u64).map(|i| i * 2).sum());
+    assert_eq!(total, (0..50u64).map(|i| i * 2).sum::<u64>());
     assert_eq!(sched.shutdown_async(HANG_GUARD).await.total(), 0);
 }
 

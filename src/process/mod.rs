@@ -40,7 +40,7 @@ pub(crate) mod future;
 pub(crate) mod mailbox;
 mod output;
 mod payload;
-mod pid;
+pub(crate) mod pid;
 mod queue;
 mod state;
 pub(crate) mod stats;

@@ -95,6 +95,43 @@ enum ReplyTo<R> {
     Process { asker: ProcessWake, tag: Tag },
     /// The asker is outside any process.
     Channel(oneshot::Sender<R>),
+    /// The asker is on another node (or this is the asking node's placeholder that crosses
+    /// the wire in its place): the cluster layer carries the answer.
+    #[cfg(feature = "cluster")]
+    Remote(Box<dyn RemoteAnswer<R>>),
+}
+
+/// Where the answer of an ask that crosses nodes goes: the narrow door through which the
+/// cluster layer (above this one) plugs into [`Reply`].
+#[cfg(feature = "cluster")]
+pub(crate) trait RemoteAnswer<R>: Send + Sync {
+    /// The ask's id on the wire, if this port is the asking node's placeholder (what the
+    /// port serializes as).
+    fn wire_id(&self) -> Option<u64>;
+    /// Sends `value` to the asking node; hands it back if it cannot be sent.
+    fn answer(self: Box<Self>, value: R) -> Result<(), R>;
+    /// The port was dropped unanswered: the asker fails with `NoReply`.
+    fn unanswered(self: Box<Self>);
+    /// The asking node is known gone.
+    fn is_closed(&self) -> bool;
+}
+
+#[cfg(feature = "cluster")]
+impl<R> Reply<R> {
+    /// A port whose answer goes through `remote`.
+    pub(crate) fn remote(remote: Box<dyn RemoteAnswer<R>>) -> Reply<R> {
+        Reply {
+            to: Some(ReplyTo::Remote(remote)),
+        }
+    }
+
+    /// The wire id of an asking node's placeholder port.
+    pub(crate) fn wire_id(&self) -> Option<u64> {
+        match &self.to {
+            Some(ReplyTo::Remote(remote)) => remote.wire_id(),
+            _ => None,
+        }
+    }
 }
 
 impl<R: Send + 'static> Reply<R> {
@@ -124,6 +161,8 @@ impl<R: Send + 'static> Reply<R> {
                 })
             }
             Some(ReplyTo::Channel(sender)) => sender.send(value),
+            #[cfg(feature = "cluster")]
+            Some(ReplyTo::Remote(remote)) => remote.answer(value),
             None => Err(value),
         }
     }
@@ -155,6 +194,8 @@ impl<R: Send + 'static> Reply<R> {
         match &self.to {
             Some(ReplyTo::Channel(sender)) => sender.is_closed(),
             Some(ReplyTo::Process { asker, .. }) => !asker.is_live(),
+            #[cfg(feature = "cluster")]
+            Some(ReplyTo::Remote(remote)) => remote.is_closed(),
             None => true,
         }
     }
@@ -163,12 +204,17 @@ impl<R: Send + 'static> Reply<R> {
 impl<R> Drop for Reply<R> {
     fn drop(&mut self) {
         // Unanswered: the asker learns it now (a dropped channel sender tells its receiver).
-        if let Some(ReplyTo::Process { asker, tag }) = self.to.take() {
-            let no_reply = Event::YieldComplete {
-                tag,
-                result: Err(CommandError::Cancelled),
-            };
-            let _ = asker.deliver(no_reply);
+        match self.to.take() {
+            Some(ReplyTo::Process { asker, tag }) => {
+                let no_reply = Event::YieldComplete {
+                    tag,
+                    result: Err(CommandError::Cancelled),
+                };
+                let _ = asker.deliver(no_reply);
+            }
+            #[cfg(feature = "cluster")]
+            Some(ReplyTo::Remote(remote)) => remote.unanswered(),
+            _ => {}
         }
     }
 }
@@ -178,6 +224,8 @@ impl<R> fmt::Debug for Reply<R> {
         let to = match &self.to {
             Some(ReplyTo::Process { .. }) => "a process",
             Some(ReplyTo::Channel(_)) => "a channel",
+            #[cfg(feature = "cluster")]
+            Some(ReplyTo::Remote(_)) => "another node",
             None => "nobody (answered)",
         };
         f.debug_struct("Reply")

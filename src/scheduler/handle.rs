@@ -52,6 +52,12 @@ pub struct SchedulerHandle {
 }
 
 impl SchedulerHandle {
+    /// `true` if `self` and `other` are handles to the same scheduler.
+    #[cfg(feature = "cluster")]
+    pub(crate) fn same_scheduler(&self, other: &SchedulerHandle) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+
     /// Starts a process: runs `init(method, input)` on the calling thread, then queues its first
     /// step. Works from sync code, any async code and from inside a process.
     ///

@@ -105,6 +105,8 @@ mod tasks;
 mod tests;
 
 pub use addr::Addr;
+#[cfg(feature = "cluster")]
+pub(crate) use ask::RemoteAnswer;
 pub use ask::{Ask, AskError, Reply};
 pub use builder::{
     BuildError, SchedulerBuilder, DEFAULT_DROP_TIMEOUT, DEFAULT_MAX_BATCH, DEFAULT_STEP_BUDGET,

@@ -1,0 +1,276 @@
+//! [`Cluster`]: how a node joins — the NATS servers, its name, the timings, and what it accepts
+//! from other nodes.
+
+use super::registry::Registry;
+use crate::process::BoxError;
+use crate::scheduler::ProcessCx;
+use serde::de::DeserializeOwned;
+use std::future::Future;
+use std::time::Duration;
+
+/// How often a node publishes its heartbeat, by default.
+pub const DEFAULT_HEARTBEAT: Duration = Duration::from_millis(500);
+/// How long without a heartbeat before a node is declared down, by default: within the issue's
+/// 3 s bound with a heartbeat's margin.
+pub const DEFAULT_DOWN_AFTER: Duration = Duration::from_secs(2);
+/// How long a remote ask, acked send or spawn waits, by default.
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
+/// The largest frame a node sends or accepts, by default (NATS's own default payload limit is
+/// 1 MiB).
+pub const DEFAULT_MAX_FRAME: usize = 1 << 20;
+
+/// How a node joins its cluster: give it to [`Node::start`](super::Node::start).
+///
+/// Every node registers the message types it receives from other nodes
+/// ([`message`](Self::message)) and the bodies others may spawn on it
+/// ([`spawnable`](Self::spawnable)) under names shared by the cluster: a frame of any other type
+/// is rejected, counted and traced, and a node spawns only what it registered.
+///
+/// # Examples
+///
+/// ```
+/// use procsched::cluster::Cluster;
+/// use procsched::prelude::*;
+/// use std::time::Duration;
+///
+/// #[derive(serde::Serialize, serde::Deserialize)]
+/// struct Ping(u32);
+///
+/// let cluster = Cluster::nats("nats://127.0.0.1:4222")
+///     .name("orders-1")
+///     .heartbeat(Duration::from_millis(250))
+///     .message::<Ping>("ping")
+///     .spawnable("pinger", |cx: ProcessCx<Ping>, start: u32| async move {
+///         let Ping(n) = cx.recv().await?;
+///         Ok::<_, BoxError>(n + start)
+///     });
+/// # let _ = cluster;
+/// ```
+pub struct Cluster {
+    pub(crate) servers: Vec<String>,
+    pub(crate) name: String,
+    pub(crate) prefix: String,
+    pub(crate) bucket: String,
+    pub(crate) heartbeat: Duration,
+    pub(crate) down_after: Duration,
+    pub(crate) request_timeout: Duration,
+    pub(crate) max_frame: usize,
+    pub(crate) options: Option<async_nats::ConnectOptions>,
+    pub(crate) registry: Registry,
+}
+
+impl std::fmt::Debug for Cluster {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Cluster")
+            .field("servers", &self.servers)
+            .field("name", &self.name)
+            .field("prefix", &self.prefix)
+            .field("heartbeat", &self.heartbeat)
+            .field("down_after", &self.down_after)
+            .field("registry", &self.registry)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Cluster {
+    /// A node that joins through the NATS server(s) at `servers` (a URL, or several separated
+    /// by commas, as `async-nats` takes them).
+    ///
+    /// # Examples
+    ///
+    /// See [`Cluster`].
+    pub fn nats(servers: impl Into<String>) -> Cluster {
+        Cluster {
+            servers: servers
+                .into()
+                .split(',')
+                .map(|server| server.trim().to_owned())
+                .filter(|server| !server.is_empty())
+                .collect(),
+            name: String::new(),
+            prefix: "procsched".to_owned(),
+            bucket: "procsched_nodes".to_owned(),
+            heartbeat: DEFAULT_HEARTBEAT,
+            down_after: DEFAULT_DOWN_AFTER,
+            request_timeout: DEFAULT_REQUEST_TIMEOUT,
+            max_frame: DEFAULT_MAX_FRAME,
+            options: None,
+            registry: Registry::default(),
+        }
+    }
+
+    /// The node's name, unique in the cluster while it lives (`[A-Za-z0-9_-]`, 1 to 64 bytes):
+    /// required.
+    ///
+    /// # Examples
+    ///
+    /// See [`Cluster`].
+    pub fn name(mut self, name: impl Into<String>) -> Cluster {
+        self.name = name.into();
+        self
+    }
+
+    /// The first token of every subject this cluster uses (default `procsched`): clusters that
+    /// share a NATS server keep apart by prefix and [`bucket`](Self::bucket).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let cluster = procsched::cluster::Cluster::nats("nats://127.0.0.1:4222")
+    ///     .prefix("staging").bucket("staging_nodes");
+    /// # let _ = cluster;
+    /// ```
+    pub fn prefix(mut self, prefix: impl Into<String>) -> Cluster {
+        self.prefix = prefix.into();
+        self
+    }
+
+    /// The JetStream key-value bucket of the membership (default `procsched_nodes`).
+    ///
+    /// # Examples
+    ///
+    /// See [`prefix`](Self::prefix).
+    pub fn bucket(mut self, bucket: impl Into<String>) -> Cluster {
+        self.bucket = bucket.into();
+        self
+    }
+
+    /// How often the node publishes its heartbeat (default [`DEFAULT_HEARTBEAT`]). The bucket's
+    /// entries expire after three heartbeats.
+    ///
+    /// # Examples
+    ///
+    /// See [`Cluster`].
+    pub fn heartbeat(mut self, every: Duration) -> Cluster {
+        self.heartbeat = every;
+        self
+    }
+
+    /// How long without a heartbeat before another node is declared down (default
+    /// [`DEFAULT_DOWN_AFTER`]): its monitors then get `Down(NoConnection)` and pending asks,
+    /// acked sends and spawns to it fail with `NoConnection`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// let cluster = procsched::cluster::Cluster::nats("nats://127.0.0.1:4222")
+    ///     .down_after(Duration::from_secs(1));
+    /// # let _ = cluster;
+    /// ```
+    pub fn down_after(mut self, after: Duration) -> Cluster {
+        self.down_after = after;
+        self
+    }
+
+    /// How long a remote ask, acked send or spawn waits at most (default
+    /// [`DEFAULT_REQUEST_TIMEOUT`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// let cluster = procsched::cluster::Cluster::nats("nats://127.0.0.1:4222")
+    ///     .request_timeout(Duration::from_secs(1));
+    /// # let _ = cluster;
+    /// ```
+    pub fn request_timeout(mut self, timeout: Duration) -> Cluster {
+        self.request_timeout = timeout;
+        self
+    }
+
+    /// The largest frame this node sends or accepts (default [`DEFAULT_MAX_FRAME`]); a larger
+    /// message fails to send with `TooLarge`, a larger incoming frame is rejected and counted.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let cluster = procsched::cluster::Cluster::nats("nats://127.0.0.1:4222").max_frame(64 << 10);
+    /// # let _ = cluster;
+    /// ```
+    pub fn max_frame(mut self, bytes: usize) -> Cluster {
+        self.max_frame = bytes;
+        self
+    }
+
+    /// `async-nats` connection options (credentials, TLS, reconnect policy…), passed through.
+    /// The node adds its own name and event callback.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let options = async_nats::ConnectOptions::new().user_and_password("u".into(), "p".into());
+    /// let cluster = procsched::cluster::Cluster::nats("nats://127.0.0.1:4222").connect_options(options);
+    /// # let _ = cluster;
+    /// ```
+    pub fn connect_options(mut self, options: async_nats::ConnectOptions) -> Cluster {
+        self.options = Some(options);
+        self
+    }
+
+    /// Registers message type `M` under `name`: other nodes' messages of that name are decoded
+    /// as `M` and delivered, and this node's `M`s can be sent to other nodes (which must
+    /// register the same name for the same shape).
+    ///
+    /// # Examples
+    ///
+    /// See [`Cluster`].
+    pub fn message<M>(mut self, name: &str) -> Cluster
+    where
+        M: serde::Serialize + DeserializeOwned + Send + 'static,
+    {
+        self.registry.message::<M>(name);
+        self
+    }
+
+    /// Registers `body` as spawnable by other nodes under `name` (see
+    /// [`Node::spawn_on`](super::Node::spawn_on)); its argument `A` is decoded from the
+    /// request.
+    ///
+    /// # Examples
+    ///
+    /// See [`Cluster`].
+    pub fn spawnable<A, M, F, Fut, T, E>(mut self, name: &str, body: F) -> Cluster
+    where
+        A: DeserializeOwned + Send + 'static,
+        M: Send + 'static,
+        F: Fn(ProcessCx<M>, A) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<T, E>> + Send + 'static,
+        T: Send + 'static,
+        E: Into<BoxError>,
+    {
+        self.registry.spawnable(name, body);
+        self
+    }
+
+    /// Checks what `Node::start` needs, before any connection.
+    pub(crate) fn validate(&self) -> Result<(), String> {
+        let token = |what: &str, value: &str| {
+            let valid = !value.is_empty()
+                && value.len() <= 64
+                && value
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+            if valid {
+                Ok(())
+            } else {
+                Err(format!(
+                    "the {what} {value:?} must be 1 to 64 characters of [A-Za-z0-9_-]"
+                ))
+            }
+        };
+        token("node name", &self.name)?;
+        token("subject prefix", &self.prefix)?;
+        token("bucket", &self.bucket)?;
+        if self.servers.is_empty() {
+            return Err("no NATS server given".to_owned());
+        }
+        if self.heartbeat.is_zero() || self.down_after <= self.heartbeat {
+            return Err("`down_after` must exceed a non-zero `heartbeat`".to_owned());
+        }
+        if self.max_frame < 1024 {
+            return Err("`max_frame` must be at least 1 KiB".to_owned());
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,204 @@
+//! Frames in: decode (size, header, body), check who claims to send them, then handle each
+//! item. Nothing here panics on bad input: a bad frame or item is rejected, counted and
+//! traced, and the subscription goes on.
+
+use super::node::{Load, NodeShared, PeerId, Pending};
+use super::reply::DecodeScope;
+use super::wire::{self, Frame, Item, Refusal, WireReason};
+use crate::loom::lock;
+use crate::process::Pid;
+use futures::StreamExt;
+use std::sync::Arc;
+
+/// Reads `subscriber` until it ends (the node stops).
+pub(crate) async fn run(node: Arc<NodeShared>, mut subscriber: async_nats::Subscriber) {
+    while let Some(message) = subscriber.next().await {
+        receive(&node, &message.payload);
+    }
+}
+
+/// One frame.
+pub(crate) fn receive(node: &Arc<NodeShared>, bytes: &[u8]) {
+    let frame = match wire::decode(bytes, node.max_frame) {
+        Ok(frame) => frame,
+        Err(rejected) => {
+            node.stats.rejected_frame();
+            tracing::warn!(%rejected, bytes = bytes.len(), "frame rejected");
+            return;
+        }
+    };
+    node.stats.received(frame.items.len(), bytes.len());
+    let Some(origin) = check_origin(node, &frame) else {
+        node.stats.rejected_frame();
+        return;
+    };
+    let for_me = frame.to_incarnation == node.me.incarnation;
+    for item in frame.items {
+        handle(node, &origin, for_me, item);
+    }
+}
+
+/// The sender, if its claim holds: a frame from this node's own name, or from a known node at
+/// another incarnation, is rejected (a stale or forged identity). A node not known yet is
+/// admitted (its heartbeat may trail its first frame) and is declared down like any other if
+/// no heartbeat follows.
+fn check_origin(node: &Arc<NodeShared>, frame: &Frame) -> Option<PeerId> {
+    let origin = PeerId {
+        name: frame.from.as_str().into(),
+        incarnation: frame.from_incarnation,
+    };
+    if origin.name == node.me.name {
+        tracing::warn!(from = %frame.from, "frame rejected: it claims this node's own name");
+        return None;
+    }
+    match node.incarnation_of(&origin.name) {
+        Some(known) if known != origin.incarnation => {
+            tracing::warn!(
+                from = %frame.from,
+                claimed = origin.incarnation,
+                known,
+                "frame rejected: it claims another incarnation of a live node"
+            );
+            None
+        }
+        Some(_) => Some(origin),
+        None => {
+            let valid = !frame.from.is_empty()
+                && frame.from.len() <= 64
+                && frame
+                    .from
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+            if !valid {
+                tracing::warn!(from = ?frame.from, "frame rejected: not a node name");
+                return None;
+            }
+            node.peer_seen(
+                origin.clone(),
+                Load {
+                    incarnation: origin.incarnation,
+                    ..Load::default()
+                },
+            );
+            Some(origin)
+        }
+    }
+}
+
+/// One item from `origin`. `for_me`: the frame named this incarnation of this node.
+fn handle(node: &Arc<NodeShared>, origin: &PeerId, for_me: bool, item: Item) {
+    match item {
+        Item::Message { to, ty, body, ack } => {
+            let result = if !for_me {
+                Err(Refusal::NoProc)
+            } else {
+                match Pid::from_raw(to) {
+                    Some(pid) => {
+                        let scope = DecodeScope { node, origin };
+                        node.registry.deliver(&node.sched, &ty, pid, &body, scope)
+                    }
+                    None => Err(Refusal::NotFound),
+                }
+            };
+            if let Err(refusal) = &result {
+                match refusal {
+                    Refusal::Unregistered(_) | Refusal::Decode(_) => {
+                        node.stats.rejected_item();
+                        tracing::warn!(from = %origin.name, %ty, ?refusal, "message rejected");
+                    }
+                    _ => {
+                        node.stats.undelivered();
+                        tracing::debug!(from = %origin.name, %ty, ?refusal, "message not delivered");
+                    }
+                }
+            }
+            if let Some(id) = ack {
+                answer(node, origin, Item::Ack { id, result });
+            }
+        }
+        Item::Ack { id, result } => match node.take_pending(id) {
+            Some(Pending::Ack(ack)) => {
+                let _ = ack.send(result);
+            }
+            // An ask's delivery: a refusal fails it; success leaves it waiting for its reply.
+            Some(Pending::Ask(reply)) => match result {
+                Err(refusal) => {
+                    let _ = reply.send(Err(refusal));
+                }
+                Ok(()) => node.expect(id, origin.clone(), Pending::Ask(reply)),
+            },
+            Some(other) => node.expect(id, origin.clone(), other),
+            None => {}
+        },
+        Item::Reply { ask, result } => {
+            if let Some(Pending::Ask(reply)) = node.take_pending(ask) {
+                let _ = reply.send(result.map(serde_bytes::ByteBuf::into_vec));
+            }
+        }
+        Item::Spawn { id, name, args } => {
+            let result = if for_me {
+                node.registry
+                    .spawn(&node.sched, &name, &args)
+                    .map(Pid::as_u64)
+            } else {
+                Err(Refusal::NoProc)
+            };
+            if let Err(refusal @ (Refusal::Unregistered(_) | Refusal::Decode(_))) = &result {
+                node.stats.rejected_item();
+                tracing::warn!(from = %origin.name, %name, ?refusal, "spawn rejected");
+            }
+            answer(node, origin, Item::Spawned { id, result });
+        }
+        Item::Spawned { id, result } => {
+            if let Some(Pending::Spawn(spawned)) = node.take_pending(id) {
+                let _ = spawned.send(result);
+            }
+        }
+        Item::Monitor { id, target } => serve_monitor(node, origin, for_me, id, target),
+        Item::Demonitor { id } => {
+            if let Some(monitor) = lock(&node.served).remove(&(origin.clone(), id)) {
+                monitor.abort();
+            }
+        }
+        Item::Down { id, reason } => {
+            if let Some(Pending::Monitor(down)) = node.take_pending(id) {
+                let _ = down.send(reason);
+            }
+        }
+    }
+}
+
+/// Watches local process `target` for `origin`'s monitor `id`: one `Down` back when it ends.
+fn serve_monitor(node: &Arc<NodeShared>, origin: &PeerId, for_me: bool, id: u64, target: u64) {
+    let pid = Pid::from_raw(target).filter(|_| for_me);
+    let Some(pid) = pid else {
+        let reason = WireReason::NoProc;
+        answer(node, origin, Item::Down { id, reason });
+        return;
+    };
+    let monitor = node.sched.monitor(pid);
+    let (task_node, task_origin) = (Arc::downgrade(node), origin.clone());
+    // The task starts once its abort handle is registered, so that its own removal of the
+    // entry always comes after the insertion. Aborted, it drops (demonitors) the monitor.
+    let (registered, start) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(async move {
+        if start.await.is_err() {
+            return;
+        }
+        let down = monitor.await;
+        if let Some(node) = task_node.upgrade() {
+            lock(&node.served).remove(&(task_origin.clone(), id));
+            let reason = WireReason::from_reason(&down.reason);
+            answer(&node, &task_origin, Item::Down { id, reason });
+        }
+    });
+    lock(&node.served).insert((origin.clone(), id), task.abort_handle());
+    let _ = registered.send(());
+}
+
+/// Sends an answer to `origin`; it is lost only if `origin` was declared down meanwhile.
+fn answer(node: &NodeShared, origin: &PeerId, item: Item) {
+    if let Err(refusal) = node.send_control(origin, item) {
+        tracing::debug!(to = %origin.name, ?refusal, "an answer found its node gone");
+    }
+}

@@ -1,0 +1,189 @@
+//! Membership: nodes claim their name in a JetStream key-value bucket, refresh it as their
+//! heartbeat, and watch the bucket for each other.
+//!
+//! - **Claim**: `create` of the key `<name>` (fails while another life of the name is in the
+//!   bucket: a restarted node waits for its old entry to expire, at most the bucket's max age).
+//! - **Heartbeat**: `update` of the key at the revision it last wrote, every `heartbeat`, with
+//!   the node's incarnation and load. The bucket's max age is three heartbeats, so a dead node's
+//!   entry disappears by itself.
+//! - **Watch**: every node watches the whole bucket: a `Put` is a node alive (a new incarnation
+//!   of a known name: the old one is dead), a `Delete`/`Purge` a node gone (a clean stop).
+//! - **Down**: a node whose last heartbeat is older than `down_after` is declared down by a
+//!   sweep every half heartbeat: so a SIGKILLed node is seen down within
+//!   `down_after + heartbeat / 2`.
+
+use super::node::{Load, NodeShared, PeerId};
+use async_nats::jetstream::kv::{self, Operation};
+use futures::StreamExt;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// The bucket and this node's claim in it.
+pub(crate) struct Membership {
+    pub(crate) store: kv::Store,
+    pub(crate) revision: u64,
+}
+
+/// Opens (or creates) the bucket and claims `node`'s name, waiting for a previous life's entry
+/// to expire if there is one.
+pub(crate) async fn join(
+    client: &async_nats::Client,
+    bucket: &str,
+    name: &str,
+    heartbeat: Duration,
+    load: Load,
+) -> Result<Membership, String> {
+    let store = open_bucket(client, bucket, heartbeat).await?;
+    let value = encode(&load);
+    let deadline = Instant::now() + heartbeat * 5;
+    loop {
+        match store.create(name, value.clone().into()).await {
+            Ok(revision) => return Ok(Membership { store, revision }),
+            Err(error) if error.kind() == kv::CreateErrorKind::AlreadyExists => {
+                if Instant::now() >= deadline {
+                    return Err(format!(
+                        "the node name `{name}` is taken by a live node (its heartbeat goes on)"
+                    ));
+                }
+                tokio::time::sleep(heartbeat / 2).await;
+            }
+            Err(error) => return Err(format!("claiming the node name `{name}`: {error}")),
+        }
+    }
+}
+
+/// Opens the bucket, creating it if it does not exist (the first node, or after the server
+/// lost it). File storage: the membership survives a server restart.
+pub(crate) async fn open_bucket(
+    client: &async_nats::Client,
+    bucket: &str,
+    heartbeat: Duration,
+) -> Result<kv::Store, String> {
+    let jetstream = async_nats::jetstream::new(client.clone());
+    if let Ok(store) = jetstream.get_key_value(bucket).await {
+        return Ok(store);
+    }
+    let config = kv::Config {
+        bucket: bucket.to_owned(),
+        history: 1,
+        max_age: heartbeat * 3,
+        storage: async_nats::jetstream::stream::StorageType::File,
+        ..Default::default()
+    };
+    match jetstream.create_key_value(config).await {
+        Ok(store) => Ok(store),
+        // Another node created it meanwhile.
+        Err(error) => jetstream
+            .get_key_value(bucket)
+            .await
+            .map_err(|_| format!("the membership bucket `{bucket}` could not be created: {error}")),
+    }
+}
+
+/// Refreshes this node's entry every heartbeat, until the node stops.
+pub(crate) async fn heartbeat(node: Arc<NodeShared>, store: kv::Store, mut revision: u64) {
+    let mut ticks = tokio::time::interval(node.heartbeat);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        ticks.tick().await;
+        let value = encode(&node.load());
+        match store
+            .update(&*node.me.name, value.clone().into(), revision)
+            .await
+        {
+            Ok(next) => revision = next,
+            Err(error) => {
+                // Disconnected (the client reconnects by itself), our entry expired meanwhile
+                // (a long disconnection), or the bucket is gone (a server that lost it): make
+                // sure the bucket exists and claim the name again if nobody else has.
+                tracing::warn!(%error, "heartbeat failed");
+                let bucket = store.name.clone();
+                if let Err(error) = open_bucket(&node.client, &bucket, node.heartbeat).await {
+                    tracing::warn!(%error, "membership bucket unavailable");
+                    continue;
+                }
+                if let Ok(next) = store.create(&*node.me.name, value.into()).await {
+                    revision = next;
+                }
+            }
+        }
+    }
+}
+
+/// Watches the bucket and sweeps for silent nodes, until the node stops.
+pub(crate) async fn watch(node: Arc<NodeShared>, store: kv::Store) {
+    let sweep = tokio::spawn(sweep(Arc::downgrade(&node)));
+    let _stop_sweep = AbortOnDrop(sweep.abort_handle());
+    loop {
+        let mut entries = match store.watch_with_history(">").await {
+            Ok(entries) => entries,
+            Err(error) => {
+                tracing::warn!(%error, "membership watch failed: retrying");
+                tokio::time::sleep(node.heartbeat).await;
+                continue;
+            }
+        };
+        while let Some(entry) = entries.next().await {
+            let Ok(entry) = entry else {
+                break;
+            };
+            match entry.operation {
+                Operation::Put => match rmp_serde::from_slice::<Load>(&entry.value) {
+                    Ok(load) => {
+                        let id = PeerId {
+                            name: entry.key.as_str().into(),
+                            incarnation: load.incarnation,
+                        };
+                        node.peer_seen(id, load);
+                    }
+                    Err(error) => {
+                        tracing::warn!(key = %entry.key, %error, "membership entry rejected");
+                    }
+                },
+                Operation::Delete | Operation::Purge => {
+                    node.peer_down(&entry.key, None, "left the cluster");
+                }
+            }
+        }
+        tokio::time::sleep(node.heartbeat / 2).await;
+    }
+}
+
+/// Declares down every peer silent for longer than `down_after`.
+async fn sweep(node: std::sync::Weak<NodeShared>) {
+    let every = match node.upgrade() {
+        Some(node) => node.heartbeat / 2,
+        None => return,
+    };
+    loop {
+        tokio::time::sleep(every).await;
+        let Some(node) = node.upgrade() else {
+            return;
+        };
+        let silent: Vec<PeerId> = node
+            .peers
+            .read()
+            .expect("peers lock")
+            .values()
+            .filter(|peer| peer.last_seen.elapsed() > node.down_after)
+            .map(|peer| peer.id.clone())
+            .collect();
+        for peer in silent {
+            node.peer_down(&peer.name, Some(peer.incarnation), "no heartbeat");
+        }
+    }
+}
+
+/// Aborts a task when dropped.
+struct AbortOnDrop(tokio::task::AbortHandle);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+fn encode(load: &Load) -> Vec<u8> {
+    // Plain integers under named fields: encoding cannot fail.
+    rmp_serde::to_vec_named(load).unwrap_or_default()
+}

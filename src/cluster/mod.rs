@@ -1,0 +1,549 @@
+//! Nodes joined through NATS (cargo feature `cluster`): processes on other machines addressed,
+//! messaged, asked, spawned and monitored with the same typed API as local ones.
+//!
+//! A [`Node`] is a scheduler joined to a cluster: it connects to NATS (the `async-nats`
+//! client), claims its name in a JetStream key-value bucket and keeps it alive with heartbeats,
+//! and exchanges frames with the other nodes on two subjects per node (data and control —
+//! never a subscription per process).
+//!
+//! ```no_run
+//! use procsched::cluster::{Cluster, Node, Placement};
+//! use procsched::prelude::*;
+//!
+//! #[derive(serde::Serialize, serde::Deserialize)]
+//! enum Cart { Add(u64), Total(Reply<u64>) }
+//!
+//! async fn cart(cx: ProcessCx<Cart>, start: u64) -> Result<(), BoxError> {
+//!     let mut total = start;
+//!     loop {
+//!         match cx.recv().await? {
+//!             Cart::Add(n) => total += n,
+//!             Cart::Total(reply) => { let _ = reply.send(total); }
+//!         }
+//!     }
+//! }
+//!
+//! # async fn demo() -> Result<(), BoxError> {
+//! let sched = Scheduler::builder().build()?;
+//! let node = Node::start(
+//!     sched.handle(),
+//!     Cluster::nats("nats://127.0.0.1:4222")
+//!         .name("orders-1")
+//!         .message::<Cart>("cart")
+//!         .spawnable("cart", cart),
+//! )
+//! .await?;
+//! let pid = node.spawn_on(Placement::LeastLoaded, "cart", 10u64).await?;   // remote spawn
+//! let addr = node.addr::<Cart>(pid.clone());     // the same API, local or remote
+//! addr.send(Cart::Add(5))?;                      // fire-and-forget
+//! let total = addr.ask(Cart::Total).await?;      // typed ask across nodes
+//! assert_eq!(total, 15);
+//! let down = node.monitor(pid);                  // Down(NoConnection) if its node dies
+//! # drop(down); Ok(()) }
+//! ```
+//!
+//! # Semantics
+//! - **PIDs** ([`NodePid`]) name their node and its incarnation; see `node_pid.rs` for the
+//!   layout. A PID from a node's previous life fails `NoProc` at once.
+//! - **Wire**: MessagePack frames with a version and codec byte (`wire.rs`); a message type
+//!   opts in by deriving `Serialize`/`Deserialize` and being registered by name on both nodes.
+//!   Frames batch every message queued for a node while the last publish was in flight; order
+//!   is kept per sending → receiving node.
+//! - **Delivery**: at most once for [`RemoteAddr::send`]; [`RemoteAddr::send_acked`] reports
+//!   the receiving node's `NotFound` / `MailboxFull` / `Closed`, or `NoConnection`; asks time
+//!   out typed.
+//! - **Membership** (`membership.rs`): a node silent for `down_after` (default 2 s) is declared
+//!   down: its monitors get `Down(NoConnection)`, pending asks, acked sends and spawns fail
+//!   with `NoConnection`. A node that loses its NATS connection keeps running its processes and
+//!   reconnects (async-nats retries forever by default).
+//! - **Bad input** (`inbound.rs`): a malformed, oversized, unregistered or foreign frame is
+//!   rejected, counted ([`NodeStats`]) and traced; nothing panics and the subscription lives.
+//!   A node spawns only what it registered.
+//!
+//! Not yet: links across nodes (monitors are), supervisors with children on other nodes.
+
+mod config;
+mod inbound;
+mod membership;
+mod node;
+mod node_pid;
+mod outbound;
+mod registry;
+mod remote;
+mod reply;
+mod stats;
+mod wire;
+
+/// The NATS client this crate uses, for [`Cluster::connect_options`].
+pub use async_nats as nats;
+pub use config::{
+    Cluster, DEFAULT_DOWN_AFTER, DEFAULT_HEARTBEAT, DEFAULT_MAX_FRAME, DEFAULT_REQUEST_TIMEOUT,
+};
+pub use node_pid::{NodePid, ParseNodePidError};
+pub use remote::{RemoteAddr, RemoteDown, RemoteError, RemoteMonitor, RemoteSendError};
+pub use stats::NodeStats;
+
+use crate::loom::lock;
+use crate::process::Pid;
+use crate::scheduler::SchedulerHandle;
+use node::{NodeShared, PeerId, Pending};
+use serde::Serialize;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
+use wire::Item;
+
+/// The nodes started in this OS process, for [`Node::for_scheduler`] (weak: they leave when
+/// their handles go).
+type Started = Vec<(std::sync::Weak<NodeShared>, std::sync::Weak<Life>)>;
+static STARTED: Mutex<Started> = Mutex::new(Vec::new());
+
+/// Why a node could not start.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ClusterError {
+    /// The [`Cluster`] configuration is invalid.
+    #[error("invalid cluster configuration: {0}")]
+    Config(String),
+    /// The NATS connection could not be made.
+    #[error("could not connect to NATS: {0}")]
+    Connect(String),
+    /// The node's subjects could not be subscribed.
+    #[error("could not subscribe: {0}")]
+    Subscribe(String),
+    /// The membership bucket, or the node's name in it.
+    #[error("membership: {0}")]
+    Membership(String),
+}
+
+/// Where [`Node::spawn_on`] starts a process.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Placement {
+    /// On this node.
+    Local,
+    /// On the node of this name.
+    Node(String),
+    /// On the node with the least load (live processes and runnable queue, from the
+    /// heartbeats), this one included.
+    LeastLoaded,
+}
+
+/// A node as the membership shows it ([`Node::nodes`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct NodeInfo {
+    /// Its name.
+    pub name: String,
+    /// Its incarnation.
+    pub incarnation: u64,
+    /// Live processes at its last heartbeat.
+    pub live: u64,
+    /// Processes ready to run at its last heartbeat.
+    pub runnable: u64,
+}
+
+/// A scheduler joined to a cluster. Cheap to clone; the node leaves the cluster when the last
+/// clone is dropped (its peers then declare it down after `down_after`) or at once with
+/// [`leave`](Self::leave).
+///
+/// # Examples
+///
+/// See [the module](self).
+#[derive(Clone)]
+pub struct Node {
+    shared: Arc<NodeShared>,
+    life: Arc<Life>,
+}
+
+impl std::fmt::Debug for Node {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Node")
+            .field("name", &self.shared.me.name)
+            .field("incarnation", &self.shared.me.incarnation)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The node's tasks, stopped when the last handle goes.
+struct Life {
+    shared: Arc<NodeShared>,
+    tasks: Mutex<Vec<tokio::task::AbortHandle>>,
+    store: async_nats::jetstream::kv::Store,
+}
+
+impl Life {
+    fn stop(&self, why: &str) {
+        if self
+            .shared
+            .stopped
+            .swap(true, std::sync::atomic::Ordering::AcqRel)
+        {
+            return;
+        }
+        for task in lock(&self.tasks).drain(..) {
+            task.abort();
+        }
+        self.shared.all_down(why);
+        let pending: Vec<Pending> = lock(&self.shared.pending)
+            .drain()
+            .map(|(_, (_, p))| p)
+            .collect();
+        drop(pending); // their waiters see the channel closed: `NoConnection`
+        for (_, monitor) in lock(&self.shared.served).drain() {
+            monitor.abort();
+        }
+    }
+}
+
+impl Drop for Life {
+    fn drop(&mut self) {
+        self.stop("this node stopped");
+    }
+}
+
+impl Node {
+    /// Joins the cluster: connects, subscribes to this node's subjects, claims its name (waiting
+    /// up to the bucket's max age for a previous life's entry to expire), and starts the
+    /// heartbeat and the membership watch. Call it inside a tokio runtime: the node's tasks run
+    /// there.
+    ///
+    /// # Errors
+    ///
+    /// [`ClusterError`]: an invalid configuration, no connection, the name taken by a live node.
+    ///
+    /// # Examples
+    ///
+    /// See [the module](self).
+    pub async fn start(sched: &SchedulerHandle, cluster: Cluster) -> Result<Node, ClusterError> {
+        cluster.validate().map_err(ClusterError::Config)?;
+        let name: Arc<str> = cluster.name.as_str().into();
+        let incarnation = fresh_incarnation();
+        let stats = Arc::new(stats::Stats::default());
+        let events = stats.clone();
+        let options = cluster
+            .options
+            .unwrap_or_default()
+            .name(format!("procsched-{name}"))
+            .event_callback(move |event| {
+                let stats = events.clone();
+                async move {
+                    match event {
+                        async_nats::Event::SlowConsumer(sid) => {
+                            stats.slow_consumer();
+                            tracing::warn!(sid, "NATS slow consumer: a frame was dropped");
+                        }
+                        async_nats::Event::Disconnected => tracing::warn!("NATS disconnected"),
+                        async_nats::Event::Connected => tracing::info!("NATS connected"),
+                        other => tracing::debug!(event = %other, "NATS event"),
+                    }
+                }
+            });
+        let client = options
+            .connect(cluster.servers.clone())
+            .await
+            .map_err(|error| ClusterError::Connect(error.to_string()))?;
+        let subject = |kind: &str| format!("{}.node.{name}.{kind}", cluster.prefix);
+        let mut subscribers = Vec::new();
+        for kind in ["data", "ctl"] {
+            let subscriber = client
+                .subscribe(subject(kind))
+                .await
+                .map_err(|error| ClusterError::Subscribe(error.to_string()))?;
+            subscribers.push(subscriber);
+        }
+        let shared = Arc::new(NodeShared {
+            me: PeerId {
+                name: name.clone(),
+                incarnation,
+            },
+            sched: sched.clone(),
+            client: client.clone(),
+            registry: cluster.registry,
+            prefix: cluster.prefix,
+            heartbeat: cluster.heartbeat,
+            down_after: cluster.down_after,
+            request_timeout: cluster.request_timeout,
+            max_frame: cluster.max_frame,
+            peers: RwLock::new(HashMap::new()),
+            pending: Mutex::new(HashMap::new()),
+            served: Mutex::new(HashMap::new()),
+            next_id: AtomicU64::new(1),
+            stats,
+            stopped: AtomicBool::new(false),
+        });
+        let membership = membership::join(
+            &client,
+            &cluster.bucket,
+            &name,
+            cluster.heartbeat,
+            shared.load(),
+        )
+        .await
+        .map_err(ClusterError::Membership)?;
+        let mut tasks = Vec::new();
+        for subscriber in subscribers {
+            tasks.push(tokio::spawn(inbound::run(shared.clone(), subscriber)).abort_handle());
+        }
+        let store = membership.store.clone();
+        tasks.push(
+            tokio::spawn(membership::heartbeat(
+                shared.clone(),
+                store.clone(),
+                membership.revision,
+            ))
+            .abort_handle(),
+        );
+        tasks.push(tokio::spawn(membership::watch(shared.clone(), store.clone())).abort_handle());
+        tracing::info!(node = %name, incarnation, "node started");
+        let life = Arc::new(Life {
+            shared: shared.clone(),
+            tasks: Mutex::new(tasks),
+            store,
+        });
+        let mut started = lock(&STARTED);
+        started.retain(|(shared, life)| shared.strong_count() > 0 && life.strong_count() > 0);
+        started.push((Arc::downgrade(&shared), Arc::downgrade(&life)));
+        Ok(Node { shared, life })
+    }
+
+    /// The node that scheduler `sched` is joined as, if any: how a process body (spawned by
+    /// another node, say) reaches its node without capturing it — a body registered with
+    /// [`Cluster::spawnable`] cannot capture the node that is built from it.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use procsched::cluster::{Node, NodePid};
+    /// use procsched::prelude::*;
+    ///
+    /// async fn forwarder(cx: ProcessCx<u64>, to: NodePid) -> Result<(), BoxError> {
+    ///     let node = Node::for_scheduler(&cx.scheduler()).ok_or("not a node")?;
+    ///     let n = cx.recv().await?;
+    ///     node.addr::<u64>(to).send(n + 1)?;
+    ///     Ok(())
+    /// }
+    /// ```
+    pub fn for_scheduler(sched: &SchedulerHandle) -> Option<Node> {
+        lock(&STARTED).iter().rev().find_map(|(shared, life)| {
+            let (shared, life) = (shared.upgrade()?, life.upgrade()?);
+            if !shared.sched.same_scheduler(sched)
+                || shared.stopped.load(std::sync::atomic::Ordering::Acquire)
+            {
+                return None;
+            }
+            Some(Node { shared, life })
+        })
+    }
+
+    /// This node's name.
+    ///
+    /// # Examples
+    ///
+    /// See [the module](self).
+    pub fn name(&self) -> &str {
+        &self.shared.me.name
+    }
+
+    /// This node's incarnation: drawn at random when it started.
+    ///
+    /// # Examples
+    ///
+    /// See [the module](self).
+    pub fn incarnation(&self) -> u64 {
+        self.shared.me.incarnation
+    }
+
+    /// The cluster-wide PID of local process `pid`.
+    ///
+    /// # Examples
+    ///
+    /// See [the module](self).
+    pub fn pid(&self, pid: Pid) -> NodePid {
+        self.shared.node_pid(pid)
+    }
+
+    /// The typed address of process `pid`, on this node or another.
+    ///
+    /// # Examples
+    ///
+    /// See [the module](self).
+    pub fn addr<M: Serialize + Send + 'static>(&self, pid: NodePid) -> RemoteAddr<M> {
+        RemoteAddr::new(self.shared.clone(), pid)
+    }
+
+    /// Monitors process `pid`, on this node or another: exactly one [`RemoteDown`] when it
+    /// ends, `NoProc` at once if it is already gone (or from a previous life of its node),
+    /// `NoConnection` if its node is or becomes unreachable.
+    ///
+    /// # Examples
+    ///
+    /// See [the module](self).
+    pub fn monitor(&self, pid: NodePid) -> RemoteMonitor {
+        RemoteMonitor::new(&self.shared, pid)
+    }
+
+    /// Spawns the body registered as `name` ([`Cluster::spawnable`]) with `args`, where
+    /// `placement` says, and returns its PID.
+    ///
+    /// # Errors
+    ///
+    /// [`RemoteError::Spawn`] with the same [`SpawnError`](crate::error::SpawnError) a local
+    /// spawn gives (an unregistered name is `Init(UnknownMethod)`), `NoNode` for an unknown
+    /// node, `NoConnection` / `TimedOut` if the node does not answer.
+    ///
+    /// # Examples
+    ///
+    /// See [the module](self).
+    pub async fn spawn_on<A: Serialize>(
+        &self,
+        placement: Placement,
+        name: &str,
+        args: A,
+    ) -> Result<NodePid, RemoteError> {
+        let args = rmp_serde::to_vec_named(&args)
+            .map_err(|error| RemoteError::Encode(error.to_string()))?;
+        let node = &self.shared;
+        let target = match placement {
+            Placement::Local => None,
+            Placement::Node(target) if *target == *node.me.name => None,
+            Placement::Node(target) => match node.incarnation_of(&target) {
+                Some(incarnation) => Some(PeerId {
+                    name: target.as_str().into(),
+                    incarnation,
+                }),
+                None => return Err(RemoteError::NoNode(format!("no live node `{target}`"))),
+            },
+            Placement::LeastLoaded => node.least_loaded(node.load()),
+        };
+        let unknown = |refusal| match refusal {
+            wire::Refusal::Unregistered(name) => RemoteError::Spawn(
+                crate::scheduler::SpawnError::Init(crate::process::InitError::UnknownMethod(name)),
+            ),
+            other => RemoteError::from_refusal(other),
+        };
+        let Some(peer) = target else {
+            let pid = node
+                .registry
+                .spawn(&node.sched, name, &args)
+                .map_err(unknown)?;
+            return Ok(node.node_pid(pid));
+        };
+        let id = node.next_id();
+        let (tx, spawned) = tokio::sync::oneshot::channel();
+        node.expect(id, peer.clone(), Pending::Spawn(tx));
+        let item = Item::Spawn {
+            id,
+            name: name.to_owned(),
+            args,
+        };
+        if let Err(refusal) = node.send_item(&peer, item) {
+            node.take_pending(id);
+            return Err(RemoteError::from_refusal(refusal));
+        }
+        let raw = remote::wait_for(node, id, spawned, node.request_timeout)
+            .await
+            .map_err(|error| match error {
+                RemoteError::Unregistered(name) => unknown(wire::Refusal::Unregistered(name)),
+                other => other,
+            })?;
+        let pid = Pid::from_raw(raw)
+            .ok_or_else(|| RemoteError::Decode("a spawn answered PID 0".to_owned()))?;
+        Ok(NodePid::new(peer.name, peer.incarnation, pid))
+    }
+
+    /// The other live nodes, as their last heartbeats describe them.
+    ///
+    /// # Examples
+    ///
+    /// See [`wait_for_nodes`](Self::wait_for_nodes).
+    pub fn nodes(&self) -> Vec<NodeInfo> {
+        let mut nodes: Vec<NodeInfo> = self
+            .shared
+            .peers
+            .read()
+            .expect("peers lock")
+            .values()
+            .map(|peer| NodeInfo {
+                name: peer.id.name.to_string(),
+                incarnation: peer.id.incarnation,
+                live: peer.load.live,
+                runnable: peer.load.runnable,
+            })
+            .collect();
+        nodes.sort_by(|a, b| a.name.cmp(&b.name));
+        nodes
+    }
+
+    /// Waits until this node sees at least `count` other live nodes, or `timeout` passes;
+    /// `true` if it does.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn demo(node: procsched::cluster::Node) {
+    /// if node.wait_for_nodes(2, std::time::Duration::from_secs(5)).await {
+    ///     assert!(node.nodes().len() >= 2);
+    /// }
+    /// # }
+    /// ```
+    pub async fn wait_for_nodes(&self, count: usize, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if self.shared.peers.read().expect("peers lock").len() >= count {
+                return true;
+            }
+            if Instant::now() >= deadline {
+                return false;
+            }
+            tokio::time::sleep(self.shared.heartbeat / 4).await;
+        }
+    }
+
+    /// The node's counters.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # fn demo(node: procsched::cluster::Node) {
+    /// let stats = node.stats();
+    /// assert_eq!(stats.rejected_frames, 0, "nobody sent us garbage");
+    /// # }
+    /// ```
+    pub fn stats(&self) -> NodeStats {
+        self.shared.stats.snapshot()
+    }
+
+    /// Leaves the cluster now: deletes this node's membership entry (the others declare it down
+    /// at once), stops its tasks and fails what it waits for with `NoConnection`. Its
+    /// scheduler and processes keep running.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn demo(node: procsched::cluster::Node) {
+    /// node.leave().await;
+    /// # }
+    /// ```
+    pub async fn leave(self) {
+        let _ = self.life.store.delete(&*self.shared.me.name).await;
+        let _ = self.shared.client.flush().await;
+        self.life.stop("this node left");
+    }
+}
+
+/// A random, non-zero incarnation: the standard library's per-process random hash keys, mixed
+/// with the clock.
+fn fresh_incarnation() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|elapsed| elapsed.as_nanos())
+            .unwrap_or_default(),
+    );
+    hasher.write_u32(std::process::id());
+    hasher.finish().max(1)
+}

@@ -1,0 +1,307 @@
+//! The node: its connection, its peers (the other nodes it knows alive) with their outbound
+//! queues, and what it waits for from them (asks, acks, spawns, monitors).
+//!
+//! # Peers and outbound queues
+//! A peer is a node seen in the membership bucket (or heard from directly), at one incarnation.
+//! Each peer has two FIFO queues, data (messages) and control (everything else), each drained
+//! by one writer task that batches what is queued into one frame per publish (`outbound.rs`):
+//! so the order of one node's messages to another is the order they were sent in.
+//!
+//! # A peer's death
+//! When a peer is declared down (no heartbeat for `down_after`, its entry deleted, a new
+//! incarnation seen), [`NodeShared::peer_down`] removes it and fails everything that waits on
+//! it: asks, acked sends and spawns with `NoConnection`, monitors with `Down(NoConnection)`;
+//! monitors it held here are dropped. Nothing waits on a dead peer past that bound.
+
+use super::outbound::{self, Outbound};
+use super::registry::Registry;
+use super::stats::Stats;
+use super::wire::{Item, Refusal, WireReason};
+use crate::loom::lock;
+use crate::process::Pid;
+use crate::scheduler::SchedulerHandle;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
+use tokio::sync::oneshot;
+
+/// A node at one incarnation.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct PeerId {
+    pub(crate) name: Arc<str>,
+    pub(crate) incarnation: u64,
+}
+
+/// What a node publishes in its heartbeat: its life and its load.
+#[derive(Debug, Clone, Copy, Default, serde::Serialize, serde::Deserialize)]
+pub(crate) struct Load {
+    pub(crate) incarnation: u64,
+    /// Live processes.
+    pub(crate) live: u64,
+    /// Processes ready to run (queued).
+    pub(crate) runnable: u64,
+}
+
+impl Load {
+    /// The placement score: lower is less loaded.
+    pub(crate) fn score(&self) -> u64 {
+        self.live.saturating_add(self.runnable.saturating_mul(4))
+    }
+}
+
+/// A live peer.
+pub(crate) struct Peer {
+    pub(crate) id: PeerId,
+    pub(crate) load: Load,
+    pub(crate) last_seen: Instant,
+    pub(crate) out: Outbound,
+}
+
+/// What this node waits for from a peer.
+pub(crate) enum Pending {
+    /// An ask: its reply's encoding.
+    Ask(oneshot::Sender<Result<Vec<u8>, Refusal>>),
+    /// An acked send.
+    Ack(oneshot::Sender<Result<(), Refusal>>),
+    /// A spawn: the new process's raw PID.
+    Spawn(oneshot::Sender<Result<u64, Refusal>>),
+    /// A monitor: its target's end.
+    Monitor(oneshot::Sender<WireReason>),
+}
+
+/// The state a node's tasks and handles share.
+pub(crate) struct NodeShared {
+    pub(crate) me: PeerId,
+    pub(crate) sched: SchedulerHandle,
+    pub(crate) client: async_nats::Client,
+    pub(crate) registry: Registry,
+    pub(crate) prefix: String,
+    pub(crate) heartbeat: Duration,
+    pub(crate) down_after: Duration,
+    pub(crate) request_timeout: Duration,
+    pub(crate) max_frame: usize,
+    pub(crate) peers: RwLock<HashMap<Arc<str>, Peer>>,
+    pub(crate) pending: Mutex<HashMap<u64, (PeerId, Pending)>>,
+    /// Monitors other nodes hold on this node's processes: dropped (demonitored) on
+    /// `Demonitor` or when their holder dies.
+    pub(crate) served: Mutex<HashMap<(PeerId, u64), tokio::task::AbortHandle>>,
+    pub(crate) next_id: AtomicU64,
+    pub(crate) stats: Arc<Stats>,
+    pub(crate) stopped: AtomicBool,
+}
+
+impl std::fmt::Debug for NodeShared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NodeShared")
+            .field("me", &self.me)
+            .finish_non_exhaustive()
+    }
+}
+
+impl NodeShared {
+    /// The subject of node `name`'s data (`control: false`) or control queue.
+    pub(crate) fn subject(&self, name: &str, control: bool) -> String {
+        let kind = if control { "ctl" } else { "data" };
+        format!("{}.node.{name}.{kind}", self.prefix)
+    }
+
+    /// A fresh id for something this node waits for.
+    pub(crate) fn next_id(&self) -> u64 {
+        self.next_id.fetch_add(1, Relaxed)
+    }
+
+    /// `true` if `peer` is known alive at its incarnation.
+    pub(crate) fn is_live(&self, peer: &PeerId) -> bool {
+        self.peers
+            .read()
+            .expect("peers lock")
+            .get(&peer.name)
+            .is_some_and(|known| known.id.incarnation == peer.incarnation)
+    }
+
+    /// The incarnation of live node `name`.
+    pub(crate) fn incarnation_of(&self, name: &str) -> Option<u64> {
+        self.peers
+            .read()
+            .expect("peers lock")
+            .get(name)
+            .map(|peer| peer.id.incarnation)
+    }
+
+    /// Queues `item` for `to`'s data or control subject (by the item's kind). `Err` with the
+    /// refusal when `to` is not live at that incarnation (`NoProc` for another life of a live
+    /// node, else `NoConnection`).
+    pub(crate) fn send_item(&self, to: &PeerId, item: Item) -> Result<(), Refusal> {
+        let peers = self.peers.read().expect("peers lock");
+        let Some(peer) = peers.get(&to.name) else {
+            return Err(Refusal::NoConnection);
+        };
+        if peer.id.incarnation != to.incarnation {
+            return Err(Refusal::NoProc);
+        }
+        peer.out.push(item);
+        Ok(())
+    }
+
+    /// Queues a control item for `to`, if it is live.
+    pub(crate) fn send_control(&self, to: &PeerId, item: Item) -> Result<(), Refusal> {
+        self.send_item(to, item)
+    }
+
+    /// Registers what this node waits for from `peer` under `id`.
+    pub(crate) fn expect(&self, id: u64, peer: PeerId, pending: Pending) {
+        lock(&self.pending).insert(id, (peer, pending));
+    }
+
+    /// Takes what waits under `id`.
+    pub(crate) fn take_pending(&self, id: u64) -> Option<Pending> {
+        lock(&self.pending).remove(&id).map(|(_, pending)| pending)
+    }
+
+    /// Adds or refreshes peer `id` with `load`. A new incarnation of a known name replaces the
+    /// old one, which is declared down first.
+    pub(crate) fn peer_seen(self: &Arc<Self>, id: PeerId, load: Load) {
+        if id.name == self.me.name {
+            return;
+        }
+        let now = Instant::now();
+        {
+            let mut peers = self.peers.write().expect("peers lock");
+            match peers.get_mut(&id.name) {
+                Some(peer) if peer.id.incarnation == id.incarnation => {
+                    peer.load = load;
+                    peer.last_seen = now;
+                    return;
+                }
+                Some(_) => {}
+                None => {
+                    let out = outbound::start(self, &id);
+                    tracing::info!(node = %id.name, incarnation = id.incarnation, "node joined");
+                    peers.insert(
+                        id.name.clone(),
+                        Peer {
+                            id,
+                            load,
+                            last_seen: now,
+                            out,
+                        },
+                    );
+                    return;
+                }
+            }
+        }
+        // Another incarnation of a known node: the old one is dead.
+        if let Some(old) = self.incarnation_of(&id.name) {
+            self.peer_down(&id.name, Some(old), "restarted with a new incarnation");
+        }
+        self.peer_seen(id, load);
+    }
+
+    /// Declares node `name` down (at `incarnation`, or whichever is known): removes it and
+    /// fails everything that waits on it.
+    pub(crate) fn peer_down(&self, name: &str, incarnation: Option<u64>, why: &str) {
+        let removed = {
+            let mut peers = self.peers.write().expect("peers lock");
+            match peers.get(name) {
+                Some(peer) if incarnation.is_none_or(|inc| inc == peer.id.incarnation) => {
+                    peers.remove(name)
+                }
+                _ => None,
+            }
+        };
+        let Some(peer) = removed else {
+            return;
+        };
+        self.stats.peer_down();
+        tracing::warn!(
+            node = name,
+            incarnation = peer.id.incarnation,
+            why,
+            "node down"
+        );
+        peer.out.close();
+        let failed: Vec<Pending> = {
+            let mut pending = lock(&self.pending);
+            let ids: Vec<u64> = pending
+                .iter()
+                .filter(|(_, (waits_on, _))| *waits_on == peer.id)
+                .map(|(id, _)| *id)
+                .collect();
+            ids.into_iter()
+                .filter_map(|id| pending.remove(&id).map(|(_, pending)| pending))
+                .collect()
+        };
+        for pending in failed {
+            fail_no_connection(pending);
+        }
+        let served: Vec<tokio::task::AbortHandle> = {
+            let mut served = lock(&self.served);
+            let keys: Vec<(PeerId, u64)> = served
+                .keys()
+                .filter(|(holder, _)| *holder == peer.id)
+                .cloned()
+                .collect();
+            keys.into_iter()
+                .filter_map(|key| served.remove(&key))
+                .collect()
+        };
+        for monitor in served {
+            monitor.abort();
+        }
+    }
+
+    /// Declares every peer down (this node stops).
+    pub(crate) fn all_down(&self, why: &str) {
+        let names: Vec<Arc<str>> = self
+            .peers
+            .read()
+            .expect("peers lock")
+            .keys()
+            .cloned()
+            .collect();
+        for name in names {
+            self.peer_down(&name, None, why);
+        }
+    }
+
+    /// The peer with the lowest load, this node included (`None` for this node).
+    pub(crate) fn least_loaded(&self, mine: Load) -> Option<PeerId> {
+        let peers = self.peers.read().expect("peers lock");
+        let best = peers.values().min_by_key(|peer| peer.load.score())?;
+        (best.load.score() < mine.score()).then(|| best.id.clone())
+    }
+
+    /// This node's load now.
+    pub(crate) fn load(&self) -> Load {
+        let metrics = self.sched.metrics();
+        Load {
+            incarnation: self.me.incarnation,
+            live: self.sched.live_processes() as u64,
+            runnable: metrics.processes.ready as u64,
+        }
+    }
+
+    /// The [`NodePid`](super::NodePid) of local process `pid`.
+    pub(crate) fn node_pid(&self, pid: Pid) -> super::NodePid {
+        super::NodePid::new(self.me.name.clone(), self.me.incarnation, pid)
+    }
+}
+
+/// Fails what waited on a peer that died.
+fn fail_no_connection(pending: Pending) {
+    match pending {
+        Pending::Ask(reply) => {
+            let _ = reply.send(Err(Refusal::NoConnection));
+        }
+        Pending::Ack(ack) => {
+            let _ = ack.send(Err(Refusal::NoConnection));
+        }
+        Pending::Spawn(spawned) => {
+            let _ = spawned.send(Err(Refusal::NoConnection));
+        }
+        Pending::Monitor(down) => {
+            let _ = down.send(WireReason::NoConnection);
+        }
+    }
+}

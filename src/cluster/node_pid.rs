@@ -1,0 +1,222 @@
+//! Cluster-wide process identifiers: a local [`Pid`] qualified by its node and the node's
+//! incarnation.
+//!
+//! # Layout and limits
+//! A [`NodePid`] is `(node name, incarnation, local PID)`:
+//! - the **node name** is the one the node claimed in the membership bucket (`[A-Za-z0-9_-]`,
+//!   at most 64 bytes; `config.rs`);
+//! - the **incarnation** is a random 64-bit number drawn when the node starts: a node restarted
+//!   under the same name is a new incarnation, so a PID from its previous life fails at once
+//!   with `NoProc` instead of reaching a stranger (a collision has probability 2^-64 per restart);
+//! - the **local PID** is the node's own [`Pid`], never reused by that scheduler.
+//!
+//! So a `NodePid` is never reused cluster-wide. The local fast path does not see any of this:
+//! processes on this node are still addressed by [`Pid`] through [`Addr`](crate::Addr), with no
+//! serialization and no extra branch; a `NodePid` is for what crosses nodes.
+//!
+//! The stable string form, for logs and configuration, is `node@incarnation/slot.generation`
+//! with the incarnation in 16 hex digits (`orders-1@00c0ffee00c0ffee/3.7`); [`NodePid`]'s
+//! `FromStr` reads it back.
+
+use crate::process::Pid;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::str::FromStr;
+use std::sync::Arc;
+
+/// A process anywhere in the cluster: its node, the node's incarnation, and its local [`Pid`].
+///
+/// Serializable (MessagePack: a 3-element record), so a PID can be passed inside a message to
+/// a third node, which can then address the process directly.
+///
+/// # Examples
+///
+/// ```
+/// use procsched::cluster::NodePid;
+/// use procsched::Pid;
+///
+/// let pid = NodePid::new("orders-1", 0xc0ffee, Pid::from_raw(7 << 26 | 3).unwrap());
+/// assert_eq!(pid.to_string(), "orders-1@0000000000c0ffee/3.7");
+/// assert_eq!(pid.to_string().parse::<NodePid>().unwrap(), pid);
+/// assert_eq!(pid.node(), "orders-1");
+/// ```
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(try_from = "WirePid", into = "WirePid")]
+pub struct NodePid {
+    node: Arc<str>,
+    incarnation: u64,
+    pid: Pid,
+}
+
+/// The wire form: a flat record, the PID as its raw number.
+#[derive(Serialize, Deserialize)]
+struct WirePid {
+    node: String,
+    incarnation: u64,
+    pid: u64,
+}
+
+impl From<NodePid> for WirePid {
+    fn from(pid: NodePid) -> WirePid {
+        WirePid {
+            node: pid.node.to_string(),
+            incarnation: pid.incarnation,
+            pid: pid.pid.as_u64(),
+        }
+    }
+}
+
+impl TryFrom<WirePid> for NodePid {
+    type Error = String;
+
+    fn try_from(wire: WirePid) -> Result<NodePid, String> {
+        // A raw 0 names no process: refused, so a decoded `NodePid` always holds a real `Pid`.
+        let pid = Pid::from_raw(wire.pid).ok_or("a node PID with local PID 0")?;
+        Ok(NodePid {
+            node: wire.node.into(),
+            incarnation: wire.incarnation,
+            pid,
+        })
+    }
+}
+
+impl NodePid {
+    /// The PID of local process `pid` on node `node`, incarnation `incarnation`.
+    ///
+    /// # Examples
+    ///
+    /// See [`NodePid`].
+    pub fn new(node: impl Into<Arc<str>>, incarnation: u64, pid: Pid) -> NodePid {
+        NodePid {
+            node: node.into(),
+            incarnation,
+            pid,
+        }
+    }
+
+    /// The node's name.
+    ///
+    /// # Examples
+    ///
+    /// See [`NodePid`].
+    pub fn node(&self) -> &str {
+        &self.node
+    }
+
+    pub(crate) fn node_arc(&self) -> &Arc<str> {
+        &self.node
+    }
+
+    /// The node's incarnation (its life) when the process was spawned.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use procsched::{cluster::NodePid, Pid};
+    /// let pid = NodePid::new("a", 9, Pid::from_raw(1 << 26 | 1).unwrap());
+    /// assert_eq!(pid.incarnation(), 9);
+    /// ```
+    pub fn incarnation(&self) -> u64 {
+        self.incarnation
+    }
+
+    /// The process's PID on its own node.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use procsched::{cluster::NodePid, Pid};
+    /// let local = Pid::from_raw(1 << 26 | 1).unwrap();
+    /// assert_eq!(NodePid::new("a", 9, local).local(), local);
+    /// ```
+    pub fn local(&self) -> Pid {
+        self.pid
+    }
+}
+
+impl fmt::Display for NodePid {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let raw = self.pid.as_u64();
+        let (slot, generation) = (
+            raw & ((1 << crate::process::pid::INDEX_BITS) - 1),
+            raw >> crate::process::pid::INDEX_BITS,
+        );
+        write!(
+            f,
+            "{}@{:016x}/{}.{}",
+            self.node, self.incarnation, slot, generation
+        )
+    }
+}
+
+impl fmt::Debug for NodePid {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+/// A string that is not a [`NodePid`]'s stable form (`node@incarnation/slot.generation`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("not a node PID (`node@incarnation/slot.generation`): {0:?}")]
+pub struct ParseNodePidError(String);
+
+impl FromStr for NodePid {
+    type Err = ParseNodePidError;
+
+    fn from_str(s: &str) -> Result<NodePid, ParseNodePidError> {
+        let bad = || ParseNodePidError(s.to_owned());
+        let (node, rest) = s.rsplit_once('@').ok_or_else(bad)?;
+        let (incarnation, local) = rest.split_once('/').ok_or_else(bad)?;
+        let (slot, generation) = local.split_once('.').ok_or_else(bad)?;
+        let incarnation = u64::from_str_radix(incarnation, 16).map_err(|_| bad())?;
+        let slot: u64 = slot.parse().map_err(|_| bad())?;
+        let generation: u64 = generation.parse().map_err(|_| bad())?;
+        if node.is_empty() || slot >> crate::process::pid::INDEX_BITS != 0 {
+            return Err(bad());
+        }
+        let raw = generation
+            .checked_shl(crate::process::pid::INDEX_BITS)
+            .filter(|shifted| shifted >> crate::process::pid::INDEX_BITS == generation)
+            .ok_or_else(bad)?
+            | slot;
+        let pid = Pid::from_raw(raw).ok_or_else(bad)?;
+        Ok(NodePid::new(node, incarnation, pid))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_string_form_round_trips_and_rejects_garbage() {
+        let pid = NodePid::new("n-1", u64::MAX, Pid::from_raw(5 << 26 | 9).unwrap());
+        assert_eq!(pid.to_string(), "n-1@ffffffffffffffff/9.5");
+        assert_eq!(pid.to_string().parse::<NodePid>(), Ok(pid));
+        for bad in [
+            "",
+            "n",
+            "n@x/1.1",
+            "n@1/1",
+            "@1/1.1",
+            "n@1/0.0",
+            "n@1/99999999999.1",
+        ] {
+            assert!(bad.parse::<NodePid>().is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn the_wire_form_round_trips_through_messagepack() {
+        let pid = NodePid::new("n-1", 42, Pid::from_raw(5 << 26 | 9).unwrap());
+        let bytes = rmp_serde::to_vec_named(&pid).unwrap();
+        assert_eq!(rmp_serde::from_slice::<NodePid>(&bytes).unwrap(), pid);
+        let zero = WirePid {
+            node: "n".into(),
+            incarnation: 1,
+            pid: 0,
+        };
+        let bytes = rmp_serde::to_vec_named(&zero).unwrap();
+        assert!(rmp_serde::from_slice::<NodePid>(&bytes).is_err());
+    }
+}

@@ -1,0 +1,133 @@
+//! What a node accepts from others: the message types it decodes and the bodies it spawns, by
+//! registered name. Fixed when the node starts, so lookups take no lock.
+
+use super::reply::{self, DecodeScope};
+use super::wire::Refusal;
+use crate::process::{BoxError, Pid};
+use crate::scheduler::{ProcessCx, SchedulerHandle, SendErrorKind, SpawnError};
+use serde::de::DeserializeOwned;
+use std::any::TypeId;
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::Arc;
+
+/// Decodes a message of one registered type and delivers it to a local process.
+type DeliverFn =
+    dyn Fn(&SchedulerHandle, Pid, &[u8], DecodeScope<'_>) -> Result<(), Refusal> + Send + Sync;
+/// Decodes a spawn's argument and spawns one registered body.
+type SpawnFn = dyn Fn(&SchedulerHandle, &[u8]) -> Result<Pid, Refusal> + Send + Sync;
+
+/// The registered message types and spawnable bodies.
+#[derive(Default, Clone)]
+pub(crate) struct Registry {
+    deliver: HashMap<String, Arc<DeliverFn>>,
+    names: HashMap<TypeId, Arc<str>>,
+    spawn: HashMap<String, Arc<SpawnFn>>,
+}
+
+impl std::fmt::Debug for Registry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Registry")
+            .field("messages", &self.deliver.keys().collect::<Vec<_>>())
+            .field("spawnable", &self.spawn.keys().collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+impl Registry {
+    /// Registers message type `M` as `name`.
+    pub(crate) fn message<M>(&mut self, name: &str)
+    where
+        M: DeserializeOwned + Send + 'static,
+    {
+        let deliver = |sched: &SchedulerHandle, pid: Pid, body: &[u8], scope: DecodeScope<'_>| {
+            let message: M = scope
+                .decode(|| rmp_serde::from_slice(body))
+                .map_err(|error| Refusal::Decode(error.to_string()))?;
+            sched.addr::<M>(pid).send(message).map_err(|refused| {
+                let refusal = refusal_of(refused.kind());
+                // The message is dropped here, unanswered: a reply port inside it must not
+                // race a `NoReply` ahead of the refusal the asker gets instead.
+                reply::quietly(|| drop(refused));
+                refusal
+            })
+        };
+        self.deliver.insert(name.to_owned(), Arc::new(deliver));
+        self.names.insert(TypeId::of::<M>(), name.into());
+    }
+
+    /// Registers `body` as spawnable by `name`, with an argument of type `A`.
+    pub(crate) fn spawnable<A, M, F, Fut, T, E>(&mut self, name: &str, body: F)
+    where
+        A: DeserializeOwned + Send + 'static,
+        M: Send + 'static,
+        F: Fn(ProcessCx<M>, A) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<T, E>> + Send + 'static,
+        T: Send + 'static,
+        E: Into<BoxError>,
+    {
+        let body = Arc::new(body);
+        let spawn = move |sched: &SchedulerHandle, args: &[u8]| {
+            let args: A =
+                rmp_serde::from_slice(args).map_err(|error| Refusal::Decode(error.to_string()))?;
+            let body = body.clone();
+            sched
+                .spawn_fn(move |cx: ProcessCx<M>| body(cx, args))
+                .map(|handle| handle.pid())
+                .map_err(|error| refusal_of_spawn(&error))
+        };
+        self.spawn.insert(name.to_owned(), Arc::new(spawn));
+    }
+
+    /// The registered name of message type `M`.
+    pub(crate) fn name_of<M: 'static>(&self) -> Option<&Arc<str>> {
+        self.names.get(&TypeId::of::<M>())
+    }
+
+    /// Delivers a message of registered type `ty`.
+    pub(crate) fn deliver(
+        &self,
+        sched: &SchedulerHandle,
+        ty: &str,
+        pid: Pid,
+        body: &[u8],
+        scope: DecodeScope<'_>,
+    ) -> Result<(), Refusal> {
+        match self.deliver.get(ty) {
+            Some(deliver) => deliver(sched, pid, body, scope),
+            None => Err(Refusal::Unregistered(ty.to_owned())),
+        }
+    }
+
+    /// Spawns registered body `name`.
+    pub(crate) fn spawn(
+        &self,
+        sched: &SchedulerHandle,
+        name: &str,
+        args: &[u8],
+    ) -> Result<Pid, Refusal> {
+        match self.spawn.get(name) {
+            Some(spawn) => spawn(sched, args),
+            None => Err(Refusal::Unregistered(name.to_owned())),
+        }
+    }
+}
+
+/// A local send's refusal, for the wire.
+pub(crate) fn refusal_of(kind: SendErrorKind) -> Refusal {
+    match kind {
+        SendErrorKind::NotFound => Refusal::NotFound,
+        SendErrorKind::Closed => Refusal::Closed,
+        _ => Refusal::MailboxFull,
+    }
+}
+
+/// A local spawn's refusal, for the wire.
+pub(crate) fn refusal_of_spawn(error: &SpawnError) -> Refusal {
+    match error {
+        SpawnError::Init(error) => Refusal::SpawnInit(error.to_string()),
+        SpawnError::InitPanicked(message) => Refusal::SpawnPanicked(message.clone()),
+        SpawnError::ShuttingDown => Refusal::ShuttingDown,
+        SpawnError::Limit(limit) => Refusal::Limit(*limit as u64),
+    }
+}

@@ -1,0 +1,151 @@
+//! Reply ports across nodes: a [`Reply<R>`] inside a remote ask's message crosses the wire as
+//! the ask's id, and comes out on the answering node as a port whose answer travels back.
+//!
+//! On the asking node the closure given to `ask` gets a *placeholder* port that serializes as
+//! the ask's id (`AskTicket`). The answering node decodes the message inside a
+//! [`DecodeScope`] (a thread-local naming the node and the frame's origin), where the port's
+//! `Deserialize` builds a `WireAnswer`: `send` encodes the reply and queues it for the origin;
+//! dropped unanswered, it queues `NoReply` — unless the message itself was refused (then the
+//! asker hears the refusal instead: [`quietly`]).
+
+use super::node::{NodeShared, PeerId};
+use super::wire::{Item, Refusal};
+use crate::scheduler::{RemoteAnswer, Reply};
+use serde::de::Error as _;
+use serde::ser::Error as _;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use std::cell::{Cell, RefCell};
+use std::sync::Arc;
+
+thread_local! {
+    /// The node and origin of the frame being decoded on this thread.
+    static SCOPE: RefCell<Option<(Arc<NodeShared>, PeerId)>> = const { RefCell::new(None) };
+    /// Ports dropped now stay silent (their message was refused: the refusal is the answer).
+    static QUIET: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Where the messages being decoded came from: reply ports decoded inside answer there.
+#[derive(Clone, Copy)]
+pub(crate) struct DecodeScope<'a> {
+    pub(crate) node: &'a Arc<NodeShared>,
+    pub(crate) origin: &'a PeerId,
+}
+
+impl DecodeScope<'_> {
+    /// Runs `decode` with this scope installed for the reply ports it meets.
+    pub(crate) fn decode<T>(self, decode: impl FnOnce() -> T) -> T {
+        let previous = SCOPE.with(|scope| {
+            scope
+                .borrow_mut()
+                .replace((self.node.clone(), self.origin.clone()))
+        });
+        let decoded = decode();
+        SCOPE.with(|scope| *scope.borrow_mut() = previous);
+        decoded
+    }
+}
+
+/// Runs `f` (which drops a refused message) with its reply ports silenced.
+pub(crate) fn quietly(f: impl FnOnce()) {
+    let previous = QUIET.with(|quiet| quiet.replace(true));
+    f();
+    QUIET.with(|quiet| quiet.set(previous));
+}
+
+/// The asking node's placeholder: what the closure of a remote `ask` builds its message with.
+pub(crate) struct AskTicket(pub(crate) u64);
+
+impl<R> RemoteAnswer<R> for AskTicket {
+    fn wire_id(&self) -> Option<u64> {
+        Some(self.0)
+    }
+
+    fn answer(self: Box<Self>, value: R) -> Result<(), R> {
+        // Answered before it left: nobody waits on this side of the wire.
+        Err(value)
+    }
+
+    fn unanswered(self: Box<Self>) {}
+
+    fn is_closed(&self) -> bool {
+        false
+    }
+}
+
+/// The answering node's port: the answer goes back to `origin` as an [`Item::Reply`].
+struct WireAnswer<R> {
+    node: Arc<NodeShared>,
+    origin: PeerId,
+    ask: u64,
+    encode: fn(&R) -> Result<Vec<u8>, rmp_serde::encode::Error>,
+}
+
+impl<R: Send + 'static> RemoteAnswer<R> for WireAnswer<R> {
+    fn wire_id(&self) -> Option<u64> {
+        None
+    }
+
+    fn answer(self: Box<Self>, value: R) -> Result<(), R> {
+        let result = match (self.encode)(&value) {
+            Ok(bytes) => Ok(serde_bytes::ByteBuf::from(bytes)),
+            Err(error) => {
+                tracing::warn!(ask = self.ask, %error, "a reply did not encode");
+                Err(Refusal::Decode(format!(
+                    "the reply did not encode: {error}"
+                )))
+            }
+        };
+        let item = Item::Reply {
+            ask: self.ask,
+            result,
+        };
+        match self.node.send_control(&self.origin, item) {
+            Ok(()) => Ok(()),
+            Err(_) => Err(value),
+        }
+    }
+
+    fn unanswered(self: Box<Self>) {
+        if QUIET.with(Cell::get) {
+            return;
+        }
+        let item = Item::Reply {
+            ask: self.ask,
+            result: Err(Refusal::NoReply),
+        };
+        let _ = self.node.send_control(&self.origin, item);
+    }
+
+    fn is_closed(&self) -> bool {
+        !self.node.is_live(&self.origin)
+    }
+}
+
+impl<R> Serialize for Reply<R> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self.wire_id() {
+            Some(id) => serializer.serialize_u64(id),
+            None => Err(S::Error::custom(
+                "a reply port crosses nodes only inside a remote ask",
+            )),
+        }
+    }
+}
+
+impl<'de, R: Serialize + Send + 'static> Deserialize<'de> for Reply<R> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Reply<R>, D::Error> {
+        let ask = u64::deserialize(deserializer)?;
+        let scope = SCOPE.with(|scope| scope.borrow().clone());
+        let Some((node, origin)) = scope else {
+            return Err(D::Error::custom(
+                "a reply port is decoded only by a node receiving a remote ask",
+            ));
+        };
+        Ok(Reply::remote(Box::new(WireAnswer {
+            node,
+            origin,
+            ask,
+            encode: |value: &R| rmp_serde::to_vec_named(value),
+        })))
+    }
+}

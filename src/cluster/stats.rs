@@ -1,0 +1,115 @@
+//! A node's counters: traffic, and everything rejected or lost — never silent.
+
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+/// The counters, updated by the node's tasks.
+#[derive(Debug, Default)]
+pub(crate) struct Stats {
+    frames_out: AtomicU64,
+    items_out: AtomicU64,
+    bytes_out: AtomicU64,
+    frames_in: AtomicU64,
+    items_in: AtomicU64,
+    bytes_in: AtomicU64,
+    rejected_frames: AtomicU64,
+    rejected_items: AtomicU64,
+    undelivered: AtomicU64,
+    publish_errors: AtomicU64,
+    slow_consumers: AtomicU64,
+    peers_down: AtomicU64,
+}
+
+impl Stats {
+    pub(crate) fn sent(&self, items: usize, bytes: usize) {
+        self.frames_out.fetch_add(1, Relaxed);
+        self.items_out.fetch_add(items as u64, Relaxed);
+        self.bytes_out.fetch_add(bytes as u64, Relaxed);
+    }
+
+    pub(crate) fn received(&self, items: usize, bytes: usize) {
+        self.frames_in.fetch_add(1, Relaxed);
+        self.items_in.fetch_add(items as u64, Relaxed);
+        self.bytes_in.fetch_add(bytes as u64, Relaxed);
+    }
+
+    pub(crate) fn rejected_frame(&self) {
+        self.rejected_frames.fetch_add(1, Relaxed);
+    }
+
+    pub(crate) fn rejected_item(&self) {
+        self.rejected_items.fetch_add(1, Relaxed);
+    }
+
+    pub(crate) fn undelivered(&self) {
+        self.undelivered.fetch_add(1, Relaxed);
+    }
+
+    pub(crate) fn publish_error(&self) {
+        self.publish_errors.fetch_add(1, Relaxed);
+    }
+
+    pub(crate) fn slow_consumer(&self) {
+        self.slow_consumers.fetch_add(1, Relaxed);
+    }
+
+    pub(crate) fn peer_down(&self) {
+        self.peers_down.fetch_add(1, Relaxed);
+    }
+
+    pub(crate) fn snapshot(&self) -> NodeStats {
+        NodeStats {
+            frames_out: self.frames_out.load(Relaxed),
+            items_out: self.items_out.load(Relaxed),
+            bytes_out: self.bytes_out.load(Relaxed),
+            frames_in: self.frames_in.load(Relaxed),
+            items_in: self.items_in.load(Relaxed),
+            bytes_in: self.bytes_in.load(Relaxed),
+            rejected_frames: self.rejected_frames.load(Relaxed),
+            rejected_items: self.rejected_items.load(Relaxed),
+            undelivered: self.undelivered.load(Relaxed),
+            publish_errors: self.publish_errors.load(Relaxed),
+            slow_consumers: self.slow_consumers.load(Relaxed),
+            peers_down: self.peers_down.load(Relaxed),
+        }
+    }
+}
+
+/// A snapshot of a node's counters ([`Node::stats`](super::Node::stats)).
+///
+/// # Examples
+///
+/// ```
+/// let stats = procsched::cluster::NodeStats::default();
+/// assert_eq!(stats.rejected_frames, 0);
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct NodeStats {
+    /// Frames published (each batches one or more items).
+    pub frames_out: u64,
+    /// Items sent (messages, answers, control requests).
+    pub items_out: u64,
+    /// Bytes published.
+    pub bytes_out: u64,
+    /// Frames received and decoded.
+    pub frames_in: u64,
+    /// Items received.
+    pub items_in: u64,
+    /// Bytes received (rejected frames included).
+    pub bytes_in: u64,
+    /// Frames rejected whole: malformed, oversized, of another version or codec, or from a
+    /// node claiming an identity that is not its own.
+    pub rejected_frames: u64,
+    /// Items rejected: an unregistered message type or spawnable name, bytes that do not decode.
+    pub rejected_items: u64,
+    /// Messages received for a process that could not take them (gone, finishing, full).
+    pub undelivered: u64,
+    /// Publishes that failed (the frame is lost; acked sends and asks in it time out or fail
+    /// when the node is declared down).
+    pub publish_errors: u64,
+    /// NATS slow-consumer events: messages the client dropped because this node did not read
+    /// its subscription fast enough.
+    pub slow_consumers: u64,
+    /// Nodes declared down.
+    pub peers_down: u64,
+}

@@ -1,0 +1,244 @@
+//! The wire format: frames of MessagePack items, one frame per NATS publish.
+//!
+//! A frame is `[version, codec] ++ body`: byte 0 is [`FRAME_VERSION`], byte 1 the codec
+//! ([`CODEC_MSGPACK`]: MessagePack with named fields, `rmp-serde`), the rest the encoded
+//! [`Frame`]. A frame carries several items for one destination node (batching under load: the
+//! writer drains its queue into one frame, `outbound.rs`), in the order they were queued, so the
+//! order of messages from one node to another is kept.
+//!
+//! A user message travels as an item naming its registered type and holding its own encoding
+//! (`body`, a binary blob), so a node decodes only what it registered: anything else is
+//! rejected, counted and traced (`inbound.rs`), never a panic.
+
+use serde::{Deserialize, Serialize};
+
+/// The frame layout version, byte 0 of every frame.
+pub(crate) const FRAME_VERSION: u8 = 1;
+/// The codec of the frame's body, byte 1: MessagePack, named fields.
+pub(crate) const CODEC_MSGPACK: u8 = 1;
+
+/// One publish: who sends (name and incarnation), to which incarnation of the receiver, and
+/// the items.
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct Frame {
+    pub(crate) from: String,
+    pub(crate) from_incarnation: u64,
+    /// The receiver's incarnation as the sender knows it: a frame for another life of the
+    /// receiving node is answered `NoProc` item by item.
+    pub(crate) to_incarnation: u64,
+    pub(crate) items: Vec<Item>,
+}
+
+/// What crosses the wire.
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) enum Item {
+    /// A message of registered type `ty` to local process `to` (raw PID). `ack`: the sender
+    /// waits for an [`Item::Ack`] with this id (`send_acked`, and asks, whose failure to
+    /// deliver must fail the ask at once).
+    Message {
+        to: u64,
+        ty: String,
+        #[serde(with = "serde_bytes")]
+        body: Vec<u8>,
+        ack: Option<u64>,
+    },
+    /// The outcome of delivering an acked message.
+    Ack {
+        id: u64,
+        result: Result<(), Refusal>,
+    },
+    /// The answer to ask `ask`: the reply's encoding, or why there is none.
+    Reply {
+        ask: u64,
+        result: Result<serde_bytes::ByteBuf, Refusal>,
+    },
+    /// Spawn the registered body `name` with `args` (its argument's encoding).
+    Spawn {
+        id: u64,
+        name: String,
+        #[serde(with = "serde_bytes")]
+        args: Vec<u8>,
+    },
+    /// The outcome of a spawn: the new process's raw PID, or why not.
+    Spawned {
+        id: u64,
+        result: Result<u64, Refusal>,
+    },
+    /// Watch local process `target`: answer with one [`Item::Down`] for monitor `id`.
+    Monitor { id: u64, target: u64 },
+    /// Forget monitor `id`.
+    Demonitor { id: u64 },
+    /// Monitor `id`'s target ended.
+    Down { id: u64, reason: WireReason },
+}
+
+impl Item {
+    /// Items that go on the control subject (spawns, monitors, answers); messages go on the
+    /// data subject.
+    pub(crate) fn is_control(&self) -> bool {
+        !matches!(self, Item::Message { .. })
+    }
+}
+
+/// Why a remote operation was refused, as the receiving node says it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) enum Refusal {
+    /// No live process with that PID.
+    NotFound,
+    /// The process is finishing.
+    Closed,
+    /// Its mailbox is full.
+    MailboxFull,
+    /// The PID belongs to another incarnation of the node.
+    NoProc,
+    /// The receiving node did not register the message type, or the spawnable name.
+    Unregistered(String),
+    /// The bytes did not decode as the registered type.
+    Decode(String),
+    /// The reply port was dropped unanswered.
+    NoReply,
+    /// A spawn failed: `init`'s error (its text), a refused spawn.
+    SpawnInit(String),
+    /// A spawn failed: `init` panicked.
+    SpawnPanicked(String),
+    /// A spawn failed: the scheduler is shutting down.
+    ShuttingDown,
+    /// A spawn failed: the process limit.
+    Limit(u64),
+    /// The node could not be reached (said by the sending side of a dead or unknown node).
+    NoConnection,
+}
+
+/// An [`ExitReason`](crate::supervision::ExitReason) on the wire (errors travel as their text).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) enum WireReason {
+    Normal,
+    Failed(String),
+    Panicked(String),
+    Killed,
+    Shutdown,
+    NoProc,
+    NoConnection,
+}
+
+impl WireReason {
+    pub(crate) fn from_reason(reason: &crate::process::exit::ExitReason) -> WireReason {
+        use crate::process::exit::ExitReason as R;
+        match reason {
+            R::Normal => WireReason::Normal,
+            R::Failed(error) => WireReason::Failed(error.to_string()),
+            R::Panicked(message) => WireReason::Panicked(message.to_string()),
+            R::Killed => WireReason::Killed,
+            R::Shutdown => WireReason::Shutdown,
+            R::NoProc => WireReason::NoProc,
+            R::NoConnection => WireReason::NoConnection,
+        }
+    }
+
+    pub(crate) fn into_reason(self) -> crate::process::exit::ExitReason {
+        use crate::process::exit::ExitReason as R;
+        match self {
+            WireReason::Normal => R::Normal,
+            WireReason::Failed(text) => R::failed(text),
+            WireReason::Panicked(text) => R::Panicked(text.into()),
+            WireReason::Killed => R::Killed,
+            WireReason::Shutdown => R::Shutdown,
+            WireReason::NoProc => R::NoProc,
+            WireReason::NoConnection => R::NoConnection,
+        }
+    }
+}
+
+/// Why a received frame was rejected.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum Rejected {
+    #[error("frame of {size} bytes over the limit of {limit}")]
+    Oversized { size: usize, limit: usize },
+    #[error("frame version {0} (this node speaks {FRAME_VERSION})")]
+    Version(u8),
+    #[error("frame codec {0} (this node speaks {CODEC_MSGPACK})")]
+    Codec(u8),
+    #[error("malformed frame: {0}")]
+    Malformed(String),
+}
+
+/// Encodes `frame` with its header.
+pub(crate) fn encode(frame: &Frame) -> Result<Vec<u8>, rmp_serde::encode::Error> {
+    let mut bytes = vec![FRAME_VERSION, CODEC_MSGPACK];
+    rmp_serde::encode::write_named(&mut bytes, frame)?;
+    Ok(bytes)
+}
+
+/// Decodes a frame, checking its size and header first.
+pub(crate) fn decode(bytes: &[u8], limit: usize) -> Result<Frame, Rejected> {
+    if bytes.len() > limit {
+        return Err(Rejected::Oversized {
+            size: bytes.len(),
+            limit,
+        });
+    }
+    match bytes {
+        [FRAME_VERSION, CODEC_MSGPACK, body @ ..] => {
+            rmp_serde::from_slice(body).map_err(|error| Rejected::Malformed(error.to_string()))
+        }
+        [FRAME_VERSION, codec, ..] => Err(Rejected::Codec(*codec)),
+        [version, ..] => Err(Rejected::Version(*version)),
+        [] => Err(Rejected::Malformed("empty".to_owned())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frame() -> Frame {
+        Frame {
+            from: "a".into(),
+            from_incarnation: 1,
+            to_incarnation: 2,
+            items: vec![
+                Item::Message {
+                    to: 5,
+                    ty: "t".into(),
+                    body: vec![1, 2, 3],
+                    ack: Some(9),
+                },
+                Item::Down {
+                    id: 3,
+                    reason: WireReason::Failed("x".into()),
+                },
+            ],
+        }
+    }
+
+    #[test]
+    fn a_frame_round_trips_with_its_header() {
+        let bytes = encode(&frame()).unwrap();
+        assert_eq!(&bytes[..2], &[FRAME_VERSION, CODEC_MSGPACK]);
+        let back = decode(&bytes, 1 << 20).unwrap();
+        assert_eq!(back.items.len(), 2);
+        assert!(matches!(&back.items[0], Item::Message { body, .. } if body == &[1, 2, 3]));
+    }
+
+    #[test]
+    fn bad_frames_are_rejected_not_panicked_on() {
+        let bytes = encode(&frame()).unwrap();
+        assert!(matches!(decode(&bytes, 4), Err(Rejected::Oversized { .. })));
+        assert_eq!(
+            decode(&[], 64).unwrap_err(),
+            Rejected::Malformed("empty".into())
+        );
+        assert_eq!(decode(&[9, 1], 64).unwrap_err(), Rejected::Version(9));
+        assert_eq!(decode(&[1, 7], 64).unwrap_err(), Rejected::Codec(7));
+        assert!(matches!(
+            decode(&[1, 1, 0xc1, 0xff], 64),
+            Err(Rejected::Malformed(_))
+        ));
+        let mut truncated = bytes.clone();
+        truncated.truncate(bytes.len() - 3);
+        assert!(matches!(
+            decode(&truncated, 1 << 20),
+            Err(Rejected::Malformed(_))
+        ));
+    }
+}

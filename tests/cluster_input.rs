@@ -1,0 +1,208 @@
+//! Bad input to a node, sent with a raw NATS client: garbage, an oversized frame, a frame of
+//! another version, a message of an unregistered type, a spawn of an unregistered name, and
+//! frames claiming an identity that is not the sender's. Each is rejected and counted, nothing
+//! panics, and the node goes on serving.
+#![cfg(feature = "cluster")]
+
+mod cluster_support;
+
+use cluster_support::{wait_until, NatsServer};
+use procsched::cluster::{nats, Cluster, Node, Placement};
+use procsched::prelude::*;
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+const GUARD: Duration = Duration::from_secs(30);
+
+#[derive(Serialize, Deserialize)]
+enum Echo {
+    Ask(Reply<u64>),
+}
+
+async fn echo(cx: ProcessCx<Echo>, n: u64) -> Result<(), BoxError> {
+    loop {
+        let Echo::Ask(reply) = cx.recv().await?;
+        let _ = reply.send(n);
+    }
+}
+
+/// The wire's frame, as an outsider would forge it (`src/cluster/wire.rs`).
+#[derive(Serialize)]
+struct Frame {
+    from: String,
+    from_incarnation: u64,
+    to_incarnation: u64,
+    items: Vec<Item>,
+}
+
+#[derive(Serialize)]
+enum Item {
+    Message {
+        to: u64,
+        ty: String,
+        #[serde(with = "serde_bytes")]
+        body: Vec<u8>,
+        ack: Option<u64>,
+    },
+    Spawn {
+        id: u64,
+        name: String,
+        #[serde(with = "serde_bytes")]
+        args: Vec<u8>,
+    },
+}
+
+fn frame(from: &str, from_incarnation: u64, to_incarnation: u64, item: Item) -> Vec<u8> {
+    let frame = Frame {
+        from: from.to_owned(),
+        from_incarnation,
+        to_incarnation,
+        items: vec![item],
+    };
+    let mut bytes = vec![1, 1];
+    bytes.extend(rmp_serde::to_vec_named(&frame).unwrap());
+    bytes
+}
+
+async fn node(url: &str, name: &str) -> (Scheduler, Node) {
+    let sched = Scheduler::builder().workers(1).build().unwrap();
+    let cluster = Cluster::nats(url)
+        .name(name)
+        .heartbeat(Duration::from_millis(200))
+        .down_after(Duration::from_secs(1))
+        .max_frame(64 << 10)
+        .message::<Echo>("echo")
+        .spawnable("echo", echo);
+    let node = Node::start(sched.handle(), cluster).await.unwrap();
+    (sched, node)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_frames_are_rejected_counted_and_the_node_goes_on() {
+    let server = NatsServer::start();
+    let (a_sched, a) = node(&server.url(), "a").await;
+    let (b_sched, b) = node(&server.url(), "b").await;
+    assert!(a.wait_for_nodes(1, GUARD).await && b.wait_for_nodes(1, GUARD).await);
+    let target = b.spawn_on(Placement::Local, "echo", 5u64).await.unwrap();
+    let to = target.local().as_u64();
+
+    let raw = nats::connect(server.url()).await.unwrap();
+    let data = "procsched.node.b.data".to_owned();
+    let control = "procsched.node.b.ctl".to_owned();
+    let bad_frames: Vec<Vec<u8>> = vec![
+        vec![0xde, 0xad, 0xbe, 0xef],               // garbage
+        vec![],                                     // empty
+        vec![7, 1, 0x90],                           // another version
+        [vec![1, 1], vec![0u8; 70 << 10]].concat(), // over b's 64 KiB limit
+        vec![1, 1, 0xc1],                           // header fine, body malformed
+        frame(
+            "b",
+            b.incarnation(),
+            b.incarnation(),
+            Item::Spawn {
+                id: 1,
+                name: "echo".into(),
+                args: vec![0x05],
+            },
+        ), // b's own name
+        frame(
+            "a",
+            a.incarnation() ^ 1,
+            b.incarnation(),
+            Item::Spawn {
+                id: 2,
+                name: "echo".into(),
+                args: vec![0x05],
+            },
+        ), // a, another life
+        frame(
+            "not a name!",
+            1,
+            b.incarnation(),
+            Item::Spawn {
+                id: 3,
+                name: "echo".into(),
+                args: vec![0x05],
+            },
+        ),
+    ];
+    let rejected_frames = bad_frames.len() as u64;
+    for bytes in bad_frames {
+        raw.publish(data.clone(), bytes.into()).await.unwrap();
+    }
+    let bad_items = vec![
+        (
+            data.clone(),
+            frame(
+                "a",
+                a.incarnation(),
+                b.incarnation(),
+                Item::Message {
+                    to,
+                    ty: "nobody-registers-this".into(),
+                    body: vec![0xc0],
+                    ack: None,
+                },
+            ),
+        ),
+        (
+            data.clone(),
+            frame(
+                "a",
+                a.incarnation(),
+                b.incarnation(),
+                Item::Message {
+                    to,
+                    ty: "echo".into(),
+                    body: vec![0xc1, 0xc1],
+                    ack: None,
+                },
+            ),
+        ),
+        (
+            control.clone(),
+            frame(
+                "a",
+                a.incarnation(),
+                b.incarnation(),
+                Item::Spawn {
+                    id: 4,
+                    name: "rm -rf".into(),
+                    args: vec![0xc0],
+                },
+            ),
+        ),
+    ];
+    let rejected_items = bad_items.len() as u64;
+    for (subject, bytes) in bad_items {
+        raw.publish(subject, bytes.into()).await.unwrap();
+    }
+    raw.flush().await.unwrap();
+
+    let stats = || b.stats();
+    wait_until("b has seen every bad frame and item", GUARD, || {
+        let stats = stats();
+        stats.rejected_frames >= rejected_frames && stats.rejected_items >= rejected_items
+    });
+    let stats = b.stats();
+    assert_eq!(
+        (stats.rejected_frames, stats.rejected_items),
+        (rejected_frames, rejected_items),
+        "{stats:?}"
+    );
+    assert_eq!(b_sched.live_processes(), 1, "no spawn got through");
+
+    // Still serving, locally and across nodes.
+    let addr = a.addr::<Echo>(target.clone());
+    assert_eq!(addr.ask(Echo::Ask).await.unwrap(), 5);
+    let spawned = a
+        .spawn_on(Placement::Node("b".into()), "echo", 6u64)
+        .await
+        .unwrap();
+    assert_eq!(a.addr::<Echo>(spawned).ask(Echo::Ask).await.unwrap(), 6);
+
+    a.leave().await;
+    b.leave().await;
+    a_sched.shutdown_async(GUARD).await;
+    b_sched.shutdown_async(GUARD).await;
+}

@@ -1,0 +1,346 @@
+//! Nodes joined through a real `nats-server`: three nodes (each its own scheduler, in this test
+//! process) pass a token around a ring spread over all of them, spawn and ask across nodes, and
+//! report refusals typed.
+#![cfg(feature = "cluster")]
+
+mod cluster_support;
+
+use cluster_support::NatsServer;
+use procsched::cluster::{Cluster, Node, NodePid, Placement, RemoteError};
+use procsched::error::SpawnError;
+use procsched::prelude::*;
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+/// Hang guard for anything a test awaits.
+const GUARD: Duration = Duration::from_secs(30);
+
+/// A ring member's messages. `Next` carries a PID to a member on another node (PIDs inside
+/// messages reach a third node and are used there).
+#[derive(Serialize, Deserialize)]
+enum Ring {
+    Next(NodePid),
+    Start { hops: u64, done: Reply<u64> },
+    Token { left: u64, origin: NodePid },
+    Finished { hops: u64 },
+    Count(Reply<u64>),
+}
+
+/// A cart: the remote spawn / ask / refusal target.
+#[derive(Serialize, Deserialize)]
+enum Cart {
+    Add(u64),
+    Total(Reply<u64>),
+    Drop(Reply<u64>),
+    Stop,
+}
+
+/// A type no node registers.
+#[derive(Serialize, Deserialize)]
+struct Stranger(u8);
+
+async fn ring_member(cx: ProcessCx<Ring>, (): ()) -> Result<(), BoxError> {
+    let node = Node::for_scheduler(&cx.scheduler()).ok_or("not a node")?;
+    let me = node.pid(cx.pid());
+    let mut next = None;
+    let mut seen = 0u64;
+    let mut waiting: Option<Reply<u64>> = None;
+    loop {
+        match cx.recv().await? {
+            Ring::Next(pid) => next = Some(node.addr::<Ring>(pid)),
+            Ring::Start { hops, done } => {
+                waiting = Some(done);
+                let next = next.as_ref().ok_or("no next member")?;
+                next.send(Ring::Token {
+                    left: hops - 1,
+                    origin: me.clone(),
+                })
+                .map_err(|error| error.to_string())?;
+            }
+            Ring::Token { left, origin } => {
+                seen += 1;
+                if left == 0 {
+                    node.addr::<Ring>(origin)
+                        .send(Ring::Finished { hops: seen })
+                        .map_err(|error| error.to_string())?;
+                } else {
+                    let next = next.as_ref().ok_or("no next member")?;
+                    next.send(Ring::Token {
+                        left: left - 1,
+                        origin,
+                    })
+                    .map_err(|error| error.to_string())?;
+                }
+            }
+            Ring::Finished { .. } => {
+                if let Some(done) = waiting.take() {
+                    let _ = done.send(seen);
+                }
+            }
+            Ring::Count(reply) => {
+                let _ = reply.send(seen);
+            }
+        }
+    }
+}
+
+async fn cart(cx: ProcessCx<Cart>, start: u64) -> Result<u64, BoxError> {
+    let mut total = start;
+    loop {
+        match cx.recv().await? {
+            Cart::Add(n) => total += n,
+            Cart::Total(reply) => {
+                let _ = reply.send(total);
+            }
+            Cart::Drop(reply) => drop(reply),
+            Cart::Stop => return Ok(total),
+        }
+    }
+}
+
+fn cluster(url: &str, name: &str) -> Cluster {
+    Cluster::nats(url)
+        .name(name)
+        .heartbeat(Duration::from_millis(200))
+        .down_after(Duration::from_millis(1000))
+        .request_timeout(GUARD)
+        .message::<Ring>("ring")
+        .message::<Cart>("cart")
+        .spawnable("ring-member", ring_member)
+        .spawnable("cart", cart)
+}
+
+/// Starts node `name` on its own one-worker scheduler.
+async fn start_node(url: &str, name: &str) -> (Scheduler, Node) {
+    let sched = Scheduler::builder().workers(1).build().expect("scheduler");
+    let node = Node::start(sched.handle(), cluster(url, name))
+        .await
+        .expect("node started");
+    (sched, node)
+}
+
+async fn three_nodes(server: &NatsServer) -> Vec<(Scheduler, Node)> {
+    let mut nodes = Vec::new();
+    for name in ["a", "b", "c"] {
+        nodes.push(start_node(&server.url(), name).await);
+    }
+    for (_, node) in &nodes {
+        assert!(
+            node.wait_for_nodes(2, GUARD).await,
+            "{} sees the others",
+            node.name()
+        );
+    }
+    nodes
+}
+
+async fn guarded<T>(what: &str, future: impl std::future::Future<Output = T>) -> T {
+    tokio::time::timeout(GUARD, future)
+        .await
+        .unwrap_or_else(|_| panic!("hang guard: {what}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_passes_10_000_times_around_a_ring_over_three_nodes_counted_exactly() {
+    let server = NatsServer::start();
+    let nodes = three_nodes(&server).await;
+    let a = &nodes[0].1;
+    // Six members, two per node, in the order a b c a b c: every hop crosses nodes.
+    let mut members = Vec::new();
+    for n in 0..6 {
+        let on = nodes[n % 3].1.name().to_owned();
+        members.push(
+            guarded("spawn", a.spawn_on(Placement::Node(on), "ring-member", ()))
+                .await
+                .unwrap(),
+        );
+    }
+    for (n, member) in members.iter().enumerate() {
+        let next = members[(n + 1) % members.len()].clone();
+        a.addr::<Ring>(member.clone())
+            .send_acked(Ring::Next(next))
+            .await
+            .unwrap();
+    }
+    const HOPS: u64 = 10_000;
+    let first = a.addr::<Ring>(members[0].clone());
+    let last_hop_seen_by_first = guarded(
+        "the ring",
+        first.ask(|done| Ring::Start { hops: HOPS, done }),
+    )
+    .await
+    .unwrap();
+    let mut total = 0;
+    for member in &members {
+        total += a
+            .addr::<Ring>(member.clone())
+            .ask(Ring::Count)
+            .await
+            .unwrap();
+    }
+    assert_eq!(total, HOPS, "every hop counted once, none lost");
+    assert!(last_hop_seen_by_first <= HOPS);
+    let stats = a.stats();
+    assert_eq!(
+        stats.rejected_frames + stats.rejected_items + stats.undelivered,
+        0,
+        "{stats:?}"
+    );
+    for (sched, node) in nodes {
+        node.leave().await;
+        sched.shutdown_async(GUARD).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn remote_spawn_ask_and_acked_send_fail_typed() {
+    let server = NatsServer::start();
+    let nodes = three_nodes(&server).await;
+    let (a, b) = (&nodes[0].1, &nodes[1].1);
+
+    // Remote spawn, remote ask, remote send.
+    let pid = a
+        .spawn_on(Placement::Node("b".into()), "cart", 10u64)
+        .await
+        .unwrap();
+    assert_eq!(pid.node(), "b");
+    assert_eq!(pid.incarnation(), b.incarnation());
+    let cart_addr = a.addr::<Cart>(pid.clone());
+    cart_addr.send(Cart::Add(5)).unwrap();
+    assert_eq!(
+        cart_addr.ask(Cart::Total).await.unwrap(),
+        15,
+        "order kept: the add came first"
+    );
+    cart_addr.send_acked(Cart::Add(1)).await.unwrap();
+    assert_eq!(cart_addr.ask(Cart::Total).await.unwrap(), 16);
+    // A port dropped unanswered on the far side fails the ask at once.
+    assert!(matches!(
+        cart_addr.ask(Cart::Drop).await,
+        Err(RemoteError::NoReply)
+    ));
+
+    // Least-loaded placement lands somewhere live; the same API works for a local PID.
+    let anywhere = a
+        .spawn_on(Placement::LeastLoaded, "cart", 1u64)
+        .await
+        .unwrap();
+    assert_eq!(
+        a.addr::<Cart>(anywhere.clone())
+            .ask(Cart::Total)
+            .await
+            .unwrap(),
+        1
+    );
+    let local = a.spawn_on(Placement::Local, "cart", 2u64).await.unwrap();
+    assert_eq!(local.node(), "a");
+    assert_eq!(a.addr::<Cart>(local).ask(Cart::Total).await.unwrap(), 2);
+
+    // A finished process: its monitor says Normal, then sends and asks are NotFound.
+    let down = a.monitor(pid.clone());
+    cart_addr.send(Cart::Stop).unwrap();
+    let down = guarded("the cart's Down", down).await;
+    assert!(down.reason.is_normal(), "{:?}", down.reason);
+    assert!(cart_addr
+        .send_acked(Cart::Add(1))
+        .await
+        .unwrap_err()
+        .is_not_found());
+    assert!(cart_addr.ask(Cart::Total).await.unwrap_err().is_not_found());
+    let late = guarded("a monitor of a dead process", a.monitor(pid.clone())).await;
+    assert!(late.reason.is_no_proc(), "{:?}", late.reason);
+
+    // Refusals, typed.
+    match a
+        .spawn_on(Placement::Node("c".into()), "no-such-body", ())
+        .await
+    {
+        Err(RemoteError::Spawn(error @ SpawnError::Init(_))) => assert!(error.is_unknown_method()),
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(
+        a.spawn_on(Placement::Node("nobody".into()), "cart", 0u64)
+            .await,
+        Err(RemoteError::NoNode(_))
+    ));
+    let stranger = a
+        .addr::<Stranger>(pid.clone())
+        .send(Stranger(1))
+        .unwrap_err();
+    assert!(matches!(stranger.error(), RemoteError::Unregistered(_)));
+    assert!(stranger.into_message().is_some(), "the message comes back");
+    let previous_life = NodePid::new("b", b.incarnation() ^ 1, pid.local());
+    assert!(matches!(
+        a.addr::<Cart>(previous_life).send_acked(Cart::Stop).await,
+        Err(RemoteError::NoProc)
+    ));
+    let unknown_node = NodePid::new("zz", 1, pid.local());
+    assert!(a
+        .addr::<Cart>(unknown_node)
+        .send(Cart::Stop)
+        .unwrap_err()
+        .error()
+        .is_no_connection());
+
+    for (sched, node) in nodes {
+        node.leave().await;
+        sched.shutdown_async(GUARD).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_node_fails_monitors_and_asks_with_no_connection_and_its_old_pids_with_no_proc() {
+    let server = NatsServer::start();
+    let mut nodes = three_nodes(&server).await;
+    let (c_sched, c) = nodes.pop().unwrap();
+    let a = nodes[0].1.clone();
+    let pid = a
+        .spawn_on(Placement::Node("c".into()), "cart", 0u64)
+        .await
+        .unwrap();
+    let local = a.spawn_on(Placement::Local, "cart", 7u64).await.unwrap();
+    let monitor = a.monitor(pid.clone());
+    let old_incarnation = c.incarnation();
+
+    // C dies without a word: its tasks stop, its heartbeat stops, its entry stays until it
+    // expires. A must declare it down on its own.
+    drop(c);
+    let down = guarded("Down(NoConnection)", monitor).await;
+    assert!(down.reason.is_no_connection(), "{:?}", down.reason);
+    assert!(a
+        .addr::<Cart>(pid.clone())
+        .ask(Cart::Total)
+        .await
+        .unwrap_err()
+        .is_no_connection());
+    assert_eq!(
+        a.addr::<Cart>(local).ask(Cart::Total).await.unwrap(),
+        7,
+        "local processes run on"
+    );
+
+    // C comes back: a new incarnation; a PID from its previous life is NoProc.
+    let (c2_sched, c2) = start_node(&server.url(), "c").await;
+    assert_ne!(c2.incarnation(), old_incarnation);
+    guarded("A sees C again", async {
+        while !a
+            .nodes()
+            .iter()
+            .any(|n| n.name == "c" && n.incarnation == c2.incarnation())
+        {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    assert!(matches!(
+        a.addr::<Cart>(pid).send_acked(Cart::Stop).await,
+        Err(RemoteError::NoProc)
+    ));
+    c2.leave().await;
+    c2_sched.shutdown_async(GUARD).await;
+    c_sched.shutdown_async(GUARD).await;
+    for (sched, node) in nodes {
+        node.leave().await;
+        sched.shutdown_async(GUARD).await;
+    }
+}
