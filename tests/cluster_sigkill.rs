@@ -1,0 +1,183 @@
+//! A node that is a separate OS process dies by SIGKILL mid-run: the other node sees
+//! `Down(NoConnection)` for its processes, fails asks to it typed, keeps running its own and
+//! loses nothing local; the killed node, started again, is a new incarnation and a PID from
+//! its previous life fails `NoProc`.
+//!
+//! The node process is this very test binary, re-executed to run only `node_process` with
+//! `PROCSCHED_TEST_NODE` set: a real process the test can SIGKILL, without a second binary.
+#![cfg(feature = "cluster")]
+
+mod cluster_support;
+
+use cluster_support::NatsServer;
+use procsched::cluster::{Cluster, Node, NodePid, Placement, RemoteError};
+use procsched::prelude::*;
+use serde::{Deserialize, Serialize};
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+const GUARD: Duration = Duration::from_secs(30);
+
+#[derive(Serialize, Deserialize)]
+enum Cart {
+    Add(u64),
+    Total(Reply<u64>),
+}
+
+async fn cart(cx: ProcessCx<Cart>, start: u64) -> Result<(), BoxError> {
+    let mut total = start;
+    loop {
+        match cx.recv().await? {
+            Cart::Add(n) => total += n,
+            Cart::Total(reply) => {
+                let _ = reply.send(total);
+            }
+        }
+    }
+}
+
+fn cluster(url: &str, name: &str) -> Cluster {
+    Cluster::nats(url)
+        .name(name)
+        .heartbeat(Duration::from_millis(250))
+        .down_after(Duration::from_secs(1))
+        .request_timeout(GUARD)
+        .message::<Cart>("cart")
+        .spawnable("cart", cart)
+}
+
+/// The node process: joins, says `ready <incarnation>` on stdout, and serves until killed.
+#[test]
+fn node_process() {
+    let (Ok(name), Ok(url)) = (
+        std::env::var("PROCSCHED_TEST_NODE"),
+        std::env::var("PROCSCHED_TEST_NATS"),
+    ) else {
+        return; // an ordinary test run: nothing to do
+    };
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        let sched = Scheduler::builder().workers(1).build().unwrap();
+        let node = Node::start(sched.handle(), cluster(&url, &name))
+            .await
+            .unwrap();
+        println!("ready {}", node.incarnation());
+        std::future::pending::<()>().await;
+    });
+}
+
+/// Starts node `name` as a child process and waits until it says it is ready.
+fn spawn_node(url: &str, name: &str) -> (Child, u64) {
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "node_process", "--nocapture", "--test-threads=1"])
+        .env("PROCSCHED_TEST_NODE", name)
+        .env("PROCSCHED_TEST_NATS", url)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let mut lines = BufReader::new(stdout).lines();
+    let incarnation = loop {
+        let line = lines
+            .next()
+            .expect("the node process said nothing")
+            .unwrap();
+        // libtest may print `test node_process ... ` on the same line first.
+        if let Some((_, incarnation)) = line.split_once("ready ") {
+            break incarnation.trim().parse().unwrap();
+        }
+    };
+    // Keep draining its output so it never blocks on a full pipe.
+    std::thread::spawn(move || lines.for_each(drop));
+    (child, incarnation)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sigkilled_node_is_seen_down_its_processes_fail_typed_and_its_next_life_is_new() {
+    let server = NatsServer::start();
+    let sched = Scheduler::builder().workers(1).build().unwrap();
+    let a = Node::start(sched.handle(), cluster(&server.url(), "a"))
+        .await
+        .unwrap();
+    let (mut child, incarnation) = spawn_node(&server.url(), "b");
+    assert!(a.wait_for_nodes(1, GUARD).await, "a sees b");
+
+    let remote: Vec<NodePid> = {
+        let mut pids = Vec::new();
+        for n in 0..10 {
+            pids.push(
+                a.spawn_on(Placement::Node("b".into()), "cart", n)
+                    .await
+                    .unwrap(),
+            );
+        }
+        pids
+    };
+    let local = a.spawn_on(Placement::Local, "cart", 100u64).await.unwrap();
+    let monitors: Vec<_> = remote.iter().map(|pid| a.monitor(pid.clone())).collect();
+    for pid in &remote {
+        assert_eq!(pid.incarnation(), incarnation);
+        a.addr::<Cart>(pid.clone())
+            .send_acked(Cart::Add(1))
+            .await
+            .unwrap();
+    }
+
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let started = std::time::Instant::now();
+    for monitor in monitors {
+        let down = tokio::time::timeout(GUARD, monitor)
+            .await
+            .expect("hang guard: Down");
+        assert!(down.reason.is_no_connection(), "{:?}", down.reason);
+    }
+    eprintln!(
+        "SIGKILL → every Down(NoConnection): {:?}",
+        started.elapsed()
+    );
+    for pid in &remote {
+        let error = a
+            .addr::<Cart>(pid.clone())
+            .ask(Cart::Total)
+            .await
+            .unwrap_err();
+        assert!(error.is_no_connection(), "{error}");
+    }
+    // Nothing local lost.
+    let local_addr = a.addr::<Cart>(local);
+    local_addr.send(Cart::Add(1)).unwrap();
+    assert_eq!(local_addr.ask(Cart::Total).await.unwrap(), 101);
+
+    // b's next life.
+    let (mut child, next) = spawn_node(&server.url(), "b");
+    assert_ne!(next, incarnation);
+    let deadline = tokio::time::Instant::now() + GUARD;
+    while !a
+        .nodes()
+        .iter()
+        .any(|node| node.name == "b" && node.incarnation == next)
+    {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "hang guard: a sees b again"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let stale = a
+        .addr::<Cart>(remote[0].clone())
+        .send_acked(Cart::Add(1))
+        .await;
+    assert!(matches!(stale, Err(RemoteError::NoProc)), "{stale:?}");
+    let fresh = a
+        .spawn_on(Placement::Node("b".into()), "cart", 5u64)
+        .await
+        .unwrap();
+    assert_eq!(a.addr::<Cart>(fresh).ask(Cart::Total).await.unwrap(), 5);
+
+    child.kill().unwrap();
+    child.wait().unwrap();
+    a.leave().await;
+    sched.shutdown_async(Duration::from_secs(5)).await;
+}
