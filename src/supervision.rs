@@ -54,7 +54,7 @@
 //! # Ok(()) }
 //! ```
 
-pub use crate::process::{Down, Exit, ExitReason, Incoming, MonitorRef, Signal};
+pub use crate::process::{Down, Exit, ExitNode, ExitReason, Incoming, MonitorRef, Signal};
 pub use crate::scheduler::{
     ChildInfo, ChildShutdown, ChildSpec, Monitor, NotRunning, RegisterError, Restart, Start,
     Strategy, Supervisor, SupervisorError, SupervisorRef, DEFAULT_MAX_RESTARTS,

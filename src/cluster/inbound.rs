@@ -2,6 +2,7 @@
 //! item. Nothing here panics on bad input: a bad frame or item is rejected, counted and
 //! traced, and the subscription goes on.
 
+use super::links;
 use super::node::{Load, NodeShared, PeerId, Pending};
 use super::reply::DecodeScope;
 use super::wire::{self, Frame, Item, Refusal, WireReason};
@@ -163,6 +164,26 @@ fn handle(node: &Arc<NodeShared>, origin: &PeerId, for_me: bool, item: Item) {
         Item::Down { id, reason } => {
             if let Some(Pending::Monitor(down)) = node.take_pending(id) {
                 let _ = down.send(reason);
+            }
+        }
+        Item::Link { from, to } if for_me => links::linked(node, origin, from, to),
+        Item::Link { from, to } => {
+            let reason = WireReason::NoProc;
+            answer(
+                node,
+                origin,
+                Item::LinkExit {
+                    from: to,
+                    to: from,
+                    reason,
+                },
+            );
+        }
+        Item::Unlink { from, to } => links::unlinked(node, origin, from, to),
+        Item::LinkExit { from, to, reason } => links::exited(node, origin, from, to, reason),
+        Item::Stop { target, kill } => {
+            if let Some(pid) = Pid::from_raw(target).filter(|_| for_me) {
+                let _ = links::stop_local(node, pid, kill);
             }
         }
     }

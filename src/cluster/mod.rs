@@ -64,12 +64,14 @@
 
 mod config;
 mod inbound;
+mod links;
 mod membership;
 mod node;
 mod node_pid;
 mod outbound;
 mod registry;
 mod remote;
+mod remote_child;
 mod reply;
 mod stats;
 mod wire;
@@ -81,6 +83,7 @@ pub use config::{
 };
 pub use node_pid::{NodePid, ParseNodePidError};
 pub use remote::{RemoteAddr, RemoteDown, RemoteError, RemoteMonitor, RemoteSendError};
+pub use remote_child::RemoteChild;
 pub use stats::NodeStats;
 
 use crate::loom::lock;
@@ -128,6 +131,8 @@ pub enum Placement {
     /// On the node with the least load (live processes and runnable queue, from the
     /// heartbeats), this one included.
     LeastLoaded,
+    /// On the least loaded of the live nodes named (this one may be among them).
+    AnyOf(Vec<String>),
 }
 
 /// A node as the membership shows it ([`Node::nodes`]).
@@ -269,6 +274,7 @@ impl Node {
             peers: RwLock::new(HashMap::new()),
             pending: Mutex::new(HashMap::new()),
             served: Mutex::new(HashMap::new()),
+            links: Mutex::new(HashMap::new()),
             next_id: AtomicU64::new(1),
             stats,
             stopped: AtomicBool::new(false),
@@ -384,6 +390,82 @@ impl Node {
         RemoteMonitor::new(&self.shared, pid)
     }
 
+    /// Links local process `local` and process `remote`, on this node or another, with OTP's
+    /// semantics: when either ends with any reason but `Normal`, the other ends with the same
+    /// reason unless it traps exits (then it receives an [`Exit`](crate::supervision::Exit)
+    /// whose `node` names the other node). If `remote`'s node dies, `local` gets `NoConnection`;
+    /// if `remote` is already gone, `NoProc`.
+    ///
+    /// # Errors
+    ///
+    /// [`RemoteError::NotFound`] if `local` is not a live process of this node.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # use procsched::prelude::*;
+    /// # async fn demo(node: procsched::cluster::Node, remote: procsched::cluster::NodePid, cx: ProcessCx) -> Result<(), BoxError> {
+    /// cx.trap_exit(true);
+    /// node.link(cx.pid(), &remote)?;
+    /// let exit = cx.recv_exit().await?;      // when `remote` ends, or its node dies
+    /// println!("{:?} on {:?} ended: {}", exit.pid, exit.node, exit.reason);
+    /// # Ok(()) }
+    /// ```
+    pub fn link(&self, local: Pid, remote: &NodePid) -> Result<(), RemoteError> {
+        links::link(&self.shared, local, remote)
+    }
+
+    /// Removes the link between `local` and `remote`, both directions; no exit signal of that
+    /// link is delivered afterwards.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn demo(node: procsched::cluster::Node, local: procsched::Pid, remote: procsched::cluster::NodePid) {
+    /// node.unlink(local, &remote);
+    /// # }
+    /// ```
+    pub fn unlink(&self, local: Pid, remote: &NodePid) {
+        links::unlink(&self.shared, local, remote);
+    }
+
+    /// Asks process `pid`, on this node or another, to finish: it receives a cancellation and
+    /// ends `Shutdown` if it honours it (as [`SchedulerHandle::cancel`]). Fire-and-forget
+    /// across nodes.
+    ///
+    /// # Errors
+    ///
+    /// `NotFound` / `NoProc` / `NoConnection` when known here.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # fn demo(node: procsched::cluster::Node, pid: procsched::cluster::NodePid) {
+    /// let _ = node.stop(&pid);
+    /// # }
+    /// ```
+    pub fn stop(&self, pid: &NodePid) -> Result<(), RemoteError> {
+        links::stop(&self.shared, pid, false)
+    }
+
+    /// Terminates process `pid`, on this node or another (as
+    /// [`SchedulerHandle::terminate`]): it ends `Killed`.
+    ///
+    /// # Errors
+    ///
+    /// As [`stop`](Self::stop).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # fn demo(node: procsched::cluster::Node, pid: procsched::cluster::NodePid) {
+    /// let _ = node.kill(&pid);
+    /// # }
+    /// ```
+    pub fn kill(&self, pid: &NodePid) -> Result<(), RemoteError> {
+        links::stop(&self.shared, pid, true)
+    }
+
     /// Spawns the body registered as `name` ([`Cluster::spawnable`]) with `args`, where
     /// `placement` says, and returns its PID.
     ///
@@ -404,6 +486,16 @@ impl Node {
     ) -> Result<NodePid, RemoteError> {
         let args = rmp_serde::to_vec_named(&args)
             .map_err(|error| RemoteError::Encode(error.to_string()))?;
+        self.spawn_encoded(placement, name, args).await
+    }
+
+    /// [`spawn_on`](Self::spawn_on) with the argument encoded already.
+    pub(crate) async fn spawn_encoded(
+        &self,
+        placement: Placement,
+        name: &str,
+        args: Vec<u8>,
+    ) -> Result<NodePid, RemoteError> {
         let node = &self.shared;
         let target = match placement {
             Placement::Local => None,
@@ -416,6 +508,18 @@ impl Node {
                 None => return Err(RemoteError::NoNode(format!("no live node `{target}`"))),
             },
             Placement::LeastLoaded => node.least_loaded(node.load()),
+            Placement::AnyOf(names) => {
+                let mine = names
+                    .iter()
+                    .any(|name| **name == *node.me.name)
+                    .then(|| node.load());
+                match node.least_loaded_of(&names, mine) {
+                    Ok(target) => target,
+                    Err(()) => {
+                        return Err(RemoteError::NoNode(format!("no live node among {names:?}")))
+                    }
+                }
+            }
         };
         let unknown = |refusal| match refusal {
             wire::Refusal::Unregistered(name) => RemoteError::Spawn(

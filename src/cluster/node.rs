@@ -86,6 +86,8 @@ pub(crate) struct NodeShared {
     /// Monitors other nodes hold on this node's processes: dropped (demonitored) on
     /// `Demonitor` or when their holder dies.
     pub(crate) served: Mutex<HashMap<(PeerId, u64), tokio::task::AbortHandle>>,
+    /// This node's ends of links across nodes (`links.rs`).
+    pub(crate) links: Mutex<HashMap<super::links::LinkKey, tokio::task::AbortHandle>>,
     pub(crate) next_id: AtomicU64,
     pub(crate) stats: Arc<Stats>,
     pub(crate) stopped: AtomicBool,
@@ -249,6 +251,7 @@ impl NodeShared {
         for monitor in served {
             monitor.abort();
         }
+        super::links::peer_down(self, &peer.id);
     }
 
     /// Declares every peer down (this node stops).
@@ -270,6 +273,26 @@ impl NodeShared {
         let peers = self.peers.read().expect("peers lock");
         let best = peers.values().min_by_key(|peer| peer.load.score())?;
         (best.load.score() < mine.score()).then(|| best.id.clone())
+    }
+
+    /// The least loaded live node among `names` (`Ok(None)` for this node, if `mine` — its
+    /// load — is given and lowest); `Err` if none is live.
+    pub(crate) fn least_loaded_of(
+        &self,
+        names: &[String],
+        mine: Option<Load>,
+    ) -> Result<Option<PeerId>, ()> {
+        let peers = self.peers.read().expect("peers lock");
+        let best = peers
+            .values()
+            .filter(|peer| names.iter().any(|name| **name == *peer.id.name))
+            .min_by_key(|peer| peer.load.score());
+        match (best, mine) {
+            (Some(best), Some(mine)) if best.load.score() >= mine.score() => Ok(None),
+            (Some(best), _) => Ok(Some(best.id.clone())),
+            (None, Some(_)) => Ok(None),
+            (None, None) => Err(()),
+        }
     }
 
     /// This node's load now.

@@ -120,6 +120,24 @@ impl NodePid {
         self.incarnation
     }
 
+    /// The PID of the process an exit signal came from, if it is on another node (a link
+    /// across nodes, [`Node::link`](super::Node::link)).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn demo(cx: procsched::ProcessCx) -> Result<(), procsched::BoxError> {
+    /// let exit = cx.recv_exit().await?;
+    /// if let Some(remote) = procsched::cluster::NodePid::of_exit(&exit) {
+    ///     println!("{remote} ended: {}", exit.reason);
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn of_exit(exit: &crate::process::Exit) -> Option<NodePid> {
+        let node = exit.node.as_ref()?;
+        Some(NodePid::new(node.name.clone(), node.incarnation, exit.pid))
+    }
+
     /// The process's PID on its own node.
     ///
     /// # Examples

@@ -70,6 +70,20 @@ pub(crate) enum Item {
     Demonitor { id: u64 },
     /// Monitor `id`'s target ended.
     Down { id: u64, reason: WireReason },
+    /// Link the sender's process `from` and the receiver's process `to`: the receiver watches
+    /// `to` and answers its end with an [`Item::LinkExit`].
+    Link { from: u64, to: u64 },
+    /// Forget the link between the sender's `from` and the receiver's `to`.
+    Unlink { from: u64, to: u64 },
+    /// The sender's process `from`, linked to the receiver's `to`, ended with `reason`.
+    LinkExit {
+        from: u64,
+        to: u64,
+        reason: WireReason,
+    },
+    /// Ask the receiver's process `target` to finish (`kill: false`, it ends `Shutdown`) or
+    /// terminate it (`kill: true`, `Killed`).
+    Stop { target: u64, kill: bool },
 }
 
 impl Item {

@@ -224,15 +224,43 @@ impl Eq for ExitReason {}
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Exit {
-    /// The linked process that ended.
+    /// The linked process that ended (on its own node, if [`node`](Self::node) is set).
     pub pid: Pid,
     /// Why.
     pub reason: ExitReason,
+    /// The node of a process linked across nodes (feature `cluster`); `None` for a process of
+    /// this scheduler.
+    pub node: Option<ExitNode>,
+}
+
+/// The node of a linked process on another node: its name and incarnation (with
+/// [`Exit::pid`], a `cluster::NodePid`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub struct ExitNode {
+    /// The node's name.
+    pub name: Arc<str>,
+    /// The node's incarnation.
+    pub incarnation: u64,
 }
 
 impl Exit {
     pub(crate) fn new(pid: Pid, reason: ExitReason) -> Exit {
-        Exit { pid, reason }
+        Exit {
+            pid,
+            reason,
+            node: None,
+        }
+    }
+
+    /// An exit signal from process `pid` of another node.
+    #[cfg(feature = "cluster")]
+    pub(crate) fn remote(pid: Pid, reason: ExitReason, name: Arc<str>, incarnation: u64) -> Exit {
+        Exit {
+            pid,
+            reason,
+            node: Some(ExitNode { name, incarnation }),
+        }
     }
 }
 

@@ -56,7 +56,7 @@ pub use context::ProcessContext;
 pub use contract::Process;
 pub use error::{BoxError, CommandError, InitError, ProcessError};
 pub use event::{CancelReason, Event, EventDrain, Events, Message, Tag, Topic, TopicBudget};
-pub use exit::{Down, Exit, ExitReason, MonitorRef, Signal};
+pub use exit::{Down, Exit, ExitNode, ExitReason, MonitorRef, Signal};
 pub use output::{Status, StepOutput};
 pub use payload::{Payload, TypeMismatch};
 pub use pid::Pid;

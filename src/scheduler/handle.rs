@@ -58,6 +58,12 @@ impl SchedulerHandle {
         Arc::ptr_eq(&self.inner, &other.inner)
     }
 
+    /// Delivers exit signal `exit` (from a process linked across nodes) to process `to`.
+    #[cfg(feature = "cluster")]
+    pub(crate) fn exit_signal(&self, to: Pid, exit: crate::process::Exit) {
+        self.inner.exit_signal(to, exit);
+    }
+
     /// Starts a process: runs `init(method, input)` on the calling thread, then queues its first
     /// step. Works from sync code, any async code and from inside a process.
     ///

@@ -239,9 +239,13 @@ impl ProcessCell {
         let from = exit.pid;
         let trap_exit = {
             let state = inner.watch_state();
-            state
-                .watches
-                .retain(|watch| !matches!(watch, Watch::Link(pid) if *pid == from));
+            // A link across nodes is not registered here (the cluster keeps it): its PID is
+            // another scheduler's and must not unlink a local process that shares the number.
+            if exit.node.is_none() {
+                state
+                    .watches
+                    .retain(|watch| !matches!(watch, Watch::Link(pid) if *pid == from));
+            }
             state.trap_exit
         };
         let (waker, delivery) = if trap_exit {

@@ -1,0 +1,246 @@
+//! Links across nodes and supervised children on other nodes, against a real `nats-server`:
+//! exit signals with OTP's semantics (trapped as `Exit` naming the other node, or ending the
+//! process with the same reason), `NoProc` for a dead target, `NoConnection` when a node dies,
+//! `unlink` silencing the link, and a supervisor whose child's node dies restarting the child
+//! on a live node.
+#![cfg(feature = "cluster")]
+
+mod cluster_support;
+
+use cluster_support::NatsServer;
+use procsched::cluster::{Cluster, Node, NodePid, Placement};
+use procsched::prelude::*;
+use procsched::supervision::{Incoming, Signal, Supervisor};
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+const GUARD: Duration = Duration::from_secs(30);
+
+#[derive(Serialize, Deserialize)]
+enum Cart {
+    Total(Reply<u64>),
+}
+
+async fn cart(cx: ProcessCx<Cart>, start: u64) -> Result<(), BoxError> {
+    loop {
+        let Cart::Total(reply) = cx.recv().await?;
+        let _ = reply.send(start);
+    }
+}
+
+fn cluster(url: &str, name: &str) -> Cluster {
+    Cluster::nats(url)
+        .name(name)
+        .heartbeat(Duration::from_millis(200))
+        .down_after(Duration::from_millis(1000))
+        .request_timeout(GUARD)
+        .message::<Cart>("cart")
+        .spawnable("cart", cart)
+}
+
+async fn start_node(url: &str, name: &str) -> (Scheduler, Node) {
+    let sched = Scheduler::builder().workers(1).build().unwrap();
+    let node = Node::start(sched.handle(), cluster(url, name))
+        .await
+        .unwrap();
+    (sched, node)
+}
+
+async fn guarded<T>(what: &str, future: impl std::future::Future<Output = T>) -> T {
+    tokio::time::timeout(GUARD, future)
+        .await
+        .unwrap_or_else(|_| panic!("hang guard: {what}"))
+}
+
+/// A local process that traps exits, links to `remote`, and returns the first signal or
+/// message it receives: `Ok(Some(exit))` for an exit signal, `Ok(None)` for a message.
+fn trapping_linker(
+    sched: &Scheduler,
+    node: &Node,
+    remote: NodePid,
+) -> ProcessHandle<Option<procsched::supervision::Exit>, ()> {
+    let node = node.clone();
+    sched
+        .spawn_fn(move |cx: ProcessCx<()>| async move {
+            cx.trap_exit(true);
+            node.link(cx.pid(), &remote)?;
+            match cx.recv_any().await? {
+                Incoming::Signal(Signal::Exit(exit)) => Ok::<_, BoxError>(Some(exit)),
+                Incoming::Message(()) => Ok(None),
+                _ => Err("an unexpected signal".into()),
+            }
+        })
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exit_signals_cross_nodes_with_otp_semantics() {
+    let server = NatsServer::start();
+    let (a_sched, a) = start_node(&server.url(), "a").await;
+    let (b_sched, b) = start_node(&server.url(), "b").await;
+    assert!(a.wait_for_nodes(1, GUARD).await && b.wait_for_nodes(1, GUARD).await);
+    let spawn_on_b = || a.spawn_on(Placement::Node("b".into()), "cart", 1u64);
+
+    // Trapped: an Exit naming the other node's process, with its reason.
+    let target = spawn_on_b().await.unwrap();
+    let linker = trapping_linker(&a_sched, &a, target.clone());
+    // The link stands once b knows of it: b's monitor of the target answers after the link.
+    let watching = a.monitor(target.clone());
+    a.addr::<Cart>(target.clone())
+        .ask(Cart::Total)
+        .await
+        .unwrap();
+    a.kill(&target).unwrap();
+    let exit = guarded("the trapped exit", linker)
+        .await
+        .unwrap()
+        .expect("an exit");
+    assert!(exit.reason.is_killed(), "{:?}", exit.reason);
+    assert_eq!(NodePid::of_exit(&exit), Some(target.clone()));
+    guarded("down", watching).await;
+
+    // Not trapping: the linked process ends with the same reason.
+    let target = spawn_on_b().await.unwrap();
+    let (to_link, linked) = (target.clone(), a.clone());
+    let victim = a_sched
+        .spawn_fn(move |cx: ProcessCx<()>| async move {
+            linked.link(cx.pid(), &to_link)?;
+            cx.recv().await?;
+            Ok::<_, BoxError>(())
+        })
+        .unwrap();
+    a.addr::<Cart>(target.clone())
+        .ask(Cart::Total)
+        .await
+        .unwrap();
+    a.kill(&target).unwrap();
+    let error = guarded("the victim's end", victim).await.unwrap_err();
+    assert!(error.exit_reason().is_killed(), "{error}");
+
+    // A dead target: NoProc at once.
+    let target = spawn_on_b().await.unwrap();
+    let down = a.monitor(target.clone());
+    a.kill(&target).unwrap();
+    guarded("the target's end", down).await;
+    let exit = guarded("NoProc", trapping_linker(&a_sched, &a, target))
+        .await
+        .unwrap();
+    assert!(exit.expect("an exit").reason.is_no_proc());
+
+    // Unlinked: no signal for that link, ever.
+    let target = spawn_on_b().await.unwrap();
+    let (to_link, linked) = (target.clone(), a.clone());
+    let (unlinked_tx, unlinked_rx) = tokio::sync::oneshot::channel();
+    let quiet = a_sched
+        .spawn_fn(move |cx: ProcessCx<()>| async move {
+            cx.trap_exit(true);
+            linked.link(cx.pid(), &to_link)?;
+            linked.unlink(cx.pid(), &to_link);
+            let _ = unlinked_tx.send(());
+            match cx.recv_any().await? {
+                Incoming::Message(()) => Ok::<_, BoxError>(true),
+                _ => Ok(false),
+            }
+        })
+        .unwrap();
+    unlinked_rx.await.unwrap();
+    let down = a.monitor(target.clone());
+    a.kill(&target).unwrap();
+    guarded("the target's end", down).await; // any LinkExit would have come before this Down
+    quiet.addr().send(()).unwrap();
+    assert!(
+        guarded("quiet", quiet).await.unwrap(),
+        "an exit signal came through an unlinked link"
+    );
+
+    // The node dies: NoConnection.
+    let target = spawn_on_b().await.unwrap();
+    let linker = trapping_linker(&a_sched, &a, target.clone());
+    a.addr::<Cart>(target.clone())
+        .ask(Cart::Total)
+        .await
+        .unwrap();
+    drop(b);
+    let exit = guarded("NoConnection", linker)
+        .await
+        .unwrap()
+        .expect("an exit");
+    assert!(exit.reason.is_no_connection(), "{:?}", exit.reason);
+
+    a.leave().await;
+    a_sched.shutdown_async(GUARD).await;
+    b_sched.shutdown_async(GUARD).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_supervised_child_whose_node_dies_is_restarted_on_a_live_node() {
+    let server = NatsServer::start();
+    let (a_sched, a) = start_node(&server.url(), "a").await;
+    let mut others = vec![
+        Some(start_node(&server.url(), "b").await),
+        Some(start_node(&server.url(), "c").await),
+    ];
+    assert!(a.wait_for_nodes(2, GUARD).await);
+    let placement = Placement::AnyOf(vec!["b".into(), "c".into()]);
+    let mut supervisor = Supervisor::one_for_one().max_restarts(100, Duration::from_secs(60));
+    let mut children = Vec::new();
+    for n in 0..3u64 {
+        let (spec, child) = a
+            .remote_child(&format!("worker-{n}"), placement.clone(), "cart", n)
+            .unwrap();
+        supervisor = supervisor.child(spec);
+        children.push(child);
+    }
+    let supervisor = supervisor.start(a_sched.handle()).await.unwrap();
+    let wait_pid = |child: &procsched::cluster::RemoteChild, not: Option<NodePid>| {
+        let child = child.clone();
+        async move {
+            loop {
+                match child.pid() {
+                    Some(pid) if Some(&pid) != not.as_ref() => return pid,
+                    _ => tokio::time::sleep(Duration::from_millis(10)).await,
+                }
+            }
+        }
+    };
+    let mut first = Vec::new();
+    for (n, child) in children.iter().enumerate() {
+        let pid = guarded("a worker runs", wait_pid(child, None)).await;
+        assert!(pid.node() == "b" || pid.node() == "c", "{pid}");
+        assert_eq!(
+            a.addr::<Cart>(pid.clone()).ask(Cart::Total).await.unwrap(),
+            n as u64
+        );
+        first.push(pid);
+    }
+
+    // Worker 0's node dies: every worker that ran there comes back on the other node.
+    let dead = first[0].node().to_owned();
+    let (dead_sched, dead_node) = others[if dead == "b" { 0 } else { 1 }].take().unwrap();
+    drop(dead_node);
+    for (n, child) in children.iter().enumerate() {
+        if first[n].node() != dead {
+            continue;
+        }
+        let again = guarded(
+            "the worker comes back",
+            wait_pid(child, Some(first[n].clone())),
+        )
+        .await;
+        assert_ne!(again.node(), dead, "placed on a live node");
+        assert_eq!(
+            a.addr::<Cart>(again).ask(Cart::Total).await.unwrap(),
+            n as u64
+        );
+    }
+    assert!(supervisor.restarts().await.unwrap() >= 1);
+
+    let report = a_sched.shutdown_async(GUARD).await;
+    assert_eq!(report.forced + report.abandoned, 0, "{report:?}");
+    a.leave().await;
+    dead_sched.shutdown_async(GUARD).await;
+    for (sched, node) in others.into_iter().flatten() {
+        node.leave().await;
+        sched.shutdown_async(GUARD).await;
+    }
+}
