@@ -55,6 +55,7 @@ pub struct Cluster {
     pub(crate) down_after: Duration,
     pub(crate) request_timeout: Duration,
     pub(crate) max_frame: usize,
+    pub(crate) replicas: usize,
     pub(crate) options: Option<async_nats::ConnectOptions>,
     pub(crate) registry: Registry,
 }
@@ -94,6 +95,7 @@ impl Cluster {
             down_after: DEFAULT_DOWN_AFTER,
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
             max_frame: DEFAULT_MAX_FRAME,
+            replicas: 1,
             options: None,
             registry: Registry::default(),
         }
@@ -193,6 +195,22 @@ impl Cluster {
         self
     }
 
+    /// How many servers of a NATS cluster keep the membership bucket (default 1; at most 5).
+    /// Use 3 on a three-server cluster, so membership survives one server's loss. Only the node
+    /// that creates the bucket decides.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let cluster = procsched::cluster::Cluster::nats("nats://a:4222,nats://b:4222,nats://c:4222")
+    ///     .replicas(3);
+    /// # let _ = cluster;
+    /// ```
+    pub fn replicas(mut self, replicas: usize) -> Cluster {
+        self.replicas = replicas;
+        self
+    }
+
     /// `async-nats` connection options (credentials, TLS, reconnect policy…), passed through.
     /// The node adds its own name and event callback.
     ///
@@ -267,6 +285,9 @@ impl Cluster {
         }
         if self.heartbeat.is_zero() || self.down_after <= self.heartbeat {
             return Err("`down_after` must exceed a non-zero `heartbeat`".to_owned());
+        }
+        if !(1..=5).contains(&self.replicas) {
+            return Err("`replicas` must be 1 to 5".to_owned());
         }
         if self.max_frame < 1024 {
             return Err("`max_frame` must be at least 1 KiB".to_owned());

@@ -31,9 +31,10 @@ pub(crate) async fn join(
     bucket: &str,
     name: &str,
     heartbeat: Duration,
+    replicas: usize,
     load: Load,
 ) -> Result<Membership, String> {
-    let store = open_bucket(client, bucket, heartbeat).await?;
+    let store = open_bucket(client, bucket, heartbeat, replicas).await?;
     let value = encode(&load);
     let deadline = Instant::now() + heartbeat * 5;
     loop {
@@ -58,6 +59,7 @@ pub(crate) async fn open_bucket(
     client: &async_nats::Client,
     bucket: &str,
     heartbeat: Duration,
+    replicas: usize,
 ) -> Result<kv::Store, String> {
     let jetstream = async_nats::jetstream::new(client.clone());
     if let Ok(store) = jetstream.get_key_value(bucket).await {
@@ -68,6 +70,7 @@ pub(crate) async fn open_bucket(
         history: 1,
         max_age: heartbeat * 3,
         storage: async_nats::jetstream::stream::StorageType::File,
+        num_replicas: replicas,
         ..Default::default()
     };
     match jetstream.create_key_value(config).await {
@@ -98,7 +101,9 @@ pub(crate) async fn heartbeat(node: Arc<NodeShared>, store: kv::Store, mut revis
                 // sure the bucket exists and claim the name again if nobody else has.
                 tracing::warn!(%error, "heartbeat failed");
                 let bucket = store.name.clone();
-                if let Err(error) = open_bucket(&node.client, &bucket, node.heartbeat).await {
+                if let Err(error) =
+                    open_bucket(&node.client, &bucket, node.heartbeat, node.replicas).await
+                {
                     tracing::warn!(%error, "membership bucket unavailable");
                     continue;
                 }

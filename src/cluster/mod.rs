@@ -271,6 +271,7 @@ impl Node {
             down_after: cluster.down_after,
             request_timeout: cluster.request_timeout,
             max_frame: cluster.max_frame,
+            replicas: cluster.replicas,
             peers: RwLock::new(HashMap::new()),
             pending: Mutex::new(HashMap::new()),
             served: Mutex::new(HashMap::new()),
@@ -284,6 +285,7 @@ impl Node {
             &cluster.bucket,
             &name,
             cluster.heartbeat,
+            cluster.replicas,
             shared.load(),
         )
         .await

@@ -81,6 +81,7 @@ pub(crate) struct NodeShared {
     pub(crate) down_after: Duration,
     pub(crate) request_timeout: Duration,
     pub(crate) max_frame: usize,
+    pub(crate) replicas: usize,
     pub(crate) peers: RwLock<HashMap<Arc<str>, Peer>>,
     pub(crate) pending: Mutex<HashMap<u64, (PeerId, Pending)>>,
     /// Monitors other nodes hold on this node's processes: dropped (demonitored) on
