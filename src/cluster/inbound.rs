@@ -5,7 +5,7 @@
 use super::links;
 use super::node::{Load, NodeShared, PeerId, Pending};
 use super::reply::DecodeScope;
-use super::wire::{self, Frame, Item, Refusal, WireReason};
+use super::wire::{self, Ack, Frame, Item, Refusal, WireReason};
 use crate::loom::lock;
 use crate::process::Pid;
 use futures::StreamExt;
@@ -43,7 +43,7 @@ pub(crate) fn receive(node: &Arc<NodeShared>, bytes: &[u8]) {
 /// another incarnation, is rejected (a stale or forged identity). A node not known yet is
 /// admitted (its heartbeat may trail its first frame) and is declared down like any other if
 /// no heartbeat follows.
-fn check_origin(node: &Arc<NodeShared>, frame: &Frame) -> Option<PeerId> {
+fn check_origin(node: &Arc<NodeShared>, frame: &Frame<'_>) -> Option<PeerId> {
     let origin = PeerId {
         name: frame.from.as_str().into(),
         incarnation: frame.from_incarnation,
@@ -87,7 +87,7 @@ fn check_origin(node: &Arc<NodeShared>, frame: &Frame) -> Option<PeerId> {
 }
 
 /// One item from `origin`. `for_me`: the frame named this incarnation of this node.
-fn handle(node: &Arc<NodeShared>, origin: &PeerId, for_me: bool, item: Item) {
+fn handle(node: &Arc<NodeShared>, origin: &PeerId, for_me: bool, item: Item<'_>) {
     match item {
         Item::Message { to, ty, body, ack } => {
             let result = if !for_me {
@@ -113,8 +113,12 @@ fn handle(node: &Arc<NodeShared>, origin: &PeerId, for_me: bool, item: Item) {
                     }
                 }
             }
-            if let Some(id) = ack {
-                answer(node, origin, Item::Ack { id, result });
+            match ack {
+                Some(Ack::Always(id)) => answer(node, origin, Item::Ack { id, result }),
+                Some(Ack::Refused(id)) if result.is_err() => {
+                    answer(node, origin, Item::Ack { id, result });
+                }
+                _ => {}
             }
         }
         Item::Ack { id, result } => match node.take_pending(id) {
@@ -218,7 +222,7 @@ fn serve_monitor(node: &Arc<NodeShared>, origin: &PeerId, for_me: bool, id: u64,
 }
 
 /// Sends an answer to `origin`; it is lost only if `origin` was declared down meanwhile.
-fn answer(node: &NodeShared, origin: &PeerId, item: Item) {
+fn answer(node: &NodeShared, origin: &PeerId, item: Item<'static>) {
     if let Err(refusal) = node.send_control(origin, item) {
         tracing::debug!(to = %origin.name, ?refusal, "an answer found its node gone");
     }

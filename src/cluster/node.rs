@@ -135,7 +135,7 @@ impl NodeShared {
     /// Queues `item` for `to`'s data or control subject (by the item's kind). `Err` with the
     /// refusal when `to` is not live at that incarnation (`NoProc` for another life of a live
     /// node, else `NoConnection`).
-    pub(crate) fn send_item(&self, to: &PeerId, item: Item) -> Result<(), Refusal> {
+    pub(crate) fn send_item(&self, to: &PeerId, item: Item<'static>) -> Result<(), Refusal> {
         let peers = self.peers.read().expect("peers lock");
         let Some(peer) = peers.get(&to.name) else {
             return Err(Refusal::NoConnection);
@@ -148,7 +148,7 @@ impl NodeShared {
     }
 
     /// Queues a control item for `to`, if it is live.
-    pub(crate) fn send_control(&self, to: &PeerId, item: Item) -> Result<(), Refusal> {
+    pub(crate) fn send_control(&self, to: &PeerId, item: Item<'static>) -> Result<(), Refusal> {
         self.send_item(to, item)
     }
 

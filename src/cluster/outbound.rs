@@ -20,14 +20,14 @@ pub(crate) const FRAME_SLACK: usize = 512;
 
 /// The queues to one peer.
 pub(crate) struct Outbound {
-    data: mpsc::UnboundedSender<Item>,
-    control: mpsc::UnboundedSender<Item>,
+    data: mpsc::UnboundedSender<Item<'static>>,
+    control: mpsc::UnboundedSender<Item<'static>>,
 }
 
 impl Outbound {
     /// Queues `item` (never blocks: the queue is unbounded, its writer drains it as fast as
     /// NATS takes frames).
-    pub(crate) fn push(&self, item: Item) {
+    pub(crate) fn push(&self, item: Item<'static>) {
         let queue = if item.is_control() {
             &self.control
         } else {
@@ -60,11 +60,11 @@ async fn write(
     node: std::sync::Weak<NodeShared>,
     subject: String,
     to_incarnation: u64,
-    mut queue: mpsc::UnboundedReceiver<Item>,
+    mut queue: mpsc::UnboundedReceiver<Item<'static>>,
 ) {
     let mut items = Vec::new();
     // An item that would have pushed the last frame past the frame limit: it opens the next.
-    let mut carried: Option<Item> = None;
+    let mut carried: Option<Item<'static>> = None;
     loop {
         let first = match carried.take() {
             Some(item) => item,
@@ -99,7 +99,7 @@ async fn write(
             to_incarnation,
             items: std::mem::take(&mut items),
         };
-        let bytes = match wire::encode(&frame) {
+        let bytes = match wire::encode(&frame, size + FRAME_SLACK) {
             Ok(bytes) => bytes,
             Err(error) => {
                 node.stats.publish_error();
@@ -119,7 +119,7 @@ async fn write(
 }
 
 /// An item's approximate encoded size.
-fn item_size(item: &Item) -> usize {
+fn item_size(item: &Item<'_>) -> usize {
     match item {
         Item::Message { body, ty, .. } => body.len() + ty.len() + 24,
         Item::Reply {

@@ -8,7 +8,7 @@
 use super::node::{NodeShared, PeerId, Pending};
 use super::outbound::FRAME_SLACK;
 use super::reply::AskTicket;
-use super::wire::{Item, Refusal, WireReason};
+use super::wire::{Ack, Item, Refusal, WireReason};
 use super::NodePid;
 use crate::process::exit::ExitReason;
 use crate::process::InitError;
@@ -238,7 +238,7 @@ impl<M: Serialize + Send + 'static> RemoteAddr<M> {
     }
 
     /// Encodes `message` as an item for the process, with `ack`.
-    fn item(&self, message: &M, ack: Option<u64>) -> Result<Item, RemoteError> {
+    fn item(&self, message: &M, ack: Option<Ack>) -> Result<Item<'static>, RemoteError> {
         let Some(ty) = self.node.registry.name_of::<M>() else {
             return Err(RemoteError::Unregistered(
                 std::any::type_name::<M>().to_owned(),
@@ -255,8 +255,8 @@ impl<M: Serialize + Send + 'static> RemoteAddr<M> {
         }
         Ok(Item::Message {
             to: self.pid.local().as_u64(),
-            ty: ty.to_string(),
-            body,
+            ty: ty.clone(),
+            body: body.into(),
             ack,
         })
     }
@@ -346,7 +346,7 @@ impl<M: Serialize + Send + 'static> RemoteAddr<M> {
             Route::Remote(peer) => peer,
         };
         let id = self.node.next_id();
-        let item = self.item(&message, Some(id))?;
+        let item = self.item(&message, Some(Ack::Always(id)))?;
         let (ack, acked) = oneshot::channel();
         self.node.expect(id, peer.clone(), Pending::Ack(ack));
         if let Err(refusal) = self.node.send_item(&peer, item) {
@@ -427,7 +427,7 @@ impl<M: Serialize + Send + 'static> RemoteAddr<M> {
         };
         let id = self.node.next_id();
         let message = request(Reply::remote(Box::new(AskTicket(id))));
-        let item = self.item(&message, Some(id))?;
+        let item = self.item(&message, Some(Ack::Refused(id)))?;
         drop(message);
         let (reply, replied) = oneshot::channel();
         self.node.expect(id, peer.clone(), Pending::Ask(reply));

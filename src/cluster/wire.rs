@@ -11,6 +11,8 @@
 //! rejected, counted and traced (`inbound.rs`), never a panic.
 
 use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
+use std::sync::Arc;
 
 /// The frame layout version, byte 0 of every frame.
 pub(crate) const FRAME_VERSION: u8 = 1;
@@ -20,27 +22,30 @@ pub(crate) const CODEC_MSGPACK: u8 = 1;
 /// One publish: who sends (name and incarnation), to which incarnation of the receiver, and
 /// the items.
 #[derive(Debug, Serialize, Deserialize)]
-pub(crate) struct Frame {
+pub(crate) struct Frame<'a> {
     pub(crate) from: String,
     pub(crate) from_incarnation: u64,
     /// The receiver's incarnation as the sender knows it: a frame for another life of the
     /// receiving node is answered `NoProc` item by item.
     pub(crate) to_incarnation: u64,
-    pub(crate) items: Vec<Item>,
+    #[serde(borrow)]
+    pub(crate) items: Vec<Item<'a>>,
 }
 
 /// What crosses the wire.
+/// Received, a message's body borrows the frame's bytes (no copy until it is decoded into
+/// its type); queued to send, it owns them (`Item<'static>`).
 #[derive(Debug, Serialize, Deserialize)]
-pub(crate) enum Item {
+pub(crate) enum Item<'a> {
     /// A message of registered type `ty` to local process `to` (raw PID). `ack`: the sender
-    /// waits for an [`Item::Ack`] with this id (`send_acked`, and asks, whose failure to
-    /// deliver must fail the ask at once).
+    /// waits for an [`Item::Ack`] (`send_acked`: always; an ask: only if the message is
+    /// refused — otherwise its reply is the answer, one message fewer on the wire).
     Message {
         to: u64,
-        ty: String,
-        #[serde(with = "serde_bytes")]
-        body: Vec<u8>,
-        ack: Option<u64>,
+        ty: Arc<str>,
+        #[serde(borrow, with = "serde_bytes")]
+        body: Cow<'a, [u8]>,
+        ack: Option<Ack>,
     },
     /// The outcome of delivering an acked message.
     Ack {
@@ -86,7 +91,16 @@ pub(crate) enum Item {
     Stop { target: u64, kill: bool },
 }
 
-impl Item {
+/// When the receiver of a message answers with an [`Item::Ack`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) enum Ack {
+    /// Always: delivered or refused (`send_acked`).
+    Always(u64),
+    /// Only if refused (an ask: its reply says it was delivered).
+    Refused(u64),
+}
+
+impl Item<'_> {
     /// Items that go on the control subject (spawns, monitors, answers); messages go on the
     /// data subject.
     pub(crate) fn is_control(&self) -> bool {
@@ -176,15 +190,20 @@ pub(crate) enum Rejected {
     Malformed(String),
 }
 
-/// Encodes `frame` with its header.
-pub(crate) fn encode(frame: &Frame) -> Result<Vec<u8>, rmp_serde::encode::Error> {
-    let mut bytes = vec![FRAME_VERSION, CODEC_MSGPACK];
+/// Encodes `frame` with its header, into a buffer of `capacity` (the writer's estimate: a
+/// frame grown by reallocation copies its payloads again).
+pub(crate) fn encode(
+    frame: &Frame<'_>,
+    capacity: usize,
+) -> Result<Vec<u8>, rmp_serde::encode::Error> {
+    let mut bytes = Vec::with_capacity(capacity);
+    bytes.extend_from_slice(&[FRAME_VERSION, CODEC_MSGPACK]);
     rmp_serde::encode::write_named(&mut bytes, frame)?;
     Ok(bytes)
 }
 
 /// Decodes a frame, checking its size and header first.
-pub(crate) fn decode(bytes: &[u8], limit: usize) -> Result<Frame, Rejected> {
+pub(crate) fn decode(bytes: &[u8], limit: usize) -> Result<Frame<'_>, Rejected> {
     if bytes.len() > limit {
         return Err(Rejected::Oversized {
             size: bytes.len(),
@@ -205,7 +224,7 @@ pub(crate) fn decode(bytes: &[u8], limit: usize) -> Result<Frame, Rejected> {
 mod tests {
     use super::*;
 
-    fn frame() -> Frame {
+    fn frame() -> Frame<'static> {
         Frame {
             from: "a".into(),
             from_incarnation: 1,
@@ -214,8 +233,8 @@ mod tests {
                 Item::Message {
                     to: 5,
                     ty: "t".into(),
-                    body: vec![1, 2, 3],
-                    ack: Some(9),
+                    body: vec![1, 2, 3].into(),
+                    ack: Some(Ack::Always(9)),
                 },
                 Item::Down {
                     id: 3,
@@ -227,16 +246,18 @@ mod tests {
 
     #[test]
     fn a_frame_round_trips_with_its_header() {
-        let bytes = encode(&frame()).unwrap();
+        let bytes = encode(&frame(), 64).unwrap();
         assert_eq!(&bytes[..2], &[FRAME_VERSION, CODEC_MSGPACK]);
         let back = decode(&bytes, 1 << 20).unwrap();
         assert_eq!(back.items.len(), 2);
-        assert!(matches!(&back.items[0], Item::Message { body, .. } if body == &[1, 2, 3]));
+        assert!(
+            matches!(&back.items[0], Item::Message { body: Cow::Borrowed(body), .. } if body == &[1, 2, 3])
+        );
     }
 
     #[test]
     fn bad_frames_are_rejected_not_panicked_on() {
-        let bytes = encode(&frame()).unwrap();
+        let bytes = encode(&frame(), 64).unwrap();
         assert!(matches!(decode(&bytes, 4), Err(Rejected::Oversized { .. })));
         assert_eq!(
             decode(&[], 64).unwrap_err(),
