@@ -53,24 +53,29 @@ async fn guarded<T>(what: &str, future: impl std::future::Future<Output = T>) ->
 }
 
 /// A local process that traps exits, links to `remote`, and returns the first signal or
-/// message it receives: `Ok(Some(exit))` for an exit signal, `Ok(None)` for a message.
-fn trapping_linker(
+/// message it receives: `Ok(Some(exit))` for an exit signal, `Ok(None)` for a message. Returns
+/// once the link is made (its request is queued before anything the caller sends next).
+async fn trapping_linker(
     sched: &Scheduler,
     node: &Node,
     remote: NodePid,
 ) -> ProcessHandle<Option<procsched::supervision::Exit>, ()> {
     let node = node.clone();
-    sched
+    let (linked_tx, linked) = tokio::sync::oneshot::channel();
+    let handle = sched
         .spawn_fn(move |cx: ProcessCx<()>| async move {
             cx.trap_exit(true);
             node.link(cx.pid(), &remote)?;
+            let _ = linked_tx.send(());
             match cx.recv_any().await? {
                 Incoming::Signal(Signal::Exit(exit)) => Ok::<_, BoxError>(Some(exit)),
                 Incoming::Message(()) => Ok(None),
                 _ => Err("an unexpected signal".into()),
             }
         })
-        .unwrap()
+        .unwrap();
+    guarded("the link", linked).await.unwrap();
+    handle
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -83,7 +88,7 @@ async fn exit_signals_cross_nodes_with_otp_semantics() {
 
     // Trapped: an Exit naming the other node's process, with its reason.
     let target = spawn_on_b().await.unwrap();
-    let linker = trapping_linker(&a_sched, &a, target.clone());
+    let linker = trapping_linker(&a_sched, &a, target.clone()).await;
     // The link stands once b knows of it: b's monitor of the target answers after the link.
     let watching = a.monitor(target.clone());
     a.addr::<Cart>(target.clone())
@@ -102,13 +107,16 @@ async fn exit_signals_cross_nodes_with_otp_semantics() {
     // Not trapping: the linked process ends with the same reason.
     let target = spawn_on_b().await.unwrap();
     let (to_link, linked) = (target.clone(), a.clone());
+    let (linked_tx, victim_linked) = tokio::sync::oneshot::channel();
     let victim = a_sched
         .spawn_fn(move |cx: ProcessCx<()>| async move {
             linked.link(cx.pid(), &to_link)?;
+            let _ = linked_tx.send(());
             cx.recv().await?;
             Ok::<_, BoxError>(())
         })
         .unwrap();
+    guarded("the victim's link", victim_linked).await.unwrap();
     a.addr::<Cart>(target.clone())
         .ask(Cart::Total)
         .await
@@ -122,9 +130,8 @@ async fn exit_signals_cross_nodes_with_otp_semantics() {
     let down = a.monitor(target.clone());
     a.kill(&target).unwrap();
     guarded("the target's end", down).await;
-    let exit = guarded("NoProc", trapping_linker(&a_sched, &a, target))
-        .await
-        .unwrap();
+    let linker = trapping_linker(&a_sched, &a, target).await;
+    let exit = guarded("NoProc", linker).await.unwrap();
     assert!(exit.expect("an exit").reason.is_no_proc());
 
     // Unlinked: no signal for that link, ever.
@@ -155,7 +162,7 @@ async fn exit_signals_cross_nodes_with_otp_semantics() {
 
     // The node dies: NoConnection.
     let target = spawn_on_b().await.unwrap();
-    let linker = trapping_linker(&a_sched, &a, target.clone());
+    let linker = trapping_linker(&a_sched, &a, target.clone()).await;
     a.addr::<Cart>(target.clone())
         .ask(Cart::Total)
         .await

@@ -250,6 +250,33 @@ async fn remote_spawn_ask_and_acked_send_fail_typed() {
     let late = guarded("a monitor of a dead process", a.monitor(pid.clone())).await;
     assert!(late.reason.is_no_proc(), "{:?}", late.reason);
 
+    // A remote handle: the process's output, or why it ended without one.
+    let handle = a
+        .spawn_on_with_handle::<u64, _>(Placement::Node("c".into()), "cart", 3u64)
+        .await
+        .unwrap();
+    let remote_cart = a.addr::<Cart>(handle.pid().clone());
+    remote_cart.send(Cart::Add(4)).unwrap();
+    remote_cart.send(Cart::Stop).unwrap();
+    assert_eq!(guarded("the remote handle", handle).await.unwrap(), 7);
+    let killed = a
+        .spawn_on_with_handle::<u64, _>(Placement::Node("c".into()), "cart", 0u64)
+        .await
+        .unwrap();
+    a.kill(killed.pid()).unwrap();
+    match guarded("the killed handle", killed).await {
+        Err(RemoteError::Ended(reason)) => assert!(reason.is_killed(), "{reason:?}"),
+        other => panic!("{other:?}"),
+    }
+    let local = a
+        .spawn_on_with_handle::<u64, _>(Placement::Local, "cart", 9u64)
+        .await
+        .unwrap();
+    a.addr::<Cart>(local.pid().clone())
+        .send(Cart::Stop)
+        .unwrap();
+    assert_eq!(guarded("the local handle", local).await.unwrap(), 9);
+
     // Refusals, typed.
     match a
         .spawn_on(Placement::Node("c".into()), "no-such-body", ())
@@ -300,6 +327,10 @@ async fn a_dead_node_fails_monitors_and_asks_with_no_connection_and_its_old_pids
         .unwrap();
     let local = a.spawn_on(Placement::Local, "cart", 7u64).await.unwrap();
     let monitor = a.monitor(pid.clone());
+    let handle = a
+        .spawn_on_with_handle::<u64, _>(Placement::Node("c".into()), "cart", 0u64)
+        .await
+        .unwrap();
     let old_incarnation = c.incarnation();
 
     // C dies without a word: its tasks stop, its heartbeat stops, its entry stays until it
@@ -307,6 +338,10 @@ async fn a_dead_node_fails_monitors_and_asks_with_no_connection_and_its_old_pids
     drop(c);
     let down = guarded("Down(NoConnection)", monitor).await;
     assert!(down.reason.is_no_connection(), "{:?}", down.reason);
+    assert!(matches!(
+        guarded("the handle", handle).await,
+        Err(RemoteError::NoConnection)
+    ));
     assert!(a
         .addr::<Cart>(pid.clone())
         .ask(Cart::Total)

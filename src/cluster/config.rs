@@ -243,7 +243,8 @@ impl Cluster {
 
     /// Registers `body` as spawnable by other nodes under `name` (see
     /// [`Node::spawn_on`](super::Node::spawn_on)); its argument `A` is decoded from the
-    /// request.
+    /// request, and its output `T` encoded for whoever awaits it
+    /// ([`Node::spawn_on_with_handle`](super::Node::spawn_on_with_handle)).
     ///
     /// # Examples
     ///
@@ -254,7 +255,7 @@ impl Cluster {
         M: Send + 'static,
         F: Fn(ProcessCx<M>, A) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<T, E>> + Send + 'static,
-        T: Send + 'static,
+        T: serde::Serialize + Send + 'static,
         E: Into<BoxError>,
     {
         self.registry.spawnable(name, body);

@@ -140,13 +140,31 @@ fn handle(node: &Arc<NodeShared>, origin: &PeerId, for_me: bool, item: Item<'_>)
                 let _ = reply.send(result.map(serde_bytes::ByteBuf::into_vec));
             }
         }
-        Item::Spawn { id, name, args } => {
-            let result = if for_me {
-                node.registry
-                    .spawn(&node.sched, &name, &args)
-                    .map(Pid::as_u64)
+        Item::Spawn {
+            id,
+            name,
+            args,
+            join,
+        } => {
+            let spawned = if for_me {
+                node.registry.spawn(&node.sched, &name, &args)
             } else {
                 Err(Refusal::NoProc)
+            };
+            let result = match spawned {
+                Ok((pid, outcome)) => {
+                    if let Some(join) = join {
+                        let (weak, origin) = (Arc::downgrade(node), origin.clone());
+                        tokio::spawn(async move {
+                            let result = outcome.await.map(serde_bytes::ByteBuf::from);
+                            if let Some(node) = weak.upgrade() {
+                                answer(&node, &origin, Item::Joined { id: join, result });
+                            }
+                        });
+                    }
+                    Ok(pid.as_u64())
+                }
+                Err(refusal) => Err(refusal),
             };
             if let Err(refusal @ (Refusal::Unregistered(_) | Refusal::Decode(_))) = &result {
                 node.stats.rejected_item();
@@ -157,6 +175,11 @@ fn handle(node: &Arc<NodeShared>, origin: &PeerId, for_me: bool, item: Item<'_>)
         Item::Spawned { id, result } => {
             if let Some(Pending::Spawn(spawned)) = node.take_pending(id) {
                 let _ = spawned.send(result);
+            }
+        }
+        Item::Joined { id, result } => {
+            if let Some(Pending::Join(joined)) = node.take_pending(id) {
+                let _ = joined.send(result.map(serde_bytes::ByteBuf::into_vec));
             }
         }
         Item::Monitor { id, target } => serve_monitor(node, origin, for_me, id, target),

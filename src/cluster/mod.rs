@@ -73,6 +73,7 @@ mod registry;
 mod remote;
 mod remote_child;
 mod reply;
+mod spawn;
 mod stats;
 mod wire;
 
@@ -84,6 +85,7 @@ pub use config::{
 pub use node_pid::{NodePid, ParseNodePidError};
 pub use remote::{RemoteAddr, RemoteDown, RemoteError, RemoteMonitor, RemoteSendError};
 pub use remote_child::RemoteChild;
+pub use spawn::RemoteHandle;
 pub use stats::NodeStats;
 
 use crate::loom::lock;
@@ -95,7 +97,6 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
-use wire::Item;
 
 /// The nodes started in this OS process, for [`Node::for_scheduler`] (weak: they leave when
 /// their handles go).
@@ -466,97 +467,6 @@ impl Node {
     /// ```
     pub fn kill(&self, pid: &NodePid) -> Result<(), RemoteError> {
         links::stop(&self.shared, pid, true)
-    }
-
-    /// Spawns the body registered as `name` ([`Cluster::spawnable`]) with `args`, where
-    /// `placement` says, and returns its PID.
-    ///
-    /// # Errors
-    ///
-    /// [`RemoteError::Spawn`] with the same [`SpawnError`](crate::error::SpawnError) a local
-    /// spawn gives (an unregistered name is `Init(UnknownMethod)`), `NoNode` for an unknown
-    /// node, `NoConnection` / `TimedOut` if the node does not answer.
-    ///
-    /// # Examples
-    ///
-    /// See [the module](self).
-    pub async fn spawn_on<A: Serialize>(
-        &self,
-        placement: Placement,
-        name: &str,
-        args: A,
-    ) -> Result<NodePid, RemoteError> {
-        let args = rmp_serde::to_vec_named(&args)
-            .map_err(|error| RemoteError::Encode(error.to_string()))?;
-        self.spawn_encoded(placement, name, args).await
-    }
-
-    /// [`spawn_on`](Self::spawn_on) with the argument encoded already.
-    pub(crate) async fn spawn_encoded(
-        &self,
-        placement: Placement,
-        name: &str,
-        args: Vec<u8>,
-    ) -> Result<NodePid, RemoteError> {
-        let node = &self.shared;
-        let target = match placement {
-            Placement::Local => None,
-            Placement::Node(target) if *target == *node.me.name => None,
-            Placement::Node(target) => match node.incarnation_of(&target) {
-                Some(incarnation) => Some(PeerId {
-                    name: target.as_str().into(),
-                    incarnation,
-                }),
-                None => return Err(RemoteError::NoNode(format!("no live node `{target}`"))),
-            },
-            Placement::LeastLoaded => node.least_loaded(node.load()),
-            Placement::AnyOf(names) => {
-                let mine = names
-                    .iter()
-                    .any(|name| **name == *node.me.name)
-                    .then(|| node.load());
-                match node.least_loaded_of(&names, mine) {
-                    Ok(target) => target,
-                    Err(()) => {
-                        return Err(RemoteError::NoNode(format!("no live node among {names:?}")))
-                    }
-                }
-            }
-        };
-        let unknown = |refusal| match refusal {
-            wire::Refusal::Unregistered(name) => RemoteError::Spawn(
-                crate::scheduler::SpawnError::Init(crate::process::InitError::UnknownMethod(name)),
-            ),
-            other => RemoteError::from_refusal(other),
-        };
-        let Some(peer) = target else {
-            let pid = node
-                .registry
-                .spawn(&node.sched, name, &args)
-                .map_err(unknown)?;
-            return Ok(node.node_pid(pid));
-        };
-        let id = node.next_id();
-        let (tx, spawned) = tokio::sync::oneshot::channel();
-        node.expect(id, peer.clone(), Pending::Spawn(tx));
-        let item = Item::Spawn {
-            id,
-            name: name.to_owned(),
-            args,
-        };
-        if let Err(refusal) = node.send_item(&peer, item) {
-            node.take_pending(id);
-            return Err(RemoteError::from_refusal(refusal));
-        }
-        let raw = remote::wait_for(node, id, spawned, node.request_timeout)
-            .await
-            .map_err(|error| match error {
-                RemoteError::Unregistered(name) => unknown(wire::Refusal::Unregistered(name)),
-                other => other,
-            })?;
-        let pid = Pid::from_raw(raw)
-            .ok_or_else(|| RemoteError::Decode("a spawn answered PID 0".to_owned()))?;
-        Ok(NodePid::new(peer.name, peer.incarnation, pid))
     }
 
     /// The other live nodes, as their last heartbeats describe them.

@@ -68,6 +68,8 @@ pub(crate) enum Pending {
     Spawn(oneshot::Sender<Result<u64, Refusal>>),
     /// A monitor: its target's end.
     Monitor(oneshot::Sender<WireReason>),
+    /// A joined spawn: its outcome.
+    Join(oneshot::Sender<Result<Vec<u8>, WireReason>>),
 }
 
 /// The state a node's tasks and handles share.
@@ -326,6 +328,9 @@ fn fail_no_connection(pending: Pending) {
         }
         Pending::Monitor(down) => {
             let _ = down.send(WireReason::NoConnection);
+        }
+        Pending::Join(joined) => {
+            let _ = joined.send(Err(WireReason::NoConnection));
         }
     }
 }

@@ -2,20 +2,26 @@
 //! registered name. Fixed when the node starts, so lookups take no lock.
 
 use super::reply::{self, DecodeScope};
-use super::wire::Refusal;
+use super::wire::{Refusal, WireReason};
 use crate::process::{BoxError, Pid};
 use crate::scheduler::{ProcessCx, SchedulerHandle, SendErrorKind, SpawnError};
 use serde::de::DeserializeOwned;
+use serde::Serialize;
 use std::any::TypeId;
 use std::collections::HashMap;
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 
 /// Decodes a message of one registered type and delivers it to a local process.
 type DeliverFn =
     dyn Fn(&SchedulerHandle, Pid, &[u8], DecodeScope<'_>) -> Result<(), Refusal> + Send + Sync;
-/// Decodes a spawn's argument and spawns one registered body.
-type SpawnFn = dyn Fn(&SchedulerHandle, &[u8]) -> Result<Pid, Refusal> + Send + Sync;
+/// Decodes a spawn's argument and spawns one registered body: its PID, and its outcome to
+/// await (the output encoded, or the exit reason) if someone asked to join it.
+type SpawnFn = dyn Fn(&SchedulerHandle, &[u8]) -> Result<(Pid, JoinFuture), Refusal> + Send + Sync;
+
+/// A spawned body's outcome: its output encoded, or why it ended without one.
+pub(crate) type JoinFuture = Pin<Box<dyn Future<Output = Result<Vec<u8>, WireReason>> + Send>>;
 
 /// The registered message types and spawnable bodies.
 #[derive(Default, Clone)]
@@ -63,7 +69,7 @@ impl Registry {
         M: Send + 'static,
         F: Fn(ProcessCx<M>, A) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<T, E>> + Send + 'static,
-        T: Send + 'static,
+        T: Serialize + Send + 'static,
         E: Into<BoxError>,
     {
         let body = Arc::new(body);
@@ -71,10 +77,19 @@ impl Registry {
             let args: A =
                 rmp_serde::from_slice(args).map_err(|error| Refusal::Decode(error.to_string()))?;
             let body = body.clone();
-            sched
+            let handle = sched
                 .spawn_fn(move |cx: ProcessCx<M>| body(cx, args))
-                .map(|handle| handle.pid())
-                .map_err(|error| refusal_of_spawn(&error))
+                .map_err(|error| refusal_of_spawn(&error))?;
+            let pid = handle.pid();
+            let join: JoinFuture = Box::pin(async move {
+                match handle.await {
+                    Ok(output) => rmp_serde::to_vec_named(&output).map_err(|error| {
+                        WireReason::Failed(format!("the output did not encode: {error}"))
+                    }),
+                    Err(error) => Err(WireReason::from_reason(&error.exit_reason())),
+                }
+            });
+            Ok((pid, join))
         };
         self.spawn.insert(name.to_owned(), Arc::new(spawn));
     }
@@ -105,7 +120,7 @@ impl Registry {
         sched: &SchedulerHandle,
         name: &str,
         args: &[u8],
-    ) -> Result<Pid, Refusal> {
+    ) -> Result<(Pid, JoinFuture), Refusal> {
         match self.spawn.get(name) {
             Some(spawn) => spawn(sched, args),
             None => Err(Refusal::Unregistered(name.to_owned())),

@@ -73,6 +73,9 @@ pub enum RemoteError {
     /// No node matches the placement.
     #[error("no node to place the process on: {0}")]
     NoNode(String),
+    /// The awaited process ended without an output ([`RemoteHandle`](super::RemoteHandle)).
+    #[error("the process ended: {0}")]
+    Ended(ExitReason),
 }
 
 impl RemoteError {

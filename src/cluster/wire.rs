@@ -57,12 +57,20 @@ pub(crate) enum Item<'a> {
         ask: u64,
         result: Result<serde_bytes::ByteBuf, Refusal>,
     },
-    /// Spawn the registered body `name` with `args` (its argument's encoding).
+    /// Spawn the registered body `name` with `args` (its argument's encoding); `join`: answer
+    /// its outcome as [`Item::Joined`] with this id.
     Spawn {
         id: u64,
         name: String,
         #[serde(with = "serde_bytes")]
         args: Vec<u8>,
+        #[serde(default)]
+        join: Option<u64>,
+    },
+    /// A joined spawn's outcome: its output's encoding, or its exit reason.
+    Joined {
+        id: u64,
+        result: Result<serde_bytes::ByteBuf, WireReason>,
     },
     /// The outcome of a spawn: the new process's raw PID, or why not.
     Spawned {

@@ -1,0 +1,254 @@
+//! Spawning on any node by registered name ([`Node::spawn_on`]), and awaiting what was spawned
+//! there ([`RemoteHandle`]).
+
+use super::node::{NodeShared, PeerId, Pending};
+use super::registry::JoinFuture;
+use super::wire::{self, Item, WireReason};
+use super::{remote, Node, NodePid, Placement, RemoteError};
+use crate::process::{InitError, Pid};
+use crate::scheduler::SpawnError;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use std::fmt;
+use std::future::Future;
+use std::marker::PhantomData;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use tokio::sync::oneshot;
+
+/// How a spawn's outcome will be known, when it was asked for.
+enum Joining {
+    Local(JoinFuture),
+    Remote {
+        node: Arc<NodeShared>,
+        id: u64,
+        outcome: oneshot::Receiver<Result<Vec<u8>, WireReason>>,
+    },
+}
+
+impl Node {
+    /// Spawns the body registered as `name` ([`Cluster::spawnable`](super::Cluster::spawnable))
+    /// with `args`, where `placement` says, and returns its PID.
+    ///
+    /// # Errors
+    ///
+    /// [`RemoteError::Spawn`] with the same [`SpawnError`] a local
+    /// spawn gives (an unregistered name is `Init(UnknownMethod)`), `NoNode` for an unknown
+    /// node, `NoConnection` / `TimedOut` if the node does not answer.
+    ///
+    /// # Examples
+    ///
+    /// See [the module](super).
+    pub async fn spawn_on<A: Serialize>(
+        &self,
+        placement: Placement,
+        name: &str,
+        args: A,
+    ) -> Result<NodePid, RemoteError> {
+        let args = encode_args(&args)?;
+        self.spawn_encoded(placement, name, args).await
+    }
+
+    /// [`spawn_on`](Self::spawn_on), returning a handle that resolves to the process's output
+    /// (decoded as `T`, the registered body's output type) or to why it ended without one
+    /// ([`RemoteError::Ended`] with its exit reason; `NoConnection` if its node dies first).
+    ///
+    /// # Errors
+    ///
+    /// As [`spawn_on`](Self::spawn_on).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # use procsched::cluster::{Node, Placement};
+    /// # async fn demo(node: Node) -> Result<(), procsched::BoxError> {
+    /// let handle = node.spawn_on_with_handle::<u64, _>(Placement::LeastLoaded, "checkout", 42u64).await?;
+    /// println!("{} runs it", handle.pid());
+    /// let total: u64 = handle.await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn spawn_on_with_handle<T: DeserializeOwned, A: Serialize>(
+        &self,
+        placement: Placement,
+        name: &str,
+        args: A,
+    ) -> Result<RemoteHandle<T>, RemoteError> {
+        let args = encode_args(&args)?;
+        let (pid, joining) = self.spawn_joining(placement, name, args, true).await?;
+        let joining = joining.ok_or_else(|| RemoteError::Decode("no outcome to join".into()))?;
+        Ok(RemoteHandle {
+            pid,
+            joining: Some(joining),
+            _output: PhantomData,
+        })
+    }
+
+    /// [`spawn_on`](Self::spawn_on) with the argument encoded already.
+    pub(crate) async fn spawn_encoded(
+        &self,
+        placement: Placement,
+        name: &str,
+        args: Vec<u8>,
+    ) -> Result<NodePid, RemoteError> {
+        Ok(self.spawn_joining(placement, name, args, false).await?.0)
+    }
+
+    async fn spawn_joining(
+        &self,
+        placement: Placement,
+        name: &str,
+        args: Vec<u8>,
+        join: bool,
+    ) -> Result<(NodePid, Option<Joining>), RemoteError> {
+        let node = &self.shared;
+        let Some(peer) = place(node, placement)? else {
+            let (pid, outcome) = node
+                .registry
+                .spawn(&node.sched, name, &args)
+                .map_err(unknown)?;
+            return Ok((node.node_pid(pid), join.then(|| Joining::Local(outcome))));
+        };
+        let id = node.next_id();
+        let (tx, spawned) = oneshot::channel();
+        node.expect(id, peer.clone(), Pending::Spawn(tx));
+        let joining = join.then(|| {
+            let join_id = node.next_id();
+            let (tx, outcome) = oneshot::channel();
+            node.expect(join_id, peer.clone(), Pending::Join(tx));
+            (join_id, outcome)
+        });
+        let item = Item::Spawn {
+            id,
+            name: name.to_owned(),
+            args,
+            join: joining.as_ref().map(|(join_id, _)| *join_id),
+        };
+        let forget = |node: &NodeShared| {
+            node.take_pending(id);
+            if let Some((join_id, _)) = &joining {
+                node.take_pending(*join_id);
+            }
+        };
+        if let Err(refusal) = node.send_item(&peer, item) {
+            forget(node);
+            return Err(RemoteError::from_refusal(refusal));
+        }
+        let raw = match remote::wait_for(node, id, spawned, node.request_timeout).await {
+            Ok(raw) => raw,
+            Err(error) => {
+                forget(node);
+                return Err(match error {
+                    RemoteError::Unregistered(name) => unknown(wire::Refusal::Unregistered(name)),
+                    other => other,
+                });
+            }
+        };
+        let pid = Pid::from_raw(raw)
+            .ok_or_else(|| RemoteError::Decode("a spawn answered PID 0".to_owned()))?;
+        let joining = joining.map(|(id, outcome)| Joining::Remote {
+            node: node.clone(),
+            id,
+            outcome,
+        });
+        Ok((NodePid::new(peer.name, peer.incarnation, pid), joining))
+    }
+}
+
+/// The node `placement` picks: `None` for this one.
+fn place(node: &NodeShared, placement: Placement) -> Result<Option<PeerId>, RemoteError> {
+    Ok(match placement {
+        Placement::Local => None,
+        Placement::Node(target) if *target == *node.me.name => None,
+        Placement::Node(target) => match node.incarnation_of(&target) {
+            Some(incarnation) => Some(PeerId {
+                name: target.as_str().into(),
+                incarnation,
+            }),
+            None => return Err(RemoteError::NoNode(format!("no live node `{target}`"))),
+        },
+        Placement::LeastLoaded => node.least_loaded(node.load()),
+        Placement::AnyOf(names) => {
+            let mine = names
+                .iter()
+                .any(|name| **name == *node.me.name)
+                .then(|| node.load());
+            node.least_loaded_of(&names, mine)
+                .map_err(|()| RemoteError::NoNode(format!("no live node among {names:?}")))?
+        }
+    })
+}
+
+/// A spawn's refusal; an unregistered name is `Init(UnknownMethod)`, as a local spawn says it.
+fn unknown(refusal: wire::Refusal) -> RemoteError {
+    match refusal {
+        wire::Refusal::Unregistered(name) => {
+            RemoteError::Spawn(SpawnError::Init(InitError::UnknownMethod(name)))
+        }
+        other => RemoteError::from_refusal(other),
+    }
+}
+
+fn encode_args<A: Serialize>(args: &A) -> Result<Vec<u8>, RemoteError> {
+    rmp_serde::to_vec_named(args).map_err(|error| RemoteError::Encode(error.to_string()))
+}
+
+/// A process spawned on any node, awaited for its output ([`Node::spawn_on_with_handle`]).
+/// Dropping it does not stop the process.
+#[must_use = "a handle reports the process's outcome only when awaited"]
+pub struct RemoteHandle<T> {
+    pid: NodePid,
+    joining: Option<Joining>,
+    _output: PhantomData<fn() -> T>,
+}
+
+impl<T> RemoteHandle<T> {
+    /// The process's PID.
+    ///
+    /// # Examples
+    ///
+    /// See [`Node::spawn_on_with_handle`].
+    pub fn pid(&self) -> &NodePid {
+        &self.pid
+    }
+}
+
+impl<T> fmt::Debug for RemoteHandle<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("RemoteHandle").field(&self.pid).finish()
+    }
+}
+
+impl<T: DeserializeOwned> Future for RemoteHandle<T> {
+    type Output = Result<T, RemoteError>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let outcome = match self.joining.as_mut() {
+            Some(Joining::Local(outcome)) => match outcome.as_mut().poll(cx) {
+                Poll::Ready(outcome) => outcome,
+                Poll::Pending => return Poll::Pending,
+            },
+            Some(Joining::Remote { outcome, .. }) => match Pin::new(outcome).poll(cx) {
+                Poll::Ready(Ok(outcome)) => outcome,
+                Poll::Ready(Err(_)) => Err(WireReason::NoConnection),
+                Poll::Pending => return Poll::Pending,
+            },
+            None => Err(WireReason::NoConnection),
+        };
+        self.joining = None;
+        Poll::Ready(match outcome {
+            Ok(bytes) => rmp_serde::from_slice(&bytes)
+                .map_err(|error| RemoteError::Decode(error.to_string())),
+            Err(WireReason::NoConnection) => Err(RemoteError::NoConnection),
+            Err(reason) => Err(RemoteError::Ended(reason.into_reason())),
+        })
+    }
+}
+
+impl<T> Drop for RemoteHandle<T> {
+    fn drop(&mut self) {
+        if let Some(Joining::Remote { node, id, .. }) = &self.joining {
+            node.take_pending(*id);
+        }
+    }
+}
