@@ -83,8 +83,12 @@ impl std::fmt::Debug for Watch {
 /// absent until first used: most processes never link or monitor.
 #[derive(Default)]
 pub(crate) struct WatchState {
-    /// Registrations on this process (protocol 8).
+    /// Registrations on this process (protocol 8): monitors and the name mark.
     watches: Vec<Watch>,
+    /// The processes linked to this one (protocol 8's `Watch::Link`s), a set: linking twice is
+    /// one link (OTP), and an exit signal or `unlink` removes its link without a scan — a
+    /// supervisor with n children would otherwise pay O(n) for each child's end.
+    links: HashSet<Pid>,
     /// This process traps exits (protocol 9).
     trap_exit: bool,
     /// Monitors this process holds ("Monitors a process holds").
@@ -144,7 +148,13 @@ impl ProcessCell {
         if !self.watchable(generation) {
             return Err(watch);
         }
-        inner.watch_state().watches.push(watch);
+        let state = inner.watch_state();
+        match watch {
+            Watch::Link(pid) => {
+                state.links.insert(pid);
+            }
+            other => state.watches.push(other),
+        }
         Ok(())
     }
 
@@ -155,9 +165,7 @@ impl ProcessCell {
             return;
         }
         if let Some(state) = inner.watch.as_mut() {
-            state
-                .watches
-                .retain(|watch| !matches!(watch, Watch::Link(pid) if *pid == other));
+            state.links.remove(&other);
         }
     }
 
@@ -187,7 +195,11 @@ impl ProcessCell {
         inner
             .watch
             .take()
-            .map(|state| state.watches)
+            .map(|state| {
+                let mut watches = state.watches;
+                watches.extend(state.links.into_iter().map(Watch::Link));
+                watches
+            })
             .unwrap_or_default()
     }
 
@@ -242,9 +254,7 @@ impl ProcessCell {
             // A link across nodes is not registered here (the cluster keeps it): its PID is
             // another scheduler's and must not unlink a local process that shares the number.
             if exit.node.is_none() {
-                state
-                    .watches
-                    .retain(|watch| !matches!(watch, Watch::Link(pid) if *pid == from));
+                state.links.remove(&from);
             }
             state.trap_exit
         };
