@@ -89,7 +89,9 @@ pub(crate) async fn heartbeat(node: Arc<NodeShared>, store: kv::Store, mut revis
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         ticks.tick().await;
-        let value = encode(&node.load());
+        let load = node.load();
+        *crate::loom::lock(&node.last_load) = load;
+        let value = encode(&load);
         match store
             .update(&*node.me.name, value.clone().into(), revision)
             .await

@@ -280,7 +280,9 @@ impl Node {
             next_id: AtomicU64::new(1),
             stats,
             stopped: AtomicBool::new(false),
+            last_load: Mutex::new(node::Load::default()),
         });
+        *lock(&shared.last_load) = shared.load();
         let membership = membership::join(
             &client,
             &cluster.bucket,

@@ -94,6 +94,9 @@ pub(crate) struct NodeShared {
     pub(crate) next_id: AtomicU64,
     pub(crate) stats: Arc<Stats>,
     pub(crate) stopped: AtomicBool,
+    /// This node's load at its last heartbeat: what placement compares (measuring it surveys
+    /// every process, once per heartbeat, not once per spawn).
+    pub(crate) last_load: Mutex<Load>,
 }
 
 impl std::fmt::Debug for NodeShared {
@@ -298,7 +301,12 @@ impl NodeShared {
         }
     }
 
-    /// This node's load now.
+    /// This node's load at its last heartbeat.
+    pub(crate) fn cached_load(&self) -> Load {
+        *lock(&self.last_load)
+    }
+
+    /// This node's load now (surveys every process: once per heartbeat).
     pub(crate) fn load(&self) -> Load {
         let metrics = self.sched.metrics();
         Load {

@@ -230,14 +230,12 @@ impl<M: Serialize + Send + 'static> RemoteAddr<M> {
             }
             return Ok(Route::Local(self.pid.local()));
         }
-        match self.node.incarnation_of(self.pid.node()) {
-            None => Err(RemoteError::NoConnection),
-            Some(live) if live != self.pid.incarnation() => Err(RemoteError::NoProc),
-            Some(_) => Ok(Route::Remote(PeerId {
-                name: self.pid.node_arc().clone(),
-                incarnation: self.pid.incarnation(),
-            })),
-        }
+        // Whether that node lives, at this incarnation, is checked once, when the item is
+        // queued (`NodeShared::send_item`: `NoConnection` / `NoProc`).
+        Ok(Route::Remote(PeerId {
+            name: self.pid.node_arc().clone(),
+            incarnation: self.pid.incarnation(),
+        }))
     }
 
     /// Encodes `message` as an item for the process, with `ack`.

@@ -167,12 +167,12 @@ fn place(node: &NodeShared, placement: Placement) -> Result<Option<PeerId>, Remo
             }),
             None => return Err(RemoteError::NoNode(format!("no live node `{target}`"))),
         },
-        Placement::LeastLoaded => node.least_loaded(node.load()),
+        Placement::LeastLoaded => node.least_loaded(node.cached_load()),
         Placement::AnyOf(names) => {
             let mine = names
                 .iter()
                 .any(|name| **name == *node.me.name)
-                .then(|| node.load());
+                .then(|| node.cached_load());
             node.least_loaded_of(&names, mine)
                 .map_err(|()| RemoteError::NoNode(format!("no live node among {names:?}")))?
         }
