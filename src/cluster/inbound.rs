@@ -45,7 +45,7 @@ pub(crate) fn receive(node: &Arc<NodeShared>, bytes: &[u8]) {
 /// no heartbeat follows.
 fn check_origin(node: &Arc<NodeShared>, frame: &Frame<'_>) -> Option<PeerId> {
     let origin = PeerId {
-        name: frame.from.as_str().into(),
+        name: frame.from.as_ref().into(),
         incarnation: frame.from_incarnation,
     };
     if origin.name == node.me.name {

@@ -1,11 +1,12 @@
 //! The node: its connection, its peers (the other nodes it knows alive) with their outbound
 //! queues, and what it waits for from them (asks, acks, spawns, monitors).
 //!
-//! # Peers and outbound queues
+//! # Peers and outbound lanes
 //! A peer is a node seen in the membership bucket (or heard from directly), at one incarnation.
-//! Each peer has two FIFO queues, data (messages) and control (everything else), each drained
-//! by one writer task that batches what is queued into one frame per publish (`outbound.rs`):
-//! so the order of one node's messages to another is the order they were sent in.
+//! Each peer has two FIFO lanes, data (messages) and control (everything else): a sender
+//! encodes its item into the lane's open frame, and the lane's writer task (or the sender
+//! itself, on a quiet lane) publishes the frames in order (`outbound.rs`): so the order of one
+//! node's messages to another is the order they were sent in.
 //!
 //! # A peer's death
 //! When a peer is declared down (no heartbeat for `down_after`, its entry deleted, a new
@@ -140,7 +141,9 @@ impl NodeShared {
     /// Queues `item` for `to`'s data or control subject (by the item's kind). `Err` with the
     /// refusal when `to` is not live at that incarnation (`NoProc` for another life of a live
     /// node, else `NoConnection`).
-    pub(crate) fn send_item(&self, to: &PeerId, item: Item<'static>) -> Result<(), Refusal> {
+    /// An item that does not encode (a control item with an unencodable text: a bug, not a
+    /// network condition) is refused as `Decode`, counted and traced.
+    pub(crate) fn send_item(&self, to: &PeerId, item: Item<'_>) -> Result<(), Refusal> {
         let peers = self.peers.read().expect("peers lock");
         let Some(peer) = peers.get(&to.name) else {
             return Err(Refusal::NoConnection);
@@ -148,12 +151,17 @@ impl NodeShared {
         if peer.id.incarnation != to.incarnation {
             return Err(Refusal::NoProc);
         }
-        peer.out.push(item);
-        Ok(())
+        peer.out
+            .push(self, &item, outbound::item_size(&item))
+            .map_err(|error| {
+                self.stats.publish_error();
+                tracing::error!(node = %to.name, %error, "an item did not encode: not sent");
+                Refusal::Decode(format!("did not encode: {error}"))
+            })
     }
 
     /// Queues a control item for `to`, if it is live.
-    pub(crate) fn send_control(&self, to: &PeerId, item: Item<'static>) -> Result<(), Refusal> {
+    pub(crate) fn send_control(&self, to: &PeerId, item: Item<'_>) -> Result<(), Refusal> {
         self.send_item(to, item)
     }
 

@@ -95,8 +95,8 @@ impl Registry {
     }
 
     /// The registered name of message type `M`.
-    pub(crate) fn name_of<M: 'static>(&self) -> Option<&Arc<str>> {
-        self.names.get(&TypeId::of::<M>())
+    pub(crate) fn name_of<M: 'static>(&self) -> Option<&str> {
+        self.names.get(&TypeId::of::<M>()).map(|name| &**name)
     }
 
     /// Delivers a message of registered type `ty`.

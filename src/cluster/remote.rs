@@ -15,6 +15,7 @@ use crate::process::InitError;
 use crate::scheduler::{AskError, Monitor, Reply, SendErrorKind, SpawnError};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
+use std::borrow::Cow;
 use std::fmt;
 use std::future::Future;
 use std::marker::PhantomData;
@@ -238,27 +239,44 @@ impl<M: Serialize + Send + 'static> RemoteAddr<M> {
         }))
     }
 
-    /// Encodes `message` as an item for the process, with `ack`.
-    fn item(&self, message: &M, ack: Option<Ack>) -> Result<Item<'static>, RemoteError> {
+    /// Encodes `message` and queues it for the process, with `ack`, on `peer`'s data lane
+    /// (`before` runs first, once the message has encoded: it registers what waits for the
+    /// answer, so an answer can never arrive before its waiter).
+    ///
+    /// The body is encoded into a per-thread scratch buffer and copied once, into the frame
+    /// (`outbound.rs`): no allocation per message once the buffer has grown.
+    fn queue(
+        &self,
+        peer: &PeerId,
+        message: &M,
+        ack: Option<Ack>,
+        before: impl FnOnce(),
+    ) -> Result<(), RemoteError> {
         let Some(ty) = self.node.registry.name_of::<M>() else {
             return Err(RemoteError::Unregistered(
                 std::any::type_name::<M>().to_owned(),
             ));
         };
-        let body = rmp_serde::to_vec_named(message)
-            .map_err(|error| RemoteError::Encode(error.to_string()))?;
-        let limit = self.node.max_frame.saturating_sub(FRAME_SLACK);
-        if body.len() > limit {
-            return Err(RemoteError::TooLarge {
-                size: body.len(),
-                limit,
-            });
-        }
-        Ok(Item::Message {
-            to: self.pid.local().as_u64(),
-            ty: ty.clone(),
-            body: body.into(),
-            ack,
+        scratch::with(|body| {
+            rmp_serde::encode::write_named(body, message)
+                .map_err(|error| RemoteError::Encode(error.to_string()))?;
+            let limit = self.node.max_frame.saturating_sub(FRAME_SLACK);
+            if body.len() > limit {
+                return Err(RemoteError::TooLarge {
+                    size: body.len(),
+                    limit,
+                });
+            }
+            before();
+            let item = Item::Message {
+                to: self.pid.local().as_u64(),
+                ty: Cow::Borrowed(ty),
+                body: Cow::Borrowed(body),
+                ack,
+            };
+            self.node
+                .send_item(peer, item)
+                .map_err(RemoteError::from_refusal)
         })
     }
 
@@ -304,15 +322,10 @@ impl<M: Serialize + Send + 'static> RemoteAddr<M> {
                         }
                     })
             }
-            Ok(Route::Remote(peer)) => {
-                let item = match self.item(&message, None) {
-                    Ok(item) => item,
-                    Err(error) => return Err(back(error, message)),
-                };
-                self.node
-                    .send_item(&peer, item)
-                    .map_err(|refusal| back(RemoteError::from_refusal(refusal), message))
-            }
+            Ok(Route::Remote(peer)) => match self.queue(&peer, &message, None, || {}) {
+                Ok(()) => Ok(()),
+                Err(error) => Err(back(error, message)),
+            },
         }
     }
 
@@ -347,12 +360,11 @@ impl<M: Serialize + Send + 'static> RemoteAddr<M> {
             Route::Remote(peer) => peer,
         };
         let id = self.node.next_id();
-        let item = self.item(&message, Some(Ack::Always(id)))?;
         let (ack, acked) = oneshot::channel();
-        self.node.expect(id, peer.clone(), Pending::Ack(ack));
-        if let Err(refusal) = self.node.send_item(&peer, item) {
+        let expect = || self.node.expect(id, peer.clone(), Pending::Ack(ack));
+        if let Err(error) = self.queue(&peer, &message, Some(Ack::Always(id)), expect) {
             self.node.take_pending(id);
-            return Err(RemoteError::from_refusal(refusal));
+            return Err(error);
         }
         self.wait(id, acked).await
     }
@@ -428,13 +440,13 @@ impl<M: Serialize + Send + 'static> RemoteAddr<M> {
         };
         let id = self.node.next_id();
         let message = request(Reply::remote(Box::new(AskTicket(id))));
-        let item = self.item(&message, Some(Ack::Refused(id)))?;
-        drop(message);
         let (reply, replied) = oneshot::channel();
-        self.node.expect(id, peer.clone(), Pending::Ask(reply));
-        if let Err(refusal) = self.node.send_item(&peer, item) {
+        let expect = || self.node.expect(id, peer.clone(), Pending::Ask(reply));
+        let queued = self.queue(&peer, &message, Some(Ack::Refused(id)), expect);
+        drop(message);
+        if let Err(error) = queued {
             self.node.take_pending(id);
-            return Err(RemoteError::from_refusal(refusal));
+            return Err(error);
         }
         let bytes = self.wait_for(id, replied, timeout).await?;
         rmp_serde::from_slice(&bytes).map_err(|error| RemoteError::Decode(error.to_string()))
@@ -599,6 +611,51 @@ impl Drop for RemoteMonitor {
             if node.take_pending(*id).is_some() {
                 let _ = node.send_item(peer, Item::Demonitor { id: *id });
             }
+        }
+    }
+}
+
+/// The per-thread buffer a message body is encoded into before it is copied into its frame.
+mod scratch {
+    use std::cell::RefCell;
+
+    /// A buffer that grew past this is not kept (one huge message must not pin its size on
+    /// every thread that ever sent one).
+    const KEEP: usize = 256 << 10;
+
+    thread_local! {
+        static SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+    }
+
+    /// Runs `f` with an empty buffer: this thread's, or a fresh one if `f` is re-entered (a
+    /// message whose `Serialize` sends a message).
+    pub(super) fn with<R>(f: impl FnOnce(&mut Vec<u8>) -> R) -> R {
+        SCRATCH.with(|scratch| match scratch.try_borrow_mut() {
+            Ok(mut buffer) => {
+                buffer.clear();
+                let result = f(&mut buffer);
+                if buffer.capacity() > KEEP {
+                    *buffer = Vec::new();
+                }
+                result
+            }
+            Err(_) => f(&mut Vec::new()),
+        })
+    }
+
+    #[cfg(test)]
+    mod tests {
+        #[test]
+        fn a_nested_use_gets_its_own_buffer() {
+            super::with(|outer| {
+                outer.push(1);
+                super::with(|inner| {
+                    assert!(inner.is_empty());
+                    inner.push(2);
+                });
+                assert_eq!(outer, &[1]);
+            });
+            super::with(|again| assert!(again.is_empty()));
         }
     }
 }

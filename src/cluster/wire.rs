@@ -2,9 +2,10 @@
 //!
 //! A frame is `[version, codec] ++ body`: byte 0 is [`FRAME_VERSION`], byte 1 the codec
 //! ([`CODEC_MSGPACK`]: MessagePack with named fields, `rmp-serde`), the rest the encoded
-//! [`Frame`]. A frame carries several items for one destination node (batching under load: the
-//! writer drains its queue into one frame, `outbound.rs`), in the order they were queued, so the
-//! order of messages from one node to another is kept.
+//! [`Frame`]. A frame carries several items for one destination node (batching under load: senders
+//! encode their items one after the other into the lane's open frame, `outbound.rs`), in the
+//! order they were sent, so the order of messages from one node to another is kept. A frame is
+//! written item by item behind a [`frame_head`] whose item count is filled in last ([`seal`]).
 //!
 //! A user message travels as an item naming its registered type and holding its own encoding
 //! (`body`, a binary blob), so a node decodes only what it registered: anything else is
@@ -12,7 +13,6 @@
 
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
-use std::sync::Arc;
 
 /// The frame layout version, byte 0 of every frame.
 pub(crate) const FRAME_VERSION: u8 = 1;
@@ -23,7 +23,8 @@ pub(crate) const CODEC_MSGPACK: u8 = 1;
 /// the items.
 #[derive(Debug, Serialize, Deserialize)]
 pub(crate) struct Frame<'a> {
-    pub(crate) from: String,
+    #[serde(borrow)]
+    pub(crate) from: Cow<'a, str>,
     pub(crate) from_incarnation: u64,
     /// The receiver's incarnation as the sender knows it: a frame for another life of the
     /// receiving node is answered `NoProc` item by item.
@@ -33,8 +34,9 @@ pub(crate) struct Frame<'a> {
 }
 
 /// What crosses the wire.
-/// Received, a message's body borrows the frame's bytes (no copy until it is decoded into
-/// its type); queued to send, it owns them (`Item<'static>`).
+/// Received, a message's type name and body borrow the frame's bytes (no copy until the body
+/// is decoded into its type); sent, they borrow the sender's (the item is encoded straight
+/// into its frame, `outbound.rs`).
 #[derive(Debug, Serialize, Deserialize)]
 pub(crate) enum Item<'a> {
     /// A message of registered type `ty` to local process `to` (raw PID). `ack`: the sender
@@ -42,7 +44,8 @@ pub(crate) enum Item<'a> {
     /// refused — otherwise its reply is the answer, one message fewer on the wire).
     Message {
         to: u64,
-        ty: Arc<str>,
+        #[serde(borrow)]
+        ty: Cow<'a, str>,
         #[serde(borrow, with = "serde_bytes")]
         body: Cow<'a, [u8]>,
         ack: Option<Ack>,
@@ -198,8 +201,9 @@ pub(crate) enum Rejected {
     Malformed(String),
 }
 
-/// Encodes `frame` with its header, into a buffer of `capacity` (the writer's estimate: a
-/// frame grown by reallocation copies its payloads again).
+/// Encodes `frame` with its header in one piece (the reference the lanes' frames, written
+/// item by item behind a [`frame_head`], are tested against).
+#[cfg(test)]
 pub(crate) fn encode(
     frame: &Frame<'_>,
     capacity: usize,
@@ -208,6 +212,60 @@ pub(crate) fn encode(
     bytes.extend_from_slice(&[FRAME_VERSION, CODEC_MSGPACK]);
     rmp_serde::encode::write_named(&mut bytes, frame)?;
     Ok(bytes)
+}
+
+/// The frame field that holds the items: the last one, so a frame can be written item by item.
+const ITEMS_FIELD: &str = "items";
+/// A msgpack `array 32` marker: the item count is patched in when the frame is sealed.
+const ARRAY32: u8 = 0xdd;
+
+/// The bytes every frame from `from` to `to_incarnation` starts with: the header bytes and a
+/// [`Frame`] map up to its item array, whose count (4 bytes, last) [`seal`] fills in. Items
+/// encoded one after the other behind it make a frame that [`decode`] reads as a [`Frame`]
+/// (a struct decodes from a map with its fields by name, in any order, integers of any
+/// width).
+pub(crate) fn frame_head(from: &str, from_incarnation: u64, to_incarnation: u64) -> Vec<u8> {
+    let mut head = vec![FRAME_VERSION, CODEC_MSGPACK, FIXMAP | 4];
+    write_str(&mut head, "from");
+    write_str(&mut head, from);
+    write_str(&mut head, "from_incarnation");
+    write_u64(&mut head, from_incarnation);
+    write_str(&mut head, "to_incarnation");
+    write_u64(&mut head, to_incarnation);
+    write_str(&mut head, ITEMS_FIELD);
+    head.extend_from_slice(&[ARRAY32, 0, 0, 0, 0]);
+    head
+}
+
+/// msgpack markers the head uses (the spec's names).
+const FIXMAP: u8 = 0x80;
+const STR8: u8 = 0xd9;
+const STR16: u8 = 0xda;
+const STR32: u8 = 0xdb;
+const UINT64: u8 = 0xcf;
+
+fn write_str(out: &mut Vec<u8>, text: &str) {
+    let len = text.len();
+    if let Ok(len) = u8::try_from(len) {
+        out.extend_from_slice(&[STR8, len]);
+    } else if let Ok(len) = u16::try_from(len) {
+        out.push(STR16);
+        out.extend_from_slice(&len.to_be_bytes());
+    } else {
+        out.push(STR32);
+        out.extend_from_slice(&(len as u32).to_be_bytes());
+    }
+    out.extend_from_slice(text.as_bytes());
+}
+
+fn write_u64(out: &mut Vec<u8>, value: u64) {
+    out.push(UINT64);
+    out.extend_from_slice(&value.to_be_bytes());
+}
+
+/// Fills in the item count of a frame that starts with a [`frame_head`].
+pub(crate) fn seal(frame: &mut [u8], head_len: usize, items: u32) {
+    frame[head_len - 4..head_len].copy_from_slice(&items.to_be_bytes());
 }
 
 /// Decodes a frame, checking its size and header first.
@@ -240,7 +298,7 @@ mod tests {
             items: vec![
                 Item::Message {
                     to: 5,
-                    ty: "t".into(),
+                    ty: Cow::Borrowed("t"),
                     body: vec![1, 2, 3].into(),
                     ack: Some(Ack::Always(9)),
                 },
@@ -261,6 +319,30 @@ mod tests {
         assert!(
             matches!(&back.items[0], Item::Message { body: Cow::Borrowed(body), .. } if body == &[1, 2, 3])
         );
+    }
+
+    #[test]
+    fn a_frame_written_item_by_item_reads_as_the_frame() {
+        let whole = frame();
+        let head = frame_head(&whole.from, whole.from_incarnation, whole.to_incarnation);
+        let mut bytes = head.clone();
+        for item in &whole.items {
+            rmp_serde::encode::write_named(&mut bytes, item).unwrap();
+        }
+        seal(&mut bytes, head.len(), whole.items.len() as u32);
+        let back = decode(&bytes, 1 << 20).unwrap();
+        assert_eq!(format!("{back:?}"), format!("{whole:?}"));
+        // An empty frame, and a long sender name, still read.
+        let long = "n".repeat(300);
+        let mut empty = frame_head(&long, 7, 8);
+        let len = empty.len();
+        seal(&mut empty, len, 0);
+        let back = decode(&empty, 1 << 20).unwrap();
+        assert_eq!(
+            (back.from.len(), back.from_incarnation, back.to_incarnation),
+            (300, 7, 8)
+        );
+        assert!(back.items.is_empty());
     }
 
     #[test]
