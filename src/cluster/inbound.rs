@@ -137,7 +137,7 @@ fn handle(node: &Arc<NodeShared>, origin: &PeerId, for_me: bool, item: Item<'_>)
         },
         Item::Reply { ask, result } => {
             if let Some(Pending::Ask(reply)) = node.take_pending(ask) {
-                let _ = reply.send(result.map(serde_bytes::ByteBuf::into_vec));
+                let _ = reply.send(result.map(|body| body.0.into_owned()));
             }
         }
         Item::Spawn {

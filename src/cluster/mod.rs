@@ -73,6 +73,7 @@ mod registry;
 mod remote;
 mod remote_child;
 mod reply;
+mod scratch;
 mod spawn;
 mod stats;
 mod wire;

@@ -284,7 +284,7 @@ pub(crate) fn item_size(item: &Item<'_>) -> usize {
         Item::Message { body, ty, .. } => body.len() + ty.len() + 48,
         Item::Reply {
             result: Ok(body), ..
-        } => body.len() + 32,
+        } => body.0.len() + 32,
         Item::Spawn { args, name, .. } => args.len() + name.len() + 48,
         _ => 64,
     }

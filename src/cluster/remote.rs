@@ -257,7 +257,7 @@ impl<M: Serialize + Send + 'static> RemoteAddr<M> {
                 std::any::type_name::<M>().to_owned(),
             ));
         };
-        scratch::with(|body| {
+        super::scratch::with(|body| {
             rmp_serde::encode::write_named(body, message)
                 .map_err(|error| RemoteError::Encode(error.to_string()))?;
             let limit = self.node.max_frame.saturating_sub(FRAME_SLACK);
@@ -611,51 +611,6 @@ impl Drop for RemoteMonitor {
             if node.take_pending(*id).is_some() {
                 let _ = node.send_item(peer, Item::Demonitor { id: *id });
             }
-        }
-    }
-}
-
-/// The per-thread buffer a message body is encoded into before it is copied into its frame.
-mod scratch {
-    use std::cell::RefCell;
-
-    /// A buffer that grew past this is not kept (one huge message must not pin its size on
-    /// every thread that ever sent one).
-    const KEEP: usize = 256 << 10;
-
-    thread_local! {
-        static SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
-    }
-
-    /// Runs `f` with an empty buffer: this thread's, or a fresh one if `f` is re-entered (a
-    /// message whose `Serialize` sends a message).
-    pub(super) fn with<R>(f: impl FnOnce(&mut Vec<u8>) -> R) -> R {
-        SCRATCH.with(|scratch| match scratch.try_borrow_mut() {
-            Ok(mut buffer) => {
-                buffer.clear();
-                let result = f(&mut buffer);
-                if buffer.capacity() > KEEP {
-                    *buffer = Vec::new();
-                }
-                result
-            }
-            Err(_) => f(&mut Vec::new()),
-        })
-    }
-
-    #[cfg(test)]
-    mod tests {
-        #[test]
-        fn a_nested_use_gets_its_own_buffer() {
-            super::with(|outer| {
-                outer.push(1);
-                super::with(|inner| {
-                    assert!(inner.is_empty());
-                    inner.push(2);
-                });
-                assert_eq!(outer, &[1]);
-            });
-            super::with(|again| assert!(again.is_empty()));
         }
     }
 }

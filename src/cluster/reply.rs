@@ -9,11 +9,12 @@
 //! asker hears the refusal instead: [`quietly`]).
 
 use super::node::{NodeShared, PeerId};
-use super::wire::{Item, Refusal};
+use super::wire::{Body, Item, Refusal};
 use crate::scheduler::{RemoteAnswer, Reply};
 use serde::de::Error as _;
 use serde::ser::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use std::borrow::Cow;
 use std::cell::{Cell, RefCell};
 use std::sync::Arc;
 
@@ -77,7 +78,7 @@ struct WireAnswer<R> {
     node: Arc<NodeShared>,
     origin: PeerId,
     ask: u64,
-    encode: fn(&R) -> Result<Vec<u8>, rmp_serde::encode::Error>,
+    encode: fn(&mut Vec<u8>, &R) -> Result<(), rmp_serde::encode::Error>,
 }
 
 impl<R: Send + 'static> RemoteAnswer<R> for WireAnswer<R> {
@@ -86,20 +87,23 @@ impl<R: Send + 'static> RemoteAnswer<R> for WireAnswer<R> {
     }
 
     fn answer(self: Box<Self>, value: R) -> Result<(), R> {
-        let result = match (self.encode)(&value) {
-            Ok(bytes) => Ok(serde_bytes::ByteBuf::from(bytes)),
-            Err(error) => {
-                tracing::warn!(ask = self.ask, %error, "a reply did not encode");
-                Err(Refusal::Decode(format!(
-                    "the reply did not encode: {error}"
-                )))
-            }
-        };
-        let item = Item::Reply {
-            ask: self.ask,
-            result,
-        };
-        match self.node.send_control(&self.origin, item) {
+        let sent = super::scratch::with(|body| {
+            let result = match (self.encode)(body, &value) {
+                Ok(()) => Ok(Body(Cow::Borrowed(&body[..]))),
+                Err(error) => {
+                    tracing::warn!(ask = self.ask, %error, "a reply did not encode");
+                    Err(Refusal::Decode(format!(
+                        "the reply did not encode: {error}"
+                    )))
+                }
+            };
+            let item = Item::Reply {
+                ask: self.ask,
+                result,
+            };
+            self.node.send_control(&self.origin, item)
+        });
+        match sent {
             Ok(()) => Ok(()),
             Err(_) => Err(value),
         }
@@ -145,7 +149,7 @@ impl<'de, R: Serialize + Send + 'static> Deserialize<'de> for Reply<R> {
             node,
             origin,
             ask,
-            encode: |value: &R| rmp_serde::to_vec_named(value),
+            encode: |out: &mut Vec<u8>, value: &R| rmp_serde::encode::write_named(out, value),
         })))
     }
 }

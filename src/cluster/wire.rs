@@ -58,7 +58,8 @@ pub(crate) enum Item<'a> {
     /// The answer to ask `ask`: the reply's encoding, or why there is none.
     Reply {
         ask: u64,
-        result: Result<serde_bytes::ByteBuf, Refusal>,
+        #[serde(borrow)]
+        result: Result<Body<'a>, Refusal>,
     },
     /// Spawn the registered body `name` with `args` (its argument's encoding); `join`: answer
     /// its outcome as [`Item::Joined`] with this id.
@@ -101,6 +102,11 @@ pub(crate) enum Item<'a> {
     /// terminate it (`kill: true`, `Killed`).
     Stop { target: u64, kill: bool },
 }
+
+/// An encoded value inside an item (a reply), borrowed from the frame it is read from or
+/// from the scratch buffer it was encoded into: one binary blob on the wire.
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct Body<'a>(#[serde(borrow, with = "serde_bytes")] pub(crate) Cow<'a, [u8]>);
 
 /// When the receiver of a message answers with an [`Item::Ack`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
