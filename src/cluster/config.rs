@@ -15,6 +15,9 @@ pub const DEFAULT_HEARTBEAT: Duration = Duration::from_millis(500);
 pub const DEFAULT_DOWN_AFTER: Duration = Duration::from_secs(2);
 /// How long a remote ask, acked send or spawn waits, by default.
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long [`Node::start`](super::Node::start) keeps trying to join while JetStream cannot
+/// answer yet (see [`Cluster::join_timeout`]).
+pub const DEFAULT_JOIN_TIMEOUT: Duration = Duration::from_secs(30);
 /// The largest frame a node sends or accepts, by default (NATS's own default payload limit is
 /// 1 MiB).
 pub const DEFAULT_MAX_FRAME: usize = 1 << 20;
@@ -54,6 +57,7 @@ pub struct Cluster {
     pub(crate) heartbeat: Duration,
     pub(crate) down_after: Duration,
     pub(crate) request_timeout: Duration,
+    pub(crate) join_timeout: Duration,
     pub(crate) max_frame: usize,
     pub(crate) replicas: usize,
     pub(crate) options: Option<async_nats::ConnectOptions>,
@@ -94,6 +98,7 @@ impl Cluster {
             heartbeat: DEFAULT_HEARTBEAT,
             down_after: DEFAULT_DOWN_AFTER,
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
+            join_timeout: DEFAULT_JOIN_TIMEOUT,
             max_frame: DEFAULT_MAX_FRAME,
             replicas: 1,
             options: None,
@@ -178,6 +183,25 @@ impl Cluster {
     /// ```
     pub fn request_timeout(mut self, timeout: Duration) -> Cluster {
         self.request_timeout = timeout;
+        self
+    }
+
+    /// How long [`Node::start`](super::Node::start) keeps trying to open the membership bucket
+    /// and claim the node's name while JetStream cannot answer (default
+    /// [`DEFAULT_JOIN_TIMEOUT`]): on a NATS cluster, a bucket just created, or one whose
+    /// server just died, has no stream leader for a few seconds. A name held by a live node
+    /// fails sooner (after five heartbeats).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// let cluster = procsched::cluster::Cluster::nats("nats://127.0.0.1:4222")
+    ///     .join_timeout(Duration::from_secs(60));
+    /// # let _ = cluster;
+    /// ```
+    pub fn join_timeout(mut self, timeout: Duration) -> Cluster {
+        self.join_timeout = timeout;
         self
     }
 

@@ -26,6 +26,11 @@ pub(crate) struct Membership {
 
 /// Opens (or creates) the bucket and claims `node`'s name, waiting for a previous life's entry
 /// to expire if there is one.
+///
+/// A claim that fails for another reason is retried until `patience` runs out: a bucket just
+/// created on a NATS cluster has no stream leader for a moment (the server answers "no
+/// responders"), and a server that just died leaves its clients reconnecting. Nodes started
+/// together with their servers meet exactly that.
 pub(crate) async fn join(
     client: &async_nats::Client,
     bucket: &str,
@@ -33,23 +38,37 @@ pub(crate) async fn join(
     heartbeat: Duration,
     replicas: usize,
     load: Load,
+    patience: Duration,
 ) -> Result<Membership, String> {
-    let store = open_bucket(client, bucket, heartbeat, replicas).await?;
+    let started = Instant::now();
     let value = encode(&load);
-    let deadline = Instant::now() + heartbeat * 5;
+    let taken_deadline = started + heartbeat * 5;
+    let mut backoff = Duration::from_millis(20);
     loop {
-        match store.create(name, value.clone().into()).await {
-            Ok(revision) => return Ok(Membership { store, revision }),
-            Err(error) if error.kind() == kv::CreateErrorKind::AlreadyExists => {
-                if Instant::now() >= deadline {
-                    return Err(format!(
-                        "the node name `{name}` is taken by a live node (its heartbeat goes on)"
-                    ));
+        let attempt = match open_bucket(client, bucket, heartbeat, replicas).await {
+            Ok(store) => match store.create(name, value.clone().into()).await {
+                Ok(revision) => return Ok(Membership { store, revision }),
+                Err(error) if error.kind() == kv::CreateErrorKind::AlreadyExists => {
+                    if Instant::now() >= taken_deadline {
+                        return Err(format!(
+                            "the node name `{name}` is taken by a live node (its heartbeat goes on)"
+                        ));
+                    }
+                    tokio::time::sleep(heartbeat / 2).await;
+                    continue;
                 }
-                tokio::time::sleep(heartbeat / 2).await;
-            }
-            Err(error) => return Err(format!("claiming the node name `{name}`: {error}")),
+                Err(error) => format!("claiming the node name `{name}`: {error}"),
+            },
+            Err(error) => error,
+        };
+        if started.elapsed() >= patience {
+            return Err(attempt);
         }
+        tracing::debug!(error = %attempt, "joining the cluster: retrying");
+        tokio::time::sleep(backoff).await;
+        backoff = (backoff * 2)
+            .min(heartbeat / 2)
+            .max(Duration::from_millis(1));
     }
 }
 
@@ -61,7 +80,8 @@ pub(crate) async fn open_bucket(
     heartbeat: Duration,
     replicas: usize,
 ) -> Result<kv::Store, String> {
-    let jetstream = async_nats::jetstream::new(client.clone());
+    let mut jetstream = async_nats::jetstream::new(client.clone());
+    jetstream.set_timeout(api_timeout(heartbeat));
     if let Ok(store) = jetstream.get_key_value(bucket).await {
         return Ok(store);
     }
@@ -188,6 +208,15 @@ impl Drop for AbortOnDrop {
     fn drop(&mut self) {
         self.0.abort();
     }
+}
+
+/// How long a membership request to JetStream (claim, heartbeat, watch) waits for its answer.
+/// async-nats's default is the client's request timeout (10 s): a request lost while the
+/// bucket's stream elects a new leader (a server died) would stall a heartbeat past
+/// `down_after`, or a new node's watch for 10 s at a time. A few heartbeats is plenty for an
+/// answer and retries soon enough.
+fn api_timeout(heartbeat: Duration) -> Duration {
+    (heartbeat * 4).clamp(Duration::from_secs(1), Duration::from_secs(10))
 }
 
 fn encode(load: &Load) -> Vec<u8> {

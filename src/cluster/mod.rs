@@ -81,7 +81,8 @@ mod wire;
 /// The NATS client this crate uses, for [`Cluster::connect_options`].
 pub use async_nats as nats;
 pub use config::{
-    Cluster, DEFAULT_DOWN_AFTER, DEFAULT_HEARTBEAT, DEFAULT_MAX_FRAME, DEFAULT_REQUEST_TIMEOUT,
+    Cluster, DEFAULT_DOWN_AFTER, DEFAULT_HEARTBEAT, DEFAULT_JOIN_TIMEOUT, DEFAULT_MAX_FRAME,
+    DEFAULT_REQUEST_TIMEOUT,
 };
 pub use node_pid::{NodePid, ParseNodePidError};
 pub use remote::{RemoteAddr, RemoteDown, RemoteError, RemoteMonitor, RemoteSendError};
@@ -291,6 +292,7 @@ impl Node {
             cluster.heartbeat,
             cluster.replicas,
             shared.load(),
+            cluster.join_timeout,
         )
         .await
         .map_err(ClusterError::Membership)?;
