@@ -35,9 +35,8 @@
 //! 2. Move what it had queued to the global injector: its inject queues and its deque (thieves'
 //!    end) by the monitor; `block_in_place` pops its own deque. Each task is taken out of one
 //!    queue by one atomic pop and pushed to the injector with the producers' protocol
-//!    (`Shared::push_global`: fence, shutdown check, `notify_parked`). A worker's next slot
-//!    (`next_slot.rs`) is taken through the same stealer, after its deque: unlike tokio's LIFO
-//!    slot, nothing a worker holds is out of the hand-off's reach.
+//!    (`Shared::push_global`: fence, shutdown check, `notify_parked`). The executor has no LIFO
+//!    slot: a worker's deque is all it holds.
 //! 3. If no runnable work waits anywhere (`Shared::has_pending_work`), stop: nothing to hand off.
 //!    (The next tick looks again while the worker is stuck.)
 //! 4. While fewer than `needed` spares are active: under the pool lock, take a parked spare
