@@ -1,6 +1,6 @@
 //! One message workload of `benches/messages.rs`, run a fixed number of times, for `perf` and
-//! A/B runs: `msgprobe <sm|async|native|ring_sm|ring_async|ask_between> [iterations]`. Prints
-//! the median per-unit time.
+//! A/B runs: `msgprobe <sm|async|native|ring_sm|ring_async|ring_addrs|ring_native|ask_between|
+//! ask_native> [iterations]`. Prints the median per-unit time.
 
 use procsched::prelude::*;
 use procsched::state_machine::{Events, Status};
@@ -223,6 +223,75 @@ fn main() {
                     })
                     .expect("spawn")
             }),
+            "ring_addrs" => time_ring(&sched, |me, ring| {
+                let sched = sched.handle().clone();
+                sched
+                    .clone()
+                    .spawn_fn(move |cx: ProcessCx<u64>| async move {
+                        let first = cx.recv().await?;
+                        let ring = ring.get().ok_or("the ring is not set")?;
+                        let next = sched.addr::<u64>(ring[(me + 1) % ring.len()]);
+                        let _ = next.send(first + 1);
+                        for _ in 1..LAPS {
+                            let _ = next.send(cx.recv().await? + 1);
+                        }
+                        Ok::<_, BoxError>(LAPS)
+                    })
+                    .expect("spawn")
+            }),
+            "ask_native" => {
+                let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(
+                    u64,
+                    tokio::sync::oneshot::Sender<u64>,
+                )>();
+                runtime.spawn(async move {
+                    while let Some((n, reply)) = rx.recv().await {
+                        let _ = reply.send(n + 1);
+                    }
+                });
+                let start = Instant::now();
+                let asker = runtime.spawn(async move {
+                    for n in 0..10_000u64 {
+                        let (reply, answer) = tokio::sync::oneshot::channel();
+                        tx.send((n, reply)).unwrap();
+                        answer.await.unwrap();
+                    }
+                });
+                runtime.block_on(asker).unwrap();
+                start.elapsed() * 10 // per 100 000 units, as the sends
+            }
+            "ring_native" => {
+                let ring: Arc<OnceLock<Vec<tokio::sync::mpsc::UnboundedSender<u64>>>> =
+                    Arc::new(OnceLock::new());
+                let (senders, receivers): (Vec<_>, Vec<_>) = (0..RING)
+                    .map(|_| tokio::sync::mpsc::unbounded_channel::<u64>())
+                    .unzip();
+                let tasks: Vec<_> = receivers
+                    .into_iter()
+                    .enumerate()
+                    .map(|(me, mut rx)| {
+                        let ring = ring.clone();
+                        runtime.spawn(async move {
+                            let mut seen = 0;
+                            while seen < LAPS {
+                                let token = rx.recv().await.expect("ring alive");
+                                let ring = ring.get().expect("the ring is set");
+                                let _ = ring[(me + 1) % ring.len()].send(token + 1);
+                                seen += 1;
+                            }
+                            seen
+                        })
+                    })
+                    .collect();
+                let first = senders[0].clone();
+                ring.set(senders).expect("set once");
+                let start = Instant::now();
+                first.send(0).expect("first send");
+                for task in tasks {
+                    assert_eq!(runtime.block_on(task).expect("member"), LAPS);
+                }
+                start.elapsed()
+            }
             other => panic!("unknown mode {other}"),
         };
         times.push(elapsed);

@@ -21,9 +21,12 @@
 //! refuses them anyway). Spawning moves it to `Ready` (protocol 1), the same state a woken process
 //! is in, so the first poll takes the same path as every later one.
 //!
-//! Orderings: every write is an `AcqRel` CAS, every read `Acquire`. Correctness rests on the
-//! single modification order of this one word — every transition is a read-modify-write, so each
-//! sees the latest value and no two can both act on the same old one — and on the mailbox lock,
+//! Orderings: every write is an `AcqRel` CAS but the poller's `Ready` → `Running` (a `Release`
+//! store: in `Ready` it is the word's only writer, see
+//! [`transition_to_running`](StateWord::transition_to_running)), every read `Acquire`.
+//! Correctness rests on the single modification order of this one word — every other transition
+//! is a read-modify-write, so each sees the latest value and no two can both act on the same old
+//! one — and on the mailbox lock,
 //! which publishes the events. `Acquire`/`Release` make each transition also carry what its writer
 //! did before (e.g. a producer's push), so no argument below needs more than the RMW order. One
 //! protocol pairs this word with another location in a store-then-load (Dekker) pattern: a
@@ -221,14 +224,18 @@ impl StateWord {
         });
     }
 
-    /// Protocol 2, step 1: a worker starts a poll, `Ready` → `Running`. In `Ready` no producer
-    /// writes the word (they do nothing there), so the CAS, starting from the expected `Ready`
-    /// without a load, succeeds at its first try.
+    /// Protocol 2, step 1: a worker starts a poll, `Ready` → `Running`. A plain store, not a
+    /// CAS: in `Ready` nobody but this poller writes the word — producers do nothing there
+    /// ([`transition_on_event`](Self::transition_on_event)), and the one other way out of
+    /// `Ready`, `close` (protocol 6), runs either inside this poll or when the future is
+    /// dropped, never beside a poll (the task's `RUNNING` bit makes the poller its only
+    /// holder). So no write can fall between the value this poll starts from and its own, and
+    /// every later RMW of a producer reads `Running` or what followed it. One read-modify-write
+    /// fewer per message hop.
+    #[inline]
     pub(crate) fn transition_to_running(&self) {
-        self.fetch_update_from(Snapshot(READY), |curr| {
-            debug_assert!(curr.is_ready(), "a poll that was not due: {curr:?}");
-            ((), Some(Snapshot(RUNNING)))
-        });
+        debug_assert!(self.load().is_ready(), "a poll that was not due");
+        self.0.store(RUNNING, Release);
     }
 
     /// Protocol 2, step 2 (the producer, after queueing its event: under the mailbox lock, or

@@ -87,18 +87,58 @@ use tokio::sync::oneshot;
 /// ```
 #[must_use = "an ask waits for this port: answer it with `send` (dropping it fails the ask)"]
 pub struct Reply<R> {
-    to: Option<ReplyTo<R>>,
+    to: ReplyTo<R>,
 }
 
+/// Where the answer goes. Two variants, so that the process one's `Arc` gives the enum its tag
+/// for free: a port is three words, and a request carrying it with a word of its own — `(u64,
+/// Reply<u64>)` — fits a [`Payload`] inline (four words) instead of being boxed, a `malloc`
+/// and a `free` per ask (checked below).
 enum ReplyTo<R> {
     /// The asker is a process: the answer is the completion of its call `tag`.
     Process { asker: ProcessWake, tag: Tag },
+    /// The asker is elsewhere; `None` once answered (or dropped).
+    Elsewhere(Option<Elsewhere<R>>),
+}
+
+/// An asker that is not a process of this node.
+enum Elsewhere<R> {
     /// The asker is outside any process.
     Channel(oneshot::Sender<R>),
     /// The asker is on another node (or this is the asking node's placeholder that crosses
-    /// the wire in its place): the cluster layer carries the answer.
+    /// the wire in its place): the cluster layer carries the answer. Boxed twice, so that it
+    /// is one word like the channel (a cross-node ask pays one more allocation, next to a
+    /// network round trip).
+    #[cfg(feature = "cluster")]
+    Remote(Box<Box<dyn RemoteAnswer<R>>>),
+}
+
+/// A port taken out of its [`Reply`] to be answered or dropped.
+enum Port<R> {
+    Process {
+        asker: ProcessWake,
+        tag: Tag,
+    },
+    Channel(oneshot::Sender<R>),
     #[cfg(feature = "cluster")]
     Remote(Box<dyn RemoteAnswer<R>>),
+}
+
+// The point of the layout above: a port and a word fit a payload inline.
+#[cfg(not(loom))]
+const _: () = assert!(std::mem::size_of::<Reply<u64>>() <= 3 * std::mem::size_of::<usize>());
+
+impl<R> Reply<R> {
+    /// The port, leaving the reply answered.
+    fn take(&mut self) -> Option<Port<R>> {
+        match std::mem::replace(&mut self.to, ReplyTo::Elsewhere(None)) {
+            ReplyTo::Process { asker, tag } => Some(Port::Process { asker, tag }),
+            ReplyTo::Elsewhere(None) => None,
+            ReplyTo::Elsewhere(Some(Elsewhere::Channel(sender))) => Some(Port::Channel(sender)),
+            #[cfg(feature = "cluster")]
+            ReplyTo::Elsewhere(Some(Elsewhere::Remote(remote))) => Some(Port::Remote(*remote)),
+        }
+    }
 }
 
 /// Where the answer of an ask that crosses nodes goes: the narrow door through which the
@@ -121,14 +161,14 @@ impl<R> Reply<R> {
     /// A port whose answer goes through `remote`.
     pub(crate) fn remote(remote: Box<dyn RemoteAnswer<R>>) -> Reply<R> {
         Reply {
-            to: Some(ReplyTo::Remote(remote)),
+            to: ReplyTo::Elsewhere(Some(Elsewhere::Remote(Box::new(remote)))),
         }
     }
 
     /// The wire id of an asking node's placeholder port.
     pub(crate) fn wire_id(&self) -> Option<u64> {
         match &self.to {
-            Some(ReplyTo::Remote(remote)) => remote.wire_id(),
+            ReplyTo::Elsewhere(Some(Elsewhere::Remote(remote))) => remote.wire_id(),
             _ => None,
         }
     }
@@ -146,8 +186,8 @@ impl<R: Send + 'static> Reply<R> {
     ///
     /// See [`Reply`].
     pub fn send(mut self, value: R) -> Result<(), R> {
-        match self.to.take() {
-            Some(ReplyTo::Process { asker, tag }) => {
+        match self.take() {
+            Some(Port::Process { asker, tag }) => {
                 let answer = Event::YieldComplete {
                     tag,
                     result: Ok(Payload::new(value)),
@@ -160,9 +200,9 @@ impl<R: Send + 'static> Reply<R> {
                     _ => unreachable!("a refused answer comes back as itself"),
                 })
             }
-            Some(ReplyTo::Channel(sender)) => sender.send(value),
+            Some(Port::Channel(sender)) => sender.send(value),
             #[cfg(feature = "cluster")]
-            Some(ReplyTo::Remote(remote)) => remote.answer(value),
+            Some(Port::Remote(remote)) => remote.answer(value),
             None => Err(value),
         }
     }
@@ -192,11 +232,11 @@ impl<R: Send + 'static> Reply<R> {
     /// ```
     pub fn is_closed(&self) -> bool {
         match &self.to {
-            Some(ReplyTo::Channel(sender)) => sender.is_closed(),
-            Some(ReplyTo::Process { asker, .. }) => !asker.is_live(),
+            ReplyTo::Elsewhere(Some(Elsewhere::Channel(sender))) => sender.is_closed(),
+            ReplyTo::Process { asker, .. } => !asker.is_live(),
             #[cfg(feature = "cluster")]
-            Some(ReplyTo::Remote(remote)) => remote.is_closed(),
-            None => true,
+            ReplyTo::Elsewhere(Some(Elsewhere::Remote(remote))) => remote.is_closed(),
+            ReplyTo::Elsewhere(None) => true,
         }
     }
 }
@@ -204,8 +244,8 @@ impl<R: Send + 'static> Reply<R> {
 impl<R> Drop for Reply<R> {
     fn drop(&mut self) {
         // Unanswered: the asker learns it now (a dropped channel sender tells its receiver).
-        match self.to.take() {
-            Some(ReplyTo::Process { asker, tag }) => {
+        match self.take() {
+            Some(Port::Process { asker, tag }) => {
                 let no_reply = Event::YieldComplete {
                     tag,
                     result: Err(CommandError::Cancelled),
@@ -213,7 +253,7 @@ impl<R> Drop for Reply<R> {
                 let _ = asker.deliver(no_reply);
             }
             #[cfg(feature = "cluster")]
-            Some(ReplyTo::Remote(remote)) => remote.unanswered(),
+            Some(Port::Remote(remote)) => remote.unanswered(),
             _ => {}
         }
     }
@@ -222,11 +262,11 @@ impl<R> Drop for Reply<R> {
 impl<R> fmt::Debug for Reply<R> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let to = match &self.to {
-            Some(ReplyTo::Process { .. }) => "a process",
-            Some(ReplyTo::Channel(_)) => "a channel",
+            ReplyTo::Process { .. } => "a process",
+            ReplyTo::Elsewhere(Some(Elsewhere::Channel(_))) => "a channel",
             #[cfg(feature = "cluster")]
-            Some(ReplyTo::Remote(_)) => "another node",
-            None => "nobody (answered)",
+            ReplyTo::Elsewhere(Some(Elsewhere::Remote(_))) => "another node",
+            ReplyTo::Elsewhere(None) => "nobody (answered)",
         };
         f.debug_struct("Reply")
             .field("reply", &std::any::type_name::<R>())
@@ -504,12 +544,12 @@ where
                     asker,
                     tag: call.tag,
                 };
-                (Reply { to: Some(to) }, State::InProcess(call))
+                (Reply { to }, State::InProcess(call))
             }
             None => {
                 let (sender, receiver) = oneshot::channel();
-                let to = ReplyTo::Channel(sender);
-                (Reply { to: Some(to) }, State::Outside(receiver))
+                let to = ReplyTo::Elsewhere(Some(Elsewhere::Channel(sender)));
+                (Reply { to }, State::Outside(receiver))
             }
         };
         // User code (the request's constructor), outside any scope.

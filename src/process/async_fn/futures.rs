@@ -167,38 +167,58 @@ enum Received<T> {
 
 /// The next message for `owner` as a `T`, or why there is none: cancellation and overflow come
 /// first, then the inbox, then the step's lone message (`state.rs`).
+///
+/// Named functions marked `#[inline(always)]` rather than closures, so that the whole receive
+/// inlines into the body's poll: a closure left out of line returned its 40-byte result through
+/// memory, written in pieces and read back whole — a store-forwarding stall that was 8 % of a
+/// ring hop (`docs/bench-messages.md`).
 #[inline(always)]
 fn poll_received<T: 'static>(owner: Owner) -> Poll<Result<T, RecvError>> {
-    let found = scope::with(owner, |scope| {
-        let Some(scope) = scope else {
-            return Poll::Ready(Err(RecvError::OutsideProcess));
-        };
-        let state = scope.state;
-        if let (Some(reason), false) = (state.cancelled, state.cancel_reported) {
-            state.cancel_reported = true;
-            return Poll::Ready(Err(RecvError::Cancelled(reason)));
+    match scope::with(owner, received_in::<T>) {
+        Poll::Pending => Poll::Pending,
+        Poll::Ready(found) => Poll::Ready(converted(found)),
+    }
+}
+
+/// [`poll_received`] inside the scope (`None`: not `owner`'s).
+#[inline(always)]
+fn received_in<T: 'static>(
+    scope: Option<scope::Scope<'_>>,
+) -> Poll<Result<Received<T>, RecvError>> {
+    let Some(scope) = scope else {
+        return Poll::Ready(Err(RecvError::OutsideProcess));
+    };
+    let state = scope.state;
+    if let (Some(reason), false) = (state.cancelled, state.cancel_reported) {
+        state.cancel_reported = true;
+        return Poll::Ready(Err(RecvError::Cancelled(reason)));
+    }
+    if let Some(mail) = state.mail.as_mut() {
+        if let Some(topic) = mail.overflows.pop_front() {
+            return Poll::Ready(Err(RecvError::Overflow(topic)));
         }
-        if let Some(mail) = state.mail.as_mut() {
-            if let Some(topic) = mail.overflows.pop_front() {
-                return Poll::Ready(Err(RecvError::Overflow(topic)));
-            }
-            if let Some(message) = mail.inbox.pop_front() {
-                return Poll::Ready(Ok(Received::Message(message)));
-            }
+        if let Some(message) = mail.inbox.pop_front() {
+            return Poll::Ready(Ok(Received::Message(message)));
         }
-        match take_lone::<T>(scope.lone) {
-            Some(Ok(value)) => Poll::Ready(Ok(Received::Value(value))),
-            Some(Err(message)) => Poll::Ready(Ok(Received::Message(message))),
-            None => {
-                state.wants.message = true;
-                Poll::Pending
-            }
+    }
+    match take_lone::<T>(scope.lone) {
+        Some(Ok(value)) => Poll::Ready(Ok(Received::Value(value))),
+        Some(Err(message)) => Poll::Ready(Ok(Received::Message(message))),
+        None => {
+            state.wants.message = true;
+            Poll::Pending
         }
-    });
-    found.map(|found| match found? {
+    }
+}
+
+/// What [`received_in`] found, as the receive's output (outside the scope: a mismatched
+/// payload is dropped here).
+#[inline(always)]
+fn converted<T: 'static>(found: Result<Received<T>, RecvError>) -> Result<T, RecvError> {
+    match found? {
         Received::Value(value) => Ok(value),
         Received::Message(message) => Ok(from_message::<T>(message)?),
-    })
+    }
 }
 
 /// The next message, as a `T` (the process's message type). Made by
@@ -222,6 +242,8 @@ impl<T> Recv<T> {
 impl<T: 'static> Future for Recv<T> {
     type Output = Result<T, RecvError>;
 
+    // Inlined into the body's poll (`poll_received`).
+    #[inline(always)]
     fn poll(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Self::Output> {
         poll_received::<T>(self.owner)
     }

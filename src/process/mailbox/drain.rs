@@ -7,7 +7,6 @@ use super::intake::{Next, Stale};
 #[cfg(all(test, not(loom)))]
 use super::Generation;
 use super::{Drained, Inner, Mailbox};
-use crate::loom::lock;
 use crate::process::stats::CellStats;
 use crate::process::{Event, Events};
 use std::task::Waker;
@@ -37,7 +36,7 @@ impl Mailbox {
     ) -> Drained {
         // Declared before the guard, so dropped after the unlock (`intake.rs`, protocol 7 step 4).
         let mut stale = Stale::new(stats);
-        let mut inner = lock(&self.inner);
+        let mut inner = self.inner.lock();
         if let Some(waker) = waker {
             match &inner.waker {
                 Some(current) if current.will_wake(waker) => {}
@@ -103,7 +102,7 @@ impl Mailbox {
         debug_assert!(events
             .iter()
             .all(|e| matches!(e, Event::YieldComplete { .. })));
-        let mut inner = lock(&self.inner);
+        let mut inner = self.inner.lock();
         events.move_in_front_of(&mut inner.events);
     }
 
@@ -214,21 +213,21 @@ impl Mailbox {
     /// `true` if events are waiting.
     #[cfg(all(test, not(loom)))]
     pub(crate) fn has_events(&self) -> bool {
-        let inner = lock(&self.inner);
+        let inner = self.inner.lock();
         !inner.events.is_empty() || !inner.behind.is_empty() || !self.intake.is_empty()
     }
 
     /// `true` while a diversion is on (tests of `intake.rs`).
     #[cfg(test)]
     pub(crate) fn is_diverted(&self) -> bool {
-        let _inner = lock(&self.inner);
+        let _inner = self.inner.lock();
         self.gate.is_diverted()
     }
 
     /// The topic-budget map's `(len, capacity)`: what the budgets keep allocated.
     #[cfg(all(test, not(loom)))]
     pub(crate) fn topic_entries(&self) -> (usize, usize) {
-        let inner = lock(&self.inner);
+        let inner = self.inner.lock();
         inner
             .topics
             .as_ref()
@@ -238,6 +237,6 @@ impl Mailbox {
     /// The event queue's capacity: what a past flood keeps allocated.
     #[cfg(all(test, not(loom)))]
     pub(crate) fn event_capacity(&self) -> usize {
-        lock(&self.inner).events.capacity()
+        self.inner.lock().events.capacity()
     }
 }

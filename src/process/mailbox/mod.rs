@@ -35,6 +35,7 @@ pub(crate) mod blocks;
 mod budget;
 mod drain;
 pub(crate) mod intake;
+mod lock;
 mod watch;
 
 #[cfg(all(loom, test))]
@@ -46,9 +47,9 @@ use super::state::{StateWord, TransitionOnEvent};
 use super::stats::{CellInfo, CellStats, CellSurvey};
 use super::{drop_contained, drop_each, Event, Events, Message, ProcessState};
 use crate::executor::TaskRef;
-use crate::loom::{lock, Mutex};
 use budget::TopicMap;
 use intake::{Gate, Intake, IntakeQueue, Stale, INTAKE_INSTALL_DEPTH};
+use lock::SpinLock;
 use std::task::Waker;
 
 /// The generation a producer is bound to.
@@ -92,7 +93,8 @@ enum Phase {
 }
 
 pub(crate) struct Mailbox {
-    inner: Mutex<Inner>,
+    /// The lock of everything in `Inner` (`lock.rs`, protocol 10).
+    inner: SpinLock<Inner>,
     /// The generation and phase, written under the lock, readable without it (`intake.rs`).
     gate: Gate,
     /// The lock-free path's queue, once a backlog installed it (`intake.rs`).
@@ -160,7 +162,7 @@ impl ProcessCell {
         ProcessCell {
             state: StateWord::new(),
             mailbox: Mailbox {
-                inner: Mutex::new(Inner {
+                inner: SpinLock::new(Inner {
                     events: Queue::default(),
                     behind: Queue::default(),
                     terminate: false,
@@ -199,7 +201,7 @@ impl ProcessCell {
     /// returns. The caller owns the cell exclusively (it took it off the free list) and checked
     /// that the generation is not exhausted.
     pub(crate) fn open_as(&self, incarnation: Incarnation) -> Generation {
-        let mut inner = lock(&self.mailbox.inner);
+        let mut inner = self.mailbox.inner.lock();
         let (last, phase) = self.mailbox.gate.load();
         debug_assert_eq!(phase, Phase::Free);
         // `close` left the queues and the budget map empty and unallocated.
@@ -339,7 +341,7 @@ impl ProcessCell {
         if self.state.transition_on_event() == TransitionOnEvent::Wake {
             // The one step that needs the lock: the waker lives under it. This sender alone
             // moved the process out of `Blocked`/`Idle`, so this sender alone wakes it.
-            let waker = lock(&self.mailbox.inner).waker.clone();
+            let waker = self.mailbox.inner.lock().waker.clone();
             wake(waker);
         }
     }
@@ -377,7 +379,7 @@ impl ProcessCell {
     ) -> Result<(), (Admission, Event)> {
         // Declared before the guard, so dropped after the unlock (`intake.rs`, protocol 7 step 4).
         let mut stale = Stale::new(&self.stats);
-        let mut inner = lock(&self.mailbox.inner);
+        let mut inner = self.mailbox.inner.lock();
         let refused = self.mailbox.gate.admission(generation);
         if refused != Admission::Accepted {
             return Err((refused, event));
@@ -441,7 +443,7 @@ impl ProcessCell {
     /// Asks the process of `generation` to stop before its next step, waking it if it waits.
     /// `Accepted`, or why not (`Closed`: it is already finishing; `Gone`).
     pub(crate) fn request_terminate(&self, generation: Generation) -> Admission {
-        let mut inner = lock(&self.mailbox.inner);
+        let mut inner = self.mailbox.inner.lock();
         let admission = self.mailbox.gate.admission(Some(generation));
         if admission == Admission::Accepted {
             inner.terminate = true;
@@ -455,7 +457,7 @@ impl ProcessCell {
 
     /// The state of the process of `generation`, or `None` if the cell no longer hosts it.
     pub(crate) fn state(&self, generation: Generation) -> Option<ProcessState> {
-        let _inner = lock(&self.mailbox.inner);
+        let _inner = self.mailbox.inner.lock();
         let (current, phase) = self.mailbox.gate.load();
         (current == generation && phase != Phase::Free).then(|| self.state.load().process_state())
     }
@@ -463,7 +465,7 @@ impl ProcessCell {
     /// The process of `generation` (`None`: whichever is live), if the cell hosts it and it is
     /// not finishing.
     pub(crate) fn info(&self, generation: Option<Generation>) -> Option<CellInfo> {
-        let inner = lock(&self.mailbox.inner);
+        let inner = self.mailbox.inner.lock();
         let (current, phase) = self.mailbox.gate.load();
         if phase != Phase::Open || generation.is_some_and(|g| g != current) {
             return None;
@@ -481,7 +483,7 @@ impl ProcessCell {
 
     /// What the metrics snapshot reads from the cell, in one critical section.
     pub(crate) fn survey(&self) -> CellSurvey {
-        let inner = lock(&self.mailbox.inner);
+        let inner = self.mailbox.inner.lock();
         CellSurvey {
             live: (self.mailbox.gate.load().1 == Phase::Open)
                 .then(|| self.state.load().process_state()),
@@ -495,7 +497,7 @@ impl ProcessCell {
     /// Jumps the generation (tests of what happens when a slot's generations run out).
     #[cfg(all(test, not(loom)))]
     pub(crate) fn set_generation(&self, generation: Generation) {
-        let _inner = lock(&self.mailbox.inner);
+        let _inner = self.mailbox.inner.lock();
         let (_, phase) = self.mailbox.gate.load();
         self.mailbox.gate.store(generation, phase);
     }
@@ -514,7 +516,7 @@ impl ProcessCell {
     /// Keeps `task`, the reference of the process task of `generation` (`scheduler/tasks.rs`),
     /// unless that process is no longer open: then it is handed back (to drop after the lock).
     pub(crate) fn set_task(&self, generation: Generation, task: TaskRef) -> Option<TaskRef> {
-        let mut inner = lock(&self.mailbox.inner);
+        let mut inner = self.mailbox.inner.lock();
         if !self.mailbox.gate.is_open(generation) {
             return Some(task);
         }
@@ -526,7 +528,7 @@ impl ProcessCell {
     /// Takes the process task's reference of `generation` (`None`: whichever process is open),
     /// if the cell still holds it.
     pub(crate) fn take_task(&self, generation: Option<Generation>) -> Option<TaskRef> {
-        let mut inner = lock(&self.mailbox.inner);
+        let mut inner = self.mailbox.inner.lock();
         if generation.is_some_and(|g| g != self.mailbox.gate.load().0) {
             return None;
         }
@@ -546,7 +548,7 @@ impl ProcessCell {
         self.state.transition_to_complete();
         let mut stale = Stale::new(&self.stats);
         let (events, behind, topics, waker, task) = {
-            let mut inner = lock(&self.mailbox.inner);
+            let mut inner = self.mailbox.inner.lock();
             let (generation, phase) = self.mailbox.gate.load();
             debug_assert_eq!(phase, Phase::Open);
             // The intake queue's events go with the locked queue's (up to a slot a sender has
@@ -581,7 +583,7 @@ impl ProcessCell {
     /// step 2): the caller signals each.
     pub(crate) fn release(&self) -> (Generation, Vec<Watch>) {
         let (generation, watches) = {
-            let mut inner = lock(&self.mailbox.inner);
+            let mut inner = self.mailbox.inner.lock();
             let (generation, phase) = self.mailbox.gate.load();
             debug_assert_eq!(phase, Phase::Closing);
             self.mailbox.gate.store(generation, Phase::Free);

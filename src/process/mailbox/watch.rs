@@ -33,7 +33,7 @@
 //! `loom_a_demonitor_racing_the_targets_end_leaves_no_down_behind`.
 
 use super::intake::Stale;
-use super::{lock, Generation, Inner, Lane, Phase, ProcessCell};
+use super::{Generation, Inner, Lane, Phase, ProcessCell};
 use crate::process::exit::{Down, Exit, ExitReason, MonitorRef};
 use crate::process::{Event, Pid};
 use std::collections::HashSet;
@@ -144,7 +144,7 @@ impl ProcessCell {
     /// Protocol 8, step 1: registers `watch` on the process of `generation`, or hands it back
     /// if that process is gone (then the watcher signals itself `NoProc`).
     pub(crate) fn watch(&self, generation: Generation, watch: Watch) -> Result<(), Watch> {
-        let mut inner = lock(&self.mailbox.inner);
+        let mut inner = self.mailbox.inner.lock();
         if !self.watchable(generation) {
             return Err(watch);
         }
@@ -160,7 +160,7 @@ impl ProcessCell {
 
     /// Removes the link to `other` from the process of `generation`, if any (`unlink`).
     pub(crate) fn unwatch_link(&self, generation: Generation, other: Pid) {
-        let mut inner = lock(&self.mailbox.inner);
+        let mut inner = self.mailbox.inner.lock();
         if !self.watchable(generation) {
             return;
         }
@@ -173,7 +173,7 @@ impl ProcessCell {
     /// (its `Down` will never be sent).
     pub(crate) fn unwatch_monitor(&self, generation: Generation, monitor: MonitorRef) -> bool {
         let removed = {
-            let mut inner = lock(&self.mailbox.inner);
+            let mut inner = self.mailbox.inner.lock();
             if !self.watchable(generation) {
                 return false;
             }
@@ -206,7 +206,7 @@ impl ProcessCell {
     /// Sets whether the process of `generation` traps exits (protocol 9). `false` if it is
     /// gone.
     pub(crate) fn set_trap_exit(&self, generation: Generation, trap: bool) -> bool {
-        let mut inner = lock(&self.mailbox.inner);
+        let mut inner = self.mailbox.inner.lock();
         if !self.open_for(generation) {
             return false;
         }
@@ -219,7 +219,7 @@ impl ProcessCell {
     /// Marks the process of `generation` as a supervisor's child (before its first step).
     /// `false` if it is gone.
     pub(crate) fn set_supervised(&self, generation: Generation) -> bool {
-        let mut inner = lock(&self.mailbox.inner);
+        let mut inner = self.mailbox.inner.lock();
         if !self.open_for(generation) {
             return false;
         }
@@ -233,7 +233,7 @@ impl ProcessCell {
     /// cell's current process) means a cell reused meanwhile is left alone: its new process
     /// was spawned after the shutdown began, and its spawn saw to it.
     pub(crate) fn shutdown_target(&self) -> Option<Generation> {
-        let inner = lock(&self.mailbox.inner);
+        let inner = self.mailbox.inner.lock();
         let (current, phase) = self.mailbox.gate.load();
         let supervised = inner.watch.as_ref().is_some_and(|state| state.supervised);
         (phase == Phase::Open && !supervised).then_some(current)
@@ -244,7 +244,7 @@ impl ProcessCell {
     pub(crate) fn deliver_exit(&self, generation: Generation, exit: Exit) -> ExitDelivery {
         // Declared before the guard, so dropped after the unlock (`intake.rs`, protocol 7 step 4).
         let mut stale = Stale::new(&self.stats);
-        let mut inner = lock(&self.mailbox.inner);
+        let mut inner = self.mailbox.inner.lock();
         if !self.open_for(generation) {
             return ExitDelivery::Gone;
         }
@@ -279,7 +279,9 @@ impl ProcessCell {
     /// Why the process was asked to end by a linked process's exit, if it was (read once it
     /// has stopped: protocol 9).
     pub(crate) fn take_exit_reason(&self) -> Option<ExitReason> {
-        lock(&self.mailbox.inner)
+        self.mailbox
+            .inner
+            .lock()
             .watch
             .as_mut()
             .and_then(|state| state.exit.take())
@@ -288,7 +290,7 @@ impl ProcessCell {
     /// The process of `generation` now holds the monitor `monitor` ("Monitors a process
     /// holds"). `false` if it is gone.
     pub(crate) fn hold_monitor(&self, generation: Generation, monitor: MonitorRef) -> bool {
-        let mut inner = lock(&self.mailbox.inner);
+        let mut inner = self.mailbox.inner.lock();
         if !self.open_for(generation) {
             return false;
         }
@@ -300,7 +302,7 @@ impl ProcessCell {
     /// is never queued from now on, and one already queued is removed. `true` if it was held.
     pub(crate) fn forget_monitor(&self, generation: Generation, monitor: MonitorRef) -> bool {
         let (held, queued) = {
-            let mut inner = lock(&self.mailbox.inner);
+            let mut inner = self.mailbox.inner.lock();
             if !self.watchable(generation) {
                 return false;
             }
@@ -328,7 +330,7 @@ impl ProcessCell {
     /// queued (demonitored, or the watcher is gone).
     pub(crate) fn deliver_down(&self, generation: Generation, down: Down) -> bool {
         let mut stale = Stale::new(&self.stats);
-        let mut inner = lock(&self.mailbox.inner);
+        let mut inner = self.mailbox.inner.lock();
         if !self.open_for(generation) {
             return false;
         }
