@@ -399,37 +399,7 @@ fn rings(c: &mut Criterion) {
     group.bench_function(NATIVE, |b| {
         b.iter_custom(|iterations| {
             (0..iterations)
-                .map(|_| {
-                    let ring: Arc<OnceLock<Vec<mpsc::UnboundedSender<u64>>>> =
-                        Arc::new(OnceLock::new());
-                    let (senders, receivers): (Vec<_>, Vec<_>) =
-                        (0..RING).map(|_| mpsc::unbounded_channel::<u64>()).unzip();
-                    let tasks: Vec<_> = receivers
-                        .into_iter()
-                        .enumerate()
-                        .map(|(me, mut rx)| {
-                            let ring = ring.clone();
-                            runtime.spawn(async move {
-                                let mut seen = 0;
-                                while seen < LAPS {
-                                    let token = rx.recv().await.expect("ring alive");
-                                    let ring = ring.get().expect("the ring is set");
-                                    let _ = ring[(me + 1) % ring.len()].send(token + 1);
-                                    seen += 1;
-                                }
-                                seen
-                            })
-                        })
-                        .collect();
-                    let first = senders[0].clone();
-                    ring.set(senders).expect("set once");
-                    let start = Instant::now();
-                    first.send(0).expect("first send");
-                    for task in tasks {
-                        assert_eq!(runtime.block_on(task).expect("member"), LAPS);
-                    }
-                    start.elapsed()
-                })
+                .map(|_| procsched_benches::native_ring::run(&runtime, RING, LAPS))
                 .sum()
         })
     });

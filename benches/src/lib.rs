@@ -10,6 +10,8 @@
 //!   a runtime's own join machinery.
 //! - [`report`]: reading criterion's saved estimates back, formatting them as Markdown tables.
 //! - [`memory`]: the resident-set figures of `/proc/self/status`.
+//! - [`native_ring`]: the tokio-native ring of the messages bench (also run by
+//!   `examples/msgprobe.rs`).
 //! - [`blocked`]: the receiver of the process bench's `send_to_blocked`, on procsched and on
 //!   tokio-native (also run by `examples/send_size.rs`).
 //!
@@ -19,6 +21,7 @@
 pub mod blocked;
 pub mod countdown;
 pub mod memory;
+pub mod native_ring;
 pub mod report;
 pub mod runtime;
 
