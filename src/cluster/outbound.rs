@@ -168,16 +168,15 @@ impl Lane {
             state.seal(self.head.len());
         }
         // The writer waits: publish from here if the lane has been quiet, else wake it.
-        // The writer waits: publish from here if the lane has been quiet (and holds only this
-        // open frame: sealed frames mean a burst, the writer's job), else wake it.
         let wake = std::mem::replace(&mut state.idle, false);
-        if wake && state.sealed.is_empty() {
+        if wake {
             let now = Instant::now();
             if now.duration_since(state.last_publish) >= QUIET {
                 state.last_publish = now;
-                let frame = state.take_open(self.head.len());
+                state.seal(self.head.len());
+                let frames = std::mem::take(&mut state.sealed);
                 drop(state);
-                self.publish_here(node, frame);
+                self.publish_here(node, frames);
                 return Ok(());
             }
         }
@@ -188,34 +187,36 @@ impl Lane {
         Ok(())
     }
 
-    /// Publishes `frame` from the sender's thread, holding the lane as its writer would (the
-    /// writer waits; items pushed meanwhile queue behind it, so order holds). If async-nats
-    /// cannot take it at once (its command queue is full), the frame goes back to the front of
-    /// the lane for the writer: `publish` is cancel-safe, nothing of a publish that did not
-    /// complete was sent.
-    fn publish_here(&self, node: &NodeShared, (frame, items): (Bytes, u32)) {
-        let len = frame.len();
-        let handed_back = match node
-            .client
-            .publish(self.subject.clone(), frame.clone())
-            .now_or_never()
-        {
-            Some(Ok(())) => {
-                node.stats.sent(items as usize, len);
-                None
+    /// Publishes `frames` from the sender's thread, holding the lane as its writer would (the
+    /// writer waits; items pushed meanwhile queue behind these, so order holds). A frame that
+    /// async-nats cannot take at once (its command queue is full) goes back to the writer with
+    /// those after it: `publish` is cancel-safe, nothing of a publish that did not complete was
+    /// sent.
+    fn publish_here(&self, node: &NodeShared, mut frames: VecDeque<(Bytes, u32)>) {
+        while let Some((frame, items)) = frames.pop_front() {
+            let len = frame.len();
+            match node
+                .client
+                .publish(self.subject.clone(), frame.clone())
+                .now_or_never()
+            {
+                Some(Ok(())) => node.stats.sent(items as usize, len),
+                Some(Err(error)) => {
+                    node.stats.publish_error();
+                    tracing::warn!(subject = %self.subject, %error, items, "a frame could not be published");
+                }
+                None => {
+                    frames.push_front((frame, items));
+                    break;
+                }
             }
-            Some(Err(error)) => {
-                node.stats.publish_error();
-                tracing::warn!(subject = %self.subject, %error, items, "a frame could not be published");
-                None
-            }
-            None => Some((frame, items)),
-        };
+        }
         let mut state = lock(&self.state);
-        if let Some(frame) = handed_back {
+        let handed_back = !frames.is_empty();
+        while let Some(frame) = frames.pop_back() {
             state.sealed.push_front(frame);
         }
-        if state.items > 0 || !state.sealed.is_empty() {
+        if handed_back || state.items > 0 || !state.sealed.is_empty() {
             drop(state);
             self.wake.notify_one();
         } else {
@@ -227,16 +228,13 @@ impl Lane {
 impl LaneState {
     /// Closes the open frame, if any, and queues it for the writer.
     fn seal(&mut self, head_len: usize) {
-        if self.items > 0 {
-            let frame = self.take_open(head_len);
-            self.sealed.push_back(frame);
+        if self.items == 0 {
+            return;
         }
-    }
-
-    /// Closes the open frame (it holds an item) and returns it with its item count.
-    fn take_open(&mut self, head_len: usize) -> (Bytes, u32) {
         wire::seal(&mut self.open, head_len, self.items);
-        (self.open.split().freeze(), std::mem::take(&mut self.items))
+        let frame = self.open.split().freeze();
+        self.sealed
+            .push_back((frame, std::mem::take(&mut self.items)));
     }
 }
 
