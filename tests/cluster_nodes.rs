@@ -237,13 +237,8 @@ async fn remote_spawn_ask_and_acked_send_fail_typed() {
     assert_eq!(a.addr::<Cart>(local).ask(Cart::Total).await.unwrap(), 2);
 
     // A finished process: its monitor says Normal, then sends and asks are NotFound.
+    // The monitor is a signal and Stop a message, on two subjects: they arrive in order.
     let down = a.monitor(pid.clone());
-    // Monitors travel on the control subject, messages on the data subject, and the two are
-    // not ordered with each other: a control round trip to b (a spawn, answered after b has
-    // handled the monitor queued before it) makes sure b watches the cart before it stops.
-    a.spawn_on(Placement::Node("b".into()), "cart", 0u64)
-        .await
-        .unwrap();
     cart_addr.send(Cart::Stop).unwrap();
     let down = guarded("the cart's Down", down).await;
     assert!(down.reason.is_normal(), "{:?}", down.reason);

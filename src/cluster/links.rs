@@ -10,8 +10,10 @@
 //! that is not live, `NoConnection` at once. `unlink` removes both ends; a signal already sent
 //! is not recalled, and none is delivered for a link that is gone.
 //!
-//! Order: exit signals travel on the control subject, messages on the data subject, so a
-//! message sent just before a process ended may arrive after its exit signal.
+//! Order: exit signals travel on the control subject and messages on the data subject, through
+//! one ordered lane per node pair (`outbound.rs`): a message a process sent before it ended is
+//! delivered before its exit signal, and a link made before a message is in place when the
+//! message arrives.
 
 use super::node::{NodeShared, PeerId};
 use super::remote::RemoteError;

@@ -47,8 +47,11 @@
 //!   layout. A PID from a node's previous life fails `NoProc` at once.
 //! - **Wire**: MessagePack frames with a version and codec byte (`wire.rs`); a message type
 //!   opts in by deriving `Serialize`/`Deserialize` and being registered by name on both nodes.
-//!   Frames batch every message queued for a node while the last publish was in flight; order
-//!   is kept per sending → receiving node.
+//!   Frames batch every message queued for a node while the last publish was in flight. Order
+//!   is kept per sending → receiving node, across both subjects: messages and signals (links,
+//!   monitors, exits, `Down`, replies) arrive in the order they were sent, as in OTP — a
+//!   process's last message arrives before its `Down`, and a monitor set before the message
+//!   that stops its target sees the real exit.
 //! - **Delivery**: at most once for [`RemoteAddr::send`]; [`RemoteAddr::send_acked`] reports
 //!   the receiving node's `NotFound` / `MailboxFull` / `Closed`, or `NoConnection`; asks time
 //!   out typed.
@@ -59,8 +62,8 @@
 //! - **Bad input** (`inbound.rs`): a malformed, oversized, unregistered or foreign frame is
 //!   rejected, counted ([`NodeStats`]) and traced; nothing panics and the subscription lives.
 //!   A node spawns only what it registered.
-//!
-//! Not yet: links across nodes (monitors are), supervisors with children on other nodes.
+//! - **Supervision across nodes**: [`Node::link`] (OTP semantics) and [`Node::remote_child`]
+//!   (a child restarted on a live node when its node dies).
 
 mod config;
 mod inbound;
@@ -252,15 +255,13 @@ impl Node {
             .connect(cluster.servers.clone())
             .await
             .map_err(|error| ClusterError::Connect(error.to_string()))?;
-        let subject = |kind: &str| format!("{}.node.{name}.{kind}", cluster.prefix);
-        let mut subscribers = Vec::new();
-        for kind in ["data", "ctl"] {
-            let subscriber = client
-                .subscribe(subject(kind))
-                .await
-                .map_err(|error| ClusterError::Subscribe(error.to_string()))?;
-            subscribers.push(subscriber);
-        }
+        // One subscription for both subjects (`data`, `ctl`): NATS delivers a peer's publishes
+        // in the order it made them, and one subscription keeps that order across the two
+        // (`outbound.rs` says why it matters).
+        let subscriber = client
+            .subscribe(format!("{}.node.{name}.*", cluster.prefix))
+            .await
+            .map_err(|error| ClusterError::Subscribe(error.to_string()))?;
         let shared = Arc::new(NodeShared {
             me: PeerId {
                 name: name.clone(),
@@ -296,10 +297,7 @@ impl Node {
         )
         .await
         .map_err(ClusterError::Membership)?;
-        let mut tasks = Vec::new();
-        for subscriber in subscribers {
-            tasks.push(tokio::spawn(inbound::run(shared.clone(), subscriber)).abort_handle());
-        }
+        let mut tasks = vec![tokio::spawn(inbound::run(shared.clone(), subscriber)).abort_handle()];
         let store = membership.store.clone();
         tasks.push(
             tokio::spawn(membership::heartbeat(

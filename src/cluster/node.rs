@@ -3,10 +3,11 @@
 //!
 //! # Peers and outbound lanes
 //! A peer is a node seen in the membership bucket (or heard from directly), at one incarnation.
-//! Each peer has two FIFO lanes, data (messages) and control (everything else): a sender
-//! encodes its item into the lane's open frame, and the lane's writer task (or the sender
-//! itself, on a quiet lane) publishes the frames in order (`outbound.rs`): so the order of one
-//! node's messages to another is the order they were sent in.
+//! Each peer has one FIFO lane for both its subjects, data (messages) and control (everything
+//! else): a sender encodes its item into the lane's open frame, and the lane's writer task (or
+//! the sender itself, on a quiet lane) publishes the frames in order (`outbound.rs`): so the
+//! order of one node's messages and signals (links, monitors, exits, `Down`) to another is the
+//! order they were sent in, as OTP orders signals between two processes.
 //!
 //! # A peer's death
 //! When a peer is declared down (no heartbeat for `down_after`, its entry deleted, a new

@@ -1,5 +1,16 @@
-//! A peer's two outbound lanes (data, control): a sender encodes its item straight into the
-//! lane's open frame, and one writer task per lane publishes the frames.
+//! A peer's outbound lane: a sender encodes its item straight into the lane's open frame, and
+//! one writer task per peer publishes the frames, in order, each to the peer's data subject
+//! (messages) or control subject (everything else) by the kind of its items.
+//!
+//! Why one lane for both subjects: OTP orders every signal between two processes (messages,
+//! links, monitors, exits, `Down`), and users rely on it: a process that sends its result and
+//! then ends is seen to send before its `Down` arrives; a monitor set before the message that
+//! stops its target sees the target's real exit, not `NoProc`. Two lanes (one per subject)
+//! published independently and let a control item overtake a message or fall behind one. One
+//! lane publishes in the order items were pushed; NATS delivers one connection's publishes to a
+//! subscriber in that order (source-ordered delivery per publisher), and the receiving node
+//! reads both its subjects through one subscription (`inbound.rs`). A frame holds items of one
+//! kind: an item of the other kind seals the open frame and opens the next.
 //!
 //! Batching needs no timer: a writer publishes as soon as it has something, and everything
 //! encoded while it was publishing goes out together in the next frame (up to
@@ -41,14 +52,13 @@ const MIN_FRAME: usize = 4 << 10;
 /// request/reply round trip through NATS, well over the gap between two sends in a loop.
 const QUIET: Duration = Duration::from_micros(20);
 
-/// The lanes to one peer.
+/// The lane to one peer.
 pub(crate) struct Outbound {
-    data: Arc<Lane>,
-    control: Arc<Lane>,
+    lane: Arc<Lane>,
 }
 
 impl Outbound {
-    /// Encodes `item` into its lane's open frame (never blocks on the network: the writer
+    /// Encodes `item` into the lane's open frame (never blocks on the network: the writer
     /// publishes it). `size` is the item's encoded size, or close to it (it decides whether
     /// the item still fits the open frame).
     ///
@@ -61,52 +71,65 @@ impl Outbound {
         item: &Item<'_>,
         size: usize,
     ) -> Result<(), rmp_serde::encode::Error> {
-        let lane = if item.is_control() {
-            &self.control
-        } else {
-            &self.data
-        };
-        lane.push(node, item, size)
+        self.lane.push(node, item, size)
     }
 
-    /// Stops the writers once they have published what is encoded.
+    /// Stops the writer once it has published what is encoded.
     pub(crate) fn close(&self) {
-        for lane in [&self.data, &self.control] {
-            lock(&lane.state).closed = true;
-            lane.wake.notify_one();
+        lock(&self.lane.state).closed = true;
+        self.lane.wake.notify_one();
+    }
+}
+
+/// Starts the writer to `peer`.
+pub(crate) fn start(node: &Arc<NodeShared>, peer: &PeerId) -> Outbound {
+    let lane = Arc::new(Lane {
+        state: Mutex::new(LaneState {
+            open: BytesMut::new(),
+            items: 0,
+            open_kind: Kind::Data,
+            sealed: VecDeque::new(),
+            idle: false,
+            closed: false,
+            last_publish: Instant::now(),
+        }),
+        wake: Notify::new(),
+        head: wire::frame_head(&node.me.name, node.me.incarnation, peer.incarnation).into(),
+        room: node.max_frame.saturating_sub(FRAME_SLACK),
+        subjects: [
+            node.subject(&peer.name, false).into(),
+            node.subject(&peer.name, true).into(),
+        ],
+    });
+    tokio::spawn(write(Arc::downgrade(node), lane.clone()));
+    Outbound { lane }
+}
+
+/// Which of the peer's subjects a frame goes to: its items are all of one kind.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Kind {
+    Data = 0,
+    Control = 1,
+}
+
+impl Kind {
+    fn of(item: &Item<'_>) -> Kind {
+        if item.is_control() {
+            Kind::Control
+        } else {
+            Kind::Data
         }
     }
 }
 
-/// Starts the writers to `peer`.
-pub(crate) fn start(node: &Arc<NodeShared>, peer: &PeerId) -> Outbound {
-    let head: Arc<[u8]> =
-        wire::frame_head(&node.me.name, node.me.incarnation, peer.incarnation).into();
-    let room = node.max_frame.saturating_sub(FRAME_SLACK);
-    let lane = |is_control| {
-        Arc::new(Lane {
-            state: Mutex::new(LaneState {
-                open: BytesMut::new(),
-                items: 0,
-                sealed: VecDeque::new(),
-                idle: false,
-                closed: false,
-                last_publish: Instant::now(),
-            }),
-            wake: Notify::new(),
-            head: head.clone(),
-            room,
-            subject: node.subject(&peer.name, is_control).into(),
-        })
-    };
-    let (data, control) = (lane(false), lane(true));
-    for lane in [&data, &control] {
-        tokio::spawn(write(Arc::downgrade(node), lane.clone()));
-    }
-    Outbound { data, control }
+/// A frame ready to publish.
+struct Sealed {
+    frame: Bytes,
+    items: u32,
+    kind: Kind,
 }
 
-/// One lane: the frame being filled and the frames ready to publish, in order.
+/// The lane: the frame being filled and the frames ready to publish, in order.
 struct Lane {
     state: Mutex<LaneState>,
     /// Wakes the writer when it waits (`idle`) and something was encoded, or on close.
@@ -115,15 +138,17 @@ struct Lane {
     head: Arc<[u8]>,
     /// The most a frame holds (the node's frame limit, less the slack).
     room: usize,
-    subject: async_nats::Subject,
+    /// The peer's data and control subjects, by [`Kind`].
+    subjects: [async_nats::Subject; 2],
 }
 
 struct LaneState {
-    /// The open frame: empty, or the head and `items` encoded items.
+    /// The open frame: empty, or the head and `items` encoded items of kind `open_kind`.
     open: BytesMut,
     items: u32,
-    /// Sealed frames and their item counts, oldest first.
-    sealed: VecDeque<(Bytes, u32)>,
+    open_kind: Kind,
+    /// Sealed frames, oldest first.
+    sealed: VecDeque<Sealed>,
     /// The writer found nothing to publish and waits for a wake.
     idle: bool,
     /// The peer is gone: nothing more is accepted; the writer stops once it has published
@@ -141,18 +166,20 @@ impl Lane {
         item: &Item<'_>,
         size: usize,
     ) -> Result<(), rmp_serde::encode::Error> {
+        let kind = Kind::of(item);
         let mut state = lock(&self.state);
         if state.closed {
             // A peer just declared down: its waiters have been failed already.
             return Ok(());
         }
-        if state.items > 0 && state.open.len() + size > self.room {
+        if state.items > 0 && (state.open_kind != kind || state.open.len() + size > self.room) {
             state.seal(self.head.len());
         }
         if state.items == 0 {
             // Reuses the last frame's buffer if NATS is done with it.
             state.open.reserve((self.head.len() + size).max(MIN_FRAME));
             state.open.extend_from_slice(&self.head);
+            state.open_kind = kind;
         }
         let mark = state.open.len();
         let mut writer = (&mut state.open).writer();
@@ -167,16 +194,16 @@ impl Lane {
         if state.items >= BATCH_ITEMS || state.open.len() >= BATCH_BYTES {
             state.seal(self.head.len());
         }
-        // The writer waits: publish from here if the lane has been quiet, else wake it.
+        // The writer waits: publish from here if the lane has been quiet (and holds only this
+        // open frame: sealed frames mean a burst, the writer's job), else wake it.
         let wake = std::mem::replace(&mut state.idle, false);
-        if wake {
+        if wake && state.sealed.is_empty() && state.items > 0 {
             let now = Instant::now();
             if now.duration_since(state.last_publish) >= QUIET {
                 state.last_publish = now;
-                state.seal(self.head.len());
-                let frames = std::mem::take(&mut state.sealed);
+                let frame = state.take_open(self.head.len());
                 drop(state);
-                self.publish_here(node, frames);
+                self.publish_here(node, frame);
                 return Ok(());
             }
         }
@@ -187,36 +214,34 @@ impl Lane {
         Ok(())
     }
 
-    /// Publishes `frames` from the sender's thread, holding the lane as its writer would (the
-    /// writer waits; items pushed meanwhile queue behind these, so order holds). A frame that
-    /// async-nats cannot take at once (its command queue is full) goes back to the writer with
-    /// those after it: `publish` is cancel-safe, nothing of a publish that did not complete was
-    /// sent.
-    fn publish_here(&self, node: &NodeShared, mut frames: VecDeque<(Bytes, u32)>) {
-        while let Some((frame, items)) = frames.pop_front() {
-            let len = frame.len();
-            match node
-                .client
-                .publish(self.subject.clone(), frame.clone())
-                .now_or_never()
-            {
-                Some(Ok(())) => node.stats.sent(items as usize, len),
-                Some(Err(error)) => {
-                    node.stats.publish_error();
-                    tracing::warn!(subject = %self.subject, %error, items, "a frame could not be published");
-                }
-                None => {
-                    frames.push_front((frame, items));
-                    break;
-                }
+    /// Publishes `frame` from the sender's thread, holding the lane as its writer would (the
+    /// writer waits; items pushed meanwhile queue behind it, so order holds). If async-nats
+    /// cannot take it at once (its command queue is full), the frame goes back to the front of
+    /// the lane for the writer: `publish` is cancel-safe, nothing of a publish that did not
+    /// complete was sent.
+    fn publish_here(&self, node: &NodeShared, sealed: Sealed) {
+        let subject = &self.subjects[sealed.kind as usize];
+        let handed_back = match node
+            .client
+            .publish(subject.clone(), sealed.frame.clone())
+            .now_or_never()
+        {
+            Some(Ok(())) => {
+                node.stats.sent(sealed.items as usize, sealed.frame.len());
+                None
             }
-        }
+            Some(Err(error)) => {
+                node.stats.publish_error();
+                tracing::warn!(%subject, %error, items = sealed.items, "a frame could not be published");
+                None
+            }
+            None => Some(sealed),
+        };
         let mut state = lock(&self.state);
-        let handed_back = !frames.is_empty();
-        while let Some(frame) = frames.pop_back() {
-            state.sealed.push_front(frame);
+        if let Some(sealed) = handed_back {
+            state.sealed.push_front(sealed);
         }
-        if handed_back || state.items > 0 || !state.sealed.is_empty() {
+        if state.items > 0 || !state.sealed.is_empty() {
             drop(state);
             self.wake.notify_one();
         } else {
@@ -228,17 +253,24 @@ impl Lane {
 impl LaneState {
     /// Closes the open frame, if any, and queues it for the writer.
     fn seal(&mut self, head_len: usize) {
-        if self.items == 0 {
-            return;
+        if self.items > 0 {
+            let sealed = self.take_open(head_len);
+            self.sealed.push_back(sealed);
         }
+    }
+
+    /// Closes the open frame (it holds an item) and returns it.
+    fn take_open(&mut self, head_len: usize) -> Sealed {
         wire::seal(&mut self.open, head_len, self.items);
-        let frame = self.open.split().freeze();
-        self.sealed
-            .push_back((frame, std::mem::take(&mut self.items)));
+        Sealed {
+            frame: self.open.split().freeze(),
+            items: std::mem::take(&mut self.items),
+            kind: self.open_kind,
+        }
     }
 }
 
-/// A lane's writer: publishes its frames until the lane closes (or the node is gone).
+/// The lane's writer: publishes its frames until the lane closes (or the node is gone).
 async fn write(node: Weak<NodeShared>, lane: Arc<Lane>) {
     let mut frames = VecDeque::new();
     loop {
@@ -265,13 +297,14 @@ async fn write(node: Weak<NodeShared>, lane: Arc<Lane>) {
         let Some(node) = node.upgrade() else {
             return;
         };
-        for (frame, items) in frames.drain(..) {
+        for Sealed { frame, items, kind } in frames.drain(..) {
+            let subject = &lane.subjects[kind as usize];
             let len = frame.len();
-            match node.client.publish(lane.subject.clone(), frame).await {
+            match node.client.publish(subject.clone(), frame).await {
                 Ok(()) => node.stats.sent(items as usize, len),
                 Err(error) => {
                     node.stats.publish_error();
-                    tracing::warn!(subject = %lane.subject, %error, items, "a frame could not be published");
+                    tracing::warn!(%subject, %error, items, "a frame could not be published");
                 }
             }
         }

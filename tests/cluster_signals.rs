@@ -1,0 +1,225 @@
+//! Signals and messages between two nodes arrive in the order they were sent, as OTP orders
+//! every signal between two processes: a monitor (or link) set just before the message that
+//! ends its target sees the target's real exit, never `NoProc`; a process's last messages
+//! arrive before its `Down`. Monitors and links travel
+//! on a node's control subject and messages on its data subject, so each round is a race the
+//! node must order; many rounds give it many chances to go wrong.
+#![cfg(feature = "cluster")]
+
+mod cluster_support;
+
+use cluster_support::NatsServer;
+use procsched::cluster::{Cluster, Node, NodePid, Placement};
+use procsched::prelude::*;
+use procsched::supervision::{Incoming, Signal};
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+const GUARD: Duration = Duration::from_secs(60);
+const ROUNDS: u64 = 100;
+/// Messages a worker sends before it ends.
+const REPORTS: u64 = 20;
+
+/// What a worker on node b is told.
+#[derive(Serialize, Deserialize)]
+enum Work {
+    /// End normally.
+    Stop,
+    /// Send `REPORTS` numbered reports to `to`, then end: failing if `fail`, else normally.
+    Finish { to: NodePid, fail: bool },
+}
+
+/// What a collector on node a receives.
+#[derive(Serialize, Deserialize)]
+enum Collect {
+    Report(u64),
+    /// How many reports arrived, and whether each came in order (0, 1, … per worker).
+    Count(Reply<(u64, bool)>),
+}
+
+async fn worker(cx: ProcessCx<Work>, (): ()) -> Result<(), BoxError> {
+    let node = Node::for_scheduler(&cx.scheduler()).ok_or("not a node")?;
+    match cx.recv().await? {
+        Work::Stop => Ok(()),
+        Work::Finish { to, fail } => {
+            let addr = node.addr::<Collect>(to);
+            for n in 0..REPORTS {
+                addr.send(Collect::Report(n)).map_err(|e| e.to_string())?;
+            }
+            if fail {
+                Err("failed on purpose".into())
+            } else {
+                Ok(())
+            }
+        }
+    }
+}
+
+fn cluster(url: &str, name: &str) -> Cluster {
+    Cluster::nats(url)
+        .name(name)
+        .heartbeat(Duration::from_millis(200))
+        .down_after(Duration::from_secs(5))
+        .request_timeout(GUARD)
+        .message::<Work>("work")
+        .message::<Collect>("collect")
+        .spawnable("worker", worker)
+}
+
+async fn guarded<T>(what: &str, future: impl std::future::Future<Output = T>) -> T {
+    tokio::time::timeout(GUARD, future)
+        .await
+        .unwrap_or_else(|_| panic!("hang guard: {what}"))
+}
+
+/// Two nodes, a and b, on one server.
+async fn two_nodes(server: &NatsServer) -> Vec<(Scheduler, Node)> {
+    let mut nodes = Vec::new();
+    for name in ["a", "b"] {
+        let sched = Scheduler::builder().workers(1).build().expect("scheduler");
+        let node = Node::start(sched.handle(), cluster(&server.url(), name))
+            .await
+            .expect("node started");
+        nodes.push((sched, node));
+    }
+    for (_, node) in &nodes {
+        assert!(
+            node.wait_for_nodes(1, GUARD).await,
+            "the nodes see each other"
+        );
+    }
+    nodes
+}
+
+async fn stop(nodes: Vec<(Scheduler, Node)>) {
+    for (sched, node) in nodes {
+        node.leave().await;
+        sched.shutdown_async(GUARD).await;
+    }
+}
+
+async fn spawn_worker(a: &Node) -> NodePid {
+    guarded(
+        "spawn",
+        a.spawn_on(Placement::Node("b".into()), "worker", ()),
+    )
+    .await
+    .expect("a worker on b")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_monitor_set_before_the_message_that_stops_its_target_sees_its_real_exit() {
+    let server = NatsServer::start();
+    let nodes = two_nodes(&server).await;
+    let a = &nodes[0].1;
+    for round in 0..ROUNDS {
+        let pid = spawn_worker(a).await;
+        let down = a.monitor(pid.clone());
+        a.addr::<Work>(pid).send(Work::Stop).expect("sent");
+        let down = guarded("Down", down).await;
+        assert!(down.reason.is_normal(), "round {round}: {:?}", down.reason);
+    }
+    stop(nodes).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_process_s_last_messages_arrive_before_its_down() {
+    let server = NatsServer::start();
+    let nodes = two_nodes(&server).await;
+    let (sched_a, a) = (&nodes[0].0, &nodes[0].1);
+    let collector = sched_a
+        .spawn_fn(|cx: ProcessCx<Collect>| async move {
+            let (mut count, mut ordered) = (0u64, true);
+            loop {
+                match cx.recv().await? {
+                    Collect::Report(n) => {
+                        ordered &= n == count % REPORTS;
+                        count += 1;
+                    }
+                    Collect::Count(reply) => {
+                        let _ = reply.send((count, ordered));
+                    }
+                }
+            }
+            #[allow(unreachable_code)]
+            Ok::<_, BoxError>(())
+        })
+        .expect("collector");
+    let to = a.pid(collector.pid());
+    let collector = collector.addr();
+    for round in 0..ROUNDS {
+        let pid = spawn_worker(a).await;
+        let down = a.monitor(pid.clone());
+        let fail = round % 2 == 1;
+        a.addr::<Work>(pid)
+            .send(Work::Finish {
+                to: to.clone(),
+                fail,
+            })
+            .expect("sent");
+        let down = guarded("Down", down).await;
+        assert_eq!(
+            down.reason.is_failed(),
+            fail,
+            "round {round}: {:?}",
+            down.reason
+        );
+        // The reports were delivered to the collector's mailbox before the Down came in, so
+        // this local ask, queued behind them, counts them all.
+        let (count, ordered) = guarded("count", collector.ask(Collect::Count))
+            .await
+            .expect("counted");
+        assert_eq!(
+            count,
+            (round + 1) * REPORTS,
+            "round {round}: every report before Down"
+        );
+        assert!(ordered, "round {round}: in the order sent");
+    }
+    stop(nodes).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_link_set_before_the_message_that_ends_its_target_sees_its_real_exit() {
+    let server = NatsServer::start();
+    let nodes = two_nodes(&server).await;
+    let (sched_a, a) = (&nodes[0].0, &nodes[0].1);
+    for round in 0..ROUNDS {
+        let pid = spawn_worker(a).await;
+        let (node, remote) = (a.clone(), pid.clone());
+        let (linked_tx, linked) = tokio::sync::oneshot::channel();
+        // Traps exits, links to the worker, then takes the reports and the exit signal (a body
+        // in `recv_any` gets a queued signal before queued messages, so the reports are read in
+        // order but may come after it).
+        let linker = sched_a
+            .spawn_fn(move |cx: ProcessCx<Collect>| async move {
+                cx.trap_exit(true);
+                node.link(cx.pid(), &remote)?;
+                let _ = linked_tx.send(());
+                let (mut next, mut reason) = (0, None);
+                while next < REPORTS || reason.is_none() {
+                    match cx.recv_any().await? {
+                        Incoming::Message(Collect::Report(n)) if n == next => next += 1,
+                        Incoming::Signal(Signal::Exit(exit)) if reason.is_none() => {
+                            reason = Some(exit.reason);
+                        }
+                        _ => return Err("a report out of order, or an unexpected item".into()),
+                    }
+                }
+                Ok::<_, BoxError>(reason)
+            })
+            .expect("linker");
+        guarded("the link", linked).await.expect("linked");
+        let to = a.pid(linker.pid());
+        // The link went out before this message: the worker is linked when it reads it.
+        a.addr::<Work>(pid)
+            .send(Work::Finish { to, fail: true })
+            .expect("sent");
+        let reason = guarded("the linker", linker)
+            .await
+            .unwrap_or_else(|e| panic!("round {round}: {e}"))
+            .expect("an exit signal");
+        assert!(reason.is_failed(), "round {round}: {reason:?}");
+    }
+    stop(nodes).await;
+}
