@@ -1,7 +1,7 @@
 //! Signals and messages between two nodes arrive in the order they were sent, as OTP orders
 //! every signal between two processes: a monitor (or link) set just before the message that
 //! ends its target sees the target's real exit, never `NoProc`; a process's last messages
-//! arrive before its `Down`. Monitors and links travel
+//! arrive before its `Down` and before the exit signal of its link. Monitors and links travel
 //! on a node's control subject and messages on its data subject, so each round is a race the
 //! node must order; many rounds give it many chances to go wrong.
 #![cfg(feature = "cluster")]
@@ -180,7 +180,8 @@ async fn a_process_s_last_messages_arrive_before_its_down() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_link_set_before_the_message_that_ends_its_target_sees_its_real_exit() {
+async fn a_link_set_before_the_message_that_ends_its_target_sees_its_real_exit_after_its_last_messages(
+) {
     let server = NatsServer::start();
     let nodes = two_nodes(&server).await;
     let (sched_a, a) = (&nodes[0].0, &nodes[0].1);
@@ -188,25 +189,23 @@ async fn a_link_set_before_the_message_that_ends_its_target_sees_its_real_exit()
         let pid = spawn_worker(a).await;
         let (node, remote) = (a.clone(), pid.clone());
         let (linked_tx, linked) = tokio::sync::oneshot::channel();
-        // Traps exits, links to the worker, then takes the reports and the exit signal (a body
-        // in `recv_any` gets a queued signal before queued messages, so the reports are read in
-        // order but may come after it).
+        // Traps exits, links to the worker, then reads (in arrival order) the reports up to
+        // the exit signal.
         let linker = sched_a
             .spawn_fn(move |cx: ProcessCx<Collect>| async move {
                 cx.trap_exit(true);
                 node.link(cx.pid(), &remote)?;
                 let _ = linked_tx.send(());
-                let (mut next, mut reason) = (0, None);
-                while next < REPORTS || reason.is_none() {
+                let mut next = 0;
+                loop {
                     match cx.recv_any().await? {
                         Incoming::Message(Collect::Report(n)) if n == next => next += 1,
-                        Incoming::Signal(Signal::Exit(exit)) if reason.is_none() => {
-                            reason = Some(exit.reason);
+                        Incoming::Signal(Signal::Exit(exit)) => {
+                            return Ok::<_, BoxError>((next, exit.reason));
                         }
                         _ => return Err("a report out of order, or an unexpected item".into()),
                     }
                 }
-                Ok::<_, BoxError>(reason)
             })
             .expect("linker");
         guarded("the link", linked).await.expect("linked");
@@ -215,11 +214,14 @@ async fn a_link_set_before_the_message_that_ends_its_target_sees_its_real_exit()
         a.addr::<Work>(pid)
             .send(Work::Finish { to, fail: true })
             .expect("sent");
-        let reason = guarded("the linker", linker)
+        let (reports, reason) = guarded("the linker", linker)
             .await
-            .unwrap_or_else(|e| panic!("round {round}: {e}"))
-            .expect("an exit signal");
+            .unwrap_or_else(|e| panic!("round {round}: {e}"));
         assert!(reason.is_failed(), "round {round}: {reason:?}");
+        assert_eq!(
+            reports, REPORTS,
+            "round {round}: every report before the exit signal"
+        );
     }
     stop(nodes).await;
 }

@@ -400,8 +400,9 @@ impl<M: Send + 'static> ProcessCx<M> {
         RecvExit::new(self.owner)
     }
 
-    /// The next message or signal, signals first: for a process that serves requests and
-    /// watches others (a supervisor).
+    /// The next message or signal, in the order they arrived (OTP's mailbox order: a linked
+    /// process's last messages come before its exit signal): for a process that serves
+    /// requests and watches others (a supervisor).
     ///
     /// # Examples
     ///

@@ -91,7 +91,7 @@ pub(crate) enum Heard {
 }
 
 /// A probe's body: carries out [`Order`]s and reports every order and signal on `heard`, in
-/// the order it received them (`recv_any`: signals first). `Finish` ends it normally.
+/// the order it received them (`recv_any`: in arrival order). `Finish` ends it normally.
 pub(crate) async fn probe(
     cx: ProcessCx<Order>,
     heard: mpsc::Sender<Heard>,

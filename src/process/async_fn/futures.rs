@@ -197,7 +197,7 @@ fn received_in<T: 'static>(
         if let Some(topic) = mail.overflows.pop_front() {
             return Poll::Ready(Err(RecvError::Overflow(topic)));
         }
-        if let Some(message) = mail.inbox.pop_front() {
+        if let Some(message) = mail.pop_message() {
             return Poll::Ready(Ok(Received::Message(message)));
         }
     }

@@ -5,8 +5,10 @@
 //! The adapter files `Event::Exit` and `Event::Down` in the body's signal queue (`state.rs`),
 //! apart from its messages, so that a body in `recv()` is not handed a signal it did not ask
 //! for, and one in `recv_signal()` not a message. A body waiting in any of them is `Idle`.
-//! Signals come before messages in [`RecvAny`]: a supervisor reacts to a child's end before it
-//! reads more requests. Like every receive, each reports the process's cancellation, once.
+//! [`RecvAny`] takes messages and signals in the order they arrived, as OTP's mailbox does: a
+//! process's last messages come before its exit signal or `Down` (a child that sends its
+//! result and then ends is read in that order). Like every receive, each reports the
+//! process's cancellation, once.
 
 use super::scope::{self, Scope};
 use super::state::Received;
@@ -152,7 +154,7 @@ impl Future for RecvExit {
     }
 }
 
-/// The next message or signal, signals first. Made by
+/// The next message or signal, in the order they arrived. Made by
 /// [`ProcessCx::recv_any`](crate::ProcessCx::recv_any).
 #[must_use = "a receive does nothing unless awaited"]
 #[derive(Debug)]
@@ -181,7 +183,7 @@ impl<M: 'static> Future for RecvAny<M> {
             if let Some(cancelled) = cancellation(&mut scope) {
                 return Poll::Ready(Err(cancelled));
             }
-            if let Some(signal) = scope.state.take_signal(|_| true) {
+            if let Some(signal) = scope.state.take_signal_if_next() {
                 return Poll::Ready(Ok(Found::Signal(signal)));
             }
             if let Some(received) = scope.state.take_mail() {

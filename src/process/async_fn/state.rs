@@ -57,11 +57,15 @@ impl CxState {
     pub(super) fn route(&mut self, event: Event) -> u64 {
         match event {
             Event::YieldComplete { tag, result } => return self.keep(tag, result),
-            Event::Message(message) => self.mail().inbox.push_back(message),
+            Event::Message(message) => {
+                let mail = self.mail();
+                mail.inbox.push_back(message);
+                mail.arrived += 1;
+            }
             Event::Cancel { reason } => self.cancelled = Some(reason),
             Event::MailboxOverflow { topic } => self.mail().overflows.push_back(topic),
-            Event::Exit(exit) => self.mail().signals.push_back(Signal::Exit(exit)),
-            Event::Down(down) => self.mail().signals.push_back(Signal::Down(down)),
+            Event::Exit(exit) => self.mail().file_signal(Signal::Exit(exit)),
+            Event::Down(down) => self.mail().file_signal(Signal::Down(down)),
             // Only a re-poll was asked for.
             Event::Woken => {}
         }
@@ -71,8 +75,20 @@ impl CxState {
     /// Takes the first signal `wanted` accepts (`signals.rs`). Drops nothing.
     pub(super) fn take_signal(&mut self, wanted: impl Fn(&Signal) -> bool) -> Option<Signal> {
         let signals = &mut self.mail.as_mut()?.signals;
-        let at = signals.iter().position(wanted)?;
-        signals.remove(at)
+        let at = signals.iter().position(|(_, signal)| wanted(signal))?;
+        signals.remove(at).map(|(_, signal)| signal)
+    }
+
+    /// Takes the oldest signal if it arrived before every message still in the inbox (a
+    /// receive of either, [`RecvAny`](super::signals::RecvAny), takes them in arrival order).
+    /// Drops nothing.
+    pub(super) fn take_signal_if_next(&mut self) -> Option<Signal> {
+        let mail = self.mail.as_mut()?;
+        let &(messages_before, _) = mail.signals.front()?;
+        if messages_before > mail.taken {
+            return None;
+        }
+        mail.signals.pop_front().map(|(_, signal)| signal)
     }
 
     /// Takes what waits for a receive in the inbox: an overflow marker first, then the oldest
@@ -82,7 +98,7 @@ impl CxState {
         if let Some(topic) = mail.overflows.pop_front() {
             return Some(Received::Overflow(topic));
         }
-        mail.inbox.pop_front().map(Received::Message)
+        mail.pop_message().map(Received::Message)
     }
 
     /// `true` if no message waits in the inbox (the step may hand a lone message straight to
@@ -174,7 +190,7 @@ impl Drop for CxState {
         if let Some(mail) = self.mail.take() {
             drop_each(mail.inbox);
             // An exit reason may hold a user's error.
-            drop_each(mail.signals);
+            drop_each(mail.signals.into_iter().map(|(_, signal)| signal));
         }
         if let Some(extra) = self.calls.extra.take() {
             drop_each(extra.completions);
@@ -189,8 +205,27 @@ pub(super) struct Mail {
     pub(super) inbox: VecDeque<Message>,
     /// Topics whose overflow marker the body has not yet received.
     pub(super) overflows: VecDeque<Topic>,
-    /// Exit signals (when trapping) and monitors' `Down`s not yet received (`signals.rs`).
-    pub(super) signals: VecDeque<Signal>,
+    /// Exit signals (when trapping) and monitors' `Down`s not yet received (`signals.rs`),
+    /// each with the number of messages that arrived before it: a signal is next in arrival
+    /// order once that many have been taken (`taken`).
+    pub(super) signals: VecDeque<(u64, Signal)>,
+    /// Messages filed in the inbox, ever.
+    arrived: u64,
+    /// Messages taken from the inbox, ever.
+    taken: u64,
+}
+
+impl Mail {
+    fn file_signal(&mut self, signal: Signal) {
+        self.signals.push_back((self.arrived, signal));
+    }
+
+    /// The oldest message in the inbox.
+    pub(super) fn pop_message(&mut self) -> Option<Message> {
+        let message = self.inbox.pop_front()?;
+        self.taken += 1;
+        Some(message)
+    }
 }
 
 /// What waits in the inbox for a receive.
