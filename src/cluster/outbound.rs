@@ -88,6 +88,7 @@ pub(crate) fn start(node: &Arc<NodeShared>, peer: &PeerId) -> Outbound {
             open: BytesMut::new(),
             items: 0,
             open_kind: Kind::Data,
+            last_len: 0,
             sealed: VecDeque::new(),
             idle: false,
             closed: false,
@@ -147,6 +148,9 @@ struct LaneState {
     open: BytesMut,
     items: u32,
     open_kind: Kind,
+    /// The length of the last frame sealed: a new frame reserves that much, so a frame filling
+    /// in a burst is not grown (reallocated and copied) item by item.
+    last_len: usize,
     /// Sealed frames, oldest first.
     sealed: VecDeque<Sealed>,
     /// The writer found nothing to publish and waits for a wake.
@@ -177,7 +181,8 @@ impl Lane {
         }
         if state.items == 0 {
             // Reuses the last frame's buffer if NATS is done with it.
-            state.open.reserve((self.head.len() + size).max(MIN_FRAME));
+            let reserve = (self.head.len() + size).max(MIN_FRAME).max(state.last_len);
+            state.open.reserve(reserve);
             state.open.extend_from_slice(&self.head);
             state.open_kind = kind;
         }
@@ -262,6 +267,7 @@ impl LaneState {
     /// Closes the open frame (it holds an item) and returns it.
     fn take_open(&mut self, head_len: usize) -> Sealed {
         wire::seal(&mut self.open, head_len, self.items);
+        self.last_len = self.open.len();
         Sealed {
             frame: self.open.split().freeze(),
             items: std::mem::take(&mut self.items),
