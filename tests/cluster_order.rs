@@ -7,7 +7,7 @@
 
 mod cluster_support;
 
-use cluster_support::NatsServer;
+use cluster_support::{start_nodes, NatsServer};
 use procsched::cluster::{Cluster, Node, Placement, RemoteAddr};
 use procsched::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -110,16 +110,8 @@ fn send_all(addr: &RemoteAddr<Seq>, sender: u64) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_senders_keep_their_order_across_batches_and_frames() {
     let server = NatsServer::start();
-    let mut nodes = Vec::new();
-    for name in ["a", "b"] {
-        let sched = Scheduler::builder().workers(1).build().expect("scheduler");
-        let node = Node::start(sched.handle(), cluster(&server.url(), name))
-            .await
-            .expect("node started");
-        nodes.push((sched, node));
-    }
+    let nodes = start_nodes(&["a", "b"], |name| cluster(&server.url(), name), GUARD).await;
     let (a, b) = (&nodes[0].1, &nodes[1].1);
-    assert!(a.wait_for_nodes(1, GUARD).await && b.wait_for_nodes(1, GUARD).await);
     let target = a
         .spawn_on(Placement::Node("b".into()), "checker", ())
         .await

@@ -8,7 +8,7 @@
 
 mod cluster_support;
 
-use cluster_support::NatsServer;
+use cluster_support::{start_nodes, NatsServer};
 use procsched::cluster::{Cluster, Node, NodePid, Placement};
 use procsched::prelude::*;
 use procsched::supervision::{Incoming, Signal};
@@ -74,21 +74,7 @@ async fn guarded<T>(what: &str, future: impl std::future::Future<Output = T>) ->
 
 /// Two nodes, a and b, on one server.
 async fn two_nodes(server: &NatsServer) -> Vec<(Scheduler, Node)> {
-    let mut nodes = Vec::new();
-    for name in ["a", "b"] {
-        let sched = Scheduler::builder().workers(1).build().expect("scheduler");
-        let node = Node::start(sched.handle(), cluster(&server.url(), name))
-            .await
-            .expect("node started");
-        nodes.push((sched, node));
-    }
-    for (_, node) in &nodes {
-        assert!(
-            node.wait_for_nodes(1, GUARD).await,
-            "the nodes see each other"
-        );
-    }
-    nodes
+    start_nodes(&["a", "b"], |name| cluster(&server.url(), name), GUARD).await
 }
 
 async fn stop(nodes: Vec<(Scheduler, Node)>) {

@@ -20,10 +20,13 @@ use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 mod nats;
+mod nodes;
 
-// A test file may use only one of the two: not a warning (CI denies warnings).
+// A test file may use only some of these: not a warning (CI denies warnings).
 #[allow(unused_imports)]
 pub(crate) use nats::{NatsCluster, NatsServer};
+#[allow(unused_imports)]
+pub(crate) use nodes::start_nodes;
 
 /// Hang guard for one server (or every member of a cluster) to become ready. Observed start-up is
 /// well under a second; 20 s leaves room for a loaded 2-core CI machine.

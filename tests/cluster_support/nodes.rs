@@ -1,0 +1,31 @@
+//! Nodes for a test: one scheduler (one worker) and one node per name, on the given cluster
+//! configuration, returned once every node sees all the others.
+
+use procsched::cluster::{Cluster, Node};
+use procsched::prelude::*;
+use std::time::Duration;
+
+/// Starts a node named after each of `names` with `cluster(name)`; panics (failing the test)
+/// if one does not start or the nodes do not see each other within `guard` (a hang guard).
+pub(crate) async fn start_nodes(
+    names: &[&str],
+    cluster: impl Fn(&str) -> Cluster,
+    guard: Duration,
+) -> Vec<(Scheduler, Node)> {
+    let mut nodes = Vec::new();
+    for &name in names {
+        let sched = Scheduler::builder().workers(1).build().expect("scheduler");
+        let node = Node::start(sched.handle(), cluster(name))
+            .await
+            .unwrap_or_else(|e| panic!("node {name} did not start: {e}"));
+        nodes.push((sched, node));
+    }
+    for (_, node) in &nodes {
+        assert!(
+            node.wait_for_nodes(names.len() - 1, guard).await,
+            "hang guard: node {} never saw the others",
+            node.name()
+        );
+    }
+    nodes
+}
