@@ -1,7 +1,8 @@
 //! Signals and messages between two nodes arrive in the order they were sent, as OTP orders
 //! every signal between two processes: a monitor (or link) set just before the message that
 //! ends its target sees the target's real exit, never `NoProc`; a process's last messages
-//! arrive before its `Down` and before the exit signal of its link. Monitors and links travel
+//! arrive before its `Down` and before the exit signal of its link, and before the answer to an
+//! ask it replies to after sending them. Monitors, links and replies travel
 //! on a node's control subject and messages on its data subject, so each round is a race the
 //! node must order; many rounds give it many chances to go wrong.
 #![cfg(feature = "cluster")]
@@ -27,6 +28,12 @@ enum Work {
     Stop,
     /// Send `REPORTS` numbered reports to `to`, then end: failing if `fail`, else normally.
     Finish { to: NodePid, fail: bool },
+    /// Send report `n` to `to`, then answer `n` (a reporter; a worker takes only the above).
+    ReportThenReply {
+        to: NodePid,
+        n: u64,
+        reply: Reply<u64>,
+    },
 }
 
 /// What a collector on node a receives.
@@ -40,7 +47,7 @@ enum Collect {
 async fn worker(cx: ProcessCx<Work>, (): ()) -> Result<(), BoxError> {
     let node = Node::for_scheduler(&cx.scheduler()).ok_or("not a node")?;
     match cx.recv().await? {
-        Work::Stop => Ok(()),
+        Work::Stop | Work::ReportThenReply { .. } => Ok(()),
         Work::Finish { to, fail } => {
             let addr = node.addr::<Collect>(to);
             for n in 0..REPORTS {
@@ -55,6 +62,22 @@ async fn worker(cx: ProcessCx<Work>, (): ()) -> Result<(), BoxError> {
     }
 }
 
+/// Answers `ReportThenReply` until told to stop.
+async fn reporter(cx: ProcessCx<Work>, (): ()) -> Result<(), BoxError> {
+    let node = Node::for_scheduler(&cx.scheduler()).ok_or("not a node")?;
+    loop {
+        match cx.recv().await? {
+            Work::ReportThenReply { to, n, reply } => {
+                node.addr::<Collect>(to)
+                    .send(Collect::Report(n))
+                    .map_err(|e| e.to_string())?;
+                let _ = reply.send(n);
+            }
+            _ => return Ok(()),
+        }
+    }
+}
+
 fn cluster(url: &str, name: &str) -> Cluster {
     Cluster::nats(url)
         .name(name)
@@ -64,6 +87,7 @@ fn cluster(url: &str, name: &str) -> Cluster {
         .message::<Work>("work")
         .message::<Collect>("collect")
         .spawnable("worker", worker)
+        .spawnable("reporter", reporter)
 }
 
 async fn guarded<T>(what: &str, future: impl std::future::Future<Output = T>) -> T {
@@ -108,18 +132,16 @@ async fn a_monitor_set_before_the_message_that_stops_its_target_sees_its_real_ex
     stop(nodes).await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_process_s_last_messages_arrive_before_its_down() {
-    let server = NatsServer::start();
-    let nodes = two_nodes(&server).await;
-    let (sched_a, a) = (&nodes[0].0, &nodes[0].1);
-    let collector = sched_a
-        .spawn_fn(|cx: ProcessCx<Collect>| async move {
+/// A process on node a counting the reports it receives: `Count` answers how many, and whether
+/// each was the one expected (0, 1, … `cycle - 1`, then 0 again).
+fn spawn_collector(sched: &Scheduler, cycle: u64) -> ProcessHandle<(), Collect> {
+    sched
+        .spawn_fn(move |cx: ProcessCx<Collect>| async move {
             let (mut count, mut ordered) = (0u64, true);
             loop {
                 match cx.recv().await? {
                     Collect::Report(n) => {
-                        ordered &= n == count % REPORTS;
+                        ordered &= n == count % cycle;
                         count += 1;
                     }
                     Collect::Count(reply) => {
@@ -130,7 +152,15 @@ async fn a_process_s_last_messages_arrive_before_its_down() {
             #[allow(unreachable_code)]
             Ok::<_, BoxError>(())
         })
-        .expect("collector");
+        .expect("collector")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_process_s_last_messages_arrive_before_its_down() {
+    let server = NatsServer::start();
+    let nodes = two_nodes(&server).await;
+    let (sched_a, a) = (&nodes[0].0, &nodes[0].1);
+    let collector = spawn_collector(sched_a, REPORTS);
     let to = a.pid(collector.pid());
     let collector = collector.addr();
     for round in 0..ROUNDS {
@@ -208,6 +238,41 @@ async fn a_link_set_before_the_message_that_ends_its_target_sees_its_real_exit_a
             reports, REPORTS,
             "round {round}: every report before the exit signal"
         );
+    }
+    stop(nodes).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reply_arrives_after_the_messages_its_process_sent_before_replying() {
+    let server = NatsServer::start();
+    let nodes = two_nodes(&server).await;
+    let (sched_a, a) = (&nodes[0].0, &nodes[0].1);
+    let collector = spawn_collector(sched_a, u64::MAX);
+    let to = a.pid(collector.pid());
+    let collector = collector.addr();
+    let reporter = guarded(
+        "spawn",
+        a.spawn_on(Placement::Node("b".into()), "reporter", ()),
+    )
+    .await
+    .expect("a reporter on b");
+    let reporter = a.addr::<Work>(reporter);
+    for n in 0..ROUNDS * REPORTS {
+        let to = to.clone();
+        let answer = guarded(
+            "the reply",
+            reporter.ask(|reply| Work::ReportThenReply { to, n, reply }),
+        )
+        .await
+        .expect("answered");
+        assert_eq!(answer, n);
+        // Report n reached the collector's mailbox before the reply came in; this local ask
+        // queues behind it.
+        let (count, ordered) = guarded("count", collector.ask(Collect::Count))
+            .await
+            .expect("counted");
+        assert_eq!(count, n + 1, "report {n} before its reply");
+        assert!(ordered, "report {n}: in the order sent");
     }
     stop(nodes).await;
 }
