@@ -22,13 +22,9 @@
 
 use criterion::Criterion;
 use procsched::prelude::*;
-use procsched::state_machine::{Events, Status};
-use procsched::{
-    metrics::ProcessState,
-    state_machine::{Event, Process, StepOutput},
-};
+use procsched::state_machine::{Event, Events, Process, StepOutput};
+use procsched_benches::ring::{self, wait_until_waiting, Form};
 use procsched_benches::{format_ns, format_ratio, median_ns, publish_report, WORKERS};
-use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant, SystemTime};
 use tokio::sync::{mpsc, oneshot};
 
@@ -56,18 +52,6 @@ fn tokio_runtime() -> tokio::runtime::Runtime {
         .enable_all()
         .build()
         .expect("tokio runtime")
-}
-
-/// Waits (spinning politely) until `pid` waits for messages: the receiver "started first".
-fn wait_until_waiting(sched: &Scheduler, pid: Pid) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !matches!(
-        sched.state(pid),
-        Some(ProcessState::Idle | ProcessState::Blocked)
-    ) {
-        assert!(Instant::now() < deadline, "the receiver never started");
-        std::thread::yield_now();
-    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -290,111 +274,21 @@ fn asks(c: &mut Criterion) {
 // ring_pids, ring_addrs
 // ---------------------------------------------------------------------------------------------
 
-/// A ring member: learns the ring from `ring`, forwards every token to the next member with
-/// `SchedulerHandle::send`, finishes after [`LAPS`] tokens.
-struct RingNode {
-    me: usize,
-    ring: Arc<OnceLock<Vec<Pid>>>,
-    sched: SchedulerHandle,
-    seen: u64,
-}
-
-impl Process for RingNode {
-    type Output = u64;
-    fn step(&mut self, events: &mut Events, out: &mut StepOutput<u64>) -> Result<(), BoxError> {
-        for event in events.drain() {
-            if let Event::Message(message) = event {
-                let token = message.payload.take::<u64>()?;
-                let ring = self.ring.get().ok_or("the ring is not set")?;
-                let next = ring[(self.me + 1) % ring.len()];
-                self.seen += 1;
-                // The last forward may find the next member finished.
-                let _ = self
-                    .sched
-                    .send(next, Message::new("token", Payload::new(token + 1)));
-            }
-        }
-        out.set_status(if self.seen >= LAPS {
-            Status::Done(self.seen)
-        } else {
-            Status::Idle
-        });
-        Ok(())
-    }
-}
-
-/// Times one ring: spawned by `spawn` (member `i` of the ring of `ring`), then the first token,
-/// then every handle joined.
-fn time_ring<M: 'static>(
-    sched: &Scheduler,
-    spawn: impl Fn(usize, Arc<OnceLock<Vec<Pid>>>) -> ProcessHandle<u64, M>,
-) -> Duration {
-    let ring = Arc::new(OnceLock::new());
-    let members: Vec<_> = (0..RING).map(|i| spawn(i, ring.clone())).collect();
-    ring.set(members.iter().map(ProcessHandle::pid).collect())
-        .expect("set once");
-    for member in &members {
-        wait_until_waiting(sched, member.pid());
-    }
-    let start = Instant::now();
-    sched
-        .send(members[0].pid(), Message::new("token", Payload::new(0u64)))
-        .expect("first send");
-    for member in members {
-        assert_eq!(sched.block_on(member).expect("member"), LAPS);
-    }
-    start.elapsed()
-}
-
 fn rings(c: &mut Criterion) {
     let mut group = c.benchmark_group("ring_pids");
     group
         .sample_size(10)
         .measurement_time(Duration::from_secs(5));
     let sched = scheduler();
-    group.bench_function("sm", |b| {
-        b.iter_custom(|iterations| {
-            (0..iterations)
-                .map(|_| {
-                    time_ring(&sched, |me, ring| {
-                        let node = RingNode {
-                            me,
-                            ring,
-                            sched: sched.handle().clone(),
-                            seen: 0,
-                        };
-                        sched.spawn(node, "run", Payload::empty()).expect("spawn")
-                    })
-                })
-                .sum()
-        })
-    });
-    group.bench_function("async", |b| {
-        b.iter_custom(|iterations| {
-            (0..iterations)
-                .map(|_| {
-                    time_ring(&sched, |me, ring| {
-                        sched
-                            .spawn_fn(move |cx: ProcessCx<u64>| async move {
-                                let sched = cx.scheduler();
-                                for seen in 1..=LAPS {
-                                    let token = cx.recv().await?;
-                                    let ring = ring.get().ok_or("the ring is not set")?;
-                                    let next = ring[(me + 1) % ring.len()];
-                                    let _ = sched
-                                        .send(next, Message::new("token", Payload::new(token + 1)));
-                                    if seen == LAPS {
-                                        return Ok::<_, BoxError>(seen);
-                                    }
-                                }
-                                Ok(LAPS)
-                            })
-                            .expect("spawn")
-                    })
-                })
-                .sum()
-        })
-    });
+    for (name, form) in [("sm", Form::StateMachine), ("async", Form::AsyncPids)] {
+        group.bench_function(name, |b| {
+            b.iter_custom(|iterations| {
+                (0..iterations)
+                    .map(|_| ring::run(&sched, form, RING, LAPS))
+                    .sum()
+            })
+        });
+    }
     let runtime = tokio_runtime();
     group.bench_function(NATIVE, |b| {
         b.iter_custom(|iterations| {
@@ -412,24 +306,7 @@ fn rings(c: &mut Criterion) {
     group.bench_function("async", |b| {
         b.iter_custom(|iterations| {
             (0..iterations)
-                .map(|_| {
-                    time_ring(&sched, |me, ring| {
-                        let sched = sched.handle().clone();
-                        sched
-                            .clone()
-                            .spawn_fn(move |cx: ProcessCx<u64>| async move {
-                                let first = cx.recv().await?;
-                                let ring = ring.get().ok_or("the ring is not set")?;
-                                let next = sched.addr::<u64>(ring[(me + 1) % ring.len()]);
-                                let _ = next.send(first + 1);
-                                for _ in 1..LAPS {
-                                    let _ = next.send(cx.recv().await? + 1);
-                                }
-                                Ok::<_, BoxError>(LAPS)
-                            })
-                            .expect("spawn")
-                    })
-                })
+                .map(|_| ring::run(&sched, Form::AsyncAddrs, RING, LAPS))
                 .sum()
         })
     });

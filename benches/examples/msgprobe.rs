@@ -3,12 +3,8 @@
 //! ask_native> [iterations]`. Prints the median per-unit time.
 
 use procsched::prelude::*;
-use procsched::state_machine::{Events, Status};
-use procsched::{
-    metrics::ProcessState,
-    state_machine::{Event, Process, StepOutput},
-};
-use std::sync::{Arc, OnceLock};
+use procsched::state_machine::{Event, Events, Process, StepOutput};
+use procsched_benches::ring::{self, wait_until_waiting, Form};
 use std::time::{Duration, Instant};
 
 const SENDS: u64 = 100_000;
@@ -35,69 +31,9 @@ impl Process for Sink {
     }
 }
 
-fn wait_until_waiting(sched: &Scheduler, pid: Pid) {
-    while !matches!(
-        sched.state(pid),
-        Some(ProcessState::Idle | ProcessState::Blocked)
-    ) {
-        std::thread::yield_now();
-    }
-}
-
-/// A ring member as in `benches/messages.rs`'s `ring_pids/sm`.
-struct RingNode {
-    me: usize,
-    ring: Arc<OnceLock<Vec<Pid>>>,
-    sched: SchedulerHandle,
-    seen: u64,
-}
-
+/// Processes in the ring; each sees `LAPS` tokens (`RING * LAPS` = `SENDS` hops).
 const RING: usize = 1_000;
-const LAPS: u64 = 100; // RING * LAPS = SENDS hops
-
-impl Process for RingNode {
-    type Output = u64;
-    fn step(&mut self, events: &mut Events, out: &mut StepOutput<u64>) -> Result<(), BoxError> {
-        for event in events.drain() {
-            if let Event::Message(message) = event {
-                let token = message.payload.take::<u64>()?;
-                let ring = self.ring.get().ok_or("the ring is not set")?;
-                let next = ring[(self.me + 1) % ring.len()];
-                self.seen += 1;
-                let _ = self
-                    .sched
-                    .send(next, Message::new("token", Payload::new(token + 1)));
-            }
-        }
-        out.set_status(if self.seen >= LAPS {
-            Status::Done(self.seen)
-        } else {
-            Status::Idle
-        });
-        Ok(())
-    }
-}
-
-fn time_ring<M: 'static>(
-    sched: &Scheduler,
-    spawn: impl Fn(usize, Arc<OnceLock<Vec<Pid>>>) -> ProcessHandle<u64, M>,
-) -> Duration {
-    let ring = Arc::new(OnceLock::new());
-    let members: Vec<_> = (0..RING).map(|i| spawn(i, ring.clone())).collect();
-    ring.set(members.iter().map(ProcessHandle::pid).collect())
-        .expect("set once");
-    for member in &members {
-        wait_until_waiting(sched, member.pid());
-    }
-    let start = Instant::now();
-    sched
-        .send(members[0].pid(), Message::new("token", Payload::new(0u64)))
-        .expect("first send");
-    for member in members {
-        assert_eq!(sched.block_on(member).expect("member"), LAPS);
-    }
-    start.elapsed()
-}
+const LAPS: u64 = 100;
 
 fn main() {
     let mut args = std::env::args().skip(1);
@@ -196,49 +132,9 @@ fn main() {
                 sched.terminate(server.pid()).unwrap();
                 elapsed
             }
-            "ring_sm" => time_ring(&sched, |me, ring| {
-                let node = RingNode {
-                    me,
-                    ring,
-                    sched: sched.handle().clone(),
-                    seen: 0,
-                };
-                sched.spawn(node, "run", Payload::empty()).expect("spawn")
-            }),
-            "ring_async" => time_ring(&sched, |me, ring| {
-                sched
-                    .spawn_fn(move |cx: ProcessCx<u64>| async move {
-                        let sched = cx.scheduler();
-                        for seen in 1..=LAPS {
-                            let token = cx.recv().await?;
-                            let ring = ring.get().ok_or("the ring is not set")?;
-                            let next = ring[(me + 1) % ring.len()];
-                            let _ =
-                                sched.send(next, Message::new("token", Payload::new(token + 1)));
-                            if seen == LAPS {
-                                return Ok::<_, BoxError>(seen);
-                            }
-                        }
-                        Ok(LAPS)
-                    })
-                    .expect("spawn")
-            }),
-            "ring_addrs" => time_ring(&sched, |me, ring| {
-                let sched = sched.handle().clone();
-                sched
-                    .clone()
-                    .spawn_fn(move |cx: ProcessCx<u64>| async move {
-                        let first = cx.recv().await?;
-                        let ring = ring.get().ok_or("the ring is not set")?;
-                        let next = sched.addr::<u64>(ring[(me + 1) % ring.len()]);
-                        let _ = next.send(first + 1);
-                        for _ in 1..LAPS {
-                            let _ = next.send(cx.recv().await? + 1);
-                        }
-                        Ok::<_, BoxError>(LAPS)
-                    })
-                    .expect("spawn")
-            }),
+            "ring_sm" => ring::run(&sched, Form::StateMachine, RING, LAPS),
+            "ring_async" => ring::run(&sched, Form::AsyncPids, RING, LAPS),
+            "ring_addrs" => ring::run(&sched, Form::AsyncAddrs, RING, LAPS),
             "ask_native" => {
                 let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(
                     u64,

@@ -10,8 +10,8 @@
 //!   a runtime's own join machinery.
 //! - [`report`]: reading criterion's saved estimates back, formatting them as Markdown tables.
 //! - [`memory`]: the resident-set figures of `/proc/self/status`.
-//! - [`native_ring`]: the tokio-native ring of the messages bench (also run by
-//!   `examples/msgprobe.rs`).
+//! - [`native_ring`] and [`ring`]: the tokio-native ring of the messages bench and procsched's
+//!   in its three forms (both also run by `examples/msgprobe.rs`).
 //! - [`blocked`]: the receiver of the process bench's `send_to_blocked`, on procsched and on
 //!   tokio-native (also run by `examples/send_size.rs`).
 //!
@@ -23,6 +23,7 @@ pub mod countdown;
 pub mod memory;
 pub mod native_ring;
 pub mod report;
+pub mod ring;
 pub mod runtime;
 
 pub use countdown::{CountDown, CountDownHandle};
