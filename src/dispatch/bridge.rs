@@ -33,7 +33,7 @@
 //! future and completes its yield as `Cancelled`. Dispatch reads it too, so a handler that is
 //! pending after the shutdown completes as `Cancelled` at once. No handler misses the mark: the
 //! executor's broadcast wake orders each task's next poll after step 1 (its `state.rs`,
-//! "Broadcast wake", checked by `loom_a_condition_set_before_waking_every_owned_task_is_seen`).
+//! "Wake by reference", checked by `loom_a_condition_set_before_waking_every_owned_task_is_seen`).
 //! When the last waiting handler finishes, the sentinel is disarmed (it ends without firing).
 
 use super::sentinel::SentinelSlot;

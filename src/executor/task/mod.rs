@@ -13,6 +13,7 @@
 //! A [`Task`] can wake its task too ([`Task::wake_by_broadcast`]): the owned-task list's
 //! `wake_all` does, for a condition its tasks check on every poll.
 
+mod deferred_wake;
 mod error;
 mod harness;
 mod join;
@@ -23,6 +24,7 @@ mod waker;
 #[cfg(test)]
 pub(super) mod tests;
 
+pub(crate) use deferred_wake::DeferredWake;
 pub(crate) use error::panic_message;
 pub use error::JoinError;
 pub use join::JoinHandle;
@@ -130,11 +132,11 @@ impl<S: Schedule> Task<S> {
         self.raw.shutdown()
     }
 
-    /// Wakes the task for a broadcast (`OwnedTasks::wake_all`, `state.rs` "Broadcast wake"): an
+    /// Wakes the task for a broadcast (`OwnedTasks::wake_all`, `state.rs` "Wake by reference"): an
     /// idle task is queued, a running one polled once more, a queued or completed one left as it
     /// is. A spurious wake, which every future must tolerate.
     pub(crate) fn wake_by_broadcast(&self) {
-        match self.raw.state().transition_to_notified_by_broadcast() {
+        match self.raw.state().transition_to_notified_by_ref() {
             TransitionToNotified::Submit => self.raw.schedule(),
             TransitionToNotified::DoNothing => {}
             TransitionToNotified::Dealloc => unreachable!("a wake never drops a reference"),

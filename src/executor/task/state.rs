@@ -54,18 +54,25 @@
 //! Checked by `loom_join_handle_waker_registration_racing_with_completion` and, for the output's
 //! ownership when the handle drops, `loom_join_handle_drop_racing_with_completion`.
 //!
-//! # Broadcast wake
-//! 1. A thread sets a condition that tasks read on every poll (no waker registered for it).
-//! 2. It calls `OwnedTasks::wake_all`, which applies
-//!    [`State::transition_to_notified_by_broadcast`] to every owned task: idle → `SCHEDULED` and
-//!    queued; running → `NOTIFIED`; queued → written back unchanged.
-//! 3. The task's next poll begins with [`State::transition_to_running`] and then reads the
-//!    condition.
+//! # Wake by reference (and broadcast)
+//! 1. A thread publishes an event the task reads on its next poll (a flag, a queue, a mailbox),
+//!    or, for a broadcast, a condition every owned task reads on every poll.
+//! 2. It applies [`State::transition_to_notified_by_ref`] — through `wake_by_ref`, a
+//!    [`DeferredWake`](super::DeferredWake) prepared under a mailbox lock, or `OwnedTasks::wake_all`
+//!    for every owned task: idle → `SCHEDULED` and queued; running → `NOTIFIED`; queued → written
+//!    back unchanged.
+//! 3. The task's next poll begins with [`State::transition_to_running`] and then reads the event.
 //!
 //! Step 2 always writes (unless `COMPLETE`), so it and step 3 are both RMWs on this word: in
-//! either order the poll that reads the condition comes after step 2 in the word's order and
-//! synchronizes with it, so it sees step 1. Checked by
-//! `loom_a_condition_set_before_waking_every_owned_task_is_seen` (`executor/tests/loom_park.rs`).
+//! either order the poll that reads the event comes after step 2 in the word's order and
+//! synchronizes with it, so it sees step 1. A plain load where there is nothing to change (a
+//! queued or already-notified task) would leave step 1's store and the poller's load in a
+//! store-buffering race: the load could return a `SCHEDULED` whose poll has already read the
+//! event unset, and the wake would be lost. Checked by
+//! `loom_a_condition_set_before_waking_every_owned_task_is_seen` (`executor/tests/loom_park.rs`),
+//! `loom_wake_by_ref_while_running_causes_exactly_one_more_poll` and
+//! `loom_deferred_wake_while_running_causes_exactly_one_more_poll` (`executor/tests/loom_task.rs`),
+//! each of which deadlocks with the plain load.
 
 use crate::loom::atomic::{AtomicUsize, Ordering::*};
 use std::fmt;
@@ -231,40 +238,13 @@ impl State {
         })
     }
 
-    /// A borrowed waker fires (`wake_by_ref`). On `Submit` a new reference was taken for the
-    /// `Notified`.
+    /// A wake that keeps its reference: a borrowed waker fires (`wake_by_ref`), a
+    /// [`DeferredWake`](super::DeferredWake) is prepared, or a broadcast wakes every owned task
+    /// (module docs, "Wake by reference"). On `Submit` a new reference was taken for the
+    /// `Notified`. It *writes* the word in every case but `COMPLETE` — a queued or
+    /// already-notified task gets its own value back — so that it is an RMW in the word's order
+    /// (module docs: a plain load would race with the poller's and could lose the wake).
     pub(crate) fn transition_to_notified_by_ref(&self) -> TransitionToNotified {
-        self.fetch_update_action(|mut next| {
-            if next.is_running() {
-                if next.is_notified() {
-                    return (TransitionToNotified::DoNothing, None);
-                }
-                next.0 |= NOTIFIED;
-                (TransitionToNotified::DoNothing, Some(next))
-            } else if next.is_complete() || next.is_scheduled() {
-                (TransitionToNotified::DoNothing, None)
-            } else {
-                next.0 |= SCHEDULED;
-                next.ref_inc();
-                (TransitionToNotified::Submit, Some(next))
-            }
-        })
-    }
-
-    /// A broadcast wake (`OwnedTasks::wake_all`): as [`transition_to_notified_by_ref`], except
-    /// that it *writes* the word in every case but `COMPLETE` — a queued or already-notified task
-    /// gets its own value back. The broadcast's caller set a condition just before, which the
-    /// task reads after its next `transition_to_running`; a plain load here (what
-    /// `transition_to_notified_by_ref` does when there is nothing to change) would leave that
-    /// condition's store and the poller's load in a store-buffering race, and the poll could
-    /// read it unset. A write puts this RMW in the word's modification order, before the poller's
-    /// next RMW (which then reads from it, and synchronizes with it) or after (then it finds
-    /// `RUNNING` and sets `NOTIFIED`). Checked by
-    /// `loom_a_condition_set_before_waking_every_owned_task_is_seen` (which deadlocks with the
-    /// plain load). On `Submit` a new reference was taken for the `Notified`.
-    ///
-    /// [`transition_to_notified_by_ref`]: Self::transition_to_notified_by_ref
-    pub(crate) fn transition_to_notified_by_broadcast(&self) -> TransitionToNotified {
         self.fetch_update_action(|mut next| {
             if next.is_complete() {
                 (TransitionToNotified::DoNothing, None)

@@ -18,6 +18,14 @@ pub(super) fn borrowed(raw: RawTask) -> Waker {
     unsafe { Waker::from_raw(raw_waker(raw)) }
 }
 
+/// The task `waker` wakes, if it is one of this executor's wakers (which keeps the task alive
+/// while it is borrowed). `VTABLE` is a `static`, so its address identifies our wakers.
+#[inline]
+pub(super) fn task_of(waker: &Waker) -> Option<RawTask> {
+    // SAFETY: a waker with our vtable was built by `raw_waker`, from a task header pointer.
+    std::ptr::eq(waker.vtable(), &VTABLE).then(|| unsafe { raw_task(waker.data()) })
+}
+
 fn raw_waker(raw: RawTask) -> RawWaker {
     RawWaker::new(raw.header_ptr().as_ptr() as *const (), &VTABLE)
 }

@@ -3,6 +3,7 @@
 //! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test --lib --release loom_`
 
 use crate::executor::task::tests::toy::{probe, spawn, take_waker, Toy};
+use crate::executor::task::DeferredWake;
 use crate::loom::atomic::{AtomicUsize, Ordering::SeqCst};
 use crate::loom::model::model;
 use crate::loom::{lock, thread, Arc};
@@ -52,6 +53,93 @@ fn loom_wake_racing_with_completion() {
         };
         // Fires while the final poll runs, or after completion.
         waker.wake();
+        worker.join().unwrap();
+        toy.run_all();
+        assert_eq!(loom::future::block_on(join).unwrap(), 2);
+        assert_eq!(probe.drops.load(SeqCst), 1);
+    });
+}
+
+/// `wake_by_ref` after an event published by a store the poll loads (`state.rs`, "Wake by
+/// reference"): against a queued task it must still write the word, or the poll already under
+/// way could read the event unset while the wake saw `SCHEDULED` and did nothing.
+#[test]
+fn loom_wake_by_ref_while_running_causes_exactly_one_more_poll() {
+    model(|| {
+        let toy = Arc::new(Toy::default());
+        let (future, probe) = probe();
+        let join = spawn(&toy, future);
+        toy.run_all();
+        let waker = take_waker(&probe);
+        waker.wake_by_ref();
+
+        let worker = {
+            let toy = toy.clone();
+            thread::spawn(move || toy.run_all())
+        };
+        probe.event.store(true, SeqCst);
+        waker.wake_by_ref();
+        drop(waker);
+        worker.join().unwrap();
+        toy.run_all();
+
+        let polls = loom::future::block_on(join).expect("completes");
+        assert!(polls == 2 || polls == 3, "polls = {polls}");
+        assert!(lock(&toy.queue).is_empty());
+    });
+}
+
+/// `DeferredWake` (`task/deferred_wake.rs`): the transition made on one thread (as under a
+/// mailbox lock), the queuing later, while a worker polls the task: the wake is neither lost nor
+/// doubled, and the task is never polled twice at once.
+#[test]
+fn loom_deferred_wake_while_running_causes_exactly_one_more_poll() {
+    model(|| {
+        let toy = Arc::new(Toy::default());
+        let (future, probe) = probe();
+        let join = spawn(&toy, future);
+        toy.run_all(); // poll 1: Pending, waker stored
+        let waker = take_waker(&probe);
+        waker.wake_by_ref();
+
+        let worker = {
+            let toy = toy.clone();
+            thread::spawn(move || toy.run_all())
+        };
+        probe.event.store(true, SeqCst);
+        let wake = DeferredWake::prepare(&waker);
+        drop(waker); // the slot's waker may go before the wake fires
+        wake.fire();
+        worker.join().unwrap();
+        toy.run_all();
+
+        let polls = loom::future::block_on(join).expect("completes");
+        assert!(polls == 2 || polls == 3, "polls = {polls}");
+        assert_eq!(probe.polls.load(SeqCst), polls, "no poll after completion");
+        assert!(lock(&toy.queue).is_empty());
+    });
+}
+
+/// A deferred wake prepared while the final poll may be running or done: the task completes
+/// once, its future is dropped once, and the late `Notified` (if any) is harmless.
+#[test]
+fn loom_deferred_wake_racing_with_completion() {
+    model(|| {
+        let toy = Arc::new(Toy::default());
+        let (future, probe) = probe();
+        let join = spawn(&toy, future);
+        toy.run_all();
+        let waker = take_waker(&probe);
+        probe.event.store(true, SeqCst);
+        waker.wake_by_ref();
+
+        let worker = {
+            let toy = toy.clone();
+            thread::spawn(move || toy.run_all())
+        };
+        let wake = DeferredWake::prepare(&waker);
+        drop(waker);
+        wake.fire();
         worker.join().unwrap();
         toy.run_all();
         assert_eq!(loom::future::block_on(join).unwrap(), 2);

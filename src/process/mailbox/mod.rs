@@ -46,7 +46,7 @@ use super::queue::Queue;
 use super::state::{StateWord, TransitionOnEvent};
 use super::stats::{CellInfo, CellStats, CellSurvey};
 use super::{drop_contained, drop_each, Event, Events, Message, ProcessState};
-use crate::executor::TaskRef;
+use crate::executor::{DeferredWake, TaskRef};
 use budget::TopicMap;
 use intake::{Gate, Intake, IntakeQueue, Stale, INTAKE_INSTALL_DEPTH};
 use lock::SpinLock;
@@ -341,8 +341,8 @@ impl ProcessCell {
         if self.state.transition_on_event() == TransitionOnEvent::Wake {
             // The one step that needs the lock: the waker lives under it. This sender alone
             // moved the process out of `Blocked`/`Idle`, so this sender alone wakes it.
-            let waker = self.mailbox.inner.lock().waker.clone();
-            wake(waker);
+            let wake = DeferredWake::prepare_opt(self.mailbox.inner.lock().waker.as_ref());
+            wake.fire();
         }
     }
 
@@ -398,12 +398,12 @@ impl ProcessCell {
             let (admitted, marker) = inner.admit(message, self.mailbox.capacity);
             if admitted != Admission::Accepted {
                 // An overflowing budget's marker: the process must see it.
-                let waker = marker.and_then(|marker| {
+                let wake = marker.map_or(DeferredWake::NONE, |marker| {
                     let _ = self.mailbox.enqueue(&mut inner, lane, marker);
-                    self.waker_if_waiting(&inner)
+                    self.wake_if_waiting(&inner)
                 });
                 drop(inner);
-                wake(waker);
+                wake.fire();
                 return Err((admitted, event));
             }
             inner.queued_messages += 1;
@@ -420,23 +420,26 @@ impl ProcessCell {
         if depth >= INTAKE_INSTALL_DEPTH && installs_intake {
             self.mailbox.intake.install();
         }
-        let waker = self.waker_if_waiting(&inner);
+        let wake = self.wake_if_waiting(&inner);
         drop(inner);
-        wake(waker);
+        wake.fire();
         Ok(())
     }
 
-    /// Protocol 2 step 2 of `state.rs`, under the lock: the waker to wake (after unlocking) if this
-    /// event moved the process from `Blocked`/`Idle` to `Ready`. Only the producer that made that
-    /// transition wakes, and the task cannot run again before it does, so waking after the lock
-    /// is released loses nothing; it keeps the scheduling work (a queue push, perhaps an unpark)
-    /// out of the critical section the worker's drain contends on. The clone is needed because
-    /// the slot's waker may be dropped as soon as the lock is released (shutdown closes the cell).
-    fn waker_if_waiting(&self, inner: &Inner) -> Option<Waker> {
+    /// Protocol 2 step 2 of `state.rs`, under the lock: if this event moved the process from
+    /// `Blocked`/`Idle` to `Ready`, its task's wake, to fire after unlocking. Only the producer
+    /// that made that transition wakes, and the task cannot run again before it does, so waking
+    /// after the lock is released loses nothing; it keeps the scheduling work (a queue push,
+    /// perhaps an unpark) out of the critical section the worker's drain contends on. The wake's
+    /// state transition is made here, under the lock, because the slot's waker may be dropped as
+    /// soon as the lock is released (shutdown closes the cell): for the task's own waker, that
+    /// one compare-and-swap also takes the reference the queued task needs (`DeferredWake`).
+    #[inline]
+    fn wake_if_waiting(&self, inner: &Inner) -> DeferredWake {
         if self.state.transition_on_event() == TransitionOnEvent::Wake {
-            inner.waker.clone()
+            DeferredWake::prepare_opt(inner.waker.as_ref())
         } else {
-            None
+            DeferredWake::NONE
         }
     }
 
@@ -448,9 +451,9 @@ impl ProcessCell {
         if admission == Admission::Accepted {
             inner.terminate = true;
             // As for an event: a running process re-checks before parking, a waiting one is woken.
-            let waker = self.waker_if_waiting(&inner);
+            let wake = self.wake_if_waiting(&inner);
             drop(inner);
-            wake(waker);
+            wake.fire();
         }
         admission
     }
@@ -596,12 +599,6 @@ impl ProcessCell {
     #[cfg(all(test, not(loom)))]
     pub(crate) fn release_watched(&self) -> (Generation, Vec<Watch>) {
         self.release()
-    }
-}
-
-fn wake(waker: Option<Waker>) {
-    if let Some(waker) = waker {
-        waker.wake();
     }
 }
 

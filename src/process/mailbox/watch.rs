@@ -258,10 +258,10 @@ impl ProcessCell {
             }
             state.trap_exit
         };
-        let (waker, delivery) = if trap_exit {
+        let (wake, delivery) = if trap_exit {
             let lane = self.lane_for(&mut inner, &mut stale);
             let _ = self.mailbox.enqueue(&mut inner, lane, Event::Exit(exit));
-            (self.waker_if_waiting(&inner), ExitDelivery::Trapped)
+            (self.wake_if_waiting(&inner), ExitDelivery::Trapped)
         } else if exit.reason.is_normal() {
             return ExitDelivery::Ignored;
         } else {
@@ -269,10 +269,10 @@ impl ProcessCell {
                 inner.watch_state().exit = Some(exit.reason);
             }
             inner.terminate = true;
-            (self.waker_if_waiting(&inner), ExitDelivery::Ending)
+            (self.wake_if_waiting(&inner), ExitDelivery::Ending)
         };
         drop(inner);
-        wake_later(waker);
+        wake.fire();
         delivery
     }
 
@@ -343,16 +343,10 @@ impl ProcessCell {
         }
         let lane = self.lane_for(&mut inner, &mut stale);
         let _ = self.mailbox.enqueue(&mut inner, lane, Event::Down(down));
-        let waker = self.waker_if_waiting(&inner);
+        let wake = self.wake_if_waiting(&inner);
         drop(inner);
-        wake_later(waker);
+        wake.fire();
         true
-    }
-}
-
-fn wake_later(waker: Option<std::task::Waker>) {
-    if let Some(waker) = waker {
-        waker.wake();
     }
 }
 

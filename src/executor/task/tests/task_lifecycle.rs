@@ -218,7 +218,7 @@ fn wakes_from_another_thread_while_running() {
     assert!(futures::executor::block_on(join).is_ok());
 }
 
-/// The broadcast wake (`state.rs`, "Broadcast wake"): an idle task is queued (a reference taken
+/// The broadcast wake (`state.rs`, "Wake by reference"): an idle task is queued (a reference taken
 /// for its `Notified`), a queued one stays queued once, a completed one is left alone.
 #[test]
 fn broadcast_wake_queues_idle_tasks_once_and_skips_completed_ones() {

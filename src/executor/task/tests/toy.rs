@@ -58,6 +58,11 @@ impl Toy {
         while self.run_one() {}
     }
 
+    /// How many `Notified`s wait in the queue.
+    pub(in crate::executor) fn queue_len(&self) -> usize {
+        lock(&self.queue).len()
+    }
+
     /// Wakes every live task as the owned-task list's broadcast does (`Task::wake_by_broadcast`).
     pub(in crate::executor) fn wake_all(&self) {
         for task in lock(&self.owned).iter() {
