@@ -31,9 +31,10 @@
 //! *own deque* (a spawn or wake on a worker thread) behind other queued work too: the producer
 //! pushes, fences and reads the word; the last searcher to park fences after its update and
 //! sweeps every deque (step 5). So either that sweep sees the task, or the producer sees no
-//! searcher and wakes a parked worker. A *lone* task pushed to the producer's own deque is not
-//! announced (`worker.rs`, `push_local`): its owner runs it when the current poll returns, a
-//! searcher's sweep still finds it, and if the poll blocks, the monitor's nudge wakes a parked
+//! searcher and wakes a parked worker. A *lone* task pushed to the producer's own queue is not
+//! announced (`worker.rs`, `push_local`): it goes to the worker's next slot, which no sweep
+//! looks at (`next_slot.rs`); its owner runs it when the current poll returns, and if the poll
+//! is slow or blocks, the monitor's nudge moves it to the global injector and wakes a parked
 //! worker for it one tick later (`monitor.rs`, "Nudge"). Nothing is lost; without the monitor,
 //! such a task waits for the blocking poll.
 //! Searchers are always woken with the searching count already raised, so

@@ -76,6 +76,7 @@ mod idle;
 pub(crate) mod late_context;
 mod metrics;
 mod monitor;
+mod next_slot;
 mod owned;
 mod park;
 mod queue;

@@ -35,8 +35,9 @@
 //! 2. Move what it had queued to the global injector: its inject queues and its deque (thieves'
 //!    end) by the monitor; `block_in_place` pops its own deque. Each task is taken out of one
 //!    queue by one atomic pop and pushed to the injector with the producers' protocol
-//!    (`Shared::push_global`: fence, shutdown check, `notify_parked`). The executor has no LIFO
-//!    slot: a worker's deque is all it holds.
+//!    (`Shared::push_global`: fence, shutdown check, `notify_parked`). A worker's next slot
+//!    (`next_slot.rs`), which no thief takes, is taken here through the same stealer, after its
+//!    deque: unlike tokio's LIFO slot, nothing a worker holds is out of the hand-off's reach.
 //! 3. If no runnable work waits anywhere (`Shared::has_pending_work`), stop: nothing to hand off.
 //!    (The next tick looks again while the worker is stuck.)
 //! 4. While fewer than `needed` spares are active: under the pool lock, take a parked spare
@@ -53,8 +54,10 @@
 //! A task spawned or woken on a worker that has nothing else queued is not announced to the
 //! other workers: the worker runs it as soon as its current poll returns (`worker.rs`,
 //! `push_local`). When that poll is *slow* (a tick or more) and the worker has work queued, the
-//! tick wakes one parked worker if none is searching (`Shared::notify_parked`), which steals the
-//! work like any searcher. So a process woken by a step that then blocks waits one to two ticks
+//! tick moves the task in its next slot (if any: no thief takes it) to the global injector
+//! (`Shared::hand_over_next`, with the producers' protocol) and wakes one parked worker if none
+//! is searching (`Shared::notify_parked`), which takes that task or steals the deque's work like
+//! any searcher. So a process woken by a step that then blocks waits one to two ticks
 //! (2.5–5 ms with the default threshold), not for the blocking step; a long poll's hand-off
 //! follows at the threshold as always. Checked by
 //! `loom_lone_task_behind_a_blocked_poll_runs_after_the_nudge` (`executor/tests/loom_park.rs`).
@@ -215,6 +218,10 @@ pub(crate) trait MonitorHost {
 
     /// `true` if worker `index` has work queued (the nudge).
     fn has_queued_work(&self, index: usize) -> bool;
+
+    /// Moves the task in worker `index`'s next slot, which no thief takes, to the global
+    /// injector (the nudge).
+    fn hand_over_next(&self, index: usize);
 
     /// Wakes a parked worker if none is searching and someone sleeps (the nudge).
     fn notify_parked(&self);
@@ -416,6 +423,7 @@ impl<T> Monitor<T> {
             if is_stuck || seen.class == Class::Blocking {
                 shared.hand_over_queues(index);
             } else if seen.class == Class::Slow && shared.has_queued_work(index) {
+                shared.hand_over_next(index);
                 nudge = true;
             }
             stuck += usize::from(is_stuck);

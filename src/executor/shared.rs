@@ -4,14 +4,16 @@
 //! # Where a runnable task goes
 //! | event | queue | who is woken |
 //! |---|---|---|
-//! | spawn or wake on one of our worker threads | that worker's deque (LIFO: runs next, cache-warm) | a parked worker, if none is searching and the deque held other work; a lone task runs next on its worker, and if the poll before it blocks, the monitor nudges a parked worker after one tick (`monitor.rs`, "Nudge") |
+//! | spawn or wake on one of our worker threads | that worker's next slot (runs next, cache-warm; a task already there moves to the deque, LIFO: `next_slot.rs`) | a parked worker, if none is searching and the worker held other work; a lone task runs next on its worker, and if the poll before it blocks, the monitor hands it over and nudges a parked worker after one tick (`monitor.rs`, "Nudge") |
 //! | spawn from outside | the global injector | a parked worker, if none is searching |
 //! | wake from outside of a task that ran before | the *woken* lane of the worker it last ran on (affinity), which that worker takes before its yielded lane; the global injector if that worker is a spare or stuck (`monitor.rs`) | that worker if it sleeps, else any parked worker |
 //! | a task woke itself while running (`yield_now`), on one of our configured workers | that worker's *yielded* lane (`inject`): behind its deque, its woken lane and the yields queued before it; stays on the worker (cache-warm) but can be stolen | a parked worker, if none is searching |
 //! | a task woke itself while running, anywhere else (a spare, a stuck worker) | the global injector: behind all other ready work | a parked worker, if none is searching |
 //!
 //! Everything that lands in a queue stays reachable by every worker: deques through their
-//! stealers, inject queues and the injector directly. A busy or stuck worker can never strand work.
+//! stealers, inject queues and the injector directly. A next slot is its worker's own, but the
+//! monitor moves its task to the injector when that worker's poll is slow or stuck. A busy or
+//! stuck worker can never strand work.
 //!
 //! `schedule.rs` picks the row: only the worker loop (`worker.rs`, above this module) knows
 //! whether the calling thread is one of our workers, and which. The queues and the wake-ups
@@ -178,13 +180,13 @@ impl Shared {
     }
 
     /// Hand-off step 2 (`monitor.rs`): moves what worker `index` has queued (its deque, from the
-    /// thieves' end, and its inject queue) to the global injector.
+    /// thieves' end, its next slot and its inject queues) to the global injector.
     pub(crate) fn hand_over_queues(&self, index: usize) {
         let remote = &self.remotes[index];
         let mut moved = false;
         while let Some(task) = remote
             .stealer
-            .steal()
+            .take()
             .or_else(|| remote.woken.pop())
             .or_else(|| remote.inject.pop())
         {
@@ -197,13 +199,29 @@ impl Shared {
         }
     }
 
-    /// `true` if worker `index`'s deque or inject queue holds work (the monitor's nudge).
+    /// `true` if worker `index`'s deque, next slot or inject queues hold work (the monitor's
+    /// nudge).
     pub(crate) fn has_queued_work(&self, index: usize) -> bool {
         let remote = &self.remotes[index];
-        !remote.stealer.is_empty() || !remote.woken.is_empty() || !remote.inject.is_empty()
+        !remote.stealer.is_empty()
+            || remote.stealer.next_is_full()
+            || !remote.woken.is_empty()
+            || !remote.inject.is_empty()
     }
 
-    /// `true` if any shared queue or any deque holds work (the last searcher's re-check).
+    /// The nudge's hand-over (`monitor.rs`, "Nudge"): moves the task in worker `index`'s next
+    /// slot, which no thief may take, to the global injector, where the worker the nudge wakes
+    /// finds it.
+    pub(crate) fn hand_over_next(&self, index: usize) {
+        if let Some(task) = self.remotes[index].stealer.take_next() {
+            self.injector.push(task);
+            self.after_shared_push(|| self.drain(&self.injector));
+        }
+    }
+
+    /// `true` if any shared queue or any deque holds work a thief could take (the last
+    /// searcher's re-check). A next slot is its worker's own: that worker is inside a poll and
+    /// runs the slot's task after it, or the monitor hands it over.
     pub(crate) fn has_pending_work(&self) -> bool {
         !self.injector.is_empty()
             || self
@@ -275,7 +293,7 @@ impl Shared {
         for remote in self.remotes.iter() {
             self.drain(&remote.woken);
             self.drain(&remote.inject);
-            while remote.stealer.steal().is_some() {}
+            while remote.stealer.take().is_some() {}
         }
         let tasks: Vec<Task<Arc<Shared>>> = self.owned.close_and_take_all();
         let mut cancelled = 0;

@@ -49,6 +49,10 @@ impl MonitorHost for Arc<Shared> {
         Shared::has_queued_work(self, index)
     }
 
+    fn hand_over_next(&self, index: usize) {
+        Shared::hand_over_next(self, index);
+    }
+
     fn notify_parked(&self) {
         Shared::notify_parked(self);
     }

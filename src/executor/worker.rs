@@ -12,7 +12,8 @@
 //!    had a p50 of 19 µs in about half the runs instead of 12.4 (`docs/bench-process-history.md`,
 //!    "News before local work"). Never twice in a row, so the deque gets at least every other
 //!    tick however fast wakes arrive.
-//! 3. The local deque, newest first (a freshly woken or spawned task runs while its data is
+//! 3. The local queue: the next slot (the first task woken or spawned by the last poll), then
+//!    the deque, newest first (a freshly woken or spawned task runs while its data is
 //!    cache-warm). Every [`MAX_LOCAL_STREAK`]th local pop takes the *oldest* local task instead, so
 //!    two tasks waking each other forever cannot starve the rest of the deque.
 //! 4. The own inject queues, then the global injector: one task plus up to 16 more moved into the
@@ -343,7 +344,7 @@ impl Core {
         let streak = self.local_streak.get() + 1;
         if streak >= MAX_LOCAL_STREAK {
             self.local_streak.set(0);
-            if let Some(task) = self.remote().stealer.steal() {
+            if let Some(task) = self.remote().stealer.take() {
                 return Some(task);
             }
         } else {
@@ -556,9 +557,10 @@ impl Core {
         }
     }
 
-    /// Pushes a task spawned or woken on this worker to its deque. If the deque already held
-    /// work, wakes a parked worker if none is searching (`idle.rs`, step 2): there is more here
-    /// than this worker takes next.
+    /// Pushes a task spawned or woken on this worker to its queue: its next slot if free (run
+    /// next, popped with one CAS instead of the deque's fence and CAS: `next_slot.rs`), else its
+    /// deque. If the queue already held work, wakes a parked worker if none is searching
+    /// (`idle.rs`, step 2): there is more here than this worker takes next.
     ///
     /// A *lone* task is not announced (tokio's rule for its LIFO slot): this worker pops it as
     /// soon as the current poll returns, which for a message hop or a completion is a few

@@ -76,10 +76,11 @@ fn loom_task_queued_behind_a_blocked_workers_task_runs_on_the_other_worker() {
     });
 }
 
-/// `monitor.rs`, "Nudge": a lone task spawned into the deque of a worker whose poll then blocks
-/// is not announced; one monitor tick that sees the poll slow (a tick long) with work queued
-/// wakes the other worker if it parked, and a searcher finds it anyway. (Without the nudge, the
-/// other worker parks for good and loom reports the deadlock.)
+/// `monitor.rs`, "Nudge": a lone task spawned by a poll that then blocks is not announced and
+/// sits in the worker's next slot, which no thief takes; one monitor tick that sees the poll
+/// slow (a tick long) with work queued moves it to the global injector and wakes the other
+/// worker if it parked. (Without the nudge, the other worker parks for good and loom reports
+/// the deadlock.)
 #[test]
 fn loom_lone_task_behind_a_blocked_poll_runs_after_the_nudge() {
     model_full_stack(|| {
