@@ -62,8 +62,10 @@
 //! - **Bad input** (`inbound.rs`): a malformed, oversized, unregistered or foreign frame is
 //!   rejected, counted ([`NodeStats`]) and traced; nothing panics and the subscription lives.
 //!   A node spawns only what it registered.
-//! - **Supervision across nodes**: [`Node::link`] (OTP semantics) and [`Node::remote_child`]
-//!   (a child restarted on a live node when its node dies).
+//! - **Supervision across nodes**: [`Node::link`] (OTP semantics), [`Node::monitor_from`] (a
+//!   process's monitor of a process on another node: its `Down` arrives in the watcher's
+//!   mailbox, naming the node) and [`Node::remote_child`] (a child restarted on a live node when
+//!   its node dies).
 
 mod config;
 mod inbound;
@@ -72,6 +74,7 @@ mod membership;
 mod node;
 mod node_pid;
 mod outbound;
+mod process_monitor;
 mod registry;
 mod remote;
 mod remote_child;
@@ -394,6 +397,41 @@ impl Node {
     /// See [the module](self).
     pub fn monitor(&self, pid: NodePid) -> RemoteMonitor {
         RemoteMonitor::new(&self.shared, pid)
+    }
+
+    /// Process `watcher` (of this node) monitors process `target`, on this node or another, as
+    /// [`ProcessCx::monitor`](crate::ProcessCx::monitor) does locally (OTP's
+    /// `monitor(process, Pid)`): exactly one [`Down`](crate::supervision::Down) arrives in
+    /// `watcher`'s mailbox — `cx.recv_down()`, `cx.recv_any()`, or `Event::Down` in a state
+    /// machine — when `target` ends; `NoProc` if it is already gone (or from a previous life of
+    /// its node), `NoConnection` if its node is or becomes unreachable. The `Down` of a process
+    /// on another node names that node in its `node` field
+    /// ([`NodePid::of_down`] rebuilds the PID), and comes after every message `target` sent
+    /// this node before it ended. [`ProcessCx::demonitor`](crate::ProcessCx::demonitor) with
+    /// the returned reference ends it.
+    ///
+    /// # Errors
+    ///
+    /// [`RemoteError::NotFound`] if `watcher` is not a live process of this node.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # use procsched::prelude::*;
+    /// # async fn demo(node: procsched::cluster::Node, remote: procsched::cluster::NodePid, cx: ProcessCx) -> Result<(), BoxError> {
+    /// let monitor = node.monitor_from(cx.pid(), &remote)?;
+    /// let down = cx.recv_down().await?;        // when `remote` ends, or its node dies
+    /// assert_eq!(down.monitor, monitor);
+    /// let pid = procsched::cluster::NodePid::of_down(&down);
+    /// println!("{pid:?} ended: {}", down.reason);
+    /// # Ok(()) }
+    /// ```
+    pub fn monitor_from(
+        &self,
+        watcher: Pid,
+        target: &NodePid,
+    ) -> Result<crate::supervision::MonitorRef, RemoteError> {
+        process_monitor::monitor_from(&self.shared, watcher, target)
     }
 
     /// Links local process `local` and process `remote`, on this node or another, with OTP's

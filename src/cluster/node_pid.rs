@@ -138,6 +138,25 @@ impl NodePid {
         Some(NodePid::new(node.name.clone(), node.incarnation, exit.pid))
     }
 
+    /// The PID of the process a [`Down`](crate::supervision::Down) reports, if it ran on
+    /// another node (a monitor made by [`Node::monitor_from`](super::Node::monitor_from)).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # use procsched::prelude::*;
+    /// # async fn demo(cx: ProcessCx) -> Result<(), BoxError> {
+    /// let down = cx.recv_down().await?;
+    /// if let Some(remote) = procsched::cluster::NodePid::of_down(&down) {
+    ///     println!("{remote} ended: {}", down.reason);
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn of_down(down: &crate::process::Down) -> Option<NodePid> {
+        let node = down.node.as_ref()?;
+        Some(NodePid::new(node.name.clone(), node.incarnation, down.pid))
+    }
+
     /// The process's PID on its own node.
     ///
     /// # Examples

@@ -233,8 +233,8 @@ pub struct Exit {
     pub node: Option<ExitNode>,
 }
 
-/// The node of a linked process on another node: its name and incarnation (with
-/// [`Exit::pid`], a `cluster::NodePid`).
+/// The node of a linked or monitored process on another node: its name and incarnation (with
+/// [`Exit::pid`] or [`Down::pid`], a `cluster::NodePid`).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub struct ExitNode {
@@ -272,10 +272,13 @@ impl Exit {
 pub struct Down {
     /// The monitor this answers.
     pub monitor: MonitorRef,
-    /// The monitored process.
+    /// The monitored process (on its own node, if [`node`](Self::node) is set).
     pub pid: Pid,
     /// Why it ended.
     pub reason: ExitReason,
+    /// The node of a process monitored across nodes (feature `cluster`:
+    /// `cluster::Node::monitor_from`); `None` for a process of this scheduler.
+    pub node: Option<ExitNode>,
 }
 
 impl Down {
@@ -284,6 +287,24 @@ impl Down {
             monitor,
             pid,
             reason,
+            node: None,
+        }
+    }
+
+    /// The end of process `pid` of another node.
+    #[cfg(feature = "cluster")]
+    pub(crate) fn remote(
+        monitor: MonitorRef,
+        pid: Pid,
+        reason: ExitReason,
+        name: Arc<str>,
+        incarnation: u64,
+    ) -> Down {
+        Down {
+            monitor,
+            pid,
+            reason,
+            node: Some(ExitNode { name, incarnation }),
         }
     }
 }

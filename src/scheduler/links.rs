@@ -276,6 +276,28 @@ impl SchedulerHandle {
         Ok(monitor)
     }
 
+    /// A monitor held by `watcher` whose `Down` the caller delivers with
+    /// [`deliver_held_down`](Self::deliver_held_down): nothing here watches `target` (the
+    /// cluster's monitors of processes on other nodes, whose PIDs are not this table's).
+    #[cfg(feature = "cluster")]
+    pub(crate) fn hold_monitor(&self, watcher: Pid, target: Pid) -> Result<MonitorRef, NotRunning> {
+        let monitor = MonitorRef::next(target);
+        let cell = self.inner.table.get(watcher).ok_or(NotRunning(watcher))?;
+        if cell.hold_monitor(watcher.generation(), monitor) {
+            Ok(monitor)
+        } else {
+            Err(NotRunning(watcher))
+        }
+    }
+
+    /// Delivers `down` to `watcher`, for a monitor made by
+    /// [`hold_monitor`](Self::hold_monitor): queued once, unless `watcher` has ended or
+    /// demonitored it.
+    #[cfg(feature = "cluster")]
+    pub(crate) fn deliver_held_down(&self, watcher: Pid, down: Down) {
+        self.inner.down(Watcher::Process(watcher), down);
+    }
+
     /// Ends the monitor `monitor` held by `watcher`: no `Down` of it is delivered afterwards
     /// (one already queued in `watcher`'s mailbox is removed). `true` if it was active.
     ///
