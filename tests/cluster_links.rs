@@ -251,3 +251,42 @@ async fn a_supervised_child_whose_node_dies_is_restarted_on_a_live_node() {
         sched.shutdown_async(GUARD).await;
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_link_made_from_a_thread_outside_any_runtime_signals_as_any_other() {
+    let server = NatsServer::start();
+    let (a_sched, a) = start_node(&server.url(), "a").await;
+    let (b_sched, b) = start_node(&server.url(), "b").await;
+    assert!(a.wait_for_nodes(1, GUARD).await && b.wait_for_nodes(1, GUARD).await);
+    let target = a
+        .spawn_on(Placement::Node("b".into()), "cart", 1u64)
+        .await
+        .unwrap();
+    // Traps exits, waits for a go, then returns the first signal.
+    let linker = a_sched
+        .spawn_fn(|cx: ProcessCx<()>| async move {
+            cx.trap_exit(true);
+            cx.recv().await?;
+            match cx.recv_signal().await? {
+                Signal::Exit(exit) => Ok::<_, BoxError>(exit),
+                _ => Err("an unexpected signal".into()),
+            }
+        })
+        .unwrap();
+    let (node, remote, local) = (a.clone(), target.clone(), linker.pid());
+    // A plain thread: no tokio context of its own; the node runs the link end's task in its
+    // own runtime.
+    std::thread::spawn(move || node.link(local, &remote))
+        .join()
+        .expect("no panic")
+        .expect("linked");
+    a.kill(&target).unwrap();
+    linker.addr().send(()).unwrap();
+    let exit = guarded("the exit signal", linker).await.unwrap();
+    assert_eq!(NodePid::of_exit(&exit), Some(target));
+    assert!(exit.reason.is_killed(), "{:?}", exit.reason);
+    for (sched, node) in [(a_sched, a), (b_sched, b)] {
+        node.leave().await;
+        sched.shutdown_async(GUARD).await;
+    }
+}

@@ -246,3 +246,34 @@ async fn a_watcher_gets_no_connection_when_the_target_s_node_dies_and_demonitor_
     b_sched.shutdown_async(GUARD).await;
     stop(nodes).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_monitor_made_from_a_thread_outside_any_runtime_reports_as_any_other() {
+    let server = NatsServer::start();
+    let nodes = two_nodes(&server).await;
+    let (sched_a, a) = (&nodes[0].0, &nodes[0].1);
+    let target = spawn_worker(a).await;
+    // Waits for a go, then for its `Down`.
+    let watcher = sched_a
+        .spawn_fn(|cx: ProcessCx<u8>| async move {
+            cx.recv().await?;
+            Ok::<_, BoxError>(cx.recv_down().await?)
+        })
+        .expect("watcher");
+    let (node, remote, watcher_pid) = (a.clone(), target.clone(), watcher.pid());
+    // A plain thread: no tokio context of its own (as a state machine's step on a scheduler
+    // built outside any runtime); the node runs the monitor's task in its own runtime.
+    let monitor = std::thread::spawn(move || node.monitor_from(watcher_pid, &remote))
+        .join()
+        .expect("no panic")
+        .expect("monitored");
+    a.addr::<Work>(target.clone())
+        .send(Work::Stop)
+        .expect("sent");
+    watcher.addr().send(0).expect("go");
+    let down = guarded("the watcher", watcher).await.expect("a Down");
+    assert_eq!(down.monitor, monitor);
+    assert!(down.reason.is_normal(), "{:?}", down.reason);
+    assert_eq!(NodePid::of_down(&down), Some(target));
+    stop(nodes).await;
+}

@@ -198,7 +198,7 @@ fn watch_end(node: &Arc<NodeShared>, local: Pid, peer: PeerId, remote: u64) {
     let (weak, task_key) = (Arc::downgrade(node), key.clone());
     // As `inbound.rs`'s served monitors: the task starts once its handle is registered.
     let (registered, start) = tokio::sync::oneshot::channel::<()>();
-    let task = tokio::spawn(async move {
+    let task = node.runtime.spawn(async move {
         if start.await.is_err() {
             return;
         }

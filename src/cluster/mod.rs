@@ -271,6 +271,7 @@ impl Node {
                 incarnation,
             },
             sched: sched.clone(),
+            runtime: tokio::runtime::Handle::current(),
             client: client.clone(),
             registry: cluster.registry,
             prefix: cluster.prefix,

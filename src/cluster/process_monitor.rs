@@ -43,7 +43,7 @@ pub(crate) fn monitor_from(
     let remote = RemoteMonitor::new(node, target.clone());
     let watcher_end = node.sched.monitor(watcher);
     let sched = node.sched.clone();
-    tokio::spawn(async move {
+    node.runtime.spawn(async move {
         match select(remote, watcher_end).await {
             Either::Left((down, _watcher_end)) => {
                 let pid = down.pid;
