@@ -329,9 +329,10 @@ fn a_flooded_process_does_not_starve_others_on_one_worker() {
     let _ = join(flooded);
 }
 
-/// A process woken by a step that then blocks its worker is queued alone on that worker, which
-/// does not announce it (it would run it next); the monitor's nudge (or, at the threshold, its
-/// hand-off) gets it to the other worker while the step still blocks.
+/// A process woken by a step that then blocks its worker is queued alone on that worker — in its
+/// next slot, which no thief takes — and not announced (the worker would run it next); the
+/// monitor's nudge (or, at the threshold, its hand-off) moves it to the global injector and so to
+/// the other worker while the step still blocks.
 #[test]
 fn a_process_woken_by_a_step_that_then_blocks_runs_on_the_other_worker() {
     recorder();
