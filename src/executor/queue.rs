@@ -2,7 +2,7 @@
 //!
 //! | type | producers | consumers | order |
 //! |---|---|---|---|
-//! | [`Local`] | its worker | its worker (`pop`: the next slot, then the deque's newest); everyone via [`Stealer`] (the deque's oldest first, then the slot) | the slot, then LIFO for the owner |
+//! | [`Local`] | its worker | its worker (`pop`: the next slot, then the deque's newest); thieves via [`Stealer`] (the deque's oldest half, never the slot); a hand-over of the whole queue via [`Stealer::take`] (the deque, then the slot) | newest first for the owner |
 //! | [`Injector`] | anyone | anyone, in batches | FIFO |
 //!
 //! crossbeam-deque uses core atomics directly, so loom cannot look inside it. Under `cfg(loom)`

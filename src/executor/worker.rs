@@ -12,7 +12,7 @@
 //!    had a p50 of 19 µs in about half the runs instead of 12.4 (`docs/bench-process-history.md`,
 //!    "News before local work"). Never twice in a row, so the deque gets at least every other
 //!    tick however fast wakes arrive.
-//! 3. The local queue: the next slot (the first task woken or spawned by the last poll), then
+//! 3. The local queue: the next slot (the newest task woken or spawned by the last poll), then
 //!    the deque, newest first (a freshly woken or spawned task runs while its data is
 //!    cache-warm). Every [`MAX_LOCAL_STREAK`]th local pop takes the *oldest* local task instead, so
 //!    two tasks waking each other forever cannot starve the rest of the deque.
@@ -557,10 +557,11 @@ impl Core {
         }
     }
 
-    /// Pushes a task spawned or woken on this worker to its queue: its next slot if free (run
-    /// next, popped with one CAS instead of the deque's fence and CAS: `next_slot.rs`), else its
-    /// deque. If the queue already held work, wakes a parked worker if none is searching
-    /// (`idle.rs`, step 2): there is more here than this worker takes next.
+    /// Pushes a task spawned or woken on this worker to its queue: its next slot (run next,
+    /// popped with one CAS instead of the deque's fence and CAS: `next_slot.rs`; a task already
+    /// there moves to the deque). If the queue already held work, wakes a parked worker if none
+    /// is searching (`idle.rs`, step 2): there is more here than this worker takes next, and the
+    /// older task, now in the deque, is a thief's to take.
     ///
     /// A *lone* task is not announced (tokio's rule for its LIFO slot): this worker pops it as
     /// soon as the current poll returns, which for a message hop or a completion is a few
