@@ -1,7 +1,8 @@
 //! A process that monitors a process on another node (`Node::monitor_from`) reads its `Down`
 //! in its own mailbox, as it would a local one's: after the messages the target sent it before
 //! ending, with the target's node named, `NoProc` for a target already gone (or from a previous
-//! life of its node), `NoConnection` when the target's node dies; `demonitor` ends it.
+//! life of its node), `NoConnection` when the target's node dies; `demonitor` ends it, on both
+//! nodes.
 #![cfg(feature = "cluster")]
 
 mod cluster_support;
@@ -68,6 +69,16 @@ async fn guarded<T>(what: &str, future: impl std::future::Future<Output = T>) ->
     tokio::time::timeout(GUARD, future)
         .await
         .unwrap_or_else(|_| panic!("hang guard: {what}"))
+}
+
+/// Polls `condition` until it holds; a hang guard, not a timing assertion.
+async fn wait_until(what: &str, mut condition: impl FnMut() -> bool) {
+    guarded(what, async {
+        while !condition() {
+            tokio::task::yield_now().await;
+        }
+    })
+    .await;
 }
 
 async fn two_nodes(server: &NatsServer) -> Vec<(Scheduler, Node)> {
@@ -220,18 +231,29 @@ async fn a_watcher_gets_no_connection_when_the_target_s_node_dies_and_demonitor_
     let (sched_a, a) = (&nodes[0].0, &nodes[0].1);
     let pid = spawn_worker(a).await;
 
-    // Demonitored: `demonitor` reports the monitor active once, then gone.
+    // Demonitored: `demonitor` reports the monitor active once, then gone, and node b, which
+    // served it, forgets it.
     let (node, target) = (a.clone(), pid.clone());
+    let (answer, answered) = tokio::sync::oneshot::channel();
     let demonitored = sched_a
-        .spawn_fn(move |cx: ProcessCx| async move {
+        .spawn_fn(move |cx: ProcessCx<u8>| async move {
             let monitor = node.monitor_from(cx.pid(), &target)?;
-            Ok::<_, BoxError>((cx.demonitor(monitor), cx.demonitor(monitor)))
+            cx.recv().await?;
+            let _ = answer.send((cx.demonitor(monitor), cx.demonitor(monitor)));
+            // Lives on: its end would make b forget the monitor anyway.
+            cx.recv().await?;
+            Ok::<_, BoxError>(())
         })
         .expect("watcher");
+    wait_until("b serves the monitor", || b.stats().monitors_served == 1).await;
+    demonitored.addr().send(0).expect("go");
     assert_eq!(
-        guarded("demonitor", demonitored).await.expect("ran"),
+        guarded("demonitor", answered).await.expect("ran"),
         (true, false)
     );
+    wait_until("b forgets the monitor", || b.stats().monitors_served == 0).await;
+    demonitored.addr().send(1).expect("end");
+    guarded("the watcher", demonitored).await.expect("ended");
 
     let (watcher, monitor) = spawn_watcher(sched_a, a, pid.clone());
     let monitor = guarded("the monitor", monitor).await.expect("monitored");

@@ -570,7 +570,9 @@ impl Node {
     /// # }
     /// ```
     pub fn stats(&self) -> NodeStats {
-        self.shared.stats.snapshot()
+        let mut stats = self.shared.stats.snapshot();
+        stats.monitors_served = lock(&self.shared.served).len() as u64;
+        stats
     }
 
     /// Leaves the cluster now: deletes this node's membership entry (the others declare it down

@@ -13,8 +13,9 @@
 //! node pair: `outbound.rs`), and the inbound task delivers those before it completes the
 //! monitor.
 //!
-//! `demonitor` takes the monitor out of the watcher's cell at once: no `Down` is delivered
-//! afterwards. The far node keeps its side until the target or the watcher ends.
+//! `demonitor` takes the monitor out of the watcher's cell at once — no `Down` is delivered
+//! afterwards — and, through the monitor's hook (`scheduler/held_monitors.rs`), ends the task,
+//! so the far node forgets its side too.
 
 use super::node::NodeShared;
 use super::remote::{RemoteError, RemoteMonitor};
@@ -23,6 +24,7 @@ use crate::process::exit::{Down, MonitorRef};
 use crate::process::Pid;
 use futures::future::{select, Either};
 use std::sync::Arc;
+use tokio::sync::oneshot;
 
 /// Process `watcher` of this node monitors `target` (module docs).
 pub(crate) fn monitor_from(
@@ -36,16 +38,22 @@ pub(crate) fn monitor_from(
             .monitor_from(watcher, target.local())
             .map_err(|_| RemoteError::NotFound);
     }
+    // A demonitor ends the task too (`scheduler/held_monitors.rs`): the far node forgets the
+    // monitor then, not when the target or the watcher ends.
+    let (demonitored, demonitor) = oneshot::channel::<()>();
+    let on_demonitor = Box::new(move || {
+        let _ = demonitored.send(());
+    });
     let monitor = node
         .sched
-        .hold_monitor(watcher, target.local())
+        .hold_monitor(watcher, target.local(), on_demonitor)
         .map_err(|_| RemoteError::NotFound)?;
     let remote = RemoteMonitor::new(node, target.clone());
     let watcher_end = node.sched.monitor(watcher);
     let sched = node.sched.clone();
     node.runtime.spawn(async move {
-        match select(remote, watcher_end).await {
-            Either::Left((down, _watcher_end)) => {
+        match select(remote, select(watcher_end, demonitor)).await {
+            Either::Left((down, _)) => {
                 let pid = down.pid;
                 let down = Down::remote(
                     monitor,
@@ -56,8 +64,12 @@ pub(crate) fn monitor_from(
                 );
                 sched.deliver_held_down(watcher, down);
             }
-            // The watcher ended: dropping the remote monitor demonitors it on the far node.
-            Either::Right((_ended, remote)) => drop(remote),
+            // The watcher ended or demonitored: dropping the remote monitor demonitors it on
+            // the far node.
+            Either::Right((_, remote)) => {
+                sched.release_held(monitor);
+                drop(remote);
+            }
         }
     });
     Ok(monitor)

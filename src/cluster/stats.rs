@@ -70,6 +70,7 @@ impl Stats {
             publish_errors: self.publish_errors.load(Relaxed),
             slow_consumers: self.slow_consumers.load(Relaxed),
             peers_down: self.peers_down.load(Relaxed),
+            monitors_served: 0,
         }
     }
 }
@@ -112,4 +113,7 @@ pub struct NodeStats {
     pub slow_consumers: u64,
     /// Nodes declared down.
     pub peers_down: u64,
+    /// Monitors that processes of other nodes hold on this node's processes, now (a gauge):
+    /// each ends with its `Down`, a demonitor, or its watcher's node going down.
+    pub monitors_served: u64,
 }

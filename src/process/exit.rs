@@ -333,6 +333,11 @@ pub struct MonitorRef {
     target: Pid,
 }
 
+/// The bit of a [`MonitorRef`]'s id that marks a *held* monitor: one whose `Down` another layer
+/// delivers (the cluster's monitors of processes on other nodes), so that a demonitor tells that
+/// layer (`scheduler/held_monitors.rs`). Ids never reach it by counting.
+const HELD: u64 = 1 << 63;
+
 impl MonitorRef {
     /// A new, never used reference to a monitor of `target`.
     pub(crate) fn next(target: Pid) -> MonitorRef {
@@ -342,6 +347,20 @@ impl MonitorRef {
             id: NEXT.fetch_add(1, Relaxed),
             target,
         }
+    }
+
+    /// A new reference to a held monitor of `target` (see [`HELD`]): `target` is another
+    /// node's PID.
+    #[cfg(feature = "cluster")]
+    pub(crate) fn next_held(target: Pid) -> MonitorRef {
+        let mut monitor = MonitorRef::next(target);
+        monitor.id |= HELD;
+        monitor
+    }
+
+    /// `true` for a held monitor (see [`HELD`]).
+    pub(crate) fn is_held(&self) -> bool {
+        self.id & HELD != 0
     }
 
     /// The monitored process.
@@ -361,7 +380,7 @@ impl MonitorRef {
 
 impl fmt::Display for MonitorRef {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "#Ref<{}.{}>", self.target, self.id)
+        write!(f, "#Ref<{}.{}>", self.target, self.id & !HELD)
     }
 }
 

@@ -276,16 +276,25 @@ impl SchedulerHandle {
         Ok(monitor)
     }
 
-    /// A monitor held by `watcher` whose `Down` the caller delivers with
-    /// [`deliver_held_down`](Self::deliver_held_down): nothing here watches `target` (the
-    /// cluster's monitors of processes on other nodes, whose PIDs are not this table's).
+    /// A *held* monitor of `target` by `watcher` (`held_monitors.rs`): nothing here watches
+    /// `target` (another node's PID); the caller delivers its `Down` with
+    /// [`deliver_held_down`](Self::deliver_held_down), and a demonitor runs `on_demonitor`
+    /// (unless the `Down` was delivered or the watch [released](Self::release_held) first).
     #[cfg(feature = "cluster")]
-    pub(crate) fn hold_monitor(&self, watcher: Pid, target: Pid) -> Result<MonitorRef, NotRunning> {
-        let monitor = MonitorRef::next(target);
+    pub(crate) fn hold_monitor(
+        &self,
+        watcher: Pid,
+        target: Pid,
+        on_demonitor: super::held_monitors::OnDemonitor,
+    ) -> Result<MonitorRef, NotRunning> {
+        let monitor = MonitorRef::next_held(target);
         let cell = self.inner.table.get(watcher).ok_or(NotRunning(watcher))?;
+        // The hook first: nobody can demonitor before this returns the reference.
+        self.inner.held.insert(monitor, on_demonitor);
         if cell.hold_monitor(watcher.generation(), monitor) {
             Ok(monitor)
         } else {
+            self.inner.held.remove(&monitor);
             Err(NotRunning(watcher))
         }
     }
@@ -295,7 +304,15 @@ impl SchedulerHandle {
     /// demonitored it.
     #[cfg(feature = "cluster")]
     pub(crate) fn deliver_held_down(&self, watcher: Pid, down: Down) {
+        self.inner.held.remove(&down.monitor);
         self.inner.down(Watcher::Process(watcher), down);
+    }
+
+    /// The layer stopped watching held monitor `monitor` (its watcher ended, or it was
+    /// demonitored): forgets its hook.
+    #[cfg(feature = "cluster")]
+    pub(crate) fn release_held(&self, monitor: MonitorRef) {
+        self.inner.held.remove(&monitor);
     }
 
     /// Ends the monitor `monitor` held by `watcher`: no `Down` of it is delivered afterwards
@@ -311,7 +328,13 @@ impl SchedulerHandle {
             .table
             .get(watcher)
             .is_some_and(|cell| cell.forget_monitor(watcher.generation(), monitor));
-        if let Some(cell) = inner.table.get(target) {
+        if monitor.is_held() {
+            // Another layer watches `target`, which is not this table's (`held_monitors.rs`).
+            #[cfg(feature = "cluster")]
+            if let Some(on_demonitor) = inner.held.remove(&monitor) {
+                on_demonitor();
+            }
+        } else if let Some(cell) = inner.table.get(target) {
             cell.unwatch_monitor(target.generation(), monitor);
         }
         held

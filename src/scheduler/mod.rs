@@ -86,6 +86,8 @@ mod facade;
 mod free_list;
 mod handle;
 mod handlers;
+#[cfg(feature = "cluster")]
+mod held_monitors;
 mod hosts;
 mod info;
 mod lazy_runtime;

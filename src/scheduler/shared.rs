@@ -38,6 +38,9 @@ pub(crate) struct Inner {
     step_budget: usize,
     /// Named processes (`names.rs`).
     pub(super) names: Names,
+    /// The hooks of monitors whose `Down` the cluster delivers (`held_monitors.rs`).
+    #[cfg(feature = "cluster")]
+    pub(super) held: super::held_monitors::HeldMonitors,
 }
 
 impl Drop for Inner {
@@ -70,6 +73,8 @@ impl Inner {
             max_batch,
             step_budget,
             names: Names::default(),
+            #[cfg(feature = "cluster")]
+            held: Default::default(),
         }
     }
 
