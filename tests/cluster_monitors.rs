@@ -7,69 +7,18 @@
 
 mod cluster_support;
 
-use cluster_support::{start_nodes, NatsServer};
-use procsched::cluster::{Cluster, Node, NodePid, Placement, RemoteError};
+use cluster_support::reports::{
+    guarded, spawn_worker, stop, two_nodes, Collect, Work, GUARD, REPORTS,
+};
+use cluster_support::NatsServer;
+use procsched::cluster::{Node, NodePid, RemoteError};
 use procsched::prelude::*;
 use procsched::supervision::{Down, Incoming, MonitorRef, Signal};
-use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
-const GUARD: Duration = Duration::from_secs(60);
 const ROUNDS: u64 = 50;
-/// Messages a worker sends before it ends.
-const REPORTS: u64 = 20;
-
-/// What a worker on node b is told.
-#[derive(Serialize, Deserialize)]
-enum Work {
-    /// End normally.
-    Stop,
-    /// Send `REPORTS` numbered reports to `to`, then end: failing if `fail`, else normally.
-    Finish { to: NodePid, fail: bool },
-}
-
-/// What a watcher on node a receives.
-#[derive(Serialize, Deserialize)]
-enum Collect {
-    Report(u64),
-}
-
-async fn worker(cx: ProcessCx<Work>, (): ()) -> Result<(), BoxError> {
-    match cx.recv().await? {
-        Work::Stop => Ok(()),
-        Work::Finish { to, fail } => {
-            // Taken only now: a waiting worker holding its node would keep it alive when the
-            // test drops it.
-            let node = Node::for_scheduler(&cx.scheduler()).ok_or("not a node")?;
-            let addr = node.addr::<Collect>(to);
-            for n in 0..REPORTS {
-                addr.send(Collect::Report(n)).map_err(|e| e.to_string())?;
-            }
-            if fail {
-                Err("failed on purpose".into())
-            } else {
-                Ok(())
-            }
-        }
-    }
-}
-
-fn cluster(url: &str, name: &str) -> Cluster {
-    Cluster::nats(url)
-        .name(name)
-        .heartbeat(Duration::from_millis(200))
-        .down_after(Duration::from_secs(1))
-        .request_timeout(GUARD)
-        .message::<Work>("work")
-        .message::<Collect>("collect")
-        .spawnable("worker", worker)
-}
-
-async fn guarded<T>(what: &str, future: impl std::future::Future<Output = T>) -> T {
-    tokio::time::timeout(GUARD, future)
-        .await
-        .unwrap_or_else(|_| panic!("hang guard: {what}"))
-}
+/// A dropped node is declared down after this much silence.
+const DOWN_AFTER: Duration = Duration::from_secs(1);
 
 /// Polls `condition` until it holds; a hang guard, not a timing assertion.
 async fn wait_until(what: &str, mut condition: impl FnMut() -> bool) {
@@ -79,26 +28,6 @@ async fn wait_until(what: &str, mut condition: impl FnMut() -> bool) {
         }
     })
     .await;
-}
-
-async fn two_nodes(server: &NatsServer) -> Vec<(Scheduler, Node)> {
-    start_nodes(&["a", "b"], |name| cluster(&server.url(), name), GUARD).await
-}
-
-async fn stop(nodes: Vec<(Scheduler, Node)>) {
-    for (sched, node) in nodes {
-        node.leave().await;
-        sched.shutdown_async(GUARD).await;
-    }
-}
-
-async fn spawn_worker(a: &Node) -> NodePid {
-    guarded(
-        "spawn",
-        a.spawn_on(Placement::Node("b".into()), "worker", ()),
-    )
-    .await
-    .expect("a worker on b")
 }
 
 /// A process on `sched` that monitors `target` through `node`, reports its monitor, and returns
@@ -126,7 +55,7 @@ fn spawn_watcher(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_watcher_reads_a_remote_process_s_down_in_its_mailbox_after_its_last_messages() {
     let server = NatsServer::start();
-    let nodes = two_nodes(&server).await;
+    let nodes = two_nodes(&server, DOWN_AFTER).await;
     let (sched_a, a) = (&nodes[0].0, &nodes[0].1);
     for round in 0..ROUNDS {
         let pid = spawn_worker(a).await;
@@ -176,7 +105,7 @@ async fn a_watcher_reads_a_remote_process_s_down_in_its_mailbox_after_its_last_m
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_gone_target_is_no_proc_a_local_one_is_watched_here_and_a_dead_watcher_is_not_found() {
     let server = NatsServer::start();
-    let nodes = two_nodes(&server).await;
+    let nodes = two_nodes(&server, DOWN_AFTER).await;
     let (sched_a, a) = (&nodes[0].0, &nodes[0].1);
 
     // Already gone.
@@ -226,7 +155,7 @@ async fn a_gone_target_is_no_proc_a_local_one_is_watched_here_and_a_dead_watcher
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_watcher_gets_no_connection_when_the_target_s_node_dies_and_demonitor_ends_a_monitor() {
     let server = NatsServer::start();
-    let mut nodes = two_nodes(&server).await;
+    let mut nodes = two_nodes(&server, DOWN_AFTER).await;
     let (b_sched, b) = nodes.pop().expect("b");
     let (sched_a, a) = (&nodes[0].0, &nodes[0].1);
     let pid = spawn_worker(a).await;
@@ -272,7 +201,7 @@ async fn a_watcher_gets_no_connection_when_the_target_s_node_dies_and_demonitor_
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_monitor_made_from_a_thread_outside_any_runtime_reports_as_any_other() {
     let server = NatsServer::start();
-    let nodes = two_nodes(&server).await;
+    let nodes = two_nodes(&server, DOWN_AFTER).await;
     let (sched_a, a) = (&nodes[0].0, &nodes[0].1);
     let target = spawn_worker(a).await;
     // Waits for a go, then for its `Down`.

@@ -9,118 +9,22 @@
 
 mod cluster_support;
 
-use cluster_support::{start_nodes, NatsServer};
-use procsched::cluster::{Cluster, Node, NodePid, Placement};
+use cluster_support::reports::{
+    guarded, spawn_reporter, spawn_worker, stop, two_nodes, Collect, Work, REPORTS,
+};
+use cluster_support::NatsServer;
 use procsched::prelude::*;
 use procsched::supervision::{Incoming, Signal};
-use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
-const GUARD: Duration = Duration::from_secs(60);
 const ROUNDS: u64 = 100;
-/// Messages a worker sends before it ends.
-const REPORTS: u64 = 20;
-
-/// What a worker on node b is told.
-#[derive(Serialize, Deserialize)]
-enum Work {
-    /// End normally.
-    Stop,
-    /// Send `REPORTS` numbered reports to `to`, then end: failing if `fail`, else normally.
-    Finish { to: NodePid, fail: bool },
-    /// Send report `n` to `to`, then answer `n` (a reporter; a worker takes only the above).
-    ReportThenReply {
-        to: NodePid,
-        n: u64,
-        reply: Reply<u64>,
-    },
-}
-
-/// What a collector on node a receives.
-#[derive(Serialize, Deserialize)]
-enum Collect {
-    Report(u64),
-    /// How many reports arrived, and whether each came in order (0, 1, … per worker).
-    Count(Reply<(u64, bool)>),
-}
-
-async fn worker(cx: ProcessCx<Work>, (): ()) -> Result<(), BoxError> {
-    let node = Node::for_scheduler(&cx.scheduler()).ok_or("not a node")?;
-    match cx.recv().await? {
-        Work::Stop | Work::ReportThenReply { .. } => Ok(()),
-        Work::Finish { to, fail } => {
-            let addr = node.addr::<Collect>(to);
-            for n in 0..REPORTS {
-                addr.send(Collect::Report(n)).map_err(|e| e.to_string())?;
-            }
-            if fail {
-                Err("failed on purpose".into())
-            } else {
-                Ok(())
-            }
-        }
-    }
-}
-
-/// Answers `ReportThenReply` until told to stop.
-async fn reporter(cx: ProcessCx<Work>, (): ()) -> Result<(), BoxError> {
-    let node = Node::for_scheduler(&cx.scheduler()).ok_or("not a node")?;
-    loop {
-        match cx.recv().await? {
-            Work::ReportThenReply { to, n, reply } => {
-                node.addr::<Collect>(to)
-                    .send(Collect::Report(n))
-                    .map_err(|e| e.to_string())?;
-                let _ = reply.send(n);
-            }
-            _ => return Ok(()),
-        }
-    }
-}
-
-fn cluster(url: &str, name: &str) -> Cluster {
-    Cluster::nats(url)
-        .name(name)
-        .heartbeat(Duration::from_millis(200))
-        .down_after(Duration::from_secs(5))
-        .request_timeout(GUARD)
-        .message::<Work>("work")
-        .message::<Collect>("collect")
-        .spawnable("worker", worker)
-        .spawnable("reporter", reporter)
-}
-
-async fn guarded<T>(what: &str, future: impl std::future::Future<Output = T>) -> T {
-    tokio::time::timeout(GUARD, future)
-        .await
-        .unwrap_or_else(|_| panic!("hang guard: {what}"))
-}
-
-/// Two nodes, a and b, on one server.
-async fn two_nodes(server: &NatsServer) -> Vec<(Scheduler, Node)> {
-    start_nodes(&["a", "b"], |name| cluster(&server.url(), name), GUARD).await
-}
-
-async fn stop(nodes: Vec<(Scheduler, Node)>) {
-    for (sched, node) in nodes {
-        node.leave().await;
-        sched.shutdown_async(GUARD).await;
-    }
-}
-
-async fn spawn_worker(a: &Node) -> NodePid {
-    guarded(
-        "spawn",
-        a.spawn_on(Placement::Node("b".into()), "worker", ()),
-    )
-    .await
-    .expect("a worker on b")
-}
+/// Long enough that no node is declared down while the rounds run.
+const DOWN_AFTER: Duration = Duration::from_secs(5);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_monitor_set_before_the_message_that_stops_its_target_sees_its_real_exit() {
     let server = NatsServer::start();
-    let nodes = two_nodes(&server).await;
+    let nodes = two_nodes(&server, DOWN_AFTER).await;
     let a = &nodes[0].1;
     for round in 0..ROUNDS {
         let pid = spawn_worker(a).await;
@@ -158,7 +62,7 @@ fn spawn_collector(sched: &Scheduler, cycle: u64) -> ProcessHandle<(), Collect> 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_process_s_last_messages_arrive_before_its_down() {
     let server = NatsServer::start();
-    let nodes = two_nodes(&server).await;
+    let nodes = two_nodes(&server, DOWN_AFTER).await;
     let (sched_a, a) = (&nodes[0].0, &nodes[0].1);
     let collector = spawn_collector(sched_a, REPORTS);
     let to = a.pid(collector.pid());
@@ -199,7 +103,7 @@ async fn a_process_s_last_messages_arrive_before_its_down() {
 async fn a_link_set_before_the_message_that_ends_its_target_sees_its_real_exit_after_its_last_messages(
 ) {
     let server = NatsServer::start();
-    let nodes = two_nodes(&server).await;
+    let nodes = two_nodes(&server, DOWN_AFTER).await;
     let (sched_a, a) = (&nodes[0].0, &nodes[0].1);
     for round in 0..ROUNDS {
         let pid = spawn_worker(a).await;
@@ -245,18 +149,12 @@ async fn a_link_set_before_the_message_that_ends_its_target_sees_its_real_exit_a
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reply_arrives_after_the_messages_its_process_sent_before_replying() {
     let server = NatsServer::start();
-    let nodes = two_nodes(&server).await;
+    let nodes = two_nodes(&server, DOWN_AFTER).await;
     let (sched_a, a) = (&nodes[0].0, &nodes[0].1);
     let collector = spawn_collector(sched_a, u64::MAX);
     let to = a.pid(collector.pid());
     let collector = collector.addr();
-    let reporter = guarded(
-        "spawn",
-        a.spawn_on(Placement::Node("b".into()), "reporter", ()),
-    )
-    .await
-    .expect("a reporter on b");
-    let reporter = a.addr::<Work>(reporter);
+    let reporter = a.addr::<Work>(spawn_reporter(a).await);
     for n in 0..ROUNDS * REPORTS {
         let to = to.clone();
         let answer = guarded(

@@ -21,6 +21,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 mod nats;
 mod nodes;
+pub(crate) mod reports;
 
 // A test file may use only some of these: not a warning (CI denies warnings).
 #[allow(unused_imports)]

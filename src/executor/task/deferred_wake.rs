@@ -103,19 +103,32 @@ impl std::fmt::Debug for DeferredWake {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::DeferredWake;
-    use crate::executor::task::tests::toy::{probe, spawn, take_waker, Toy};
+    use crate::executor::task::tests::toy::{probe, spawn, take_waker, ProbeShared, Toy};
+    use crate::executor::JoinHandle;
     use std::sync::atomic::Ordering::SeqCst;
     use std::sync::Arc;
     use std::task::{Wake, Waker};
 
-    #[test]
-    fn a_prepared_wake_queues_the_task_once_when_fired() {
+    /// A task polled once (waiting for its probe's event), its waker, and a wake prepared from it.
+    fn prepared() -> (
+        Arc<Toy>,
+        Arc<ProbeShared>,
+        JoinHandle<usize>,
+        Waker,
+        DeferredWake,
+    ) {
         let toy = Arc::new(Toy::default());
         let (future, probe) = probe();
         let join = spawn(&toy, future);
         toy.run_all();
         let waker = take_waker(&probe);
         let wake = DeferredWake::prepare(&waker);
+        (toy, probe, join, waker, wake)
+    }
+
+    #[test]
+    fn a_prepared_wake_queues_the_task_once_when_fired() {
+        let (toy, probe, join, waker, wake) = prepared();
         // A second wake in the gap leaves the queuing to the first.
         waker.wake_by_ref();
         assert!(toy.queue_len() == 0, "not queued before it fires");
@@ -128,12 +141,7 @@ mod tests {
 
     #[test]
     fn a_prepared_wake_keeps_the_task_alive_after_its_waker_drops() {
-        let toy = Arc::new(Toy::default());
-        let (future, probe) = probe();
-        let join = spawn(&toy, future);
-        toy.run_all();
-        let waker = take_waker(&probe);
-        let wake = DeferredWake::prepare(&waker);
+        let (toy, probe, join, waker, wake) = prepared();
         drop(waker);
         probe.event.store(true, SeqCst);
         drop(wake); // fires

@@ -8,9 +8,32 @@ use crate::loom::atomic::{AtomicUsize, Ordering::SeqCst};
 use crate::loom::model::model;
 use crate::loom::{lock, thread, Arc};
 
-#[test]
-fn loom_wake_while_running_causes_exactly_one_more_poll() {
-    model(|| {
+/// How a model fires the task's waker: by value, by reference, or as a `DeferredWake`
+/// (`task/deferred_wake.rs`: prepared as under a mailbox lock, the waker then dropped, as the
+/// slot's may be, and fired after). Each consumes the waker.
+type Fire = fn(std::task::Waker);
+
+fn by_value(waker: std::task::Waker) {
+    waker.wake();
+}
+
+fn by_ref(waker: std::task::Waker) {
+    waker.wake_by_ref();
+    drop(waker);
+}
+
+fn deferred(waker: std::task::Waker) {
+    let wake = DeferredWake::prepare(&waker);
+    drop(waker);
+    wake.fire();
+}
+
+/// An event set, then the waker fired by `fire`, while a worker polls the task (queued again
+/// just before): exactly one more poll sees the event — the wake is neither lost nor doubled,
+/// and the task is never polled twice at once. (A lost wake leaves the join waiting: loom
+/// reports the deadlock.)
+fn wake_while_running_causes_exactly_one_more_poll(fire: Fire) {
+    model(move || {
         let toy = Arc::new(Toy::default());
         let (future, probe) = probe();
         let join = spawn(&toy, future);
@@ -24,7 +47,7 @@ fn loom_wake_while_running_causes_exactly_one_more_poll() {
             thread::spawn(move || toy.run_all())
         };
         probe.event.store(true, SeqCst);
-        waker.wake();
+        fire(waker);
         worker.join().unwrap();
         toy.run_all();
 
@@ -36,9 +59,10 @@ fn loom_wake_while_running_causes_exactly_one_more_poll() {
     });
 }
 
-#[test]
-fn loom_wake_racing_with_completion() {
-    model(|| {
+/// The waker fired by `fire` while the final poll may be running or done: the task completes
+/// once, its future is dropped once, and a late `Notified` (if any) is harmless.
+fn wake_racing_with_completion(fire: Fire) {
+    model(move || {
         let toy = Arc::new(Toy::default());
         let (future, probe) = probe();
         let join = spawn(&toy, future);
@@ -52,7 +76,7 @@ fn loom_wake_racing_with_completion() {
             thread::spawn(move || toy.run_all())
         };
         // Fires while the final poll runs, or after completion.
-        waker.wake();
+        fire(waker);
         worker.join().unwrap();
         toy.run_all();
         assert_eq!(loom::future::block_on(join).unwrap(), 2);
@@ -60,91 +84,32 @@ fn loom_wake_racing_with_completion() {
     });
 }
 
-/// `wake_by_ref` after an event published by a store the poll loads (`state.rs`, "Wake by
-/// reference"): against a queued task it must still write the word, or the poll already under
-/// way could read the event unset while the wake saw `SCHEDULED` and did nothing.
+#[test]
+fn loom_wake_while_running_causes_exactly_one_more_poll() {
+    wake_while_running_causes_exactly_one_more_poll(by_value);
+}
+
+/// `wake_by_ref` against a queued task must still write the word (`state.rs`, "Wake by
+/// reference"), or the poll already under way could read the event unset while the wake saw
+/// `SCHEDULED` and did nothing.
 #[test]
 fn loom_wake_by_ref_while_running_causes_exactly_one_more_poll() {
-    model(|| {
-        let toy = Arc::new(Toy::default());
-        let (future, probe) = probe();
-        let join = spawn(&toy, future);
-        toy.run_all();
-        let waker = take_waker(&probe);
-        waker.wake_by_ref();
-
-        let worker = {
-            let toy = toy.clone();
-            thread::spawn(move || toy.run_all())
-        };
-        probe.event.store(true, SeqCst);
-        waker.wake_by_ref();
-        drop(waker);
-        worker.join().unwrap();
-        toy.run_all();
-
-        let polls = loom::future::block_on(join).expect("completes");
-        assert!(polls == 2 || polls == 3, "polls = {polls}");
-        assert!(lock(&toy.queue).is_empty());
-    });
+    wake_while_running_causes_exactly_one_more_poll(by_ref);
 }
 
-/// `DeferredWake` (`task/deferred_wake.rs`): the transition made on one thread (as under a
-/// mailbox lock), the queuing later, while a worker polls the task: the wake is neither lost nor
-/// doubled, and the task is never polled twice at once.
 #[test]
 fn loom_deferred_wake_while_running_causes_exactly_one_more_poll() {
-    model(|| {
-        let toy = Arc::new(Toy::default());
-        let (future, probe) = probe();
-        let join = spawn(&toy, future);
-        toy.run_all(); // poll 1: Pending, waker stored
-        let waker = take_waker(&probe);
-        waker.wake_by_ref();
-
-        let worker = {
-            let toy = toy.clone();
-            thread::spawn(move || toy.run_all())
-        };
-        probe.event.store(true, SeqCst);
-        let wake = DeferredWake::prepare(&waker);
-        drop(waker); // the slot's waker may go before the wake fires
-        wake.fire();
-        worker.join().unwrap();
-        toy.run_all();
-
-        let polls = loom::future::block_on(join).expect("completes");
-        assert!(polls == 2 || polls == 3, "polls = {polls}");
-        assert_eq!(probe.polls.load(SeqCst), polls, "no poll after completion");
-        assert!(lock(&toy.queue).is_empty());
-    });
+    wake_while_running_causes_exactly_one_more_poll(deferred);
 }
 
-/// A deferred wake prepared while the final poll may be running or done: the task completes
-/// once, its future is dropped once, and the late `Notified` (if any) is harmless.
+#[test]
+fn loom_wake_racing_with_completion() {
+    wake_racing_with_completion(by_value);
+}
+
 #[test]
 fn loom_deferred_wake_racing_with_completion() {
-    model(|| {
-        let toy = Arc::new(Toy::default());
-        let (future, probe) = probe();
-        let join = spawn(&toy, future);
-        toy.run_all();
-        let waker = take_waker(&probe);
-        probe.event.store(true, SeqCst);
-        waker.wake_by_ref();
-
-        let worker = {
-            let toy = toy.clone();
-            thread::spawn(move || toy.run_all())
-        };
-        let wake = DeferredWake::prepare(&waker);
-        drop(waker);
-        wake.fire();
-        worker.join().unwrap();
-        toy.run_all();
-        assert_eq!(loom::future::block_on(join).unwrap(), 2);
-        assert_eq!(probe.drops.load(SeqCst), 1);
-    });
+    wake_racing_with_completion(deferred);
 }
 
 #[test]
