@@ -155,7 +155,7 @@ fn handle(node: &Arc<NodeShared>, origin: &PeerId, for_me: bool, item: Item<'_>)
                 Ok((pid, outcome)) => {
                     if let Some(join) = join {
                         let (weak, origin) = (Arc::downgrade(node), origin.clone());
-                        tokio::spawn(async move {
+                        node.runtime.spawn(async move {
                             let result = outcome.await.map(serde_bytes::ByteBuf::from);
                             if let Some(node) = weak.upgrade() {
                                 answer(&node, &origin, Item::Joined { id: join, result });
@@ -229,7 +229,7 @@ fn serve_monitor(node: &Arc<NodeShared>, origin: &PeerId, for_me: bool, id: u64,
     // The task starts once its abort handle is registered, so that its own removal of the
     // entry always comes after the insertion. Aborted, it drops (demonitors) the monitor.
     let (registered, start) = tokio::sync::oneshot::channel::<()>();
-    let task = tokio::spawn(async move {
+    let task = node.runtime.spawn(async move {
         if start.await.is_err() {
             return;
         }

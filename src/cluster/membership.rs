@@ -139,7 +139,7 @@ pub(crate) async fn heartbeat(node: Arc<NodeShared>, store: kv::Store, mut revis
 
 /// Watches the bucket and sweeps for silent nodes, until the node stops.
 pub(crate) async fn watch(node: Arc<NodeShared>, store: kv::Store) {
-    let sweep = tokio::spawn(sweep(Arc::downgrade(&node)));
+    let sweep = node.runtime.spawn(sweep(Arc::downgrade(&node)));
     let _stop_sweep = AbortOnDrop(sweep.abort_handle());
     loop {
         let mut entries = match store.watch_with_history(">").await {

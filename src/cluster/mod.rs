@@ -301,17 +301,25 @@ impl Node {
         )
         .await
         .map_err(ClusterError::Membership)?;
-        let mut tasks = vec![tokio::spawn(inbound::run(shared.clone(), subscriber)).abort_handle()];
+        let runtime = &shared.runtime;
+        let mut tasks = vec![runtime
+            .spawn(inbound::run(shared.clone(), subscriber))
+            .abort_handle()];
         let store = membership.store.clone();
         tasks.push(
-            tokio::spawn(membership::heartbeat(
-                shared.clone(),
-                store.clone(),
-                membership.revision,
-            ))
-            .abort_handle(),
+            runtime
+                .spawn(membership::heartbeat(
+                    shared.clone(),
+                    store.clone(),
+                    membership.revision,
+                ))
+                .abort_handle(),
         );
-        tasks.push(tokio::spawn(membership::watch(shared.clone(), store.clone())).abort_handle());
+        tasks.push(
+            runtime
+                .spawn(membership::watch(shared.clone(), store.clone()))
+                .abort_handle(),
+        );
         tracing::info!(node = %name, incarnation, "node started");
         let life = Arc::new(Life {
             shared: shared.clone(),

@@ -78,9 +78,9 @@ pub(crate) enum Pending {
 pub(crate) struct NodeShared {
     pub(crate) me: PeerId,
     pub(crate) sched: SchedulerHandle,
-    /// The runtime the node started in, where its tasks run: the ones its synchronous methods
-    /// start (a link end, a process's monitor) too, whichever thread calls them — a state
-    /// machine's step, a plain thread — with or without a tokio context of its own.
+    /// The runtime the node started in, where every task of the node runs — also those its
+    /// synchronous methods start (a link end, a process's monitor), whichever thread calls them:
+    /// a state machine's step, a plain thread, with or without a tokio context of its own.
     pub(crate) runtime: tokio::runtime::Handle,
     pub(crate) client: async_nats::Client,
     pub(crate) registry: Registry,

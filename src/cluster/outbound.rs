@@ -102,7 +102,8 @@ pub(crate) fn start(node: &Arc<NodeShared>, peer: &PeerId) -> Outbound {
             node.subject(&peer.name, true).into(),
         ],
     });
-    tokio::spawn(write(Arc::downgrade(node), lane.clone()));
+    node.runtime
+        .spawn(write(Arc::downgrade(node), lane.clone()));
     Outbound { lane }
 }
 
