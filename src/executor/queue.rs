@@ -212,16 +212,22 @@ impl<T> Local<T> {
     /// Into the next slot; a task already there moves to the deque, where thieves can take it
     /// (tokio's rule for its LIFO slot): the newest task runs next, and of two tasks pushed by
     /// one poll the older is stealable — by a searcher the second push wakes
-    /// (`worker.rs`, `push_local`) — if that poll then blocks.
+    /// (`worker.rs`, `push_local`) — if that poll then blocks. Returns `true` if the queue held
+    /// a task before (read from the slot's own pop, not a second look at its state).
     #[inline]
-    pub(crate) fn push(&self, task: T) {
-        if let Some(previous) = self.next.pop() {
-            self.deque.push(previous);
-        }
+    pub(crate) fn push(&self, task: T) -> bool {
+        let had_work = match self.next.pop() {
+            Some(previous) => {
+                self.deque.push(previous);
+                true
+            }
+            None => self.deque.len() != 0,
+        };
         if let Err(task) = self.next.push(task) {
             // A hand-over is emptying the slot (`TAKING`).
             self.deque.push(task);
         }
+        had_work
     }
 
     /// The slot's task, else the deque's newest.

@@ -569,12 +569,11 @@ impl Core {
     /// chain: on a 1 000-process ring with two workers, 5–15 % of hops were stolen and each
     /// moved the chain across cores, 190–250 ns/hop against 100–140 without
     /// (`docs/bench-process-history.md`, "Lone wakes stay on their worker"). If the current
-    /// poll blocks instead, the monitor nudges a parked worker after one tick (`monitor.rs`,
-    /// "Nudge"), and a searcher that parks sweeps this deque anyway (`idle.rs`, step 5).
+    /// poll blocks instead, the monitor moves it to the global injector and nudges a parked
+    /// worker after one tick (`monitor.rs`, "Nudge"); a task pushed behind it is in the deque,
+    /// which a searcher that parks sweeps (`idle.rs`, step 5).
     pub(crate) fn push_local(&self, task: Notified) {
-        let had_work = self.local.len() != 0;
-        self.local.push(task);
-        if had_work {
+        if self.local.push(task) {
             // Pairs with the fence of a parking last searcher before it sweeps every deque
             // (`idle.rs`, "Why no wake-up is lost").
             fence(SeqCst);
