@@ -32,6 +32,10 @@ enum Cart {
     Add(u64),
     Total(Reply<u64>),
     Drop(Reply<u64>),
+    /// Answers its bytes back (big ones travel as frames of their own).
+    Echo(Vec<u8>, Reply<Vec<u8>>),
+    /// Adds 1 if the bytes are `pattern(len)`.
+    Blob(Vec<u8>),
     Stop,
 }
 
@@ -84,6 +88,11 @@ async fn ring_member(cx: ProcessCx<Ring>, (): ()) -> Result<(), BoxError> {
     }
 }
 
+/// `len` bytes that tell a reordered or truncated copy from the original.
+fn pattern(len: usize) -> Vec<u8> {
+    (0..len).map(|i| (i % 251) as u8).collect()
+}
+
 async fn cart(cx: ProcessCx<Cart>, start: u64) -> Result<u64, BoxError> {
     let mut total = start;
     loop {
@@ -93,6 +102,10 @@ async fn cart(cx: ProcessCx<Cart>, start: u64) -> Result<u64, BoxError> {
                 let _ = reply.send(total);
             }
             Cart::Drop(reply) => drop(reply),
+            Cart::Echo(bytes, reply) => {
+                let _ = reply.send(bytes);
+            }
+            Cart::Blob(bytes) => total += u64::from(bytes == pattern(bytes.len())),
             Cart::Stop => return Ok(total),
         }
     }
@@ -214,6 +227,17 @@ async fn remote_spawn_ask_and_acked_send_fail_typed() {
     );
     cart_addr.send_acked(Cart::Add(1)).await.unwrap();
     assert_eq!(cart_addr.ask(Cart::Total).await.unwrap(), 16);
+    // Requests and replies of every size, small ones batched into shared frames and big ones
+    // in frames of their own, keep their order with the sends around them.
+    for size in [0, 100, 16 << 10, 40 << 10, 100 << 10] {
+        let bytes = pattern(size);
+        cart_addr.send(Cart::Blob(bytes.clone())).unwrap();
+        cart_addr.send(Cart::Add(1)).unwrap();
+        let echoed = cart_addr.ask(|reply| Cart::Echo(bytes.clone(), reply));
+        assert!(echoed.await.unwrap() == bytes, "{size} bytes echoed");
+        cart_addr.send_acked(Cart::Blob(bytes)).await.unwrap();
+    }
+    assert_eq!(cart_addr.ask(Cart::Total).await.unwrap(), 16 + 5 * 3);
     // A port dropped unanswered on the far side fails the ask at once.
     assert!(matches!(
         cart_addr.ask(Cart::Drop).await,

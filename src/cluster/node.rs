@@ -18,7 +18,7 @@
 use super::outbound::{self, Outbound};
 use super::registry::Registry;
 use super::stats::Stats;
-use super::wire::{Item, Refusal, WireReason};
+use super::wire::{self, Item, Refusal, WireReason};
 use crate::loom::lock;
 use crate::process::Pid;
 use crate::scheduler::SchedulerHandle;
@@ -149,6 +149,28 @@ impl NodeShared {
     /// An item that does not encode (a control item with an unencodable text: a bug, not a
     /// network condition) is refused as `Decode`, counted and traced.
     pub(crate) fn send_item(&self, to: &PeerId, item: Item<'_>) -> Result<(), Refusal> {
+        self.push_to(to, |out| out.push(self, &item, outbound::item_size(&item)))
+    }
+
+    /// Queues the item of `envelope` whose body is encoded in `buffer` behind
+    /// [`gap`](Self::gap) bytes (`Outbound::push_encoded`: a big body goes out as a frame of
+    /// its own, with no copy), if `to` is live; refusals as [`send_item`](Self::send_item).
+    pub(crate) fn send_encoded(
+        &self,
+        to: &PeerId,
+        envelope: &wire::Envelope<'_>,
+        buffer: &mut Vec<u8>,
+        gap: usize,
+    ) -> Result<(), Refusal> {
+        self.push_to(to, |out| out.push_encoded(self, envelope, buffer, gap))
+    }
+
+    /// Runs `push` on the lane to `to`, if it is live.
+    fn push_to(
+        &self,
+        to: &PeerId,
+        push: impl FnOnce(&Outbound) -> Result<(), rmp_serde::encode::Error>,
+    ) -> Result<(), Refusal> {
         let peers = self.peers.read().expect("peers lock");
         let Some(peer) = peers.get(&to.name) else {
             return Err(Refusal::NoConnection);
@@ -156,13 +178,17 @@ impl NodeShared {
         if peer.id.incarnation != to.incarnation {
             return Err(Refusal::NoProc);
         }
-        peer.out
-            .push(self, &item, outbound::item_size(&item))
-            .map_err(|error| {
-                self.stats.publish_error();
-                tracing::error!(node = %to.name, %error, "an item did not encode: not sent");
-                Refusal::Decode(format!("did not encode: {error}"))
-            })
+        push(&peer.out).map_err(|error| {
+            self.stats.publish_error();
+            tracing::error!(node = %to.name, %error, "an item did not encode: not sent");
+            Refusal::Decode(format!("did not encode: {error}"))
+        })
+    }
+
+    /// The bytes to leave in front of a body encoded for [`send_encoded`](Self::send_encoded)
+    /// with `envelope`: a frame's head from this node and the envelope.
+    pub(crate) fn gap(&self, envelope: &wire::Envelope<'_>) -> usize {
+        wire::frame_head_len(&self.me.name) + envelope.len()
     }
 
     /// Queues a control item for `to`, if it is live.

@@ -28,6 +28,12 @@
 //! at 1 KiB per message those were a third of the sender's time. The lock is held for one
 //! envelope and one copy of the body (the body is encoded before, outside it), and the frame's
 //! buffer is reused once NATS has written the previous one.
+//!
+//! A big body (at least [`LONE_BODY`]) is not copied at all: the sender encodes it behind a gap
+//! left for the frame's head and the item's envelope (`wire::Envelope`, the item with its body
+//! last), fills the gap, and the buffer itself becomes a frame of its own, queued behind the
+//! open frame (which is sealed first, so order holds). At 16 KiB that copy into a frame was the
+//! costliest of the sender's three (into memory not yet in cache).
 
 use super::node::{NodeShared, PeerId};
 use super::wire::{self, Item};
@@ -35,12 +41,24 @@ use crate::loom::lock;
 use bytes::{BufMut, Bytes, BytesMut};
 use futures::FutureExt;
 use std::collections::VecDeque;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
 use tokio::sync::Notify;
 
-/// A frame is sealed once it holds this much (the next item opens a new one).
-pub(crate) const BATCH_BYTES: usize = 64 << 10;
+/// A frame is sealed before an item would take it past this, and once it holds this much (an
+/// item bigger than this is a frame of its own).
+///
+/// Why 32 KiB, not more: a frame must reach the far side in one read. async-nats reads into a
+/// buffer of at most 64 KiB (`read_buffer_capacity` is a `u16`) and nats-server's read buffer
+/// stops growing at 64 KiB, so a frame near 64 KiB with its protocol line arrives in pieces
+/// that both copy into a grown buffer (`BytesMut::reserve`, the server's `msgBuf`). Measured
+/// (`--bench send/`, 2 cores, frames sealed before passing the cap): 1 KiB sends kept 0.70–0.73
+/// of raw async-nats at 64 KiB, 0.73 at 48 KiB, 0.79–0.83 at 32 KiB, 0.76–0.80 at 24 KiB.
+pub(crate) const BATCH_BYTES: usize = 32 << 10;
+/// A body this big is encoded straight into a frame of its own (a *lone* frame,
+/// [`Outbound::push_encoded`]): at most one more such item would fit its frame, and a copy of
+/// that many bytes into the frame costs more than the publish it would share.
+pub(crate) const LONE_BODY: usize = BATCH_BYTES / 2;
 /// The most items in one frame.
 const BATCH_ITEMS: u32 = 1024;
 /// Room kept in a frame for its header and envelope (names, incarnations, item tags).
@@ -74,6 +92,49 @@ impl Outbound {
         self.lane.push(node, item, size)
     }
 
+    /// Queues an item whose body is already encoded in `buffer`, behind `gap` bytes left for
+    /// the frame's head and the item's `envelope` (`gap` must be
+    /// [`frame_head_len`](wire::frame_head_len) of this node's name plus
+    /// [`envelope.len()`](wire::Envelope::len)). A body of at least [`LONE_BODY`] becomes a
+    /// frame of its own with no copy: the head and envelope are written into the gap and the
+    /// buffer itself is published (`buffer` is left empty, with the same capacity). A smaller
+    /// one is copied into the open frame as [`push`](Self::push) does.
+    ///
+    /// # Errors
+    ///
+    /// The item did not encode (nothing was written).
+    pub(crate) fn push_encoded(
+        &self,
+        node: &NodeShared,
+        envelope: &wire::Envelope<'_>,
+        buffer: &mut Vec<u8>,
+        gap: usize,
+    ) -> Result<(), rmp_serde::encode::Error> {
+        let body = buffer.len() - gap;
+        let lone = body >= LONE_BODY && gap == self.lane.head.len() + envelope.len();
+        let Some(body_len) = u32::try_from(body).ok().filter(|_| lone) else {
+            let item = envelope.item(&buffer[gap..]);
+            return self.lane.push(node, &item, item_size(&item));
+        };
+        let mut prefix = Vec::with_capacity(gap);
+        prefix.extend_from_slice(&self.lane.head);
+        envelope.write(&mut prefix, body_len);
+        debug_assert_eq!(prefix.len(), gap, "the gap is the head and the envelope");
+        wire::seal(&mut prefix, self.lane.head.len(), 1);
+        buffer[..gap].copy_from_slice(&prefix);
+        let capacity = buffer.capacity();
+        let frame = Bytes::from(std::mem::replace(buffer, Vec::with_capacity(capacity)));
+        self.lane.push_lone(
+            node,
+            Sealed {
+                frame,
+                items: 1,
+                kind: Kind::of_envelope(envelope),
+            },
+        );
+        Ok(())
+    }
+
     /// Stops the writer once it has published what is encoded.
     pub(crate) fn close(&self) {
         lock(&self.lane.state).closed = true;
@@ -96,7 +157,7 @@ pub(crate) fn start(node: &Arc<NodeShared>, peer: &PeerId) -> Outbound {
         }),
         wake: Notify::new(),
         head: wire::frame_head(&node.me.name, node.me.incarnation, peer.incarnation).into(),
-        room: node.max_frame.saturating_sub(FRAME_SLACK),
+        batch: node.max_frame.saturating_sub(FRAME_SLACK).min(BATCH_BYTES),
         subjects: [
             node.subject(&peer.name, false).into(),
             node.subject(&peer.name, true).into(),
@@ -122,6 +183,13 @@ impl Kind {
             Kind::Data
         }
     }
+
+    fn of_envelope(envelope: &wire::Envelope<'_>) -> Kind {
+        match envelope {
+            wire::Envelope::Message { .. } => Kind::Data,
+            wire::Envelope::Reply { .. } => Kind::Control,
+        }
+    }
 }
 
 /// A frame ready to publish.
@@ -138,8 +206,9 @@ struct Lane {
     wake: Notify,
     /// The bytes every frame of this lane starts with (`wire::frame_head`).
     head: Arc<[u8]>,
-    /// The most a frame holds (the node's frame limit, less the slack).
-    room: usize,
+    /// The most a frame holds: [`BATCH_BYTES`], or less under a smaller frame limit (the
+    /// node's, less the slack).
+    batch: usize,
     /// The peer's data and control subjects, by [`Kind`].
     subjects: [async_nats::Subject; 2],
 }
@@ -177,7 +246,7 @@ impl Lane {
             // A peer just declared down: its waiters have been failed already.
             return Ok(());
         }
-        if state.items > 0 && (state.open_kind != kind || state.open.len() + size > self.room) {
+        if state.items > 0 && (state.open_kind != kind || state.open.len() + size > self.batch) {
             state.seal(self.head.len());
         }
         if state.items == 0 {
@@ -197,27 +266,50 @@ impl Lane {
             return Err(error);
         }
         state.items += 1;
-        if state.items >= BATCH_ITEMS || state.open.len() >= BATCH_BYTES {
+        if state.items >= BATCH_ITEMS || state.open.len() >= self.batch {
             state.seal(self.head.len());
         }
-        // The writer waits: publish from here if the lane has been quiet (and holds only this
-        // open frame: sealed frames mean a burst, the writer's job), else wake it.
+        self.pushed(node, state);
+        Ok(())
+    }
+
+    /// Queues a lone frame (`Outbound::push_encoded`) behind what the lane holds.
+    fn push_lone(&self, node: &NodeShared, frame: Sealed) {
+        let mut state = lock(&self.state);
+        if state.closed {
+            return;
+        }
+        state.seal(self.head.len());
+        state.sealed.push_back(frame);
+        self.pushed(node, state);
+    }
+
+    /// After a push: if the writer waits, publish from here when the lane has been quiet and
+    /// holds one frame (more means a burst, the writer's job), else wake the writer.
+    fn pushed(&self, node: &NodeShared, mut state: MutexGuard<'_, LaneState>) {
         let wake = std::mem::replace(&mut state.idle, false);
-        if wake && state.sealed.is_empty() && state.items > 0 {
+        let one_frame = match state.sealed.len() {
+            0 => state.items > 0,
+            1 => state.items == 0,
+            _ => false,
+        };
+        if wake && one_frame {
             let now = Instant::now();
             if now.duration_since(state.last_publish) >= QUIET {
                 state.last_publish = now;
-                let frame = state.take_open(self.head.len());
+                let frame = match state.sealed.pop_front() {
+                    Some(frame) => frame,
+                    None => state.take_open(self.head.len()),
+                };
                 drop(state);
                 self.publish_here(node, frame);
-                return Ok(());
+                return;
             }
         }
         drop(state);
         if wake {
             self.wake.notify_one();
         }
-        Ok(())
     }
 
     /// Publishes `frame` from the sender's thread, holding the lane as its writer would (the

@@ -8,14 +8,13 @@
 use super::node::{NodeShared, PeerId, Pending};
 use super::outbound::FRAME_SLACK;
 use super::reply::AskTicket;
-use super::wire::{Ack, Item, Refusal, WireReason};
+use super::wire::{Ack, Envelope, Item, Refusal, WireReason};
 use super::NodePid;
 use crate::process::exit::ExitReason;
 use crate::process::InitError;
 use crate::scheduler::{AskError, Monitor, Reply, SendErrorKind, SpawnError};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
-use std::borrow::Cow;
 use std::fmt;
 use std::future::Future;
 use std::marker::PhantomData;
@@ -257,25 +256,26 @@ impl<M: Serialize + Send + 'static> RemoteAddr<M> {
                 std::any::type_name::<M>().to_owned(),
             ));
         };
-        super::scratch::with(|body| {
-            rmp_serde::encode::write_named(body, message)
+        let envelope = Envelope::Message {
+            to: self.pid.local().as_u64(),
+            ty,
+            ack,
+        };
+        // The body is encoded behind room for its frame's head and envelope: a big one is
+        // published from this buffer as a frame of its own (`NodeShared::send_encoded`).
+        let gap = self.node.gap(&envelope);
+        super::scratch::with(|buffer| {
+            buffer.resize(gap, 0);
+            rmp_serde::encode::write_named(buffer, message)
                 .map_err(|error| RemoteError::Encode(error.to_string()))?;
+            let size = buffer.len() - gap;
             let limit = self.node.max_frame.saturating_sub(FRAME_SLACK);
-            if body.len() > limit {
-                return Err(RemoteError::TooLarge {
-                    size: body.len(),
-                    limit,
-                });
+            if size > limit {
+                return Err(RemoteError::TooLarge { size, limit });
             }
             before();
-            let item = Item::Message {
-                to: self.pid.local().as_u64(),
-                ty: Cow::Borrowed(ty),
-                body: Cow::Borrowed(body),
-                ack,
-            };
             self.node
-                .send_item(peer, item)
+                .send_encoded(peer, &envelope, buffer, gap)
                 .map_err(RemoteError::from_refusal)
         })
     }

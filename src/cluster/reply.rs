@@ -9,12 +9,11 @@
 //! asker hears the refusal instead: [`quietly`]).
 
 use super::node::{NodeShared, PeerId};
-use super::wire::{Body, Item, Refusal};
+use super::wire::{Envelope, Item, Refusal};
 use crate::scheduler::{RemoteAnswer, Reply};
 use serde::de::Error as _;
 use serde::ser::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
-use std::borrow::Cow;
 use std::cell::{Cell, RefCell};
 use std::sync::Arc;
 
@@ -87,21 +86,24 @@ impl<R: Send + 'static> RemoteAnswer<R> for WireAnswer<R> {
     }
 
     fn answer(self: Box<Self>, value: R) -> Result<(), R> {
-        let sent = super::scratch::with(|body| {
-            let result = match (self.encode)(body, &value) {
-                Ok(()) => Ok(Body(Cow::Borrowed(&body[..]))),
+        let envelope = Envelope::Reply { ask: self.ask };
+        // Encoded behind room for its frame's head and envelope, as a message is (a big reply
+        // is published from this buffer, `NodeShared::send_encoded`).
+        let gap = self.node.gap(&envelope);
+        let sent = super::scratch::with(|buffer| {
+            buffer.resize(gap, 0);
+            match (self.encode)(buffer, &value) {
+                Ok(()) => self.node.send_encoded(&self.origin, &envelope, buffer, gap),
                 Err(error) => {
                     tracing::warn!(ask = self.ask, %error, "a reply did not encode");
-                    Err(Refusal::Decode(format!(
-                        "the reply did not encode: {error}"
-                    )))
+                    let refusal = Refusal::Decode(format!("the reply did not encode: {error}"));
+                    let item = Item::Reply {
+                        ask: self.ask,
+                        result: Err(refusal),
+                    };
+                    self.node.send_control(&self.origin, item)
                 }
-            };
-            let item = Item::Reply {
-                ask: self.ask,
-                result,
-            };
-            self.node.send_control(&self.origin, item)
+            }
         });
         match sent {
             Ok(()) => Ok(()),

@@ -249,6 +249,20 @@ const STR8: u8 = 0xd9;
 const STR16: u8 = 0xda;
 const STR32: u8 = 0xdb;
 const UINT64: u8 = 0xcf;
+const NIL: u8 = 0xc0;
+const BIN32: u8 = 0xc6;
+
+/// The bytes [`write_str`] writes for `text`.
+fn str_len(text: &str) -> usize {
+    let len = text.len();
+    len + if len <= u8::MAX as usize {
+        2
+    } else if len <= u16::MAX as usize {
+        3
+    } else {
+        5
+    }
+}
 
 fn write_str(out: &mut Vec<u8>, text: &str) {
     let len = text.len();
@@ -267,6 +281,129 @@ fn write_str(out: &mut Vec<u8>, text: &str) {
 fn write_u64(out: &mut Vec<u8>, value: u64) {
     out.push(UINT64);
     out.extend_from_slice(&value.to_be_bytes());
+}
+
+/// The length of every [`frame_head`] from a node named `from`.
+pub(crate) fn frame_head_len(from: &str) -> usize {
+    // The head's fixed parts, then `from` as a str (its marker is 2, 3 or 5 bytes).
+    const FIXED: usize = 3 + (2 + 4) + (2 + 16) + 9 + (2 + 14) + 9 + (2 + 5) + 5;
+    FIXED + str_len(from)
+}
+
+/// An item, up to its body, for a body encoded in place behind it: a frame whose body was
+/// encoded straight into its buffer, after a gap the envelope and the frame's head are written
+/// into (`outbound.rs`, a lone frame). Written by hand so that the body comes last: the bytes
+/// read as the [`Item`] serde writes (a struct variant is a one-entry map of its name to a map
+/// of its fields, which decodes in any field order), with the body as a `bin 32`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Envelope<'a> {
+    /// [`Item::Message`] to `to`, of type `ty`.
+    Message {
+        to: u64,
+        ty: &'a str,
+        ack: Option<Ack>,
+    },
+    /// [`Item::Reply`] to ask `ask`, answered (`Ok`).
+    Reply { ask: u64 },
+}
+
+impl<'a> Envelope<'a> {
+    /// The bytes [`write`](Self::write) writes.
+    pub(crate) fn len(&self) -> usize {
+        const U64: usize = 9;
+        const BIN32: usize = 5;
+        match self {
+            Envelope::Message { ty, ack, .. } => {
+                let ack = match ack {
+                    None => 1,
+                    Some(Ack::Always(_)) => 1 + str_len("Always") + U64,
+                    Some(Ack::Refused(_)) => 1 + str_len("Refused") + U64,
+                };
+                1 + str_len("Message")
+                    + 1
+                    + str_len("to")
+                    + U64
+                    + str_len("ty")
+                    + str_len(ty)
+                    + str_len("ack")
+                    + ack
+                    + str_len("body")
+                    + BIN32
+            }
+            Envelope::Reply { .. } => {
+                1 + str_len("Reply")
+                    + 1
+                    + str_len("ask")
+                    + U64
+                    + str_len("result")
+                    + 1
+                    + str_len("Ok")
+                    + BIN32
+            }
+        }
+    }
+
+    /// Writes the item up to its body, which is `body_len` bytes and comes next.
+    pub(crate) fn write(&self, out: &mut Vec<u8>, body_len: u32) {
+        match *self {
+            Envelope::Message { to, ty, ack } => {
+                out.push(FIXMAP | 1);
+                write_str(out, "Message");
+                out.push(FIXMAP | 4);
+                write_str(out, "to");
+                write_u64(out, to);
+                write_str(out, "ty");
+                write_str(out, ty);
+                write_str(out, "ack");
+                match ack {
+                    None => out.push(NIL),
+                    Some(ack) => {
+                        let (name, id) = match ack {
+                            Ack::Always(id) => ("Always", id),
+                            Ack::Refused(id) => ("Refused", id),
+                        };
+                        out.push(FIXMAP | 1);
+                        write_str(out, name);
+                        write_u64(out, id);
+                    }
+                }
+            }
+            Envelope::Reply { ask } => {
+                out.push(FIXMAP | 1);
+                write_str(out, "Reply");
+                out.push(FIXMAP | 2);
+                write_str(out, "ask");
+                write_u64(out, ask);
+                write_str(out, "result");
+                out.push(FIXMAP | 1);
+                write_str(out, "Ok");
+            }
+        }
+        if matches!(self, Envelope::Message { .. }) {
+            write_str(out, "body");
+        }
+        out.push(BIN32);
+        out.extend_from_slice(&body_len.to_be_bytes());
+    }
+
+    /// The item with `body` (the batched path: the item is encoded into a shared frame).
+    pub(crate) fn item<'b>(&self, body: &'b [u8]) -> Item<'b>
+    where
+        'a: 'b,
+    {
+        match *self {
+            Envelope::Message { to, ty, ack } => Item::Message {
+                to,
+                ty: Cow::Borrowed(ty),
+                body: Cow::Borrowed(body),
+                ack,
+            },
+            Envelope::Reply { ask } => Item::Reply {
+                ask,
+                result: Ok(Body(Cow::Borrowed(body))),
+            },
+        }
+    }
 }
 
 /// Fills in the item count of a frame that starts with a [`frame_head`].
@@ -349,6 +486,47 @@ mod tests {
             (300, 7, 8)
         );
         assert!(back.items.is_empty());
+    }
+
+    #[test]
+    fn an_envelope_and_the_body_behind_it_read_as_the_item() {
+        let body = rmp_serde::to_vec_named(&("a body", 5u32)).unwrap();
+        let long_type = "t".repeat(300);
+        let envelopes = [
+            Envelope::Message {
+                to: 5,
+                ty: "t",
+                ack: None,
+            },
+            Envelope::Message {
+                to: u64::MAX,
+                ty: &long_type,
+                ack: Some(Ack::Always(9)),
+            },
+            Envelope::Message {
+                to: 0,
+                ty: "t",
+                ack: Some(Ack::Refused(u64::MAX)),
+            },
+            Envelope::Reply { ask: 7 },
+        ];
+        for from in ["a", &"n".repeat(300)] {
+            for envelope in &envelopes {
+                let head = frame_head(from, 1, 2);
+                assert_eq!(head.len(), frame_head_len(from));
+                let mut bytes = head.clone();
+                envelope.write(&mut bytes, body.len() as u32);
+                assert_eq!(bytes.len(), head.len() + envelope.len(), "{envelope:?}");
+                bytes.extend_from_slice(&body);
+                seal(&mut bytes, head.len(), 1);
+                let back = decode(&bytes, 1 << 20).unwrap();
+                assert_eq!(back.items.len(), 1);
+                assert_eq!(
+                    format!("{:?}", back.items[0]),
+                    format!("{:?}", envelope.item(&body))
+                );
+            }
+        }
     }
 
     #[test]
