@@ -1,13 +1,15 @@
 //! Bad input to a node, sent with a raw NATS client: garbage, an oversized frame, a frame of
 //! another version, a message of an unregistered type, a spawn of an unregistered name, and
 //! frames claiming an identity that is not the sender's. Each is rejected and counted, nothing
-//! panics, and the node goes on serving.
+//! panics, and the node goes on serving. And user code a node runs on its own tasks — a
+//! registered type's `Deserialize` or `Serialize` — that panics: the one item fails typed, at
+//! once, and the node goes on serving.
 #![cfg(feature = "cluster")]
 
 mod cluster_support;
 
 use cluster_support::{wait_until, NatsServer};
-use procsched::cluster::{nats, Cluster, Node, Placement};
+use procsched::cluster::{nats, Cluster, Node, Placement, RemoteError};
 use procsched::prelude::*;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
@@ -24,6 +26,51 @@ async fn echo(cx: ProcessCx<Echo>, n: u64) -> Result<(), BoxError> {
         let Echo::Ask(reply) = cx.recv().await?;
         let _ = reply.send(n);
     }
+}
+
+/// A number whose `Deserialize` panics on 13 and whose `Serialize` panics on 7.
+#[derive(Debug)]
+struct Touchy(u64);
+
+impl Serialize for Touchy {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        assert!(self.0 != 7, "Touchy does not encode 7");
+        serializer.serialize_u64(self.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for Touchy {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let n = u64::deserialize(deserializer)?;
+        assert!(n != 13, "Touchy does not decode 13");
+        Ok(Touchy(n))
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+enum Picky {
+    Take(Touchy),
+    Give(u64, Reply<Touchy>),
+    Taken(Reply<u64>),
+}
+
+async fn picky(cx: ProcessCx<Picky>, (): ()) -> Result<(), BoxError> {
+    let mut taken = 0;
+    loop {
+        match cx.recv().await? {
+            Picky::Take(touchy) => taken += touchy.0,
+            Picky::Give(n, reply) => {
+                let _ = reply.send(Touchy(n));
+            }
+            Picky::Taken(reply) => {
+                let _ = reply.send(taken);
+            }
+        }
+    }
+}
+
+async fn returns(_cx: ProcessCx<()>, n: u64) -> Result<Touchy, BoxError> {
+    Ok(Touchy(n))
 }
 
 /// The wire's frame, as an outsider would forge it (`src/cluster/wire.rs`).
@@ -72,7 +119,10 @@ async fn node(url: &str, name: &str) -> (Scheduler, Node) {
         .down_after(Duration::from_secs(1))
         .max_frame(64 << 10)
         .message::<Echo>("echo")
-        .spawnable("echo", echo);
+        .spawnable("echo", echo)
+        .message::<Picky>("picky")
+        .spawnable("picky", picky)
+        .spawnable("returns", returns);
     let node = Node::start(sched.handle(), cluster).await.unwrap();
     (sched, node)
 }
@@ -200,6 +250,71 @@ async fn bad_frames_are_rejected_counted_and_the_node_goes_on() {
         .await
         .unwrap();
     assert_eq!(a.addr::<Echo>(spawned).ask(Echo::Ask).await.unwrap(), 6);
+
+    a.leave().await;
+    b.leave().await;
+    a_sched.shutdown_async(GUARD).await;
+    b_sched.shutdown_async(GUARD).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_panicking_deserialize_or_serialize_fails_its_item_and_the_node_goes_on() {
+    let server = NatsServer::start();
+    let (a_sched, a) = node(&server.url(), "a").await;
+    let (b_sched, b) = node(&server.url(), "b").await;
+    assert!(a.wait_for_nodes(1, GUARD).await && b.wait_for_nodes(1, GUARD).await);
+    let on_b = Placement::Node("b".into());
+    let target = a.spawn_on(on_b.clone(), "picky", ()).await.unwrap();
+    let addr = a.addr::<Picky>(target);
+
+    // b's inbound task decodes the message: its `Deserialize` panics there. The acked send
+    // hears it; the messages around it, from the same node, are delivered.
+    addr.send(Picky::Take(Touchy(1))).unwrap();
+    let refused = addr.send_acked(Picky::Take(Touchy(13))).await;
+    assert!(
+        matches!(&refused, Err(RemoteError::Decode(why)) if why.contains("panicked")),
+        "{refused:?}"
+    );
+    addr.send_acked(Picky::Take(Touchy(2))).await.unwrap();
+    assert_eq!(addr.ask(Picky::Taken).await.unwrap(), 3);
+    assert!(b.stats().rejected_items >= 1);
+
+    // The output of a joined remote spawn is encoded on b's task: a panicking `Serialize` ends
+    // the handle typed.
+    let handle = a
+        .spawn_on_with_handle::<u64, _>(on_b.clone(), "returns", 7u64)
+        .await
+        .unwrap();
+    let ended = tokio::time::timeout(GUARD, handle)
+        .await
+        .expect("hang guard");
+    assert!(
+        matches!(&ended, Err(RemoteError::Ended(reason)) if reason.to_string().contains("panicked")),
+        "{ended:?}"
+    );
+    let handle = a
+        .spawn_on_with_handle::<u64, _>(on_b.clone(), "returns", 8u64)
+        .await
+        .unwrap();
+    assert_eq!(handle.await.unwrap(), 8);
+
+    // A reply whose `Serialize` panics in the answering process: the asker hears it at once
+    // (well before its own timeout), and the panic ends that process as a panic would.
+    let asked = tokio::time::timeout(
+        GUARD,
+        addr.ask_within(Duration::from_secs(3600), |reply| Picky::Give(7, reply)),
+    )
+    .await
+    .expect("the asker heard nothing before the hang guard");
+    assert!(
+        matches!(&asked, Err(RemoteError::Decode(why)) if why.contains("panicked")),
+        "{asked:?}"
+    );
+
+    // b still serves.
+    let again = a.spawn_on(on_b, "picky", ()).await.unwrap();
+    let again = a.addr::<Picky>(again);
+    assert_eq!(again.ask(|reply| Picky::Give(5, reply)).await.unwrap().0, 5);
 
     a.leave().await;
     b.leave().await;

@@ -61,7 +61,10 @@
 //!   reconnects (async-nats retries forever by default).
 //! - **Bad input** (`inbound.rs`): a malformed, oversized, unregistered or foreign frame is
 //!   rejected, counted ([`NodeStats`]) and traced; nothing panics and the subscription lives.
-//!   A node spawns only what it registered.
+//!   A node spawns only what it registered. A registered type's own code that panics on a
+//!   node's task (a message's `Deserialize`, a joined output's `Serialize`) fails that one item
+//!   typed (`RemoteError::Decode`, `RemoteError::Ended`); a reply whose `Serialize` panics
+//!   fails the ask at once, and the panic goes on to the answering process.
 //! - **Supervision across nodes**: [`Node::link`] (OTP semantics), [`Node::monitor_from`] (a
 //!   process's monitor of a process on another node: its `Down` arrives in the watcher's
 //!   mailbox, naming the node) and [`Node::remote_child`] (a child restarted on a live node when

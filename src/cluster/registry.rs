@@ -3,6 +3,7 @@
 
 use super::reply::{self, DecodeScope};
 use super::wire::{Refusal, WireReason};
+use crate::process::panic_message;
 use crate::process::{BoxError, Pid};
 use crate::scheduler::{ProcessCx, SchedulerHandle, SendErrorKind, SpawnError};
 use serde::de::DeserializeOwned;
@@ -10,6 +11,7 @@ use serde::Serialize;
 use std::any::TypeId;
 use std::collections::HashMap;
 use std::future::Future;
+use std::panic::{self, AssertUnwindSafe};
 use std::pin::Pin;
 use std::sync::Arc;
 
@@ -83,9 +85,19 @@ impl Registry {
             let pid = handle.pid();
             let join: JoinFuture = Box::pin(async move {
                 match handle.await {
-                    Ok(output) => rmp_serde::to_vec_named(&output).map_err(|error| {
-                        WireReason::Failed(format!("the output did not encode: {error}"))
-                    }),
+                    // The output's `Serialize` is user code, run on the node's own task.
+                    Ok(output) => match panic::catch_unwind(AssertUnwindSafe(|| {
+                        rmp_serde::to_vec_named(&output)
+                    })) {
+                        Ok(Ok(bytes)) => Ok(bytes),
+                        Ok(Err(error)) => Err(WireReason::Failed(format!(
+                            "the output did not encode: {error}"
+                        ))),
+                        Err(panic) => Err(WireReason::Failed(format!(
+                            "the output's Serialize panicked: {}",
+                            panic_message(&*panic)
+                        ))),
+                    },
                     Err(error) => Err(WireReason::from_reason(&error.exit_reason())),
                 }
             });
@@ -109,7 +121,7 @@ impl Registry {
         scope: DecodeScope<'_>,
     ) -> Result<(), Refusal> {
         match self.deliver.get(ty) {
-            Some(deliver) => deliver(sched, pid, body, scope),
+            Some(deliver) => catching("a message's decoding", || deliver(sched, pid, body, scope)),
             None => Err(Refusal::Unregistered(ty.to_owned())),
         }
     }
@@ -122,8 +134,23 @@ impl Registry {
         args: &[u8],
     ) -> Result<(Pid, JoinFuture), Refusal> {
         match self.spawn.get(name) {
-            Some(spawn) => spawn(sched, args),
+            Some(spawn) => catching("a spawn's argument", || spawn(sched, args)),
             None => Err(Refusal::Unregistered(name.to_owned())),
+        }
+    }
+}
+
+/// Runs `f`, which runs a registered type's own code (its `Deserialize`, or its `Drop` when
+/// it is refused) on the node's inbound task: a panic there refuses that one item as
+/// undecodable, traced, instead of ending the task (which would leave every later frame from
+/// every node unread, and their asks waiting for their timeouts).
+fn catching<T>(what: &str, f: impl FnOnce() -> Result<T, Refusal>) -> Result<T, Refusal> {
+    match panic::catch_unwind(AssertUnwindSafe(f)) {
+        Ok(result) => result,
+        Err(panic) => {
+            let message = panic_message(&*panic);
+            tracing::error!(%message, "{what} panicked");
+            Err(Refusal::Decode(format!("{what} panicked: {message}")))
         }
     }
 }

@@ -10,11 +10,13 @@
 
 use super::node::{NodeShared, PeerId};
 use super::wire::{Envelope, Item, Refusal};
+use crate::process::panic_message;
 use crate::scheduler::{RemoteAnswer, Reply};
 use serde::de::Error as _;
 use serde::ser::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::cell::{Cell, RefCell};
+use std::panic::{self, AssertUnwindSafe};
 use std::sync::Arc;
 
 thread_local! {
@@ -33,23 +35,35 @@ pub(crate) struct DecodeScope<'a> {
 
 impl DecodeScope<'_> {
     /// Runs `decode` with this scope installed for the reply ports it meets.
+    /// The scope is taken down even if `decode` panics (a registered type's `Deserialize`).
     pub(crate) fn decode<T>(self, decode: impl FnOnce() -> T) -> T {
-        let previous = SCOPE.with(|scope| {
+        struct Restore(Option<(Arc<NodeShared>, PeerId)>);
+        impl Drop for Restore {
+            fn drop(&mut self) {
+                let previous = self.0.take();
+                SCOPE.with(|scope| *scope.borrow_mut() = previous);
+            }
+        }
+        let _restore = Restore(SCOPE.with(|scope| {
             scope
                 .borrow_mut()
                 .replace((self.node.clone(), self.origin.clone()))
-        });
-        let decoded = decode();
-        SCOPE.with(|scope| *scope.borrow_mut() = previous);
-        decoded
+        }));
+        decode()
     }
 }
 
-/// Runs `f` (which drops a refused message) with its reply ports silenced.
+/// Runs `f` (which drops a refused message) with its reply ports silenced; they speak again
+/// afterwards even if `f` panics (a message's `Drop`).
 pub(crate) fn quietly(f: impl FnOnce()) {
-    let previous = QUIET.with(|quiet| quiet.replace(true));
+    struct Restore(bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            QUIET.with(|quiet| quiet.set(self.0));
+        }
+    }
+    let _restore = Restore(QUIET.with(|quiet| quiet.replace(true)));
     f();
-    QUIET.with(|quiet| quiet.set(previous));
 }
 
 /// The asking node's placeholder: what the closure of a remote `ask` builds its message with.
@@ -92,18 +106,33 @@ impl<R: Send + 'static> RemoteAnswer<R> for WireAnswer<R> {
         let gap = self.node.gap(&envelope);
         let sent = super::scratch::with(|buffer| {
             buffer.resize(gap, 0);
-            match (self.encode)(buffer, &value) {
-                Ok(()) => self.node.send_encoded(&self.origin, &envelope, buffer, gap),
-                Err(error) => {
-                    tracing::warn!(ask = self.ask, %error, "a reply did not encode");
-                    let refusal = Refusal::Decode(format!("the reply did not encode: {error}"));
-                    let item = Item::Reply {
-                        ask: self.ask,
-                        result: Err(refusal),
-                    };
-                    self.node.send_control(&self.origin, item)
+            // The reply type's `Serialize` is user code: if it panics, the asker hears it at
+            // once (not at its timeout), and the panic goes on to the answering process.
+            let encoded = panic::catch_unwind(AssertUnwindSafe(|| (self.encode)(buffer, &value)));
+            let failed = match encoded {
+                Ok(Ok(())) => {
+                    return self.node.send_encoded(&self.origin, &envelope, buffer, gap);
                 }
+                Ok(Err(error)) => Err(error.to_string()),
+                Err(panic) => Ok(panic),
+            };
+            let why = match &failed {
+                Err(error) => format!("the reply did not encode: {error}"),
+                Ok(panic) => format!(
+                    "the reply's Serialize panicked: {}",
+                    panic_message(&**panic)
+                ),
+            };
+            tracing::warn!(ask = self.ask, %why, "a reply was not sent");
+            let item = Item::Reply {
+                ask: self.ask,
+                result: Err(Refusal::Decode(why)),
+            };
+            let sent = self.node.send_control(&self.origin, item);
+            if let Ok(panic) = failed {
+                panic::resume_unwind(panic);
             }
+            sent
         });
         match sent {
             Ok(()) => Ok(()),
