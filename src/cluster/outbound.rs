@@ -97,7 +97,7 @@ impl Outbound {
     /// [`frame_head_len`](wire::frame_head_len) of this node's name plus
     /// [`envelope.len()`](wire::Envelope::len)). A body of at least [`LONE_BODY`] becomes a
     /// frame of its own with no copy: the head and envelope are written into the gap and the
-    /// buffer itself is published (`buffer` is left empty, with the same capacity). A smaller
+    /// buffer itself is published (`buffer` is left empty, with room for as much). A smaller
     /// one is copied into the open frame as [`push`](Self::push) does.
     ///
     /// # Errors
@@ -122,8 +122,10 @@ impl Outbound {
         debug_assert_eq!(prefix.len(), gap, "the gap is the head and the envelope");
         wire::seal(&mut prefix, self.lane.head.len(), 1);
         buffer[..gap].copy_from_slice(&prefix);
-        let capacity = buffer.capacity();
-        let frame = Bytes::from(std::mem::replace(buffer, Vec::with_capacity(capacity)));
+        // The buffer goes with its frame; its successor is sized for a frame like this one
+        // (not the old capacity: after one huge message every lone frame would carry it).
+        let next = Vec::with_capacity(buffer.len());
+        let frame = Bytes::from(std::mem::replace(buffer, next));
         self.lane.push_lone(
             node,
             Sealed {
