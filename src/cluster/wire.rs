@@ -231,19 +231,52 @@ const ARRAY32: u8 = 0xdd;
 /// (a struct decodes from a map with its fields by name, in any order, integers of any
 /// width).
 pub(crate) fn frame_head(from: &str, from_incarnation: u64, to_incarnation: u64) -> Vec<u8> {
-    let mut head = vec![FRAME_VERSION, CODEC_MSGPACK, FIXMAP | 4];
-    write_str(&mut head, "from");
-    write_str(&mut head, from);
-    write_str(&mut head, "from_incarnation");
-    write_u64(&mut head, from_incarnation);
-    write_str(&mut head, "to_incarnation");
-    write_u64(&mut head, to_incarnation);
-    write_str(&mut head, ITEMS_FIELD);
-    head.extend_from_slice(&[ARRAY32, 0, 0, 0, 0]);
+    let mut head = Vec::new();
+    write_head(&mut head, from, from_incarnation, to_incarnation);
     head
 }
 
-/// msgpack markers the head uses (the spec's names).
+/// The length of every [`frame_head`] from a node named `from`.
+pub(crate) fn frame_head_len(from: &str) -> usize {
+    let mut count = Count(0);
+    write_head(&mut count, from, 0, 0);
+    count.0
+}
+
+fn write_head(out: &mut impl Out, from: &str, from_incarnation: u64, to_incarnation: u64) {
+    out.put(&[FRAME_VERSION, CODEC_MSGPACK, FIXMAP | 4]);
+    write_str(out, "from");
+    write_str(out, from);
+    write_str(out, "from_incarnation");
+    write_u64(out, from_incarnation);
+    write_str(out, "to_incarnation");
+    write_u64(out, to_incarnation);
+    write_str(out, ITEMS_FIELD);
+    out.put(&[ARRAY32, 0, 0, 0, 0]);
+}
+
+/// Where the hand-written msgpack goes: a buffer, or a [`Count`] of its bytes (so a length is
+/// computed by the very code that writes, never by a second description of it).
+trait Out {
+    fn put(&mut self, bytes: &[u8]);
+}
+
+impl Out for Vec<u8> {
+    fn put(&mut self, bytes: &[u8]) {
+        self.extend_from_slice(bytes);
+    }
+}
+
+/// Counts what would be written.
+struct Count(usize);
+
+impl Out for Count {
+    fn put(&mut self, bytes: &[u8]) {
+        self.0 += bytes.len();
+    }
+}
+
+/// msgpack markers written by hand (the spec's names).
 const FIXMAP: u8 = 0x80;
 const STR8: u8 = 0xd9;
 const STR16: u8 = 0xda;
@@ -252,42 +285,30 @@ const UINT64: u8 = 0xcf;
 const NIL: u8 = 0xc0;
 const BIN32: u8 = 0xc6;
 
-/// The bytes [`write_str`] writes for `text`.
-fn str_len(text: &str) -> usize {
-    let len = text.len();
-    len + if len <= u8::MAX as usize {
-        2
-    } else if len <= u16::MAX as usize {
-        3
-    } else {
-        5
-    }
-}
-
-fn write_str(out: &mut Vec<u8>, text: &str) {
+fn write_str(out: &mut impl Out, text: &str) {
     let len = text.len();
     if let Ok(len) = u8::try_from(len) {
-        out.extend_from_slice(&[STR8, len]);
+        out.put(&[STR8, len]);
     } else if let Ok(len) = u16::try_from(len) {
-        out.push(STR16);
-        out.extend_from_slice(&len.to_be_bytes());
+        out.put(&[STR16]);
+        out.put(&len.to_be_bytes());
     } else {
-        out.push(STR32);
-        out.extend_from_slice(&(len as u32).to_be_bytes());
+        out.put(&[STR32]);
+        out.put(&(len as u32).to_be_bytes());
     }
-    out.extend_from_slice(text.as_bytes());
+    out.put(text.as_bytes());
 }
 
-fn write_u64(out: &mut Vec<u8>, value: u64) {
-    out.push(UINT64);
-    out.extend_from_slice(&value.to_be_bytes());
+/// An enum variant as serde writes it in MessagePack: a one-entry map from its name to its
+/// value, which the caller writes next.
+fn write_variant(out: &mut impl Out, name: &str) {
+    out.put(&[FIXMAP | 1]);
+    write_str(out, name);
 }
 
-/// The length of every [`frame_head`] from a node named `from`.
-pub(crate) fn frame_head_len(from: &str) -> usize {
-    // The head's fixed parts, then `from` as a str (its marker is 2, 3 or 5 bytes).
-    const FIXED: usize = 3 + (2 + 4) + (2 + 16) + 9 + (2 + 14) + 9 + (2 + 5) + 5;
-    FIXED + str_len(from)
+fn write_u64(out: &mut impl Out, value: u64) {
+    out.put(&[UINT64]);
+    out.put(&value.to_be_bytes());
 }
 
 /// An item, up to its body, for a body encoded in place behind it: a frame whose body was
@@ -310,80 +331,50 @@ pub(crate) enum Envelope<'a> {
 impl<'a> Envelope<'a> {
     /// The bytes [`write`](Self::write) writes.
     pub(crate) fn len(&self) -> usize {
-        const U64: usize = 9;
-        const BIN32: usize = 5;
-        match self {
-            Envelope::Message { ty, ack, .. } => {
-                let ack = match ack {
-                    None => 1,
-                    Some(Ack::Always(_)) => 1 + str_len("Always") + U64,
-                    Some(Ack::Refused(_)) => 1 + str_len("Refused") + U64,
-                };
-                1 + str_len("Message")
-                    + 1
-                    + str_len("to")
-                    + U64
-                    + str_len("ty")
-                    + str_len(ty)
-                    + str_len("ack")
-                    + ack
-                    + str_len("body")
-                    + BIN32
-            }
-            Envelope::Reply { .. } => {
-                1 + str_len("Reply")
-                    + 1
-                    + str_len("ask")
-                    + U64
-                    + str_len("result")
-                    + 1
-                    + str_len("Ok")
-                    + BIN32
-            }
-        }
+        let mut count = Count(0);
+        self.write_to(&mut count, 0);
+        count.0
     }
 
     /// Writes the item up to its body, which is `body_len` bytes and comes next.
     pub(crate) fn write(&self, out: &mut Vec<u8>, body_len: u32) {
+        self.write_to(out, body_len);
+    }
+
+    fn write_to(&self, out: &mut impl Out, body_len: u32) {
         match *self {
             Envelope::Message { to, ty, ack } => {
-                out.push(FIXMAP | 1);
-                write_str(out, "Message");
-                out.push(FIXMAP | 4);
+                write_variant(out, "Message");
+                out.put(&[FIXMAP | 4]);
                 write_str(out, "to");
                 write_u64(out, to);
                 write_str(out, "ty");
                 write_str(out, ty);
                 write_str(out, "ack");
                 match ack {
-                    None => out.push(NIL),
-                    Some(ack) => {
-                        let (name, id) = match ack {
-                            Ack::Always(id) => ("Always", id),
-                            Ack::Refused(id) => ("Refused", id),
-                        };
-                        out.push(FIXMAP | 1);
-                        write_str(out, name);
+                    None => out.put(&[NIL]),
+                    Some(Ack::Always(id)) => {
+                        write_variant(out, "Always");
+                        write_u64(out, id);
+                    }
+                    Some(Ack::Refused(id)) => {
+                        write_variant(out, "Refused");
                         write_u64(out, id);
                     }
                 }
+                write_str(out, "body");
             }
             Envelope::Reply { ask } => {
-                out.push(FIXMAP | 1);
-                write_str(out, "Reply");
-                out.push(FIXMAP | 2);
+                write_variant(out, "Reply");
+                out.put(&[FIXMAP | 2]);
                 write_str(out, "ask");
                 write_u64(out, ask);
                 write_str(out, "result");
-                out.push(FIXMAP | 1);
-                write_str(out, "Ok");
+                write_variant(out, "Ok");
             }
         }
-        if matches!(self, Envelope::Message { .. }) {
-            write_str(out, "body");
-        }
-        out.push(BIN32);
-        out.extend_from_slice(&body_len.to_be_bytes());
+        out.put(&[BIN32]);
+        out.put(&body_len.to_be_bytes());
     }
 
     /// The item with `body` (the batched path: the item is encoded into a shared frame).
