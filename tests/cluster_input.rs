@@ -52,6 +52,8 @@ enum Picky {
     Take(Touchy),
     Give(u64, Reply<Touchy>),
     Taken(Reply<u64>),
+    /// Adds its length.
+    Blob(Vec<u8>),
 }
 
 async fn picky(cx: ProcessCx<Picky>, (): ()) -> Result<(), BoxError> {
@@ -65,6 +67,7 @@ async fn picky(cx: ProcessCx<Picky>, (): ()) -> Result<(), BoxError> {
             Picky::Taken(reply) => {
                 let _ = reply.send(taken);
             }
+            Picky::Blob(bytes) => taken += bytes.len() as u64,
         }
     }
 }
@@ -315,6 +318,45 @@ async fn a_panicking_deserialize_or_serialize_fails_its_item_and_the_node_goes_o
     let again = a.spawn_on(on_b, "picky", ()).await.unwrap();
     let again = a.addr::<Picky>(again);
     assert_eq!(again.ask(|reply| Picky::Give(5, reply)).await.unwrap().0, 5);
+
+    a.leave().await;
+    b.leave().await;
+    a_sched.shutdown_async(GUARD).await;
+    b_sched.shutdown_async(GUARD).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_over_the_frame_limit_comes_back_and_one_at_it_is_delivered() {
+    let server = NatsServer::start();
+    let (a_sched, a) = node(&server.url(), "a").await;
+    let (b_sched, b) = node(&server.url(), "b").await;
+    assert!(a.wait_for_nodes(1, GUARD).await && b.wait_for_nodes(1, GUARD).await);
+    let target = a
+        .spawn_on(Placement::Node("b".into()), "picky", ())
+        .await
+        .unwrap();
+    let addr = a.addr::<Picky>(target);
+
+    // Both nodes' frames are at most 64 KiB: a 70 KiB message comes back, typed, with itself.
+    let refused = addr.send(Picky::Blob(vec![1; 70 << 10])).unwrap_err();
+    let RemoteError::TooLarge { size, limit } = *refused.error() else {
+        panic!("{:?}", refused.error());
+    };
+    assert!(size > limit && limit < 64 << 10, "{size} {limit}");
+    assert!(matches!(refused.into_message(), Some(Picky::Blob(bytes)) if bytes.len() == 70 << 10));
+
+    // A message that encodes to exactly the limit fits its frame on both sides: it arrives.
+    let overhead = rmp_serde::to_vec_named(&Picky::Blob(vec![1; 1000]))
+        .unwrap()
+        .len()
+        - 1000;
+    let largest = limit - overhead;
+    // (`send`: an acked send's envelope carries its ack id, so its limit is a little lower.)
+    addr.send(Picky::Blob(vec![1; largest])).unwrap();
+    assert_eq!(addr.ask(Picky::Taken).await.unwrap(), largest as u64);
+    let one_more = addr.send(Picky::Blob(vec![1; largest + 1])).unwrap_err();
+    assert!(matches!(one_more.error(), RemoteError::TooLarge { .. }));
+    assert_eq!(b.stats().rejected_frames, 0);
 
     a.leave().await;
     b.leave().await;

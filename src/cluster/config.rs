@@ -205,8 +205,11 @@ impl Cluster {
         self
     }
 
-    /// The largest frame this node sends or accepts (default [`DEFAULT_MAX_FRAME`]); a larger
-    /// message fails to send with `TooLarge`, a larger incoming frame is rejected and counted.
+    /// The largest frame this node sends or accepts (default [`DEFAULT_MAX_FRAME`]); a message
+    /// whose frame would be larger (its encoding, plus the frame's head and the item's envelope:
+    /// the sender's node name and the message's registered name, about 150 bytes with short
+    /// names) fails to send with `TooLarge`, a larger incoming frame is rejected and counted.
+    /// Give every node the same limit: a frame is checked against the receiver's.
     ///
     /// # Examples
     ///

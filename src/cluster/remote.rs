@@ -6,7 +6,6 @@
 //! unregistered types are the caller's errors, at once) and queued for that node's writer.
 
 use super::node::{NodeShared, PeerId, Pending};
-use super::outbound::FRAME_SLACK;
 use super::reply::AskTicket;
 use super::wire::{Ack, Envelope, Item, Refusal, WireReason};
 use super::NodePid;
@@ -63,7 +62,8 @@ pub enum RemoteError {
     TooLarge {
         /// The encoded size.
         size: usize,
-        /// The limit ([`Cluster::max_frame`](super::Cluster::max_frame)).
+        /// The most a message may encode to: [`Cluster::max_frame`](super::Cluster::max_frame)
+        /// less its frame's head and the item's envelope.
         limit: usize,
     },
     /// A remote spawn was refused: the same [`SpawnError`] a local spawn gives (an unknown
@@ -269,7 +269,8 @@ impl<M: Serialize + Send + 'static> RemoteAddr<M> {
             rmp_serde::encode::write_named(buffer, message)
                 .map_err(|error| RemoteError::Encode(error.to_string()))?;
             let size = buffer.len() - gap;
-            let limit = self.node.max_frame.saturating_sub(FRAME_SLACK);
+            // Exact: the message's frame is at most its head, its envelope and its body.
+            let limit = self.node.max_frame.saturating_sub(gap);
             if size > limit {
                 return Err(RemoteError::TooLarge { size, limit });
             }
