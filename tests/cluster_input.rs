@@ -3,7 +3,8 @@
 //! frames claiming an identity that is not the sender's. Each is rejected and counted, nothing
 //! panics, and the node goes on serving. And user code a node runs on its own tasks — a
 //! registered type's `Deserialize` or `Serialize` — that panics: the one item fails typed, at
-//! once, and the node goes on serving.
+//! once, and the node goes on serving. A message or an answer too big for a frame fails typed
+//! (`TooLarge`) at once, and one exactly at the limit is delivered.
 #![cfg(feature = "cluster")]
 
 mod cluster_support;
@@ -54,6 +55,8 @@ enum Picky {
     Taken(Reply<u64>),
     /// Adds its length.
     Blob(Vec<u8>),
+    /// Answers that many bytes.
+    Big(usize, Reply<Vec<u8>>),
 }
 
 async fn picky(cx: ProcessCx<Picky>, (): ()) -> Result<(), BoxError> {
@@ -68,6 +71,9 @@ async fn picky(cx: ProcessCx<Picky>, (): ()) -> Result<(), BoxError> {
                 let _ = reply.send(taken);
             }
             Picky::Blob(bytes) => taken += bytes.len() as u64,
+            Picky::Big(len, reply) => {
+                let _ = reply.send(vec![1; len]);
+            }
         }
     }
 }
@@ -326,7 +332,7 @@ async fn a_panicking_deserialize_or_serialize_fails_its_item_and_the_node_goes_o
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_message_over_the_frame_limit_comes_back_and_one_at_it_is_delivered() {
+async fn a_message_or_answer_over_the_frame_limit_fails_typed_and_one_at_it_is_delivered() {
     let server = NatsServer::start();
     let (a_sched, a) = node(&server.url(), "a").await;
     let (b_sched, b) = node(&server.url(), "b").await;
@@ -357,6 +363,24 @@ async fn a_message_over_the_frame_limit_comes_back_and_one_at_it_is_delivered() 
     let one_more = addr.send(Picky::Blob(vec![1; largest + 1])).unwrap_err();
     assert!(matches!(one_more.error(), RemoteError::TooLarge { .. }));
     assert_eq!(b.stats().rejected_frames, 0);
+
+    // An answer over the limit: the asker hears `TooLarge` at once (well before its timeout),
+    // and the answering process goes on.
+    let asked = tokio::time::timeout(
+        GUARD,
+        addr.ask_within(Duration::from_secs(3600), |reply| {
+            Picky::Big(70 << 10, reply)
+        }),
+    )
+    .await
+    .expect("the asker heard nothing before the hang guard");
+    assert!(
+        matches!(asked, Err(RemoteError::TooLarge { size, limit }) if size > limit),
+        "{asked:?}"
+    );
+    let small = addr.ask(|reply| Picky::Big(10, reply)).await.unwrap();
+    assert_eq!(small, vec![1; 10]);
+    assert_eq!(a.stats().rejected_frames, 0);
 
     a.leave().await;
     b.leave().await;

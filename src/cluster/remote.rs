@@ -119,6 +119,10 @@ impl RemoteError {
             Refusal::Limit(limit) => RemoteError::Spawn(SpawnError::Limit(
                 usize::try_from(limit).unwrap_or(usize::MAX),
             )),
+            Refusal::TooLarge { size, limit } => RemoteError::TooLarge {
+                size: usize::try_from(size).unwrap_or(usize::MAX),
+                limit: usize::try_from(limit).unwrap_or(usize::MAX),
+            },
         }
     }
 

@@ -104,40 +104,41 @@ impl<R: Send + 'static> RemoteAnswer<R> for WireAnswer<R> {
         // Encoded behind room for its frame's head and envelope, as a message is (a big reply
         // is published from this buffer, `NodeShared::send_encoded`).
         let gap = self.node.gap(&envelope);
+        let limit = self.node.max_frame.saturating_sub(gap);
+        let mut panicked = None;
         let sent = super::scratch::with(|buffer| {
             buffer.resize(gap, 0);
             // The reply type's `Serialize` is user code: if it panics, the asker hears it at
             // once (not at its timeout), and the panic goes on to the answering process.
             let encoded = panic::catch_unwind(AssertUnwindSafe(|| (self.encode)(buffer, &value)));
-            let failed = match encoded {
-                Ok(Ok(())) => {
+            let refusal = match encoded {
+                Ok(Ok(())) if buffer.len() - gap <= limit => {
                     return self.node.send_encoded(&self.origin, &envelope, buffer, gap);
                 }
-                Ok(Err(error)) => Err(error.to_string()),
-                Err(panic) => Ok(panic),
+                Ok(Ok(())) => Refusal::TooLarge {
+                    size: (buffer.len() - gap) as u64,
+                    limit: limit as u64,
+                },
+                Ok(Err(error)) => Refusal::Decode(format!("the reply did not encode: {error}")),
+                Err(panic) => {
+                    let message = panic_message(&*panic);
+                    panicked = Some(panic);
+                    Refusal::Decode(format!("the reply's Serialize panicked: {message}"))
+                }
             };
-            let why = match &failed {
-                Err(error) => format!("the reply did not encode: {error}"),
-                Ok(panic) => format!(
-                    "the reply's Serialize panicked: {}",
-                    panic_message(&**panic)
-                ),
-            };
-            tracing::warn!(ask = self.ask, %why, "a reply was not sent");
+            // The asker hears why at once; the answer comes back to the answering process.
+            tracing::warn!(ask = self.ask, ?refusal, "a reply was not sent");
             let item = Item::Reply {
                 ask: self.ask,
-                result: Err(Refusal::Decode(why)),
+                result: Err(refusal.clone()),
             };
-            let sent = self.node.send_control(&self.origin, item);
-            if let Ok(panic) = failed {
-                panic::resume_unwind(panic);
-            }
-            sent
+            let _ = self.node.send_control(&self.origin, item);
+            Err(refusal)
         });
-        match sent {
-            Ok(()) => Ok(()),
-            Err(_) => Err(value),
+        if let Some(panic) = panicked {
+            panic::resume_unwind(panic);
         }
+        sent.map_err(|_| value)
     }
 
     fn unanswered(self: Box<Self>) {

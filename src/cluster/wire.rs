@@ -152,6 +152,8 @@ pub(crate) enum Refusal {
     Limit(u64),
     /// The node could not be reached (said by the sending side of a dead or unknown node).
     NoConnection,
+    /// The answer would not fit a frame: it encodes to `size` bytes, over `limit`.
+    TooLarge { size: u64, limit: u64 },
 }
 
 /// An [`ExitReason`](crate::supervision::ExitReason) on the wire (errors travel as their text).
