@@ -3,8 +3,9 @@
 //! frames claiming an identity that is not the sender's. Each is rejected and counted, nothing
 //! panics, and the node goes on serving. And user code a node runs on its own tasks — a
 //! registered type's `Deserialize` or `Serialize` — that panics: the one item fails typed, at
-//! once, and the node goes on serving. A message or an answer too big for a frame fails typed
-//! (`TooLarge`) at once, and one exactly at the limit is delivered.
+//! once, and the node goes on serving. A message, an answer, a spawn's argument or a joined
+//! output too big for a frame fails typed at once, and a message exactly at the limit is
+//! delivered.
 #![cfg(feature = "cluster")]
 
 mod cluster_support;
@@ -82,6 +83,11 @@ async fn returns(_cx: ProcessCx<()>, n: u64) -> Result<Touchy, BoxError> {
     Ok(Touchy(n))
 }
 
+/// Returns `len` bytes; its argument can be made as big as wanted.
+async fn sized(_cx: ProcessCx<()>, (len, _padding): (usize, Vec<u8>)) -> Result<Vec<u8>, BoxError> {
+    Ok(vec![1; len])
+}
+
 /// The wire's frame, as an outsider would forge it (`src/cluster/wire.rs`).
 #[derive(Serialize)]
 struct Frame {
@@ -131,7 +137,8 @@ async fn node(url: &str, name: &str) -> (Scheduler, Node) {
         .spawnable("echo", echo)
         .message::<Picky>("picky")
         .spawnable("picky", picky)
-        .spawnable("returns", returns);
+        .spawnable("returns", returns)
+        .spawnable("sized", sized);
     let node = Node::start(sched.handle(), cluster).await.unwrap();
     (sched, node)
 }
@@ -332,7 +339,7 @@ async fn a_panicking_deserialize_or_serialize_fails_its_item_and_the_node_goes_o
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_message_or_answer_over_the_frame_limit_fails_typed_and_one_at_it_is_delivered() {
+async fn what_is_over_the_frame_limit_fails_typed_at_once_and_what_is_at_it_is_delivered() {
     let server = NatsServer::start();
     let (a_sched, a) = node(&server.url(), "a").await;
     let (b_sched, b) = node(&server.url(), "b").await;
@@ -380,6 +387,32 @@ async fn a_message_or_answer_over_the_frame_limit_fails_typed_and_one_at_it_is_d
     );
     let small = addr.ask(|reply| Picky::Big(10, reply)).await.unwrap();
     assert_eq!(small, vec![1; 10]);
+
+    // A remote spawn whose argument is over the limit fails at once; a joined output over it
+    // ends its handle typed (it would have waited for the node's death).
+    let on_b = Placement::Node("b".into());
+    let too_big = a.spawn_on(on_b.clone(), "sized", (1usize, vec![1u8; 70 << 10]));
+    assert!(matches!(too_big.await, Err(RemoteError::TooLarge { .. })));
+    let handle = a
+        .spawn_on_with_handle::<Vec<u8>, _>(
+            on_b.clone(),
+            "sized",
+            (70usize << 10, Vec::<u8>::new()),
+        )
+        .await
+        .unwrap();
+    let ended = tokio::time::timeout(GUARD, handle)
+        .await
+        .expect("hang guard");
+    assert!(
+        matches!(&ended, Err(RemoteError::Ended(reason)) if reason.to_string().contains("frame limit")),
+        "{ended:?}"
+    );
+    let handle = a
+        .spawn_on_with_handle::<Vec<u8>, _>(on_b, "sized", (10usize, Vec::<u8>::new()))
+        .await
+        .unwrap();
+    assert_eq!(handle.await.unwrap(), vec![1; 10]);
     assert_eq!(a.stats().rejected_frames, 0);
 
     a.leave().await;

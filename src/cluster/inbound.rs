@@ -158,7 +158,7 @@ fn handle(node: &Arc<NodeShared>, origin: &PeerId, for_me: bool, item: Item<'_>)
                         node.runtime.spawn(async move {
                             let result = outcome.await.map(serde_bytes::ByteBuf::from);
                             if let Some(node) = weak.upgrade() {
-                                answer(&node, &origin, Item::Joined { id: join, result });
+                                joined(&node, &origin, join, result);
                             }
                         });
                     }
@@ -245,6 +245,28 @@ fn serve_monitor(node: &Arc<NodeShared>, origin: &PeerId, for_me: bool, id: u64,
 }
 
 /// Sends an answer to `origin`; it is lost only if `origin` was declared down meanwhile.
+/// Answers a joined spawn's outcome; an output too big for a frame ends the far handle
+/// `Failed` with why (the frame would be rejected, and the handle wait for the node's death).
+fn joined(
+    node: &NodeShared,
+    origin: &PeerId,
+    id: u64,
+    result: Result<serde_bytes::ByteBuf, WireReason>,
+) {
+    match node.send_control(origin, Item::Joined { id, result }) {
+        Ok(()) => {}
+        Err(Refusal::TooLarge { size, limit }) => {
+            let why =
+                format!("the output encodes to {size} bytes, over the frame limit of {limit}");
+            let result = Err(WireReason::Failed(why));
+            answer(node, origin, Item::Joined { id, result });
+        }
+        Err(refusal) => {
+            tracing::debug!(to = %origin.name, ?refusal, "an answer found its node gone");
+        }
+    }
+}
+
 fn answer(node: &NodeShared, origin: &PeerId, item: Item<'static>) {
     if let Err(refusal) = node.send_control(origin, item) {
         tracing::debug!(to = %origin.name, ?refusal, "an answer found its node gone");

@@ -15,7 +15,7 @@
 //! it: asks, acked sends and spawns with `NoConnection`, monitors with `Down(NoConnection)`;
 //! monitors it held here are dropped. Nothing waits on a dead peer past that bound.
 
-use super::outbound::{self, Outbound};
+use super::outbound::{self, Outbound, PushError};
 use super::registry::Registry;
 use super::stats::Stats;
 use super::wire::{self, Item, Refusal, WireReason};
@@ -169,7 +169,7 @@ impl NodeShared {
     fn push_to(
         &self,
         to: &PeerId,
-        push: impl FnOnce(&Outbound) -> Result<(), rmp_serde::encode::Error>,
+        push: impl FnOnce(&Outbound) -> Result<(), PushError>,
     ) -> Result<(), Refusal> {
         let peers = self.peers.read().expect("peers lock");
         let Some(peer) = peers.get(&to.name) else {
@@ -178,10 +178,19 @@ impl NodeShared {
         if peer.id.incarnation != to.incarnation {
             return Err(Refusal::NoProc);
         }
-        push(&peer.out).map_err(|error| {
-            self.stats.publish_error();
-            tracing::error!(node = %to.name, %error, "an item did not encode: not sent");
-            Refusal::Decode(format!("did not encode: {error}"))
+        push(&peer.out).map_err(|error| match error {
+            PushError::Encode(error) => {
+                self.stats.publish_error();
+                tracing::error!(node = %to.name, %error, "an item did not encode: not sent");
+                Refusal::Decode(format!("did not encode: {error}"))
+            }
+            PushError::TooLarge { size, limit } => {
+                tracing::warn!(node = %to.name, size, limit, "an item over the frame limit: not sent");
+                Refusal::TooLarge {
+                    size: size as u64,
+                    limit: limit as u64,
+                }
+            }
         })
     }
 

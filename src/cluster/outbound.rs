@@ -70,6 +70,16 @@ const MIN_FRAME: usize = 4 << 10;
 /// request/reply round trip through NATS, well over the gap between two sends in a loop.
 const QUIET: Duration = Duration::from_micros(20);
 
+/// Why an item was not queued (nothing of it was written).
+#[derive(Debug)]
+pub(crate) enum PushError {
+    /// It did not encode.
+    Encode(rmp_serde::encode::Error),
+    /// Its frame would pass the node's frame limit, which the peer would reject: it encodes to
+    /// `size` bytes, over `limit` (the frame limit less the frame's head).
+    TooLarge { size: usize, limit: usize },
+}
+
 /// The lane to one peer.
 pub(crate) struct Outbound {
     lane: Arc<Lane>,
@@ -88,7 +98,7 @@ impl Outbound {
         node: &NodeShared,
         item: &Item<'_>,
         size: usize,
-    ) -> Result<(), rmp_serde::encode::Error> {
+    ) -> Result<(), PushError> {
         self.lane.push(node, item, size)
     }
 
@@ -102,20 +112,26 @@ impl Outbound {
     ///
     /// # Errors
     ///
-    /// The item did not encode (nothing was written).
+    /// As [`push`](Self::push); nothing was queued.
     pub(crate) fn push_encoded(
         &self,
         node: &NodeShared,
         envelope: &wire::Envelope<'_>,
         buffer: &mut Vec<u8>,
         gap: usize,
-    ) -> Result<(), rmp_serde::encode::Error> {
+    ) -> Result<(), PushError> {
         let body = buffer.len() - gap;
         let lone = body >= LONE_BODY && gap == self.lane.head.len() + envelope.len();
         let Some(body_len) = u32::try_from(body).ok().filter(|_| lone) else {
             let item = envelope.item(&buffer[gap..]);
             return self.lane.push(node, &item, item_size(&item));
         };
+        if buffer.len() > self.lane.max_frame {
+            return Err(PushError::TooLarge {
+                size: buffer.len() - self.lane.head.len(),
+                limit: self.lane.max_frame - self.lane.head.len(),
+            });
+        }
         let mut prefix = Vec::with_capacity(gap);
         prefix.extend_from_slice(&self.lane.head);
         envelope.write(&mut prefix, body_len);
@@ -160,6 +176,7 @@ pub(crate) fn start(node: &Arc<NodeShared>, peer: &PeerId) -> Outbound {
         wake: Notify::new(),
         head: wire::frame_head(&node.me.name, node.me.incarnation, peer.incarnation).into(),
         batch: node.max_frame.saturating_sub(FRAME_SLACK).min(BATCH_BYTES),
+        max_frame: node.max_frame,
         subjects: [
             node.subject(&peer.name, false).into(),
             node.subject(&peer.name, true).into(),
@@ -211,6 +228,8 @@ struct Lane {
     /// The most a frame holds: [`BATCH_BYTES`], or less under a smaller frame limit (the
     /// node's, less the slack).
     batch: usize,
+    /// The node's frame limit: no frame of this lane is longer.
+    max_frame: usize,
     /// The peer's data and control subjects, by [`Kind`].
     subjects: [async_nats::Subject; 2],
 }
@@ -236,12 +255,7 @@ struct LaneState {
 }
 
 impl Lane {
-    fn push(
-        &self,
-        node: &NodeShared,
-        item: &Item<'_>,
-        size: usize,
-    ) -> Result<(), rmp_serde::encode::Error> {
+    fn push(&self, node: &NodeShared, item: &Item<'_>, size: usize) -> Result<(), PushError> {
         let kind = Kind::of(item);
         let mut state = lock(&self.state);
         if state.closed {
@@ -260,12 +274,23 @@ impl Lane {
         }
         let mark = state.open.len();
         let mut writer = (&mut state.open).writer();
-        if let Err(error) = rmp_serde::encode::write_named(&mut writer, item) {
+        let written = rmp_serde::encode::write_named(&mut writer, item);
+        let encoded = state.open.len() - mark;
+        let refused = match written {
+            Err(error) => Some(PushError::Encode(error)),
+            // Alone in its frame it would still pass the limit.
+            Ok(()) if self.head.len() + encoded > self.max_frame => Some(PushError::TooLarge {
+                size: encoded,
+                limit: self.max_frame.saturating_sub(self.head.len()),
+            }),
+            Ok(()) => None,
+        };
+        if let Some(refused) = refused {
             state.open.truncate(mark);
             if state.items == 0 {
                 state.open.clear();
             }
-            return Err(error);
+            return Err(refused);
         }
         state.items += 1;
         if state.items >= BATCH_ITEMS || state.open.len() >= self.batch {

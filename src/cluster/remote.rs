@@ -57,7 +57,8 @@ pub enum RemoteError {
     /// The receiving side could not decode what was sent (the nodes disagree on a type).
     #[error("decoding failed: {0}")]
     Decode(String),
-    /// The message is larger than a frame may be.
+    /// The message is larger than a frame may be (also: a remote spawn's argument, or the
+    /// answer to an ask, as the answering node says it).
     #[error("{size} bytes over the frame limit of {limit}")]
     TooLarge {
         /// The encoded size.
