@@ -202,11 +202,11 @@ fn asks(c: &mut Criterion) {
         .measurement_time(Duration::from_secs(4));
     let sched = scheduler();
     let server = spawn_server(&sched);
-    // The caller is tokio code on the bench thread.
-    let caller = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("caller runtime");
+    // The caller is tokio code on the bench thread, in `block_on` of the same kind of runtime
+    // as the tokio-native row's (multi-thread): the bench thread parks and is woken the same
+    // way in both rows. (A current-thread runtime with its I/O driver parks in `epoll_wait`,
+    // and its waker is an eventfd write: a heavier wake-up than the tokio-native row's.)
+    let caller = tokio_runtime();
     group.bench_function("procsched", |b| {
         b.iter(|| {
             caller.block_on(async {
