@@ -244,7 +244,6 @@ fn serve_monitor(node: &Arc<NodeShared>, origin: &PeerId, for_me: bool, id: u64,
     let _ = registered.send(());
 }
 
-/// Sends an answer to `origin`; it is lost only if `origin` was declared down meanwhile.
 /// Answers a joined spawn's outcome; an output too big for a frame ends the far handle
 /// `Failed` with why (the frame would be rejected, and the handle wait for the node's death).
 fn joined(
@@ -267,6 +266,7 @@ fn joined(
     }
 }
 
+/// Sends an answer to `origin`; it is lost only if `origin` was declared down meanwhile.
 fn answer(node: &NodeShared, origin: &PeerId, item: Item<'static>) {
     if let Err(refusal) = node.send_control(origin, item) {
         tracing::debug!(to = %origin.name, ?refusal, "an answer found its node gone");
