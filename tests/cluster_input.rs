@@ -10,7 +10,7 @@
 
 mod cluster_support;
 
-use cluster_support::{wait_until, NatsServer};
+use cluster_support::{start_nodes, stop_nodes, wait_until, NatsServer};
 use procsched::cluster::{nats, Cluster, Node, Placement, RemoteError};
 use procsched::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -126,9 +126,8 @@ fn frame(from: &str, from_incarnation: u64, to_incarnation: u64, item: Item) -> 
     bytes
 }
 
-async fn node(url: &str, name: &str) -> (Scheduler, Node) {
-    let sched = Scheduler::builder().workers(1).build().unwrap();
-    let cluster = Cluster::nats(url)
+fn cluster(url: &str, name: &str) -> Cluster {
+    Cluster::nats(url)
         .name(name)
         .heartbeat(Duration::from_millis(200))
         .down_after(Duration::from_secs(1))
@@ -138,17 +137,19 @@ async fn node(url: &str, name: &str) -> (Scheduler, Node) {
         .message::<Picky>("picky")
         .spawnable("picky", picky)
         .spawnable("returns", returns)
-        .spawnable("sized", sized);
-    let node = Node::start(sched.handle(), cluster).await.unwrap();
-    (sched, node)
+        .spawnable("sized", sized)
+}
+
+/// Nodes `a` and `b`, seeing each other.
+async fn a_and_b(server: &NatsServer) -> Vec<(Scheduler, Node)> {
+    start_nodes(&["a", "b"], |name| cluster(&server.url(), name), GUARD).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_frames_are_rejected_counted_and_the_node_goes_on() {
     let server = NatsServer::start();
-    let (a_sched, a) = node(&server.url(), "a").await;
-    let (b_sched, b) = node(&server.url(), "b").await;
-    assert!(a.wait_for_nodes(1, GUARD).await && b.wait_for_nodes(1, GUARD).await);
+    let nodes = a_and_b(&server).await;
+    let (a, b) = (&nodes[0].1, &nodes[1].1);
     let target = b.spawn_on(Placement::Local, "echo", 5u64).await.unwrap();
     let to = target.local().as_u64();
 
@@ -256,7 +257,7 @@ async fn bad_frames_are_rejected_counted_and_the_node_goes_on() {
         (rejected_frames, rejected_items),
         "{stats:?}"
     );
-    assert_eq!(b_sched.live_processes(), 1, "no spawn got through");
+    assert_eq!(nodes[1].0.live_processes(), 1, "no spawn got through");
 
     // Still serving, locally and across nodes.
     let addr = a.addr::<Echo>(target.clone());
@@ -267,18 +268,14 @@ async fn bad_frames_are_rejected_counted_and_the_node_goes_on() {
         .unwrap();
     assert_eq!(a.addr::<Echo>(spawned).ask(Echo::Ask).await.unwrap(), 6);
 
-    a.leave().await;
-    b.leave().await;
-    a_sched.shutdown_async(GUARD).await;
-    b_sched.shutdown_async(GUARD).await;
+    stop_nodes(nodes, GUARD).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_panicking_deserialize_or_serialize_fails_its_item_and_the_node_goes_on() {
     let server = NatsServer::start();
-    let (a_sched, a) = node(&server.url(), "a").await;
-    let (b_sched, b) = node(&server.url(), "b").await;
-    assert!(a.wait_for_nodes(1, GUARD).await && b.wait_for_nodes(1, GUARD).await);
+    let nodes = a_and_b(&server).await;
+    let (a, b) = (&nodes[0].1, &nodes[1].1);
     let on_b = Placement::Node("b".into());
     let target = a.spawn_on(on_b.clone(), "picky", ()).await.unwrap();
     let addr = a.addr::<Picky>(target);
@@ -332,18 +329,14 @@ async fn a_panicking_deserialize_or_serialize_fails_its_item_and_the_node_goes_o
     let again = a.addr::<Picky>(again);
     assert_eq!(again.ask(|reply| Picky::Give(5, reply)).await.unwrap().0, 5);
 
-    a.leave().await;
-    b.leave().await;
-    a_sched.shutdown_async(GUARD).await;
-    b_sched.shutdown_async(GUARD).await;
+    stop_nodes(nodes, GUARD).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn what_is_over_the_frame_limit_fails_typed_at_once_and_what_is_at_it_is_delivered() {
     let server = NatsServer::start();
-    let (a_sched, a) = node(&server.url(), "a").await;
-    let (b_sched, b) = node(&server.url(), "b").await;
-    assert!(a.wait_for_nodes(1, GUARD).await && b.wait_for_nodes(1, GUARD).await);
+    let nodes = a_and_b(&server).await;
+    let (a, b) = (&nodes[0].1, &nodes[1].1);
     let target = a
         .spawn_on(Placement::Node("b".into()), "picky", ())
         .await
@@ -415,8 +408,5 @@ async fn what_is_over_the_frame_limit_fails_typed_at_once_and_what_is_at_it_is_d
     assert_eq!(handle.await.unwrap(), vec![1; 10]);
     assert_eq!(a.stats().rejected_frames, 0);
 
-    a.leave().await;
-    b.leave().await;
-    a_sched.shutdown_async(GUARD).await;
-    b_sched.shutdown_async(GUARD).await;
+    stop_nodes(nodes, GUARD).await;
 }

@@ -27,7 +27,7 @@ pub(crate) mod reports;
 #[allow(unused_imports)]
 pub(crate) use nats::{NatsCluster, NatsServer};
 #[allow(unused_imports)]
-pub(crate) use nodes::start_nodes;
+pub(crate) use nodes::{start_nodes, stop_nodes};
 
 /// Hang guard for one server (or every member of a cluster) to become ready. Observed start-up is
 /// well under a second; 20 s leaves room for a loaded 2-core CI machine.

@@ -29,3 +29,12 @@ pub(crate) async fn start_nodes(
     }
     nodes
 }
+
+/// Stops what [`start_nodes`] started: each node leaves its cluster (its peers see it go at
+/// once), then its scheduler shuts down within `guard`.
+pub(crate) async fn stop_nodes(nodes: Vec<(Scheduler, Node)>, guard: Duration) {
+    for (sched, node) in nodes {
+        node.leave().await;
+        sched.shutdown_async(guard).await;
+    }
+}
