@@ -11,7 +11,7 @@
 mod cluster_support;
 
 use cluster_support::{start_nodes, stop_nodes, wait_until, NatsServer};
-use procsched::cluster::{nats, Cluster, Node, Placement, RemoteError};
+use procsched::cluster::{nats, Cluster, Node, Placement, RemoteError, RemoteHandle};
 use procsched::prelude::*;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
@@ -138,6 +138,20 @@ fn cluster(url: &str, name: &str) -> Cluster {
         .spawnable("picky", picky)
         .spawnable("returns", returns)
         .spawnable("sized", sized)
+}
+
+/// Awaits `handle` (within the hang guard): it ended with a reason that says `why`.
+async fn assert_ended<T: std::fmt::Debug + serde::de::DeserializeOwned>(
+    handle: RemoteHandle<T>,
+    why: &str,
+) {
+    let ended = tokio::time::timeout(GUARD, handle)
+        .await
+        .expect("hang guard");
+    assert!(
+        matches!(&ended, Err(RemoteError::Ended(reason)) if reason.to_string().contains(why)),
+        "{ended:?}"
+    );
 }
 
 /// Nodes `a` and `b`, seeing each other.
@@ -298,13 +312,7 @@ async fn a_panicking_deserialize_or_serialize_fails_its_item_and_the_node_goes_o
         .spawn_on_with_handle::<u64, _>(on_b.clone(), "returns", 7u64)
         .await
         .unwrap();
-    let ended = tokio::time::timeout(GUARD, handle)
-        .await
-        .expect("hang guard");
-    assert!(
-        matches!(&ended, Err(RemoteError::Ended(reason)) if reason.to_string().contains("panicked")),
-        "{ended:?}"
-    );
+    assert_ended(handle, "panicked").await;
     let handle = a
         .spawn_on_with_handle::<u64, _>(on_b.clone(), "returns", 8u64)
         .await
@@ -394,13 +402,7 @@ async fn what_is_over_the_frame_limit_fails_typed_at_once_and_what_is_at_it_is_d
         )
         .await
         .unwrap();
-    let ended = tokio::time::timeout(GUARD, handle)
-        .await
-        .expect("hang guard");
-    assert!(
-        matches!(&ended, Err(RemoteError::Ended(reason)) if reason.to_string().contains("frame limit")),
-        "{ended:?}"
-    );
+    assert_ended(handle, "frame limit").await;
     let handle = a
         .spawn_on_with_handle::<Vec<u8>, _>(on_b, "sized", (10usize, Vec::<u8>::new()))
         .await
