@@ -112,7 +112,8 @@ impl Outbound {
     ///
     /// # Errors
     ///
-    /// As [`push`](Self::push); nothing was queued.
+    /// As [`push`](Self::push) (`TooLarge`: the body is over the frame limit less `gap`);
+    /// nothing was queued.
     pub(crate) fn push_encoded(
         &self,
         node: &NodeShared,
@@ -120,24 +121,22 @@ impl Outbound {
         buffer: &mut Vec<u8>,
         gap: usize,
     ) -> Result<(), PushError> {
+        debug_assert_eq!(
+            gap,
+            self.lane.head.len() + envelope.len(),
+            "the head and envelope"
+        );
         let body = buffer.len() - gap;
-        let lone = body >= LONE_BODY && gap == self.lane.head.len() + envelope.len();
-        let Some(body_len) = u32::try_from(body).ok().filter(|_| lone) else {
+        // Exact: the item's frame is at most its head, its envelope and its body.
+        let limit = self.lane.max_frame.saturating_sub(gap);
+        if body > limit {
+            return Err(PushError::TooLarge { size: body, limit });
+        }
+        let (true, Ok(body_len)) = (body >= LONE_BODY, u32::try_from(body)) else {
             let item = envelope.item(&buffer[gap..]);
             return self.lane.push(node, &item, item_size(&item));
         };
-        if buffer.len() > self.lane.max_frame {
-            return Err(PushError::TooLarge {
-                size: buffer.len() - self.lane.head.len(),
-                limit: self.lane.max_frame - self.lane.head.len(),
-            });
-        }
-        let mut prefix = Vec::with_capacity(gap);
-        prefix.extend_from_slice(&self.lane.head);
-        envelope.write(&mut prefix, body_len);
-        debug_assert_eq!(prefix.len(), gap, "the gap is the head and the envelope");
-        wire::seal(&mut prefix, self.lane.head.len(), 1);
-        buffer[..gap].copy_from_slice(&prefix);
+        wire::write_lone_prefix(&mut buffer[..gap], &self.lane.head, envelope, body_len);
         // The buffer goes with its frame; its successor is sized for a frame like this one
         // (not the old capacity: after one huge message every lone frame would carry it).
         let next = Vec::with_capacity(buffer.len());

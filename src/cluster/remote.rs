@@ -273,12 +273,7 @@ impl<M: Serialize + Send + 'static> RemoteAddr<M> {
             buffer.resize(gap, 0);
             rmp_serde::encode::write_named(buffer, message)
                 .map_err(|error| RemoteError::Encode(error.to_string()))?;
-            let size = buffer.len() - gap;
-            // Exact: the message's frame is at most its head, its envelope and its body.
-            let limit = self.node.max_frame.saturating_sub(gap);
-            if size > limit {
-                return Err(RemoteError::TooLarge { size, limit });
-            }
+            // Over the frame limit, the lane refuses it (`TooLarge`, nothing queued).
             before();
             self.node
                 .send_encoded(peer, &envelope, buffer, gap)

@@ -104,7 +104,6 @@ impl<R: Send + 'static> RemoteAnswer<R> for WireAnswer<R> {
         // Encoded behind room for its frame's head and envelope, as a message is (a big reply
         // is published from this buffer, `NodeShared::send_encoded`).
         let gap = self.node.gap(&envelope);
-        let limit = self.node.max_frame.saturating_sub(gap);
         let mut panicked = None;
         let sent = super::scratch::with(|buffer| {
             buffer.resize(gap, 0);
@@ -112,12 +111,10 @@ impl<R: Send + 'static> RemoteAnswer<R> for WireAnswer<R> {
             // once (not at its timeout), and the panic goes on to the answering process.
             let encoded = panic::catch_unwind(AssertUnwindSafe(|| (self.encode)(buffer, &value)));
             let refusal = match encoded {
-                Ok(Ok(())) if buffer.len() - gap <= limit => {
-                    return self.node.send_encoded(&self.origin, &envelope, buffer, gap);
-                }
-                Ok(Ok(())) => Refusal::TooLarge {
-                    size: (buffer.len() - gap) as u64,
-                    limit: limit as u64,
+                Ok(Ok(())) => match self.node.send_encoded(&self.origin, &envelope, buffer, gap) {
+                    // Over the frame limit: nothing was queued, the asker is told below.
+                    Err(refusal @ Refusal::TooLarge { .. }) => refusal,
+                    sent => return sent,
                 },
                 Ok(Err(error)) => Refusal::Decode(format!("the reply did not encode: {error}")),
                 Err(panic) => {

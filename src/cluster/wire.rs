@@ -269,6 +269,32 @@ impl Out for Vec<u8> {
     }
 }
 
+/// Fills a slice from its start (a lone frame's gap, [`write_lone_prefix`]).
+struct Fill<'a>(&'a mut [u8]);
+
+impl Out for Fill<'_> {
+    fn put(&mut self, bytes: &[u8]) {
+        let (filled, rest) = std::mem::take(&mut self.0).split_at_mut(bytes.len());
+        filled.copy_from_slice(bytes);
+        self.0 = rest;
+    }
+}
+
+/// Writes a lone frame's head (`head`, sealed with one item) and `envelope` into `gap`, the
+/// bytes in front of its `body_len`-byte body; `gap` is exactly as long as the two.
+pub(crate) fn write_lone_prefix(
+    gap: &mut [u8],
+    head: &[u8],
+    envelope: &Envelope<'_>,
+    body_len: u32,
+) {
+    let mut fill = Fill(&mut *gap);
+    fill.put(head);
+    envelope.write_to(&mut fill, body_len);
+    debug_assert!(fill.0.is_empty(), "the gap is the head and the envelope");
+    seal(gap, head.len(), 1);
+}
+
 /// Counts what would be written.
 struct Count(usize);
 
@@ -339,6 +365,7 @@ impl<'a> Envelope<'a> {
     }
 
     /// Writes the item up to its body, which is `body_len` bytes and comes next.
+    #[cfg(test)]
     pub(crate) fn write(&self, out: &mut Vec<u8>, body_len: u32) {
         self.write_to(out, body_len);
     }
