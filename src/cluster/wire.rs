@@ -357,7 +357,7 @@ pub(crate) enum Envelope<'a> {
 }
 
 impl<'a> Envelope<'a> {
-    /// The bytes [`write`](Self::write) writes.
+    /// The bytes the envelope takes in front of its body ([`write_lone_prefix`]).
     pub(crate) fn len(&self) -> usize {
         let mut count = Count(0);
         self.write_to(&mut count, 0);
