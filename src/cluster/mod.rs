@@ -115,6 +115,24 @@ type Started = Vec<(std::sync::Weak<NodeShared>, std::sync::Weak<Life>)>;
 static STARTED: Mutex<Started> = Mutex::new(Vec::new());
 
 /// Why a node could not start.
+///
+/// # Examples
+///
+/// ```no_run
+/// use procsched::cluster::{Cluster, ClusterError, Node};
+/// use procsched::prelude::*;
+///
+/// # async fn demo(sched: Scheduler) {
+/// let cluster = Cluster::nats("nats://127.0.0.1:4222").name("orders-1");
+/// match Node::start(sched.handle(), cluster).await {
+///     Ok(node) => drop(node),
+///     // Another live node holds the name: pick another, or wait for it to be declared down.
+///     Err(ClusterError::Membership(why)) => eprintln!("name taken? {why}"),
+///     Err(ClusterError::Connect(why)) => eprintln!("no NATS server: {why}"),
+///     Err(other) => eprintln!("{other}"),
+/// }
+/// # }
+/// ```
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ClusterError {
@@ -133,6 +151,21 @@ pub enum ClusterError {
 }
 
 /// Where [`Node::spawn_on`] starts a process.
+///
+/// # Examples
+///
+/// ```no_run
+/// use procsched::cluster::{Node, Placement};
+///
+/// # async fn demo(node: Node) -> Result<(), procsched::BoxError> {
+/// // Sessions go to the least loaded of the nodes that serve this region.
+/// let region = Placement::AnyOf(vec!["eu-1".into(), "eu-2".into()]);
+/// let session = node.spawn_on(region, "session", "alice".to_string()).await?;
+/// // Its audit trail stays next to this node's own processes.
+/// let audit = node.spawn_on(Placement::Local, "audit", session.clone()).await?;
+/// assert_eq!(audit.node(), node.name());
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Placement {
@@ -406,7 +439,22 @@ impl Node {
     ///
     /// # Examples
     ///
-    /// See [the module](self).
+    /// ```no_run
+    /// use procsched::cluster::{Node, NodePid};
+    /// use procsched::supervision::ExitReason;
+    ///
+    /// # async fn demo(node: Node, pid: NodePid) {
+    /// let down = node.monitor(pid).await;
+    /// match down.reason {
+    ///     ExitReason::Normal => {}
+    ///     // Its node died (SIGKILL, a partition) or left: the process may be gone with it.
+    ///     ExitReason::NoConnection => eprintln!("lost {}'s node", down.pid),
+    ///     // Already gone when the monitor was set, or a PID from the node's previous life.
+    ///     ExitReason::NoProc => {}
+    ///     other => eprintln!("{} ended: {other}", down.pid),
+    /// }
+    /// # }
+    /// ```
     pub fn monitor(&self, pid: NodePid) -> RemoteMonitor {
         RemoteMonitor::new(&self.shared, pid)
     }
@@ -526,7 +574,14 @@ impl Node {
     ///
     /// # Examples
     ///
-    /// See [`wait_for_nodes`](Self::wait_for_nodes).
+    /// ```no_run
+    /// # fn demo(node: procsched::cluster::Node) {
+    /// for peer in node.nodes() {
+    ///     let (name, live, runnable) = (&peer.name, peer.live, peer.runnable);
+    ///     eprintln!("{name}: {live} live processes, {runnable} ready to run");
+    /// }
+    /// # }
+    /// ```
     pub fn nodes(&self) -> Vec<NodeInfo> {
         let mut nodes: Vec<NodeInfo> = self
             .shared

@@ -182,6 +182,27 @@ impl<M> std::error::Error for RemoteSendError<M> {}
 /// The typed address of a process on any node ([`Node::addr`](super::Node::addr)): `Clone`,
 /// `Send`, `Sync`, usable from any thread or process. `M` must be registered under the same
 /// name on both nodes ([`Cluster::message`](super::Cluster::message)).
+///
+/// # Examples
+///
+/// ```no_run
+/// use procsched::cluster::{Node, NodePid, RemoteAddr};
+/// use procsched::prelude::*;
+///
+/// #[derive(serde::Serialize, serde::Deserialize)]
+/// enum Counter { Add(u64), Get(Reply<u64>) }
+///
+/// # async fn demo(node: Node, pid: NodePid) -> Result<(), BoxError> {
+/// let counter: RemoteAddr<Counter> = node.addr(pid);
+/// // From a plain thread: sends never block, whether the process is here or remote.
+/// let from_thread = counter.clone();
+/// let sent = std::thread::spawn(move || from_thread.send(Counter::Add(1)).is_ok());
+/// assert!(sent.join().unwrap());
+/// // From tokio code: a typed ask, with a timeout.
+/// let n = counter.ask_within(std::time::Duration::from_secs(1), Counter::Get).await?;
+/// assert!(n >= 1);
+/// # Ok(()) }
+/// ```
 pub struct RemoteAddr<M> {
     node: Arc<NodeShared>,
     pid: NodePid,
@@ -502,6 +523,21 @@ pub struct RemoteDown {
 
 /// A monitor on a process on any node ([`Node::monitor`](super::Node::monitor)): resolves to
 /// exactly one [`RemoteDown`]. Dropping it first demonitors.
+///
+/// # Examples
+///
+/// ```no_run
+/// use procsched::cluster::{Node, NodePid};
+/// use std::time::Duration;
+///
+/// # async fn demo(node: Node, pid: NodePid) {
+/// let monitor = node.monitor(pid);
+/// // Watch for a while only: the timeout drops the monitor, which demonitors.
+/// if let Ok(down) = tokio::time::timeout(Duration::from_secs(30), monitor).await {
+///     eprintln!("{} ended: {}", down.pid, down.reason);
+/// }
+/// # }
+/// ```
 #[must_use = "a monitor reports only when awaited; dropping it demonitors"]
 pub struct RemoteMonitor {
     pid: NodePid,

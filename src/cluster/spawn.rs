@@ -39,7 +39,24 @@ impl Node {
     ///
     /// # Examples
     ///
-    /// See [the module](super).
+    /// ```no_run
+    /// use procsched::cluster::{Node, Placement, RemoteError};
+    /// use procsched::prelude::*;
+    ///
+    /// # async fn demo(node: Node) -> Result<(), BoxError> {
+    /// // On a named node; `checkout` must be registered there with `Cluster::spawnable`.
+    /// let pid = node.spawn_on(Placement::Node("orders-2".into()), "checkout", 42u64).await?;
+    /// node.addr::<u64>(pid).send(7)?;
+    ///
+    /// // The refusals a local spawn gives come back typed.
+    /// match node.spawn_on(Placement::LeastLoaded, "no-such-body", ()).await {
+    ///     Err(RemoteError::Spawn(SpawnError::Init(_))) => {} // not registered there
+    ///     Err(RemoteError::NoConnection | RemoteError::TimedOut(_)) => {} // the node is gone
+    ///     Err(other) => return Err(other.into()),
+    ///     Ok(_) => unreachable!("nobody registered it"),
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub async fn spawn_on<A: Serialize>(
         &self,
         placement: Placement,
@@ -195,6 +212,28 @@ fn encode_args<A: Serialize>(args: &A) -> Result<Vec<u8>, RemoteError> {
 
 /// A process spawned on any node, awaited for its output ([`Node::spawn_on_with_handle`]).
 /// Dropping it does not stop the process.
+///
+/// # Examples
+///
+/// ```no_run
+/// use procsched::cluster::{Node, Placement, RemoteError};
+/// use procsched::prelude::*;
+///
+/// # async fn demo(node: Node) -> Result<(), BoxError> {
+/// let handle = node
+///     .spawn_on_with_handle::<u64, _>(Placement::LeastLoaded, "checkout", 42u64)
+///     .await?;
+/// let pid = handle.pid().clone(); // to message or monitor it meanwhile
+/// match handle.await {
+///     Ok(total) => assert!(total >= 42),
+///     // It failed, panicked or was killed: the reason, as a local handle would give it.
+///     Err(RemoteError::Ended(reason)) => eprintln!("{pid} ended: {reason}"),
+///     // Its node died or left before it finished.
+///     Err(RemoteError::NoConnection) => eprintln!("{pid}'s node is gone"),
+///     Err(other) => return Err(other.into()),
+/// }
+/// # Ok(()) }
+/// ```
 #[must_use = "a handle reports the process's outcome only when awaited"]
 pub struct RemoteHandle<T> {
     pid: NodePid,
