@@ -7,7 +7,7 @@
 //! | `send/<size>` | [`sends`] `RemoteAddr::send(Echo::Data(bytes))` from node `a` to a counting process on `b`, timed until an ask of its count (queued behind them, order is kept per node pair) answers [`sends`] | [`sends`] `publish`es to a subject a subscriber task on the other connection counts, then `flush`; timed until it has counted them all |
 //! | `codec/<size>` | `rmp_serde::to_vec_named` + `from_slice` of `Echo::Data` (what `send` encodes on the caller's thread and the receiving node decodes) | — |
 //! | `ring/<layout>` | [`RING`] members pass a token [`HOPS`] hops, each forwarding with `RemoteAddr::send`: alternating nodes `a`, `b` (every hop crosses NATS), or all on `a` (the same API, local route) | — |
-//! | SIGKILL → `Down` | a node in a child process (this binary, re-executed with `PROCSCHED_BENCH_NODE` set) is SIGKILLed; time until `Node::monitor` of its process resolves `NoConnection`, [`KILLS`] times at heartbeat 250 ms / down_after 1 s and at the defaults (500 ms / 2 s) | — |
+//! | SIGKILL → `Down` | a node in a child process (this binary, re-executed with `PROCSCHED_BENCH_NODE` set) is SIGKILLed; time until `Node::monitor` of its process resolves `NoConnection`, [`KILLS`] times at heartbeat 250 ms / down_after 1 s and at the defaults (500 ms / 2 s); and at the defaults with the watcher sending to the killed process every [`TRAFFIC_EVERY`] (a frame that meets no responder declares its node down at once) | — |
 //!
 //! Sizes: 64 B, 1 KiB and 16 KiB of payload. The `send`, `codec` and `ring` rows are criterion
 //! groups (median per iteration); the latency rows record every request in an `hdrhistogram`
@@ -836,21 +836,40 @@ fn spawn_node(url: &str, prefix: &str, name: &str, timing: (Duration, Duration))
 struct DownRow {
     heartbeat: Duration,
     down_after: Duration,
+    /// The watcher sends to the victim's process this often after the kill, if at all: a
+    /// frame that meets no responder declares the victim down without waiting for its
+    /// heartbeats to stop.
+    traffic: Option<Duration>,
     samples: Vec<Duration>,
 }
 
+/// How often the `traffic` row sends to the killed node's process.
+const TRAFFIC_EVERY: Duration = Duration::from_millis(10);
+
 fn sigkill_to_down(bench: &Bench) -> Vec<DownRow> {
     let timings = [
-        ("fast", Duration::from_millis(250), Duration::from_secs(1)),
+        (
+            "fast",
+            Duration::from_millis(250),
+            Duration::from_secs(1),
+            None,
+        ),
         (
             "default",
             procsched::cluster::DEFAULT_HEARTBEAT,
             procsched::cluster::DEFAULT_DOWN_AFTER,
+            None,
+        ),
+        (
+            "traffic",
+            procsched::cluster::DEFAULT_HEARTBEAT,
+            procsched::cluster::DEFAULT_DOWN_AFTER,
+            Some(TRAFFIC_EVERY),
         ),
     ];
     let url = bench.server.url();
     let mut rows = Vec::new();
-    for (tag, heartbeat, down_after) in timings {
+    for (tag, heartbeat, down_after, traffic) in timings {
         let prefix = format!("kill{tag}");
         let sched = one_worker();
         let watcher = bench.rt.block_on(start_node(&sched, || {
@@ -879,26 +898,42 @@ fn sigkill_to_down(bench: &Bench) -> Vec<DownRow> {
                     .await
                     .expect("spawn on the victim");
                 let down = watcher.monitor(pid.clone());
-                watcher
-                    .addr::<Echo>(pid)
-                    .ask(Echo::Count)
-                    .await
-                    .expect("the victim answers");
+                let addr = watcher.addr::<Echo>(pid);
+                addr.ask(Echo::Count).await.expect("the victim answers");
+                if traffic.is_some() {
+                    // A node the watcher has known for less than a heartbeat is not declared
+                    // down by "no responders" (its interest may not have reached every server
+                    // yet): measure a victim past that age, as a node in production is.
+                    tokio::time::sleep(heartbeat).await;
+                }
                 // Kill at a different phase of the victim's heartbeat each time.
                 tokio::time::sleep(heartbeat * (kill as u32 + 1) / (KILLS as u32 + 1)).await;
                 child.kill().expect("SIGKILL");
                 let killed = Instant::now();
+                let sender = traffic.map(|every| {
+                    tokio::spawn(async move {
+                        let mut ticks = tokio::time::interval(every);
+                        loop {
+                            ticks.tick().await;
+                            let _ = addr.send(Echo::Data(Vec::new()));
+                        }
+                    })
+                });
                 let down = tokio::time::timeout(GUARD, down)
                     .await
                     .expect("hang guard: Down");
                 let took = killed.elapsed();
+                if let Some(sender) = sender {
+                    sender.abort();
+                }
                 assert!(down.reason.is_no_connection(), "{:?}", down.reason);
                 took
             });
             let _ = child.wait();
             drop(stdin);
             eprintln!(
-                "SIGKILL → Down, heartbeat {heartbeat:?} / down_after {down_after:?}: {took:?}"
+                "SIGKILL → Down, heartbeat {heartbeat:?} / down_after {down_after:?}, \
+                 sending every {traffic:?}: {took:?}"
             );
             samples.push(took);
         }
@@ -908,6 +943,7 @@ fn sigkill_to_down(bench: &Bench) -> Vec<DownRow> {
         rows.push(DownRow {
             heartbeat,
             down_after,
+            traffic,
             samples,
         });
     }
@@ -1047,11 +1083,15 @@ fn report(
     if !down.is_empty() {
         out.push_str(&format!(
             "\n### SIGKILL → `Down(NoConnection)` ({KILLS} kills each)\n\n\
-             | heartbeat / down_after | min | median | max |\n|---|---:|---:|---:|\n"
+             | heartbeat / down_after | messages to the killed node's process | min | median | max |\n\
+             |---|---|---:|---:|---:|\n"
         ));
         for row in down {
+            let traffic = row.traffic.map_or("none".to_owned(), |every| {
+                format!("one every {}", ms(every))
+            });
             out.push_str(&format!(
-                "| {} / {} | {} | {} | {} |\n",
+                "| {} / {} | {traffic} | {} | {} | {} |\n",
                 ms(row.heartbeat),
                 ms(row.down_after),
                 ms(row.samples[0]),

@@ -181,3 +181,54 @@ async fn a_sigkilled_node_is_seen_down_its_processes_fail_typed_and_its_next_lif
     a.leave().await;
     sched.shutdown_async(Duration::from_secs(5)).await;
 }
+
+/// A frame to a node whose subscription is gone meets no responder, and that is a death
+/// signal at once: here the survivor's `down_after` (60 s) is far beyond the hang guard, so
+/// only the "no responders" answer can declare the SIGKILLed node down in time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_frame_that_meets_no_responder_declares_its_node_down_at_once() {
+    let server = NatsServer::start();
+    let sched = Scheduler::builder().workers(1).build().unwrap();
+    let patient = cluster(&server.url(), "a")
+        .down_after(Duration::from_secs(60))
+        .request_timeout(Duration::from_millis(500));
+    let a = Node::start(sched.handle(), patient).await.unwrap();
+    let (mut child, _) = spawn_node(&server.url(), "b");
+    assert!(a.wait_for_nodes(1, GUARD).await, "a sees b");
+    let pid = a
+        .spawn_on(Placement::Node("b".into()), "cart", 0u64)
+        .await
+        .unwrap();
+    let monitor = a.monitor(pid.clone());
+    let addr = a.addr::<Cart>(pid);
+    addr.send_acked(Cart::Add(1)).await.unwrap();
+    assert_eq!(a.stats().unreached, 0, "b answers while it lives");
+
+    child.kill().unwrap(); // SIGKILL: its connection drops, and the server forgets its interest
+    child.wait().unwrap();
+    // An acked send made before the server noticed is lost with b (`TimedOut`); the first one
+    // after meets no responder, which declares b down and fails it (and what else waited on b)
+    // with `NoConnection`.
+    let guard = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        match addr.send_acked(Cart::Add(1)).await {
+            Err(error) if error.is_no_connection() => break,
+            Err(RemoteError::TimedOut(_)) => {}
+            other => panic!("b is dead: {other:?}"),
+        }
+        assert!(
+            tokio::time::Instant::now() < guard,
+            "hang guard: b never met as gone"
+        );
+    }
+    let down = tokio::time::timeout(GUARD, monitor)
+        .await
+        .expect("hang guard: Down");
+    assert!(down.reason.is_no_connection(), "{:?}", down.reason);
+    let stats = a.stats();
+    assert!(stats.unreached >= 1 && stats.peers_down == 1, "{stats:?}");
+    assert!(a.nodes().is_empty(), "b is gone from a's view");
+
+    a.leave().await;
+    sched.shutdown_async(Duration::from_secs(5)).await;
+}

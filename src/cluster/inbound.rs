@@ -3,7 +3,7 @@
 //! traced, and the subscription goes on.
 
 use super::links;
-use super::node::{Load, NodeShared, PeerId, Pending};
+use super::node::{parse_unreached, Load, NodeShared, PeerId, Pending};
 use super::reply::DecodeScope;
 use super::wire::{self, Ack, Frame, Item, Refusal, WireReason};
 use crate::loom::lock;
@@ -14,7 +14,22 @@ use std::sync::Arc;
 /// Reads `subscriber` until it ends (the node stops).
 pub(crate) async fn run(node: Arc<NodeShared>, mut subscriber: async_nats::Subscriber) {
     while let Some(message) = subscriber.next().await {
+        if message.status == Some(async_nats::StatusCode::NO_RESPONDERS) {
+            unreached(&node, &message.subject);
+            continue;
+        }
         receive(&node, &message.payload);
+    }
+}
+
+/// NATS's "no responders" answer to one of this node's frames: the peer it was for is gone.
+fn unreached(node: &NodeShared, subject: &str) {
+    match parse_unreached(subject) {
+        Some(peer) => node.peer_unreached(&peer),
+        None => {
+            node.stats.rejected_frame();
+            tracing::warn!(%subject, "a \"no responders\" answer on a subject this node never used");
+        }
     }
 }
 

@@ -10,7 +10,9 @@
 //!   of a known name: the old one is dead), a `Delete`/`Purge` a node gone (a clean stop).
 //! - **Down**: a node whose last heartbeat is older than `down_after` is declared down by a
 //!   sweep every half heartbeat: so a SIGKILLed node is seen down within
-//!   `down_after + heartbeat / 2`.
+//!   `down_after + heartbeat / 2` — or at once, if a frame is sent to it: its subscription
+//!   died with it, and NATS answers the frame's reply subject "no responders"
+//!   (`NodeShared::peer_unreached`).
 
 use super::node::{Load, NodeShared, PeerId};
 use async_nats::jetstream::kv::{self, Operation};

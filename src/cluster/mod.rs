@@ -56,8 +56,9 @@
 //!   the receiving node's `NotFound` / `MailboxFull` / `Closed`, or `NoConnection`; asks time
 //!   out typed.
 //! - **Membership** (`membership.rs`): a node silent for `down_after` (default 2 s) is declared
-//!   down: its monitors get `Down(NoConnection)`, pending asks, acked sends and spawns fail
-//!   with `NoConnection`. A node that loses its NATS connection keeps running its processes and
+//!   down, and so is, at once, a node that a frame *meets no responder* at (its subscription is
+//!   gone: the process died or its connection dropped; `NodeStats::unreached`): its monitors
+//!   get `Down(NoConnection)`, pending asks, acked sends and spawns fail with `NoConnection`. A node that loses its NATS connection keeps running its processes and
 //!   reconnects (async-nats retries forever by default).
 //! - **Bad input** (`inbound.rs`): a malformed, oversized, unregistered or foreign frame is
 //!   rejected, counted ([`NodeStats`]) and traced; nothing panics and the subscription lives.

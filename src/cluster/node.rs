@@ -57,7 +57,35 @@ pub(crate) struct Peer {
     pub(crate) id: PeerId,
     pub(crate) load: Load,
     pub(crate) last_seen: Instant,
+    /// When this node added it (a frame that meets no responder sooner is not a death:
+    /// `peer_unreached`).
+    pub(crate) since: Instant,
     pub(crate) out: Outbound,
+}
+
+/// The first characters of the token `NodeShared::unreached_subject` adds.
+const UNREACHED: &str = "nr-";
+
+/// [`NodeShared::unreached_subject`], for node `me` under `prefix`.
+fn unreached_subject(prefix: &str, me: &str, peer: &PeerId) -> String {
+    format!(
+        "{prefix}.node.{me}.{UNREACHED}{:016x}-{}",
+        peer.incarnation, peer.name
+    )
+}
+
+/// The peer a "no responders" answer is about, from the subject it came on (the reply
+/// subject `NodeShared::unreached_subject` made); `None` if it is not one.
+pub(crate) fn parse_unreached(subject: &str) -> Option<PeerId> {
+    let token = subject.rsplit('.').next()?.strip_prefix(UNREACHED)?;
+    let (incarnation, name) = token.split_once('-')?;
+    if incarnation.len() != 16 || name.is_empty() {
+        return None;
+    }
+    Some(PeerId {
+        name: name.into(),
+        incarnation: u64::from_str_radix(incarnation, 16).ok()?,
+    })
 }
 
 /// What this node waits for from a peer.
@@ -118,6 +146,43 @@ impl NodeShared {
     pub(crate) fn subject(&self, name: &str, control: bool) -> String {
         let kind = if control { "ctl" } else { "data" };
         format!("{}.node.{name}.{kind}", self.prefix)
+    }
+
+    /// The reply subject of every frame to `peer`: NATS answers it with "no responders" when
+    /// `peer`'s subscription is gone, and this node's own subscription (`<prefix>.node.<me>.*`)
+    /// reads the answer (`inbound::run`). One token after this node's subjects, naming the peer
+    /// and its incarnation: `nr-<incarnation, 16 hex digits>-<name>` (`parse_unreached`).
+    pub(crate) fn unreached_subject(&self, peer: &PeerId) -> String {
+        unreached_subject(&self.prefix, &self.me.name, peer)
+    }
+
+    /// A frame to `peer` met no responder: its subscription is gone, so it is declared down at
+    /// once (the "a request that meets no responder is an immediate death signal") —
+    /// unless this node added it less than a heartbeat ago: a node's subscription reaches the
+    /// other servers of a NATS cluster asynchronously, and may trail its membership entry.
+    pub(crate) fn peer_unreached(&self, peer: &PeerId) {
+        self.stats.unreached();
+        let settled = self
+            .peers
+            .read()
+            .expect("peers lock")
+            .get(&peer.name)
+            .map(|known| {
+                known.id.incarnation == peer.incarnation && known.since.elapsed() >= self.heartbeat
+            });
+        match settled {
+            Some(true) => self.peer_down(
+                &peer.name,
+                Some(peer.incarnation),
+                "a frame met no responder: its subscription is gone",
+            ),
+            Some(false) => tracing::debug!(
+                node = %peer.name,
+                incarnation = peer.incarnation,
+                "a frame met no responder within a heartbeat of the node joining: not a death yet"
+            ),
+            None => {}
+        }
     }
 
     /// A fresh id for something this node waits for.
@@ -240,6 +305,7 @@ impl NodeShared {
                             id,
                             load,
                             last_seen: now,
+                            since: now,
                             out,
                         },
                     );
@@ -387,6 +453,38 @@ fn fail_no_connection(pending: Pending) {
         }
         Pending::Join(joined) => {
             let _ = joined.send(Err(WireReason::NoConnection));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unreached_subject_names_its_peer_and_incarnation_and_nothing_else_parses() {
+        for (name, incarnation) in [("b", 0), ("orders-2", u64::MAX), ("a_b-c", 0x1234)] {
+            let peer = PeerId {
+                name: name.into(),
+                incarnation,
+            };
+            let subject = unreached_subject("procsched", "me", &peer);
+            // One token after the node's own subjects: its subscription `<prefix>.node.<me>.*`
+            // reads the answer.
+            assert_eq!(subject.matches('.').count(), 3, "{subject}");
+            assert!(subject.starts_with("procsched.node.me."));
+            assert_eq!(parse_unreached(&subject), Some(peer));
+        }
+        for other in [
+            "procsched.node.me.data",
+            "procsched.node.me.ctl",
+            "procsched.node.me.nr-",
+            "procsched.node.me.nr-12-b",
+            "procsched.node.me.nr-000000000000000g-b",
+            "procsched.node.me.nr-0000000000000001-",
+            "",
+        ] {
+            assert_eq!(parse_unreached(other), None, "{other}");
         }
     }
 }

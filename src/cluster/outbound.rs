@@ -180,6 +180,7 @@ pub(crate) fn start(node: &Arc<NodeShared>, peer: &PeerId) -> Outbound {
             node.subject(&peer.name, false).into(),
             node.subject(&peer.name, true).into(),
         ],
+        unreached: node.unreached_subject(peer).into(),
     });
     node.runtime
         .spawn(write(Arc::downgrade(node), lane.clone()));
@@ -231,6 +232,9 @@ struct Lane {
     max_frame: usize,
     /// The peer's data and control subjects, by [`Kind`].
     subjects: [async_nats::Subject; 2],
+    /// Every frame's reply subject: NATS answers it "no responders" if the peer's subscription
+    /// is gone, and the peer is declared down (`NodeShared::peer_unreached`).
+    unreached: async_nats::Subject,
 }
 
 struct LaneState {
@@ -347,7 +351,11 @@ impl Lane {
         let subject = &self.subjects[sealed.kind as usize];
         let handed_back = match node
             .client
-            .publish(subject.clone(), sealed.frame.clone())
+            .publish_with_reply(
+                subject.clone(),
+                self.unreached.clone(),
+                sealed.frame.clone(),
+            )
             .now_or_never()
         {
             Some(Ok(())) => {
@@ -425,7 +433,12 @@ async fn write(node: Weak<NodeShared>, lane: Arc<Lane>) {
         for Sealed { frame, items, kind } in frames.drain(..) {
             let subject = &lane.subjects[kind as usize];
             let len = frame.len();
-            match node.client.publish(subject.clone(), frame).await {
+            let reply = lane.unreached.clone();
+            match node
+                .client
+                .publish_with_reply(subject.clone(), reply, frame)
+                .await
+            {
                 Ok(()) => node.stats.sent(items as usize, len),
                 Err(error) => {
                     node.stats.publish_error();

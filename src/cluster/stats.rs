@@ -17,6 +17,7 @@ pub(crate) struct Stats {
     publish_errors: AtomicU64,
     slow_consumers: AtomicU64,
     peers_down: AtomicU64,
+    unreached: AtomicU64,
 }
 
 impl Stats {
@@ -56,6 +57,10 @@ impl Stats {
         self.peers_down.fetch_add(1, Relaxed);
     }
 
+    pub(crate) fn unreached(&self) {
+        self.unreached.fetch_add(1, Relaxed);
+    }
+
     pub(crate) fn snapshot(&self) -> NodeStats {
         NodeStats {
             frames_out: self.frames_out.load(Relaxed),
@@ -70,6 +75,7 @@ impl Stats {
             publish_errors: self.publish_errors.load(Relaxed),
             slow_consumers: self.slow_consumers.load(Relaxed),
             peers_down: self.peers_down.load(Relaxed),
+            unreached: self.unreached.load(Relaxed),
             monitors_served: 0,
         }
     }
@@ -113,6 +119,12 @@ pub struct NodeStats {
     pub slow_consumers: u64,
     /// Nodes declared down.
     pub peers_down: u64,
+    /// Frames that met no responder: the receiving node's subscription was gone (its process
+    /// died, or its connection dropped), so NATS answered the frame's reply subject with "no
+    /// responders". Each declares that node down at once — unless this node first saw it less
+    /// than a heartbeat ago (interest spreads between the servers of a NATS cluster
+    /// asynchronously, so a node just joined may not be reachable from every server yet).
+    pub unreached: u64,
     /// Monitors that processes of other nodes hold on this node's processes, now (a gauge):
     /// each ends with its `Down`, a demonitor, or its watcher's node going down.
     pub monitors_served: u64,
