@@ -49,6 +49,34 @@ use std::fmt;
 use std::future::Future;
 
 /// A process and the events of its next step (module docs).
+///
+/// # Examples
+///
+/// ```
+/// use procsched::prelude::*;
+/// use procsched::error::RecvError;
+/// use procsched::state_machine::Status;
+/// use procsched::testing::Harness;
+///
+/// // Under test: sums what it receives until it is asked to finish, then returns the sum.
+/// let mut harness = Harness::for_fn(|cx: ProcessCx<u32>| async move {
+///     let mut sum = 0;
+///     loop {
+///         match cx.recv().await {
+///             Ok(n) => sum += n,
+///             Err(RecvError::Cancelled(_)) => return Ok::<_, BoxError>(sum),
+///             Err(other) => return Err(other.into()),
+///         }
+///     }
+/// });
+/// harness.init("run", Payload::empty())?;
+/// harness.send(Message::new("n", Payload::new(2u32)));
+/// harness.send(Message::new("n", Payload::new(3u32)));
+/// assert!(matches!(harness.step()?.status, Status::Idle)); // both read, waiting for more
+/// harness.cancel();
+/// assert!(matches!(harness.step()?.status, Status::Done(5)));
+/// # Ok::<(), BoxError>(())
+/// ```
 pub struct Harness<P: Process> {
     /// Boxed: a harness may be moved between steps, and an async-fn process must not be
     /// (`AsyncFnProcess`'s docs).
@@ -66,6 +94,34 @@ pub struct Harness<P: Process> {
 }
 
 /// What one step produced.
+///
+/// # Examples
+///
+/// ```
+/// use procsched::prelude::*;
+/// use procsched::state_machine::Status;
+/// use procsched::testing::Harness;
+///
+/// struct Stock(&'static str);
+/// procsched::command!(Stock => u32);
+///
+/// let mut harness = Harness::for_fn(|cx: ProcessCx| async move {
+///     let (a, b) = tokio::join!(cx.call(Stock("sku-1")), cx.call(Stock("sku-2")));
+///     Ok::<_, BoxError>(a? + b?)
+/// });
+/// harness.init("run", Payload::empty())?;
+/// // Calls awaited together are yielded in one step, in order.
+/// let step = harness.step()?;
+/// assert!(matches!(step.status, Status::Wait));
+/// let sku = |i: usize| step.yields[i].1.downcast_ref::<Stock>().map(|stock| stock.0);
+/// assert_eq!((sku(0), sku(1)), (Some("sku-1"), Some("sku-2")));
+///
+/// for (tag, _) in &step.yields {
+///     harness.complete(*tag, Ok(Payload::new(5u32)));
+/// }
+/// assert!(matches!(harness.step()?.status, Status::Done(10)));
+/// # Ok::<(), BoxError>(())
+/// ```
 #[derive(Debug)]
 #[non_exhaustive]
 pub struct Step<O> {
@@ -85,7 +141,32 @@ impl<P: Process> Harness<P> {
     ///
     /// # Examples
     ///
-    /// See the [module docs](self).
+    /// ```
+    /// use procsched::prelude::*;
+    /// use procsched::state_machine::{Events, Process, Status, StepOutput};
+    /// use procsched::testing::Harness;
+    ///
+    /// /// Done once it has seen three messages.
+    /// struct Counter(usize);
+    ///
+    /// impl Process for Counter {
+    ///     type Output = usize;
+    ///     fn step(&mut self, events: &mut Events, out: &mut StepOutput<usize>) -> Result<(), BoxError> {
+    ///         self.0 += events.drain().count();
+    ///         if self.0 >= 3 { out.done(self.0) } else { out.idle() }
+    ///         Ok(())
+    ///     }
+    /// }
+    ///
+    /// let tick = || Message::new("tick", Payload::empty());
+    /// let mut harness = Harness::new(Counter(0));
+    /// harness.init("run", Payload::empty())?;
+    /// harness.send(tick()).send(tick());
+    /// assert!(matches!(harness.step()?.status, Status::Idle));
+    /// harness.send(tick());
+    /// assert!(matches!(harness.step()?.status, Status::Done(3)));
+    /// # Ok::<(), BoxError>(())
+    /// ```
     pub fn new(process: P) -> Harness<P> {
         Harness {
             process: Box::new(process),
@@ -121,7 +202,40 @@ impl<P: Process> Harness<P> {
     ///
     /// # Examples
     ///
-    /// See the [module docs](self).
+    /// ```
+    /// use procsched::prelude::*;
+    /// use procsched::error::InitError;
+    /// use procsched::state_machine::{Events, Process, ProcessContext, Status, StepOutput};
+    /// use procsched::testing::Harness;
+    ///
+    /// /// `greet` is its one entry point; its input is the name to greet.
+    /// #[derive(Default)]
+    /// struct Greeter(String);
+    ///
+    /// impl Process for Greeter {
+    ///     type Output = String;
+    ///     fn init(&mut self, _: &ProcessContext<'_>, method: &str, input: Payload) -> Result<(), InitError> {
+    ///         if method != "greet" {
+    ///             return Err(InitError::unknown_method(method));
+    ///         }
+    ///         self.0 = input.take::<String>().map_err(InitError::failed)?;
+    ///         Ok(())
+    ///     }
+    ///     fn step(&mut self, _: &mut Events, out: &mut StepOutput<String>) -> Result<(), BoxError> {
+    ///         out.done(format!("hello, {}", self.0));
+    ///         Ok(())
+    ///     }
+    /// }
+    ///
+    /// // What `spawn` would refuse, `init` refuses here.
+    /// let mut wrong = Harness::new(Greeter::default());
+    /// assert!(matches!(wrong.init("wave", Payload::empty()), Err(InitError::UnknownMethod(_))));
+    ///
+    /// let mut harness = Harness::new(Greeter::default());
+    /// harness.init("greet", Payload::new(String::from("Ada")))?;
+    /// assert!(matches!(harness.step()?.status, Status::Done(text) if text == "hello, Ada"));
+    /// # Ok::<(), BoxError>(())
+    /// ```
     pub fn init(&mut self, method: &str, input: Payload) -> Result<(), InitError> {
         if self.sched.is_none() {
             let sched = Scheduler::builder()
@@ -180,7 +294,26 @@ impl<P: Process> Harness<P> {
     ///
     /// # Examples
     ///
-    /// See the [module docs](self).
+    /// ```
+    /// use procsched::prelude::*;
+    /// use procsched::error::CommandError;
+    /// use procsched::state_machine::Status;
+    /// use procsched::testing::Harness;
+    ///
+    /// struct Fetch(&'static str);
+    /// procsched::command!(Fetch => String);
+    ///
+    /// let mut harness = Harness::for_fn(|cx: ProcessCx| async move {
+    ///     let page = cx.call(Fetch("/index")).await.unwrap_or_else(|_| "offline".to_string());
+    ///     Ok::<_, BoxError>(page)
+    /// });
+    /// harness.init("run", Payload::empty())?;
+    /// let tag = harness.step()?.yields[0].0;
+    /// // The failure a real handler gives only when the network is down, scripted.
+    /// harness.complete(tag, Err(CommandError::failed("connection refused")));
+    /// assert!(matches!(harness.step()?.status, Status::Done(page) if page == "offline"));
+    /// # Ok::<(), BoxError>(())
+    /// ```
     pub fn complete(&mut self, tag: Tag, result: Result<Payload, CommandError>) -> &mut Self {
         self.push(Event::YieldComplete { tag, result })
     }
@@ -217,7 +350,25 @@ impl<P: Process> Harness<P> {
     ///
     /// # Examples
     ///
-    /// See the [module docs](self).
+    /// ```
+    /// use procsched::prelude::*;
+    /// use procsched::state_machine::Status;
+    /// use procsched::testing::Harness;
+    ///
+    /// let mut harness = Harness::for_fn(|cx: ProcessCx<i32>| async move {
+    ///     let n = cx.recv().await?;
+    ///     if n < 0 {
+    ///         return Err::<i32, BoxError>(format!("negative: {n}").into());
+    ///     }
+    ///     Ok(n)
+    /// });
+    /// harness.init("run", Payload::empty())?;
+    /// assert!(matches!(harness.step()?.status, Status::Idle));
+    /// harness.send(Message::new("n", Payload::new(-1i32)));
+    /// // The body's error is the step's: on a scheduler the process would end failed with it.
+    /// assert_eq!(harness.step().unwrap_err().to_string(), "negative: -1");
+    /// # Ok::<(), BoxError>(())
+    /// ```
     pub fn step(&mut self) -> Result<Step<P::Output>, BoxError> {
         let stepped = self.process.step(&mut self.events, &mut self.out);
         self.events.drain().for_each(drop);
@@ -253,7 +404,22 @@ impl<T: Send + 'static> Harness<Body<T>> {
     ///
     /// # Examples
     ///
-    /// See the [module docs](self).
+    /// ```
+    /// use procsched::prelude::*;
+    /// use procsched::state_machine::Status;
+    /// use procsched::testing::Harness;
+    ///
+    /// /// The body under test, as the application spawns it: `sched.spawn_fn(shout)`.
+    /// async fn shout(cx: ProcessCx<String>) -> Result<String, BoxError> {
+    ///     Ok(cx.recv().await?.to_uppercase())
+    /// }
+    ///
+    /// let mut harness = Harness::for_fn(shout);
+    /// harness.init("run", Payload::empty())?;
+    /// harness.send(Message::new("text", Payload::new(String::from("hi"))));
+    /// assert!(matches!(harness.step()?.status, Status::Done(text) if text == "HI"));
+    /// # Ok::<(), BoxError>(())
+    /// ```
     pub fn for_fn<F, Fut, E, M>(body: F) -> Self
     where
         F: FnOnce(ProcessCx<M>) -> Fut + Send + 'static,

@@ -8,6 +8,23 @@ use std::task::{Context, Poll};
 /// A future running as a task on the scheduler's tokio runtime, awaited from an async-fn
 /// process (made by [`ProcessCx::run`](crate::ProcessCx::run)). Resolves to the future's output;
 /// a panic in it becomes [`CommandError::Panicked`]. Dropping it aborts the task.
+///
+/// # Examples
+///
+/// ```
+/// use procsched::prelude::*;
+///
+/// let sched = Scheduler::builder().workers(1).build()?;
+/// let handle = sched.spawn_fn(|cx: ProcessCx| async move {
+///     // Both run as tokio tasks at once; the process waits without holding its worker.
+///     let (a, b) = tokio::join!(cx.run(async { 20 }), cx.run(async { 22 }));
+///     // A panic in the future fails its `Run`, not the process.
+///     let bad = cx.run(async { "forty".parse::<u32>().unwrap() }).await;
+///     Ok::<_, BoxError>((a? + b?, bad.unwrap_err().is_panicked()))
+/// })?;
+/// assert_eq!(sched.block_on(handle)?, (42, true));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[must_use = "the task is aborted when this is dropped"]
 #[derive(Debug)]
 pub struct Run<T> {

@@ -136,6 +136,29 @@ const NOTIFIED: u8 = 0b1000;
 const INITIAL_STATE: u8 = COMPLETE;
 
 /// The observable state of a process ([`Scheduler::state`](crate::Scheduler::state)).
+///
+/// # Examples
+///
+/// ```
+/// use procsched::prelude::*;
+/// use procsched::metrics::ProcessState;
+///
+/// let sched = Scheduler::builder().workers(1).build()?;
+/// let worker = sched.spawn_fn(|cx: ProcessCx<()>| async move {
+///     let me = cx.scheduler().state(cx.pid());     // a process sees itself being stepped
+///     cx.recv().await?;
+///     Ok::<_, BoxError>(me)
+/// })?;
+/// let pid = worker.pid();
+/// // A console would sample it; here, until it parks to wait for its message.
+/// while sched.state(pid) != Some(ProcessState::Idle) {
+///     std::thread::yield_now();
+/// }
+/// worker.addr().send(())?;
+/// assert_eq!(sched.block_on(worker)?, Some(ProcessState::Running));
+/// assert_eq!(sched.state(pid), None, "ended: no live process has the PID");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum ProcessState {

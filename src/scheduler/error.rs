@@ -5,6 +5,29 @@ use crate::process::{InitError, Message, Pid};
 use std::fmt;
 
 /// Why [`Scheduler::spawn`](crate::Scheduler::spawn) did not start a process.
+///
+/// # Examples
+///
+/// ```
+/// use procsched::prelude::*;
+/// use std::time::Duration;
+///
+/// let sched = Scheduler::builder().workers(1).max_processes(1).build()?;
+/// let waiter = || |cx: ProcessCx<()>| async move { Ok::<_, BoxError>(cx.recv().await?) };
+/// let first = sched.spawn_fn(waiter())?;
+///
+/// // At the limit a spawn is refused at once, not queued: the caller decides what to shed.
+/// let refused = sched.spawn_fn(waiter()).unwrap_err();
+/// assert!(refused.is_limit());
+/// assert!(matches!(refused, SpawnError::Limit(1)));
+///
+/// first.addr().send(())?;
+/// sched.block_on(first)?;
+/// let _second = sched.spawn_fn(waiter())?;   // the first one's place is free once it has ended
+/// sched.shutdown(Duration::from_secs(1));
+/// assert!(sched.spawn_fn(waiter()).unwrap_err().is_shutting_down());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum SpawnError {
@@ -74,6 +97,28 @@ impl SpawnError {
 /// address's message type) or [`Scheduler::send`](crate::Scheduler::send) (an untyped
 /// [`Message`]) — or [`terminate`](crate::Scheduler::terminate) did not reach a process. A
 /// refused message is handed back, typed: [`into_message`](Self::into_message).
+///
+/// # Examples
+///
+/// ```
+/// use procsched::prelude::*;
+/// use procsched::error::SendErrorKind;
+///
+/// let sched = Scheduler::builder().workers(1).build()?;
+/// let worker = sched.spawn_fn(|cx: ProcessCx<String>| async move {
+///     Ok::<_, BoxError>(cx.recv().await?)
+/// })?;
+/// let addr = worker.addr();
+/// addr.send("first".to_string())?;
+/// assert_eq!(sched.block_on(worker)?, "first");
+///
+/// // It has ended: the send is refused, and the message comes back to go elsewhere.
+/// let err = addr.send("second".to_string()).unwrap_err();
+/// assert_eq!(err.kind(), SendErrorKind::NotFound);
+/// assert_eq!(err.pid(), addr.pid());
+/// assert_eq!(err.into_message().as_deref(), Some("second"));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct SendError<M = Message> {
     kind: SendErrorKind,
     pid: Pid,
@@ -94,6 +139,32 @@ impl<M> fmt::Display for SendError<M> {
 impl<M: Send> std::error::Error for SendError<M> {}
 
 /// Why a message (or a terminate request) was not delivered: [`SendError::kind`].
+///
+/// # Examples
+///
+/// ```
+/// use procsched::prelude::*;
+/// use procsched::error::SendErrorKind;
+///
+/// /// A full mailbox drains, so the message is worth sending again later; a process that is
+/// /// gone, or going, will never read it.
+/// fn worth_retrying<M>(err: &SendError<M>) -> bool {
+///     match err.kind() {
+///         SendErrorKind::MailboxFull => true,
+///         SendErrorKind::NotFound | SendErrorKind::Closed => false,
+///         _ => false,                          // kinds added later (`#[non_exhaustive]`)
+///     }
+/// }
+///
+/// let sched = Scheduler::builder().workers(1).build()?;
+/// let worker = sched.spawn_fn(|_: ProcessCx<u32>| async { Ok::<_, BoxError>(()) })?;
+/// let addr = worker.addr();
+/// sched.block_on(worker)?;
+/// let err = addr.send(7).unwrap_err();
+/// assert_eq!(err.kind(), SendErrorKind::NotFound);
+/// assert!(!worth_retrying(&err));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, thiserror::Error)]
 #[non_exhaustive]
 pub enum SendErrorKind {
@@ -141,7 +212,25 @@ impl<M> SendError<M> {
     ///
     /// # Examples
     ///
-    /// See [`kind`](Self::kind).
+    /// ```
+    /// use procsched::prelude::*;
+    ///
+    /// let sched = Scheduler::builder().workers(1).build()?;
+    /// let live = sched.spawn_fn(|cx: ProcessCx<u32>| async move { Ok::<_, BoxError>(cx.recv().await?) })?;
+    /// let done = sched.spawn_fn(|_: ProcessCx<u32>| async { Ok::<_, BoxError>(0) })?;
+    /// let subscribers = [live.addr(), done.addr()];
+    /// sched.block_on(done)?;
+    ///
+    /// // A broadcast: the errors name the subscribers to drop from the list.
+    /// let gone: Vec<Pid> = subscribers
+    ///     .iter()
+    ///     .filter_map(|addr| addr.send(1).err())
+    ///     .map(|err| err.pid())
+    ///     .collect();
+    /// assert_eq!(gone, [subscribers[1].pid()]);
+    /// assert_eq!(sched.block_on(live)?, 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn pid(&self) -> Pid {
         self.pid
     }
@@ -150,7 +239,19 @@ impl<M> SendError<M> {
     ///
     /// # Examples
     ///
-    /// See [`kind`](Self::kind).
+    /// ```
+    /// use procsched::prelude::*;
+    ///
+    /// let sched = Scheduler::builder().workers(1).build()?;
+    /// let job = sched.spawn_fn(|_: ProcessCx| async { Ok::<_, BoxError>(()) })?;
+    /// let pid = job.pid();
+    /// sched.block_on(job)?;
+    ///
+    /// // An ended process's PID stays dead (PIDs are never reused): nothing will read this.
+    /// let err = sched.send(pid, Message::new("late", Payload::empty())).unwrap_err();
+    /// assert!(err.is_not_found());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn is_not_found(&self) -> bool {
         self.kind == SendErrorKind::NotFound
     }
@@ -159,7 +260,39 @@ impl<M> SendError<M> {
     ///
     /// # Examples
     ///
-    /// See [`kind`](Self::kind).
+    /// ```
+    /// use procsched::prelude::*;
+    /// use procsched::error::InitError;
+    /// use procsched::state_machine::{Events, Process, ProcessContext, StepOutput};
+    /// use std::sync::mpsc;
+    ///
+    /// /// Finishes at once; its `close` posts one more message to itself.
+    /// struct LastWord { me: Option<Addr<&'static str>>, refused: mpsc::Sender<bool> }
+    ///
+    /// impl Process for LastWord {
+    ///     type Output = ();
+    ///     fn init(&mut self, ctx: &ProcessContext<'_>, _: &str, _: Payload) -> Result<(), InitError> {
+    ///         self.me = Some(ctx.scheduler().addr(ctx.pid()));
+    ///         Ok(())
+    ///     }
+    ///     fn step(&mut self, _: &mut Events, out: &mut StepOutput<()>) -> Result<(), BoxError> {
+    ///         out.done(());
+    ///         Ok(())
+    ///     }
+    ///     fn close(&mut self) {
+    ///         // `close` runs after the mailbox has closed: finishing, not gone yet.
+    ///         let err = self.me.as_ref().unwrap().send("one more").unwrap_err();
+    ///         let _ = self.refused.send(err.is_closed());
+    ///     }
+    /// }
+    ///
+    /// let sched = Scheduler::builder().workers(1).build()?;
+    /// let (tx, rx) = mpsc::channel();
+    /// let handle = sched.spawn(LastWord { me: None, refused: tx }, "run", Payload::empty())?;
+    /// sched.block_on(handle)?;
+    /// assert!(rx.recv()?);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn is_closed(&self) -> bool {
         self.kind == SendErrorKind::Closed
     }

@@ -27,6 +27,26 @@ use std::task::{Context, Poll};
 use tokio::sync::oneshot;
 
 /// Why a link or monitor could not be set up by a process that is itself gone.
+///
+/// # Examples
+///
+/// ```
+/// use procsched::prelude::*;
+/// use procsched::supervision::NotRunning;
+///
+/// let sched = Scheduler::builder().workers(1).build()?;
+/// let short = sched.spawn_fn(|_: ProcessCx| async { Ok::<_, BoxError>(()) })?;
+/// let long = sched.spawn_fn(|cx: ProcessCx<()>| async move { Ok::<_, BoxError>(cx.recv().await?) })?;
+/// let ended = short.pid();
+/// sched.block_on(short)?;
+///
+/// // The process that would hold the link or the monitor is gone: nothing was set up.
+/// assert_eq!(sched.handle().link(ended, long.pid()), Err(NotRunning(ended)));
+/// assert_eq!(sched.handle().monitor_from(ended, long.pid()), Err(NotRunning(ended)));
+/// # long.addr().send(())?;
+/// # sched.block_on(long)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("process {0} is not running")]
 pub struct NotRunning(pub Pid);
@@ -235,7 +255,27 @@ impl SchedulerHandle {
     ///
     /// # Examples
     ///
-    /// See [`ProcessCx::trap_exit`](crate::ProcessCx::trap_exit).
+    /// ```
+    /// use procsched::prelude::*;
+    ///
+    /// let sched = Scheduler::builder().workers(1).build()?;
+    /// let guardian = sched.spawn_fn(|cx: ProcessCx| async move {
+    ///     let exit = cx.recv_exit().await?;
+    ///     Ok::<_, BoxError>(exit.reason.is_failed())
+    /// })?;
+    /// // Before the link: the worker's crash then reaches the guardian as a signal, instead of
+    /// // ending it too.
+    /// sched.handle().set_trap_exit(guardian.pid(), true)?;
+    /// let worker = sched.spawn_fn(|cx: ProcessCx<()>| async move {
+    ///     cx.recv().await?;
+    ///     Err::<(), BoxError>("crashed".into())
+    /// })?;
+    /// sched.handle().link(guardian.pid(), worker.pid())?;
+    /// worker.addr().send(())?;
+    /// assert!(sched.block_on(guardian)?);
+    /// # let _ = sched.block_on(worker);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn set_trap_exit(&self, pid: Pid, trap: bool) -> Result<(), NotRunning> {
         let trapped = self
             .inner
@@ -255,7 +295,23 @@ impl SchedulerHandle {
     ///
     /// # Examples
     ///
-    /// See [`ProcessCx::monitor`](crate::ProcessCx::monitor).
+    /// ```
+    /// use procsched::prelude::*;
+    ///
+    /// let sched = Scheduler::builder().workers(1).build()?;
+    /// let watcher = sched.spawn_fn(|cx: ProcessCx| async move { Ok::<_, BoxError>(cx.recv_down().await?) })?;
+    /// let target = sched.spawn_fn(|cx: ProcessCx<()>| async move { Ok::<_, BoxError>(cx.recv().await?) })?;
+    ///
+    /// // Set up by a third party (a registry, a state machine's step): the `Down` goes to
+    /// // `watcher`, not to the caller.
+    /// let monitor = sched.handle().monitor_from(watcher.pid(), target.pid())?;
+    /// target.addr().send(())?;
+    /// let down = sched.block_on(watcher)?;
+    /// assert_eq!((down.monitor, down.pid), (monitor, target.pid()));
+    /// assert!(down.reason.is_normal());
+    /// # sched.block_on(target)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn monitor_from(&self, watcher: Pid, target: Pid) -> Result<MonitorRef, NotRunning> {
         let inner = &self.inner;
         let monitor = MonitorRef::next(target);
@@ -320,7 +376,29 @@ impl SchedulerHandle {
     ///
     /// # Examples
     ///
-    /// See [`ProcessCx::demonitor`](crate::ProcessCx::demonitor).
+    /// ```
+    /// use procsched::prelude::*;
+    /// use procsched::supervision::Incoming;
+    ///
+    /// let sched = Scheduler::builder().workers(1).build()?;
+    /// let watcher = sched.spawn_fn(|cx: ProcessCx<&'static str>| async move {
+    ///     match cx.recv_any().await? {
+    ///         Incoming::Message(text) => Ok::<_, BoxError>(text),
+    ///         _ => Err("a signal after the demonitor".into()),
+    ///     }
+    /// })?;
+    /// let target = sched.spawn_fn(|cx: ProcessCx<()>| async move { Ok::<_, BoxError>(cx.recv().await?) })?;
+    /// let monitor = sched.handle().monitor_from(watcher.pid(), target.pid())?;
+    /// assert!(sched.handle().demonitor_from(watcher.pid(), monitor));
+    /// assert!(!sched.handle().demonitor_from(watcher.pid(), monitor), "ended already");
+    ///
+    /// target.addr().send(())?;
+    /// sched.block_on(target)?;
+    /// // A `Down` would have been queued before this message: none was.
+    /// watcher.addr().send("no news")?;
+    /// assert_eq!(sched.block_on(watcher)?, "no news");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn demonitor_from(&self, watcher: Pid, monitor: MonitorRef) -> bool {
         let inner = &self.inner;
         let target = monitor.target();
@@ -396,6 +474,32 @@ impl SchedulerHandle {
 
 /// A monitor set up from outside any process ([`SchedulerHandle::monitor`]): resolves to the
 /// target's one [`Down`].
+///
+/// # Examples
+///
+/// ```
+/// use procsched::prelude::*;
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), BoxError> {
+/// let sched = Scheduler::builder().workers(1).build()?;
+/// let job = sched.spawn_fn(|cx: ProcessCx<u32>| async move {
+///     let n = cx.recv().await?;
+///     if n == 0 {
+///         return Err::<u32, BoxError>("division by zero".into());
+///     }
+///     Ok(100 / n)
+/// })?;
+/// // Anyone with the PID can watch (a handle has one owner): a dashboard, a test, a pool.
+/// let monitor = sched.monitor(job.pid());
+/// let reference = monitor.reference();
+/// job.addr().send(0)?;
+/// let down = monitor.await;
+/// assert_eq!((down.monitor, down.pid), (reference, job.pid()));
+/// assert!(down.reason.is_failed());
+/// # let _ = job.await;
+/// # sched.shutdown_async(std::time::Duration::from_secs(1)).await;
+/// # Ok(()) }
+/// ```
 #[must_use = "dropping a monitor ends it"]
 #[derive(Debug)]
 pub struct Monitor {

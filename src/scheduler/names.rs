@@ -38,6 +38,32 @@ struct NameMap {
 }
 
 /// Why `register` failed.
+///
+/// # Examples
+///
+/// ```
+/// use procsched::prelude::*;
+/// use procsched::supervision::RegisterError;
+///
+/// let sched = Scheduler::builder().workers(1).build()?;
+/// let waiter = || |cx: ProcessCx<()>| async move { Ok::<_, BoxError>(cx.recv().await?) };
+/// let (primary, standby) = (sched.spawn_fn(waiter())?, sched.spawn_fn(waiter())?);
+/// sched.handle().register("primary", primary.pid())?;
+///
+/// // One name, one process: the refusal names the holder.
+/// match sched.handle().register("primary", standby.pid()) {
+///     Err(RegisterError::Taken { holder, .. }) => assert_eq!(holder, primary.pid()),
+///     other => panic!("expected Taken, got {other:?}"),
+/// }
+///
+/// let ended = standby.pid();
+/// standby.addr().send(())?;
+/// sched.block_on(standby)?;
+/// assert_eq!(sched.handle().register("standby", ended), Err(RegisterError::NotRunning(ended)));
+/// # primary.addr().send(())?;
+/// # sched.block_on(primary)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum RegisterError {
@@ -150,7 +176,22 @@ impl SchedulerHandle {
     ///
     /// # Examples
     ///
-    /// See [`register`](Self::register).
+    /// ```
+    /// use procsched::prelude::*;
+    ///
+    /// let sched = Scheduler::builder().workers(1).build()?;
+    /// let db = sched.spawn_fn(|cx: ProcessCx<()>| async move { Ok::<_, BoxError>(cx.recv().await?) })?;
+    /// sched.handle().register("db", db.pid())?;
+    ///
+    /// // A PID, for what takes one: a monitor, a link, `state`.
+    /// let pid = sched.handle().whereis("db").expect("registered");
+    /// let down = sched.monitor(pid);
+    /// sched.handle().addr::<()>(pid).send(())?;
+    /// assert!(sched.block_on(down).reason.is_normal());
+    /// assert_eq!(sched.handle().whereis("db"), None, "released before its monitors heard");
+    /// # sched.block_on(db)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn whereis(&self, name: &str) -> Option<Pid> {
         self.inner.names.lock().by_name.get(name).copied()
     }
@@ -161,7 +202,23 @@ impl SchedulerHandle {
     ///
     /// # Examples
     ///
-    /// See [`register`](Self::register).
+    /// ```
+    /// use procsched::prelude::*;
+    ///
+    /// let sched = Scheduler::builder().workers(1).build()?;
+    /// let config = sched.spawn_fn(|cx: ProcessCx<Reply<u16>>| async move {
+    ///     let _ = cx.recv().await?.send(8080);
+    ///     Ok::<_, BoxError>(())
+    /// })?;
+    /// sched.handle().register("config", config.pid())?;
+    ///
+    /// // Looked up per request: a restarted `config` would have a new PID under the same name.
+    /// let addr = sched.handle().named::<Reply<u16>>("config").ok_or("no config process")?;
+    /// assert_eq!(sched.block_on(addr.ask(|reply| reply))?, 8080);
+    /// assert!(sched.handle().named::<Reply<u16>>("cache").is_none());
+    /// # sched.block_on(config)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn named<M>(&self, name: &str) -> Option<Addr<M>> {
         self.whereis(name).map(|pid| self.addr(pid))
     }

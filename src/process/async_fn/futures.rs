@@ -26,6 +26,30 @@ use std::time::Duration;
 /// The first poll hands the command to the step's yields (the process is `Blocked` while the
 /// call is outstanding); its completion resumes the body. Dropped before completing, the call's
 /// result is discarded when it arrives.
+///
+/// # Examples
+///
+/// ```
+/// use procsched::prelude::*;
+///
+/// struct Price(&'static str);
+/// procsched::command!(Price => u64);
+/// struct Audit;
+/// procsched::command!(Audit => ());
+///
+/// let sched = Scheduler::builder()
+///     .workers(1)
+///     .inline_handler(|Price(_): Price| Ok::<_, BoxError>(30))
+///     .build()?;
+/// let order = sched.spawn_fn(|cx: ProcessCx| async move {
+///     let price = cx.call(Price("sku-1")).await?;
+///     // No handler is registered for `Audit`: the call fails at once rather than hanging.
+///     let audited = cx.call(Audit).await;
+///     Ok::<_, BoxError>((price, audited.unwrap_err().is_no_handler()))
+/// })?;
+/// assert_eq!(sched.block_on(order)?, (30, true));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[must_use = "a call does nothing unless awaited"]
 #[derive(Debug)]
 pub struct Call<C: Command> {
@@ -123,6 +147,31 @@ impl<C: Command> Drop for Call<C> {
 }
 
 /// Why [`ProcessCx::recv`](crate::ProcessCx::recv) returned no message.
+///
+/// # Examples
+///
+/// ```
+/// use procsched::prelude::*;
+/// use procsched::error::RecvError;
+///
+/// let sched = Scheduler::builder().workers(1).build()?;
+/// let reader = sched.spawn_fn(|cx: ProcessCx<u32>| async move {
+///     let mut skipped = 0;
+///     loop {
+///         match cx.recv().await {
+///             Ok(n) => return Ok::<_, BoxError>((n, skipped)),
+///             // An untyped sender sent something else: it is dropped; keep serving.
+///             Err(RecvError::TypeMismatch(_)) => skipped += 1,
+///             // Cancelled (shutdown) and the rest end the body; `?` would do the same.
+///             Err(other) => return Err(other.into()),
+///         }
+///     }
+/// })?;
+/// sched.send(reader.pid(), Message::new("n", Payload::new("seven")))?;
+/// reader.addr().send(7)?;
+/// assert_eq!(sched.block_on(reader)?, (7, 1));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum RecvError {
@@ -223,6 +272,28 @@ fn converted<T: 'static>(found: Result<Received<T>, RecvError>) -> Result<T, Rec
 
 /// The next message, as a `T` (the process's message type). Made by
 /// [`ProcessCx::recv`](crate::ProcessCx::recv).
+///
+/// # Examples
+///
+/// ```
+/// use procsched::prelude::*;
+/// use std::time::Duration;
+///
+/// async fn squarer(cx: ProcessCx<(u64, Reply<u64>)>) -> Result<(), BoxError> {
+///     loop {
+///         // At shutdown the receive fails with `Cancelled`: `?` ends the body as cancelled.
+///         let (n, reply) = cx.recv().await?;
+///         let _ = reply.send(n * n);
+///     }
+/// }
+///
+/// let sched = Scheduler::builder().workers(1).build()?;
+/// let squarer = sched.spawn_fn(squarer)?;
+/// assert_eq!(sched.block_on(squarer.addr().ask(|reply| (12, reply)))?, 144);
+/// assert_eq!(sched.shutdown(Duration::from_secs(1)).graceful, 1);
+/// assert!(sched.block_on(squarer).unwrap_err().is_cancelled());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[must_use = "a receive does nothing unless awaited"]
 #[derive(Debug)]
 pub struct Recv<T> {
@@ -251,6 +322,31 @@ impl<T: 'static> Future for Recv<T> {
 
 /// The next message, whole (topic, sender, payload). Made by
 /// [`ProcessCx::recv_message`](crate::ProcessCx::recv_message).
+///
+/// # Examples
+///
+/// ```
+/// use procsched::prelude::*;
+///
+/// let sched = Scheduler::builder().workers(1).build()?;
+/// let counter = sched.spawn_fn(|cx: ProcessCx| async move {
+///     let mut total = 0u64;
+///     loop {
+///         let message = cx.recv_message().await?;
+///         // Untyped: the topic says what the payload holds.
+///         match &*message.topic {
+///             "add" => total += message.payload.take::<u64>()?,
+///             "stop" => return Ok::<_, BoxError>(total),
+///             other => return Err(format!("unknown topic `{other}`").into()),
+///         }
+///     }
+/// })?;
+/// sched.send(counter.pid(), Message::new("add", Payload::new(40u64)))?;
+/// sched.send(counter.pid(), Message::new("add", Payload::new(2u64)))?;
+/// sched.send(counter.pid(), Message::new("stop", Payload::empty()))?;
+/// assert_eq!(sched.block_on(counter)?, 42);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[must_use = "a receive does nothing unless awaited"]
 #[derive(Debug)]
 pub struct RecvMessage {
@@ -275,6 +371,35 @@ impl Future for RecvMessage {
 /// `Err(RecvError::Cancelled(reason))` — so that `cx.cancelled().await?` ends the body as
 /// cancelled — or `Err(RecvError::OutsideProcess)` if polled outside its own process. Made by
 /// [`ProcessCx::cancelled`](crate::ProcessCx::cancelled).
+///
+/// # Examples
+///
+/// ```
+/// use procsched::prelude::*;
+/// use std::time::Duration;
+///
+/// let sched = Scheduler::builder().workers(1).build()?;
+/// let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<u32>();
+/// let consumer = sched.spawn_fn(move |cx: ProcessCx| async move {
+///     let mut total = 0;
+///     loop {
+///         // Fed by a tokio channel, not its mailbox: `cancelled` is how it hears of shutdown.
+///         tokio::select! {
+///             biased;                                  // what was sent first, then the stop
+///             Some(n) = rx.recv() => total += n,
+///             Err(why) = cx.cancelled() => {
+///                 assert!(why.is_cancelled());
+///                 return Ok::<_, BoxError>(total);
+///             }
+///         }
+///     }
+/// })?;
+/// tx.send(40)?;
+/// tx.send(2)?;
+/// sched.shutdown(Duration::from_secs(1));
+/// assert_eq!(sched.block_on(consumer)?, 42);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[must_use = "does nothing unless awaited"]
 #[derive(Debug)]
 pub struct Cancelled {
@@ -305,6 +430,30 @@ impl Future for Cancelled {
 }
 
 /// Lets other ready work run first. Made by [`ProcessCx::yield_now`](crate::ProcessCx::yield_now).
+///
+/// # Examples
+///
+/// ```
+/// use procsched::prelude::*;
+/// use procsched::state_machine::Status;
+/// use procsched::testing::Harness;
+///
+/// let mut harness = Harness::for_fn(|cx: ProcessCx| async move {
+///     let mut sum = 0u64;
+///     for chunk in 0..3u64 {
+///         sum += (chunk * 1_000..(chunk + 1) * 1_000).sum::<u64>();
+///         cx.yield_now().await;
+///     }
+///     Ok::<_, BoxError>(sum)
+/// });
+/// harness.init("run", Payload::empty())?;
+/// // Each chunk is a step of its own: between them a worker runs other processes.
+/// for _ in 0..3 {
+///     assert!(matches!(harness.step()?.status, Status::Continue));
+/// }
+/// assert!(matches!(harness.step()?.status, Status::Done(sum) if sum == (0..3_000).sum()));
+/// # Ok::<(), BoxError>(())
+/// ```
 #[must_use = "does nothing unless awaited"]
 #[derive(Debug)]
 pub struct YieldNow {

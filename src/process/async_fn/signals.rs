@@ -22,6 +22,46 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 /// A message or a signal: what [`RecvAny`] resolves to.
+///
+/// # Examples
+///
+/// ```
+/// use procsched::prelude::*;
+/// use procsched::supervision::{Incoming, Signal};
+///
+/// let sched = Scheduler::builder().workers(1).build()?;
+/// // Handles jobs until a 0.
+/// let worker = sched.spawn_fn(|cx: ProcessCx<u32>| async move {
+///     while cx.recv().await? != 0 {}
+///     Ok::<_, BoxError>(())
+/// })?;
+/// let worker_addr = worker.addr();
+/// let dispatcher = sched.spawn_fn(move |cx: ProcessCx<u32>| async move {
+///     cx.monitor(worker_addr.pid());
+///     let mut forwarded = 0;
+///     loop {
+///         match cx.recv_any().await? {
+///             Incoming::Message(job) => {
+///                 worker_addr.send(job)?;
+///                 forwarded += 1;
+///             }
+///             // The worker is gone: nothing left to forward to.
+///             Incoming::Signal(Signal::Down(down)) => {
+///                 return Ok::<_, BoxError>((forwarded, down.reason));
+///             }
+///             _ => {}                                  // `Incoming` and `Signal` may grow
+///         }
+///     }
+/// })?;
+/// for job in [3, 1, 0] {
+///     dispatcher.addr().send(job)?;
+/// }
+/// let (forwarded, reason) = sched.block_on(dispatcher)?;
+/// assert_eq!(forwarded, 3);
+/// assert!(reason.is_normal());
+/// # sched.block_on(worker)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum Incoming<M> {
@@ -44,6 +84,34 @@ fn cancellation(scope: &mut Scope<'_>) -> Option<RecvError> {
 }
 
 /// The next signal. Made by [`ProcessCx::recv_signal`](crate::ProcessCx::recv_signal).
+///
+/// # Examples
+///
+/// ```
+/// use procsched::prelude::*;
+/// use procsched::supervision::Signal;
+///
+/// let sched = Scheduler::builder().workers(1).build()?;
+/// let parent = sched.spawn_fn(|cx: ProcessCx| async move {
+///     cx.trap_exit(true);
+///     let linked = cx.spawn_link(|_: ProcessCx| async { Err::<(), BoxError>("crashed".into()) })?;
+///     let watched = cx.spawn_fn(|_: ProcessCx| async { Ok::<_, BoxError>(()) })?.pid();
+///     cx.monitor(watched);
+///     // Links and monitors report on one queue, apart from messages.
+///     let mut heard = Vec::new();
+///     while heard.len() < 2 {
+///         match cx.recv_signal().await? {
+///             Signal::Exit(exit) => heard.push((exit.pid == linked, "exit")),
+///             Signal::Down(down) => heard.push((down.pid == watched, "down")),
+///             _ => {}
+///         }
+///     }
+///     heard.sort();                                // which child ends first is up to the workers
+///     Ok::<_, BoxError>(heard)
+/// })?;
+/// assert_eq!(sched.block_on(parent)?, [(true, "down"), (true, "exit")]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[must_use = "a receive does nothing unless awaited"]
 #[derive(Debug)]
 pub struct RecvSignal {
@@ -78,6 +146,29 @@ impl Future for RecvSignal {
 
 /// The next `Down` (exit signals stay queued). Made by
 /// [`ProcessCx::recv_down`](crate::ProcessCx::recv_down).
+///
+/// # Examples
+///
+/// ```
+/// use procsched::prelude::*;
+///
+/// let sched = Scheduler::builder().workers(2).build()?;
+/// let coordinator = sched.spawn_fn(|cx: ProcessCx| async move {
+///     let mut running = Vec::new();
+///     for n in 1..=3u64 {
+///         let worker = cx.spawn_fn(move |_: ProcessCx| async move { Ok::<_, BoxError>(n) })?;
+///         running.push(cx.monitor(worker.pid()));
+///     }
+///     // Whatever order they end in (one already gone is a `NoProc` down, at once).
+///     while !running.is_empty() {
+///         let down = cx.recv_down().await?;
+///         running.retain(|monitor| *monitor != down.monitor);
+///     }
+///     Ok::<_, BoxError>("all done")
+/// })?;
+/// assert_eq!(sched.block_on(coordinator)?, "all done");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[must_use = "a receive does nothing unless awaited"]
 #[derive(Debug)]
 pub struct RecvDown {
@@ -117,6 +208,22 @@ impl Future for RecvDown {
 
 /// The next `Exit` (`Down`s stay queued). Made by
 /// [`ProcessCx::recv_exit`](crate::ProcessCx::recv_exit).
+///
+/// # Examples
+///
+/// ```
+/// use procsched::prelude::*;
+///
+/// let sched = Scheduler::builder().workers(1).build()?;
+/// let parent = sched.spawn_fn(|cx: ProcessCx| async move {
+///     cx.trap_exit(true);                          // or the child's crash would end it too
+///     let child = cx.spawn_link(|_: ProcessCx| async { Err::<(), BoxError>("disk full".into()) })?;
+///     let exit = cx.recv_exit().await?;
+///     Ok::<_, BoxError>((exit.pid == child, exit.reason.to_string()))
+/// })?;
+/// assert_eq!(sched.block_on(parent)?, (true, "failed: disk full".to_string()));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[must_use = "a receive does nothing unless awaited"]
 #[derive(Debug)]
 pub struct RecvExit {
@@ -156,6 +263,36 @@ impl Future for RecvExit {
 
 /// The next message or signal, in the order they arrived. Made by
 /// [`ProcessCx::recv_any`](crate::ProcessCx::recv_any).
+///
+/// # Examples
+///
+/// ```
+/// use procsched::prelude::*;
+/// use procsched::supervision::{Incoming, Signal};
+///
+/// let sched = Scheduler::builder().workers(1).build()?;
+/// let collector = sched.spawn_fn(|cx: ProcessCx<u32>| async move {
+///     let me = cx.addr();
+///     let worker = cx.spawn_fn(move |_: ProcessCx| async move {
+///         for n in 1..=3 {
+///             me.send(n)?;
+///         }
+///         Ok::<_, BoxError>(())
+///     })?;
+///     cx.monitor(worker.pid());
+///     // A process's messages come before its `Down`: once it is down, every result is in.
+///     let mut results = Vec::new();
+///     loop {
+///         match cx.recv_any().await? {
+///             Incoming::Message(n) => results.push(n),
+///             Incoming::Signal(Signal::Down(_)) => return Ok::<_, BoxError>(results),
+///             _ => {}
+///         }
+///     }
+/// })?;
+/// assert_eq!(sched.block_on(collector)?, [1, 2, 3]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[must_use = "a receive does nothing unless awaited"]
 #[derive(Debug)]
 pub struct RecvAny<M> {
