@@ -16,7 +16,7 @@ fn waking_every_owned_task_polls_each_once_more_and_leaves_finished_ones_alone()
         .map(|_| {
             let (gone, polls) = (gone.clone(), polls.clone());
             executor.spawn(std::future::poll_fn(move |_| {
-                polls.fetch_add(1, Relaxed);
+                polls.fetch_add(1, AcqRel);
                 if gone.load(Acquire) {
                     Poll::Ready(())
                 } else {
@@ -25,8 +25,16 @@ fn waking_every_owned_task_polls_each_once_more_and_leaves_finished_ones_alone()
             }))
         })
         .collect();
-    executor.block_on(executor.spawn(async {})).unwrap();
-    assert_eq!(executor.block_on(executor.spawn(async { 1 })).unwrap(), 1);
+    // Each has been polled once (and is waiting) before the condition changes: a task first
+    // polled after it would finish at once, without a wake.
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while polls.load(Acquire) < 8 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "hang guard: first polls"
+        );
+        std::thread::yield_now();
+    }
     gone.store(true, Release);
     let woken = executor.handle().wake_owned_tasks();
     assert!(woken >= 8, "the eight waiting tasks are listed: {woken}");
