@@ -392,3 +392,63 @@ fn a_full_mailbox_rejects_messages_but_yield_completions_still_arrive() {
         .block_on(handle)
         .expect("2 messages and the completion arrive");
 }
+
+/// An `async fn` body that is busy (awaiting something else) holds the messages its steps
+/// filed in its inbox: a bounded mailbox counts them, so its senders are refused past the
+/// capacity, exactly, and accepted again once the body has received them.
+#[test]
+fn a_busy_body_s_unread_inbox_counts_against_the_capacity() {
+    use procsched::{metrics::ProcessState, prelude::ProcessCx};
+    const CAPACITY: u64 = 4;
+    let sched = Scheduler::builder()
+        .workers(2)
+        .mailbox_capacity(CAPACITY as usize)
+        .build()
+        .unwrap();
+    let (gate_tx, gate_rx) = tokio::sync::oneshot::channel::<()>();
+    let (drained_tx, drained_rx) = mpsc::channel();
+    let handle = sched
+        .spawn_fn(move |cx: ProcessCx<u64>| async move {
+            // Busy with something that is not a receive: messages wait in the inbox.
+            gate_rx.await?;
+            let mut sum = 0;
+            for _ in 0..CAPACITY {
+                sum += cx.recv().await?;
+            }
+            drained_tx.send(())?;
+            sum += cx.recv().await?;
+            Ok::<_, BoxError>(sum)
+        })
+        .unwrap();
+    let pid = handle.pid();
+    let addr = handle.addr();
+    wait_until("the body waiting on its gate", || {
+        sched.state(pid) == Some(ProcessState::Blocked)
+    });
+    // Each accepted send wakes the body, which files the message in its inbox and waits on
+    // again: the capacity holds across those steps.
+    let accepted = (1..=1_000u64)
+        .filter(|&n| match addr.send(n) {
+            Ok(()) => true,
+            Err(error) => {
+                assert_eq!(error.kind(), SendErrorKind::MailboxFull);
+                assert_eq!(error.into_message(), Some(n), "handed back");
+                false
+            }
+        })
+        .count();
+    assert_eq!(accepted as u64, CAPACITY);
+    gate_tx.send(()).unwrap();
+    drained_rx.recv_timeout(HANG_GUARD).unwrap();
+    // Received: room again once the body says so (before it waits for the next one).
+    let deadline = std::time::Instant::now() + HANG_GUARD;
+    loop {
+        match addr.send(100) {
+            Ok(()) => break,
+            Err(error) => assert_eq!(error.kind(), SendErrorKind::MailboxFull),
+        }
+        assert!(std::time::Instant::now() < deadline, "hang guard: no room");
+        thread::yield_now();
+    }
+    assert_eq!(sched.block_on(handle).unwrap(), 1 + 2 + 3 + 4 + 100);
+}

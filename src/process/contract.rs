@@ -89,4 +89,60 @@ pub trait Process: Send + 'static {
 
     /// Releases resources. Called exactly once, however the process ends.
     fn close(&mut self) {}
+
+    /// Messages this process took in earlier steps and has not handled yet, or `None` (the
+    /// default) if it handles every message in the step that delivers it.
+    ///
+    /// A bounded mailbox ([`mailbox_capacity`](crate::config::SchedulerBuilder::mailbox_capacity))
+    /// counts them against its capacity, so that a process that stashes what it cannot handle
+    /// yet still pushes back on its senders. An `async fn` body's unread inbox is counted this
+    /// way. Asked after each step of a process with a bounded mailbox; keep it cheap.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use procsched::prelude::*;
+    /// use procsched::state_machine::{Event, Events, Process, Status, StepOutput};
+    /// use std::collections::VecDeque;
+    ///
+    /// /// Takes jobs one at a time: the rest wait in `stash`, still counted by the mailbox.
+    /// #[derive(Default)]
+    /// struct OneAtATime { stash: VecDeque<u64>, done: u64 }
+    ///
+    /// impl Process for OneAtATime {
+    ///     type Output = u64;
+    ///     fn step(&mut self, events: &mut Events, out: &mut StepOutput<u64>) -> Result<(), BoxError> {
+    ///         for event in events.drain() {
+    ///             if let Event::Message(message) = event {
+    ///                 self.stash.push_back(message.payload.take::<u64>()?);
+    ///             }
+    ///         }
+    ///         if let Some(job) = self.stash.pop_front() {
+    ///             self.done += job;
+    ///         }
+    ///         // Step again (the default status) while jobs wait; else wait for messages.
+    ///         if self.done >= 6 {
+    ///             out.set_status(Status::Done(self.done));
+    ///         } else if self.stash.is_empty() {
+    ///             out.set_status(Status::Idle);
+    ///         }
+    ///         Ok(())
+    ///     }
+    ///     fn unread_messages(&self) -> Option<usize> {
+    ///         Some(self.stash.len())
+    ///     }
+    /// }
+    ///
+    /// let sched = Scheduler::builder().workers(1).mailbox_capacity(8).build()?;
+    /// let handle = sched.spawn(OneAtATime::default(), "run", Payload::empty())?;
+    /// let addr = sched.handle().addr::<u64>(handle.pid());
+    /// for job in 1..=3 {
+    ///     addr.send(job)?;
+    /// }
+    /// assert_eq!(sched.block_on(handle)?, 6);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    fn unread_messages(&self) -> Option<usize> {
+        None
+    }
 }

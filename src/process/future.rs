@@ -194,6 +194,14 @@ pub(crate) struct ProcessFuture<P: Process, H: Host> {
     /// Steps until the next timed one (module docs): a countdown, cheaper per step than a
     /// modulo of the step count.
     until_timed: u32,
+    /// The cell's mailbox has a capacity: it counts what the process holds unread.
+    bounded: bool,
+    /// With a bounded mailbox: the drained messages the process said after its last step it
+    /// holds unread (`Process::unread_messages`; `Some(0)` until its first step says), and what
+    /// the mailbox counts for it now. `None` for a process that handles what each step
+    /// delivers, and with an unbounded mailbox.
+    unread: Option<u32>,
+    unread_counted: u32,
 }
 
 // Not `Unpin` when the process is not: the async-fn adapter's body is polled in place and
@@ -217,6 +225,7 @@ impl<P: Process, H: Host> ProcessFuture<P, H> {
         host: Arc<H>,
         span: Span,
     ) -> Self {
+        let bounded = cell.is_bounded();
         ProcessFuture {
             process: ManuallyDrop::new(process),
             pid,
@@ -226,6 +235,9 @@ impl<P: Process, H: Host> ProcessFuture<P, H> {
             finished: false,
             span: (!span.is_disabled()).then(|| Box::new(span)),
             steps: 0,
+            bounded,
+            unread: bounded.then_some(0),
+            unread_counted: 0,
             // The phase drawn from the PID: one-step processes are sampled one in
             // `SAMPLE_EVERY` too.
             until_timed: ((pid.as_u64().wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) % SAMPLE_EVERY)
@@ -263,7 +275,20 @@ impl<P: Process, H: Host> ProcessFuture<P, H> {
             }
             let drained = if must_drain || self.cell.state.take_notified() == TakeNotified::Notified
             {
-                let drained = self.cell.drain_into(events, max_batch, register.take());
+                let drained = match self.unread {
+                    Some(unread) => {
+                        let mut counted = unread as usize;
+                        let drained = self.cell.drain_counting_unread(
+                            events,
+                            max_batch,
+                            register.take(),
+                            &mut counted,
+                        );
+                        self.unread_counted = saturate(counted);
+                        drained
+                    }
+                    None => self.cell.drain_into(events, max_batch, register.take()),
+                };
                 behind_unwritten = drained == Drained::Unwritten;
                 drained
             } else {
@@ -293,7 +318,15 @@ impl<P: Process, H: Host> ProcessFuture<P, H> {
             self.steps += 1;
             stats.steps += 1;
             let process = &mut *self.process;
-            let stepped = catch_unwind(AssertUnwindSafe(|| process.step(events, out)));
+            let (bounded, unread) = (self.bounded, &mut self.unread);
+            let stepped = catch_unwind(AssertUnwindSafe(|| {
+                let stepped = process.step(events, out);
+                if bounded {
+                    // Inside the step's `catch_unwind`: it is the process's code too.
+                    *unread = process.unread_messages().map(saturate);
+                }
+                stepped
+            }));
             let pid = self.pid;
             if let Some(start) = timed {
                 let end = Instant::now();
@@ -362,6 +395,13 @@ impl<P: Process, H: Host> ProcessFuture<P, H> {
                     // Published before the park (Release) makes the state visible: whoever
                     // sees the process parked (`process_info`) sees its steps too.
                     self.cell.stats.set_steps(self.steps);
+                    // Before parking: a parked process drains again only when an event comes,
+                    // and its senders must not be refused for messages it has handled.
+                    let unread = self.unread.unwrap_or(0);
+                    if self.bounded && unread != self.unread_counted {
+                        self.cell.set_unread(unread as usize);
+                        self.unread_counted = unread;
+                    }
                     // A failed park cleared `NOTIFIED`: the next step must drain regardless.
                     must_drain = self.cell.state.transition_to_parked(park_as)
                         == TransitionToParked::Notified;
@@ -541,6 +581,12 @@ impl<O> Default for Scratch<O> {
             out: StepOutput::default(),
         }
     }
+}
+
+/// A count of unread messages as the future keeps it (saturating: beyond `u32::MAX` a
+/// capacity is unbounded in practice).
+fn saturate(unread: usize) -> u32 {
+    u32::try_from(unread).unwrap_or(u32::MAX)
 }
 
 /// Drops the events the step left unread, one at a time (`contain.rs`); returns the destructor

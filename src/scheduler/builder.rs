@@ -256,6 +256,9 @@ impl SchedulerBuilder {
 
     /// Most messages waiting in one process's mailbox (default: unbounded). Past it, `send`
     /// refuses the message (handing it back) with [`SendErrorKind::MailboxFull`](crate::error::SendErrorKind::MailboxFull).
+    /// Messages an `async fn` body's steps filed in its inbox count until the body receives
+    /// them, so a body busy with something else pushes back on its senders
+    /// ([`Process::unread_messages`](crate::state_machine::Process::unread_messages)).
     /// Yield completions and `Cancel` are never counted or dropped.
     ///
     /// # Examples

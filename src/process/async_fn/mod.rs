@@ -271,4 +271,13 @@ where
         }
         Ok(())
     }
+
+    /// The inbox: a bounded mailbox counts what the body has not received yet, so a busy body
+    /// (awaiting a call, a timer) pushes back on its senders as a state machine would.
+    fn unread_messages(&self) -> Option<usize> {
+        match &self.stage {
+            Stage::Running(running) => Some(running.state.unread()),
+            Stage::Start(_) | Stage::Starting => Some(0),
+        }
+    }
 }

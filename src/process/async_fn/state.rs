@@ -108,6 +108,12 @@ impl CxState {
         self.mail.as_ref().is_none_or(|mail| mail.inbox.is_empty())
     }
 
+    /// Messages in the inbox: filed by a step, not yet received by the body
+    /// ([`Process::unread_messages`](crate::process::Process::unread_messages)).
+    pub(super) fn unread(&self) -> usize {
+        self.mail.as_ref().map_or(0, |mail| mail.inbox.len())
+    }
+
     fn mail(&mut self) -> &mut Mail {
         self.mail.get_or_insert_with(Box::default)
     }

@@ -28,7 +28,7 @@ impl Inner {
         message: &Message,
         capacity: usize,
     ) -> (Admission, Option<Event>) {
-        if self.queued_messages >= capacity {
+        if self.queued_messages + self.unread as usize >= capacity {
             return (Admission::Dropped, None);
         }
         let Some(&(budget, size)) = message.budget.as_deref() else {

@@ -33,6 +33,7 @@ impl Mailbox {
         max: usize,
         waker: Option<&Waker>,
         stats: &CellStats,
+        unread: Option<&mut usize>,
     ) -> Drained {
         // Declared before the guard, so dropped after the unlock (`intake.rs`, protocol 7 step 4).
         let mut stale = Stale::new(stats);
@@ -84,6 +85,17 @@ impl Mailbox {
             for event in events.iter().skip(before) {
                 inner.release(event, bounded);
             }
+        }
+        if let (Some(unread), true) = (unread, bounded) {
+            // The moved messages leave the queue for the process, which may hold them unread:
+            // they count until it says it has handled them (`ProcessCell::set_unread`).
+            let moved = events
+                .iter()
+                .skip(before)
+                .filter(|event| matches!(event, Event::Message(_)))
+                .count();
+            *unread += moved;
+            inner.unread = super::saturate(*unread);
         }
         if more {
             Drained::More

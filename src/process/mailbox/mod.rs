@@ -112,6 +112,13 @@ struct Inner {
     behind: Queue,
     /// Messages (not completions, cancels or overflow markers) in `events`.
     queued_messages: usize,
+    /// Messages drained into the process that it has not handled yet
+    /// ([`Process::unread_messages`](crate::process::Process::unread_messages): an `async fn`
+    /// body's inbox), counted against a bounded mailbox's capacity with `queued_messages`; set
+    /// by the poller at each drain and before it parks (`future.rs`). Zero otherwise. A `u32`
+    /// (saturating: beyond it a capacity is unbounded in practice) that fits beside
+    /// `terminate`, where a `usize` would grow every cell by a word.
+    unread: u32,
     /// Set by `terminate`. Read by the poller in the same critical section that drains
     /// events, so — exactly like an event — a request that lands after a drain finds the
     /// process `Running` (and flags it) or parked (and wakes it).
@@ -167,6 +174,7 @@ impl ProcessCell {
                     behind: Queue::default(),
                     terminate: false,
                     queued_messages: 0,
+                    unread: 0,
                     topics: None,
                     waker: None,
                     task: None,
@@ -214,6 +222,7 @@ impl ProcessCell {
         );
         inner.terminate = false;
         inner.queued_messages = 0;
+        inner.unread = 0;
         inner.kind = incarnation.kind;
         inner.spawned_at = incarnation.spawned_at;
         self.stats.reset();
@@ -365,7 +374,36 @@ impl ProcessCell {
         max: usize,
         waker: Option<&Waker>,
     ) -> Drained {
-        self.mailbox.drain_into(events, max, waker, &self.stats)
+        self.mailbox
+            .drain_into(events, max, waker, &self.stats, None)
+    }
+
+    /// [`drain_into`](Self::drain_into) for a process that may hold messages it has drained
+    /// ([`Process::unread_messages`](crate::process::Process::unread_messages)), with a bounded
+    /// mailbox: `unread` is what it holds now; the mailbox counts that and the messages this
+    /// drain moves against its capacity, and `unread` becomes their sum.
+    pub(crate) fn drain_counting_unread(
+        &self,
+        events: &mut Events,
+        max: usize,
+        waker: Option<&Waker>,
+        unread: &mut usize,
+    ) -> Drained {
+        self.mailbox
+            .drain_into(events, max, waker, &self.stats, Some(unread))
+    }
+
+    /// The process now holds `unread` drained messages it has not handled (see
+    /// [`drain_counting_unread`](Self::drain_counting_unread)): before it parks, so that its
+    /// senders are not refused for messages it has handled since.
+    pub(crate) fn set_unread(&self, unread: usize) {
+        self.mailbox.inner.lock().unread = saturate(unread);
+    }
+
+    /// `true` if the mailbox has a capacity (`mailbox_capacity`).
+    #[inline]
+    pub(crate) fn is_bounded(&self) -> bool {
+        self.mailbox.capacity != usize::MAX
     }
 
     /// Queues `event`, or gives it back with the reason it was refused (`Dropped`, `Closed` or
@@ -563,6 +601,7 @@ impl ProcessCell {
             // An idle cell keeps one block of its intake queue, not two (`intake.rs`).
             self.mailbox.intake.shrink();
             inner.queued_messages = 0;
+            inner.unread = 0;
             (
                 std::mem::take(&mut inner.events),
                 std::mem::take(&mut inner.behind),
@@ -600,6 +639,11 @@ impl ProcessCell {
     pub(crate) fn release_watched(&self) -> (Generation, Vec<Watch>) {
         self.release()
     }
+}
+
+/// A count of unread messages as the mailbox keeps it (`Inner::unread`).
+fn saturate(unread: usize) -> u32 {
+    u32::try_from(unread).unwrap_or(u32::MAX)
 }
 
 /// Which of the locked queues a locked push goes to (`Mailbox::settle_intake`).
