@@ -193,7 +193,9 @@ impl<P: Process> Harness<P> {
         self.pid
     }
 
-    /// Runs `init(method, input)`, as `spawn` does.
+    /// Runs `init(method, input)`, as `spawn` does. Once: a process is initialised once in its
+    /// life (a state machine's own `init` would run again; an `async fn` body's fails with
+    /// "already started").
     ///
     /// # Errors
     ///

@@ -49,8 +49,8 @@ impl<T> Future for Run<T> {
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let Some(task) = self.task.as_mut() else {
             return Poll::Ready(Err(CommandError::failed(
-                "no tokio runtime to run the future on (register an async handler, or give the \
-                 builder one with `tokio_handle`)",
+                "no tokio runtime to run the future on: the scheduler's own could not be built \
+                 (its error is in the log; give the builder one with `tokio_handle`)",
             )));
         };
         Pin::new(task).poll(cx).map(|joined| {

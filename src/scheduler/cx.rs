@@ -142,6 +142,10 @@ impl<M: 'static> ProcessCx<M> {
     /// [`RecvError::TypeMismatch`](crate::error::RecvError::TypeMismatch) (dropping the message) if an untyped sender sent something
     /// that is not an `M` (a typed [`Addr<M>`](crate::Addr) cannot).
     ///
+    /// A cancel is reported as soon as it arrives, ahead of messages still queued: shutdown
+    /// does not wait for a backlog. A body that must handle those can go on receiving after
+    /// the `Cancelled`: the next receives return them, then wait (until the grace period ends).
+    ///
     /// # Examples
     ///
     /// ```

@@ -171,7 +171,9 @@ pub enum SendErrorKind {
     /// No live process has this PID (never spawned, or already finished).
     #[error("no live process")]
     NotFound,
-    /// The process is finishing or shutting down and accepts no more messages.
+    /// The process is finishing or shutting down and accepts no more messages: a send that
+    /// races its end. Once it has ended, sends are [`NotFound`](Self::NotFound); a sender
+    /// treats the two alike (the message will not be read).
     #[error("process is closed")]
     Closed,
     /// The message was refused: the process's mailbox is at capacity, or the message's topic

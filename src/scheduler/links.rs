@@ -229,12 +229,16 @@ impl SchedulerHandle {
     ///
     /// let sched = Scheduler::builder().workers(1).build()?;
     /// let a = sched.spawn_fn(|cx: ProcessCx<()>| async move { Ok::<_, BoxError>(cx.recv().await?) })?;
-    /// let b = sched.spawn_fn(|_: ProcessCx| async { Err::<(), BoxError>("b fails".into()) })?;
+    /// let b = sched.spawn_fn(|cx: ProcessCx<()>| async move {
+    ///     cx.recv().await?;
+    ///     Err::<(), BoxError>("b fails".into())
+    /// })?;
     /// sched.handle().link(a.pid(), b.pid())?;
     /// sched.handle().unlink(a.pid(), b.pid());
-    /// # let _ = sched.block_on(b);
+    /// b.addr().send(())?; // b fails now, linked to nobody
+    /// assert!(sched.block_on(b).is_err());
     /// a.addr().send(())?;
-    /// assert!(sched.block_on(a).is_ok() || true); // unlinked in time or not: a signal already sent stays sent
+    /// assert!(sched.block_on(a).is_ok(), "a lives on: no exit signal reached it");
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn unlink(&self, a: Pid, b: Pid) {

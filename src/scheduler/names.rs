@@ -200,6 +200,11 @@ impl SchedulerHandle {
     /// now (a restarted process has a new PID, and the name moves to it: look it up again for
     /// each request that must reach the live instance).
     ///
+    /// Names are not typed: `M` is what the caller says the process receives. A wrong `M`
+    /// compiles; the process's receive then fails with
+    /// [`RecvError::TypeMismatch`](crate::error::RecvError::TypeMismatch) and the message is
+    /// dropped. Keep a name's message type next to the name (a constant and a type alias).
+    ///
     /// # Examples
     ///
     /// ```
