@@ -219,6 +219,15 @@ async fn remote_spawn_ask_and_acked_send_fail_typed() {
     assert_eq!(pid.node(), "b");
     assert_eq!(pid.incarnation(), b.incarnation());
     let cart_addr = a.addr::<Cart>(pid.clone());
+    // Addresses compare by the process they name, whichever node made them.
+    let subscribers: std::collections::HashSet<_> =
+        [cart_addr.clone(), a.addr(pid.clone()), b.addr(pid.clone())].into();
+    assert_eq!(subscribers.len(), 1);
+    assert_ne!(
+        cart_addr,
+        a.addr::<Cart>(a.pid(pid.local())),
+        "same local PID, another node"
+    );
     cart_addr.send(Cart::Add(5)).unwrap();
     assert_eq!(
         cart_addr.ask(Cart::Total).await.unwrap(),

@@ -219,6 +219,23 @@ impl<M> Clone for RemoteAddr<M> {
     }
 }
 
+/// Two addresses are equal when they name the same process (the same [`NodePid`]: node,
+/// incarnation and local PID), whichever node made them: a set of subscribers, a map keyed by
+/// address, works across nodes.
+impl<M> PartialEq for RemoteAddr<M> {
+    fn eq(&self, other: &Self) -> bool {
+        self.pid == other.pid
+    }
+}
+
+impl<M> Eq for RemoteAddr<M> {}
+
+impl<M> std::hash::Hash for RemoteAddr<M> {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.pid.hash(state);
+    }
+}
+
 impl<M> fmt::Debug for RemoteAddr<M> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_tuple("RemoteAddr").field(&self.pid).finish()
