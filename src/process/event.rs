@@ -143,6 +143,12 @@ impl Message {
     /// small; a budgeted message also takes the mailbox's locked path, where the budget is
     /// counted.
     ///
+    /// A budget counts the topic's messages *in the mailbox*: those a step has taken (for an
+    /// `async fn` body, filed in its inbox) no longer count. To push back on senders while a
+    /// body is busy, bound the mailbox as a whole
+    /// ([`mailbox_capacity`](crate::config::SchedulerBuilder::mailbox_capacity)), which counts
+    /// the inbox until the body receives.
+    ///
     /// # Examples
     ///
     /// ```
