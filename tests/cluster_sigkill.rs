@@ -188,12 +188,28 @@ async fn a_sigkilled_node_is_seen_down_its_processes_fail_typed_and_its_next_lif
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_frame_that_meets_no_responder_declares_its_node_down_at_once() {
     let server = NatsServer::start();
+    no_responder_is_a_death(&server.url(), &server.url()).await;
+}
+
+/// The same across the servers of a NATS cluster, the two nodes on different servers: the
+/// killed node's server drops its interest and tells its routes, so the survivor's server
+/// answers "no responders" too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn across_a_nats_cluster_a_frame_that_meets_no_responder_declares_its_node_down() {
+    let servers = cluster_support::NatsCluster::start(3);
+    let urls = servers.urls();
+    no_responder_is_a_death(&urls[0], &urls[1]).await;
+}
+
+/// Node `a` (here, on `a_url`) and node `b` (a child process, on `b_url`); `b` is SIGKILLed,
+/// and `a`'s acked sends to it go on until one fails `NoConnection`.
+async fn no_responder_is_a_death(a_url: &str, b_url: &str) {
     let sched = Scheduler::builder().workers(1).build().unwrap();
-    let patient = cluster(&server.url(), "a")
+    let patient = cluster(a_url, "a")
         .down_after(Duration::from_secs(60))
         .request_timeout(Duration::from_millis(500));
     let a = Node::start(sched.handle(), patient).await.unwrap();
-    let (mut child, _) = spawn_node(&server.url(), "b");
+    let (mut child, _) = spawn_node(b_url, "b");
     assert!(a.wait_for_nodes(1, GUARD).await, "a sees b");
     let pid = a
         .spawn_on(Placement::Node("b".into()), "cart", 0u64)
@@ -206,9 +222,9 @@ async fn a_frame_that_meets_no_responder_declares_its_node_down_at_once() {
 
     child.kill().unwrap(); // SIGKILL: its connection drops, and the server forgets its interest
     child.wait().unwrap();
-    // An acked send made before the server noticed is lost with b (`TimedOut`); the first one
-    // after meets no responder, which declares b down and fails it (and what else waited on b)
-    // with `NoConnection`.
+    // An acked send made before the servers noticed is lost with b (`TimedOut`); the first
+    // one after meets no responder, which declares b down and fails it (and what else waited
+    // on b) with `NoConnection`.
     let guard = tokio::time::Instant::now() + Duration::from_secs(20);
     loop {
         match addr.send_acked(Cart::Add(1)).await {
