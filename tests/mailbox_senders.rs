@@ -452,3 +452,52 @@ fn a_busy_body_s_unread_inbox_counts_against_the_capacity() {
     }
     assert_eq!(sched.block_on(handle).unwrap(), 1 + 2 + 3 + 4 + 100);
 }
+
+/// A state machine handles what each step delivers: with a bounded mailbox it is never
+/// counted as holding anything, not even one that keeps stepping and never parks.
+#[test]
+fn a_state_machine_that_never_parks_keeps_its_whole_capacity() {
+    const MESSAGES: u64 = 50;
+    struct Busy {
+        received: u64,
+    }
+    impl Process for Busy {
+        type Output = u64;
+        fn init(&mut self, _: &ProcessContext<'_>, _: &str, _: Payload) -> Result<(), InitError> {
+            Ok(())
+        }
+        fn step(&mut self, events: &mut Events, out: &mut StepOutput<u64>) -> Result<(), BoxError> {
+            for event in events.drain() {
+                if let Event::Message(_) = event {
+                    self.received += 1;
+                }
+            }
+            if self.received == MESSAGES {
+                out.done(self.received);
+            } // else the default status, `Continue`: step again, never park
+            Ok(())
+        }
+    }
+    let sched = Scheduler::builder()
+        .workers(1)
+        .mailbox_capacity(2)
+        .build()
+        .unwrap();
+    let handle = sched
+        .spawn(Busy { received: 0 }, "run", Payload::empty())
+        .unwrap();
+    let pid = handle.pid();
+    let deadline = std::time::Instant::now() + HANG_GUARD;
+    for _ in 0..MESSAGES {
+        // A full mailbox drains as the process steps: send again until it takes the message.
+        while let Err(error) = sched.send(pid, Message::new("m", Payload::empty())) {
+            assert_eq!(error.kind(), SendErrorKind::MailboxFull);
+            assert!(
+                std::time::Instant::now() < deadline,
+                "hang guard: never room"
+            );
+            thread::yield_now();
+        }
+    }
+    assert_eq!(sched.block_on(handle).unwrap(), MESSAGES);
+}

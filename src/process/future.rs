@@ -287,7 +287,16 @@ impl<P: Process, H: Host> ProcessFuture<P, H> {
                         self.unread_counted = saturate(counted);
                         drained
                     }
-                    None => self.cell.drain_into(events, max_batch, register.take()),
+                    None => {
+                        if self.unread_counted != 0 {
+                            // A process whose first step said it handles what each step
+                            // delivers, and that has not parked since: the count the first
+                            // drain made for it goes (else it would stand until it parks).
+                            self.cell.set_unread(0);
+                            self.unread_counted = 0;
+                        }
+                        self.cell.drain_into(events, max_batch, register.take())
+                    }
                 };
                 behind_unwritten = drained == Drained::Unwritten;
                 drained
