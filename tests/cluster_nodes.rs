@@ -32,6 +32,8 @@ enum Cart {
     Add(u64),
     Total(Reply<u64>),
     Drop(Reply<u64>),
+    /// Keeps the port, never answering: the ask waits for its timeout, or its node's death.
+    Hold(Reply<u64>),
     /// Answers its bytes back (big ones travel as frames of their own).
     Echo(Vec<u8>, Reply<Vec<u8>>),
     /// Adds 1 if the bytes are `pattern(len)`.
@@ -95,6 +97,7 @@ fn pattern(len: usize) -> Vec<u8> {
 
 async fn cart(cx: ProcessCx<Cart>, start: u64) -> Result<u64, BoxError> {
     let mut total = start;
+    let mut held = Vec::new();
     loop {
         match cx.recv().await? {
             Cart::Add(n) => total += n,
@@ -102,6 +105,7 @@ async fn cart(cx: ProcessCx<Cart>, start: u64) -> Result<u64, BoxError> {
                 let _ = reply.send(total);
             }
             Cart::Drop(reply) => drop(reply),
+            Cart::Hold(reply) => held.push(reply),
             Cart::Echo(bytes, reply) => {
                 let _ = reply.send(bytes);
             }
@@ -252,6 +256,12 @@ async fn remote_spawn_ask_and_acked_send_fail_typed() {
         cart_addr.ask(Cart::Drop).await,
         Err(RemoteError::NoReply)
     ));
+    // An ask the far process holds unanswered times out, typed.
+    let timeout = Duration::from_millis(200);
+    assert!(matches!(
+        cart_addr.ask_within(timeout, Cart::Hold).await,
+        Err(RemoteError::TimedOut(t)) if t == timeout
+    ));
 
     // Least-loaded placement lands somewhere live; the same API works for a local PID.
     let anywhere = a
@@ -366,6 +376,9 @@ async fn a_dead_node_fails_monitors_and_asks_with_no_connection_and_its_old_pids
         .await
         .unwrap();
     let old_incarnation = c.incarnation();
+    // An ask C holds unanswered when it dies: it fails with its node, not at its timeout.
+    let held = a.addr::<Cart>(pid.clone());
+    let in_flight = tokio::spawn(async move { held.ask(Cart::Hold).await });
 
     // C dies without a word: its tasks stop, its heartbeat stops, its entry stays until it
     // expires. A must declare it down on its own.
@@ -376,6 +389,11 @@ async fn a_dead_node_fails_monitors_and_asks_with_no_connection_and_its_old_pids
         guarded("the handle", handle).await,
         Err(RemoteError::NoConnection)
     ));
+    let in_flight = guarded("the ask in flight", in_flight).await.unwrap();
+    assert!(
+        matches!(in_flight, Err(RemoteError::NoConnection)),
+        "{in_flight:?}"
+    );
     assert!(a
         .addr::<Cart>(pid.clone())
         .ask(Cart::Total)
