@@ -29,6 +29,21 @@ use std::sync::Arc;
 /// Serializable (MessagePack: a 3-element record), so a PID can be passed inside a message to
 /// a third node, which can then address the process directly.
 ///
+/// # Layout and limits
+/// - **node**: the name the node claimed in the membership bucket, 1 to 64 bytes of
+///   `[A-Za-z0-9_-]` (a second live node cannot claim it);
+/// - **incarnation**: a random 64-bit number drawn each time the node starts, so a PID from a
+///   node's previous life fails at once with `NoProc` instead of reaching a stranger (two lives
+///   of one name collide with probability 2⁻⁶⁴);
+/// - **local PID**: the node's own [`Pid`] (a slot of its process table, at most 2²⁶ live
+///   processes, and that slot's generation: a slot retires after 2³⁸ of them, so a PID is
+///   never reused by its scheduler).
+///
+/// So a `NodePid` is never reused cluster-wide. The string form, for logs and configuration,
+/// is `node@incarnation/slot.generation` with the incarnation in 16 hex digits, and
+/// [`FromStr`] reads it back. Processes of this node are still addressed by [`Pid`] through
+/// [`Addr`](crate::Addr): a `NodePid` is for what crosses nodes.
+///
 /// # Examples
 ///
 /// ```
