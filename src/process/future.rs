@@ -48,7 +48,7 @@
 //! ([`Host::step_timed`]): a clock read costs more than an inline step.
 
 use super::exit::ExitReason;
-use super::mailbox::{Drained, ProcessCell};
+use super::mailbox::{saturate, Drained, ProcessCell};
 use super::output::{Status, YieldSlot};
 use super::state::{ParkAs, TakeNotified, TransitionToParked};
 use super::{drop_contained, drop_each, panic_message};
@@ -590,12 +590,6 @@ impl<O> Default for Scratch<O> {
             out: StepOutput::default(),
         }
     }
-}
-
-/// A count of unread messages as the future keeps it (saturating: beyond `u32::MAX` a
-/// capacity is unbounded in practice).
-fn saturate(unread: usize) -> u32 {
-    u32::try_from(unread).unwrap_or(u32::MAX)
 }
 
 /// Drops the events the step left unread, one at a time (`contain.rs`); returns the destructor

@@ -80,21 +80,18 @@ impl Mailbox {
                 }
             };
         }
+        let mut moved_messages = 0;
         if counted {
             // Give back what the moved events used: the capacity, their topics' budgets.
             for event in events.iter().skip(before) {
+                moved_messages += usize::from(matches!(event, Event::Message(_)));
                 inner.release(event, bounded);
             }
         }
         if let (Some(unread), true) = (unread, bounded) {
             // The moved messages leave the queue for the process, which may hold them unread:
             // they count until it says it has handled them (`ProcessCell::set_unread`).
-            let moved = events
-                .iter()
-                .skip(before)
-                .filter(|event| matches!(event, Event::Message(_)))
-                .count();
-            *unread += moved;
+            *unread += moved_messages;
             inner.unread = super::saturate(*unread);
         }
         if more {

@@ -641,8 +641,9 @@ impl ProcessCell {
     }
 }
 
-/// A count of unread messages as the mailbox keeps it (`Inner::unread`).
-fn saturate(unread: usize) -> u32 {
+/// A count of unread messages as the mailbox (`Inner::unread`) and the poller keep it:
+/// saturating, since beyond `u32::MAX` a capacity is unbounded in practice.
+pub(crate) fn saturate(unread: usize) -> u32 {
     u32::try_from(unread).unwrap_or(u32::MAX)
 }
 
