@@ -3,7 +3,7 @@
 //! traced, and the subscription goes on.
 
 use super::links;
-use super::node::{parse_unreached, Load, NodeShared, PeerId, Pending};
+use super::node::{parse_unreached, NodeShared, PeerId, Pending};
 use super::reply::DecodeScope;
 use super::wire::{self, Ack, Frame, Item, Refusal, WireReason};
 use crate::loom::lock;
@@ -56,8 +56,8 @@ pub(crate) fn receive(node: &Arc<NodeShared>, bytes: &[u8]) {
 
 /// The sender, if its claim holds: a frame from this node's own name, or from a known node at
 /// another incarnation, is rejected (a stale or forged identity). A node not known yet is
-/// admitted (its heartbeat may trail its first frame) and is declared down like any other if
-/// no heartbeat follows.
+/// admitted (its heartbeat may trail its first frame), kept out of placement until its
+/// heartbeat is read, and declared down like any other if none follows.
 fn check_origin(node: &Arc<NodeShared>, frame: &Frame<'_>) -> Option<PeerId> {
     let origin = PeerId {
         name: frame.from.as_ref().into(),
@@ -89,13 +89,7 @@ fn check_origin(node: &Arc<NodeShared>, frame: &Frame<'_>) -> Option<PeerId> {
                 tracing::warn!(from = ?frame.from, "frame rejected: not a node name");
                 return None;
             }
-            node.peer_seen(
-                origin.clone(),
-                Load {
-                    incarnation: origin.incarnation,
-                    ..Load::default()
-                },
-            );
+            node.peer_heard(origin.clone());
             Some(origin)
         }
     }
@@ -185,6 +179,12 @@ fn handle(node: &Arc<NodeShared>, origin: &PeerId, for_me: bool, item: Item<'_>)
                 node.stats.rejected_item();
                 tracing::warn!(from = %origin.name, %name, ?refusal, "spawn rejected");
             }
+            // An argument the body cannot take is its input rejected, as `init` rejects one:
+            // the spawner hears the same `SpawnError::Init` a local spawn would give.
+            let result = result.map_err(|refusal| match refusal {
+                Refusal::Decode(why) => Refusal::SpawnInit(why),
+                other => other,
+            });
             answer(node, origin, Item::Spawned { id, result });
         }
         Item::Spawned { id, result } => {

@@ -41,7 +41,7 @@ pub(crate) async fn join(
     replicas: usize,
     load: Load,
     patience: Duration,
-) -> Result<Membership, String> {
+) -> Result<Membership, JoinError> {
     let started = Instant::now();
     let value = encode(&load);
     let taken_deadline = started + heartbeat * 5;
@@ -52,9 +52,7 @@ pub(crate) async fn join(
                 Ok(revision) => return Ok(Membership { store, revision }),
                 Err(error) if error.kind() == kv::CreateErrorKind::AlreadyExists => {
                     if Instant::now() >= taken_deadline {
-                        return Err(format!(
-                            "the node name `{name}` is taken by a live node (its heartbeat goes on)"
-                        ));
+                        return Err(JoinError::Taken);
                     }
                     tokio::time::sleep(heartbeat / 2).await;
                     continue;
@@ -64,7 +62,7 @@ pub(crate) async fn join(
             Err(error) => error,
         };
         if started.elapsed() >= patience {
-            return Err(attempt);
+            return Err(JoinError::Failed(attempt));
         }
         tracing::debug!(error = %attempt, "joining the cluster: retrying");
         tokio::time::sleep(backoff).await;
@@ -72,6 +70,15 @@ pub(crate) async fn join(
             .min(heartbeat / 2)
             .max(Duration::from_millis(1));
     }
+}
+
+/// Why [`join`] failed.
+#[derive(Debug)]
+pub(crate) enum JoinError {
+    /// A live node holds the name: its entry outlived the wait for a dead node's to expire.
+    Taken,
+    /// The bucket could not be opened or the name claimed within the patience given.
+    Failed(String),
 }
 
 /// Opens the bucket, creating it if it does not exist (the first node, or after the server

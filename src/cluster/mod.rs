@@ -128,7 +128,7 @@ static STARTED: Mutex<Started> = Mutex::new(Vec::new());
 /// match Node::start(sched.handle(), cluster).await {
 ///     Ok(node) => drop(node),
 ///     // Another live node holds the name: pick another, or wait for it to be declared down.
-///     Err(ClusterError::Membership(why)) => eprintln!("name taken? {why}"),
+///     Err(ClusterError::NameTaken(name)) => eprintln!("`{name}` is in use"),
 ///     Err(ClusterError::Connect(why)) => eprintln!("no NATS server: {why}"),
 ///     Err(other) => eprintln!("{other}"),
 /// }
@@ -146,9 +146,14 @@ pub enum ClusterError {
     /// The node's subjects could not be subscribed.
     #[error("could not subscribe: {0}")]
     Subscribe(String),
-    /// The membership bucket, or the node's name in it.
+    /// The membership bucket could not be opened, or the node's name not claimed in it.
     #[error("membership: {0}")]
     Membership(String),
+    /// Another live node holds this node's name (its heartbeat goes on). A node restarted
+    /// under its old name waits for the dead one's entry to expire first (three heartbeats);
+    /// this is what is left once that wait is over.
+    #[error("the node name `{0}` is taken by a live node")]
+    NameTaken(String),
 }
 
 /// Where [`Node::spawn_on`] starts a process.
@@ -337,7 +342,10 @@ impl Node {
             cluster.join_timeout,
         )
         .await
-        .map_err(ClusterError::Membership)?;
+        .map_err(|error| match error {
+            membership::JoinError::Taken => ClusterError::NameTaken(name.to_string()),
+            membership::JoinError::Failed(why) => ClusterError::Membership(why),
+        })?;
         let runtime = &shared.runtime;
         let mut tasks = vec![runtime
             .spawn(inbound::run(shared.clone(), subscriber))
@@ -571,7 +579,9 @@ impl Node {
         links::stop(&self.shared, pid, true)
     }
 
-    /// The other live nodes, as their last heartbeats describe them.
+    /// The other live nodes, as their last heartbeats describe them. A node this one has only
+    /// received frames from, whose heartbeat it has not read yet, is not listed (nor chosen by
+    /// a placement): any client of the server can put a name on a frame.
     ///
     /// # Examples
     ///
@@ -590,6 +600,7 @@ impl Node {
             .read()
             .expect("peers lock")
             .values()
+            .filter(|peer| peer.member)
             .map(|peer| NodeInfo {
                 name: peer.id.name.to_string(),
                 incarnation: peer.id.incarnation,
@@ -601,8 +612,8 @@ impl Node {
         nodes
     }
 
-    /// Waits until this node sees at least `count` other live nodes, or `timeout` passes;
-    /// `true` if it does.
+    /// Waits until this node sees at least `count` other live nodes (as [`nodes`](Self::nodes)
+    /// lists them), or `timeout` passes; `true` if it does.
     ///
     /// # Examples
     ///
@@ -616,7 +627,11 @@ impl Node {
     pub async fn wait_for_nodes(&self, count: usize, timeout: Duration) -> bool {
         let deadline = Instant::now() + timeout;
         loop {
-            if self.shared.peers.read().expect("peers lock").len() >= count {
+            let members = {
+                let peers = self.shared.peers.read().expect("peers lock");
+                peers.values().filter(|peer| peer.member).count()
+            };
+            if members >= count {
                 return true;
             }
             if Instant::now() >= deadline {

@@ -60,6 +60,10 @@ pub(crate) struct Peer {
     /// When this node added it (a frame that meets no responder sooner is not a death:
     /// `peer_unreached`).
     pub(crate) since: Instant,
+    /// Whether its membership entry has been read. A peer first heard from in a frame is not,
+    /// until its heartbeat arrives: its load is unknown, and its name may be forged by any
+    /// client of the server, so placement and [`Node::nodes`](super::Node::nodes) leave it out.
+    pub(crate) member: bool,
     pub(crate) out: Outbound,
 }
 
@@ -280,9 +284,21 @@ impl NodeShared {
         lock(&self.pending).remove(&id).map(|(_, pending)| pending)
     }
 
-    /// Adds or refreshes peer `id` with `load`. A new incarnation of a known name replaces the
-    /// old one, which is declared down first.
+    /// Adds or refreshes peer `id` with `load`, read from its membership entry. A new
+    /// incarnation of a known name replaces the old one, which is declared down first.
     pub(crate) fn peer_seen(self: &Arc<Self>, id: PeerId, load: Load) {
+        self.add_peer(id, Some(load));
+    }
+
+    /// Adds peer `id`, first heard from in a frame, if it is not known: admitted for what it
+    /// sends (its heartbeat may trail its first frame), left out of placement until its
+    /// membership entry is read, and swept like any peer if none follows.
+    pub(crate) fn peer_heard(self: &Arc<Self>, id: PeerId) {
+        self.add_peer(id, None);
+    }
+
+    /// [`peer_seen`](Self::peer_seen) (`load` given) or [`peer_heard`](Self::peer_heard).
+    fn add_peer(self: &Arc<Self>, id: PeerId, load: Option<Load>) {
         if id.name == self.me.name {
             return;
         }
@@ -291,21 +307,33 @@ impl NodeShared {
             let mut peers = self.peers.write().expect("peers lock");
             match peers.get_mut(&id.name) {
                 Some(peer) if peer.id.incarnation == id.incarnation => {
-                    peer.load = load;
-                    peer.last_seen = now;
+                    if let Some(load) = load {
+                        peer.load = load;
+                        peer.last_seen = now;
+                        peer.member = true;
+                    }
                     return;
                 }
                 Some(_) => {}
                 None => {
                     let out = outbound::start(self, &id);
-                    tracing::info!(node = %id.name, incarnation = id.incarnation, "node joined");
+                    tracing::info!(
+                        node = %id.name,
+                        incarnation = id.incarnation,
+                        member = load.is_some(),
+                        "node joined"
+                    );
                     peers.insert(
                         id.name.clone(),
                         Peer {
+                            load: load.unwrap_or(Load {
+                                incarnation: id.incarnation,
+                                ..Load::default()
+                            }),
                             id,
-                            load,
                             last_seen: now,
                             since: now,
+                            member: load.is_some(),
                             out,
                         },
                     );
@@ -317,7 +345,7 @@ impl NodeShared {
         if let Some(old) = self.incarnation_of(&id.name) {
             self.peer_down(&id.name, Some(old), "restarted with a new incarnation");
         }
-        self.peer_seen(id, load);
+        self.add_peer(id, load);
     }
 
     /// Declares node `name` down (at `incarnation`, or whichever is known): removes it and
@@ -388,14 +416,17 @@ impl NodeShared {
         }
     }
 
-    /// The peer with the lowest load, this node included (`None` for this node).
+    /// The member with the lowest load, this node included (`None` for this node).
     pub(crate) fn least_loaded(&self, mine: Load) -> Option<PeerId> {
         let peers = self.peers.read().expect("peers lock");
-        let best = peers.values().min_by_key(|peer| peer.load.score())?;
+        let best = peers
+            .values()
+            .filter(|peer| peer.member)
+            .min_by_key(|peer| peer.load.score())?;
         (best.load.score() < mine.score()).then(|| best.id.clone())
     }
 
-    /// The least loaded live node among `names` (`Ok(None)` for this node, if `mine` — its
+    /// The least loaded live member among `names` (`Ok(None)` for this node, if `mine` — its
     /// load — is given and lowest); `Err` if none is live.
     pub(crate) fn least_loaded_of(
         &self,
@@ -405,7 +436,7 @@ impl NodeShared {
         let peers = self.peers.read().expect("peers lock");
         let best = peers
             .values()
-            .filter(|peer| names.iter().any(|name| **name == *peer.id.name))
+            .filter(|peer| peer.member && names.iter().any(|name| **name == *peer.id.name))
             .min_by_key(|peer| peer.load.score());
         match (best, mine) {
             (Some(best), Some(mine)) if best.load.score() >= mine.score() => Ok(None),

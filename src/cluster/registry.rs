@@ -76,8 +76,12 @@ impl Registry {
     {
         let body = Arc::new(body);
         let spawn = move |sched: &SchedulerHandle, args: &[u8]| {
-            let args: A =
-                rmp_serde::from_slice(args).map_err(|error| Refusal::Decode(error.to_string()))?;
+            let args: A = rmp_serde::from_slice(args).map_err(|error| {
+                Refusal::Decode(format!(
+                    "the argument did not decode as `{}`: {error}",
+                    std::any::type_name::<A>()
+                ))
+            })?;
             let body = body.clone();
             let handle = sched
                 .spawn_fn(move |cx: ProcessCx<M>| body(cx, args))

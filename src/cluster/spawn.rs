@@ -34,8 +34,9 @@ impl Node {
     /// # Errors
     ///
     /// [`RemoteError::Spawn`] with the same [`SpawnError`] a local
-    /// spawn gives (an unregistered name is `Init(UnknownMethod)`), `NoNode` for an unknown
-    /// node, `NoConnection` / `TimedOut` if the node does not answer.
+    /// spawn gives (an unregistered name is `Init(UnknownMethod)`; an argument the registered
+    /// body's type does not decode from is `Init(Failed)`, as an `init` rejecting its input),
+    /// `NoNode` for an unknown node, `NoConnection` / `TimedOut` if the node does not answer.
     ///
     /// # Examples
     ///
@@ -123,7 +124,7 @@ impl Node {
             let (pid, outcome) = node
                 .registry
                 .spawn(&node.sched, name, &args)
-                .map_err(unknown)?;
+                .map_err(spawn_refused)?;
             return Ok((node.node_pid(pid), join.then(|| Joining::Local(outcome))));
         };
         let id = node.next_id();
@@ -156,7 +157,9 @@ impl Node {
             Err(error) => {
                 forget(node);
                 return Err(match error {
-                    RemoteError::Unregistered(name) => unknown(wire::Refusal::Unregistered(name)),
+                    RemoteError::Unregistered(name) => {
+                        spawn_refused(wire::Refusal::Unregistered(name))
+                    }
                     other => other,
                 });
             }
@@ -196,12 +199,14 @@ fn place(node: &NodeShared, placement: Placement) -> Result<Option<PeerId>, Remo
     })
 }
 
-/// A spawn's refusal; an unregistered name is `Init(UnknownMethod)`, as a local spawn says it.
-fn unknown(refusal: wire::Refusal) -> RemoteError {
+/// A spawn's refusal as a local spawn would say it: an unregistered name is
+/// `Init(UnknownMethod)`, an argument the body cannot take `Init(Failed)` (its input rejected).
+fn spawn_refused(refusal: wire::Refusal) -> RemoteError {
     match refusal {
         wire::Refusal::Unregistered(name) => {
             RemoteError::Spawn(SpawnError::Init(InitError::UnknownMethod(name)))
         }
+        wire::Refusal::Decode(why) => RemoteError::from_refusal(wire::Refusal::SpawnInit(why)),
         other => RemoteError::from_refusal(other),
     }
 }
