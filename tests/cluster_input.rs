@@ -5,7 +5,8 @@
 //! registered type's `Deserialize` or `Serialize` — that panics: the one item fails typed, at
 //! once, and the node goes on serving. A message, an answer, a spawn's argument or a joined
 //! output too big for a frame fails typed at once, and a message exactly at the limit is
-//! delivered.
+//! delivered. A node that falls behind its subscription: the frames NATS drops are counted as
+//! slow-consumer events, and the node reads on once it catches up.
 #![cfg(feature = "cluster")]
 
 mod cluster_support;
@@ -14,6 +15,8 @@ use cluster_support::{start_nodes, stop_nodes, wait_until, NatsServer};
 use procsched::cluster::{nats, Cluster, Node, Placement, RemoteError, RemoteHandle};
 use procsched::prelude::*;
 use serde::{Deserialize, Serialize};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Condvar, Mutex};
 use std::time::Duration;
 
 const GUARD: Duration = Duration::from_secs(30);
@@ -46,6 +49,41 @@ impl<'de> Deserialize<'de> for Touchy {
         let n = u64::deserialize(deserializer)?;
         assert!(n != 13, "Touchy does not decode 13");
         Ok(Touchy(n))
+    }
+}
+
+/// Whether a `Gated` is being decoded, and whether decoding may finish.
+static GATE_ENTERED: AtomicBool = AtomicBool::new(false);
+static GATE: (Mutex<bool>, Condvar) = (Mutex::new(false), Condvar::new());
+
+/// A message whose `Deserialize` holds the decoding thread — the receiving node's inbound
+/// task — until the test opens the gate: a node that stops reading its subscription.
+#[derive(Debug)]
+struct Gated;
+
+impl Serialize for Gated {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_unit()
+    }
+}
+
+impl<'de> Deserialize<'de> for Gated {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        <()>::deserialize(deserializer)?;
+        GATE_ENTERED.store(true, Ordering::SeqCst);
+        let (open, opened) = &GATE;
+        let guard = open.lock().unwrap();
+        let (_guard, timeout) = opened
+            .wait_timeout_while(guard, GUARD, |open| !*open)
+            .unwrap();
+        assert!(!timeout.timed_out(), "hang guard: the gate never opened");
+        Ok(Gated)
+    }
+}
+
+async fn sink(cx: ProcessCx<Gated>, (): ()) -> Result<(), BoxError> {
+    loop {
+        cx.recv().await?;
     }
 }
 
@@ -138,6 +176,8 @@ fn cluster(url: &str, name: &str) -> Cluster {
         .spawnable("picky", picky)
         .spawnable("returns", returns)
         .spawnable("sized", sized)
+        .message::<Gated>("gated")
+        .spawnable("sink", sink)
 }
 
 /// Awaits `handle` (within the hang guard): it ended with a reason that says `why`.
@@ -409,6 +449,70 @@ async fn what_is_over_the_frame_limit_fails_typed_at_once_and_what_is_at_it_is_d
         .unwrap();
     assert_eq!(handle.await.unwrap(), vec![1; 10]);
     assert_eq!(a.stats().rejected_frames, 0);
+
+    stop_nodes(nodes, GUARD).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn frames_dropped_while_a_node_falls_behind_are_counted_and_it_reads_on() {
+    let server = NatsServer::start();
+    // b's client holds at most 4 frames its node has not read yet.
+    let url = server.url();
+    let nodes = start_nodes(
+        &["a", "b"],
+        |name| match name {
+            "b" => cluster(&url, name)
+                .connect_options(nats::ConnectOptions::new().subscription_capacity(4)),
+            _ => cluster(&url, name),
+        },
+        GUARD,
+    )
+    .await;
+    let (a, b) = (&nodes[0].1, &nodes[1].1);
+    let on_b = Placement::Node("b".into());
+    let sink = a.spawn_on(on_b.clone(), "sink", ()).await.unwrap();
+    let echo = a.spawn_on(on_b, "echo", 9u64).await.unwrap();
+
+    // b's inbound task stops in the `Gated` it decodes; 64 more frames arrive meanwhile. (The
+    // raw client connects first: a tokio worker held by a blocking `Deserialize` can hold up
+    // a connection being made on the same runtime.)
+    let raw = nats::connect(server.url()).await.unwrap();
+    a.addr::<Gated>(sink).send(Gated).unwrap();
+    wait_until("b decodes the gated message", GUARD, || {
+        GATE_ENTERED.load(Ordering::SeqCst)
+    });
+    for _ in 0..64 {
+        let garbage = vec![0xde, 0xad];
+        raw.publish("procsched.node.b.data".to_owned(), garbage.into())
+            .await
+            .unwrap();
+    }
+    raw.flush().await.unwrap();
+    wait_until("b's client reports a slow consumer", GUARD, || {
+        b.stats().slow_consumers > 0
+    });
+
+    // Once b reads again, what its client kept is read (the garbage rejected, counted) and b
+    // serves as before.
+    let (open, opened) = &GATE;
+    *open.lock().unwrap() = true;
+    opened.notify_all();
+    let addr = a.addr::<Echo>(echo);
+    let answer = tokio::time::timeout(GUARD, addr.ask(Echo::Ask)).await;
+    assert_eq!(answer.expect("hang guard").unwrap(), 9);
+    // Every garbage frame is accounted for: read (and rejected) or dropped (a slow-consumer
+    // event each), none both.
+    let accounted =
+        |stats: &procsched::cluster::NodeStats| stats.rejected_frames + stats.slow_consumers;
+    wait_until("every garbage frame is read or dropped", GUARD, || {
+        accounted(&b.stats()) >= 64
+    });
+    let stats = b.stats();
+    assert_eq!(accounted(&stats), 64, "{stats:?}");
+    assert!(
+        stats.slow_consumers > 0 && stats.rejected_frames > 0,
+        "{stats:?}"
+    );
 
     stop_nodes(nodes, GUARD).await;
 }

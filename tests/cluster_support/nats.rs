@@ -49,9 +49,14 @@ impl NatsServer {
     /// Starts a standalone JetStream server on free ports and waits until it is ready. A start
     /// that lost a port race is retried on new ports; any other failure panics with the log tail.
     pub(crate) fn start() -> NatsServer {
+        NatsServer::start_with(&[])
+    }
+
+    /// [`start`](Self::start) with more arguments: authentication, TLS.
+    pub(crate) fn start_with(args: &[String]) -> NatsServer {
         for attempt in 1.. {
             let ports = free_ports(2);
-            let mut server = NatsServer::new(ports[0], ports[1], Vec::new(), STANDALONE_HEALTH);
+            let mut server = NatsServer::new(ports[0], ports[1], args.to_vec(), STANDALONE_HEALTH);
             server.spawn();
             match server.await_ready() {
                 Check::Exited { port_race: true } if attempt < PORT_RACE_RETRIES => continue,
