@@ -1,5 +1,6 @@
 //! A node that is a separate OS process dies by SIGKILL mid-run: the other node sees
-//! `Down(NoConnection)` for its processes, fails asks to it typed, keeps running its own and
+//! `Down(NoConnection)` for its processes, fires its links to them (`NoConnection`: trapped as
+//! an exit naming the process, or ending the linked process), fails asks to it typed, keeps running its own and
 //! loses nothing local; the killed node, started again, is a new incarnation and a PID from
 //! its previous life fails `NoProc`.
 //!
@@ -12,6 +13,7 @@ mod cluster_support;
 use cluster_support::NatsServer;
 use procsched::cluster::{Cluster, Node, NodePid, Placement, RemoteError};
 use procsched::prelude::*;
+use procsched::supervision::{Exit, Incoming, Signal};
 use serde::{Deserialize, Serialize};
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
@@ -93,6 +95,34 @@ fn spawn_node(url: &str, name: &str) -> (Child, u64) {
     (child, incarnation)
 }
 
+/// A local process linked to `remote` (trapping exits or not): it returns the exit signal it
+/// traps, and ends with the exit's reason if it does not trap. The receiver says the link is
+/// made.
+fn linked(
+    sched: &Scheduler,
+    node: &Node,
+    remote: NodePid,
+    trap: bool,
+) -> (
+    ProcessHandle<Option<Exit>, ()>,
+    tokio::sync::oneshot::Receiver<()>,
+) {
+    let node = node.clone();
+    let (linked_tx, linked) = tokio::sync::oneshot::channel();
+    let handle = sched
+        .spawn_fn(move |cx: ProcessCx<()>| async move {
+            cx.trap_exit(trap);
+            node.link(cx.pid(), &remote)?;
+            let _ = linked_tx.send(());
+            match cx.recv_any().await? {
+                Incoming::Signal(Signal::Exit(exit)) => Ok::<_, BoxError>(Some(exit)),
+                _ => Ok(None),
+            }
+        })
+        .unwrap();
+    (handle, linked)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sigkilled_node_is_seen_down_its_processes_fail_typed_and_its_next_life_is_new() {
     let server = NatsServer::start();
@@ -124,6 +154,16 @@ async fn a_sigkilled_node_is_seen_down_its_processes_fail_typed_and_its_next_lif
             .unwrap();
     }
 
+    // Links to b's processes: one local process traps exits, one does not.
+    let (trapper, trapper_linked) = linked(&sched, &a, remote[0].clone(), true);
+    let (victim, victim_linked) = linked(&sched, &a, remote[1].clone(), false);
+    for linked in [trapper_linked, victim_linked] {
+        tokio::time::timeout(GUARD, linked)
+            .await
+            .expect("hang guard: link")
+            .unwrap();
+    }
+
     child.kill().unwrap(); // SIGKILL
     child.wait().unwrap();
     let started = std::time::Instant::now();
@@ -133,6 +173,19 @@ async fn a_sigkilled_node_is_seen_down_its_processes_fail_typed_and_its_next_lif
             .expect("hang guard: Down");
         assert!(down.reason.is_no_connection(), "{:?}", down.reason);
     }
+    // The trapping process gets the exit signal, naming b's process; the other dies of it.
+    let exit = tokio::time::timeout(GUARD, trapper)
+        .await
+        .expect("hang guard: the trapped exit")
+        .unwrap()
+        .expect("an exit signal");
+    assert!(exit.reason.is_no_connection(), "{:?}", exit.reason);
+    assert_eq!(NodePid::of_exit(&exit), Some(remote[0].clone()));
+    let error = tokio::time::timeout(GUARD, victim)
+        .await
+        .expect("hang guard: the linked process's end")
+        .unwrap_err();
+    assert!(error.exit_reason().is_no_connection(), "{error}");
     eprintln!(
         "SIGKILL → every Down(NoConnection): {:?}",
         started.elapsed()

@@ -10,9 +10,20 @@ use std::time::Duration;
 
 /// How often a node publishes its heartbeat, by default.
 pub const DEFAULT_HEARTBEAT: Duration = Duration::from_millis(500);
-/// How long without a heartbeat before a node is declared down, by default: within the issue's
-/// 3 s bound with a heartbeat's margin.
+/// How long without a heartbeat before a node is declared down, by default. A sweep every half
+/// heartbeat looks, so with the defaults a silent node is declared down within 2.25 s of its
+/// last heartbeat (at once if a frame meets no responder at it): under 3 s with a heartbeat's
+/// margin.
 pub const DEFAULT_DOWN_AFTER: Duration = Duration::from_secs(2);
+
+// The defaults keep the promise above: down within 3 s of the last heartbeat, with a whole
+// heartbeat to spare for a sweep that runs late.
+const _: () = assert!(
+    DEFAULT_DOWN_AFTER.as_millis()
+        + DEFAULT_HEARTBEAT.as_millis() / 2
+        + DEFAULT_HEARTBEAT.as_millis()
+        <= 3_000
+);
 /// How long a remote ask, acked send or spawn waits, by default.
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long [`Node::start`](super::Node::start) keeps trying to join while JetStream cannot
