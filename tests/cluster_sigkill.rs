@@ -1,8 +1,9 @@
 //! A node that is a separate OS process dies by SIGKILL mid-run: the other node sees
 //! `Down(NoConnection)` for its processes, fires its links to them (`NoConnection`: trapped as
-//! an exit naming the process, or ending the linked process), fails asks to it typed, keeps running its own and
-//! loses nothing local; the killed node, started again, is a new incarnation and a PID from
-//! its previous life fails `NoProc`.
+//! an exit naming the process, or ending the linked process), fails asks to it typed, keeps
+//! running its own and loses nothing local; a supervisor restarts the killed node's children
+//! on another node; the killed node, started again, is a new incarnation and a PID from its
+//! previous life fails `NoProc`.
 //!
 //! The node process is this very test binary, re-executed to run only `node_process` with
 //! `PROCSCHED_TEST_NODE` set: a real process the test can SIGKILL, without a second binary.
@@ -13,7 +14,7 @@ mod cluster_support;
 use cluster_support::NatsServer;
 use procsched::cluster::{Cluster, Node, NodePid, Placement, RemoteError};
 use procsched::prelude::*;
-use procsched::supervision::{Exit, Incoming, Signal};
+use procsched::supervision::{Exit, Incoming, Signal, Supervisor};
 use serde::{Deserialize, Serialize};
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
@@ -233,6 +234,93 @@ async fn a_sigkilled_node_is_seen_down_its_processes_fail_typed_and_its_next_lif
     child.wait().unwrap();
     a.leave().await;
     sched.shutdown_async(Duration::from_secs(5)).await;
+}
+
+/// A supervisor on node a whose children run on node b, a separate OS process: b is SIGKILLed
+/// and every child comes back on c, the other node its placement names.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_supervisor_restarts_the_children_of_a_sigkilled_node_on_another() {
+    let server = NatsServer::start();
+    let start = |name: &'static str| {
+        let url = server.url();
+        async move {
+            let sched = Scheduler::builder().workers(1).build().unwrap();
+            let node = Node::start(sched.handle(), cluster(&url, name))
+                .await
+                .unwrap();
+            (sched, node)
+        }
+    };
+    let (a_sched, a) = start("a").await;
+    let (c_sched, c) = start("c").await;
+    let (mut child, _) = spawn_node(&server.url(), "b");
+    assert!(a.wait_for_nodes(2, GUARD).await, "a sees b and c");
+    // c runs 5 processes and b none, so the least loaded of the two is b, until it dies.
+    for n in 0..5u64 {
+        c.spawn_on(Placement::Local, "cart", n).await.unwrap();
+    }
+    let deadline = tokio::time::Instant::now() + GUARD;
+    while !a
+        .nodes()
+        .iter()
+        .any(|peer| peer.name == "c" && peer.live >= 5)
+    {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "hang guard: c's load"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+
+    let placement = Placement::AnyOf(vec!["b".into(), "c".into()]);
+    let mut supervisor = Supervisor::one_for_one().max_restarts(100, Duration::from_secs(60));
+    let mut children = Vec::new();
+    for n in 0..3u64 {
+        let (spec, child) = a
+            .remote_child(&format!("worker-{n}"), placement.clone(), "cart", n)
+            .unwrap();
+        supervisor = supervisor.child(spec);
+        children.push(child);
+    }
+    let supervisor = supervisor.start(a_sched.handle()).await.unwrap();
+    let placed = |child: &procsched::cluster::RemoteChild, on: &'static str| {
+        let child = child.clone();
+        async move {
+            let deadline = tokio::time::Instant::now() + GUARD;
+            loop {
+                match child.pid() {
+                    Some(pid) if pid.node() == on => return pid,
+                    _ => {
+                        assert!(
+                            tokio::time::Instant::now() < deadline,
+                            "hang guard: on {on}"
+                        );
+                        tokio::time::sleep(Duration::from_millis(10)).await;
+                    }
+                }
+            }
+        }
+    };
+    for (n, worker) in children.iter().enumerate() {
+        let pid = placed(worker, "b").await;
+        let total = a.addr::<Cart>(pid).ask(Cart::Total).await.unwrap();
+        assert_eq!(total, n as u64);
+    }
+
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    for (n, worker) in children.iter().enumerate() {
+        let pid = placed(worker, "c").await;
+        let total = a.addr::<Cart>(pid).ask(Cart::Total).await.unwrap();
+        assert_eq!(total, n as u64, "restarted with its arguments");
+    }
+    assert!(supervisor.restarts().await.unwrap() >= 3);
+
+    let report = a_sched.shutdown_async(GUARD).await;
+    assert_eq!(report.forced + report.abandoned, 0, "{report:?}");
+    a.leave().await;
+    c.leave().await;
+    c_sched.shutdown_async(GUARD).await;
 }
 
 /// A frame to a node whose subscription is gone meets no responder, and that is a death
