@@ -55,11 +55,22 @@
 //! - **Delivery**: at most once for [`RemoteAddr::send`]; [`RemoteAddr::send_acked`] reports
 //!   the receiving node's `NotFound` / `MailboxFull` / `Closed`, or `NoConnection`; asks time
 //!   out typed.
-//! - **Membership** (`membership.rs`): a node silent for `down_after` (default 2 s) is declared
-//!   down, and so is, at once, a node that a frame *meets no responder* at (its subscription is
-//!   gone: the process died or its connection dropped; `NodeStats::unreached`): its monitors
-//!   get `Down(NoConnection)`, pending asks, acked sends and spawns fail with `NoConnection`. A node that loses its NATS connection keeps running its processes and
-//!   reconnects (async-nats retries forever by default).
+//! - **Membership** (`membership.rs`): a node claims its name once ([`ClusterError::NameTaken`]
+//!   while another live node holds it) and heartbeats its load, which placement compares
+//!   ([`Placement::LeastLoaded`], [`Placement::AnyOf`]; a node known only from its frames, not
+//!   yet from a heartbeat, is never chosen). A node silent for `down_after` (default 2 s) is
+//!   declared down, and so is, at once, a node that a frame *meets no responder* at (its
+//!   subscription is gone: the process died or its connection dropped;
+//!   `NodeStats::unreached`): its monitors get `Down(NoConnection)`, its links fire
+//!   `NoConnection`, pending asks, acked sends and spawns fail with `NoConnection`. A node that
+//!   loses its NATS connection keeps running its processes and reconnects (async-nats retries
+//!   forever by default).
+//! - **Spawn refusals** are the local ones: [`RemoteError::Spawn`] carries the far node's
+//!   [`SpawnError`](crate::error::SpawnError) (`Limit`, `ShuttingDown`, `Init` — an unregistered
+//!   name is `UnknownMethod`, an argument the body cannot decode `Failed`).
+//! - **Security**: [`Cluster::connect_options`] passes `async-nats`'s credentials, tokens, NKeys
+//!   and TLS (client certificates included) through; NATS accounts and permissions are what
+//!   keep a client that is no node from forging frames (`tests/cluster_security.rs`).
 //! - **Bad input** (`inbound.rs`): a malformed, oversized, unregistered or foreign frame is
 //!   rejected, counted ([`NodeStats`]) and traced; nothing panics and the subscription lives.
 //!   A node spawns only what it registered. A registered type's own code that panics on a
