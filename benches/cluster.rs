@@ -4,7 +4,7 @@
 //! | row | procsched | raw async-nats peer |
 //! |---|---|---|
 //! | `latency/<size>/<in flight>` | tokio code on node `a` asks an echo process on node `b` (`RemoteAddr::ask`, `Echo::Ask(bytes, Reply<ByteBuf>)`), 1 or 64 asks in flight | `client.request(subject, payload)` on one connection to a responder task (`subscribe` + `publish(reply, payload)`) on another |
-//! | `send/<size>` | [`sends`] `RemoteAddr::send(Echo::Data(bytes))` from node `a` to a counting process on `b`, timed until an ask of its count (queued behind them, order is kept per node pair) answers [`sends`] | [`sends`] `publish`es to a subject a subscriber task on the other connection counts, then `flush`; timed until it has counted them all |
+//! | `send/<size>` | [`sends`] `RemoteAddr::send(Echo::Data(bytes))` (a `Vec<u8>`; and, as a second row, `Echo::Shared`: `Bytes` in a `shared_bytes` field) from node `a` to a counting process on `b`, timed until an ask of its count (queued behind them, order is kept per node pair) answers [`sends`] | [`sends`] `publish`es to a subject a subscriber task on the other connection counts, then `flush`; timed until it has counted them all |
 //! | `codec/<size>` | `rmp_serde::to_vec_named` + `from_slice` of `Echo::Data` (what `send` encodes on the caller's thread and the receiving node decodes) | — |
 //! | `ring/<layout>` | [`RING`] members pass a token [`HOPS`] hops, each forwarding with `RemoteAddr::send`: alternating nodes `a`, `b` (every hop crosses NATS), or all on `a` (the same API, local route) | — |
 //! | SIGKILL → `Down` | a node in a child process (this binary, re-executed with `PROCSCHED_BENCH_NODE` set) is SIGKILLed; time until `Node::monitor` of its process resolves `NoConnection`, [`KILLS`] times at heartbeat 250 ms / down_after 1 s and at the defaults (500 ms / 2 s); and at the defaults with the watcher sending to the killed process every [`TRAFFIC_EVERY`] (a frame that meets no responder declares its node down at once) | — |
@@ -74,6 +74,8 @@ fn sends(size: usize) -> u64 {
 
 const RAW: &str = "raw";
 const PROCSCHED: &str = "procsched";
+/// The `send` rows' second procsched peer: the payload as a `shared_bytes` field.
+const PROCSCHED_SHARED: &str = "procsched_shared_bytes";
 
 /// Set in the child process that runs a node to be SIGKILLed: its node name.
 const NODE_ENV: &str = "PROCSCHED_BENCH_NODE";
@@ -93,6 +95,8 @@ enum Echo {
     Ask(#[serde(with = "serde_bytes")] Vec<u8>, Reply<ByteBuf>),
     /// Count one.
     Data(#[serde(with = "serde_bytes")] Vec<u8>),
+    /// Count one: the payload as `Bytes`, decoded as a slice of its frame.
+    Shared(#[serde(with = "procsched::cluster::shared_bytes")] Bytes),
     /// Answer the count and start again from 0.
     Count(Reply<u64>),
 }
@@ -104,7 +108,7 @@ async fn echo(cx: ProcessCx<Echo>, (): ()) -> Result<(), BoxError> {
             Echo::Ask(bytes, reply) => {
                 let _ = reply.send(ByteBuf::from(bytes));
             }
-            Echo::Data(_) => count += 1,
+            Echo::Data(_) | Echo::Shared(_) => count += 1,
             Echo::Count(reply) => {
                 let _ = reply.send(std::mem::take(&mut count));
             }
@@ -677,23 +681,32 @@ fn send(c: &mut Criterion, bench: &Bench) -> SendWire {
         });
         drop(expect);
         let before = bench.a.stats();
-        group.bench_function(PROCSCHED, |b| {
-            b.iter_custom(|iterations| {
-                let mut total = Duration::ZERO;
-                for _ in 0..iterations {
-                    total += bench.rt.block_on(async {
-                        let start = Instant::now();
-                        for _ in 0..n {
-                            counter.send(Echo::Data(bytes.to_vec())).expect("send");
-                        }
-                        let count = counter.ask(Echo::Count).await.expect("count");
-                        assert_eq!(count, n, "procsched lost messages");
-                        start.elapsed()
-                    });
-                }
-                total
-            })
-        });
+        // The payload as the application would hold it: a `Vec<u8>` (copied into the message,
+        // and decoded into a new one) or `Bytes` (a `shared_bytes` field: no copy before the
+        // encode, and decoded as a slice of its frame).
+        let peers: [(&str, &dyn Fn() -> Echo); 2] = [
+            (PROCSCHED, &|| Echo::Data(bytes.to_vec())),
+            (PROCSCHED_SHARED, &|| Echo::Shared(bytes.clone())),
+        ];
+        for (name, message) in peers {
+            group.bench_function(name, |b| {
+                b.iter_custom(|iterations| {
+                    let mut total = Duration::ZERO;
+                    for _ in 0..iterations {
+                        total += bench.rt.block_on(async {
+                            let start = Instant::now();
+                            for _ in 0..n {
+                                counter.send(message()).expect("send");
+                            }
+                            let count = counter.ask(Echo::Count).await.expect("count");
+                            assert_eq!(count, n, "procsched lost messages");
+                            start.elapsed()
+                        });
+                    }
+                    total
+                })
+            });
+        }
         wire.push((size, traffic(before, bench.a.stats())));
         group.finish();
     }
@@ -1024,11 +1037,16 @@ fn report(
         ) else {
             continue;
         };
+        let shared = median_ns(&group.replace('/', "_"), PROCSCHED_SHARED, started);
         let rate = |ns: f64| n / (ns / 1e9);
         let mb = |ns: f64| format!("{:.1}", rate(ns) * *size as f64 / 1e6);
         let kept = raw / ours;
+        let (shared_rate, shared_kept) = shared.map_or(("—".to_owned(), "—".to_owned()), |ns| {
+            (format_si(rate(ns)), format!("{:.0} %", raw / ns * 100.0))
+        });
+        let best = shared.map_or(kept, |ns| kept.max(raw / ns));
         throughput.push_str(&format!(
-            "| {} | {} | {} | {} | {} | {} | {:.0} % | {} | {:.1} | {:.1} |\n",
+            "| {} | {} | {} | {} | {} | {} | {:.0} % | {} | {} | {} | {:.1} | {:.1} |\n",
             size_name(*size),
             format_si(n),
             format_si(rate(raw)),
@@ -1036,7 +1054,9 @@ fn report(
             format_si(rate(ours)),
             mb(ours),
             kept * 100.0,
-            if kept >= 0.8 { "yes" } else { "**no**" },
+            shared_rate,
+            shared_kept,
+            if best >= 0.8 { "yes" } else { "**no**" },
             wire.0 as f64 / wire.2.max(1) as f64,
             wire.2 as f64 / wire.1.max(1) as f64,
         ));
@@ -1044,9 +1064,12 @@ fn report(
     if !throughput.is_empty() {
         out.push_str(
             "\n### Publish / send throughput (median of criterion's samples)\n\n\
-             | payload | messages | raw msg/s | raw MB/s | procsched msg/s | procsched MB/s | \
-             procsched / raw | ≥ 80 % | procsched wire bytes/msg | msgs/frame |\n\
-             |---|---:|---:|---:|---:|---:|---:|---|---:|---:|\n",
+             `Vec<u8>`: the payload copied into the message and decoded into a new `Vec`; \
+             `Bytes`: a `shared_bytes` field, decoded as a slice of its frame.\n\n\
+             | payload | messages | raw msg/s | raw MB/s | procsched `Vec<u8>` msg/s | MB/s | \
+             of raw | procsched `Bytes` msg/s | of raw | ≥ 80 % | procsched wire bytes/msg | \
+             msgs/frame |\n\
+             |---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|\n",
         );
         out.push_str(&throughput);
     }

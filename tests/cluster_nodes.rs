@@ -41,6 +41,46 @@ enum Cart {
     Stop,
 }
 
+/// Payloads held as `Bytes`: `shared_bytes` fields, decoded on the receiving node as slices of
+/// their frame.
+#[derive(Serialize, Deserialize)]
+enum Payloads {
+    /// Answers whether both arrived intact, and how far apart they lie in memory (past the
+    /// first one's end).
+    Pair(
+        #[serde(with = "procsched::cluster::shared_bytes")] bytes::Bytes,
+        #[serde(with = "procsched::cluster::shared_bytes")] bytes::Bytes,
+        Reply<(bool, isize)>,
+    ),
+    /// Answers the bytes back, followed by `b"end"`.
+    Echo(
+        #[serde(with = "procsched::cluster::shared_bytes")] bytes::Bytes,
+        Reply<SharedPair>,
+    ),
+}
+
+#[derive(Serialize, Deserialize)]
+struct SharedPair(
+    #[serde(with = "procsched::cluster::shared_bytes")] bytes::Bytes,
+    #[serde(with = "procsched::cluster::shared_bytes")] bytes::Bytes,
+);
+
+async fn payloads(cx: ProcessCx<Payloads>, (): ()) -> Result<(), BoxError> {
+    loop {
+        match cx.recv().await? {
+            Payloads::Pair(first, second, reply) => {
+                let intact = first == pattern(first.len()) && second == pattern(second.len());
+                let gap =
+                    second.as_ptr() as isize - (first.as_ptr() as isize + first.len() as isize);
+                let _ = reply.send((intact, gap));
+            }
+            Payloads::Echo(bytes, reply) => {
+                let _ = reply.send(SharedPair(bytes, bytes::Bytes::from_static(b"end")));
+            }
+        }
+    }
+}
+
 /// A type no node registers.
 #[derive(Serialize, Deserialize)]
 struct Stranger(u8);
@@ -123,8 +163,10 @@ fn cluster(url: &str, name: &str) -> Cluster {
         .request_timeout(GUARD)
         .message::<Ring>("ring")
         .message::<Cart>("cart")
+        .message::<Payloads>("payloads")
         .spawnable("ring-member", ring_member)
         .spawnable("cart", cart)
+        .spawnable("payloads", payloads)
 }
 
 /// Starts node `name` on its own one-worker scheduler.
@@ -426,6 +468,42 @@ async fn a_dead_node_fails_monitors_and_asks_with_no_connection_and_its_old_pids
     c2.leave().await;
     c2_sched.shutdown_async(GUARD).await;
     c_sched.shutdown_async(GUARD).await;
+    for (sched, node) in nodes {
+        node.leave().await;
+        sched.shutdown_async(GUARD).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shared_bytes_fields_arrive_intact_as_slices_of_their_frame() {
+    let server = NatsServer::start();
+    let nodes = three_nodes(&server).await;
+    let a = &nodes[0].1;
+    let pid = a
+        .spawn_on(Placement::Node("b".into()), "payloads", ())
+        .await
+        .unwrap();
+    let addr = a.addr::<Payloads>(pid);
+    for (first, second) in [(300, 100), (20_000, 10), (100_000, 200)] {
+        let (one, two) = (pattern(first).into(), pattern(second).into());
+        let (intact, gap) = guarded("pair", addr.ask(|reply| Payloads::Pair(one, two, reply)))
+            .await
+            .unwrap();
+        assert!(intact, "{first} + {second} bytes");
+        // In one frame, the second payload starts right after the first one and its own
+        // MessagePack `bin` header (two bytes for a length under 256): a slice of the frame,
+        // not a copy of its own.
+        assert_eq!(gap, 2, "{first} + {second} bytes: a slice of the frame");
+    }
+    // The answer is decoded on the asker's side within the frame it came in: slices of it too.
+    let big = bytes::Bytes::from(pattern(70_000));
+    let SharedPair(back, end) =
+        guarded("echo", addr.ask(|reply| Payloads::Echo(big.clone(), reply)))
+            .await
+            .unwrap();
+    assert_eq!((&back, &end[..]), (&big, &b"end"[..]));
+    let gap = end.as_ptr() as isize - (back.as_ptr() as isize + back.len() as isize);
+    assert_eq!(gap, 2, "the answer: a slice of its frame");
     for (sched, node) in nodes {
         node.leave().await;
         sched.shutdown_async(GUARD).await;

@@ -5,6 +5,7 @@
 use super::links;
 use super::node::{parse_unreached, NodeShared, PeerId, Pending};
 use super::reply::DecodeScope;
+use super::shared_bytes;
 use super::wire::{self, Ack, Frame, Item, Refusal, WireReason};
 use crate::loom::lock;
 use crate::process::Pid;
@@ -18,7 +19,8 @@ pub(crate) async fn run(node: Arc<NodeShared>, mut subscriber: async_nats::Subsc
             unreached(&node, &message.subject);
             continue;
         }
-        receive(&node, &message.payload);
+        // `Bytes` fields marked `shared_bytes` decode as slices of this frame.
+        shared_bytes::within_frame(&message.payload, || receive(&node, &message.payload));
     }
 }
 
@@ -146,7 +148,9 @@ fn handle(node: &Arc<NodeShared>, origin: &PeerId, for_me: bool, item: Item<'_>)
         },
         Item::Reply { ask, result } => {
             if let Some(Pending::Ask(reply)) = node.take_pending(ask) {
-                let _ = reply.send(result.map(|body| body.0.into_owned()));
+                // The frame's own bytes, not a copy: the asker decodes them within this frame
+                // (`shared_bytes` fields in the answer stay slices of it).
+                let _ = reply.send(result.map(|body| shared_bytes::share_or_copy(&body.0)));
             }
         }
         Item::Spawn {

@@ -47,7 +47,8 @@
 //!   layout. A PID from a node's previous life fails `NoProc` at once.
 //! - **Wire**: MessagePack frames with a version and codec byte (`wire.rs`); a message type
 //!   opts in by deriving `Serialize`/`Deserialize` and being registered by name on both nodes.
-//!   Frames batch every message queued for a node while the last publish was in flight. Order
+//!   Frames batch every message queued for a node while the last publish was in flight. A
+//!   `bytes::Bytes` field marked [`shared_bytes`] is decoded as a slice of its frame (no copy). Order
 //!   is kept per sending → receiving node, across both subjects: messages and signals (links,
 //!   monitors, exits, `Down`, replies) arrive in the order they were sent, as in OTP — a
 //!   process's last message arrives before its `Down`, and a monitor set before the message
@@ -95,6 +96,7 @@ mod remote;
 mod remote_child;
 mod reply;
 mod scratch;
+pub mod shared_bytes;
 mod spawn;
 mod stats;
 mod wire;

@@ -94,8 +94,8 @@ pub(crate) fn parse_unreached(subject: &str) -> Option<PeerId> {
 
 /// What this node waits for from a peer.
 pub(crate) enum Pending {
-    /// An ask: its reply's encoding.
-    Ask(oneshot::Sender<Result<Vec<u8>, Refusal>>),
+    /// An ask: its reply's encoding (a slice of the frame it came in).
+    Ask(oneshot::Sender<Result<bytes::Bytes, Refusal>>),
     /// An acked send.
     Ack(oneshot::Sender<Result<(), Refusal>>),
     /// A spawn: the new process's raw PID.

@@ -488,7 +488,8 @@ impl<M: Serialize + Send + 'static> RemoteAddr<M> {
             return Err(error);
         }
         let bytes = self.wait_for(id, replied, timeout).await?;
-        rmp_serde::from_slice(&bytes).map_err(|error| RemoteError::Decode(error.to_string()))
+        super::shared_bytes::within_frame(&bytes, || rmp_serde::from_slice(&bytes))
+            .map_err(|error| RemoteError::Decode(error.to_string()))
     }
 
     async fn wait<T>(
