@@ -11,6 +11,7 @@
 
 mod cluster_support;
 
+use cluster_support::forge::{frame, Item};
 use cluster_support::{start_nodes, stop_nodes, wait_until, NatsServer};
 use procsched::cluster::{nats, Cluster, Node, Placement, RemoteError, RemoteHandle};
 use procsched::prelude::*;
@@ -126,49 +127,12 @@ async fn sized(_cx: ProcessCx<()>, (len, _padding): (usize, Vec<u8>)) -> Result<
     Ok(vec![1; len])
 }
 
-/// The wire's frame, as an outsider would forge it (`src/cluster/wire.rs`).
-#[derive(Serialize)]
-struct Frame {
-    from: String,
-    from_incarnation: u64,
-    to_incarnation: u64,
-    items: Vec<Item>,
-}
-
-#[derive(Serialize)]
-enum Item {
-    Message {
-        to: u64,
-        ty: String,
-        #[serde(with = "serde_bytes")]
-        body: Vec<u8>,
-        ack: Option<u64>,
-    },
-    Spawn {
-        id: u64,
-        name: String,
-        #[serde(with = "serde_bytes")]
-        args: Vec<u8>,
-    },
-}
-
-fn frame(from: &str, from_incarnation: u64, to_incarnation: u64, item: Item) -> Vec<u8> {
-    let frame = Frame {
-        from: from.to_owned(),
-        from_incarnation,
-        to_incarnation,
-        items: vec![item],
-    };
-    let mut bytes = vec![1, 1];
-    bytes.extend(rmp_serde::to_vec_named(&frame).unwrap());
-    bytes
-}
-
 fn cluster(url: &str, name: &str) -> Cluster {
     Cluster::nats(url)
         .name(name)
         .heartbeat(Duration::from_millis(200))
-        .down_after(Duration::from_secs(1))
+        // No test here is about a node's death: a loaded machine must not fake one.
+        .down_after(Duration::from_secs(10))
         .max_frame(64 << 10)
         .message::<Echo>("echo")
         .spawnable("echo", echo)
@@ -460,10 +424,16 @@ async fn frames_dropped_while_a_node_falls_behind_are_counted_and_it_reads_on() 
     let url = server.url();
     let nodes = start_nodes(
         &["a", "b"],
-        |name| match name {
-            "b" => cluster(&url, name)
-                .connect_options(nats::ConnectOptions::new().subscription_capacity(4)),
-            _ => cluster(&url, name),
+        // Slow heartbeats: the membership watch, b's other subscription, stays far from its own
+        // 4 (its drops would count as slow-consumer events too).
+        |name| {
+            let slow = cluster(&url, name)
+                .heartbeat(Duration::from_secs(1))
+                .down_after(Duration::from_secs(10));
+            match name {
+                "b" => slow.connect_options(nats::ConnectOptions::new().subscription_capacity(4)),
+                _ => slow,
+            }
         },
         GUARD,
     )
@@ -492,16 +462,11 @@ async fn frames_dropped_while_a_node_falls_behind_are_counted_and_it_reads_on() 
         b.stats().slow_consumers > 0
     });
 
-    // Once b reads again, what its client kept is read (the garbage rejected, counted) and b
-    // serves as before.
+    // Once b reads again, what its client kept is read (the garbage rejected, counted): every
+    // garbage frame is accounted for, read or dropped (a slow-consumer event each), none both.
     let (open, opened) = &GATE;
     *open.lock().unwrap() = true;
     opened.notify_all();
-    let addr = a.addr::<Echo>(echo);
-    let answer = tokio::time::timeout(GUARD, addr.ask(Echo::Ask)).await;
-    assert_eq!(answer.expect("hang guard").unwrap(), 9);
-    // Every garbage frame is accounted for: read (and rejected) or dropped (a slow-consumer
-    // event each), none both.
     let accounted =
         |stats: &procsched::cluster::NodeStats| stats.rejected_frames + stats.slow_consumers;
     wait_until("every garbage frame is read or dropped", GUARD, || {
@@ -513,6 +478,11 @@ async fn frames_dropped_while_a_node_falls_behind_are_counted_and_it_reads_on() 
         stats.slow_consumers > 0 && stats.rejected_frames > 0,
         "{stats:?}"
     );
+    // And b serves as before (asked only now: a frame that arrived while the 4 it kept were
+    // still unread would have been dropped too).
+    let addr = a.addr::<Echo>(echo);
+    let answer = tokio::time::timeout(GUARD, addr.ask(Echo::Ask)).await;
+    assert_eq!(answer.expect("hang guard").unwrap(), 9);
 
     stop_nodes(nodes, GUARD).await;
 }

@@ -7,10 +7,10 @@
 
 mod cluster_support;
 
-use cluster_support::NatsServer;
+use cluster_support::{supervise_remote, NatsServer};
 use procsched::cluster::{Cluster, Node, NodePid, Placement};
 use procsched::prelude::*;
-use procsched::supervision::{Incoming, Signal, Supervisor};
+use procsched::supervision::{Incoming, Signal};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
@@ -189,16 +189,7 @@ async fn a_supervised_child_whose_node_dies_is_restarted_on_a_live_node() {
     ];
     assert!(a.wait_for_nodes(2, GUARD).await);
     let placement = Placement::AnyOf(vec!["b".into(), "c".into()]);
-    let mut supervisor = Supervisor::one_for_one().max_restarts(100, Duration::from_secs(60));
-    let mut children = Vec::new();
-    for n in 0..3u64 {
-        let (spec, child) = a
-            .remote_child(&format!("worker-{n}"), placement.clone(), "cart", n)
-            .unwrap();
-        supervisor = supervisor.child(spec);
-        children.push(child);
-    }
-    let supervisor = supervisor.start(a_sched.handle()).await.unwrap();
+    let (supervisor, children) = supervise_remote(&a, placement, "cart", 3).await;
     let wait_pid = |child: &procsched::cluster::RemoteChild, not: Option<NodePid>| {
         let child = child.clone();
         async move {

@@ -7,11 +7,11 @@
 
 mod cluster_support;
 
+use cluster_support::forge::{frame, Item};
 use cluster_support::{start_nodes, stop_nodes, wait_until, NatsServer};
 use procsched::cluster::{nats, Cluster, ClusterError, Node, Placement, RemoteError};
 use procsched::error::{InitError, SpawnError};
 use procsched::prelude::*;
-use serde::Serialize;
 use std::time::Duration;
 
 const GUARD: Duration = Duration::from_secs(30);
@@ -97,42 +97,6 @@ async fn least_loaded_picks_the_node_with_the_fewest_processes() {
     stop_nodes(nodes, GUARD).await;
 }
 
-/// The wire's frame with one message item, as a client that is no node would forge it
-/// (`src/cluster/wire.rs`).
-fn forged_frame(from: &str, to_incarnation: u64) -> Vec<u8> {
-    #[derive(Serialize)]
-    struct Frame {
-        from: String,
-        from_incarnation: u64,
-        to_incarnation: u64,
-        items: Vec<Item>,
-    }
-    #[derive(Serialize)]
-    enum Item {
-        Message {
-            to: u64,
-            ty: String,
-            #[serde(with = "serde_bytes")]
-            body: Vec<u8>,
-            ack: Option<u64>,
-        },
-    }
-    let frame = Frame {
-        from: from.to_owned(),
-        from_incarnation: 77,
-        to_incarnation,
-        items: vec![Item::Message {
-            to: u64::MAX, // no such process
-            ty: "n".into(),
-            body: rmp_serde::to_vec_named(&1u64).unwrap(),
-            ack: None,
-        }],
-    };
-    let mut bytes = vec![1, 1];
-    bytes.extend(rmp_serde::to_vec_named(&frame).unwrap());
-    bytes
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_frame_from_a_name_no_node_claimed_does_not_make_a_placement_target() {
     let server = NatsServer::start();
@@ -150,7 +114,18 @@ async fn a_frame_from_a_name_no_node_claimed_does_not_make_a_placement_target() 
     let undelivered = a.stats().undelivered;
     raw.publish(
         "procsched.node.a.data".to_owned(),
-        forged_frame("ghost", a.incarnation()).into(),
+        frame(
+            "ghost",
+            77,
+            a.incarnation(),
+            Item::Message {
+                to: u64::MAX, // no such process
+                ty: "n".into(),
+                body: rmp_serde::to_vec_named(&1u64).unwrap(),
+                ack: None,
+            },
+        )
+        .into(),
     )
     .await
     .unwrap();

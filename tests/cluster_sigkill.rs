@@ -11,10 +11,10 @@
 
 mod cluster_support;
 
-use cluster_support::NatsServer;
+use cluster_support::{supervise_remote, NatsServer};
 use procsched::cluster::{Cluster, Node, NodePid, Placement, RemoteError};
 use procsched::prelude::*;
-use procsched::supervision::{Exit, Incoming, Signal, Supervisor};
+use procsched::supervision::{Exit, Incoming, Signal};
 use serde::{Deserialize, Serialize};
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
@@ -273,16 +273,7 @@ async fn a_supervisor_restarts_the_children_of_a_sigkilled_node_on_another() {
     }
 
     let placement = Placement::AnyOf(vec!["b".into(), "c".into()]);
-    let mut supervisor = Supervisor::one_for_one().max_restarts(100, Duration::from_secs(60));
-    let mut children = Vec::new();
-    for n in 0..3u64 {
-        let (spec, child) = a
-            .remote_child(&format!("worker-{n}"), placement.clone(), "cart", n)
-            .unwrap();
-        supervisor = supervisor.child(spec);
-        children.push(child);
-    }
-    let supervisor = supervisor.start(a_sched.handle()).await.unwrap();
+    let (supervisor, children) = supervise_remote(&a, placement, "cart", 3).await;
     let placed = |child: &procsched::cluster::RemoteChild, on: &'static str| {
         let child = child.clone();
         async move {

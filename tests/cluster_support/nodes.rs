@@ -1,8 +1,9 @@
 //! Nodes for a test: one scheduler (one worker) and one node per name, on the given cluster
 //! configuration, returned once every node sees all the others.
 
-use procsched::cluster::{Cluster, Node};
+use procsched::cluster::{Cluster, Node, Placement, RemoteChild};
 use procsched::prelude::*;
+use procsched::supervision::{Supervisor, SupervisorRef};
 use std::time::Duration;
 
 /// Starts a node named after each of `names` with `cluster(name)`; panics (failing the test)
@@ -37,4 +38,29 @@ pub(crate) async fn stop_nodes(nodes: Vec<(Scheduler, Node)>, guard: Duration) {
         node.leave().await;
         sched.shutdown_async(guard).await;
     }
+}
+
+/// Starts, on `node`'s scheduler, a one-for-one supervisor of `count` children, each the body
+/// registered as `body` on the nodes `placement` picks, spawned with its index (`0..count`) as
+/// its argument: restarted where `placement` says when it ends, its node's death included.
+pub(crate) async fn supervise_remote(
+    node: &Node,
+    placement: Placement,
+    body: &str,
+    count: u64,
+) -> (SupervisorRef, Vec<RemoteChild>) {
+    let mut supervisor = Supervisor::one_for_one().max_restarts(100, Duration::from_secs(60));
+    let mut children = Vec::new();
+    for n in 0..count {
+        let (spec, child) = node
+            .remote_child(&format!("worker-{n}"), placement.clone(), body, n)
+            .expect("the index encodes");
+        supervisor = supervisor.child(spec);
+        children.push(child);
+    }
+    let supervisor = supervisor
+        .start(&node.scheduler())
+        .await
+        .expect("the supervisor starts");
+    (supervisor, children)
 }

@@ -1,0 +1,45 @@
+//! Frames as a client that is no node would forge them: the wire's frame (`src/cluster/wire.rs`)
+//! rebuilt from its parts, for the tests that feed a node bad or foreign input.
+
+use serde::Serialize;
+
+/// A frame's body.
+#[derive(Serialize)]
+struct Frame {
+    from: String,
+    from_incarnation: u64,
+    to_incarnation: u64,
+    items: Vec<Item>,
+}
+
+/// The items the tests forge.
+#[derive(Serialize)]
+pub(crate) enum Item {
+    Message {
+        to: u64,
+        ty: String,
+        #[serde(with = "serde_bytes")]
+        body: Vec<u8>,
+        ack: Option<u64>,
+    },
+    Spawn {
+        id: u64,
+        name: String,
+        #[serde(with = "serde_bytes")]
+        args: Vec<u8>,
+    },
+}
+
+/// A frame of one `item`, claiming to come from node `from` at `from_incarnation`, for
+/// `to_incarnation` of the receiving node: version 1, codec 1 (MessagePack, named fields).
+pub(crate) fn frame(from: &str, from_incarnation: u64, to_incarnation: u64, item: Item) -> Vec<u8> {
+    let frame = Frame {
+        from: from.to_owned(),
+        from_incarnation,
+        to_incarnation,
+        items: vec![item],
+    };
+    let mut bytes = vec![1, 1];
+    bytes.extend(rmp_serde::to_vec_named(&frame).expect("a forged frame encodes"));
+    bytes
+}
