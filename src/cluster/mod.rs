@@ -163,8 +163,8 @@ pub enum ClusterError {
     #[error("membership: {0}")]
     Membership(String),
     /// Another live node holds this node's name (its heartbeat goes on). A node restarted
-    /// under its old name waits for the dead one's entry to expire first (three heartbeats);
-    /// this is what is left once that wait is over.
+    /// under its old name first waits for the dead one's entry to expire (three heartbeats
+    /// after its last; the start waits up to five): this is the answer once that wait is over.
     #[error("the node name `{0}` is taken by a live node")]
     NameTaken(String),
 }
