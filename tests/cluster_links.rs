@@ -7,7 +7,7 @@
 
 mod cluster_support;
 
-use cluster_support::{supervise_remote, NatsServer};
+use cluster_support::{linked, supervise_remote, wait_child, NatsServer};
 use procsched::cluster::{Cluster, Node, NodePid, Placement};
 use procsched::prelude::*;
 use procsched::supervision::{Incoming, Signal};
@@ -52,30 +52,13 @@ async fn guarded<T>(what: &str, future: impl std::future::Future<Output = T>) ->
         .unwrap_or_else(|_| panic!("hang guard: {what}"))
 }
 
-/// A local process that traps exits, links to `remote`, and returns the first signal or
-/// message it receives: `Ok(Some(exit))` for an exit signal, `Ok(None)` for a message. Returns
-/// once the link is made (its request is queued before anything the caller sends next).
+/// A local process that traps exits and links to `remote` ([`linked`]).
 async fn trapping_linker(
     sched: &Scheduler,
     node: &Node,
     remote: NodePid,
 ) -> ProcessHandle<Option<procsched::supervision::Exit>, ()> {
-    let node = node.clone();
-    let (linked_tx, linked) = tokio::sync::oneshot::channel();
-    let handle = sched
-        .spawn_fn(move |cx: ProcessCx<()>| async move {
-            cx.trap_exit(true);
-            node.link(cx.pid(), &remote)?;
-            let _ = linked_tx.send(());
-            match cx.recv_any().await? {
-                Incoming::Signal(Signal::Exit(exit)) => Ok::<_, BoxError>(Some(exit)),
-                Incoming::Message(()) => Ok(None),
-                _ => Err("an unexpected signal".into()),
-            }
-        })
-        .unwrap();
-    guarded("the link", linked).await.unwrap();
-    handle
+    linked(sched, node, remote, true, GUARD).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -190,20 +173,9 @@ async fn a_supervised_child_whose_node_dies_is_restarted_on_a_live_node() {
     assert!(a.wait_for_nodes(2, GUARD).await);
     let placement = Placement::AnyOf(vec!["b".into(), "c".into()]);
     let (supervisor, children) = supervise_remote(&a, placement, "cart", 3).await;
-    let wait_pid = |child: &procsched::cluster::RemoteChild, not: Option<NodePid>| {
-        let child = child.clone();
-        async move {
-            loop {
-                match child.pid() {
-                    Some(pid) if Some(&pid) != not.as_ref() => return pid,
-                    _ => tokio::time::sleep(Duration::from_millis(10)).await,
-                }
-            }
-        }
-    };
     let mut first = Vec::new();
     for (n, child) in children.iter().enumerate() {
-        let pid = guarded("a worker runs", wait_pid(child, None)).await;
+        let pid = wait_child(child, |_| true, GUARD).await;
         assert!(pid.node() == "b" || pid.node() == "c", "{pid}");
         assert_eq!(
             a.addr::<Cart>(pid.clone()).ask(Cart::Total).await.unwrap(),
@@ -220,11 +192,7 @@ async fn a_supervised_child_whose_node_dies_is_restarted_on_a_live_node() {
         if first[n].node() != dead {
             continue;
         }
-        let again = guarded(
-            "the worker comes back",
-            wait_pid(child, Some(first[n].clone())),
-        )
-        .await;
+        let again = wait_child(child, |pid| *pid != first[n], GUARD).await;
         assert_ne!(again.node(), dead, "placed on a live node");
         assert_eq!(
             a.addr::<Cart>(again).ask(Cart::Total).await.unwrap(),

@@ -11,10 +11,9 @@
 
 mod cluster_support;
 
-use cluster_support::{supervise_remote, NatsServer};
+use cluster_support::{linked, start_nodes, stop_nodes, supervise_remote, wait_child, NatsServer};
 use procsched::cluster::{Cluster, Node, NodePid, Placement, RemoteError};
 use procsched::prelude::*;
-use procsched::supervision::{Exit, Incoming, Signal};
 use serde::{Deserialize, Serialize};
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
@@ -96,34 +95,6 @@ fn spawn_node(url: &str, name: &str) -> (Child, u64) {
     (child, incarnation)
 }
 
-/// A local process linked to `remote` (trapping exits or not): it returns the exit signal it
-/// traps, and ends with the exit's reason if it does not trap. The receiver says the link is
-/// made.
-fn linked(
-    sched: &Scheduler,
-    node: &Node,
-    remote: NodePid,
-    trap: bool,
-) -> (
-    ProcessHandle<Option<Exit>, ()>,
-    tokio::sync::oneshot::Receiver<()>,
-) {
-    let node = node.clone();
-    let (linked_tx, linked) = tokio::sync::oneshot::channel();
-    let handle = sched
-        .spawn_fn(move |cx: ProcessCx<()>| async move {
-            cx.trap_exit(trap);
-            node.link(cx.pid(), &remote)?;
-            let _ = linked_tx.send(());
-            match cx.recv_any().await? {
-                Incoming::Signal(Signal::Exit(exit)) => Ok::<_, BoxError>(Some(exit)),
-                _ => Ok(None),
-            }
-        })
-        .unwrap();
-    (handle, linked)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sigkilled_node_is_seen_down_its_processes_fail_typed_and_its_next_life_is_new() {
     let server = NatsServer::start();
@@ -156,14 +127,8 @@ async fn a_sigkilled_node_is_seen_down_its_processes_fail_typed_and_its_next_lif
     }
 
     // Links to b's processes: one local process traps exits, one does not.
-    let (trapper, trapper_linked) = linked(&sched, &a, remote[0].clone(), true);
-    let (victim, victim_linked) = linked(&sched, &a, remote[1].clone(), false);
-    for linked in [trapper_linked, victim_linked] {
-        tokio::time::timeout(GUARD, linked)
-            .await
-            .expect("hang guard: link")
-            .unwrap();
-    }
+    let trapper = linked(&sched, &a, remote[0].clone(), true, GUARD).await;
+    let victim = linked(&sched, &a, remote[1].clone(), false, GUARD).await;
 
     child.kill().unwrap(); // SIGKILL
     child.wait().unwrap();
@@ -241,18 +206,8 @@ async fn a_sigkilled_node_is_seen_down_its_processes_fail_typed_and_its_next_lif
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_supervisor_restarts_the_children_of_a_sigkilled_node_on_another() {
     let server = NatsServer::start();
-    let start = |name: &'static str| {
-        let url = server.url();
-        async move {
-            let sched = Scheduler::builder().workers(1).build().unwrap();
-            let node = Node::start(sched.handle(), cluster(&url, name))
-                .await
-                .unwrap();
-            (sched, node)
-        }
-    };
-    let (a_sched, a) = start("a").await;
-    let (c_sched, c) = start("c").await;
+    let nodes = start_nodes(&["a", "c"], |name| cluster(&server.url(), name), GUARD).await;
+    let (a_sched, a, c) = (&nodes[0].0, &nodes[0].1, &nodes[1].1);
     let (mut child, _) = spawn_node(&server.url(), "b");
     assert!(a.wait_for_nodes(2, GUARD).await, "a sees b and c");
     // c runs 5 processes and b none, so the least loaded of the two is b, until it dies.
@@ -273,27 +228,9 @@ async fn a_supervisor_restarts_the_children_of_a_sigkilled_node_on_another() {
     }
 
     let placement = Placement::AnyOf(vec!["b".into(), "c".into()]);
-    let (supervisor, children) = supervise_remote(&a, placement, "cart", 3).await;
-    let placed = |child: &procsched::cluster::RemoteChild, on: &'static str| {
-        let child = child.clone();
-        async move {
-            let deadline = tokio::time::Instant::now() + GUARD;
-            loop {
-                match child.pid() {
-                    Some(pid) if pid.node() == on => return pid,
-                    _ => {
-                        assert!(
-                            tokio::time::Instant::now() < deadline,
-                            "hang guard: on {on}"
-                        );
-                        tokio::time::sleep(Duration::from_millis(10)).await;
-                    }
-                }
-            }
-        }
-    };
+    let (supervisor, children) = supervise_remote(a, placement, "cart", 3).await;
     for (n, worker) in children.iter().enumerate() {
-        let pid = placed(worker, "b").await;
+        let pid = wait_child(worker, |pid| pid.node() == "b", GUARD).await;
         let total = a.addr::<Cart>(pid).ask(Cart::Total).await.unwrap();
         assert_eq!(total, n as u64);
     }
@@ -301,7 +238,7 @@ async fn a_supervisor_restarts_the_children_of_a_sigkilled_node_on_another() {
     child.kill().unwrap(); // SIGKILL
     child.wait().unwrap();
     for (n, worker) in children.iter().enumerate() {
-        let pid = placed(worker, "c").await;
+        let pid = wait_child(worker, |pid| pid.node() == "c", GUARD).await;
         let total = a.addr::<Cart>(pid).ask(Cart::Total).await.unwrap();
         assert_eq!(total, n as u64, "restarted with its arguments");
     }
@@ -309,9 +246,7 @@ async fn a_supervisor_restarts_the_children_of_a_sigkilled_node_on_another() {
 
     let report = a_sched.shutdown_async(GUARD).await;
     assert_eq!(report.forced + report.abandoned, 0, "{report:?}");
-    a.leave().await;
-    c.leave().await;
-    c_sched.shutdown_async(GUARD).await;
+    stop_nodes(nodes, GUARD).await;
 }
 
 /// A frame to a node whose subscription is gone meets no responder, and that is a death

@@ -1,9 +1,10 @@
 //! Nodes for a test: one scheduler (one worker) and one node per name, on the given cluster
-//! configuration, returned once every node sees all the others.
+//! configuration, returned once every node sees all the others; and the processes tests run
+//! across them (a supervisor of remote children, a linked local process).
 
-use procsched::cluster::{Cluster, Node, Placement, RemoteChild};
+use procsched::cluster::{Cluster, Node, NodePid, Placement, RemoteChild};
 use procsched::prelude::*;
-use procsched::supervision::{Supervisor, SupervisorRef};
+use procsched::supervision::{Exit, Incoming, Signal, Supervisor, SupervisorRef};
 use std::time::Duration;
 
 /// Starts a node named after each of `names` with `cluster(name)`; panics (failing the test)
@@ -63,4 +64,59 @@ pub(crate) async fn supervise_remote(
         .await
         .expect("the supervisor starts");
     (supervisor, children)
+}
+
+/// Waits until `child` runs as a PID `until` accepts, and returns it; panics (failing the test)
+/// if it does not within `guard` (a hang guard).
+pub(crate) async fn wait_child(
+    child: &RemoteChild,
+    until: impl Fn(&NodePid) -> bool,
+    guard: Duration,
+) -> NodePid {
+    let deadline = tokio::time::Instant::now() + guard;
+    loop {
+        match child.pid() {
+            Some(pid) if until(&pid) => return pid,
+            _ => {
+                assert!(
+                    tokio::time::Instant::now() < deadline,
+                    "hang guard: the child never ran as asked ({:?})",
+                    child.pid()
+                );
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        }
+    }
+}
+
+/// A local process on `sched` linked through `node` to `remote`, trapping exits if `trap`: it
+/// returns the exit signal it traps (`Some`) or `None` for a message, and, not trapping, ends
+/// with the exit's reason. Returns once the link is made (its request is queued before
+/// anything the caller sends next), within `guard`.
+pub(crate) async fn linked(
+    sched: &Scheduler,
+    node: &Node,
+    remote: NodePid,
+    trap: bool,
+    guard: Duration,
+) -> ProcessHandle<Option<Exit>, ()> {
+    let node = node.clone();
+    let (linked_tx, linked) = tokio::sync::oneshot::channel();
+    let handle = sched
+        .spawn_fn(move |cx: ProcessCx<()>| async move {
+            cx.trap_exit(trap);
+            node.link(cx.pid(), &remote)?;
+            let _ = linked_tx.send(());
+            match cx.recv_any().await? {
+                Incoming::Signal(Signal::Exit(exit)) => Ok::<_, BoxError>(Some(exit)),
+                Incoming::Message(()) => Ok(None),
+                _ => Err("an unexpected signal".into()),
+            }
+        })
+        .expect("the linked process spawns");
+    tokio::time::timeout(guard, linked)
+        .await
+        .expect("hang guard: the link")
+        .expect("the linked process made its link");
+    handle
 }
