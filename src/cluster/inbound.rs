@@ -232,6 +232,20 @@ fn handle(node: &Arc<NodeShared>, origin: &PeerId, for_me: bool, item: Item<'_>)
                 let _ = links::stop_local(node, pid, kill);
             }
         }
+        Item::Whereis { id, name } => {
+            // Another life of this node was asked: that node is gone, as the asker will learn.
+            let result = if for_me {
+                Ok(node.sched.whereis(&name).map(Pid::as_u64))
+            } else {
+                Err(Refusal::NoConnection)
+            };
+            answer(node, origin, Item::Located { id, result });
+        }
+        Item::Located { id, result } => {
+            if let Some(Pending::Whereis(located)) = node.take_pending(id) {
+                let _ = located.send(result);
+            }
+        }
     }
 }
 

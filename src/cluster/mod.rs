@@ -66,6 +66,9 @@
 //!   `NoConnection`, pending asks, acked sends and spawns fail with `NoConnection`. A node that
 //!   loses its NATS connection keeps running its processes and reconnects (async-nats retries
 //!   forever by default).
+//! - **Names** ([`Node::whereis`], [`Node::named`], `names.rs`): a process registered on its
+//!   own node is looked up from any node by the node's name and its own, as OTP's
+//!   `{Name, Node}`; there is no cluster-wide registry.
 //! - **Spawn refusals** are the local ones: [`RemoteError::Spawn`] carries the far node's
 //!   [`SpawnError`](crate::error::SpawnError) (`Limit`, `ShuttingDown`, `Init` — an unregistered
 //!   name is `UnknownMethod`, an argument the body cannot decode `Failed`).
@@ -87,6 +90,7 @@ mod config;
 mod inbound;
 mod links;
 mod membership;
+mod names;
 mod node;
 mod node_pid;
 mod outbound;

@@ -104,6 +104,8 @@ pub(crate) enum Pending {
     Monitor(oneshot::Sender<WireReason>),
     /// A joined spawn: its outcome.
     Join(oneshot::Sender<Result<Vec<u8>, WireReason>>),
+    /// A name lookup: the named process's raw PID, if any.
+    Whereis(oneshot::Sender<Result<Option<u64>, Refusal>>),
 }
 
 /// The state a node's tasks and handles share.
@@ -484,6 +486,9 @@ fn fail_no_connection(pending: Pending) {
         }
         Pending::Join(joined) => {
             let _ = joined.send(Err(WireReason::NoConnection));
+        }
+        Pending::Whereis(located) => {
+            let _ = located.send(Err(Refusal::NoConnection));
         }
     }
 }

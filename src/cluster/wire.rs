@@ -101,6 +101,19 @@ pub(crate) enum Item<'a> {
     /// Ask the receiver's process `target` to finish (`kill: false`, it ends `Shutdown`) or
     /// terminate it (`kill: true`, `Killed`).
     Stop { target: u64, kill: bool },
+    /// Which of the receiver's processes is registered as `name`: answered with an
+    /// [`Item::Located`] (`Node::whereis`).
+    Whereis {
+        id: u64,
+        #[serde(borrow)]
+        name: Cow<'a, str>,
+    },
+    /// The answer to [`Item::Whereis`] `id`: the named process's raw PID (`None`: no live
+    /// process holds the name), or why there is no answer.
+    Located {
+        id: u64,
+        result: Result<Option<u64>, Refusal>,
+    },
 }
 
 /// An encoded value inside an item (a reply), borrowed from the frame it is read from or
