@@ -23,23 +23,24 @@
 //!     }
 //! }
 //!
-//! # async fn demo() -> Result<(), BoxError> {
-//! let sched = Scheduler::builder().build()?;
-//! let node = Node::start(
-//!     sched.handle(),
-//!     Cluster::nats("nats://127.0.0.1:4222")
-//!         .name("orders-1")
-//!         .message::<Cart>("cart")
-//!         .spawnable("cart", cart),
-//! )
-//! .await?;
-//! let pid = node.spawn_on(Placement::LeastLoaded, "cart", 10u64).await?;   // remote spawn
-//! let addr = node.addr::<Cart>(pid.clone());     // the same API, local or remote
-//! addr.send(Cart::Add(5))?;                      // fire-and-forget
-//! let total = addr.ask(Cart::Total).await?;      // typed ask across nodes
-//! assert_eq!(total, 15);
-//! let down = node.monitor(pid);                  // Down(NoConnection) if its node dies
-//! # drop(down); Ok(()) }
+//! #[tokio::main]
+//! async fn main() -> Result<(), BoxError> {
+//!     let sched = Scheduler::builder().build()?;
+//!     let node = Node::start(
+//!         sched.handle(),
+//!         Cluster::nats("nats://127.0.0.1:4222")
+//!             .name("orders-1")
+//!             .message::<Cart>("cart")            // types other nodes may send here, by name
+//!             .spawnable("cart", cart),           // bodies other nodes may spawn here
+//!     )
+//!     .await?;
+//!     let pid = node.spawn_on(Placement::LeastLoaded, "cart", 10u64).await?;   // a NodePid
+//!     let cart = node.addr::<Cart>(pid.clone());  // the same methods for a local or a remote PID
+//!     cart.send(Cart::Add(5))?;                   // at most once, batched, order kept per node pair
+//!     assert_eq!(cart.ask(Cart::Total).await?, 15);
+//!     let _down = node.monitor(pid);              // Down(NoConnection) if its node dies
+//!     Ok(())
+//! }
 //! ```
 //!
 //! # Semantics
@@ -705,4 +706,42 @@ fn fresh_incarnation() -> u64 {
     );
     hasher.write_u32(std::process::id());
     hasher.finish().max(1)
+}
+
+#[cfg(test)]
+mod tests {
+    /// The code of the first block opening with `open` in `text`, `prefix` stripped from
+    /// each line.
+    fn block<'a>(text: &'a str, open: &str, prefix: &str) -> Vec<&'a str> {
+        let lines: Vec<&str> = text.lines().collect();
+        let start = lines
+            .iter()
+            .position(|line| line.strip_prefix(prefix).unwrap_or(line).trim_end() == open)
+            .unwrap_or_else(|| panic!("no block opens with {open:?}"));
+        lines[start + 1..]
+            .iter()
+            .map(|line| {
+                line.strip_prefix(prefix)
+                    .unwrap_or(line.trim_start_matches(prefix.trim_end()))
+            })
+            .take_while(|line| *line != "```")
+            .collect()
+    }
+
+    /// The README is compiled by rustdoc without the `cluster` feature, so its cluster example
+    /// cannot be a doctest there; this module's example is, with the feature. They must be the
+    /// same code, so that the README's compiles too.
+    #[test]
+    fn the_readme_cluster_example_is_this_modules_compiled_example() {
+        let readme = block(include_str!("../../README.md"), "```rust,ignore", "");
+        let module = block(include_str!("mod.rs"), "```no_run", "//! ");
+        assert!(
+            readme.len() > 20,
+            "the README's cluster example: {readme:#?}"
+        );
+        assert_eq!(
+            readme, module,
+            "README.md's cluster example and src/cluster/mod.rs's differ"
+        );
+    }
 }
