@@ -1,5 +1,5 @@
 //! Where a remote spawn goes and what it is refused: `LeastLoaded` and `AnyOf` pick by the
-//! loads the heartbeats carry; a frame from a name no node has claimed does not make a
+//! loads the heartbeats carry, plus what this node placed since (a burst spreads); a frame from a name no node has claimed does not make a
 //! placement target; a node name is claimed once; and a spawn across nodes is refused with the
 //! same `SpawnError` a local spawn gives (an argument the body cannot take, the process limit,
 //! a scheduler shutting down), as a send to a full mailbox is `MailboxFull`.
@@ -94,6 +94,31 @@ async fn least_loaded_picks_the_node_with_the_fewest_processes() {
     let nowhere = a.spawn_on(Placement::AnyOf(vec!["z".into()]), "idle", ());
     assert!(matches!(nowhere.await, Err(RemoteError::NoNode(_))));
 
+    stop_nodes(nodes, GUARD).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_burst_of_least_loaded_spawns_spreads_over_the_nodes() {
+    let server = NatsServer::start();
+    let nodes = start_nodes(&["a", "b", "c"], |name| cluster(&server.url(), name), GUARD).await;
+    let a = &nodes[0].1;
+    // Far quicker than a heartbeat: the loads the heartbeats carry do not move meanwhile, so
+    // only what `a` counts as it places keeps the burst from landing on one node.
+    let mut placed = std::collections::HashMap::<String, usize>::new();
+    for _ in 0..12 {
+        let pid = a
+            .spawn_on(Placement::LeastLoaded, "idle", ())
+            .await
+            .unwrap();
+        *placed.entry(pid.node().to_owned()).or_default() += 1;
+    }
+    for name in ["a", "b", "c"] {
+        let on = placed.get(name).copied().unwrap_or(0);
+        assert!(
+            on >= 2,
+            "12 spawns from idle nodes, {on} on {name}: {placed:?}"
+        );
+    }
     stop_nodes(nodes, GUARD).await;
 }
 

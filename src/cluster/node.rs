@@ -134,7 +134,8 @@ pub(crate) struct NodeShared {
     pub(crate) next_id: AtomicU64,
     pub(crate) stats: Arc<Stats>,
     pub(crate) stopped: AtomicBool,
-    /// This node's load at its last heartbeat: what placement compares (measuring it surveys
+    /// This node's load at its last heartbeat, plus the processes placed here since
+    /// ([`count_placed`](Self::count_placed)): what placement compares (measuring it surveys
     /// every process, once per heartbeat, not once per spawn).
     pub(crate) last_load: Mutex<Load>,
 }
@@ -448,7 +449,30 @@ impl NodeShared {
         }
     }
 
-    /// This node's load at its last heartbeat.
+    /// Counts a process just placed on `target` (`None`: this node) toward its load, until
+    /// that node's next heartbeat says what it runs: a burst of `LeastLoaded` spawns then
+    /// spreads over the nodes instead of all going to the one that was least loaded at the
+    /// last heartbeats. (A heartbeat measured before the spawn arrived undercounts it until the
+    /// next one: at most one heartbeat's worth of skew.)
+    pub(crate) fn count_placed(&self, target: Option<&PeerId>) {
+        match target {
+            None => {
+                let mut mine = lock(&self.last_load);
+                mine.live = mine.live.saturating_add(1);
+            }
+            Some(target) => {
+                let mut peers = self.peers.write().expect("peers lock");
+                if let Some(peer) = peers
+                    .get_mut(&target.name)
+                    .filter(|peer| peer.id.incarnation == target.incarnation)
+                {
+                    peer.load.live = peer.load.live.saturating_add(1);
+                }
+            }
+        }
+    }
+
+    /// This node's load at its last heartbeat, and what was placed on it since.
     pub(crate) fn cached_load(&self) -> Load {
         *lock(&self.last_load)
     }

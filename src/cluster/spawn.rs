@@ -120,7 +120,9 @@ impl Node {
         join: bool,
     ) -> Result<(NodePid, Option<Joining>), RemoteError> {
         let node = &self.shared;
-        let Some(peer) = place(node, placement)? else {
+        let target = place(node, placement)?;
+        node.count_placed(target.as_ref());
+        let Some(peer) = target else {
             let (pid, outcome) = node
                 .registry
                 .spawn(&node.sched, name, &args)
