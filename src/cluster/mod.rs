@@ -44,9 +44,9 @@
 //! ```
 //!
 //! # Semantics
-//! - **PIDs** ([`NodePid`]) name their node and its incarnation; see `node_pid.rs` for the
-//!   layout. A PID from a node's previous life fails `NoProc` at once.
-//! - **Wire**: MessagePack frames with a version and codec byte (`wire.rs`); a message type
+//! - **PIDs** ([`NodePid`]) name their node and its incarnation (its docs give the layout and
+//!   the string form). A PID from a node's previous life fails `NoProc` at once.
+//! - **Wire**: MessagePack frames with a version and codec byte; a message type
 //!   opts in by deriving `Serialize`/`Deserialize` and being registered by name on both nodes.
 //!   Frames batch every message queued for a node while the last publish was in flight. A
 //!   `bytes::Bytes` field marked [`shared_bytes`] is decoded as a slice of its frame (no copy). Order
@@ -56,27 +56,33 @@
 //!   that stops its target sees the real exit.
 //! - **Delivery**: at most once for [`RemoteAddr::send`]; [`RemoteAddr::send_acked`] reports
 //!   the receiving node's `NotFound` / `MailboxFull` / `Closed`, or `NoConnection`; asks time
-//!   out typed.
-//! - **Membership** (`membership.rs`): a node claims its name once ([`ClusterError::NameTaken`]
+//!   out typed. A PID carries no message type: [`Node::addr`]'s `M` is what the caller says the
+//!   process takes, as [`SchedulerHandle::addr`](crate::SchedulerHandle::addr)'s is locally;
+//!   a registered type the process does not take is delivered (acked), and its receive there
+//!   fails with `RecvError::TypeMismatch`.
+//! - **Membership**: a node claims its name once ([`ClusterError::NameTaken`]
 //!   while another live node holds it) and heartbeats its load, which placement compares
-//!   ([`Placement::LeastLoaded`], [`Placement::AnyOf`]; a node known only from its frames, not
-//!   yet from a heartbeat, is never chosen). A node silent for `down_after` (default 2 s) is
+//!   ([`Placement::LeastLoaded`], [`Placement::AnyOf`]), adding each process this node placed
+//!   since the last heartbeats, so that a burst of spawns spreads; a node known only from its
+//!   frames, not yet from a heartbeat, is never chosen. A node silent for `down_after` (default 2 s) is
 //!   declared down, and so is, at once, a node that a frame *meets no responder* at (its
 //!   subscription is gone: the process died or its connection dropped;
 //!   `NodeStats::unreached`): its monitors get `Down(NoConnection)`, its links fire
 //!   `NoConnection`, pending asks, acked sends and spawns fail with `NoConnection`. A node that
 //!   loses its NATS connection keeps running its processes and reconnects (async-nats retries
 //!   forever by default).
-//! - **Names** ([`Node::whereis`], [`Node::named`], `names.rs`): a process registered on its
-//!   own node is looked up from any node by the node's name and its own, as OTP's
-//!   `{Name, Node}`; there is no cluster-wide registry.
+//! - **Names** ([`Node::whereis`], [`Node::named`]): a process registered on its own node is
+//!   looked up from any node by the node's name and its own, as OTP's `{Name, Node}`; there is
+//!   no cluster-wide registry. A name is visible once registered: a body's own
+//!   `cx.register` runs when it first runs, after `spawn_fn` returned, so a name others must
+//!   find at once is registered by the spawner (`SchedulerHandle::register(name, pid)`).
 //! - **Spawn refusals** are the local ones: [`RemoteError::Spawn`] carries the far node's
 //!   [`SpawnError`](crate::error::SpawnError) (`Limit`, `ShuttingDown`, `Init` — an unregistered
 //!   name is `UnknownMethod`, an argument the body cannot decode `Failed`).
 //! - **Security**: [`Cluster::connect_options`] passes `async-nats`'s credentials, tokens, NKeys
 //!   and TLS (client certificates included) through; NATS accounts and permissions are what
-//!   keep a client that is no node from forging frames (`tests/cluster_security.rs`).
-//! - **Bad input** (`inbound.rs`): a malformed, oversized, unregistered or foreign frame is
+//!   keep a client that is no node from forging frames.
+//! - **Bad input**: a malformed, oversized, unregistered or foreign frame is
 //!   rejected, counted ([`NodeStats`]) and traced; nothing panics and the subscription lives.
 //!   A node spawns only what it registered. A registered type's own code that panics on a
 //!   node's task (a message's `Deserialize`, a joined output's `Serialize`) fails that one item
@@ -198,7 +204,8 @@ pub enum Placement {
     /// On the node of this name.
     Node(String),
     /// On the node with the least load (live processes and runnable queue, from the
-    /// heartbeats), this one included.
+    /// heartbeats, plus the processes this node placed on each since: a burst spreads),
+    /// this one included; a tie goes to this node.
     LeastLoaded,
     /// On the least loaded of the live nodes named (this one may be among them).
     AnyOf(Vec<String>),
@@ -535,11 +542,14 @@ impl Node {
     ///
     /// ```no_run
     /// # use procsched::prelude::*;
-    /// # async fn demo(node: procsched::cluster::Node, remote: procsched::cluster::NodePid, cx: ProcessCx) -> Result<(), BoxError> {
+    /// # use procsched::cluster::{Node, NodePid};
+    /// # async fn demo(node: Node, remote: NodePid, cx: ProcessCx) -> Result<(), BoxError> {
     /// cx.trap_exit(true);
     /// node.link(cx.pid(), &remote)?;
     /// let exit = cx.recv_exit().await?;      // when `remote` ends, or its node dies
-    /// println!("{:?} on {:?} ended: {}", exit.pid, exit.node, exit.reason);
+    /// if let Some(remote) = NodePid::of_exit(&exit) {
+    ///     println!("{remote} ended: {}", exit.reason);  // its node, incarnation and PID
+    /// }
     /// # Ok(()) }
     /// ```
     pub fn link(&self, local: Pid, remote: &NodePid) -> Result<(), RemoteError> {

@@ -8,6 +8,10 @@
 //! cluster-wide registry to keep consistent through partitions (OTP's `global`): a node that
 //! wants a name to be unique across the cluster places its holder on one node.
 //!
+//! A name is visible once registered: a body's own `cx.register` runs when the body first runs,
+//! after `spawn_fn` returned; a name other nodes must find at once is registered by the spawner
+//! (`SchedulerHandle::register(name, pid)`).
+//!
 //! A lookup answers for that moment. A supervisor restarting a named child registers the new
 //! PID under the same name, and the old PID then fails `NotFound`: look the name up again.
 

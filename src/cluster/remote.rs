@@ -48,7 +48,8 @@ pub enum RemoteError {
     /// The process dropped the reply port unanswered.
     #[error("the process dropped the reply port without answering")]
     NoReply,
-    /// The message type or spawnable name is not registered (here, or on the receiving node).
+    /// The message type is not registered (here, or on the receiving node). (A spawnable name
+    /// that is not is [`Spawn`](Self::Spawn)`(Init(UnknownMethod))`, as a local spawn says it.)
     #[error("`{0}` is not registered")]
     Unregistered(String),
     /// The message, argument or reply did not encode.
@@ -182,6 +183,13 @@ impl<M> std::error::Error for RemoteSendError<M> {}
 /// The typed address of a process on any node ([`Node::addr`](super::Node::addr)): `Clone`,
 /// `Send`, `Sync`, usable from any thread or process. `M` must be registered under the same
 /// name on both nodes ([`Cluster::message`](super::Cluster::message)).
+///
+/// A PID carries no message type: `M` is what the caller says the process takes, as for
+/// [`SchedulerHandle::addr`](crate::SchedulerHandle::addr) locally. A registered type the
+/// process does not take is delivered, and its receive fails there with
+/// [`RecvError::TypeMismatch`](crate::error::RecvError::TypeMismatch) (a body that
+/// propagates it with `?` ends `Failed`). Keep the type next to where the PID comes from: the
+/// spawnable's name, the registered name.
 ///
 /// # Examples
 ///
@@ -368,7 +376,9 @@ impl<M: Serialize + Send + 'static> RemoteAddr<M> {
         }
     }
 
-    /// Sends `message` and waits until the receiving node says whether it was delivered.
+    /// Sends `message` and waits until the receiving node says whether it was delivered (put
+    /// in the process's mailbox: whether the process takes `M` is its receive's concern, see
+    /// [`RemoteAddr`]).
     ///
     /// # Errors
     ///
@@ -438,7 +448,8 @@ impl<M: Serialize + Send + 'static> RemoteAddr<M> {
         self.ask_within(self.node.request_timeout, request).await
     }
 
-    /// [`ask`](Self::ask) with its own timeout.
+    /// [`ask`](Self::ask) with its own timeout (a timer's: an answer that comes before the
+    /// timer fires is taken, even for `Duration::ZERO`).
     ///
     /// # Errors
     ///
