@@ -6,7 +6,8 @@
 //! once, and the node goes on serving. A message, an answer, a spawn's argument or a joined
 //! output too big for a frame fails typed at once, and a message exactly at the limit is
 //! delivered. A node that falls behind its subscription: the frames NATS drops are counted as
-//! slow-consumer events, and the node reads on once it catches up.
+//! slow-consumer events, and the node reads on once it catches up. A message of a registered
+//! type the receiving process did not declare is refused typed, and the process never sees it.
 #![cfg(feature = "cluster")]
 
 mod cluster_support;
@@ -484,5 +485,46 @@ async fn frames_dropped_while_a_node_falls_behind_are_counted_and_it_reads_on() 
     let answer = tokio::time::timeout(GUARD, addr.ask(Echo::Ask)).await;
     assert_eq!(answer.expect("hang guard").unwrap(), 9);
 
+    stop_nodes(nodes, GUARD).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_registered_type_the_process_does_not_take_is_refused_and_the_process_lives() {
+    let server = NatsServer::start();
+    let nodes = a_and_b(&server).await;
+    let (a, b) = (&nodes[0].1, &nodes[1].1);
+    // `echo` takes `Echo`; `Picky` is registered on both nodes, so the wrong type encodes,
+    // travels and names a type b knows: only the process's declared type tells them apart.
+    let remote = a
+        .spawn_on(Placement::Node("b".into()), "echo", 4u64)
+        .await
+        .unwrap();
+    let local = a.spawn_on(Placement::Local, "echo", 5u64).await.unwrap();
+    for pid in [remote, local] {
+        let wrong = a.addr::<Picky>(pid.clone());
+        let refused = wrong.send_acked(Picky::Blob(vec![1])).await;
+        assert!(
+            matches!(&refused, Err(RemoteError::WrongType { takes, sent })
+                if takes.ends_with("Echo") && sent.ends_with("Picky")),
+            "{pid}: {refused:?}"
+        );
+        let asked = wrong.ask(Picky::Taken).await;
+        assert!(
+            matches!(asked, Err(RemoteError::WrongType { .. })),
+            "{pid}: {asked:?}"
+        );
+        // Fire-and-forget: not delivered either (counted on the receiving node if remote).
+        match wrong.send(Picky::Blob(vec![2])) {
+            Ok(()) => assert_eq!(pid.node(), "b", "only a remote send is refused over there"),
+            Err(error) => assert!(matches!(error.error(), RemoteError::WrongType { .. })),
+        }
+        // The process never saw them: it answers as before.
+        let answer = a.addr::<Echo>(pid.clone()).ask(Echo::Ask).await.unwrap();
+        assert_eq!(answer, if pid.node() == "b" { 4 } else { 5 }, "{pid}");
+    }
+    // The acked send, the ask and the plain send to b's process, each rejected and counted.
+    wait_until("b counted the three", GUARD, || {
+        b.stats().rejected_items >= 3
+    });
     stop_nodes(nodes, GUARD).await;
 }

@@ -114,7 +114,7 @@ fn handle(node: &Arc<NodeShared>, origin: &PeerId, for_me: bool, item: Item<'_>)
             };
             if let Err(refusal) = &result {
                 match refusal {
-                    Refusal::Unregistered(_) | Refusal::Decode(_) => {
+                    Refusal::Unregistered(_) | Refusal::Decode(_) | Refusal::WrongType { .. } => {
                         node.stats.rejected_item();
                         tracing::warn!(from = %origin.name, %ty, ?refusal, "message rejected");
                     }

@@ -56,10 +56,9 @@
 //!   that stops its target sees the real exit.
 //! - **Delivery**: at most once for [`RemoteAddr::send`]; [`RemoteAddr::send_acked`] reports
 //!   the receiving node's `NotFound` / `MailboxFull` / `Closed`, or `NoConnection`; asks time
-//!   out typed. A PID carries no message type: [`Node::addr`]'s `M` is what the caller says the
-//!   process takes, as [`SchedulerHandle::addr`](crate::SchedulerHandle::addr)'s is locally;
-//!   a registered type the process does not take is delivered (acked), and its receive there
-//!   fails with `RecvError::TypeMismatch`.
+//!   out typed. A PID carries no message type, so the process's node checks [`Node::addr`]'s
+//!   `M` against the type its body declared: another is refused
+//!   ([`RemoteError::WrongType`]), never delivered to a receive that would fail on it.
 //! - **Membership**: a node claims its name once ([`ClusterError::NameTaken`]
 //!   while another live node holds it) and heartbeats its load, which placement compares
 //!   ([`Placement::LeastLoaded`], [`Placement::AnyOf`]), adding each process this node placed

@@ -86,8 +86,9 @@ impl Node {
     ///
     /// Names are not typed: `M` is what the caller says the process receives, and it must be
     /// registered under the same name on both nodes
-    /// ([`Cluster::message`](super::Cluster::message)); a message the named process cannot
-    /// take fails its receive there, as a local send to a wrong name would.
+    /// ([`Cluster::message`](super::Cluster::message)). A message of another type than the
+    /// named process declared is refused, [`RemoteError::WrongType`] (see
+    /// [`RemoteAddr`]).
     ///
     /// # Errors
     ///

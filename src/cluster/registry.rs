@@ -49,6 +49,8 @@ impl Registry {
         M: DeserializeOwned + Send + 'static,
     {
         let deliver = |sched: &SchedulerHandle, pid: Pid, body: &[u8], scope: DecodeScope<'_>| {
+            // Before decoding: a refused message's reply ports are never made.
+            check_takes::<M>(sched, pid)?;
             let message: M = scope
                 .decode(|| rmp_serde::from_slice(body))
                 .map_err(|error| Refusal::Decode(error.to_string()))?;
@@ -141,6 +143,22 @@ impl Registry {
             Some(spawn) => catching("a spawn's argument", || spawn(sched, args)),
             None => Err(Refusal::Unregistered(name.to_owned())),
         }
+    }
+}
+
+/// Refuses an `M` for local process `pid` if it declared another message type
+/// (`ProcessCx<T>`, `T` not `M`): a remote sender holds only a PID, so its `M` was never
+/// checked by a compiler, and delivered, the message would fail the process's receive (and a
+/// body that propagates that with `?`, the process). A process that declared none (a state
+/// machine, `ProcessCx<()>`, `ProcessCx<Message>`) takes what comes, as locally; a PID with no
+/// live process is the delivery's to report (`NotFound`).
+pub(crate) fn check_takes<M: 'static>(sched: &SchedulerHandle, pid: Pid) -> Result<(), Refusal> {
+    match sched.takes(pid) {
+        Some(Some(takes)) if takes.id() != TypeId::of::<M>() => Err(Refusal::WrongType {
+            takes: takes.name().to_owned(),
+            sent: std::any::type_name::<M>().to_owned(),
+        }),
+        _ => Ok(()),
     }
 }
 

@@ -58,6 +58,16 @@ pub enum RemoteError {
     /// The receiving side could not decode what was sent (the nodes disagree on a type).
     #[error("decoding failed: {0}")]
     Decode(String),
+    /// The process declared another message type (`ProcessCx<M>`) than the one sent: a PID
+    /// carries no type, so [`Node::addr`](super::Node::addr)'s `M` is the sender's word. The
+    /// message was not delivered; the process is untouched.
+    #[error("the process takes `{takes}`, not `{sent}`")]
+    WrongType {
+        /// The type the process declared.
+        takes: String,
+        /// The type sent.
+        sent: String,
+    },
     /// The message is larger than a frame may be (also: a remote spawn's argument, or the
     /// answer to an ask, as the answering node says it).
     #[error("{size} bytes over the frame limit of {limit}")]
@@ -112,6 +122,7 @@ impl RemoteError {
             Refusal::NoConnection => RemoteError::NoConnection,
             Refusal::Unregistered(name) => RemoteError::Unregistered(name),
             Refusal::Decode(text) => RemoteError::Decode(text),
+            Refusal::WrongType { takes, sent } => RemoteError::WrongType { takes, sent },
             Refusal::NoReply => RemoteError::NoReply,
             Refusal::SpawnInit(text) => {
                 RemoteError::Spawn(SpawnError::Init(InitError::Failed(text.into())))
@@ -184,12 +195,15 @@ impl<M> std::error::Error for RemoteSendError<M> {}
 /// `Send`, `Sync`, usable from any thread or process. `M` must be registered under the same
 /// name on both nodes ([`Cluster::message`](super::Cluster::message)).
 ///
-/// A PID carries no message type: `M` is what the caller says the process takes, as for
-/// [`SchedulerHandle::addr`](crate::SchedulerHandle::addr) locally. A registered type the
-/// process does not take is delivered, and its receive fails there with
-/// [`RecvError::TypeMismatch`](crate::error::RecvError::TypeMismatch) (a body that
-/// propagates it with `?` ends `Failed`). Keep the type next to where the PID comes from: the
-/// spawnable's name, the registered name.
+/// A PID carries no message type: `M` is what the caller says the process takes, and no
+/// compiler checked it. So the process's node checks it: a message of another type than the
+/// process's body declared (`ProcessCx<T>`) is refused with [`RemoteError::WrongType`] —
+/// `send_acked` and `ask` hear it, a plain `send` is dropped there and counted
+/// ([`NodeStats::rejected_items`](super::NodeStats)) — and never reaches the process, whose
+/// receive would fail on it. A state machine, or a body of `ProcessCx<()>` or
+/// `ProcessCx<Message>`, declared no one type and takes any registered one (its receive decides,
+/// as locally). (Locally, [`SchedulerHandle::addr`](crate::SchedulerHandle::addr)`::<M>(pid)`
+/// is not checked: there, keep the address its spawn returned.)
 ///
 /// # Examples
 ///
@@ -279,6 +293,9 @@ impl<M: Serialize + Send + 'static> RemoteAddr<M> {
             if self.pid.incarnation() != self.node.me.incarnation {
                 return Err(RemoteError::NoProc);
             }
+            // As the receiving node checks a remote sender's (`Registry::message`).
+            super::registry::check_takes::<M>(&self.node.sched, self.pid.local())
+                .map_err(RemoteError::from_refusal)?;
             return Ok(Route::Local(self.pid.local()));
         }
         // Whether that node lives, at this incarnation, is checked once, when the item is
@@ -336,7 +353,7 @@ impl<M: Serialize + Send + 'static> RemoteAddr<M> {
     ///
     /// `NoConnection` (node unknown or down), `NoProc` (another life of the node),
     /// `Unregistered`, `Encode`, `TooLarge`; for a local process, as
-    /// [`Addr::send`](crate::Addr::send).
+    /// [`Addr::send`](crate::Addr::send), and `WrongType`.
     ///
     /// # Examples
     ///
@@ -377,13 +394,12 @@ impl<M: Serialize + Send + 'static> RemoteAddr<M> {
     }
 
     /// Sends `message` and waits until the receiving node says whether it was delivered (put
-    /// in the process's mailbox: whether the process takes `M` is its receive's concern, see
-    /// [`RemoteAddr`]).
+    /// in the process's mailbox).
     ///
     /// # Errors
     ///
-    /// As [`send`](Self::send), plus `NotFound` / `Closed` / `MailboxFull` from the receiving
-    /// node, `NoConnection` if it dies meanwhile, `TimedOut` past the request timeout.
+    /// As [`send`](Self::send), plus `NotFound` / `Closed` / `MailboxFull` / `WrongType` from
+    /// the receiving node, `NoConnection` if it dies meanwhile, `TimedOut` past the request timeout.
     ///
     /// # Examples
     ///

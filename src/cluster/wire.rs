@@ -153,6 +153,8 @@ pub(crate) enum Refusal {
     Unregistered(String),
     /// The bytes did not decode as the registered type.
     Decode(String),
+    /// The process declared message type `takes`, not `sent`.
+    WrongType { takes: String, sent: String },
     /// The reply port was dropped unanswered.
     NoReply,
     /// A spawn failed: `init`'s error (its text), a refused spawn.

@@ -64,7 +64,7 @@ pub use state::ProcessState;
 
 pub(crate) use contain::{contained, drop_contained, drop_each};
 pub(crate) use error::panic_message;
-pub(crate) use typed::{from_message, into_message, take_lone};
+pub(crate) use typed::{from_message, into_message, take_lone, MessageType};
 
 pub(crate) use output::{Yield, YieldSlot};
 pub(crate) use payload::PayloadSlot;

@@ -4,6 +4,41 @@
 use super::{Event, Message, Payload, TypeMismatch};
 use std::any::{Any, TypeId};
 
+/// The message type a process's body declared it receives (`ProcessCx<M>`), kept in its cell
+/// so that a sender whose type the compiler could not check — another node, holding only a
+/// PID — is refused instead of delivered to a receive that would fail. One word (a function
+/// that describes `M`), not the 32 bytes of a `TypeId` and a name: every cell carries it.
+#[derive(Clone, Copy)]
+pub(crate) struct MessageType(fn() -> (TypeId, &'static str));
+
+impl MessageType {
+    /// `M`'s, or `None` for the two that declare no one type: `()` (a body that takes no
+    /// messages, or reads them untyped) and [`Message`] (untyped, by topic).
+    pub(crate) fn of<M: 'static>() -> Option<MessageType> {
+        let id = TypeId::of::<M>();
+        (id != TypeId::of::<()>() && id != TypeId::of::<Message>())
+            .then_some(MessageType(describe::<M>))
+    }
+
+    pub(crate) fn id(self) -> TypeId {
+        (self.0)().0
+    }
+
+    pub(crate) fn name(self) -> &'static str {
+        (self.0)().1
+    }
+}
+
+fn describe<M: 'static>() -> (TypeId, &'static str) {
+    (TypeId::of::<M>(), std::any::type_name::<M>())
+}
+
+impl std::fmt::Debug for MessageType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 /// The message a typed send carries: `M` itself if it is a [`Message`], otherwise a message
 /// whose payload is the `M` and whose topic is its type's name.
 #[inline(always)]
@@ -72,6 +107,16 @@ mod tests {
         let back: Message = from_message(same).unwrap();
         assert_eq!(back.payload.take::<u8>().unwrap(), 1);
         assert!(from_message::<u32>(into_message(1u64)).is_err());
+    }
+
+    #[test]
+    fn a_message_type_is_one_word_and_none_for_the_untyped_ones() {
+        assert_eq!(std::mem::size_of::<Option<MessageType>>(), 8);
+        let u64s = MessageType::of::<u64>().unwrap();
+        assert_eq!((u64s.id(), u64s.name()), (TypeId::of::<u64>(), "u64"));
+        assert_ne!(MessageType::of::<u32>().unwrap().id(), u64s.id());
+        assert!(MessageType::of::<()>().is_none());
+        assert!(MessageType::of::<Message>().is_none());
     }
 
     #[test]

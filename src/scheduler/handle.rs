@@ -15,7 +15,7 @@ use crate::process::exit::ExitReason;
 use crate::process::future::ProcessFuture;
 use crate::process::mailbox::{Admission, Incarnation, ProcessCell};
 use crate::process::{drop_contained, panic_message, Message, Payload, Pid, Process};
-use crate::process::{ProcessContext, ProcessState};
+use crate::process::{MessageType, ProcessContext, ProcessState};
 use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -107,7 +107,14 @@ impl SchedulerHandle {
         method: &str,
         input: Payload,
     ) -> Result<ProcessHandle<P::Output>, SpawnError> {
-        self.spawn_as(process, method, input, std::any::type_name::<P>(), None)
+        self.spawn_as(
+            process,
+            method,
+            input,
+            std::any::type_name::<P>(),
+            None,
+            None,
+        )
     }
 
     /// [`spawn`](Self::spawn), naming the process's type `kind` in its span and its
@@ -118,6 +125,7 @@ impl SchedulerHandle {
         method: &str,
         input: Payload,
         kind: &'static str,
+        takes: Option<MessageType>,
         link: Option<Link>,
     ) -> Result<ProcessHandle<P::Output>, SpawnError> {
         let inner = &self.inner;
@@ -130,6 +138,7 @@ impl SchedulerHandle {
         let incarnation = Incarnation {
             kind,
             spawned_at: coarse_now(),
+            takes,
         };
         let Some((pid, cell)) = inner.table.claim_as(incarnation) else {
             inner.lifecycle.leave(Leave::Refused, || {});
@@ -323,6 +332,14 @@ impl SchedulerHandle {
     /// ```
     pub fn state(&self, pid: Pid) -> Option<ProcessState> {
         self.inner.table.get(pid)?.state(pid.generation())
+    }
+
+    /// The message type live process `pid` declared (`ProcessCx<M>`; `Some(None)` for a state
+    /// machine or an untyped body), or `None` if no live process has the PID: for senders
+    /// whose type the compiler could not check (the cluster's, holding only a PID).
+    #[cfg(feature = "cluster")]
+    pub(crate) fn takes(&self, pid: Pid) -> Option<Option<MessageType>> {
+        self.inner.table.get(pid)?.takes(pid.generation())
     }
 
     /// Number of live processes (spawned and not finished).

@@ -7,7 +7,7 @@ use super::links::Link;
 use super::process_handle::ProcessHandle;
 use crate::process::async_fn::AsyncFnProcess;
 use crate::process::context::Owner;
-use crate::process::{BoxError, Payload, Pid, Process};
+use crate::process::{BoxError, MessageType, Payload, Pid, Process};
 use std::future::Future;
 
 impl SchedulerHandle {
@@ -116,6 +116,7 @@ impl SchedulerHandle {
             "run",
             Payload::empty(),
             std::any::type_name::<F>(),
+            MessageType::of::<M>(),
             link,
         )?;
         Ok(handle.receiving())
@@ -161,6 +162,7 @@ impl SchedulerHandle {
             method,
             input,
             std::any::type_name::<P>(),
+            None,
             Some(Link::to(parent)),
         )
     }

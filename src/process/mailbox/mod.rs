@@ -45,7 +45,7 @@ pub(crate) use watch::{Watch, Watcher};
 use super::queue::Queue;
 use super::state::{StateWord, TransitionOnEvent};
 use super::stats::{CellInfo, CellStats, CellSurvey};
-use super::{drop_contained, drop_each, Event, Events, Message, ProcessState};
+use super::{drop_contained, drop_each, Event, Events, Message, MessageType, ProcessState};
 use crate::executor::{DeferredWake, TaskRef};
 use budget::TopicMap;
 use intake::{Gate, Intake, IntakeQueue, Stale, INTAKE_INSTALL_DEPTH};
@@ -140,6 +140,8 @@ struct Inner {
     kind: &'static str,
     spawned_at: u64,
     max_depth: usize,
+    /// The message type the current process declared, if one (`Incarnation::takes`).
+    takes: Option<MessageType>,
     /// Links, monitors and the trap flag of the current incarnation, once used (`watch.rs`).
     watch: Option<Box<watch::WatchState>>,
 }
@@ -151,6 +153,8 @@ pub(crate) struct Incarnation {
     pub(crate) kind: &'static str,
     /// When it was spawned, in the scheduler's coarse clock (nanoseconds).
     pub(crate) spawned_at: u64,
+    /// The message type its body declared, if one ([`MessageType::of`]).
+    pub(crate) takes: Option<MessageType>,
 }
 
 /// Everything a process shares with the rest of the scheduler: its state word and mailbox. One
@@ -181,6 +185,7 @@ impl ProcessCell {
                     kind: "",
                     spawned_at: 0,
                     max_depth: 0,
+                    takes: None,
                     watch: None,
                 }),
                 gate: Gate::new(),
@@ -225,6 +230,7 @@ impl ProcessCell {
         inner.unread = 0;
         inner.kind = incarnation.kind;
         inner.spawned_at = incarnation.spawned_at;
+        inner.takes = incarnation.takes;
         self.stats.reset();
         // Under the lock, and before the gate opens: whoever sees `Open` and this generation —
         // under the lock or through the gate's `Acquire` — sees a fresh state word (`state.rs`,
@@ -494,6 +500,15 @@ impl ProcessCell {
             wake.fire();
         }
         admission
+    }
+
+    /// The message type the process of `generation` declared (`Some(None)`: none), or `None`
+    /// if the cell no longer hosts it.
+    #[cfg_attr(not(feature = "cluster"), allow(dead_code))]
+    pub(crate) fn takes(&self, generation: Generation) -> Option<Option<MessageType>> {
+        let inner = self.mailbox.inner.lock();
+        let (current, phase) = self.mailbox.gate.load();
+        (current == generation && phase == Phase::Open).then_some(inner.takes)
     }
 
     /// The state of the process of `generation`, or `None` if the cell no longer hosts it.

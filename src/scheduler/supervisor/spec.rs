@@ -88,7 +88,7 @@ impl<'a> Start<'a> {
         let kind = std::any::type_name::<P>();
         let link = Some(Link::supervised_by(self.supervisor));
         self.sched
-            .spawn_as(process, method, input, kind, link)
+            .spawn_as(process, method, input, kind, None, link)
             .map(|handle| handle.pid())
     }
 
