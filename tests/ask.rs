@@ -261,3 +261,65 @@ fn an_ask_sent_after_the_cancel_still_gets_its_answer() {
     assert_eq!((report.graceful, report.forced + report.abandoned), (1, 1));
     assert!(sched.wait_for_abandoned(HANG_GUARD));
 }
+
+#[test]
+fn an_ask_in_flight_ends_cancelled_whichever_process_hears_the_shutdown_first() {
+    // The process asked ends on its own cancel, dropping the port it kept: its `NoReply` and
+    // the asker's cancel race (either may reach the asker first). The asker is cancelled
+    // either way, and its handle, the report and the metrics agree.
+    for round in 0..40 {
+        let sched = Scheduler::builder().workers(2).build().unwrap();
+        let keeper = sched
+            .spawn_fn(|cx: ProcessCx<Server>| async move {
+                let mut kept = Vec::new();
+                loop {
+                    if let Server::Keep(reply) = cx.recv().await? {
+                        kept.push(reply);
+                    }
+                }
+                #[allow(unreachable_code)]
+                Ok::<(), BoxError>(())
+            })
+            .unwrap();
+        let addr = keeper.addr();
+        let asker = sched
+            .spawn_fn(move |_: ProcessCx| async move {
+                addr.ask(Server::Keep).await?;
+                Ok::<_, BoxError>(())
+            })
+            .unwrap();
+        wait_for_state(sched.handle(), asker.pid(), ProcessState::Blocked);
+        let report = sched.shutdown(HANG_GUARD);
+        assert_eq!((report.graceful, report.forced), (2, 0), "round {round}");
+        let error = join_typed(asker).unwrap_err();
+        assert!(
+            error.is_cancelled() && !error.is_failed(),
+            "round {round}: {error:?}"
+        );
+        assert!(join_typed(keeper).unwrap_err().is_cancelled());
+        let finished = sched.metrics().finished;
+        assert_eq!(
+            (finished.cancelled, finished.failed),
+            (2, 0),
+            "round {round}"
+        );
+    }
+}
+
+#[test]
+fn a_process_that_asks_itself_is_refused_at_once() {
+    let sched = Scheduler::builder().workers(1).build().unwrap();
+    let body = sched
+        .spawn_fn(|cx: ProcessCx<Server>| async move {
+            let me = cx.addr();
+            let refused = me.ask(|reply| Server::Double(1, reply)).await;
+            // Nothing was sent: the mailbox holds only what others send.
+            me.send(Server::Stop)?;
+            let next = cx.recv().await?;
+            Ok::<_, BoxError>((refused, matches!(next, Server::Stop)))
+        })
+        .unwrap();
+    let (refused, stop_was_next) = join_typed(body).unwrap();
+    assert_eq!(refused, Err(AskError::AskedItself));
+    assert!(stop_was_next, "the refused request was never queued");
+}

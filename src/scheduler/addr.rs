@@ -90,6 +90,11 @@ impl<M> Addr<M> {
         self.pid
     }
 
+    /// The scheduler the process runs on.
+    pub(crate) fn scheduler(&self) -> &SchedulerHandle {
+        &self.sched
+    }
+
     /// The same process, addressed with another message type `N`: for a process that reads
     /// several types (an untyped `ProcessCx<Message>` body, a state machine reading payloads).
     /// The compiler cannot check that the process reads `N`; a body that receives something

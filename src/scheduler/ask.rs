@@ -47,6 +47,7 @@
 use super::addr::Addr;
 use super::deadline::Deadline;
 use super::error::SendErrorKind;
+use super::handle::SchedulerHandle;
 use crate::process::async_fn::asking::{self, AskCall, AskPoll};
 use crate::process::context::ProcessWake;
 use crate::process::Tag;
@@ -291,13 +292,19 @@ pub enum AskError {
     #[error("no answer within the ask's timeout")]
     TimedOut,
     /// The asking process was asked to finish while it waited: `?` ends its body as
-    /// cancelled.
+    /// cancelled. Also, during the scheduler's shutdown, an ask from a body whose answerer
+    /// the shutdown ended first (its port dropped, or the request undelivered): which of the
+    /// two heard the shutdown first is a race the asker's outcome does not depend on.
     #[error("the asking process was cancelled ({0:?})")]
     Cancelled(CancelReason),
     /// The ask was polled outside the process that sent it (in another task, or another
     /// process's body).
     #[error("an ask was polled outside the process that sent it")]
     OutsideProcess,
+    /// A process asked itself: it would wait for an answer only it can give, while it waits
+    /// (OTP's `calling_self`). Refused at once; nothing was sent.
+    #[error("a process asked itself: it cannot answer while it waits")]
+    AskedItself,
 }
 
 impl AskError {
@@ -448,6 +455,9 @@ impl<M: Send + 'static> Addr<M> {
 #[must_use = "an ask sends nothing unless polled"]
 pub struct Ask<'a, M, R, F> {
     state: State<'a, M, R, F>,
+    /// The scheduler of the process asked (and of the asker, in a body): an ask from a body
+    /// cut short by its shutdown is `Cancelled` ([`Ask::in_shutdown`]).
+    sched: &'a SchedulerHandle,
     /// Set from the first poll if the ask has a timeout.
     timeout: Option<Duration>,
     deadline: Option<Deadline>,
@@ -476,6 +486,7 @@ impl<'a, M, R, F> Ask<'a, M, R, F> {
                 addr,
                 request: Some(request),
             },
+            sched: addr.scheduler(),
             timeout,
             deadline: None,
         }
@@ -503,7 +514,9 @@ where
         }
         let answered = match &mut this.state {
             State::InProcess(call) => match asking::poll(call) {
-                AskPoll::Answered(completion) => Some(answer_of(completion)),
+                AskPoll::Answered(completion) => {
+                    Some(in_shutdown(this.sched, call, answer_of(completion)))
+                }
                 AskPoll::Cancelled(reason) => Some(Err(AskError::Cancelled(reason))),
                 AskPoll::Outside => Some(Err(AskError::OutsideProcess)),
                 AskPoll::Pending => None,
@@ -547,6 +560,11 @@ where
             self.deadline = Some(Deadline::new(Instant::now() + timeout));
         }
         let (reply, waiting) = match asking::start() {
+            Some((call, _)) if call.owner.pid == addr.pid() => {
+                asking::forget(&call);
+                self.state = State::Done;
+                return Err(AskError::AskedItself);
+            }
             Some((call, asker)) => {
                 let to = ReplyTo::Process {
                     asker,
@@ -576,8 +594,11 @@ where
                 // The request (and its port) is user code: dropped contained. Its port's
                 // "no reply" lands on a call no longer live, or a receiver dropped below.
                 drop_contained(refused);
-                drop(waiting);
-                Err(AskError::Undelivered(kind))
+                let refused = Err(AskError::Undelivered(kind));
+                match &waiting {
+                    State::InProcess(call) => in_shutdown(self.sched, call, refused),
+                    _ => refused,
+                }
             }
         }
     }
@@ -610,6 +631,28 @@ impl<M, R, F> fmt::Debug for Ask<'_, M, R, F> {
             .field("reply", &std::any::type_name::<R>())
             .field("state", &state)
             .finish_non_exhaustive()
+    }
+}
+
+/// An ask from a body that the scheduler's shutdown cut short — the process asked ended (its
+/// port dropped unanswered) or was ending (the request undelivered) — is `Cancelled`, as the
+/// asker's own cancellation would have made it: which of the two processes heard the shutdown
+/// first is a race, and the asker's outcome must not depend on it (`?` ends its body as
+/// cancelled, counted graceful, either way). Not an ask sent after the asker's own cancel
+/// (cleanup): that one is told what happened to it.
+fn in_shutdown<R>(
+    sched: &SchedulerHandle,
+    call: &AskCall,
+    answer: Result<R, AskError>,
+) -> Result<R, AskError> {
+    match answer {
+        Err(
+            AskError::NoReply
+            | AskError::Undelivered(SendErrorKind::NotFound | SendErrorKind::Closed),
+        ) if !call.after_cancel && sched.is_shutting_down() => {
+            Err(AskError::Cancelled(CancelReason::Shutdown))
+        }
+        other => other,
     }
 }
 

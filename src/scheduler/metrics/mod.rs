@@ -137,7 +137,9 @@ pub struct FinishCounts {
     pub terminated: u64,
     /// Finished during a shutdown's grace period, after its
     /// [`Event::Cancel`](crate::state_machine::Event::Cancel), other than by a panic: the
-    /// [`ShutdownReport::graceful`](crate::metrics::ShutdownReport::graceful) ones.
+    /// [`ShutdownReport::graceful`](crate::metrics::ShutdownReport::graceful) ones — however
+    /// they ended (a body that returns an error of its own then is counted here; its handle
+    /// says `Failed`).
     pub cancelled: u64,
     /// Stopped by shutdown after its grace period
     /// ([`ShutdownReport::forced`](crate::metrics::ShutdownReport::forced), and abandoned processes once
