@@ -6,6 +6,10 @@
 //! `async fn` bodies ([`Harness::for_fn`]: each `cx.call` shows up as a yield, and
 //! [`Harness::complete`] answers it).
 //!
+//! A request that carries a [`Reply`](crate::Reply) port (an ask) is built around a tokio
+//! `oneshot` sender (`Reply: From<oneshot::Sender<R>>`), whose receiver the test reads the
+//! answer from.
+//!
 //! The process itself runs on no scheduler: only its scripted events reach it, and futures
 //! outside procsched cannot wake it. What it *does* with a scheduler — `ProcessCx::scheduler`,
 //! `ProcessContext::scheduler`, spawning children, sending — goes to a small scheduler of the
@@ -91,6 +95,9 @@ pub struct Harness<P: Process> {
     events: Events,
     out: StepOutput<P::Output>,
     closed: bool,
+    /// A step ended the process (`Done`, or an error): a scheduler would step it no more, and
+    /// an `async fn` body cannot be resumed.
+    ended: bool,
 }
 
 /// What one step produced.
@@ -176,6 +183,7 @@ impl<P: Process> Harness<P> {
             events: Events::default(),
             out: StepOutput::default(),
             closed: false,
+            ended: false,
         }
     }
 
@@ -348,7 +356,8 @@ impl<P: Process> Harness<P> {
     /// # Errors
     ///
     /// The step's own error. A panic in the step propagates (catch it with
-    /// `std::panic::catch_unwind` to test it).
+    /// `std::panic::catch_unwind` to test it). Once a step ended the process (`Done`, or an
+    /// error), every later step is an error saying so: a scheduler steps it no more.
     ///
     /// # Examples
     ///
@@ -372,12 +381,25 @@ impl<P: Process> Harness<P> {
     /// # Ok::<(), BoxError>(())
     /// ```
     pub fn step(&mut self) -> Result<Step<P::Output>, BoxError> {
+        if self.ended {
+            self.events.drain().for_each(drop);
+            return Err(
+                "the process has ended (a step returned `Done` or an error): \
+                        a scheduler steps it no more"
+                    .into(),
+            );
+        }
         let stepped = self.process.step(&mut self.events, &mut self.out);
         self.events.drain().for_each(drop);
-        stepped?;
+        if let Err(error) = stepped {
+            self.ended = true;
+            return Err(error);
+        }
+        let status = self.out.take_status();
+        self.ended = matches!(status, Status::Done(_));
         Ok(Step {
             yields: self.out.take_yields().collect(),
-            status: self.out.take_status(),
+            status,
         })
     }
 

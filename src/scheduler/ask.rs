@@ -142,6 +142,40 @@ impl<R> Reply<R> {
     }
 }
 
+/// A port that answers on a tokio `oneshot` channel: what a test (a
+/// [`Harness`](crate::testing::Harness) stepping a process that serves asks) or a bridge to
+/// other code hands a process in a request, and awaits the receiver of. Dropped unanswered,
+/// the receiver sees the channel closed.
+///
+/// # Examples
+///
+/// ```
+/// use procsched::prelude::*;
+/// use procsched::state_machine::Status;
+/// use procsched::testing::Harness;
+///
+/// enum Account { Balance(Reply<u64>) }
+///
+/// let mut harness = Harness::for_fn(|cx: ProcessCx<Account>| async move {
+///     let Account::Balance(reply) = cx.recv().await?;
+///     let _ = reply.send(42);
+///     Ok::<_, BoxError>(())
+/// });
+/// harness.init("run", Payload::empty())?;
+/// let (port, mut answer) = tokio::sync::oneshot::channel();
+/// harness.send(Message::new("balance", Payload::new(Account::Balance(port.into()))));
+/// assert!(matches!(harness.step()?.status, Status::Done(())));
+/// assert_eq!(answer.try_recv(), Ok(42));
+/// # Ok::<(), BoxError>(())
+/// ```
+impl<R> From<oneshot::Sender<R>> for Reply<R> {
+    fn from(sender: oneshot::Sender<R>) -> Reply<R> {
+        Reply {
+            to: ReplyTo::Elsewhere(Some(Elsewhere::Channel(sender))),
+        }
+    }
+}
+
 /// Where the answer of an ask that crosses nodes goes: the narrow door through which the
 /// cluster layer (above this one) plugs into [`Reply`].
 #[cfg(feature = "cluster")]

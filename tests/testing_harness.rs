@@ -1,0 +1,106 @@
+//! The test harness (`procsched::testing::Harness`) as a test author meets it: a process that
+//! serves asks is stepped with a `Reply` port built around a `oneshot`, and a process that has
+//! ended (done, or failed) is not stepped again — every later step is an error, not a panic.
+
+use procsched::prelude::*;
+use procsched::state_machine::{Events, Process, Status, StepOutput};
+use procsched::testing::Harness;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+use tokio::sync::oneshot;
+
+enum Room {
+    Post(String),
+    Count(Reply<usize>),
+    Close,
+}
+
+async fn room(cx: ProcessCx<Room>) -> Result<usize, BoxError> {
+    let mut posts = 0;
+    loop {
+        match cx.recv().await? {
+            Room::Post(text) => posts += usize::from(!text.is_empty()),
+            Room::Count(reply) => {
+                let _ = reply.send(posts);
+            }
+            Room::Close => return Ok(posts),
+        }
+    }
+}
+
+fn message(room: Room) -> Message {
+    Message::new("room", Payload::new(room))
+}
+
+#[test]
+fn an_ask_is_answered_through_a_port_built_around_a_oneshot() {
+    let mut harness = Harness::for_fn(room);
+    harness.init("run", Payload::empty()).unwrap();
+    let (port, mut answer) = oneshot::channel();
+    harness
+        .send(message(Room::Post("hi".into())))
+        .send(message(Room::Count(port.into())));
+    assert!(matches!(harness.step().unwrap().status, Status::Idle));
+    assert_eq!(answer.try_recv(), Ok(1));
+
+    let (port, mut last) = oneshot::channel();
+    harness
+        .send(message(Room::Count(port.into())))
+        .send(message(Room::Close));
+    assert!(matches!(harness.step().unwrap().status, Status::Done(1)));
+    assert_eq!(last.try_recv(), Ok(1), "answered before it closed");
+}
+
+#[test]
+fn an_async_body_that_ended_is_not_stepped_again() {
+    let mut harness = Harness::for_fn(room);
+    harness.init("run", Payload::empty()).unwrap();
+    harness.send(message(Room::Close));
+    assert!(matches!(harness.step().unwrap().status, Status::Done(0)));
+    for _ in 0..2 {
+        let error = harness.step().unwrap_err().to_string();
+        assert!(error.contains("ended"), "{error}");
+    }
+
+    let mut failing = Harness::for_fn(|cx: ProcessCx<u32>| async move {
+        let n = cx.recv().await?;
+        Err::<(), BoxError>(format!("refused {n}").into())
+    });
+    failing.init("run", Payload::empty()).unwrap();
+    failing.send(Message::new("n", Payload::new(7u32)));
+    assert_eq!(failing.step().unwrap_err().to_string(), "refused 7");
+    assert!(failing.step().unwrap_err().to_string().contains("ended"));
+}
+
+/// Fails its second step, counting every step it is given.
+struct FailsOnce {
+    steps: Arc<AtomicU32>,
+}
+
+impl Process for FailsOnce {
+    type Output = ();
+    fn step(&mut self, _: &mut Events, out: &mut StepOutput<()>) -> Result<(), BoxError> {
+        if self.steps.fetch_add(1, Ordering::Relaxed) + 1 == 2 {
+            return Err("second step".into());
+        }
+        out.wait();
+        Ok(())
+    }
+}
+
+#[test]
+fn a_state_machine_that_failed_is_not_stepped_again() {
+    let steps = Arc::new(AtomicU32::new(0));
+    let mut harness = Harness::new(FailsOnce {
+        steps: steps.clone(),
+    });
+    harness.init("run", Payload::empty()).unwrap();
+    assert!(matches!(harness.step().unwrap().status, Status::Wait));
+    assert_eq!(harness.step().unwrap_err().to_string(), "second step");
+    assert!(harness.step().unwrap_err().to_string().contains("ended"));
+    assert_eq!(
+        steps.load(Ordering::Relaxed),
+        2,
+        "a scheduler would not have stepped it a third time"
+    );
+}
