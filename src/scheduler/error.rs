@@ -178,7 +178,7 @@ pub enum SendErrorKind {
     Closed,
     /// The message was refused: the process's mailbox is at capacity, or the message's topic
     /// is over its budget.
-    #[error("mailbox full, message not delivered")]
+    #[error("mailbox full")]
     MailboxFull,
 }
 

@@ -273,6 +273,11 @@ fn converted<T: 'static>(found: Result<Received<T>, RecvError>) -> Result<T, Rec
 /// The next message, as a `T` (the process's message type). Made by
 /// [`ProcessCx::recv`](crate::ProcessCx::recv).
 ///
+/// Cancel-safe: a `Recv` holds no message until the poll that returns it, so one dropped
+/// unfinished — the losing branch of a `tokio::select!`, a timeout — loses nothing; the next
+/// receive gets what arrived meanwhile. (The same holds for every receive of a body:
+/// [`RecvMessage`], `recv_exit`, `recv_down`, `recv_any`.)
+///
 /// # Examples
 ///
 /// ```
@@ -321,7 +326,7 @@ impl<T: 'static> Future for Recv<T> {
 }
 
 /// The next message, whole (topic, sender, payload). Made by
-/// [`ProcessCx::recv_message`](crate::ProcessCx::recv_message).
+/// [`ProcessCx::recv_message`](crate::ProcessCx::recv_message). Cancel-safe, as [`Recv`].
 ///
 /// # Examples
 ///
