@@ -17,17 +17,20 @@ pub(crate) struct YieldCompleter {
     cell: Arc<ProcessCell>,
     pid: Pid,
     tag: Tag,
+    /// The command's type name, for the `warn` a handler's panic is.
+    command: &'static str,
     completed: bool,
 }
 
 impl YieldCompleter {
     /// The completer of the yield `tag` of `pid`, which counts as outstanding until it completes.
-    pub(crate) fn new(cell: Arc<ProcessCell>, pid: Pid, tag: Tag) -> Self {
+    pub(crate) fn new(cell: Arc<ProcessCell>, pid: Pid, tag: Tag, command: &'static str) -> Self {
         cell.stats.yield_dispatched();
         YieldCompleter {
             cell,
             pid,
             tag,
+            command,
             completed: false,
         }
     }
@@ -49,7 +52,13 @@ impl YieldCompleter {
         self.completed = true;
         self.cell.stats.handler_finished(&result);
         if let Err(CommandError::Panicked(message)) = &result {
-            tracing::warn!(pid = %self.pid, tag = self.tag, panic = %message, "handler panicked");
+            tracing::warn!(
+                pid = %self.pid,
+                tag = self.tag,
+                command = self.command,
+                panic = %message,
+                "handler panicked"
+            );
         }
         self.deliver(result) == Admission::Accepted
     }
@@ -64,7 +73,13 @@ impl YieldCompleter {
         self.completed = true;
         self.cell.stats.handler_finished(&result);
         if let Err(CommandError::Panicked(message)) = &result {
-            tracing::warn!(pid = %self.pid, tag = self.tag, panic = %message, "handler panicked");
+            tracing::warn!(
+                pid = %self.pid,
+                tag = self.tag,
+                command = self.command,
+                panic = %message,
+                "handler panicked"
+            );
         }
         self.cell.stats.yield_completed();
         completions.push(Event::YieldComplete {

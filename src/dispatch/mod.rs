@@ -168,7 +168,7 @@ fn dispatch_task(
         complete_now(completions, Err(CommandError::NoTimer));
         return dispatched(None);
     }
-    let completer = YieldCompleter::new(cell.clone(), pid, tag);
+    let completer = YieldCompleter::new(cell.clone(), pid, tag, command.type_name());
     // The spawn functions catch the handler's own panics; anything escaping here is a
     // bug of ours, and the completer — dropped in the unwind — has already completed the
     // yield as `Cancelled`, so the process is not left waiting.

@@ -6,7 +6,9 @@ use super::{CommandError, Payload, Pid};
 use std::borrow::Cow;
 
 /// The correlation tag of a yield, chosen by the process and returned unchanged with its
-/// completion.
+/// completion. Keep a process's outstanding tags distinct: the scheduler does not check them,
+/// and two yields with one tag complete as two events with that tag, which the process cannot
+/// tell apart. (An `async fn` body's calls get distinct tags by construction.)
 pub type Tag = u64;
 
 /// The topic of a message: a static string (no allocation) or an owned one.

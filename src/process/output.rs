@@ -152,7 +152,14 @@ impl StepOutput {
 
 impl<O> StepOutput<O> {
     /// Asks for `command` to be dispatched to the handler registered for its type; its result
-    /// comes back as [`Event::YieldComplete`](crate::state_machine::Event::YieldComplete) with this `tag`.
+    /// comes back as [`Event::YieldComplete`](crate::state_machine::Event::YieldComplete) with this `tag`
+    /// (distinct among the process's outstanding yields: [`Tag`](crate::state_machine::Tag)).
+    ///
+    /// Any type compiles here, unlike `cx.call`, which takes a
+    /// [`Command`](crate::Command): a type with no registered handler (handlers are
+    /// registered per `Command`) completes with `CommandError::NoHandler` at run time, and the
+    /// reply is read with `payload.take::<C::Output>()`, checked at run time too. Declare
+    /// commands with [`command!`](crate::command) and take their `Output`.
     ///
     /// # Examples
     ///

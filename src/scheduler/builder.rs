@@ -95,7 +95,7 @@ impl SchedulerBuilder {
         }
     }
 
-    /// Number of worker threads (default: the available parallelism).
+    /// Number of worker threads (default: the available parallelism; 0 counts as 1).
     ///
     /// # Examples
     ///
@@ -225,8 +225,8 @@ impl SchedulerBuilder {
         self
     }
 
-    /// Most steps in one poll (default [`DEFAULT_STEP_BUDGET`]) before the process is re-queued
-    /// behind other ready work.
+    /// Most steps in one poll (default [`DEFAULT_STEP_BUDGET`]; 0 counts as 1) before the
+    /// process is re-queued behind other ready work.
     ///
     /// # Examples
     ///
@@ -259,7 +259,8 @@ impl SchedulerBuilder {
     /// Messages an `async fn` body's steps filed in its inbox count until the body receives
     /// them, so a body busy with something else pushes back on its senders
     /// ([`Process::unread_messages`](crate::state_machine::Process::unread_messages)).
-    /// Yield completions and `Cancel` are never counted or dropped.
+    /// Yield completions and `Cancel` are never counted or dropped. A capacity of 0 refuses
+    /// every message (a process that only yields and is cancelled).
     ///
     /// # Examples
     ///

@@ -100,6 +100,12 @@ impl<M: 'static> ProcessCx<M> {
     /// Yields `command` to its handler and resolves to the reply. The process is `Blocked`
     /// until the reply arrives.
     ///
+    /// A call in flight is not cut short by the process's cancel (shutdown, `cancel`): a
+    /// graceful shutdown lets the handler finish and the body have its reply within the grace
+    /// period, and the body sees the cancel at its next receive. To stop waiting at the
+    /// cancel, race the call against [`cancelled`](Self::cancelled) (`tokio::select!`); past
+    /// the grace period the process is stopped wherever it waits.
+    ///
     /// # Examples
     ///
     /// See [`ProcessCx`].

@@ -24,6 +24,8 @@ impl SchedulerMetrics {
     /// | `procsched_mailbox_high_water` | gauge | |
     /// | `procsched_longest_step_seconds` | gauge | (the process is in the snapshot: a `pid` label would grow a series per process) |
     /// | `procsched_worker_<counter>_total` | counter | `worker`: its index; one per [`WorkerMetrics`](crate::executor::WorkerMetrics) field |
+    /// | `procsched_monitor_long_polls_total`, `procsched_monitor_spares_started_total`, `procsched_monitor_spares_retired_total`, `procsched_monitor_spare_threads_ended_total` | counter | (the [`MonitorMetrics`](crate::executor::MonitorMetrics) counters) |
+    /// | `procsched_monitor_longest_poll_seconds`, `procsched_monitor_spare_threads`, `procsched_monitor_active_workers`, `procsched_monitor_stuck_workers` | gauge | (its gauges; the longest poll's PID stays in the snapshot) |
     ///
     /// Requires the cargo feature `metrics`.
     ///
@@ -108,6 +110,52 @@ impl SchedulerMetrics {
                 "Longest sampled step of the last minutes"
             );
             gauge!("procsched_longest_step_seconds").set(step.duration.as_secs_f64());
+        }
+        let monitor = self.executor.monitor();
+        describe_counter!(
+            "procsched_monitor_long_polls_total",
+            "Polls that ran past the long-poll threshold"
+        );
+        for (name, n) in [
+            ("procsched_monitor_long_polls_total", monitor.long_polls),
+            (
+                "procsched_monitor_spares_started_total",
+                monitor.spares_started,
+            ),
+            (
+                "procsched_monitor_spares_retired_total",
+                monitor.spares_retired,
+            ),
+            (
+                "procsched_monitor_spare_threads_ended_total",
+                monitor.spare_threads_ended,
+            ),
+        ] {
+            counter!(name).absolute(n);
+        }
+        describe_gauge!(
+            "procsched_monitor_stuck_workers",
+            "Workers the monitor sees stuck in a long poll or blocking"
+        );
+        for (name, n) in [
+            (
+                "procsched_monitor_longest_poll_seconds",
+                monitor.longest_poll_ns as f64 / 1e9,
+            ),
+            (
+                "procsched_monitor_spare_threads",
+                monitor.spare_threads as f64,
+            ),
+            (
+                "procsched_monitor_active_workers",
+                monitor.active_workers as f64,
+            ),
+            (
+                "procsched_monitor_stuck_workers",
+                monitor.stuck_workers as f64,
+            ),
+        ] {
+            gauge!(name).set(n);
         }
         for (index, w) in self.executor.workers().iter().enumerate() {
             let worker = index.to_string();
