@@ -49,17 +49,7 @@ impl YieldCompleter {
     /// panic is also a `warn` event). Returns `false` if the process is gone (the result was
     /// dropped).
     pub(crate) fn complete(mut self, result: Result<Payload, CommandError>) -> bool {
-        self.completed = true;
-        self.cell.stats.handler_finished(&result);
-        if let Err(CommandError::Panicked(message)) = &result {
-            tracing::warn!(
-                pid = %self.pid,
-                tag = self.tag,
-                command = self.command,
-                panic = %message,
-                "handler panicked"
-            );
-        }
+        self.finished(&result);
         self.deliver(result) == Admission::Accepted
     }
 
@@ -70,9 +60,19 @@ impl YieldCompleter {
         completions: &mut Events,
         result: Result<Payload, CommandError>,
     ) {
+        self.finished(&result);
+        self.cell.stats.yield_completed();
+        completions.push(Event::YieldComplete {
+            tag: self.tag,
+            result,
+        });
+    }
+
+    /// Marks the yield completed and counts its result (a panic is also a `warn` event).
+    fn finished(&mut self, result: &Result<Payload, CommandError>) {
         self.completed = true;
-        self.cell.stats.handler_finished(&result);
-        if let Err(CommandError::Panicked(message)) = &result {
+        self.cell.stats.handler_finished(result);
+        if let Err(CommandError::Panicked(message)) = result {
             tracing::warn!(
                 pid = %self.pid,
                 tag = self.tag,
@@ -81,11 +81,6 @@ impl YieldCompleter {
                 "handler panicked"
             );
         }
-        self.cell.stats.yield_completed();
-        completions.push(Event::YieldComplete {
-            tag: self.tag,
-            result,
-        });
     }
 
     fn deliver(&self, result: Result<Payload, CommandError>) -> Admission {
