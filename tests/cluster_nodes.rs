@@ -509,3 +509,30 @@ async fn shared_bytes_fields_arrive_intact_as_slices_of_their_frame() {
         sched.shutdown_async(GUARD).await;
     }
 }
+
+#[test]
+fn nodes_start_and_serve_outside_any_tokio_runtime() {
+    // No tokio anywhere: each scheduler runs its node in the runtime it builds for its
+    // processes, and `Scheduler::block_on` drives the node's futures.
+    let server = NatsServer::start();
+    let start = |name: &str| {
+        let sched = Scheduler::builder().workers(1).build().expect("scheduler");
+        let node = sched
+            .block_on(Node::start(sched.handle(), cluster(&server.url(), name)))
+            .unwrap_or_else(|e| panic!("node {name} did not start outside tokio: {e}"));
+        (sched, node)
+    };
+    let (a_sched, a) = start("a");
+    let (b_sched, b) = start("b");
+    assert!(a_sched.block_on(a.wait_for_nodes(1, GUARD)), "hang guard");
+    let pid = a_sched
+        .block_on(a.spawn_on(Placement::Node("b".into()), "cart", 40u64))
+        .unwrap();
+    let cart = a.addr::<Cart>(pid);
+    cart.send(Cart::Add(2)).unwrap();
+    assert_eq!(a_sched.block_on(cart.ask(Cart::Total)).unwrap(), 42);
+    a_sched.block_on(a.leave());
+    b_sched.block_on(b.leave());
+    a_sched.shutdown(GUARD);
+    b_sched.shutdown(GUARD);
+}

@@ -105,6 +105,7 @@ mod registry;
 mod remote;
 mod remote_child;
 mod reply;
+mod runtime;
 mod scratch;
 pub mod shared_bytes;
 mod spawn;
@@ -163,7 +164,8 @@ pub enum ClusterError {
     /// The [`Cluster`] configuration is invalid.
     #[error("invalid cluster configuration: {0}")]
     Config(String),
-    /// The NATS connection could not be made.
+    /// The NATS connection could not be made (refused at once; an address that does not
+    /// answer, after async-nats's connection timeout).
     #[error("could not connect to NATS: {0}")]
     Connect(String),
     /// The node's subjects could not be subscribed.
@@ -206,7 +208,8 @@ pub enum Placement {
     /// heartbeats, plus the processes this node placed on each since: a burst spreads),
     /// this one included; a tie goes to this node.
     LeastLoaded,
-    /// On the least loaded of the live nodes named (this one may be among them).
+    /// On the least loaded of the live nodes named (this one may be among them), loads
+    /// counted as for `LeastLoaded`: what this node placed since the last heartbeats counts.
     AnyOf(Vec<String>),
 }
 
@@ -286,8 +289,13 @@ impl Drop for Life {
 impl Node {
     /// Joins the cluster: connects, subscribes to this node's subjects, claims its name (waiting
     /// up to the bucket's max age for a previous life's entry to expire), and starts the
-    /// heartbeat and the membership watch. Call it inside a tokio runtime: the node's tasks run
-    /// there.
+    /// heartbeat and the membership watch. The node's tasks run in the tokio runtime this is
+    /// awaited in; awaited outside any (`Scheduler::block_on`, another executor), in the
+    /// scheduler's own (the one its processes use: its handler runtime, or the small one it
+    /// builds for itself).
+    ///
+    /// A server that does not answer is given async-nats's connection timeout (5 s by default;
+    /// `ConnectOptions::connection_timeout` through [`Cluster::connect_options`]).
     ///
     /// # Errors
     ///
@@ -295,8 +303,35 @@ impl Node {
     ///
     /// # Examples
     ///
-    /// See [the module](self).
+    /// See [the module](self). Outside tokio:
+    ///
+    /// ```no_run
+    /// use procsched::cluster::{Cluster, Node};
+    /// use procsched::Scheduler;
+    ///
+    /// let sched = Scheduler::builder().build()?;
+    /// let node = sched.block_on(Node::start(sched.handle(), Cluster::nats("nats://127.0.0.1:4222")))?;
+    /// # Ok::<(), procsched::BoxError>(())
+    /// ```
     pub async fn start(sched: &SchedulerHandle, cluster: Cluster) -> Result<Node, ClusterError> {
+        if tokio::runtime::Handle::try_current().is_ok() {
+            return Node::start_here(sched, cluster).await;
+        }
+        let Some(runtime) = sched.tokio_runtime() else {
+            return Err(ClusterError::Config(
+                "no tokio runtime to run the node in, and the scheduler could not build one"
+                    .to_owned(),
+            ));
+        };
+        let sched = sched.clone();
+        runtime
+            .spawn(async move { Node::start_here(&sched, cluster).await })
+            .await
+            .map_err(|error| ClusterError::Config(format!("the node's start failed: {error}")))?
+    }
+
+    /// [`start`](Self::start), inside the tokio runtime the node will run in.
+    async fn start_here(sched: &SchedulerHandle, cluster: Cluster) -> Result<Node, ClusterError> {
         cluster.validate().map_err(ClusterError::Config)?;
         let name: Arc<str> = cluster.name.as_str().into();
         let incarnation = fresh_incarnation();
@@ -653,19 +688,22 @@ impl Node {
     /// ```
     pub async fn wait_for_nodes(&self, count: usize, timeout: Duration) -> bool {
         let deadline = Instant::now() + timeout;
-        loop {
-            let members = {
-                let peers = self.shared.peers.read().expect("peers lock");
-                peers.values().filter(|peer| peer.member).count()
-            };
-            if members >= count {
-                return true;
+        runtime::in_runtime(&self.shared.runtime, async {
+            loop {
+                let members = {
+                    let peers = self.shared.peers.read().expect("peers lock");
+                    peers.values().filter(|peer| peer.member).count()
+                };
+                if members >= count {
+                    return true;
+                }
+                if Instant::now() >= deadline {
+                    return false;
+                }
+                tokio::time::sleep(self.shared.heartbeat / 4).await;
             }
-            if Instant::now() >= deadline {
-                return false;
-            }
-            tokio::time::sleep(self.shared.heartbeat / 4).await;
-        }
+        })
+        .await
     }
 
     /// The node's counters.
@@ -696,8 +734,11 @@ impl Node {
     /// # }
     /// ```
     pub async fn leave(self) {
-        let _ = self.life.store.delete(&*self.shared.me.name).await;
-        let _ = self.shared.client.flush().await;
+        runtime::in_runtime(&self.shared.runtime, async {
+            let _ = self.life.store.delete(&*self.shared.me.name).await;
+            let _ = self.shared.client.flush().await;
+        })
+        .await;
         self.life.stop("this node left");
     }
 }

@@ -544,7 +544,10 @@ pub(crate) async fn wait_for<T>(
     answer: oneshot::Receiver<Result<T, Refusal>>,
     timeout: Duration,
 ) -> Result<T, RemoteError> {
-    match tokio::time::timeout(timeout, answer).await {
+    // Awaited anywhere (`runtime.rs`): the timer is made, in the first poll, in the node's
+    // runtime.
+    let answered = async { tokio::time::timeout(timeout, answer).await };
+    match super::runtime::in_runtime(&node.runtime, answered).await {
         Ok(Ok(result)) => result.map_err(RemoteError::from_refusal),
         // The node stopped and dropped what it waited for.
         Ok(Err(_)) => Err(RemoteError::NoConnection),
