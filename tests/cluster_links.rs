@@ -175,7 +175,10 @@ async fn a_supervised_child_whose_node_dies_is_restarted_on_a_live_node() {
     let (supervisor, children) = supervise_remote(&a, placement, "cart", 3).await;
     let mut first = Vec::new();
     for (n, child) in children.iter().enumerate() {
-        let pid = wait_child(child, |_| true, GUARD).await;
+        let pid = tokio::time::timeout(GUARD, child.running())
+            .await
+            .expect("hang guard: the child never ran");
+        assert_eq!(child.pid().as_ref(), Some(&pid));
         assert!(pid.node() == "b" || pid.node() == "c", "{pid}");
         assert_eq!(
             a.addr::<Cart>(pid.clone()).ask(Cart::Total).await.unwrap(),

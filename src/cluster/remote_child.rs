@@ -7,6 +7,11 @@
 //! and a restart places the new child again (a dead node is no longer a candidate). Asked to
 //! finish, the proxy stops the child and waits for its end (the spec's shutdown policy bounds
 //! that wait, as for any child).
+//!
+//! Placement decides where a restart can go: `LeastLoaded` and `AnyOf` place it on a live node;
+//! a child pinned with `Placement::Node(name)` cannot be restarted while that node is down —
+//! each restart fails at once (`NoNode`), and the supervisor, whose intensity those failures
+//! spend in a moment, gives up and ends `Shutdown`, as OTP's does when a child cannot start.
 
 use super::{Node, NodePid, Placement};
 use crate::process::exit::ExitReason;
@@ -15,39 +20,70 @@ use crate::scheduler::{ChildSpec, ProcessCx};
 use futures::future::{select, Either};
 use serde::Serialize;
 use std::pin::pin;
-use std::sync::{Arc, Mutex};
+use tokio::sync::watch;
 
 /// The current instance of a supervised child on another node ([`Node::remote_child`]).
 ///
 /// # Examples
 ///
 /// See [`Node::remote_child`].
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct RemoteChild {
-    current: Arc<Mutex<Option<NodePid>>>,
+    current: watch::Sender<Option<NodePid>>,
+}
+
+impl Default for RemoteChild {
+    fn default() -> RemoteChild {
+        RemoteChild {
+            current: watch::Sender::new(None),
+        }
+    }
 }
 
 impl RemoteChild {
-    /// The running instance's PID: `None` between an end and its restart.
+    /// The running instance's PID: `None` until the supervisor has started it on its node (a
+    /// round trip after the supervisor's start returns), and between an end and its restart.
+    /// [`running`](Self::running) waits for it.
     ///
     /// # Examples
     ///
     /// See [`Node::remote_child`].
     pub fn pid(&self) -> Option<NodePid> {
-        self.current.lock().ok()?.clone()
+        self.current.borrow().clone()
+    }
+
+    /// The running instance's PID, once there is one: at once if it runs, else when the
+    /// supervisor has (re)started it. Never resolves if it is never started again (its
+    /// supervisor gave up): bound the wait.
+    ///
+    /// # Examples
+    ///
+    /// See [`Node::remote_child`].
+    pub async fn running(&self) -> NodePid {
+        let mut current = self.current.subscribe();
+        loop {
+            if let Some(pid) = current.borrow_and_update().clone() {
+                return pid;
+            }
+            if current.changed().await.is_err() {
+                // Unreachable: `self` holds the sender while this waits.
+                std::future::pending::<()>().await;
+            }
+        }
     }
 
     fn set(&self, pid: Option<NodePid>) {
-        if let Ok(mut current) = self.current.lock() {
-            *current = pid;
-        }
+        self.current.send_replace(pid);
     }
 }
 
 impl Node {
     /// A child spec for a supervisor on this node whose child is the body registered as `name`
     /// ([`Cluster::spawnable`](super::Cluster::spawnable)), spawned with `args` where
-    /// `placement` says — on every (re)start, so a child whose node died comes back elsewhere.
+    /// `placement` says — on every (re)start, so a child whose node died comes back elsewhere
+    /// (with `LeastLoaded` or `AnyOf`: a child pinned with `Placement::Node` is not restarted
+    /// while its node is down — each restart fails at once, and the supervisor, its restart
+    /// intensity spent, ends `Shutdown`).
     /// The child's end (its exit reason, `NoConnection` if its node died) is the spec's end.
     ///
     /// # Errors
@@ -63,7 +99,9 @@ impl Node {
     /// # async fn demo(node: Node) -> Result<(), procsched::BoxError> {
     /// let (spec, worker) = node.remote_child("worker", Placement::LeastLoaded, "cart", 0u64)?;
     /// let supervisor = Supervisor::one_for_one().child(spec).start(&node.scheduler()).await?;
-    /// println!("the worker runs as {:?}", worker.pid());
+    /// // Placed and spawned on its node a round trip after the supervisor started.
+    /// let pid = tokio::time::timeout(std::time::Duration::from_secs(5), worker.running()).await?;
+    /// println!("the worker runs as {pid}");
     /// # Ok(()) }
     /// ```
     pub fn remote_child<A: Serialize>(
