@@ -389,6 +389,7 @@ impl Node {
             stats,
             stopped: AtomicBool::new(false),
             last_load: Mutex::new(node::Load::default()),
+            takes: Mutex::new(HashMap::new()),
         });
         *lock(&shared.last_load) = shared.load();
         let membership = membership::join(

@@ -20,7 +20,7 @@ use super::registry::Registry;
 use super::stats::Stats;
 use super::wire::{self, Item, Refusal, WireReason};
 use crate::loom::lock;
-use crate::process::Pid;
+use crate::process::{MessageType, Pid};
 use crate::scheduler::SchedulerHandle;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
@@ -138,6 +138,9 @@ pub(crate) struct NodeShared {
     /// ([`count_placed`](Self::count_placed)): what placement compares (measuring it surveys
     /// every process, once per heartbeat, not once per spawn).
     pub(crate) last_load: Mutex<Load>,
+    /// The message type each local process messages were checked against declared, by raw
+    /// PID ([`takes`](Self::takes)).
+    pub(crate) takes: Mutex<HashMap<u64, Option<MessageType>>>,
 }
 
 impl std::fmt::Debug for NodeShared {
@@ -475,6 +478,28 @@ impl NodeShared {
     /// This node's load at its last heartbeat, and what was placed on it since.
     pub(crate) fn cached_load(&self) -> Load {
         *lock(&self.last_load)
+    }
+
+    /// The message type live local process `pid` declared (`Some(None)`: none; `None`: no
+    /// live process), for the check of what other nodes send it (`registry::check_takes`).
+    ///
+    /// Cached: asked of the process's cell, it takes the mailbox lock, which the process's
+    /// worker holds while it drains — on every message of a stream to one process, a lock the
+    /// inbound task and the worker fought over (64 B sends lost 9–24 % of their throughput).
+    /// An entry never goes stale: a PID names one incarnation, whose type never changes (a dead
+    /// one's send fails `NotFound` after the check). Bounded: cleared when full.
+    pub(crate) fn takes(&self, pid: Pid) -> Option<Option<MessageType>> {
+        const MOST: usize = 4096;
+        if let Some(&known) = lock(&self.takes).get(&pid.as_u64()) {
+            return Some(known);
+        }
+        let found = self.sched.takes(pid)?;
+        let mut cache = lock(&self.takes);
+        if cache.len() >= MOST {
+            cache.clear();
+        }
+        cache.insert(pid.as_u64(), found);
+        Some(found)
     }
 
     /// This node's load now (surveys every process: once per heartbeat).

@@ -4,7 +4,7 @@
 use super::reply::{self, DecodeScope};
 use super::wire::{Refusal, WireReason};
 use crate::process::panic_message;
-use crate::process::{BoxError, Pid};
+use crate::process::{BoxError, MessageType, Pid};
 use crate::scheduler::{ProcessCx, SchedulerHandle, SendErrorKind, SpawnError};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -50,7 +50,7 @@ impl Registry {
     {
         let deliver = |sched: &SchedulerHandle, pid: Pid, body: &[u8], scope: DecodeScope<'_>| {
             // Before decoding: a refused message's reply ports are never made.
-            check_takes::<M>(sched, pid)?;
+            check_takes::<M>(scope.node.takes(pid))?;
             let message: M = scope
                 .decode(|| rmp_serde::from_slice(body))
                 .map_err(|error| Refusal::Decode(error.to_string()))?;
@@ -151,9 +151,10 @@ impl Registry {
 /// checked by a compiler, and delivered, the message would fail the process's receive (and a
 /// body that propagates that with `?`, the process). A process that declared none (a state
 /// machine, `ProcessCx<()>`, `ProcessCx<Message>`) takes what comes, as locally; a PID with no
-/// live process is the delivery's to report (`NotFound`).
-pub(crate) fn check_takes<M: 'static>(sched: &SchedulerHandle, pid: Pid) -> Result<(), Refusal> {
-    match sched.takes(pid) {
+/// live process is the delivery's to report (`NotFound`). `takes`: what the process declared
+/// (`NodeShared::takes`).
+pub(crate) fn check_takes<M: 'static>(takes: Option<Option<MessageType>>) -> Result<(), Refusal> {
+    match takes {
         Some(Some(takes)) if takes.id() != TypeId::of::<M>() => Err(Refusal::WrongType {
             takes: takes.name().to_owned(),
             sent: std::any::type_name::<M>().to_owned(),

@@ -294,7 +294,7 @@ impl<M: Serialize + Send + 'static> RemoteAddr<M> {
                 return Err(RemoteError::NoProc);
             }
             // As the receiving node checks a remote sender's (`Registry::message`).
-            super::registry::check_takes::<M>(&self.node.sched, self.pid.local())
+            super::registry::check_takes::<M>(self.node.takes(self.pid.local()))
                 .map_err(RemoteError::from_refusal)?;
             return Ok(Route::Local(self.pid.local()));
         }
