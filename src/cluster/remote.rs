@@ -9,6 +9,7 @@ use super::node::{NodeShared, PeerId, Pending};
 use super::reply::AskTicket;
 use super::wire::{Ack, Envelope, Item, Refusal, WireReason};
 use super::NodePid;
+use crate::process::async_fn::asking::CancelWatch;
 use crate::process::exit::ExitReason;
 use crate::process::InitError;
 use crate::scheduler::{AskError, Monitor, Reply, SendErrorKind, SpawnError};
@@ -58,6 +59,11 @@ pub enum RemoteError {
     /// The receiving side could not decode what was sent (the nodes disagree on a type).
     #[error("decoding failed: {0}")]
     Decode(String),
+    /// Asked from a process's body, that process was asked to finish while the ask waited
+    /// (its source is [`AskError::Cancelled`], so `?` ends the body as cancelled, as a local
+    /// ask's would).
+    #[error("the asking process was cancelled")]
+    Cancelled(#[source] AskError),
     /// The process declared another message type (`ProcessCx<M>`) than the one sent: a PID
     /// carries no type, so [`Node::addr`](super::Node::addr)'s `M` is the sender's word. The
     /// message was not delivered; the process is untouched.
@@ -440,8 +446,10 @@ impl<M: Serialize + Send + 'static> RemoteAddr<M> {
     ///
     /// # Errors
     ///
-    /// As [`send_acked`](Self::send_acked), plus `NoReply` (the port was dropped unanswered)
-    /// and `Decode` (the reply did not decode as `R`).
+    /// As [`send_acked`](Self::send_acked), plus `NoReply` (the port was dropped unanswered),
+    /// `Decode` (the reply did not decode as `R`) and, asked from a process's body,
+    /// `Cancelled` once that process is asked to finish (shutdown, `cancel`) while it waits: `?`
+    /// then ends the body as cancelled, as for a local ask.
     ///
     /// # Examples
     ///
@@ -499,6 +507,7 @@ impl<M: Serialize + Send + 'static> RemoteAddr<M> {
                     .map_err(|error| match error {
                         AskError::Undelivered(kind) => RemoteError::from_kind(kind),
                         AskError::TimedOut => RemoteError::TimedOut(timeout),
+                        cancelled @ AskError::Cancelled(_) => RemoteError::Cancelled(cancelled),
                         _ => RemoteError::NoReply,
                     });
             }
@@ -514,7 +523,29 @@ impl<M: Serialize + Send + 'static> RemoteAddr<M> {
             self.node.take_pending(id);
             return Err(error);
         }
-        let bytes = self.wait_for(id, replied, timeout).await?;
+        // From a body, the asking process's cancel ends the wait, as a local ask's does.
+        let watch = CancelWatch::start();
+        let mut waiting = std::pin::pin!(self.wait_for(id, replied, timeout));
+        let answered = std::future::poll_fn(|cx| {
+            if let Poll::Ready(answer) = waiting.as_mut().poll(cx) {
+                return Poll::Ready(answer);
+            }
+            match watch.as_ref().and_then(CancelWatch::cancelled) {
+                Some(reason) => {
+                    Poll::Ready(Err(RemoteError::Cancelled(AskError::Cancelled(reason))))
+                }
+                None => Poll::Pending,
+            }
+        })
+        .await;
+        let bytes = match answered {
+            Ok(bytes) => bytes,
+            Err(error) => {
+                // A late answer finds nothing to wake.
+                self.node.take_pending(id);
+                return Err(error);
+            }
+        };
         super::shared_bytes::within_frame(&bytes, || rmp_serde::from_slice(&bytes))
             .map_err(|error| RemoteError::Decode(error.to_string()))
     }

@@ -84,3 +84,36 @@ pub(crate) fn forget(call: &AskCall) {
         }
     });
 }
+
+/// For a wait the process layer does not carry itself (an ask across nodes: its answer comes
+/// on a channel, not as a call completion): whether the body that started it has been asked to
+/// finish since. Made when the wait starts, in the body being polled; `None` outside any body.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct CancelWatch {
+    owner: Owner,
+    /// The process had been asked to finish already: not this wait's to report (cleanup).
+    after_cancel: bool,
+}
+
+impl CancelWatch {
+    /// A watch for the body being polled on this thread, if any.
+    pub(crate) fn start() -> Option<CancelWatch> {
+        let owner = scope::current_owner()?;
+        let after_cancel = scope::with(owner, |scope| {
+            scope.map(|scope| scope.state.cancelled.is_some())
+        })?;
+        Some(CancelWatch {
+            owner,
+            after_cancel,
+        })
+    }
+
+    /// The reason, if the body's process was asked to finish after the watch started (read in
+    /// that body's poll; `None` anywhere else).
+    pub(crate) fn cancelled(&self) -> Option<CancelReason> {
+        if self.after_cancel {
+            return None;
+        }
+        scope::with(self.owner, |scope| scope?.state.cancelled)
+    }
+}
