@@ -153,7 +153,7 @@ impl StepOutput {
 impl<O> StepOutput<O> {
     /// Asks for `command` to be dispatched to the handler registered for its type; its result
     /// comes back as [`Event::YieldComplete`](crate::state_machine::Event::YieldComplete) with this `tag`
-    /// (distinct among the process's outstanding yields: [`Tag`](crate::state_machine::Tag)).
+    /// (distinct among the process's outstanding yields: [`Tag`]).
     ///
     /// Any type compiles here, unlike `cx.call`, which takes a
     /// [`Command`](crate::Command): a type with no registered handler (handlers are

@@ -490,7 +490,7 @@ impl<M: Send + 'static> Addr<M> {
 pub struct Ask<'a, M, R, F> {
     state: State<'a, M, R, F>,
     /// The scheduler of the process asked (and of the asker, in a body): an ask from a body
-    /// cut short by its shutdown is `Cancelled` ([`Ask::in_shutdown`]).
+    /// cut short by its shutdown is `Cancelled` (`in_shutdown`).
     sched: &'a SchedulerHandle,
     /// Set from the first poll if the ask has a timeout.
     timeout: Option<Duration>,

@@ -89,12 +89,14 @@ pub(crate) fn forget(call: &AskCall) {
 /// on a channel, not as a call completion): whether the body that started it has been asked to
 /// finish since. Made when the wait starts, in the body being polled; `None` outside any body.
 #[derive(Debug, Clone, Copy)]
+#[cfg_attr(not(feature = "cluster"), allow(dead_code))] // the cluster's asks use it
 pub(crate) struct CancelWatch {
     owner: Owner,
     /// The process had been asked to finish already: not this wait's to report (cleanup).
     after_cancel: bool,
 }
 
+#[cfg_attr(not(feature = "cluster"), allow(dead_code))]
 impl CancelWatch {
     /// A watch for the body being polled on this thread, if any.
     pub(crate) fn start() -> Option<CancelWatch> {
