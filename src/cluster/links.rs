@@ -15,8 +15,8 @@
 //! delivered before its exit signal, and a link made before a message is in place when the
 //! message arrives.
 
+use super::error::RemoteError;
 use super::node::{NodeShared, PeerId};
-use super::remote::RemoteError;
 use super::wire::{Item, WireReason};
 use super::NodePid;
 use crate::loom::lock;

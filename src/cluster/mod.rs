@@ -93,6 +93,7 @@
 //!   its node dies).
 
 mod config;
+mod error;
 mod inbound;
 mod links;
 mod membership;
@@ -104,11 +105,13 @@ mod process_monitor;
 mod registry;
 mod remote;
 mod remote_child;
+mod remote_monitor;
 mod reply;
 mod runtime;
 mod scratch;
 pub mod shared_bytes;
 mod spawn;
+mod start;
 mod stats;
 mod wire;
 
@@ -118,100 +121,21 @@ pub use config::{
     Cluster, DEFAULT_DOWN_AFTER, DEFAULT_HEARTBEAT, DEFAULT_JOIN_TIMEOUT, DEFAULT_MAX_FRAME,
     DEFAULT_REQUEST_TIMEOUT,
 };
+pub use error::{ClusterError, RemoteError, RemoteSendError};
 pub use node_pid::{NodePid, ParseNodePidError};
-pub use remote::{RemoteAddr, RemoteDown, RemoteError, RemoteMonitor, RemoteSendError};
+pub use remote::RemoteAddr;
 pub use remote_child::RemoteChild;
-pub use spawn::RemoteHandle;
+pub use remote_monitor::{RemoteDown, RemoteMonitor};
+pub use spawn::{Placement, RemoteHandle};
 pub use stats::NodeStats;
 
 use crate::loom::lock;
 use crate::process::Pid;
-use crate::scheduler::SchedulerHandle;
-use node::{NodeShared, PeerId, Pending};
+use node::NodeShared;
 use serde::Serialize;
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64};
-use std::sync::{Arc, Mutex, RwLock};
+use start::Life;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-/// The nodes started in this OS process, for [`Node::for_scheduler`] (weak: they leave when
-/// their handles go).
-type Started = Vec<(std::sync::Weak<NodeShared>, std::sync::Weak<Life>)>;
-static STARTED: Mutex<Started> = Mutex::new(Vec::new());
-
-/// Why a node could not start.
-///
-/// # Examples
-///
-/// ```no_run
-/// use procsched::cluster::{Cluster, ClusterError, Node};
-/// use procsched::prelude::*;
-///
-/// # async fn demo(sched: Scheduler) {
-/// let cluster = Cluster::nats("nats://127.0.0.1:4222").name("orders-1");
-/// match Node::start(sched.handle(), cluster).await {
-///     Ok(node) => drop(node),
-///     // Another live node holds the name: pick another, or wait for it to be declared down.
-///     Err(ClusterError::NameTaken(name)) => eprintln!("`{name}` is in use"),
-///     Err(ClusterError::Connect(why)) => eprintln!("no NATS server: {why}"),
-///     Err(other) => eprintln!("{other}"),
-/// }
-/// # }
-/// ```
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum ClusterError {
-    /// The [`Cluster`] configuration is invalid.
-    #[error("invalid cluster configuration: {0}")]
-    Config(String),
-    /// The NATS connection could not be made (refused at once; an address that does not
-    /// answer, after async-nats's connection timeout).
-    #[error("could not connect to NATS: {0}")]
-    Connect(String),
-    /// The node's subjects could not be subscribed.
-    #[error("could not subscribe: {0}")]
-    Subscribe(String),
-    /// The membership bucket could not be opened, or the node's name not claimed in it.
-    #[error("membership: {0}")]
-    Membership(String),
-    /// Another live node holds this node's name (its heartbeat goes on). A node restarted
-    /// under its old name first waits for the dead one's entry to expire (three heartbeats
-    /// after its last; the start waits up to five): this is the answer once that wait is over.
-    #[error("the node name `{0}` is taken by a live node")]
-    NameTaken(String),
-}
-
-/// Where [`Node::spawn_on`] starts a process.
-///
-/// # Examples
-///
-/// ```no_run
-/// use procsched::cluster::{Node, Placement};
-///
-/// # async fn demo(node: Node) -> Result<(), procsched::BoxError> {
-/// // Sessions go to the least loaded of the nodes that serve this region.
-/// let region = Placement::AnyOf(vec!["eu-1".into(), "eu-2".into()]);
-/// let session = node.spawn_on(region, "session", "alice".to_string()).await?;
-/// // Its audit trail stays next to this node's own processes.
-/// let audit = node.spawn_on(Placement::Local, "audit", session.clone()).await?;
-/// assert_eq!(audit.node(), node.name());
-/// # Ok(()) }
-/// ```
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Placement {
-    /// On this node.
-    Local,
-    /// On the node of this name.
-    Node(String),
-    /// On the node with the least load (live processes and runnable queue, from the
-    /// heartbeats, plus the processes this node placed on each since: a burst spreads),
-    /// this one included; a tie goes to this node.
-    LeastLoaded,
-    /// On the least loaded of the live nodes named (this one may be among them), loads
-    /// counted as for `LeastLoaded`: what this node placed since the last heartbeats counts.
-    AnyOf(Vec<String>),
-}
 
 /// A node as the membership shows it ([`Node::nodes`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -249,223 +173,7 @@ impl std::fmt::Debug for Node {
     }
 }
 
-/// The node's tasks, stopped when the last handle goes.
-struct Life {
-    shared: Arc<NodeShared>,
-    tasks: Mutex<Vec<tokio::task::AbortHandle>>,
-    store: async_nats::jetstream::kv::Store,
-}
-
-impl Life {
-    fn stop(&self, why: &str) {
-        if self
-            .shared
-            .stopped
-            .swap(true, std::sync::atomic::Ordering::AcqRel)
-        {
-            return;
-        }
-        for task in lock(&self.tasks).drain(..) {
-            task.abort();
-        }
-        self.shared.all_down(why);
-        let pending: Vec<Pending> = lock(&self.shared.pending)
-            .drain()
-            .map(|(_, (_, p))| p)
-            .collect();
-        drop(pending); // their waiters see the channel closed: `NoConnection`
-        for (_, monitor) in lock(&self.shared.served).drain() {
-            monitor.abort();
-        }
-    }
-}
-
-impl Drop for Life {
-    fn drop(&mut self) {
-        self.stop("this node stopped");
-    }
-}
-
 impl Node {
-    /// Joins the cluster: connects, subscribes to this node's subjects, claims its name (waiting
-    /// up to the bucket's max age for a previous life's entry to expire), and starts the
-    /// heartbeat and the membership watch. The node's tasks run in the tokio runtime this is
-    /// awaited in; awaited outside any (`Scheduler::block_on`, another executor), in the
-    /// scheduler's own (the one its processes use: its handler runtime, or the small one it
-    /// builds for itself).
-    ///
-    /// A server that does not answer is given async-nats's connection timeout (5 s by default;
-    /// `ConnectOptions::connection_timeout` through [`Cluster::connect_options`]).
-    ///
-    /// # Errors
-    ///
-    /// [`ClusterError`]: an invalid configuration, no connection, the name taken by a live node.
-    ///
-    /// # Examples
-    ///
-    /// See [the module](self). Outside tokio:
-    ///
-    /// ```no_run
-    /// use procsched::cluster::{Cluster, Node};
-    /// use procsched::Scheduler;
-    ///
-    /// let sched = Scheduler::builder().build()?;
-    /// let node = sched.block_on(Node::start(sched.handle(), Cluster::nats("nats://127.0.0.1:4222")))?;
-    /// # Ok::<(), procsched::BoxError>(())
-    /// ```
-    pub async fn start(sched: &SchedulerHandle, cluster: Cluster) -> Result<Node, ClusterError> {
-        if tokio::runtime::Handle::try_current().is_ok() {
-            return Node::start_here(sched, cluster).await;
-        }
-        let Some(runtime) = sched.tokio_runtime() else {
-            return Err(ClusterError::Config(
-                "no tokio runtime to run the node in, and the scheduler could not build one"
-                    .to_owned(),
-            ));
-        };
-        let sched = sched.clone();
-        runtime
-            .spawn(async move { Node::start_here(&sched, cluster).await })
-            .await
-            .map_err(|error| ClusterError::Config(format!("the node's start failed: {error}")))?
-    }
-
-    /// [`start`](Self::start), inside the tokio runtime the node will run in.
-    async fn start_here(sched: &SchedulerHandle, cluster: Cluster) -> Result<Node, ClusterError> {
-        cluster.validate().map_err(ClusterError::Config)?;
-        let name: Arc<str> = cluster.name.as_str().into();
-        let incarnation = fresh_incarnation();
-        let stats = Arc::new(stats::Stats::default());
-        let events = stats.clone();
-        let options = cluster
-            .options
-            .unwrap_or_default()
-            .name(format!("procsched-{name}"))
-            .event_callback(move |event| {
-                let stats = events.clone();
-                async move {
-                    match event {
-                        async_nats::Event::SlowConsumer(sid) => {
-                            stats.slow_consumer();
-                            tracing::warn!(sid, "NATS slow consumer: a frame was dropped");
-                        }
-                        async_nats::Event::Disconnected => tracing::warn!("NATS disconnected"),
-                        async_nats::Event::Connected => tracing::info!("NATS connected"),
-                        other => tracing::debug!(event = %other, "NATS event"),
-                    }
-                }
-            });
-        let client = options
-            .connect(cluster.servers.clone())
-            .await
-            .map_err(|error| ClusterError::Connect(error.to_string()))?;
-        // One subscription for both subjects (`data`, `ctl`): NATS delivers a peer's publishes
-        // in the order it made them, and one subscription keeps that order across the two
-        // (`outbound.rs` says why it matters).
-        let subscriber = client
-            .subscribe(format!("{}.node.{name}.*", cluster.prefix))
-            .await
-            .map_err(|error| ClusterError::Subscribe(error.to_string()))?;
-        let shared = Arc::new(NodeShared {
-            me: PeerId {
-                name: name.clone(),
-                incarnation,
-            },
-            sched: sched.clone(),
-            runtime: tokio::runtime::Handle::current(),
-            client: client.clone(),
-            registry: cluster.registry,
-            prefix: cluster.prefix,
-            heartbeat: cluster.heartbeat,
-            down_after: cluster.down_after,
-            request_timeout: cluster.request_timeout,
-            max_frame: cluster.max_frame,
-            replicas: cluster.replicas,
-            peers: RwLock::new(HashMap::new()),
-            pending: Mutex::new(HashMap::new()),
-            served: Mutex::new(HashMap::new()),
-            links: Mutex::new(HashMap::new()),
-            next_id: AtomicU64::new(1),
-            stats,
-            stopped: AtomicBool::new(false),
-            last_load: Mutex::new(node::Load::default()),
-            takes: Mutex::new(HashMap::new()),
-        });
-        *lock(&shared.last_load) = shared.load();
-        let membership = membership::join(
-            &client,
-            &cluster.bucket,
-            &name,
-            cluster.heartbeat,
-            cluster.replicas,
-            shared.load(),
-            cluster.join_timeout,
-        )
-        .await
-        .map_err(|error| match error {
-            membership::JoinError::Taken => ClusterError::NameTaken(name.to_string()),
-            membership::JoinError::Failed(why) => ClusterError::Membership(why),
-        })?;
-        let runtime = &shared.runtime;
-        let mut tasks = vec![runtime
-            .spawn(inbound::run(shared.clone(), subscriber))
-            .abort_handle()];
-        let store = membership.store.clone();
-        tasks.push(
-            runtime
-                .spawn(membership::heartbeat(
-                    shared.clone(),
-                    store.clone(),
-                    membership.revision,
-                ))
-                .abort_handle(),
-        );
-        tasks.push(
-            runtime
-                .spawn(membership::watch(shared.clone(), store.clone()))
-                .abort_handle(),
-        );
-        tracing::info!(node = %name, incarnation, "node started");
-        let life = Arc::new(Life {
-            shared: shared.clone(),
-            tasks: Mutex::new(tasks),
-            store,
-        });
-        let mut started = lock(&STARTED);
-        started.retain(|(shared, life)| shared.strong_count() > 0 && life.strong_count() > 0);
-        started.push((Arc::downgrade(&shared), Arc::downgrade(&life)));
-        Ok(Node { shared, life })
-    }
-
-    /// The node that scheduler `sched` is joined as, if any: how a process body (spawned by
-    /// another node, say) reaches its node without capturing it — a body registered with
-    /// [`Cluster::spawnable`] cannot capture the node that is built from it.
-    ///
-    /// # Examples
-    ///
-    /// ```no_run
-    /// use procsched::cluster::{Node, NodePid};
-    /// use procsched::prelude::*;
-    ///
-    /// async fn forwarder(cx: ProcessCx<u64>, to: NodePid) -> Result<(), BoxError> {
-    ///     let node = Node::for_scheduler(&cx.scheduler()).ok_or("not a node")?;
-    ///     let n = cx.recv().await?;
-    ///     node.addr::<u64>(to).send(n + 1)?;
-    ///     Ok(())
-    /// }
-    /// ```
-    pub fn for_scheduler(sched: &SchedulerHandle) -> Option<Node> {
-        lock(&STARTED).iter().rev().find_map(|(shared, life)| {
-            let (shared, life) = (shared.upgrade()?, life.upgrade()?);
-            if !shared.sched.same_scheduler(sched)
-                || shared.stopped.load(std::sync::atomic::Ordering::Acquire)
-            {
-                return None;
-            }
-            Some(Node { shared, life })
-        })
-    }
-
     /// This node's name.
     ///
     /// # Examples
@@ -606,7 +314,7 @@ impl Node {
     }
 
     /// Asks process `pid`, on this node or another, to finish: it receives a cancellation and
-    /// ends `Shutdown` if it honours it (as [`SchedulerHandle::cancel`]). Fire-and-forget
+    /// ends `Shutdown` if it honours it (as [`SchedulerHandle::cancel`](crate::SchedulerHandle::cancel)). Fire-and-forget
     /// across nodes.
     ///
     /// # Errors
@@ -625,7 +333,7 @@ impl Node {
     }
 
     /// Terminates process `pid`, on this node or another (as
-    /// [`SchedulerHandle::terminate`]): it ends `Killed`.
+    /// [`SchedulerHandle::terminate`](crate::SchedulerHandle::terminate)): it ends `Killed`.
     ///
     /// # Errors
     ///
@@ -722,41 +430,6 @@ impl Node {
         stats.monitors_served = lock(&self.shared.served).len() as u64;
         stats
     }
-
-    /// Leaves the cluster now: deletes this node's membership entry (the others declare it down
-    /// at once), stops its tasks and fails what it waits for with `NoConnection`. Its
-    /// scheduler and processes keep running.
-    ///
-    /// # Examples
-    ///
-    /// ```no_run
-    /// # async fn demo(node: procsched::cluster::Node) {
-    /// node.leave().await;
-    /// # }
-    /// ```
-    pub async fn leave(self) {
-        runtime::in_runtime(&self.shared.runtime, async {
-            let _ = self.life.store.delete(&*self.shared.me.name).await;
-            let _ = self.shared.client.flush().await;
-        })
-        .await;
-        self.life.stop("this node left");
-    }
-}
-
-/// A random, non-zero incarnation: the standard library's per-process random hash keys, mixed
-/// with the clock.
-fn fresh_incarnation() -> u64 {
-    use std::hash::{BuildHasher, Hasher};
-    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
-    hasher.write_u128(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|elapsed| elapsed.as_nanos())
-            .unwrap_or_default(),
-    );
-    hasher.write_u32(std::process::id());
-    hasher.finish().max(1)
 }
 
 #[cfg(test)]

@@ -17,8 +17,9 @@
 //! afterwards — and, through the monitor's hook (`scheduler/held_monitors.rs`), ends the task,
 //! so the far node forgets its side too.
 
+use super::error::RemoteError;
 use super::node::NodeShared;
-use super::remote::{RemoteError, RemoteMonitor};
+use super::remote_monitor::RemoteMonitor;
 use super::NodePid;
 use crate::process::exit::{Down, MonitorRef};
 use crate::process::Pid;

@@ -1,10 +1,10 @@
-//! Spawning on any node by registered name ([`Node::spawn_on`]), and awaiting what was spawned
-//! there ([`RemoteHandle`]).
+//! Spawning on any node by registered name ([`Node::spawn_on`]) where a [`Placement`] says, and
+//! awaiting what was spawned there ([`RemoteHandle`]).
 
 use super::node::{NodeShared, PeerId, Pending};
 use super::registry::JoinFuture;
 use super::wire::{self, Item, WireReason};
-use super::{remote, Node, NodePid, Placement, RemoteError};
+use super::{remote, Node, NodePid, RemoteError};
 use crate::process::{InitError, Pid};
 use crate::scheduler::SpawnError;
 use serde::de::DeserializeOwned;
@@ -16,6 +16,38 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use tokio::sync::oneshot;
+
+/// Where [`Node::spawn_on`] starts a process.
+///
+/// # Examples
+///
+/// ```no_run
+/// use procsched::cluster::{Node, Placement};
+///
+/// # async fn demo(node: Node) -> Result<(), procsched::BoxError> {
+/// // Sessions go to the least loaded of the nodes that serve this region.
+/// let region = Placement::AnyOf(vec!["eu-1".into(), "eu-2".into()]);
+/// let session = node.spawn_on(region, "session", "alice".to_string()).await?;
+/// // Its audit trail stays next to this node's own processes.
+/// let audit = node.spawn_on(Placement::Local, "audit", session.clone()).await?;
+/// assert_eq!(audit.node(), node.name());
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Placement {
+    /// On this node.
+    Local,
+    /// On the node of this name.
+    Node(String),
+    /// On the node with the least load (live processes and runnable queue, from the
+    /// heartbeats, plus the processes this node placed on each since: a burst spreads),
+    /// this one included; a tie goes to this node.
+    LeastLoaded,
+    /// On the least loaded of the live nodes named (this one may be among them), loads
+    /// counted as for `LeastLoaded`: what this node placed since the last heartbeats counts.
+    AnyOf(Vec<String>),
+}
 
 /// How a spawn's outcome will be known, when it was asked for.
 enum Joining {

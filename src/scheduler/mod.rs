@@ -15,7 +15,8 @@
 //! | `cx` | async-fn processes: `spawn_fn`, and what a `ProcessCx` reaches through the scheduler |
 //! | `addr` | [`Addr`]: a typed address, the send path from a value to a mailbox |
 //! | `process_handle` | [`ProcessHandle`]: a process's result, and its address |
-//! | `ask` | ask/reply: [`Reply`] ports, the [`Ask`] future, [`AskError`] |
+//! | `ask` | ask/reply: the [`Ask`] future and [`AskError`] |
+//! | `reply` | the [`Reply`] port a request carries: where its answer goes |
 //! | `shared` | the state every handle shares, and the process future's `Host` |
 //! | `lifecycle` | admission, the shutdown phases and their accounting ([`ShutdownReport`]) |
 //! | `blocking` | the guard that keeps blocking calls off async threads and workers |
@@ -96,6 +97,7 @@ mod links;
 mod metrics;
 mod names;
 mod process_handle;
+mod reply;
 mod shared;
 mod shutdown;
 mod spawn_fn;
@@ -107,9 +109,7 @@ mod tasks;
 mod tests;
 
 pub use addr::Addr;
-#[cfg(feature = "cluster")]
-pub(crate) use ask::RemoteAnswer;
-pub use ask::{Ask, AskError, Reply};
+pub use ask::{Ask, AskError};
 pub use builder::{
     BuildError, SchedulerBuilder, DEFAULT_DROP_TIMEOUT, DEFAULT_MAX_BATCH, DEFAULT_STEP_BUDGET,
 };
@@ -126,6 +126,9 @@ pub use metrics::{
 };
 pub use names::RegisterError;
 pub use process_handle::ProcessHandle;
+#[cfg(feature = "cluster")]
+pub(crate) use reply::RemoteAnswer;
+pub use reply::Reply;
 pub use shutdown::FORCED_STOP_WAIT;
 pub use supervisor::{
     ChildInfo, ChildShutdown, ChildSpec, Restart, Start, Strategy, Supervisor, SupervisorError,

@@ -1,0 +1,224 @@
+//! What the cluster's operations fail with: [`ClusterError`] (a node's start), [`RemoteError`]
+//! (a remote operation), and [`RemoteSendError`], which also hands the unsent message back.
+
+use super::wire::Refusal;
+use crate::process::exit::ExitReason;
+use crate::process::InitError;
+use crate::scheduler::{AskError, SendErrorKind, SpawnError};
+use std::fmt;
+use std::time::Duration;
+
+/// Why a remote operation failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RemoteError {
+    /// No live process has this PID on its node.
+    #[error("no live process with this PID")]
+    NotFound,
+    /// The process is finishing.
+    #[error("the process is finishing")]
+    Closed,
+    /// The process's mailbox is full.
+    #[error("the process's mailbox is full")]
+    MailboxFull,
+    /// The PID is from another life (incarnation) of its node.
+    #[error("the PID belongs to another life of its node")]
+    NoProc,
+    /// The node cannot be reached: unknown, declared down, or it died while this waited.
+    #[error("the node cannot be reached")]
+    NoConnection,
+    /// No answer within the timeout.
+    #[error("no answer within {0:?}")]
+    TimedOut(Duration),
+    /// The process dropped the reply port unanswered.
+    #[error("the process dropped the reply port without answering")]
+    NoReply,
+    /// The message type is not registered (here, or on the receiving node). (A spawnable name
+    /// that is not is [`Spawn`](Self::Spawn)`(Init(UnknownMethod))`, as a local spawn says it.)
+    #[error("`{0}` is not registered")]
+    Unregistered(String),
+    /// The message, argument or reply did not encode.
+    #[error("encoding failed: {0}")]
+    Encode(String),
+    /// The receiving side could not decode what was sent (the nodes disagree on a type).
+    #[error("decoding failed: {0}")]
+    Decode(String),
+    /// Asked from a process's body, that process was asked to finish while the ask waited
+    /// (its source is [`AskError::Cancelled`], so `?` ends the body as cancelled, as a local
+    /// ask's would).
+    #[error("the asking process was cancelled")]
+    Cancelled(#[source] AskError),
+    /// The process declared another message type (`ProcessCx<M>`) than the one sent: a PID
+    /// carries no type, so [`Node::addr`](super::Node::addr)'s `M` is the sender's word. The
+    /// message was not delivered; the process is untouched.
+    #[error("the process takes `{takes}`, not `{sent}`")]
+    WrongType {
+        /// The type the process declared.
+        takes: String,
+        /// The type sent.
+        sent: String,
+    },
+    /// The message is larger than a frame may be (also: a remote spawn's argument, or the
+    /// answer to an ask, as the answering node says it).
+    #[error("{size} bytes over the frame limit of {limit}")]
+    TooLarge {
+        /// The encoded size.
+        size: usize,
+        /// The most a message may encode to: [`Cluster::max_frame`](super::Cluster::max_frame)
+        /// less its frame's head and the item's envelope.
+        limit: usize,
+    },
+    /// A remote spawn was refused: the same [`SpawnError`] a local spawn gives (an unknown
+    /// name is `Init(UnknownMethod)`).
+    #[error("the spawn failed: {0}")]
+    Spawn(SpawnError),
+    /// No node matches the placement.
+    #[error("no node to place the process on: {0}")]
+    NoNode(String),
+    /// The awaited process ended without an output ([`RemoteHandle`](super::RemoteHandle)).
+    #[error("the process ended: {0}")]
+    Ended(ExitReason),
+}
+
+impl RemoteError {
+    /// `true` for [`NoConnection`](Self::NoConnection).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert!(procsched::cluster::RemoteError::NoConnection.is_no_connection());
+    /// ```
+    pub fn is_no_connection(&self) -> bool {
+        matches!(self, RemoteError::NoConnection)
+    }
+
+    /// `true` for [`NotFound`](Self::NotFound).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert!(procsched::cluster::RemoteError::NotFound.is_not_found());
+    /// ```
+    pub fn is_not_found(&self) -> bool {
+        matches!(self, RemoteError::NotFound)
+    }
+
+    pub(crate) fn from_refusal(refusal: Refusal) -> RemoteError {
+        match refusal {
+            Refusal::NotFound => RemoteError::NotFound,
+            Refusal::Closed => RemoteError::Closed,
+            Refusal::MailboxFull => RemoteError::MailboxFull,
+            Refusal::NoProc => RemoteError::NoProc,
+            Refusal::NoConnection => RemoteError::NoConnection,
+            Refusal::Unregistered(name) => RemoteError::Unregistered(name),
+            Refusal::Decode(text) => RemoteError::Decode(text),
+            Refusal::WrongType { takes, sent } => RemoteError::WrongType { takes, sent },
+            Refusal::NoReply => RemoteError::NoReply,
+            Refusal::SpawnInit(text) => {
+                RemoteError::Spawn(SpawnError::Init(InitError::Failed(text.into())))
+            }
+            Refusal::SpawnPanicked(text) => RemoteError::Spawn(SpawnError::InitPanicked(text)),
+            Refusal::ShuttingDown => RemoteError::Spawn(SpawnError::ShuttingDown),
+            Refusal::Limit(limit) => RemoteError::Spawn(SpawnError::Limit(
+                usize::try_from(limit).unwrap_or(usize::MAX),
+            )),
+            Refusal::TooLarge { size, limit } => RemoteError::TooLarge {
+                size: usize::try_from(size).unwrap_or(usize::MAX),
+                limit: usize::try_from(limit).unwrap_or(usize::MAX),
+            },
+        }
+    }
+
+    pub(crate) fn from_kind(kind: SendErrorKind) -> RemoteError {
+        match kind {
+            SendErrorKind::NotFound => RemoteError::NotFound,
+            SendErrorKind::Closed => RemoteError::Closed,
+            _ => RemoteError::MailboxFull,
+        }
+    }
+}
+
+/// A failed [`RemoteAddr::send`](super::RemoteAddr::send): why, and the message back when it never left this node.
+pub struct RemoteSendError<M> {
+    pub(super) error: RemoteError,
+    pub(super) message: Option<M>,
+}
+
+impl<M> RemoteSendError<M> {
+    /// Why the send failed.
+    ///
+    /// # Examples
+    ///
+    /// See [`RemoteAddr::send`](super::RemoteAddr::send).
+    pub fn error(&self) -> &RemoteError {
+        &self.error
+    }
+
+    /// The message, if it never left this node.
+    ///
+    /// # Examples
+    ///
+    /// See [`RemoteAddr::send`](super::RemoteAddr::send).
+    pub fn into_message(self) -> Option<M> {
+        self.message
+    }
+}
+
+impl<M> fmt::Debug for RemoteSendError<M> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RemoteSendError")
+            .field("error", &self.error)
+            .field("message_back", &self.message.is_some())
+            .finish()
+    }
+}
+
+impl<M> fmt::Display for RemoteSendError<M> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "send failed: {}", self.error)
+    }
+}
+
+impl<M> std::error::Error for RemoteSendError<M> {}
+
+/// Why a node could not start.
+///
+/// # Examples
+///
+/// ```no_run
+/// use procsched::cluster::{Cluster, ClusterError, Node};
+/// use procsched::prelude::*;
+///
+/// # async fn demo(sched: Scheduler) {
+/// let cluster = Cluster::nats("nats://127.0.0.1:4222").name("orders-1");
+/// match Node::start(sched.handle(), cluster).await {
+///     Ok(node) => drop(node),
+///     // Another live node holds the name: pick another, or wait for it to be declared down.
+///     Err(ClusterError::NameTaken(name)) => eprintln!("`{name}` is in use"),
+///     Err(ClusterError::Connect(why)) => eprintln!("no NATS server: {why}"),
+///     Err(other) => eprintln!("{other}"),
+/// }
+/// # }
+/// ```
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ClusterError {
+    /// The [`Cluster`](super::Cluster) configuration is invalid.
+    #[error("invalid cluster configuration: {0}")]
+    Config(String),
+    /// The NATS connection could not be made (refused at once; an address that does not
+    /// answer, after async-nats's connection timeout).
+    #[error("could not connect to NATS: {0}")]
+    Connect(String),
+    /// The node's subjects could not be subscribed.
+    #[error("could not subscribe: {0}")]
+    Subscribe(String),
+    /// The membership bucket could not be opened, or the node's name not claimed in it.
+    #[error("membership: {0}")]
+    Membership(String),
+    /// Another live node holds this node's name (its heartbeat goes on). A node restarted
+    /// under its old name first waits for the dead one's entry to expire (three heartbeats
+    /// after its last; the start waits up to five): this is the answer once that wait is over.
+    #[error("the node name `{0}` is taken by a live node")]
+    NameTaken(String),
+}
