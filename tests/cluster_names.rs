@@ -6,7 +6,7 @@
 
 mod cluster_support;
 
-use cluster_support::{start_nodes, stop_nodes, wait_until, NatsServer};
+use cluster_support::{start_nodes, steady_cluster, stop_nodes, wait_until, NatsServer};
 use procsched::cluster::{Cluster, RemoteError};
 use procsched::prelude::*;
 use std::time::Duration;
@@ -21,13 +21,7 @@ enum Stock {
 }
 
 fn cluster(url: &str, name: &str) -> Cluster {
-    Cluster::nats(url)
-        .name(name)
-        .heartbeat(Duration::from_millis(200))
-        // Longer than any test here: a node is seen down only when it leaves.
-        .down_after(Duration::from_secs(60))
-        .request_timeout(GUARD)
-        .message::<Stock>("stock")
+    steady_cluster(url, name, GUARD).message::<Stock>("stock")
 }
 
 /// Registers itself as `name` and keeps a stock of `start`, until told to stop.

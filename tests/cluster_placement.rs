@@ -8,7 +8,7 @@
 mod cluster_support;
 
 use cluster_support::forge::{frame, Item};
-use cluster_support::{start_nodes, stop_nodes, wait_until, NatsServer};
+use cluster_support::{start_nodes, steady_cluster, stop_nodes, wait_until, NatsServer};
 use procsched::cluster::{nats, Cluster, ClusterError, Node, Placement, RemoteError};
 use procsched::error::{InitError, SpawnError};
 use procsched::prelude::*;
@@ -29,12 +29,7 @@ async fn numbered(cx: ProcessCx<u64>, _n: u64) -> Result<(), BoxError> {
 }
 
 fn cluster(url: &str, name: &str) -> Cluster {
-    Cluster::nats(url)
-        .name(name)
-        .heartbeat(Duration::from_millis(200))
-        // Longer than any test here: a node is seen down only when it leaves.
-        .down_after(Duration::from_secs(60))
-        .request_timeout(GUARD)
+    steady_cluster(url, name, GUARD)
         .message::<u64>("n")
         .spawnable("idle", idle)
         .spawnable("numbered", numbered)

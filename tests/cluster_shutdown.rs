@@ -6,7 +6,7 @@
 
 mod cluster_support;
 
-use cluster_support::{start_nodes, stop_nodes, NatsServer};
+use cluster_support::{start_nodes, steady_cluster, stop_nodes, NatsServer};
 use procsched::cluster::{Cluster, Node, NodePid, Placement};
 use procsched::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -36,11 +36,7 @@ async fn keeper(cx: ProcessCx<Keep>, (): ()) -> Result<(), BoxError> {
 }
 
 fn cluster(url: &str, name: &str) -> Cluster {
-    Cluster::nats(url)
-        .name(name)
-        .heartbeat(Duration::from_millis(200))
-        .down_after(Duration::from_secs(60))
-        .request_timeout(GUARD)
+    steady_cluster(url, name, GUARD)
         .message::<Keep>("keep")
         .spawnable("keeper", keeper)
 }

@@ -28,7 +28,9 @@ pub(crate) mod reports;
 #[allow(unused_imports)]
 pub(crate) use nats::{NatsCluster, NatsServer};
 #[allow(unused_imports)]
-pub(crate) use nodes::{linked, start_nodes, stop_nodes, supervise_remote, wait_child};
+pub(crate) use nodes::{
+    linked, start_nodes, steady_cluster, stop_nodes, supervise_remote, wait_child,
+};
 
 /// Hang guard for one server (or every member of a cluster) to become ready. Observed start-up is
 /// well under a second; 20 s leaves room for a loaded 2-core CI machine.

@@ -7,6 +7,17 @@ use procsched::prelude::*;
 use procsched::supervision::{Exit, Incoming, Signal, Supervisor, SupervisorRef};
 use std::time::Duration;
 
+/// A node `name` on the server at `url` that is declared down only when it leaves (heartbeats
+/// every 200 ms, `down_after` longer than any test) and whose requests wait up to `guard`: the
+/// base of the tests that are not about a node's death.
+pub(crate) fn steady_cluster(url: &str, name: &str, guard: Duration) -> Cluster {
+    Cluster::nats(url)
+        .name(name)
+        .heartbeat(Duration::from_millis(200))
+        .down_after(Duration::from_secs(60))
+        .request_timeout(guard)
+}
+
 /// Starts a node named after each of `names` with `cluster(name)`; panics (failing the test)
 /// if one does not start or the nodes do not see each other within `guard` (a hang guard).
 pub(crate) async fn start_nodes(
