@@ -323,3 +323,34 @@ fn a_process_that_asks_itself_is_refused_at_once() {
     assert_eq!(refused, Err(AskError::AskedItself));
     assert!(stop_was_next, "the refused request was never queued");
 }
+
+#[test]
+fn another_schedulers_shutdown_is_not_the_askers() {
+    // A body on `a` asks a process on `b`, which `b`'s shutdown ends (its port dropped): the
+    // asker is not shutting down, so it hears `NoReply`, not a cancellation of its own.
+    let a = Scheduler::builder().workers(1).build().unwrap();
+    let b = Scheduler::builder().workers(1).build().unwrap();
+    let keeper = b
+        .spawn_fn(|cx: ProcessCx<Server>| async move {
+            let mut kept = Vec::new();
+            loop {
+                if let Server::Keep(reply) = cx.recv().await? {
+                    kept.push(reply);
+                }
+            }
+            #[allow(unreachable_code)]
+            Ok::<(), BoxError>(())
+        })
+        .unwrap();
+    let addr = keeper.addr();
+    let asker = a
+        .spawn_fn(
+            move |_: ProcessCx| async move { Ok::<_, BoxError>(addr.ask(Server::Keep).await) },
+        )
+        .unwrap();
+    wait_for_state(a.handle(), asker.pid(), ProcessState::Blocked);
+    b.shutdown(HANG_GUARD);
+    assert_eq!(join_typed(asker).unwrap(), Err(AskError::NoReply));
+    assert_eq!(a.metrics().finished.cancelled, 0);
+    a.shutdown(HANG_GUARD);
+}

@@ -237,8 +237,8 @@ impl<M: Send + 'static> Addr<M> {
 #[must_use = "an ask sends nothing unless polled"]
 pub struct Ask<'a, M, R, F> {
     state: State<'a, M, R, F>,
-    /// The scheduler of the process asked (and of the asker, in a body): an ask from a body
-    /// cut short by its shutdown is `Cancelled` (`in_shutdown`).
+    /// The scheduler of the process asked (usually the asker's too): an ask from a body cut
+    /// short by its shutdown is `Cancelled` (`in_shutdown`).
     sched: &'a SchedulerHandle,
     /// Set from the first poll if the ask has a timeout.
     timeout: Option<Duration>,
@@ -342,7 +342,10 @@ where
             self.deadline = Some(Deadline::new(Instant::now() + timeout));
         }
         let (reply, waiting) = match asking::start() {
-            Some((call, _)) if call.owner.pid == addr.pid() => {
+            // The same PID on the same scheduler (another scheduler's process may have it).
+            Some((call, _))
+                if call.owner.pid == addr.pid() && call.owner.host == self.sched.inner.host_id =>
+            {
                 asking::forget(&call);
                 self.state = State::Done;
                 return Err(AskError::AskedItself);
@@ -421,7 +424,8 @@ impl<M, R, F> fmt::Debug for Ask<'_, M, R, F> {
 /// asker's own cancellation would have made it: which of the two processes heard the shutdown
 /// first is a race, and the asker's outcome must not depend on it (`?` ends its body as
 /// cancelled, counted graceful, either way). Not an ask sent after the asker's own cancel
-/// (cleanup): that one is told what happened to it.
+/// (cleanup): that one is told what happened to it; nor one to another scheduler's process
+/// (`sched` is the asked process's): that shutdown is not the asker's.
 fn in_shutdown<R>(
     sched: &SchedulerHandle,
     call: &AskCall,
@@ -431,7 +435,10 @@ fn in_shutdown<R>(
         Err(
             AskError::NoReply
             | AskError::Undelivered(SendErrorKind::NotFound | SendErrorKind::Closed),
-        ) if !call.after_cancel && sched.is_shutting_down() => {
+        ) if !call.after_cancel
+            && call.owner.host == sched.inner.host_id
+            && sched.is_shutting_down() =>
+        {
             Err(AskError::Cancelled(CancelReason::Shutdown))
         }
         other => other,
