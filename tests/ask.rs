@@ -39,6 +39,23 @@ fn server(sched: &Scheduler) -> ProcessHandle<usize, Server> {
         .unwrap()
 }
 
+/// Keeps every `Keep` port it is sent, never answering, and ends on its cancel (`?`),
+/// dropping them: its askers then hear `NoReply`, unless their own cancel comes first.
+fn keeper_ending_on_cancel(sched: &Scheduler) -> ProcessHandle<(), Server> {
+    sched
+        .spawn_fn(|cx: ProcessCx<Server>| async move {
+            let mut kept = Vec::new();
+            loop {
+                if let Server::Keep(reply) = cx.recv().await? {
+                    kept.push(reply);
+                }
+            }
+            #[allow(unreachable_code)]
+            Ok::<(), BoxError>(())
+        })
+        .unwrap()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_ask_from_tokio_code_gets_its_typed_answer() {
     let sched = Scheduler::builder().workers(2).build().unwrap();
@@ -269,18 +286,7 @@ fn an_ask_in_flight_ends_cancelled_whichever_process_hears_the_shutdown_first() 
     // either way, and its handle, the report and the metrics agree.
     for round in 0..40 {
         let sched = Scheduler::builder().workers(2).build().unwrap();
-        let keeper = sched
-            .spawn_fn(|cx: ProcessCx<Server>| async move {
-                let mut kept = Vec::new();
-                loop {
-                    if let Server::Keep(reply) = cx.recv().await? {
-                        kept.push(reply);
-                    }
-                }
-                #[allow(unreachable_code)]
-                Ok::<(), BoxError>(())
-            })
-            .unwrap();
+        let keeper = keeper_ending_on_cancel(&sched);
         let addr = keeper.addr();
         let asker = sched
             .spawn_fn(move |_: ProcessCx| async move {
@@ -330,18 +336,7 @@ fn another_schedulers_shutdown_is_not_the_askers() {
     // asker is not shutting down, so it hears `NoReply`, not a cancellation of its own.
     let a = Scheduler::builder().workers(1).build().unwrap();
     let b = Scheduler::builder().workers(1).build().unwrap();
-    let keeper = b
-        .spawn_fn(|cx: ProcessCx<Server>| async move {
-            let mut kept = Vec::new();
-            loop {
-                if let Server::Keep(reply) = cx.recv().await? {
-                    kept.push(reply);
-                }
-            }
-            #[allow(unreachable_code)]
-            Ok::<(), BoxError>(())
-        })
-        .unwrap();
+    let keeper = keeper_ending_on_cancel(&b);
     let addr = keeper.addr();
     let asker = a
         .spawn_fn(
