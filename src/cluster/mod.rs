@@ -138,6 +138,16 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// A node as the membership shows it ([`Node::nodes`]).
+///
+/// # Examples
+///
+/// ```no_run
+/// # async fn demo(node: procsched::cluster::Node) {
+/// for peer in node.nodes() {
+///     println!("{} ({:016x}): {} live, {} runnable", peer.name, peer.incarnation, peer.live, peer.runnable);
+/// }
+/// # }
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct NodeInfo {
@@ -157,7 +167,21 @@ pub struct NodeInfo {
 ///
 /// # Examples
 ///
-/// See [the module](self).
+/// ```no_run
+/// use procsched::cluster::{Cluster, Node};
+/// use procsched::prelude::*;
+///
+/// # async fn demo() -> Result<(), BoxError> {
+/// let sched = Scheduler::builder().build()?;
+/// let node = Node::start(sched.handle(), Cluster::nats("nats://127.0.0.1:4222").name("orders-1")).await?;
+/// let also = node.clone();                 // the same node: it stays joined while a clone lives
+/// assert_eq!(also.name(), "orders-1");
+/// node.leave().await;                      // peers see it down at once, not after `down_after`
+/// # Ok(())
+/// # }
+/// ```
+///
+/// [The module](self) shows a node serving messages, asks and spawns.
 #[derive(Clone)]
 pub struct Node {
     shared: Arc<NodeShared>,
@@ -178,7 +202,11 @@ impl Node {
     ///
     /// # Examples
     ///
-    /// See [the module](self).
+    /// ```no_run
+    /// # async fn demo(node: procsched::cluster::Node) {
+    /// tracing::info!(node = node.name(), "joined");
+    /// # }
+    /// ```
     pub fn name(&self) -> &str {
         &self.shared.me.name
     }
@@ -187,7 +215,15 @@ impl Node {
     ///
     /// # Examples
     ///
-    /// See [the module](self).
+    /// ```no_run
+    /// # async fn demo(node: procsched::cluster::Node) -> Result<(), procsched::BoxError> {
+    /// // Every PID of this node's processes carries it: a PID from a previous life is `NoProc`.
+    /// let idle = node.scheduler().spawn_fn(|cx: procsched::ProcessCx<()>| async move { cx.cancelled().await })?;
+    /// let pid = node.pid(idle.pid());
+    /// assert_eq!(pid.incarnation(), node.incarnation());
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn incarnation(&self) -> u64 {
         self.shared.me.incarnation
     }
@@ -196,16 +232,44 @@ impl Node {
     ///
     /// # Examples
     ///
-    /// See [the module](self).
+    /// ```no_run
+    /// use procsched::prelude::*;
+    ///
+    /// # async fn demo(node: procsched::cluster::Node) -> Result<(), BoxError> {
+    /// let echo = node.scheduler().spawn_fn(|cx: ProcessCx<String>| async move {
+    ///     while let Ok(line) = cx.recv().await { tracing::info!(%line); }
+    ///     Ok::<_, BoxError>(())
+    /// })?;
+    /// // A PID other nodes can use, e.g. sent to them inside a message or logged.
+    /// let pid = node.pid(echo.pid());
+    /// assert_eq!(pid.node(), node.name());
+    /// println!("{pid}");                  // orders-1@<incarnation>/<slot>.<generation>
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn pid(&self, pid: Pid) -> NodePid {
         self.shared.node_pid(pid)
     }
 
     /// The typed address of process `pid`, on this node or another.
     ///
+    /// `M` is not checked by the compiler (a [`NodePid`] carries no type): the process's node
+    /// checks it against the type its body declared and refuses another
+    /// ([`RemoteError::WrongType`]).
+    ///
     /// # Examples
     ///
-    /// See [the module](self).
+    /// ```no_run
+    /// use procsched::cluster::{Node, NodePid};
+    /// use procsched::prelude::*;
+    ///
+    /// # async fn demo(node: Node, pid: NodePid) -> Result<(), BoxError> {
+    /// let greeter = node.addr::<String>(pid);   // `String` registered on both nodes
+    /// greeter.send("hello".to_string())?;       // at most once
+    /// greeter.send_acked("again".to_string()).await?;   // the far node says it was delivered
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn addr<M: Serialize + Send + 'static>(&self, pid: NodePid) -> RemoteAddr<M> {
         RemoteAddr::new(self.shared.clone(), pid)
     }

@@ -127,7 +127,16 @@ impl Node {
     ///
     /// # Examples
     ///
-    /// See [`remote_child`](Self::remote_child).
+    /// ```no_run
+    /// use procsched::prelude::*;
+    ///
+    /// # async fn demo(node: procsched::cluster::Node) -> Result<(), BoxError> {
+    /// // Local processes of a node are spawned on its scheduler as usual.
+    /// let local = node.scheduler().spawn_fn(|_cx: ProcessCx<()>| async { Ok::<_, BoxError>(42u64) })?;
+    /// assert_eq!(local.await?, 42);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn scheduler(&self) -> crate::SchedulerHandle {
         self.shared.sched.clone()
     }

@@ -98,7 +98,16 @@ pub fn serialize<S: Serializer>(bytes: &Bytes, serializer: S) -> Result<S::Ok, S
 ///
 /// # Examples
 ///
-/// See [`serialize`].
+/// Called directly on a MessagePack `bin` (a node calls it through `#[serde(with = ..)]`, as in
+/// [`serialize`]'s example):
+///
+/// ```
+/// let encoded = rmp_serde::to_vec(&serde_bytes::Bytes::new(b"frame"))?;
+/// let mut de = rmp_serde::Deserializer::from_read_ref(&encoded);
+/// let data = procsched::cluster::shared_bytes::deserialize(&mut de)?;   // outside a node: a copy
+/// assert_eq!(&data[..], b"frame");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Bytes, D::Error> {
     deserializer.deserialize_bytes(BytesVisitor)
 }

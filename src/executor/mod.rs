@@ -146,6 +146,20 @@ struct ShutdownState {
 }
 
 /// What [`Executor::shutdown`] did.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+///
+/// let executor = procsched::executor::Executor::builder().workers(1).build()?;
+/// let pending = executor.spawn(std::future::pending::<()>());   // never finishes by itself
+/// let report = executor.shutdown(Duration::from_secs(5));
+/// assert_eq!(report.cancelled, 1);       // its future was dropped unfinished
+/// assert_eq!(report.stuck_workers, 0);   // no worker was inside a poll at the deadline
+/// assert!(executor.block_on(pending).unwrap_err().is_shutdown());
+/// # Ok::<(), std::io::Error>(())
+/// ```
 #[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ExecutorShutdownReport {
