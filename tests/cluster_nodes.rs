@@ -536,3 +536,28 @@ fn nodes_start_and_serve_outside_any_tokio_runtime() {
     a_sched.shutdown(GUARD);
     b_sched.shutdown(GUARD);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_process_asking_itself_through_its_node_pid_is_refused_at_once() {
+    // A body that reaches itself through a `RemoteAddr` of its own cluster-wide PID (a PID
+    // it learned from a directory, say) takes the local route: refused there as a local
+    // self-ask is, typed, instead of waiting for an answer only it could give.
+    let server = NatsServer::start();
+    let (sched, node) = start_node(&server.url(), "a").await;
+    let asker = node.clone();
+    let handle = sched
+        .spawn_fn(move |cx: ProcessCx<Cart>| async move {
+            let me = asker.addr::<Cart>(asker.pid(cx.pid()));
+            let refused = me.ask(Cart::Total).await;
+            Ok::<_, BoxError>(refused.map_err(|e| e.to_string()))
+        })
+        .unwrap();
+    let refused = guarded("the self-ask", handle).await.unwrap();
+    assert_eq!(
+        refused,
+        Err(RemoteError::AskedItself.to_string()),
+        "refused as a self-ask"
+    );
+    node.leave().await;
+    sched.shutdown_async(GUARD).await;
+}

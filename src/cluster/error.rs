@@ -48,6 +48,14 @@ pub enum RemoteError {
     /// ask's would).
     #[error("the asking process was cancelled")]
     Cancelled(#[source] AskError),
+    /// A process asked itself through a [`RemoteAddr`](super::RemoteAddr) of its own PID:
+    /// refused at once, nothing sent, as a local ask is ([`AskError::AskedItself`]).
+    #[error("a process asked itself: it cannot answer while it waits")]
+    AskedItself,
+    /// The ask was polled outside the process that made it (in another task, or another
+    /// process's body), as [`AskError::OutsideProcess`] says of a local one.
+    #[error("an ask was polled outside the process that sent it")]
+    OutsideProcess,
     /// The process declared another message type (`ProcessCx<M>`) than the one sent: a PID
     /// carries no type, so [`Node::addr`](super::Node::addr)'s `M` is the sender's word. The
     /// message was not delivered; the process is untouched.

@@ -274,7 +274,8 @@ impl<M: Serialize + Send + 'static> RemoteAddr<M> {
     /// As [`send_acked`](Self::send_acked), plus `NoReply` (the port was dropped unanswered),
     /// `Decode` (the reply did not decode as `R`) and, asked from a process's body,
     /// `Cancelled` once that process is asked to finish (shutdown, `cancel`) while it waits: `?`
-    /// then ends the body as cancelled, as for a local ask.
+    /// then ends the body as cancelled, as for a local ask; `AskedItself` if that process asked
+    /// its own PID (refused at once, as a local ask is).
     ///
     /// # Examples
     ///
@@ -333,7 +334,9 @@ impl<M: Serialize + Send + 'static> RemoteAddr<M> {
                         AskError::Undelivered(kind) => RemoteError::from_kind(kind),
                         AskError::TimedOut => RemoteError::TimedOut(timeout),
                         cancelled @ AskError::Cancelled(_) => RemoteError::Cancelled(cancelled),
-                        _ => RemoteError::NoReply,
+                        AskError::AskedItself => RemoteError::AskedItself,
+                        AskError::OutsideProcess => RemoteError::OutsideProcess,
+                        AskError::NoReply => RemoteError::NoReply,
                     });
             }
             Route::Remote(peer) => peer,
