@@ -10,7 +10,7 @@ mod cluster_support;
 use cluster_support::{linked, supervise_remote, wait_child, NatsServer};
 use procsched::cluster::{Cluster, Node, NodePid, Placement};
 use procsched::prelude::*;
-use procsched::supervision::{Incoming, Signal};
+use procsched::supervision::{Incoming, Signal, Supervisor};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
@@ -212,6 +212,38 @@ async fn a_supervised_child_whose_node_dies_is_restarted_on_a_live_node() {
         node.leave().await;
         sched.shutdown_async(GUARD).await;
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_supervisor_whose_pinned_child_cannot_come_back_gives_up_with_shutdown() {
+    // OTP: a child that cannot be restarted spends its supervisor's intensity, and the
+    // supervisor ends `Shutdown`, which whoever watches it sees. A child pinned to a node
+    // cannot come back while that node is down: each restart is refused at once (`NoNode`).
+    let server = NatsServer::start();
+    let (a_sched, a) = start_node(&server.url(), "a").await;
+    let (b_sched, b) = start_node(&server.url(), "b").await;
+    assert!(a.wait_for_nodes(1, GUARD).await);
+    let (spec, child) = a
+        .remote_child("pinned", Placement::Node("b".into()), "cart", 7u64)
+        .unwrap();
+    let supervisor = Supervisor::one_for_one()
+        .max_restarts(3, Duration::from_secs(60))
+        .child(spec)
+        .start(&a.scheduler())
+        .await
+        .expect("the supervisor starts");
+    let first = guarded("the child runs", child.running()).await;
+    assert_eq!(first.node(), "b");
+    let watched = a_sched.monitor(supervisor.pid());
+
+    drop(b); // b dies without leaving: its peers declare it down after `down_after`
+    let down = guarded("the supervisor gives up", watched).await;
+    assert!(down.reason.is_shutdown(), "{:?}", down.reason);
+
+    let report = a_sched.shutdown_async(GUARD).await;
+    assert_eq!(report.forced + report.abandoned, 0, "{report:?}");
+    a.leave().await;
+    b_sched.shutdown_async(GUARD).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
