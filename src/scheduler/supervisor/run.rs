@@ -4,9 +4,11 @@ use super::spec::{ChildShutdown, ChildSpec, Restart, Start, Strategy};
 use super::{gave_up, ChildInfo, Request, Supervisor, SupervisorError, SupervisorRef};
 use crate::process::async_fn::Incoming;
 use crate::process::exit::{Exit, ExitReason, Signal};
+use crate::process::panic_message;
 use crate::process::{BoxError, Pid, RecvError};
 use crate::scheduler::ProcessCx;
 use std::collections::VecDeque;
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -224,7 +226,16 @@ impl Supervising {
         let sched = self.cx.scheduler();
         let child = &mut self.children[at];
         let start = Start::new(&sched, self.cx.pid());
-        let pid = (child.spec.factory)(&start)
+        // The factory is user code: a panic in it is a start that failed (reported to whoever
+        // started the child, or spent from the intensity on a restart), never the supervisor's
+        // end — its other children live on.
+        let pid = std::panic::catch_unwind(AssertUnwindSafe(|| (child.spec.factory)(&start)))
+            .map_err(|panic| {
+                SupervisorError::Start(format!(
+                    "the child's factory panicked: {}",
+                    panic_message(&*panic)
+                ))
+            })?
             .map_err(|error| SupervisorError::Start(error.to_string()))?;
         child.pid = Some(pid);
         if let Some(name) = &child.spec.name {

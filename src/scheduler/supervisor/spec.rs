@@ -186,6 +186,11 @@ impl ChildSpec {
     /// A permanent child, stopped with `ChildShutdown::default()`, whose instances `factory`
     /// spawns.
     ///
+    /// The supervisor calls `factory` on its own process at every (re)start. An `Err` from it,
+    /// or a panic in it, is a start that failed: [`SupervisorError::Start`](super::SupervisorError::Start)
+    /// to whoever started the child, or, on a restart, another restart spent from the
+    /// supervisor's intensity — never the supervisor's own end.
+    ///
     /// # Examples
     ///
     /// See [`ChildSpec`].
