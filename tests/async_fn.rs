@@ -374,3 +374,22 @@ fn tokio_timers_io_and_spawn_work_in_a_body_on_a_scheduler_built_outside_tokio()
         .unwrap();
     assert_eq!(sched.block_on(handle).unwrap(), (true, 21));
 }
+
+/// `Scheduler::block_on` from plain synchronous code runs its future inside the scheduler's
+/// tokio runtime: a tokio timer there (the natural hang guard around a handle) works whether
+/// or not a body built that runtime first.
+#[test]
+#[cfg(not(loom))]
+fn block_on_outside_tokio_can_await_tokio_timers() {
+    assert!(tokio::runtime::Handle::try_current().is_err());
+    // No process yet: nothing has built the scheduler's runtime before `block_on` needs it.
+    let sched = Scheduler::builder().workers(1).build().unwrap();
+    let limit = Duration::from_secs(30);
+    let timed = sched.block_on(async { tokio::time::timeout(limit, async { 6 * 7 }).await });
+    assert_eq!(timed.unwrap(), 42);
+    let handle = sched
+        .spawn_fn(|_: ProcessCx| async move { Ok::<_, BoxError>(7) })
+        .unwrap();
+    let joined = sched.block_on(async { tokio::time::timeout(limit, handle).await });
+    assert_eq!(joined.expect("hang guard").unwrap(), 7);
+}

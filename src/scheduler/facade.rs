@@ -224,6 +224,11 @@ impl Scheduler {
     /// Runs `future` to completion on the calling thread, e.g. to await a [`ProcessHandle`]
     /// from synchronous code.
     ///
+    /// `future` runs inside the tokio runtime the scheduler's processes use (its handler
+    /// runtime, or the one it builds for them when nothing else supplies one), unless the
+    /// calling thread has entered one itself: it may await tokio timers and I/O, as a body may
+    /// (`tokio::time::timeout(limit, handle)` as a hang guard, say).
+    ///
     /// # Panics
     ///
     /// If called from a thread that drives async work — inside a tokio runtime (a task,
@@ -240,6 +245,13 @@ impl Scheduler {
     #[track_caller]
     pub fn block_on<F: Future>(&self, future: F) -> F::Output {
         blocking::assert_may_block("Scheduler::block_on", "future.await");
+        let _context = match tokio::runtime::Handle::try_current() {
+            Ok(_) => None,
+            Err(_) => self
+                .inner()
+                .process_runtime()
+                .map(|runtime| runtime.enter()),
+        };
         self.shutdown.executor().block_on(future)
     }
 

@@ -4,10 +4,11 @@
 //! context on the worker that polls them. A scheduler built inside a runtime, or given one
 //! (`tokio_handle`), or with an async or blocking handler registered, runs its workers inside
 //! that runtime's context from the start. One built outside any runtime with none of those
-//! would have none — so the first `spawn_fn` (or `ProcessCx::run`) builds a small runtime of its
+//! would have none — so the first `spawn_fn` (or `ProcessCx::run`, or `Scheduler::block_on`
+//! called outside any runtime, whose future may await tokio too) builds a small runtime of its
 //! own (one worker thread, timers and I/O), and every worker enters its context before its next
-//! poll (`executor/late_context.rs`). A scheduler that only ever runs state machines never pays
-//! for one.
+//! poll (`executor/late_context.rs`). A scheduler that only ever runs state machines, and is
+//! awaited from async code, never pays for one.
 
 use crate::executor::{self, late_context::LateContext};
 use std::any::Any;
