@@ -1,7 +1,7 @@
 //! What `init` gets to know about its process.
 
 use super::mailbox::ProcessCell;
-use super::{Event, Pid};
+use super::{Event, Pid, Tag};
 use crate::loom::Arc;
 use std::marker::PhantomData;
 use std::task::{Wake, Waker};
@@ -194,9 +194,15 @@ impl ProcessWake {
         self.cell.deliver_or_return(self.generation, event)
     }
 
-    /// `true` while the process this targets lives (not finishing, not gone).
-    pub(crate) fn is_live(&self) -> bool {
-        self.cell.hosts(self.generation)
+    /// The process (this target, polling its body) stops waiting for the answer to its ask
+    /// `tag`: the answer is refused when it comes (`mailbox/abandoned.rs`).
+    pub(crate) fn abandon_ask(&self, tag: Tag) {
+        self.cell.abandon_ask(self.generation, tag);
+    }
+
+    /// `true` if the process lives and still waits for the answer to its ask `tag`.
+    pub(crate) fn awaits_answer(&self, tag: Tag) -> bool {
+        self.cell.awaits_answer(self.generation, tag)
     }
 
     /// Counts contained destructor panics in the process's cell (`contain.rs`).

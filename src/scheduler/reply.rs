@@ -165,7 +165,8 @@ impl<R: Send + 'static> Reply<R> {
     /// # Errors
     ///
     /// `value`, handed back, if the asker no longer waits (it timed out, dropped its ask, or
-    /// ended).
+    /// ended). An answer that reached the asker before it gave up was delivered (`Ok`), and
+    /// is dropped unread.
     ///
     /// # Examples
     ///
@@ -193,7 +194,8 @@ impl<R: Send + 'static> Reply<R> {
     }
 
     /// `true` if an answer can no longer reach the asker: asked from outside a process, its
-    /// ask was dropped (it timed out, say); asked from a process, that process has ended.
+    /// ask was dropped (it timed out, say); asked from a process, that process has ended or
+    /// stopped waiting (its ask timed out, was dropped, or was cut short by its cancel).
     ///
     /// # Examples
     ///
@@ -218,7 +220,7 @@ impl<R: Send + 'static> Reply<R> {
     pub fn is_closed(&self) -> bool {
         match &self.to {
             ReplyTo::Elsewhere(Some(Elsewhere::Channel(sender))) => sender.is_closed(),
-            ReplyTo::Process { asker, .. } => !asker.is_live(),
+            ReplyTo::Process { asker, tag } => !asker.awaits_answer(*tag),
             #[cfg(feature = "cluster")]
             ReplyTo::Elsewhere(Some(Elsewhere::Remote(remote))) => remote.is_closed(),
             ReplyTo::Elsewhere(None) => true,

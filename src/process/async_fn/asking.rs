@@ -7,7 +7,7 @@
 //! each acts only inside the scope of the process that started the ask (`scope.rs`).
 
 use super::scope;
-use super::state::Completion;
+use super::state::{Arrived, Completion, CxState};
 use crate::process::context::{Owner, ProcessWake};
 use crate::process::{CancelReason, Tag};
 
@@ -67,7 +67,7 @@ pub(crate) fn poll(call: &AskCall) -> AskPoll {
         }
         match scope.state.cancelled {
             Some(reason) if !call.after_cancel => {
-                scope.state.forget_call(call.tag);
+                give_up(scope.state, scope.arrived, scope.reply_to, call.tag);
                 AskPoll::Cancelled(reason)
             }
             _ => AskPoll::Pending,
@@ -75,14 +75,25 @@ pub(crate) fn poll(call: &AskCall) -> AskPoll {
     })
 }
 
-/// The ask is dropped (or gave up) before its answer: no longer live; a late answer is dropped
-/// when it arrives.
+/// The ask is dropped (or gave up) before its answer: no longer live; a late answer is refused
+/// (handed back to its answerer) or, if it is on its way already, dropped when it arrives.
 pub(crate) fn forget(call: &AskCall) {
     scope::with(call.owner, |scope| {
         if let Some(scope) = scope {
-            scope.state.forget_call(call.tag);
+            give_up(scope.state, scope.arrived, scope.reply_to, call.tag);
         }
     });
+}
+
+/// The body stops waiting for ask `tag`. If its answer has not arrived, the process's mailbox
+/// is told to refuse it (`mailbox/abandoned.rs`), so that the answerer's `Reply::send` gets its
+/// value back instead of `Ok` for an answer nobody reads.
+fn give_up(state: &mut CxState, arrived: &Arrived, reply_to: Option<&ProcessWake>, tag: Tag) {
+    let unanswered = state.awaits_completion(arrived, tag);
+    state.forget_call(tag);
+    if let (true, Some(reply_to)) = (unanswered, reply_to) {
+        reply_to.abandon_ask(tag);
+    }
 }
 
 /// For a wait the process layer does not carry itself (an ask across nodes: its answer comes

@@ -156,6 +156,18 @@ impl CxState {
         Some(completion)
     }
 
+    /// `true` if live call `tag` is waiting for its completion: none arrived for this poll
+    /// (`arrived`) or is kept from an earlier one.
+    pub(super) fn awaits_completion(&self, arrived: &Arrived, tag: Tag) -> bool {
+        self.calls.contains(tag)
+            && !matches!(arrived, Some((t, _)) if *t == tag)
+            && !self
+                .calls
+                .extra
+                .as_ref()
+                .is_some_and(|extra| extra.completions.iter().any(|(t, _)| *t == tag))
+    }
+
     /// The call future was dropped: it is no longer live. A completion already kept for it
     /// stays until [`purge_forgotten`](Self::purge_forgotten); one arriving later is dropped by
     /// [`keep`](Self::keep). Drops nothing.

@@ -31,6 +31,7 @@
 //! racing close → release → open) and `loom_close_racing_an_event` (a delivery racing `close`);
 //! the process table's reuse of cells by its own models in `scheduler/tests/loom_table.rs`.
 
+mod abandoned;
 pub(crate) mod blocks;
 mod budget;
 mod drain;
@@ -144,6 +145,9 @@ struct Inner {
     takes: Option<MessageType>,
     /// Links, monitors and the trap flag of the current incarnation, once used (`watch.rs`).
     watch: Option<Box<watch::WatchState>>,
+    /// Tags of asks the current process gave up on before their answer came: those answers
+    /// are refused (`abandoned.rs`). `None` while empty: one word in every cell.
+    abandoned: Option<Box<abandoned::Abandoned>>,
 }
 
 /// What `open` records about the process a cell starts to host (for `process_info`).
@@ -187,6 +191,7 @@ impl ProcessCell {
                     max_depth: 0,
                     takes: None,
                     watch: None,
+                    abandoned: None,
                 }),
                 gate: Gate::new(),
                 intake: Intake::new(),
@@ -220,7 +225,7 @@ impl ProcessCell {
         // `close` left the queues and the budget map empty and unallocated.
         debug_assert!(inner.events.is_empty() && inner.behind.is_empty());
         debug_assert!(inner.waker.is_none() && inner.task.is_none());
-        debug_assert!(inner.topics.is_none());
+        debug_assert!(inner.topics.is_none() && inner.abandoned.is_none());
         debug_assert!(
             inner.watch.is_none(),
             "`release` took the last incarnation's watches"
@@ -428,6 +433,10 @@ impl ProcessCell {
         if refused != Admission::Accepted {
             return Err((refused, event));
         }
+        if inner.refuses_answer(&event) {
+            // The answer to an ask its process gave up on: back to the answerer.
+            return Err((Admission::Closed, event));
+        }
         // The intake queue's events were sent before this one (or concurrently): they go first.
         // Past a slot a sender has not written yet, this one goes behind it instead.
         let lane = if self.mailbox.settle_intake(&mut inner, &mut stale) {
@@ -558,12 +567,6 @@ impl ProcessCell {
         self.mailbox.gate.store(generation, phase);
     }
 
-    /// `true` while the process of `generation` is open (live, not finishing). Without the
-    /// lock: the value of some recent moment.
-    pub(crate) fn hosts(&self, generation: Generation) -> bool {
-        self.mailbox.gate.admission(Some(generation)) == Admission::Accepted
-    }
-
     /// `true` while the cell hosts a process (open or closing).
     pub(crate) fn is_occupied(&self) -> bool {
         self.mailbox.gate.load().1 != Phase::Free
@@ -617,6 +620,7 @@ impl ProcessCell {
             self.mailbox.intake.shrink();
             inner.queued_messages = 0;
             inner.unread = 0;
+            inner.abandoned = None;
             (
                 std::mem::take(&mut inner.events),
                 std::mem::take(&mut inner.behind),

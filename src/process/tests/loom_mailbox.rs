@@ -94,3 +94,33 @@ fn loom_close_racing_an_event() {
         assert_eq!(drain(&polled.cell, None), (Drained::All, 0));
     });
 }
+
+/// `mailbox/abandoned.rs`: an ask's answer racing the asking body giving up on it. Decided
+/// under the lock, exactly one of: the answer was queued first (the answerer's `Ok`; the body
+/// finds it queued and records nothing), or the body gave up first (the answer is refused and
+/// handed back, and the record leaves with it). Never both, never neither, and nothing is left
+/// recorded either way: a port delivers once.
+#[test]
+fn loom_an_answer_racing_its_asks_abandonment_is_refused_or_queued_never_both() {
+    model(|| {
+        let (cell, pid) = open_cell();
+        let answerer = {
+            let cell = cell.clone();
+            thread::spawn(move || {
+                let answer = Event::YieldComplete {
+                    tag: 7,
+                    result: Err(CommandError::Cancelled),
+                };
+                cell.deliver_or_return(pid.generation(), answer).is_ok()
+            })
+        };
+        cell.abandon_ask(pid.generation(), 7);
+        let delivered = answerer.join().unwrap();
+        let mut events = Events::default();
+        let _ = cell.drain_into(&mut events, 8, None);
+        assert_eq!(events.len(), usize::from(delivered), "queued iff delivered");
+        // Nothing stays recorded: a later answer with that tag (none can come: a port delivers
+        // once) would be queued, and the asker counts as waiting again.
+        assert!(cell.awaits_answer(pid.generation(), 7));
+    });
+}

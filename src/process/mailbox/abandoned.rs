@@ -1,0 +1,75 @@
+//! Asks a process gave up on, so that their answers are refused.
+//!
+//! A body's ask waits for its answer as a call completion in the asking process's own mailbox
+//! (`async_fn/asking.rs`); the answerer's [`Reply::send`](crate::Reply::send) delivers it there
+//! and returns `Err(value)` "if the asker no longer waits". Only the asking body knows when it
+//! stops waiting (its ask timed out, was dropped, or was cut short by its process's cancel),
+//! and only the answerer's thread knows when the answer is sent: the mailbox lock is where the
+//! two meet. A body that gives up on an ask whose answer has not arrived records the ask's tag
+//! here ([`ProcessCell::abandon_ask`]); the answer's push, under the same lock, finds the tag,
+//! removes it and is refused ([`Inner::refuses_answer`]), so the answerer gets its value back.
+//!
+//! Each reply port delivers exactly one event to its asker (the answer, or the port's drop), so
+//! a recorded tag leaves with that event, or with the incarnation (`close`): the set holds at
+//! most the asks given up on whose ports are still held somewhere. An answer that is already
+//! queued (or drained) when the body gives up is not recorded: it was delivered while the body
+//! waited, and the body drops it unread as it always did. Which of the two happens is decided
+//! under the lock: `loom_an_answer_racing_its_asks_abandonment_is_refused_or_queued_never_both`
+//! (`process/tests/loom_mailbox.rs`).
+//!
+//! The set is boxed and absent while empty: an ask given up on is rare, and every cell would
+//! otherwise pay for it.
+
+use super::{Admission, Generation, Inner, ProcessCell};
+use crate::process::{Event, Tag};
+
+/// The tags of the asks a process gave up on whose answers have not come.
+#[derive(Debug, Default)]
+pub(super) struct Abandoned(Vec<Tag>);
+
+impl ProcessCell {
+    /// The process of `generation`, polling its body, stops waiting for the answer to its ask
+    /// `tag`: if that answer is not queued already, it will be refused.
+    pub(crate) fn abandon_ask(&self, generation: Generation, tag: Tag) {
+        let mut inner = self.mailbox.inner.lock();
+        if self.mailbox.gate.admission(Some(generation)) != Admission::Accepted {
+            return; // finishing or gone: every answer is refused anyway
+        }
+        let answered =
+            |event: &Event| matches!(event, Event::YieldComplete { tag: t, .. } if *t == tag);
+        if inner.events.iter().any(answered) || inner.behind.iter().any(answered) {
+            return;
+        }
+        inner.abandoned.get_or_insert_with(Box::default).0.push(tag);
+    }
+
+    /// `true` if the process of `generation` lives and has not given up on its ask `tag`.
+    pub(crate) fn awaits_answer(&self, generation: Generation, tag: Tag) -> bool {
+        let inner = self.mailbox.inner.lock();
+        self.mailbox.gate.admission(Some(generation)) == Admission::Accepted
+            && !inner
+                .abandoned
+                .as_ref()
+                .is_some_and(|abandoned| abandoned.0.contains(&tag))
+    }
+}
+
+impl Inner {
+    /// Under the lock, for an event about to be queued: `true` if it answers an ask the
+    /// process gave up on (the tag is then forgotten: a port delivers once).
+    #[inline]
+    pub(super) fn refuses_answer(&mut self, event: &Event) -> bool {
+        let (Some(abandoned), Event::YieldComplete { tag, .. }) = (&mut self.abandoned, event)
+        else {
+            return false;
+        };
+        let Some(at) = abandoned.0.iter().position(|t| t == tag) else {
+            return false;
+        };
+        abandoned.0.swap_remove(at);
+        if abandoned.0.is_empty() {
+            self.abandoned = None;
+        }
+        true
+    }
+}

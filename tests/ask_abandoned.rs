@@ -1,0 +1,147 @@
+//! An answer to an ask its asking process gave up on (the ask timed out, was dropped, or was
+//! cut short by the process's cancel) while that process lives on: `Reply::send` hands the
+//! value back and `Reply::is_closed` says so — as for an asker from tokio code, or one that
+//! ended — and the asker's later asks and receives never see that answer.
+
+mod support;
+
+use procsched::prelude::*;
+use std::pin::pin;
+use std::sync::mpsc;
+use std::time::Duration;
+use support::*;
+
+/// What a holder is asked: to keep a port, and then to answer the kept one.
+enum Holder {
+    /// Keep the port, unanswered (and say so on the holder's channel).
+    Hold(Reply<u64>),
+    /// Answer the kept port with 42 now; report `(its is_closed, its send's result, this
+    /// port's is_closed)`.
+    AnswerKept(Reply<Report>),
+    /// A plain ask, answered at once.
+    Echo(u64, Reply<u64>),
+}
+
+type Report = (bool, Result<(), u64>, bool);
+
+/// A holder process; `held` hears each `Hold` it keeps.
+fn holder(sched: &Scheduler, held: mpsc::Sender<()>) -> ProcessHandle<(), Holder> {
+    sched
+        .spawn_fn(move |cx: ProcessCx<Holder>| async move {
+            let mut kept = None;
+            loop {
+                match cx.recv().await? {
+                    Holder::Hold(port) => {
+                        kept = Some(port);
+                        held.send(()).unwrap();
+                    }
+                    Holder::AnswerKept(report) => {
+                        let port = kept.take().expect("a port is kept");
+                        let closed = port.is_closed();
+                        let sent = port.send(42);
+                        let asker_gone = report.is_closed();
+                        let _ = report.send((closed, sent, asker_gone));
+                    }
+                    Holder::Echo(n, reply) => {
+                        let _ = reply.send(n);
+                    }
+                }
+            }
+            #[allow(unreachable_code)]
+            Ok::<_, BoxError>(())
+        })
+        .unwrap()
+}
+
+#[test]
+fn a_late_answer_to_a_live_asker_that_gave_up_is_handed_back() {
+    let sched = Scheduler::builder().workers(2).build().unwrap();
+    let (held_tx, held) = mpsc::channel();
+    let holder = holder(&sched, held_tx);
+    let addr = holder.addr();
+
+    // Timed out, then dropped: the asker lives on and asks again each time.
+    let asker = {
+        let addr = addr.clone();
+        sched
+            .spawn_fn(move |_: ProcessCx| async move {
+                let timed_out = addr
+                    .ask_within(Duration::from_millis(1), Holder::Hold)
+                    .await;
+                assert!(timed_out.unwrap_err().is_timed_out());
+                let after_timeout = addr.ask(Holder::AnswerKept).await?;
+
+                {
+                    let mut dropped = pin!(addr.ask(Holder::Hold));
+                    assert!(futures::poll!(dropped.as_mut()).is_pending());
+                }
+                let after_drop = addr.ask(Holder::AnswerKept).await?;
+
+                // The refused answers never reach a later ask (nor the inbox).
+                let echoed = addr.ask(|reply| Holder::Echo(7, reply)).await?;
+                Ok::<_, BoxError>((after_timeout, after_drop, echoed))
+            })
+            .unwrap()
+    };
+    let (after_timeout, after_drop, echoed) = join_typed(asker).unwrap();
+    for report in [after_timeout, after_drop] {
+        assert_eq!(report, (true, Err(42), false), "closed, value handed back");
+    }
+    assert_eq!(echoed, 7);
+    assert_eq!(held.try_iter().count(), 2);
+    drop(holder);
+    sched.shutdown(HANG_GUARD);
+}
+
+#[test]
+fn a_late_answer_to_an_asker_whose_cancel_cut_its_ask_short_is_handed_back() {
+    let sched = Scheduler::builder().workers(2).build().unwrap();
+    let (held_tx, held) = mpsc::channel();
+    let holder = holder(&sched, held_tx);
+    let addr = holder.addr();
+    let asker = {
+        let addr = addr.clone();
+        sched
+            .spawn_fn(move |_: ProcessCx| async move {
+                let cut_short = addr.ask(Holder::Hold).await;
+                assert!(
+                    matches!(cut_short, Err(AskError::Cancelled(_))),
+                    "{cut_short:?}"
+                );
+                // An ask sent after its own cancel is answered (cleanup).
+                let report = addr.ask(Holder::AnswerKept).await?;
+                Ok::<_, BoxError>(report)
+            })
+            .unwrap()
+    };
+    held.recv_timeout(HANG_GUARD)
+        .expect("hang guard: the holder keeps the port");
+    sched.handle().cancel(asker.pid()).unwrap();
+    let report = join_typed(asker).unwrap();
+    assert_eq!(report, (true, Err(42), false), "closed, value handed back");
+    drop(holder);
+    sched.shutdown(HANG_GUARD);
+}
+
+#[test]
+fn an_answer_to_an_asker_that_still_waits_is_delivered() {
+    // The control: the same holder, an asker that waits.
+    let sched = Scheduler::builder().workers(2).build().unwrap();
+    let (held_tx, held) = mpsc::channel();
+    let holder = holder(&sched, held_tx);
+    let addr = holder.addr();
+    let asker = {
+        let addr = addr.clone();
+        sched
+            .spawn_fn(move |_: ProcessCx| async move {
+                Ok::<_, BoxError>(addr.ask(Holder::Hold).await?)
+            })
+            .unwrap()
+    };
+    held.recv_timeout(HANG_GUARD)
+        .expect("hang guard: the holder keeps the port");
+    let report = sched.block_on(addr.ask(Holder::AnswerKept)).unwrap();
+    assert_eq!(report, (false, Ok(()), false), "open, delivered");
+    assert_eq!(join_typed(asker).unwrap(), 42);
+    sched.shutdown(HANG_GUARD);
+}
