@@ -378,63 +378,6 @@ fn start_child_and_terminate_child_manage_dynamic_children_with_typed_errors() {
 }
 
 #[test]
-fn a_child_factory_that_panics_is_a_failed_start_and_the_supervisor_lives_on() {
-    // The factory is user code: its panic is a start that failed, as an `Err` from it is —
-    // reported to `start_child`'s caller, spent from the intensity on a restart — never the
-    // supervisor's own end, which would take its healthy children with it.
-    let sched = scheduler(2);
-    let log = log();
-    let sup = start(
-        &sched,
-        Supervisor::one_for_one()
-            .max_restarts(2, Duration::from_secs(60))
-            .child(worker("healthy", &log)),
-    );
-    let healthy = running(&children(&sup), "healthy");
-    let healthy_down = sched.monitor(healthy);
-    let panicking = ChildSpec::new("panics", |_start| -> Result<Pid, SpawnError> {
-        panic!("{PANIC}: in a child's factory")
-    });
-    match run(sup.start_child(panicking)) {
-        Err(SupervisorError::Start(why)) => assert!(why.contains("panicked"), "{why}"),
-        other => panic!("a typed start error, not {other:?}"),
-    }
-    assert_eq!(children(&sup).len(), 1, "the failed child is not kept");
-    assert_eq!(running(&children(&sup), "healthy"), healthy);
-
-    // A factory that panics on a restart: each restart fails and spends the intensity, then
-    // the supervisor gives up as it does for any child that cannot start (`Shutdown`), and
-    // stops its other children by their policy.
-    let calls = Arc::new(Mutex::new(0));
-    let counted = calls.clone();
-    let once = ChildSpec::new("once", move |start| {
-        *counted.lock().unwrap() += 1;
-        if *counted.lock().unwrap() > 1 {
-            panic!("{PANIC}: in a restart's factory");
-        }
-        start.spawn_fn(puppet)
-    });
-    let once = run(sup.start_child(once)).unwrap();
-    let sup_down = sched.monitor(sup.pid());
-    tell(&sched, once, Cmd::Fail("crashed"));
-    let down = run(sup_down);
-    assert_eq!(
-        down.reason,
-        ExitReason::Shutdown,
-        "a supervisor that gives up"
-    );
-    assert_eq!(
-        *calls.lock().unwrap(),
-        3,
-        "the first start and two failed restarts"
-    );
-    assert!(
-        run(healthy_down).reason.is_shutdown(),
-        "stopped, not killed"
-    );
-}
-
-#[test]
 fn shutdown_timeout_kills_a_child_that_ignores_cancellation_after_the_timeout() {
     let sched = scheduler(2);
     let log = log();

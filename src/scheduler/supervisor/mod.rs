@@ -191,13 +191,20 @@ impl Supervisor {
     ///
     /// See [`Supervisor`].
     pub async fn start(self, sched: &SchedulerHandle) -> Result<SupervisorRef, SupervisorError> {
-        let supervisor = self
-            .spawn(sched)
+        let handle = sched
+            .spawn_fn(move |cx| run::supervise(cx, self, None))
             .map_err(|error| SupervisorError::Start(error.to_string()))?;
-        supervisor
-            .started()
-            .await
-            .map_err(|_| SupervisorError::Start("a child could not be started".to_owned()))?;
+        let supervisor = SupervisorRef {
+            addr: handle.addr(),
+        };
+        if supervisor.started().await.is_err() {
+            // It ended: its exit reason names the child and why it could not start.
+            let why = match handle.await {
+                Err(ended) => ended.to_string(),
+                Ok(()) => "the supervisor ended".to_owned(),
+            };
+            return Err(SupervisorError::Start(why));
+        }
         Ok(supervisor)
     }
 
@@ -230,6 +237,8 @@ pub(crate) enum Request {
     Restarts(Reply<u64>),
     /// Answered once the children have started (every request is).
     Started(Reply<()>),
+    /// The supervisor's own: try again the restart of this child, which failed.
+    Restart(Arc<str>),
 }
 
 /// A running supervisor: add and remove children, look at them.

@@ -3,7 +3,7 @@
 use super::spec::{ChildShutdown, ChildSpec, Restart, Start, Strategy};
 use super::{gave_up, ChildInfo, Request, Supervisor, SupervisorError, SupervisorRef};
 use crate::process::async_fn::Incoming;
-use crate::process::exit::{Exit, ExitReason, Signal};
+use crate::process::exit::{Exit, ExitReason, MonitorRef, Signal};
 use crate::process::panic_message;
 use crate::process::{BoxError, Pid, RecvError};
 use crate::scheduler::ProcessCx;
@@ -105,7 +105,11 @@ impl Supervising {
                 }
                 // A supervisor monitors nothing.
                 Ok(Incoming::Signal(_)) => {}
-                Ok(Incoming::Message(request)) => self.on_request(request).await,
+                Ok(Incoming::Message(request)) => {
+                    if let Some(end) = self.on_request(request).await {
+                        return end;
+                    }
+                }
             }
         }
     }
@@ -136,54 +140,73 @@ impl Supervising {
     }
 
     /// Restarts the child at `at` (and its siblings, by the strategy), within the intensity.
+    ///
+    /// A restart that fails (the factory's `Err` or panic) counts as another end of that child,
+    /// as in OTP, and is tried again *later* (OTP's `try_again_restart`): behind a message the
+    /// supervisor sends itself, so that between attempts it answers requests, hears its
+    /// cancel, and lets the rest of the scheduler run — a child that cannot start never pins
+    /// the supervisor inside one poll, however high the intensity.
     async fn restart_from(&mut self, at: usize) -> Option<End> {
-        let mut at = at;
-        loop {
-            if !self.allow_restart() {
-                tracing::warn!(
-                    max_restarts = self.max_restarts,
-                    within = ?self.within,
-                    "restart intensity reached: the supervisor stops its children and ends"
-                );
-                return Some(End::Exit(gave_up()));
+        if !self.allow_restart() {
+            tracing::warn!(
+                max_restarts = self.max_restarts,
+                within = ?self.within,
+                "restart intensity reached: the supervisor stops its children and ends"
+            );
+            return Some(End::Exit(gave_up()));
+        }
+        let again: Vec<usize> = match self.strategy {
+            Strategy::OneForOne => vec![at],
+            Strategy::OneForAll => {
+                self.stop_range(0..self.children.len()).await;
+                (0..self.children.len()).collect()
             }
-            let again: Vec<usize> = match self.strategy {
-                Strategy::OneForOne => vec![at],
-                Strategy::OneForAll => {
-                    self.stop_range(0..self.children.len()).await;
-                    (0..self.children.len()).collect()
-                }
-                Strategy::RestForOne => {
-                    self.stop_range(at..self.children.len()).await;
-                    (at..self.children.len()).collect()
-                }
-            };
-            self.restarts += 1;
-            // Children stopped by the strategy that are temporary are not restarted (OTP).
-            let mut failed = None;
-            for index in again {
-                let child = &self.children[index];
-                if child.pid.is_some() || (index != at && child.spec.restart == Restart::Temporary)
-                {
-                    continue;
-                }
-                if let Err(error) = self.start(index).await {
-                    tracing::warn!(child = %self.children[index].spec.id, %error, "restart failed");
-                    failed = Some(index);
-                    break;
-                }
+            Strategy::RestForOne => {
+                self.stop_range(at..self.children.len()).await;
+                (at..self.children.len()).collect()
             }
-            self.children
-                .retain(|child| child.pid.is_some() || child.spec.restart != Restart::Temporary);
-            match failed {
-                // A failed restart counts as another end of that child.
-                Some(index) => at = index.min(self.children.len().saturating_sub(1)),
-                None => return None,
+        };
+        self.restarts += 1;
+        // Children stopped by the strategy that are temporary are not restarted (OTP).
+        let mut failed = None;
+        for index in again {
+            let child = &self.children[index];
+            if child.pid.is_some() || (index != at && child.spec.restart == Restart::Temporary) {
+                continue;
             }
-            if self.children.is_empty() {
-                return None;
+            if let Err(error) = self.start(index).await {
+                tracing::warn!(child = %self.children[index].spec.id, %error, "restart failed");
+                failed = Some(Arc::clone(&self.children[index].spec.id));
+                break;
             }
         }
+        self.children
+            .retain(|child| child.pid.is_some() || child.spec.restart != Restart::Temporary);
+        let failed = failed?;
+        if self.cx.scheduler().is_shutting_down() {
+            // Nothing can start any more; the shutdown is about to stop this supervisor.
+            return Some(End::Exit(ExitReason::Shutdown));
+        }
+        if self
+            .cx
+            .addr()
+            .send(Request::Restart(Arc::clone(&failed)))
+            .is_err()
+        {
+            // A full mailbox (a capacity the user set): try again now instead.
+            return self.restart_child(&failed).await;
+        }
+        None
+    }
+
+    /// Tries again to restart the child `id` whose restart failed (OTP's
+    /// `try_again_restart`), unless it has been removed or started since.
+    async fn restart_child(&mut self, id: &str) -> Option<End> {
+        let at = self
+            .children
+            .iter()
+            .position(|child| &*child.spec.id == id && child.pid.is_none())?;
+        Box::pin(self.restart_from(at)).await
     }
 
     /// Counts a restart against the intensity; `false` if it would exceed it.
@@ -237,12 +260,18 @@ impl Supervising {
                 ))
             })?
             .map_err(|error| SupervisorError::Start(error.to_string()))?;
-        child.pid = Some(pid);
         if let Some(name) = &child.spec.name {
             if let Err(error) = sched.register(name.clone(), pid) {
-                tracing::warn!(child = %child.spec.id, %error, "could not register the child's name");
+                // OTP's `already_started`: a start that failed. The instance must not run
+                // unreachable by its name; its exit signal finds no child and is ignored.
+                let _ = sched.terminate(pid);
+                return Err(SupervisorError::Start(format!(
+                    "child `{}` could not register its name: {error}",
+                    child.spec.id
+                )));
             }
         }
+        child.pid = Some(pid);
         Ok(pid)
     }
 
@@ -259,32 +288,44 @@ impl Supervising {
     }
 
     /// Stops the child at `at` by its shutdown policy and waits for its end.
+    ///
+    /// The end is heard through the link, or through a monitor set for the stop (OTP's
+    /// `monitor_child`): a child that unlinked itself still ends the wait.
     async fn stop(&mut self, at: usize) {
         let Some(pid) = self.children[at].pid.take() else {
             return;
         };
         let sched = self.cx.scheduler();
+        let monitor = self.cx.monitor(pid);
         match self.children[at].spec.shutdown {
             ChildShutdown::BrutalKill => {
                 let _ = sched.terminate(pid);
-                self.wait_for_end(pid, None).await;
+                self.wait_for_end(pid, monitor, None).await;
             }
             ChildShutdown::Timeout(timeout) => {
                 let _ = sched.cancel(pid);
-                if !self.wait_for_end(pid, Some(timeout)).await {
+                if !self.wait_for_end(pid, monitor, Some(timeout)).await {
                     let _ = sched.terminate(pid);
-                    self.wait_for_end(pid, None).await;
+                    self.wait_for_end(pid, monitor, None).await;
                 }
             }
             ChildShutdown::Infinity => {
                 let _ = sched.cancel(pid);
-                self.wait_for_end(pid, None).await;
+                self.wait_for_end(pid, monitor, None).await;
             }
         }
+        // Ended through the link: its `Down` is not wanted (none is delivered after this).
+        self.cx.demonitor(monitor);
     }
 
-    /// Waits for `pid`'s exit signal (keeping the others for later); `false` on timeout.
-    async fn wait_for_end(&mut self, pid: Pid, timeout: Option<std::time::Duration>) -> bool {
+    /// Waits for `pid`'s exit signal or `monitor`'s `Down` (keeping other exit signals for
+    /// later); `false` on timeout.
+    async fn wait_for_end(
+        &mut self,
+        pid: Pid,
+        monitor: MonitorRef,
+        timeout: Option<std::time::Duration>,
+    ) -> bool {
         if let Some(at) = self.pending.iter().position(|exit| exit.pid == pid) {
             self.pending.remove(at);
             return true;
@@ -293,6 +334,7 @@ impl Supervising {
             loop {
                 match self.cx.recv_signal().await {
                     Ok(Signal::Exit(exit)) if exit.pid == pid => return,
+                    Ok(Signal::Down(down)) if down.monitor == monitor => return,
                     Ok(Signal::Exit(exit)) => self.pending.push_back(exit),
                     Ok(_) => {}
                     Err(cancelled) if cancelled.is_cancelled() => self.cancelled = Some(cancelled),
@@ -312,7 +354,7 @@ impl Supervising {
         }
     }
 
-    async fn on_request(&mut self, request: Request) {
+    async fn on_request(&mut self, request: Request) -> Option<End> {
         match request {
             Request::StartChild(spec, reply) => {
                 let answer = if self.children.iter().any(|child| child.spec.id == spec.id) {
@@ -357,6 +399,8 @@ impl Supervising {
             Request::Started(reply) => {
                 let _ = reply.send(());
             }
+            Request::Restart(id) => return self.restart_child(&id).await,
         }
+        None
     }
 }

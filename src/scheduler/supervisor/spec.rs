@@ -235,7 +235,9 @@ impl ChildSpec {
     }
 
     /// Registers every instance under `name` ([`SchedulerHandle::register`]), so callers reach
-    /// the live one by name.
+    /// the live one by name. A name another process holds fails the start (OTP's
+    /// `already_started`): the instance is stopped, and the start is an error (or, on a
+    /// restart, another restart spent from the intensity).
     ///
     /// # Examples
     ///
