@@ -246,3 +246,40 @@ fn a_start_that_fails_says_which_child_and_why() {
     // `cache`, started first, was stopped.
     wait_until("no process left", || sched.live_processes() == 0);
 }
+
+#[test]
+fn requests_to_a_pid_that_is_not_a_supervisor_fail_at_once() {
+    // An untyped body that keeps every message would never answer: refused before sending.
+    let sched = scheduler(2);
+    let hoarder = sched
+        .spawn_fn(|cx: ProcessCx| async move {
+            let mut kept = Vec::new();
+            loop {
+                kept.push(cx.recv_message().await?);
+            }
+            #[allow(unreachable_code)]
+            Ok::<(), BoxError>(())
+        })
+        .unwrap();
+    let typed = sched.spawn_fn(puppet).unwrap();
+    for pid in [hoarder.pid(), typed.pid()] {
+        let not_one = SupervisorRef::from_pid(sched.handle(), pid);
+        match run(not_one.restarts()) {
+            Err(SupervisorError::Unreachable(why)) => {
+                assert!(why.contains("not a supervisor"), "{why}")
+            }
+            other => panic!("Unreachable, not {other:?}"),
+        }
+    }
+    // A real one answers; once it has ended, it is unreachable too.
+    let sup = start(&sched, Supervisor::one_for_one());
+    let again = SupervisorRef::from_pid(sched.handle(), sup.pid());
+    assert_eq!(run(again.restarts()), Ok(0));
+    let ended = sched.monitor(sup.pid());
+    sched.handle().cancel(sup.pid()).unwrap();
+    run(ended);
+    assert!(matches!(
+        run(again.restarts()),
+        Err(SupervisorError::Unreachable(_))
+    ));
+}

@@ -20,7 +20,6 @@ impl MessageType {
             .then_some(MessageType(describe::<M>))
     }
 
-    #[cfg_attr(not(feature = "cluster"), allow(dead_code))] // the cluster's check reads it
     pub(crate) fn id(self) -> TypeId {
         (self.0)().0
     }

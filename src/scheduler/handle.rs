@@ -334,9 +334,6 @@ impl SchedulerHandle {
         self.inner.table.get(pid)?.state(pid.generation())
     }
 
-    /// The message type live process `pid` declared (`ProcessCx<M>`; `Some(None)` for a state
-    /// machine or an untyped body), or `None` if no live process has the PID: for senders
-    /// whose type the compiler could not check (the cluster's, holding only a PID).
     /// The tokio runtime the scheduler's processes use (its handler runtime, or the one it
     /// builds for itself), for what must run in one when nobody else provides it.
     #[cfg(feature = "cluster")]
@@ -344,7 +341,10 @@ impl SchedulerHandle {
         self.inner.process_runtime().cloned()
     }
 
-    #[cfg(feature = "cluster")]
+    /// The message type live process `pid` declared (`ProcessCx<M>`; `Some(None)` for a state
+    /// machine or an untyped body), or `None` if no live process has the PID: for senders
+    /// whose type the compiler could not check (the cluster's, holding only a PID; a
+    /// `SupervisorRef` made from any PID).
     pub(crate) fn takes(&self, pid: Pid) -> Option<Option<MessageType>> {
         self.inner.table.get(pid)?.takes(pid.generation())
     }

@@ -22,7 +22,7 @@ pub use spec::{ChildShutdown, ChildSpec, Restart, Start, Strategy};
 
 use super::{Addr, Reply, SchedulerHandle};
 use crate::process::exit::ExitReason;
-use crate::process::Pid;
+use crate::process::{MessageType, Pid};
 use crate::scheduler::SpawnError;
 use std::sync::Arc;
 use std::time::Duration;
@@ -347,10 +347,7 @@ impl SupervisorRef {
     /// # Ok(()) }
     /// ```
     pub async fn start_child(&self, spec: ChildSpec) -> Result<Pid, SupervisorError> {
-        self.addr
-            .ask(|reply| Request::StartChild(spec, reply))
-            .await
-            .map_err(|error| SupervisorError::Unreachable(error.to_string()))?
+        self.ask(|reply| Request::StartChild(spec, reply)).await?
     }
 
     /// Stops the child `id` by its shutdown policy and forgets its spec.
@@ -364,10 +361,7 @@ impl SupervisorRef {
     /// See [`start_child`](Self::start_child).
     pub async fn terminate_child(&self, id: &str) -> Result<(), SupervisorError> {
         let id: Arc<str> = id.into();
-        self.addr
-            .ask(|reply| Request::TerminateChild(id, reply))
-            .await
-            .map_err(|error| SupervisorError::Unreachable(error.to_string()))?
+        self.ask(|reply| Request::TerminateChild(id, reply)).await?
     }
 
     /// The children, in start order.
@@ -380,10 +374,7 @@ impl SupervisorRef {
     ///
     /// See [`start_child`](Self::start_child).
     pub async fn which_children(&self) -> Result<Vec<ChildInfo>, SupervisorError> {
-        self.addr
-            .ask(Request::WhichChildren)
-            .await
-            .map_err(|error| SupervisorError::Unreachable(error.to_string()))
+        self.ask(Request::WhichChildren).await
     }
 
     /// Resolves once the supervisor has started its children (every request is answered after
@@ -402,8 +393,26 @@ impl SupervisorRef {
     ///
     /// See [`Supervisor`].
     pub async fn restarts(&self) -> Result<u64, SupervisorError> {
+        self.ask(Request::Restarts).await
+    }
+
+    /// Asks the supervisor; `Unreachable` if it has ended, or at once if the PID is another
+    /// kind of process (whose body might keep the request and never answer).
+    async fn ask<R: Send + 'static>(
+        &self,
+        request: impl FnOnce(Reply<R>) -> Request,
+    ) -> Result<R, SupervisorError> {
+        let pid = self.addr.pid();
+        let takes = self.addr.scheduler().takes(pid);
+        if let Some(takes) = takes {
+            if takes.map(MessageType::id) != MessageType::of::<Request>().map(MessageType::id) {
+                return Err(SupervisorError::Unreachable(format!(
+                    "{pid} is not a supervisor"
+                )));
+            }
+        }
         self.addr
-            .ask(Request::Restarts)
+            .ask(request)
             .await
             .map_err(|error| SupervisorError::Unreachable(error.to_string()))
     }
