@@ -81,7 +81,6 @@ fn a_name_is_released_when_its_process_exits_normally_or_not() {
     for terminate in [false, true] {
         let first = sched.spawn_fn(counter).unwrap();
         sched.handle().register("service", first.pid()).unwrap();
-        sched.handle().register("alias", first.pid()).unwrap();
         let ended = sched.monitor(first.pid());
         if terminate {
             sched.terminate(first.pid()).unwrap();
@@ -92,11 +91,6 @@ fn a_name_is_released_when_its_process_exits_normally_or_not() {
         let _ = run(ended);
         assert_eq!(
             sched.handle().whereis("service"),
-            None,
-            "terminate: {terminate}"
-        );
-        assert_eq!(
-            sched.handle().whereis("alias"),
             None,
             "terminate: {terminate}"
         );
@@ -129,8 +123,17 @@ fn registering_a_taken_name_is_a_typed_error() {
         Some(holder.pid()),
         "unchanged"
     );
-    // The holder's own second registration of it succeeds.
+    // The holder's own second registration of it succeeds; a second name does not (OTP: a
+    // process has at most one).
     assert_eq!(sched.handle().register("taken", holder.pid()), Ok(()));
+    assert_eq!(
+        sched.handle().register("alias", holder.pid()),
+        Err(RegisterError::AlreadyNamed {
+            pid: holder.pid(),
+            name: Arc::from("taken"),
+        })
+    );
+    assert_eq!(sched.handle().whereis("alias"), None);
     // `unregister` frees it.
     assert!(sched.handle().unregister("taken"));
     assert!(!sched.handle().unregister("taken"), "only once");

@@ -33,8 +33,8 @@ pub(crate) struct Names {
 #[derive(Debug, Default)]
 struct NameMap {
     by_name: HashMap<Arc<str>, Pid>,
-    /// The names each process holds (most hold none or one).
-    by_pid: HashMap<Pid, Vec<Arc<str>>>,
+    /// The name each named process holds (one at most, as in OTP).
+    by_pid: HashMap<Pid, Arc<str>>,
 }
 
 /// Why `register` failed.
@@ -50,10 +50,15 @@ struct NameMap {
 /// let (primary, standby) = (sched.spawn_fn(waiter())?, sched.spawn_fn(waiter())?);
 /// sched.handle().register("primary", primary.pid())?;
 ///
-/// // One name, one process: the refusal names the holder.
+/// // One process per name, one name per process: the refusal names the holder.
 /// match sched.handle().register("primary", standby.pid()) {
 ///     Err(RegisterError::Taken { holder, .. }) => assert_eq!(holder, primary.pid()),
 ///     other => panic!("expected Taken, got {other:?}"),
+/// }
+///
+/// match sched.handle().register("alias", primary.pid()) {
+///     Err(RegisterError::AlreadyNamed { name, .. }) => assert_eq!(&*name, "primary"),
+///     other => panic!("expected AlreadyNamed, got {other:?}"),
 /// }
 ///
 /// let ended = standby.pid();
@@ -78,6 +83,15 @@ pub enum RegisterError {
     /// The process is not running.
     #[error("process {0} is not running")]
     NotRunning(Pid),
+    /// The process holds another name already: a process has at most one (OTP's
+    /// `register/2`); [`unregister`](SchedulerHandle::unregister) that one first.
+    #[error("process {pid} is registered as `{name}` already")]
+    AlreadyNamed {
+        /// The process.
+        pid: Pid,
+        /// The name it holds.
+        name: Arc<str>,
+    },
 }
 
 impl Names {
@@ -92,10 +106,8 @@ impl Names {
         if map.by_pid.is_empty() {
             return;
         }
-        if let Some(names) = map.by_pid.remove(&pid) {
-            for name in names {
-                map.by_name.remove(&name);
-            }
+        if let Some(name) = map.by_pid.remove(&pid) {
+            map.by_name.remove(&name);
         }
     }
 }
@@ -106,7 +118,9 @@ impl SchedulerHandle {
     /// # Errors
     ///
     /// [`RegisterError::Taken`] if another live process holds the name (the holder's own
-    /// second registration of it succeeds), [`RegisterError::NotRunning`] if `pid` has ended.
+    /// second registration of it succeeds), [`RegisterError::AlreadyNamed`] if `pid` holds
+    /// another name (a process has at most one, as in OTP), [`RegisterError::NotRunning`] if
+    /// `pid` has ended.
     ///
     /// # Examples
     ///
@@ -133,19 +147,23 @@ impl SchedulerHandle {
                 Err(RegisterError::Taken { name, holder })
             };
         }
+        if let Some(held) = map.by_pid.get(&pid) {
+            return Err(RegisterError::AlreadyNamed {
+                pid,
+                name: held.clone(),
+            });
+        }
         // Under the names lock (module docs): a process that holds a name says so in its cell,
         // which its end reads with its other watches.
-        let holds_a_name = map.by_pid.contains_key(&pid);
-        let running = holds_a_name
-            || inner
-                .table
-                .get(pid)
-                .is_some_and(|cell| cell.watch(pid.generation(), Watch::Named).is_ok());
+        let running = inner
+            .table
+            .get(pid)
+            .is_some_and(|cell| cell.watch(pid.generation(), Watch::Named).is_ok());
         if !running {
             return Err(RegisterError::NotRunning(pid));
         }
         map.by_name.insert(name.clone(), pid);
-        map.by_pid.entry(pid).or_default().push(name);
+        map.by_pid.insert(pid, name);
         Ok(())
     }
 
@@ -163,12 +181,7 @@ impl SchedulerHandle {
         let Some(pid) = map.by_name.remove(name) else {
             return false;
         };
-        if let Some(names) = map.by_pid.get_mut(&pid) {
-            names.retain(|held| &**held != name);
-            if names.is_empty() {
-                map.by_pid.remove(&pid);
-            }
-        }
+        map.by_pid.remove(&pid);
         true
     }
 
