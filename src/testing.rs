@@ -86,8 +86,8 @@ pub struct Harness<P: Process> {
     /// (`AsyncFnProcess`'s docs).
     process: Box<P>,
     pid: Pid,
-    /// The process's host identity: its own, not the scheduler's (a child of the process,
-    /// spawned on that scheduler, may get the same PID).
+    /// The process's host identity: its own, not the scheduler's (the process is not in that
+    /// scheduler's table).
     host: HostId,
     /// What the process spawns and sends to runs here (module docs); built by the first
     /// `init` and registered under `host`.
@@ -138,9 +138,13 @@ pub struct Step<O> {
     pub status: Status<O>,
 }
 
-/// The PID every harness gives its process (slot 0, generation 1).
+/// The PID every harness gives its process: generation 1 of the process table's last slot,
+/// which the harness's scheduler would issue only with every other slot live at once — so no
+/// child of the process shares it, and what is sent to it through the scheduler fails
+/// `NotFound` instead of reaching another process.
 fn harness_pid() -> Pid {
-    Pid::from_raw(1 << crate::process::INDEX_BITS).expect("non-zero")
+    let last_slot = (1u64 << crate::process::INDEX_BITS) - 1;
+    Pid::from_raw(1 << crate::process::INDEX_BITS | last_slot).expect("non-zero")
 }
 
 impl<P: Process> Harness<P> {
@@ -187,15 +191,25 @@ impl<P: Process> Harness<P> {
         }
     }
 
-    /// The process's PID.
+    /// The process's PID: one the harness's scheduler (module docs) never issues, so the
+    /// processes it spawns never share it, and a message sent to it through that scheduler
+    /// (`cx.addr().send(..)`) fails `NotFound` — script the process's messages with
+    /// [`send`](Self::send).
     ///
     /// # Examples
     ///
     /// ```
-    /// let harness = procsched::testing::Harness::for_fn(|cx: procsched::ProcessCx| async move {
-    ///     Ok::<_, procsched::BoxError>(cx.pid())
+    /// use procsched::{prelude::*, state_machine::Status, testing::Harness};
+    ///
+    /// let mut harness = Harness::for_fn(|cx: ProcessCx| async move {
+    ///     let child = cx.scheduler().spawn_fn(|_: ProcessCx| async { Ok::<_, BoxError>(()) })?;
+    ///     Ok::<_, BoxError>((cx.pid(), child.pid()))
     /// });
-    /// assert_eq!(harness.pid().as_u64(), 1 << 26);
+    /// harness.init("run", Payload::empty())?;
+    /// let Status::Done((me, child)) = harness.step()?.status else { panic!("done") };
+    /// assert_eq!(me, harness.pid());
+    /// assert_ne!(child, me);
+    /// # Ok::<(), BoxError>(())
     /// ```
     pub fn pid(&self) -> Pid {
         self.pid
