@@ -21,6 +21,12 @@ const INDEX_MASK: u64 = (1 << INDEX_BITS) - 1;
 /// `Pid` can only ever name a finished process (`send` then reports
 /// [`SendErrorKind::NotFound`](crate::error::SendErrorKind::NotFound)), never a different one.
 ///
+/// A `Pid` is unique *within its scheduler*: two schedulers in one program number their
+/// processes alike, so a `Pid` of one handed to the other names whatever process that one has
+/// in the same slot and generation (as an Erlang PID means nothing to another runtime). Keep a
+/// scheduler's PIDs with that scheduler — an [`Addr`](crate::Addr) carries its scheduler and
+/// cannot be misrouted; across machines, the cluster's `NodePid` names the node too.
+///
 /// # Examples
 ///
 /// ```

@@ -282,7 +282,9 @@ impl SchedulerHandle {
     /// # Errors
     ///
     /// A [`SendError`] of kind [`SendErrorKind::NotFound`] for an unknown or finished PID,
-    /// [`SendErrorKind::Closed`] if it is already finishing.
+    /// [`SendErrorKind::Closed`] if it is already finishing (its `close` runs). A second
+    /// `terminate` while the first waits for a running step to return is `Ok`: the request
+    /// stands, once.
     ///
     /// # Examples
     ///

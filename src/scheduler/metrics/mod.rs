@@ -133,13 +133,17 @@ pub struct FinishCounts {
     pub failed: u64,
     /// A step or `close` panicked (also during shutdown).
     pub panicked: u64,
-    /// Stopped by [`terminate`](crate::SchedulerHandle::terminate).
+    /// Stopped from outside: by [`terminate`](crate::SchedulerHandle::terminate), or by the
+    /// exit signal of a linked process it does not trap — whatever that signal's reason (its
+    /// handle, links and monitors carry the reason: `Killed`, or the linked process's own
+    /// `Failed` / `Panicked` / …).
     pub terminated: u64,
-    /// Finished during a shutdown's grace period, after its
-    /// [`Event::Cancel`](crate::state_machine::Event::Cancel), other than by a panic: the
-    /// [`ShutdownReport::graceful`](crate::metrics::ShutdownReport::graceful) ones — however
-    /// they ended (a body that returns an error of its own then is counted here; its handle
-    /// says `Failed`).
+    /// Finished after being asked to finish, other than by a panic: during a shutdown's grace
+    /// period, after its [`Event::Cancel`](crate::state_machine::Event::Cancel) (the
+    /// [`ShutdownReport::graceful`](crate::metrics::ShutdownReport::graceful) ones), or after a
+    /// [`cancel`](crate::SchedulerHandle::cancel) (a supervisor stopping a child, say) —
+    /// however it ended (a body that returns an error of its own then is counted here; its
+    /// handle says `Failed`).
     pub cancelled: u64,
     /// Stopped by shutdown after its grace period
     /// ([`ShutdownReport::forced`](crate::metrics::ShutdownReport::forced), and abandoned processes once
