@@ -461,3 +461,21 @@ fn panicking_payload_destructors_are_contained() {
     sched.block_on(bystander).unwrap();
     assert_eq!(count(&drops), 10, "every unread payload was dropped, once");
 }
+
+#[test]
+fn a_refused_asks_request_is_dropped_contained_and_counted() {
+    // The request of an ask that is not delivered (its process has ended) is dropped inside
+    // the scheduler: contained, and counted like any other.
+    quiet_panics();
+    let drops = counter();
+    let sched = Scheduler::builder().workers(1).build().unwrap();
+    let gone = sched
+        .spawn_fn(|_: ProcessCx<(Grenade, Reply<u8>)>| async { Ok::<_, BoxError>(()) })
+        .unwrap();
+    let addr = gone.addr();
+    sched.block_on(gone).unwrap();
+    let refused = sched.block_on(addr.ask(|reply| (Grenade(drops.clone()), reply)));
+    assert!(refused.unwrap_err().is_not_found());
+    assert_eq!(drops.load(SeqCst), 1, "dropped once");
+    assert_eq!(sched.metrics().destructor_panics, 1, "and counted");
+}

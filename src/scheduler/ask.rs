@@ -376,9 +376,9 @@ where
                     asking::forget(call);
                 }
                 let kind = refused.kind();
-                // The request (and its port) is user code: dropped contained. Its port's
-                // "no reply" lands on a call no longer live, or a receiver dropped below.
-                drop_contained(refused);
+                // The request (and its port) is user code: dropped contained and counted. Its
+                // port's "no reply" lands on a call no longer live, or a receiver dropped below.
+                self.sched.inner.contained(drop_contained(refused));
                 let refused = Err(AskError::Undelivered(kind));
                 match &waiting {
                     State::InProcess(call) => in_shutdown(self.sched, call, refused),
