@@ -309,6 +309,7 @@ fn a_flooded_process_does_not_starve_others_on_one_worker() {
     let flooded = sched.spawn(flooded, "run", Payload::empty()).unwrap();
     let pid = flooded.pid();
     let stop = Arc::new(AtomicBool::new(false));
+    let (flooding_tx, flooding) = mpsc::channel();
     let flooder = {
         let (sched, stop) = (sched.clone(), stop.clone());
         thread::spawn(move || {
@@ -318,13 +319,20 @@ fn a_flooded_process_does_not_starve_others_on_one_worker() {
                     .send(pid, Message::new("flood", Payload::new(sent)))
                     .unwrap();
                 sent += 1;
+                if sent == 1_000 {
+                    flooding_tx.send(()).unwrap();
+                }
             }
             sent
         })
     };
+    // The flood is under way before the others are spawned (not left to thread scheduling).
+    flooding
+        .recv_timeout(HANG_GUARD)
+        .expect("hang guard: the flood started");
     assert_all_done(join_all(spawn_ordinary(&sched, 1_000)));
     stop.store(true, SeqCst);
-    assert!(flooder.join().unwrap() > 0);
+    assert!(flooder.join().unwrap() >= 1_000);
     sched.terminate(pid).unwrap();
     let _ = join(flooded);
 }
