@@ -25,6 +25,6 @@
 
 pub use crate::process::ProcessState;
 pub use crate::scheduler::{
-    FinishCounts, MessageCounts, ProcessCounts, ProcessInfo, SchedulerMetrics, ShutdownReport,
-    StepSample, YieldCounts,
+    ExitCounts, FinishCounts, MessageCounts, ProcessCounts, ProcessInfo, SchedulerMetrics,
+    ShutdownReport, StepSample, YieldCounts,
 };

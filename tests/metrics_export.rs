@@ -23,6 +23,7 @@ fn every_documented_family_reaches_a_scrape() {
         "procsched_init_failed_total",
         "procsched_steps_total",
         "procsched_finished_total",
+        "procsched_exits_total",
         "procsched_messages_total",
         "procsched_yields_total",
         "procsched_handler_errors_total",
@@ -44,6 +45,10 @@ fn every_documented_family_reaches_a_scrape() {
     assert!(scrape.contains("procsched_spawned_total 1"), "{scrape}");
     assert!(
         scrape.contains("procsched_finished_total{outcome=\"done\"} 1"),
+        "{scrape}"
+    );
+    assert!(
+        scrape.contains("procsched_exits_total{reason=\"normal\"} 1"),
         "{scrape}"
     );
     assert!(

@@ -122,7 +122,8 @@ pub use info::ProcessInfo;
 pub use lifecycle::ShutdownReport;
 pub use links::{Monitor, NotRunning};
 pub use metrics::{
-    FinishCounts, MessageCounts, ProcessCounts, SchedulerMetrics, StepSample, YieldCounts,
+    ExitCounts, FinishCounts, MessageCounts, ProcessCounts, SchedulerMetrics, StepSample,
+    YieldCounts,
 };
 pub use names::RegisterError;
 pub use process_handle::ProcessHandle;

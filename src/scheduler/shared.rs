@@ -283,6 +283,15 @@ impl Host for Inner {
                 (Outcome::Terminated, Tallied::Untallied) => Counter::Terminated,
             };
             self.counters.add(counter);
+            self.counters.add(match &reason {
+                ExitReason::Normal => Counter::ExitNormal,
+                ExitReason::Failed(_) => Counter::ExitFailed,
+                ExitReason::Panicked(_) => Counter::ExitPanicked,
+                ExitReason::Killed => Counter::ExitKilled,
+                ExitReason::Shutdown => Counter::ExitShutdown,
+                ExitReason::NoProc => Counter::ExitNoProc,
+                ExitReason::NoConnection => Counter::ExitNoConnection,
+            });
         });
         // Outside shutdown's tally lock: names first (whoever restarts the process may take its
         // name at once), then links and monitors (`links.rs`).

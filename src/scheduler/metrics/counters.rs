@@ -30,7 +30,8 @@
 //! "Recent" means the current and the previous window of [`STEP_WINDOW`].
 
 use super::{
-    FinishCounts, MessageCounts, ProcessCounts, SchedulerMetrics, StepSample, YieldCounts,
+    ExitCounts, FinishCounts, MessageCounts, ProcessCounts, SchedulerMetrics, StepSample,
+    YieldCounts,
 };
 use crate::executor::ExecutorMetrics;
 use crate::process::stats::CellSurvey;
@@ -72,6 +73,15 @@ pub(crate) enum Counter {
     /// Inline handlers' errors and panics (async and blocking ones are counted by the cells).
     InlineErrors,
     InlinePanics,
+    /// Processes finished, by the [`ExitReason`](crate::supervision::ExitReason) their handle,
+    /// links and monitors carry (`ExitCounts`).
+    ExitNormal,
+    ExitFailed,
+    ExitPanicked,
+    ExitKilled,
+    ExitShutdown,
+    ExitNoProc,
+    ExitNoConnection,
     /// Destructor panics contained where no process cell records them (a refused spawn's
     /// process and input).
     DestructorPanics,
@@ -265,6 +275,15 @@ impl Counters {
                 terminated: get(Counter::Terminated),
                 cancelled: get(Counter::Cancelled),
                 forced: get(Counter::Forced),
+            },
+            exits: ExitCounts {
+                normal: get(Counter::ExitNormal),
+                failed: get(Counter::ExitFailed),
+                panicked: get(Counter::ExitPanicked),
+                killed: get(Counter::ExitKilled),
+                shutdown: get(Counter::ExitShutdown),
+                no_proc: get(Counter::ExitNoProc),
+                no_connection: get(Counter::ExitNoConnection),
             },
             messages: MessageCounts {
                 delivered: get(Counter::Delivered),

@@ -16,6 +16,7 @@ impl SchedulerMetrics {
     /// | `procsched_init_failed_total` | counter | |
     /// | `procsched_steps_total` | counter | |
     /// | `procsched_finished_total` | counter | `outcome`: done, failed, panicked, terminated, cancelled, forced |
+    /// | `procsched_exits_total` | counter | `reason`: normal, failed, panicked, killed, shutdown, noproc, noconnection |
     /// | `procsched_messages_total` | counter | `result`: delivered, mailbox_full, closed, not_found |
     /// | `procsched_yields_total` | counter | `handler`: inline, async, blocking, none |
     /// | `procsched_handler_errors_total` | counter | |
@@ -66,6 +67,22 @@ impl SchedulerMetrics {
             ("forced", f.forced),
         ] {
             counter!("procsched_finished_total", "outcome" => outcome).absolute(n);
+        }
+        describe_counter!(
+            "procsched_exits_total",
+            "Processes finished, by exit reason"
+        );
+        let e = &self.exits;
+        for (reason, n) in [
+            ("normal", e.normal),
+            ("failed", e.failed),
+            ("panicked", e.panicked),
+            ("killed", e.killed),
+            ("shutdown", e.shutdown),
+            ("noproc", e.no_proc),
+            ("noconnection", e.no_connection),
+        ] {
+            counter!("procsched_exits_total", "reason" => reason).absolute(n);
         }
         describe_counter!("procsched_messages_total", "Messages sent, by result");
         let m = &self.messages;

@@ -51,8 +51,11 @@ pub struct SchedulerMetrics {
     pub init_failed: u64,
     /// Steps run, over all processes.
     pub steps: u64,
-    /// Processes finished, by outcome.
+    /// Processes finished, by outcome: how the scheduler ended them (the shutdown report's
+    /// classes).
     pub finished: FinishCounts,
+    /// Processes finished, by the exit reason their handle, links and monitors carry.
+    pub exits: ExitCounts,
     /// Messages sent (`send`), delivered or rejected by reason.
     pub messages: MessageCounts,
     /// Yields dispatched, by the kind of their handler.
@@ -159,6 +162,65 @@ impl FinishCounts {
     /// See [`FinishCounts`].
     pub fn total(&self) -> u64 {
         self.done + self.failed + self.panicked + self.terminated + self.cancelled + self.forced
+    }
+}
+
+/// Finished processes by [`ExitReason`](crate::supervision::ExitReason) (in
+/// [`SchedulerMetrics::exits`]): the reason their handle resolves with and their links and
+/// monitors hear, one field per variant. Every process started is counted in exactly one field
+/// once it has finished, as in [`FinishCounts`], which classes the same ends by how the
+/// scheduler ended them: a process killed by a linked process's `Failed` exit is
+/// `finished.terminated` and `exits.failed`; one that ended on its cancel during a shutdown is
+/// `finished.cancelled` and `exits.shutdown`.
+///
+/// # Examples
+///
+/// ```
+/// use procsched::prelude::*;
+///
+/// let sched = Scheduler::builder().workers(1).build()?;
+/// let fails = sched.spawn_fn(|_: ProcessCx| async { Err::<(), BoxError>("bad input".into()) })?;
+/// let _ = sched.block_on(fails);
+/// let exits = sched.metrics().exits;
+/// assert_eq!((exits.failed, exits.total()), (1, 1));
+/// assert_eq!(exits.total(), sched.metrics().finished.total());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ExitCounts {
+    /// `Normal`: finished (`Done`, a body's `Ok`).
+    pub normal: u64,
+    /// `Failed`: an error, its own or a linked process's.
+    pub failed: u64,
+    /// `Panicked`: a panic, its own or a linked process's.
+    pub panicked: u64,
+    /// `Killed`: terminated, or killed through a link.
+    pub killed: u64,
+    /// `Shutdown`: asked to finish and did (a shutdown, a cancel, a supervisor), or forced by
+    /// a shutdown.
+    pub shutdown: u64,
+    /// `NoProc`: killed through a link to a process that was already gone.
+    pub no_proc: u64,
+    /// `NoConnection`: killed through a link to a process whose node was lost (feature
+    /// `cluster`).
+    pub no_connection: u64,
+}
+
+impl ExitCounts {
+    /// Every finished process.
+    ///
+    /// # Examples
+    ///
+    /// See [`ExitCounts`].
+    pub fn total(&self) -> u64 {
+        self.normal
+            + self.failed
+            + self.panicked
+            + self.killed
+            + self.shutdown
+            + self.no_proc
+            + self.no_connection
     }
 }
 

@@ -1,0 +1,99 @@
+//! `SchedulerMetrics::exits` counts each finished process under the exit reason its handle,
+//! its links and its monitors carry (one `ExitReason` shared by all four), while `finished`
+//! classes the same ends by how the scheduler ended them.
+
+mod support;
+
+use procsched::metrics::{ExitCounts, FinishCounts};
+use procsched::prelude::*;
+use procsched::supervision::ExitReason;
+use support::{quiet_panics, EXPECTED_PANIC};
+
+/// What a puppet does with its one message.
+enum Cmd {
+    Finish,
+    Fail,
+    Panic,
+}
+
+async fn puppet(cx: ProcessCx<Cmd>) -> Result<(), BoxError> {
+    match cx.recv().await? {
+        Cmd::Finish => Ok(()),
+        Cmd::Fail => Err("bad input".into()),
+        Cmd::Panic => panic!("{EXPECTED_PANIC}: told to"),
+    }
+}
+
+/// Spawns a puppet, lets `end` end it, and returns the reason its monitor heard.
+fn ended(sched: &Scheduler, end: impl FnOnce(&Scheduler, Pid)) -> ExitReason {
+    let puppet = sched.spawn_fn(puppet).unwrap();
+    let down = sched.monitor(puppet.pid());
+    end(sched, puppet.pid());
+    let reason = sched.block_on(down).reason;
+    let _ = sched.block_on(puppet);
+    reason
+}
+
+#[test]
+fn every_end_is_counted_under_the_reason_its_monitor_hears() {
+    quiet_panics();
+    let sched = Scheduler::builder().workers(2).build().unwrap();
+    let tell = |cmd| move |sched: &Scheduler, pid| sched.handle().addr(pid).send(cmd).unwrap();
+    let reasons = [
+        ended(&sched, tell(Cmd::Finish)),
+        ended(&sched, tell(Cmd::Fail)),
+        ended(&sched, tell(Cmd::Panic)),
+        ended(&sched, |sched, pid| sched.terminate(pid).unwrap()),
+        ended(&sched, |sched, pid| sched.handle().cancel(pid).unwrap()),
+        // Killed through a link by a process that failed: the link's reason.
+        ended(&sched, |sched, pid| {
+            let failing = sched.spawn_fn(puppet).unwrap();
+            sched.handle().link(pid, failing.pid()).unwrap();
+            failing.addr().send(Cmd::Fail).unwrap();
+        }),
+    ];
+    assert!(reasons[0].is_normal() && reasons[1].is_failed() && reasons[2].is_panicked());
+    assert!(reasons[3].is_killed() && reasons[4].is_shutdown() && reasons[5].is_failed());
+    let metrics = sched.metrics();
+    assert_eq!(
+        (
+            metrics.exits.normal,
+            metrics.exits.failed,
+            metrics.exits.panicked
+        ),
+        (1, 3, 1),
+        "the linked puppet's own failure and the one it killed: {:?}",
+        metrics.exits
+    );
+    assert_eq!((metrics.exits.killed, metrics.exits.shutdown), (1, 1));
+    assert_eq!((metrics.exits.no_proc, metrics.exits.no_connection), (0, 0));
+    // The same seven ends, classed by how the scheduler ended them.
+    let FinishCounts {
+        done,
+        failed,
+        panicked,
+        terminated,
+        cancelled,
+        ..
+    } = metrics.finished;
+    assert_eq!(
+        (done, failed, panicked, terminated, cancelled),
+        (1, 2, 1, 2, 1)
+    );
+    assert_eq!(metrics.exits.total(), metrics.finished.total());
+    let _: ExitCounts = metrics.exits;
+}
+
+#[test]
+fn a_link_to_a_process_already_gone_kills_with_no_proc() {
+    let sched = Scheduler::builder().workers(1).build().unwrap();
+    let gone = sched.spawn_fn(puppet).unwrap();
+    let gone_pid = gone.pid();
+    gone.addr().send(Cmd::Finish).unwrap();
+    sched.block_on(gone).unwrap();
+    let reason = ended(&sched, |sched, pid| {
+        let _ = sched.handle().link(pid, gone_pid);
+    });
+    assert!(reason.is_no_proc(), "{reason:?}");
+    assert_eq!(sched.metrics().exits.no_proc, 1);
+}
