@@ -1,6 +1,7 @@
-//! Scheduler metrics on a Prometheus endpoint: a small workload of async-fn processes (some
-//! failing, some chatty), its `SchedulerMetrics` exported through the `metrics` facade every
-//! 200 ms, served by `metrics-exporter-prometheus`'s recorder at http://127.0.0.1:9898/metrics.
+//! Scheduler metrics on a Prometheus endpoint: a small workload of async-fn processes (each
+//! calls an async handler for a price; one call in ten fails), its `SchedulerMetrics`
+//! exported through the `metrics` facade every 200 ms, served by
+//! `metrics-exporter-prometheus`'s recorder at http://127.0.0.1:9898/metrics.
 //!
 //! ```sh
 //! cargo run --example prometheus --features metrics                # serves for 10 s

@@ -1,4 +1,4 @@
-//! Drive a process step by step with scripted events: no scheduler, no threads.
+//! Drive a process step by step with scripted events, on the calling thread.
 //!
 //! A [`Harness`] owns one process. Script the events its next step sees ([`Harness::send`],
 //! [`Harness::complete`], [`Harness::cancel`]), run the step ([`Harness::step`]) and look at

@@ -257,7 +257,11 @@ impl SchedulerHandle {
     /// (from a table, a message). For a process spawned here, prefer its handle's
     /// [`addr`](ProcessHandle::addr), whose type the compiler knows; a state machine that
     /// reads `M` payloads from its `Event::Message`s is addressed this way too. The compiler
-    /// cannot check that the process reads `M`.
+    /// cannot check that the process reads `M`, and a local send does not either (that would
+    /// cost every send a look at the process): a message of another type is delivered, and the
+    /// body's `recv` fails with [`RecvError::TypeMismatch`](crate::error::RecvError::TypeMismatch)
+    /// (the message dropped; `?` then ends the body failed), as with [`named`](Self::named).
+    /// Across nodes, the receiving node checks it (the cluster's `RemoteError::WrongType`).
     ///
     /// # Examples
     ///
