@@ -145,3 +145,84 @@ fn an_answer_to_an_asker_that_still_waits_is_delivered() {
     assert_eq!(join_typed(asker).unwrap(), 42);
     sched.shutdown(HANG_GUARD);
 }
+
+/// Many asks whose timeouts race their answers: each ask ends exactly one way on each side.
+/// The answerer's `send` is `Ok` for an answer the asker received or gave up on after it was
+/// queued, `Err` for one the asker had given up on first; the asker gets `Ok` or `TimedOut`.
+/// So the answerer's `Ok`s are at least the asker's, and each side counts every ask once.
+#[test]
+fn answers_racing_timeouts_end_exactly_one_way_on_each_side() {
+    const ASKERS: u64 = 4;
+    const ASKS: u64 = 10_000;
+    let sched = Scheduler::builder().workers(2).build().unwrap();
+    let (answers_tx, answers) = mpsc::channel::<bool>();
+    let answerer = sched
+        .spawn_fn(move |cx: ProcessCx<(u64, Reply<u64>)>| async move {
+            loop {
+                let (n, reply) = cx.recv().await?;
+                // Some answers at once, some after a little work: both sides of the race.
+                if n % 3 == 0 {
+                    std::hint::black_box((0..n % 200).sum::<u64>());
+                }
+                answers_tx.send(reply.send(n).is_ok()).unwrap();
+            }
+            #[allow(unreachable_code)]
+            Ok::<(), BoxError>(())
+        })
+        .unwrap();
+    let askers: Vec<_> = (0..ASKERS)
+        .map(|asker| {
+            let addr = answerer.addr();
+            sched
+                .spawn_fn(move |_: ProcessCx| async move {
+                    let (mut answered, mut timed_out) = (0u64, 0u64);
+                    for i in 0..ASKS {
+                        let n = asker * ASKS + i;
+                        let within = Duration::from_micros(n % 50);
+                        match addr.ask_within(within, |reply| (n, reply)).await {
+                            Ok(m) => {
+                                assert_eq!(m, n, "an answer reaches only its own ask");
+                                answered += 1;
+                            }
+                            Err(error) => {
+                                assert!(error.is_timed_out(), "{error}");
+                                timed_out += 1;
+                            }
+                        }
+                    }
+                    Ok::<_, BoxError>((answered, timed_out))
+                })
+                .unwrap()
+        })
+        .collect();
+    let (mut answered, mut timed_out) = (0, 0);
+    for asker in askers {
+        let (a, t) = join_typed(asker).unwrap();
+        answered += a;
+        timed_out += t;
+    }
+    assert_eq!(
+        answered + timed_out,
+        ASKERS * ASKS,
+        "each ask ends once for its asker"
+    );
+    let sends: Vec<bool> = (0..ASKERS * ASKS)
+        .map(|_| {
+            answers
+                .recv_timeout(HANG_GUARD)
+                .expect("hang guard: every ask answered")
+        })
+        .collect();
+    let delivered = sends.iter().filter(|ok| **ok).count() as u64;
+    assert!(
+        delivered >= answered,
+        "{delivered} delivered, {answered} received"
+    );
+    assert_eq!(
+        ASKERS * ASKS - delivered,
+        timed_out - (delivered - answered),
+        "a refused answer is an ask its asker gave up on before it came"
+    );
+    drop(answerer);
+    sched.shutdown(HANG_GUARD);
+}
