@@ -132,7 +132,7 @@ fn handle(node: &Arc<NodeShared>, origin: &PeerId, for_me: bool, item: Item<'_>)
                 _ => {}
             }
         }
-        Item::Ack { id, result } => match node.take_pending(id) {
+        Item::Ack { id, result } => match node.take_pending(id, origin) {
             Some(Pending::Ack(ack)) => {
                 let _ = ack.send(result);
             }
@@ -147,7 +147,7 @@ fn handle(node: &Arc<NodeShared>, origin: &PeerId, for_me: bool, item: Item<'_>)
             None => {}
         },
         Item::Reply { ask, result } => {
-            if let Some(Pending::Ask(reply)) = node.take_pending(ask) {
+            if let Some(Pending::Ask(reply)) = node.take_pending(ask, origin) {
                 // The frame's own bytes, not a copy: the asker decodes them within this frame
                 // (`shared_bytes` fields in the answer stay slices of it).
                 let _ = reply.send(result.map(|body| shared_bytes::share_or_copy(&body.0)));
@@ -192,12 +192,12 @@ fn handle(node: &Arc<NodeShared>, origin: &PeerId, for_me: bool, item: Item<'_>)
             answer(node, origin, Item::Spawned { id, result });
         }
         Item::Spawned { id, result } => {
-            if let Some(Pending::Spawn(spawned)) = node.take_pending(id) {
+            if let Some(Pending::Spawn(spawned)) = node.take_pending(id, origin) {
                 let _ = spawned.send(result);
             }
         }
         Item::Joined { id, result } => {
-            if let Some(Pending::Join(joined)) = node.take_pending(id) {
+            if let Some(Pending::Join(joined)) = node.take_pending(id, origin) {
                 let _ = joined.send(result.map(serde_bytes::ByteBuf::into_vec));
             }
         }
@@ -208,7 +208,7 @@ fn handle(node: &Arc<NodeShared>, origin: &PeerId, for_me: bool, item: Item<'_>)
             }
         }
         Item::Down { id, reason } => {
-            if let Some(Pending::Monitor(down)) = node.take_pending(id) {
+            if let Some(Pending::Monitor(down)) = node.take_pending(id, origin) {
                 let _ = down.send(reason);
             }
         }
@@ -242,7 +242,7 @@ fn handle(node: &Arc<NodeShared>, origin: &PeerId, for_me: bool, item: Item<'_>)
             answer(node, origin, Item::Located { id, result });
         }
         Item::Located { id, result } => {
-            if let Some(Pending::Whereis(located)) = node.take_pending(id) {
+            if let Some(Pending::Whereis(located)) = node.take_pending(id, origin) {
                 let _ = located.send(result);
             }
         }

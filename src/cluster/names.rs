@@ -68,7 +68,7 @@ impl Node {
             name: name.into(),
         };
         if let Err(refusal) = shared.send_item(&peer, item) {
-            shared.take_pending(id);
+            shared.forget_pending(id);
             return Err(RemoteError::from_refusal(refusal));
         }
         let raw = remote::wait_for(shared, id, located, shared.request_timeout).await?;

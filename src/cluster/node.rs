@@ -285,9 +285,35 @@ impl NodeShared {
         lock(&self.pending).insert(id, (peer, pending));
     }
 
-    /// Takes what waits under `id`.
-    pub(crate) fn take_pending(&self, id: u64) -> Option<Pending> {
+    /// Takes what waits under `id`, whoever it waits on: this side gives up on it (a timeout,
+    /// a dropped future, a peer declared down).
+    pub(crate) fn forget_pending(&self, id: u64) -> Option<Pending> {
         lock(&self.pending).remove(&id).map(|(_, pending)| pending)
+    }
+
+    /// Takes what waits under `id`, if `from` is the node it waits on: an answer (an ack, a
+    /// reply, a `Down`…) comes only from the node its request went to. One from any other
+    /// client is rejected (counted, traced) and leaves the wait as it was — ids are a counter,
+    /// easy to guess.
+    pub(crate) fn take_pending(&self, id: u64, from: &PeerId) -> Option<Pending> {
+        let expected = {
+            let mut pending = lock(&self.pending);
+            match pending.get(&id) {
+                Some((peer, _)) if peer == from => {
+                    return pending.remove(&id).map(|(_, pending)| pending)
+                }
+                Some((peer, _)) => peer.name.clone(),
+                None => return None,
+            }
+        };
+        self.stats.rejected_item();
+        tracing::warn!(
+            from = %from.name,
+            %expected,
+            id,
+            "an answer from a node the request did not go to: rejected"
+        );
+        None
     }
 
     /// Adds or refreshes peer `id` with `load`, read from its membership entry. A new

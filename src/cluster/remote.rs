@@ -259,7 +259,7 @@ impl<M: Serialize + Send + 'static> RemoteAddr<M> {
         let (ack, acked) = oneshot::channel();
         let expect = || self.node.expect(id, peer.clone(), Pending::Ack(ack));
         if let Err(error) = self.queue(&peer, &message, Some(Ack::Always(id)), expect) {
-            self.node.take_pending(id);
+            self.node.forget_pending(id);
             return Err(error);
         }
         self.wait(id, acked).await
@@ -348,7 +348,7 @@ impl<M: Serialize + Send + 'static> RemoteAddr<M> {
         let queued = self.queue(&peer, &message, Some(Ack::Refused(id)), expect);
         drop(message);
         if let Err(error) = queued {
-            self.node.take_pending(id);
+            self.node.forget_pending(id);
             return Err(error);
         }
         // From a body, the asking process's cancel ends the wait, as a local ask's does.
@@ -370,7 +370,7 @@ impl<M: Serialize + Send + 'static> RemoteAddr<M> {
             Ok(bytes) => bytes,
             Err(error) => {
                 // A late answer finds nothing to wake.
-                self.node.take_pending(id);
+                self.node.forget_pending(id);
                 return Err(error);
             }
         };
@@ -411,7 +411,7 @@ pub(crate) async fn wait_for<T>(
         // The node stopped and dropped what it waited for.
         Ok(Err(_)) => Err(RemoteError::NoConnection),
         Err(_) => {
-            node.take_pending(id);
+            node.forget_pending(id);
             Err(RemoteError::TimedOut(timeout))
         }
     }

@@ -93,7 +93,7 @@ impl RemoteMonitor {
                 node.expect(id, peer.clone(), Pending::Monitor(tx));
                 let target = pid.local().as_u64();
                 if node.send_item(&peer, Item::Monitor { id, target }).is_err() {
-                    node.take_pending(id);
+                    node.forget_pending(id);
                     return ready(ExitReason::NoConnection);
                 }
                 RemoteMonitor {
@@ -148,7 +148,7 @@ impl Future for RemoteMonitor {
 impl Drop for RemoteMonitor {
     fn drop(&mut self) {
         if let Watching::Remote { node, peer, id, .. } = &self.state {
-            if node.take_pending(*id).is_some() {
+            if node.forget_pending(*id).is_some() {
                 let _ = node.send_item(peer, Item::Demonitor { id: *id });
             }
         }

@@ -177,9 +177,9 @@ impl Node {
             join: joining.as_ref().map(|(join_id, _)| *join_id),
         };
         let forget = |node: &NodeShared| {
-            node.take_pending(id);
+            node.forget_pending(id);
             if let Some((join_id, _)) = &joining {
-                node.take_pending(*join_id);
+                node.forget_pending(*join_id);
             }
         };
         if let Err(refusal) = node.send_item(&peer, item) {
@@ -326,7 +326,7 @@ impl<T: DeserializeOwned> Future for RemoteHandle<T> {
 impl<T> Drop for RemoteHandle<T> {
     fn drop(&mut self) {
         if let Some(Joining::Remote { node, id, .. }) = &self.joining {
-            node.take_pending(*id);
+            node.forget_pending(*id);
         }
     }
 }

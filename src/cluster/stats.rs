@@ -107,7 +107,8 @@ pub struct NodeStats {
     /// Frames rejected whole: malformed, oversized, of another version or codec, or from a
     /// node claiming an identity that is not its own.
     pub rejected_frames: u64,
-    /// Items rejected: an unregistered message type or spawnable name, bytes that do not decode.
+    /// Items rejected: an unregistered message type or spawnable name, bytes that do not decode,
+    /// an answer (reply, ack, spawn result, `Down`…) from a node its request did not go to.
     pub rejected_items: u64,
     /// Messages received for a process that could not take them (gone, finishing, full).
     pub undelivered: u64,

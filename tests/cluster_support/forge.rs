@@ -28,18 +28,34 @@ pub(crate) enum Item {
         #[serde(with = "serde_bytes")]
         args: Vec<u8>,
     },
+    /// The answer to ask `ask`: `value`'s encoding.
+    Reply { ask: u64, result: Result<Body, ()> },
+}
+
+/// An encoded value, as the wire carries it (a binary blob).
+#[derive(Serialize)]
+pub(crate) struct Body(#[serde(with = "serde_bytes")] pub(crate) Vec<u8>);
+
+/// A frame of `items` (see [`frame`]).
+pub(crate) fn frame_of(
+    from: &str,
+    from_incarnation: u64,
+    to_incarnation: u64,
+    items: Vec<Item>,
+) -> Vec<u8> {
+    let frame = Frame {
+        from: from.to_owned(),
+        from_incarnation,
+        to_incarnation,
+        items,
+    };
+    let mut bytes = vec![1, 1];
+    bytes.extend(rmp_serde::to_vec_named(&frame).expect("a forged frame encodes"));
+    bytes
 }
 
 /// A frame of one `item`, claiming to come from node `from` at `from_incarnation`, for
 /// `to_incarnation` of the receiving node: version 1, codec 1 (MessagePack, named fields).
 pub(crate) fn frame(from: &str, from_incarnation: u64, to_incarnation: u64, item: Item) -> Vec<u8> {
-    let frame = Frame {
-        from: from.to_owned(),
-        from_incarnation,
-        to_incarnation,
-        items: vec![item],
-    };
-    let mut bytes = vec![1, 1];
-    bytes.extend(rmp_serde::to_vec_named(&frame).expect("a forged frame encodes"));
-    bytes
+    frame_of(from, from_incarnation, to_incarnation, vec![item])
 }
