@@ -303,12 +303,7 @@ impl Cluster {
     /// Checks what `Node::start` needs, before any connection.
     pub(crate) fn validate(&self) -> Result<(), String> {
         let token = |what: &str, value: &str| {
-            let valid = !value.is_empty()
-                && value.len() <= 64
-                && value
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
-            if valid {
+            if is_token(value) {
                 Ok(())
             } else {
                 Err(format!(
@@ -333,4 +328,13 @@ impl Cluster {
         }
         Ok(())
     }
+}
+
+/// A node name, subject prefix or bucket: 1 to 64 bytes of `[A-Za-z0-9_-]`.
+pub(crate) fn is_token(value: &str) -> bool {
+    !value.is_empty()
+        && value.len() <= 64
+        && value
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
 }

@@ -215,15 +215,31 @@ pub struct ParseNodePidError(String);
 impl FromStr for NodePid {
     type Err = ParseNodePidError;
 
+    /// Only the canonical form [`Display`](fmt::Display) writes parses: a node name as a node
+    /// can claim, 16 lowercase hex digits, decimal slot and generation without sign or leading
+    /// zeros — so a string and its PID round-trip, and no PID parses that no node could have.
     fn from_str(s: &str) -> Result<NodePid, ParseNodePidError> {
         let bad = || ParseNodePidError(s.to_owned());
-        let (node, rest) = s.rsplit_once('@').ok_or_else(bad)?;
+        let decimal = |digits: &str| {
+            let canonical = !digits.is_empty()
+                && digits.bytes().all(|b| b.is_ascii_digit())
+                && (digits == "0" || !digits.starts_with('0'));
+            canonical.then(|| digits.parse::<u64>().ok()).flatten()
+        };
+        let (node, rest) = s.split_once('@').ok_or_else(bad)?;
         let (incarnation, local) = rest.split_once('/').ok_or_else(bad)?;
         let (slot, generation) = local.split_once('.').ok_or_else(bad)?;
+        let hex = incarnation.len() == 16
+            && incarnation
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+        if !super::config::is_token(node) || !hex {
+            return Err(bad());
+        }
         let incarnation = u64::from_str_radix(incarnation, 16).map_err(|_| bad())?;
-        let slot: u64 = slot.parse().map_err(|_| bad())?;
-        let generation: u64 = generation.parse().map_err(|_| bad())?;
-        if node.is_empty() || slot >> crate::process::pid::INDEX_BITS != 0 {
+        let slot = decimal(slot).ok_or_else(bad)?;
+        let generation = decimal(generation).ok_or_else(bad)?;
+        if slot >> crate::process::pid::INDEX_BITS != 0 {
             return Err(bad());
         }
         let raw = generation
@@ -253,6 +269,18 @@ mod tests {
             "@1/1.1",
             "n@1/0.0",
             "n@1/99999999999.1",
+            // Not the canonical form: a name no node can claim, a short or signed or
+            // upper-case incarnation, a signed or zero-padded slot or generation.
+            "bad name!@0000000000000001/1.1",
+            "a@b@0000000000000001/1.1",
+            "a@1/1.1",
+            "a@000000000000000000001/1.1",
+            "a@+1/1.1",
+            "a@000000000000000A/1.1",
+            "a@0000000000000001/+1.1",
+            "a@0000000000000001/01.1",
+            "a@0000000000000001/1.+1",
+            "a@0000000000000001/1.01",
         ] {
             assert!(bad.parse::<NodePid>().is_err(), "{bad}");
         }
