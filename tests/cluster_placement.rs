@@ -264,3 +264,31 @@ async fn remote_spawns_and_acked_sends_are_refused_as_local_ones_are() {
 
     stop_nodes(nodes, GUARD).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_frame_limit_over_the_servers_payload_limit_is_refused_at_start() {
+    // nats-server's default max_payload is 1 MiB: a 4 MiB frame could never be published.
+    let server = NatsServer::start();
+    let sched = Scheduler::builder().workers(1).build().unwrap();
+    let started = Node::start(
+        sched.handle(),
+        cluster(&server.url(), "big").max_frame(4 << 20),
+    )
+    .await;
+    match started {
+        Err(ClusterError::Config(why)) => assert!(why.contains("max_payload"), "{why}"),
+        other => panic!(
+            "refused, not {:?}",
+            other.map(|node| node.name().to_owned())
+        ),
+    }
+    // At the limit, it starts.
+    let node = Node::start(
+        sched.handle(),
+        cluster(&server.url(), "big").max_frame(1 << 20),
+    )
+    .await
+    .unwrap();
+    node.leave().await;
+    sched.shutdown_async(GUARD).await;
+}

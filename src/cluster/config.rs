@@ -220,7 +220,9 @@ impl Cluster {
     /// whose frame would be larger (its encoding, plus the frame's head and the item's envelope:
     /// the sender's node name and the message's registered name, about 150 bytes with short
     /// names) fails to send with `TooLarge`, a larger incoming frame is rejected and counted.
-    /// Give every node the same limit: a frame is checked against the receiver's.
+    /// Give every node the same limit: a frame is checked against the receiver's. It may not
+    /// exceed the NATS server's `max_payload` (1 MiB unless the server sets another):
+    /// [`Node::start`](super::Node::start) refuses such a configuration (`ClusterError::Config`).
     ///
     /// # Examples
     ///

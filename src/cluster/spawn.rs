@@ -46,6 +46,10 @@ pub enum Placement {
     LeastLoaded,
     /// On the least loaded of the live nodes named (this one may be among them), loads
     /// counted as for `LeastLoaded`: what this node placed since the last heartbeats counts.
+    ///
+    /// Load is a count, not room: a node at its `max_processes` may be picked, and its refusal
+    /// (`RemoteError::Spawn(SpawnError::Limit)`) comes back as it is — the spawn is not tried
+    /// on another node (retry with a `Placement::Node` of your choosing).
     AnyOf(Vec<String>),
 }
 

@@ -126,6 +126,15 @@ impl Node {
             .connect(cluster.servers.clone())
             .await
             .map_err(|error| ClusterError::Connect(error.to_string()))?;
+        // A frame over the server's payload limit is never published: refuse the configuration
+        // now rather than fail every such send later with a timeout.
+        let max_payload = client.server_info().max_payload;
+        if max_payload != 0 && cluster.max_frame > max_payload {
+            return Err(ClusterError::Config(format!(
+                "max_frame ({} bytes) is over the server's max_payload ({max_payload} bytes)",
+                cluster.max_frame
+            )));
+        }
         // One subscription for both subjects (`data`, `ctl`): NATS delivers a peer's publishes
         // in the order it made them, and one subscription keeps that order across the two
         // (`outbound.rs` says why it matters).
@@ -235,7 +244,10 @@ impl Node {
 
     /// Leaves the cluster now: deletes this node's membership entry (the others declare it down
     /// at once), stops its tasks and fails what it waits for with `NoConnection`. Its
-    /// scheduler and processes keep running.
+    /// scheduler and processes keep running. Started again on the same scheduler, the node has
+    /// a new incarnation: the cluster-wide PIDs of the processes still running from its
+    /// previous life named that life, and are `NoProc` to others now (a node's death ends its
+    /// processes' reachability, as a restarted node's would); hand out [`Node::pid`]s afresh.
     ///
     /// # Examples
     ///
