@@ -200,6 +200,17 @@ impl ProcessWake {
         self.cell.abandon_ask(self.generation, tag);
     }
 
+    /// `true` if the process's mailbox has a capacity.
+    pub(crate) fn is_bounded(&self) -> bool {
+        self.cell.is_bounded()
+    }
+
+    /// The process (this target, polling its body) holds `unread` messages it has not handled
+    /// (a bounded mailbox's count: `ProcessCell::set_unread`).
+    pub(crate) fn set_unread(&self, unread: usize) {
+        self.cell.set_unread(unread);
+    }
+
     /// `true` if the process lives and still waits for the answer to its ask `tag`.
     pub(crate) fn awaits_answer(&self, tag: Tag) -> bool {
         self.cell.awaits_answer(self.generation, tag)

@@ -6,7 +6,7 @@
 //! `yield_now`, just yields, and never touches another process's state.
 
 use super::scope;
-use crate::process::context::Owner;
+use crate::process::context::{Owner, ProcessWake};
 use crate::process::output::push_yield;
 use crate::process::{
     drop_contained, from_message, take_lone, CancelReason, Command, CommandError,
@@ -247,16 +247,32 @@ fn received_in<T: 'static>(
             return Poll::Ready(Err(RecvError::Overflow(topic)));
         }
         if let Some(message) = mail.pop_message() {
+            if state.publish_unread {
+                publish_unread(scope.reply_to, state.unread());
+            }
             return Poll::Ready(Ok(Received::Message(message)));
         }
     }
-    match take_lone::<T>(scope.lone) {
-        Some(Ok(value)) => Poll::Ready(Ok(Received::Value(value))),
-        Some(Err(message)) => Poll::Ready(Ok(Received::Message(message))),
+    let taken = match take_lone::<T>(scope.lone) {
+        Some(Ok(value)) => Received::Value(value),
+        Some(Err(message)) => Received::Message(message),
         None => {
             state.wants.message = true;
-            Poll::Pending
+            return Poll::Pending;
         }
+    };
+    if state.publish_unread {
+        publish_unread(scope.reply_to, state.unread());
+    }
+    Poll::Ready(Ok(taken))
+}
+
+/// A bounded mailbox's receive took a message: the body now holds `unread` (`CxState::publish_unread`).
+#[cold]
+#[inline(never)]
+pub(super) fn publish_unread(reply_to: Option<&ProcessWake>, unread: usize) {
+    if let Some(cell) = reply_to {
+        cell.set_unread(unread);
     }
 }
 

@@ -210,6 +210,7 @@ where
         };
         let lone = lone_message.unwrap_or(&mut no_message);
         state.wants = Default::default();
+        state.publish_unread = waker.target().is_some_and(|target| target.is_bounded());
         let polled = catch_unwind(AssertUnwindSafe(|| {
             let reply_to = waker.target();
             waker.poll_with(|lazy| {

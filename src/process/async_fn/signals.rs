@@ -10,6 +10,7 @@
 //! result and then ends is read in that order). Like every receive, each reports the
 //! process's cancellation, once.
 
+use super::futures::publish_unread;
 use super::scope::{self, Scope};
 use super::state::Received;
 use super::RecvError;
@@ -326,17 +327,26 @@ impl<M: 'static> Future for RecvAny<M> {
             if let Some(received) = scope.state.take_mail() {
                 return Poll::Ready(match received {
                     Received::Overflow(topic) => Err(RecvError::Overflow(topic)),
-                    Received::Message(message) => Ok(Found::Message(message)),
+                    Received::Message(message) => {
+                        if scope.state.publish_unread {
+                            publish_unread(scope.reply_to, scope.state.unread());
+                        }
+                        Ok(Found::Message(message))
+                    }
                 });
             }
-            match take_lone::<M>(scope.lone) {
-                Some(Ok(value)) => Poll::Ready(Ok(Found::Value(value))),
-                Some(Err(message)) => Poll::Ready(Ok(Found::Message(message))),
+            let found = match take_lone::<M>(scope.lone) {
+                Some(Ok(value)) => Found::Value(value),
+                Some(Err(message)) => Found::Message(message),
                 None => {
                     scope.state.wants.message = true;
-                    Poll::Pending
+                    return Poll::Pending;
                 }
+            };
+            if scope.state.publish_unread {
+                publish_unread(scope.reply_to, scope.state.unread());
             }
+            Poll::Ready(Ok(found))
         });
         found.map(|found| {
             Ok(match found? {
