@@ -200,7 +200,10 @@ impl Supervisor {
         if supervisor.started().await.is_err() {
             // It ended: its exit reason names the child and why it could not start.
             let why = match handle.await {
-                Err(ended) => ended.to_string(),
+                Err(ended) => match ended.exit_reason() {
+                    ExitReason::Failed(why) => why.to_string(),
+                    other => format!("the supervisor ended: {other}"),
+                },
                 Ok(()) => "the supervisor ended".to_owned(),
             };
             return Err(SupervisorError::Start(why));

@@ -70,9 +70,11 @@ pub(super) async fn supervise(
         if let Err(error) = state.start(at).await {
             tracing::warn!(child = %id, %error, "a child could not be started: the supervisor ends");
             state.stop_all().await;
-            return Err(
-                ExitReason::failed(format!("child `{id}` could not be started: {error}")).into(),
-            );
+            return Err(ExitReason::failed(format!(
+                "child `{id}` could not be started: {}",
+                cause(&error)
+            ))
+            .into());
         }
     }
     let end = state.run().await;
@@ -266,8 +268,7 @@ impl Supervising {
                 // unreachable by its name; its exit signal finds no child and is ignored.
                 let _ = sched.terminate(pid);
                 return Err(SupervisorError::Start(format!(
-                    "child `{}` could not register its name: {error}",
-                    child.spec.id
+                    "its name could not be registered: {error}"
                 )));
             }
         }
@@ -402,5 +403,14 @@ impl Supervising {
             Request::Restart(id) => return self.restart_child(&id).await,
         }
         None
+    }
+}
+
+/// What a failed start says, without `SupervisorError::Start`'s own preamble (the supervisor's
+/// exit reason says which child).
+fn cause(error: &SupervisorError) -> String {
+    match error {
+        SupervisorError::Start(why) => why.clone(),
+        other => other.to_string(),
     }
 }
