@@ -159,7 +159,10 @@ impl Handle {
     }
 
     /// Number of tasks spawned and not yet finished (takes a lock per shard; for diagnostics).
-    /// A scheduler's process tasks are not counted: they are the scheduler's to track.
+    /// A scheduler's process tasks are not counted: they are the scheduler's to track. After
+    /// [`Executor::shutdown`](super::Executor::shutdown) it is 0: every task was released then,
+    /// including one a stuck worker is still polling (its handle resolves when that poll
+    /// returns: [`ExecutorShutdownReport::stuck_workers`](super::ExecutorShutdownReport::stuck_workers)).
     ///
     /// # Examples
     ///
