@@ -346,7 +346,8 @@ where
             Some((call, _))
                 if call.owner.pid == addr.pid() && call.owner.host == self.sched.inner.host_id =>
             {
-                asking::forget(&call);
+                // No port was made: nothing can answer, so nothing is recorded to refuse.
+                asking::forget_unsent(&call);
                 self.state = State::Done;
                 return Err(AskError::AskedItself);
             }

@@ -85,6 +85,15 @@ pub(crate) fn forget(call: &AskCall) {
     });
 }
 
+/// An ask that was never sent (no reply port exists): its call is simply no longer live.
+pub(crate) fn forget_unsent(call: &AskCall) {
+    scope::with(call.owner, |scope| {
+        if let Some(scope) = scope {
+            scope.state.forget_call(call.tag);
+        }
+    });
+}
+
 /// The body stops waiting for ask `tag`. If its answer has not arrived, the process's mailbox
 /// is told to refuse it (`mailbox/abandoned.rs`), so that the answerer's `Reply::send` gets its
 /// value back instead of `Ok` for an answer nobody reads.

@@ -247,8 +247,8 @@ fn received_in<T: 'static>(
             return Poll::Ready(Err(RecvError::Overflow(topic)));
         }
         if let Some(message) = mail.pop_message() {
-            if state.publish_unread {
-                publish_unread(scope.reply_to, state.unread());
+            if state.publish_unread && state.unread() == 0 {
+                publish_unread(scope.reply_to, 0);
             }
             return Poll::Ready(Ok(Received::Message(message)));
         }
@@ -261,13 +261,14 @@ fn received_in<T: 'static>(
             return Poll::Pending;
         }
     };
-    if state.publish_unread {
-        publish_unread(scope.reply_to, state.unread());
+    if state.publish_unread && state.unread() == 0 {
+        publish_unread(scope.reply_to, 0);
     }
     Poll::Ready(Ok(taken))
 }
 
-/// A bounded mailbox's receive took a message: the body now holds `unread` (`CxState::publish_unread`).
+/// A bounded mailbox's receive took the body's last message: it now holds `unread`
+/// (`CxState::publish_unread`).
 #[cold]
 #[inline(never)]
 pub(super) fn publish_unread(reply_to: Option<&ProcessWake>, unread: usize) {

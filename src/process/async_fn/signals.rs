@@ -328,8 +328,8 @@ impl<M: 'static> Future for RecvAny<M> {
                 return Poll::Ready(match received {
                     Received::Overflow(topic) => Err(RecvError::Overflow(topic)),
                     Received::Message(message) => {
-                        if scope.state.publish_unread {
-                            publish_unread(scope.reply_to, scope.state.unread());
+                        if scope.state.publish_unread && scope.state.unread() == 0 {
+                            publish_unread(scope.reply_to, 0);
                         }
                         Ok(Found::Message(message))
                     }
@@ -343,8 +343,8 @@ impl<M: 'static> Future for RecvAny<M> {
                     return Poll::Pending;
                 }
             };
-            if scope.state.publish_unread {
-                publish_unread(scope.reply_to, scope.state.unread());
+            if scope.state.publish_unread && scope.state.unread() == 0 {
+                publish_unread(scope.reply_to, 0);
             }
             Poll::Ready(Ok(found))
         });

@@ -49,8 +49,9 @@ pub(super) struct CxState {
     /// `recv` has reported the cancellation (it does so once).
     pub(super) cancel_reported: bool,
     pub(super) wants: Wants,
-    /// The process's mailbox is bounded: each receive publishes what the body still holds
-    /// unread, so that its senders are not refused for messages it has taken. Set for each
+    /// The process's mailbox is bounded: a receive that takes the last message the body held
+    /// publishes that it holds none (one lock then, not per message), so that its senders are
+    /// not refused for messages it has taken. Set for each
     /// poll. Without it the count would wait for the step's end — and a step lasts past an
     /// answer it sends: the asker's next message could find the mailbox "full" of messages
     /// already handled.

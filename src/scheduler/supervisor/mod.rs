@@ -20,7 +20,7 @@ mod spec;
 
 pub use spec::{ChildShutdown, ChildSpec, Restart, Start, Strategy};
 
-use super::{Addr, Reply, SchedulerHandle};
+use super::{Addr, AskError, Reply, SchedulerHandle};
 use crate::process::exit::ExitReason;
 use crate::process::{MessageType, Pid};
 use crate::scheduler::SpawnError;
@@ -197,7 +197,13 @@ impl Supervisor {
         let supervisor = SupervisorRef {
             addr: handle.addr(),
         };
-        if supervisor.started().await.is_err() {
+        if let Err(error) = supervisor.started().await {
+            if !matches!(error, AskError::NoReply | AskError::Undelivered(_)) {
+                // Not its end (the caller, a process, was asked to finish while it waited):
+                // the supervisor it started has no owner, so it is stopped.
+                let _ = sched.cancel(handle.pid());
+                return Err(SupervisorError::Unreachable(error.to_string()));
+            }
             // It ended: its exit reason names the child and why it could not start.
             let why = match handle.await {
                 Err(ended) => match ended.exit_reason() {
