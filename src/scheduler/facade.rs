@@ -245,6 +245,8 @@ impl Scheduler {
     #[track_caller]
     pub fn block_on<F: Future>(&self, future: F) -> F::Output {
         blocking::assert_may_block("Scheduler::block_on", "future.await");
+        // Not under loom: tokio compiles its drivers out there, and no model awaits tokio.
+        #[cfg(not(loom))]
         let _context = match tokio::runtime::Handle::try_current() {
             Ok(_) => None,
             Err(_) => self
