@@ -24,6 +24,15 @@ enum Holder {
 
 type Report = (bool, Result<(), u64>, bool);
 
+/// A two-worker scheduler running a holder process, and the channel that hears each `Hold` it
+/// keeps.
+fn with_holder() -> (Scheduler, ProcessHandle<(), Holder>, mpsc::Receiver<()>) {
+    let sched = Scheduler::builder().workers(2).build().unwrap();
+    let (held_tx, held_rx) = mpsc::channel();
+    let holder = holder(&sched, held_tx);
+    (sched, holder, held_rx)
+}
+
 /// A holder process; `held` hears each `Hold` it keeps.
 fn holder(sched: &Scheduler, held: mpsc::Sender<()>) -> ProcessHandle<(), Holder> {
     sched
@@ -55,9 +64,7 @@ fn holder(sched: &Scheduler, held: mpsc::Sender<()>) -> ProcessHandle<(), Holder
 
 #[test]
 fn a_late_answer_to_a_live_asker_that_gave_up_is_handed_back() {
-    let sched = Scheduler::builder().workers(2).build().unwrap();
-    let (held_tx, held) = mpsc::channel();
-    let holder = holder(&sched, held_tx);
+    let (sched, holder, held) = with_holder();
     let addr = holder.addr();
 
     // Timed out, then dropped: the asker lives on and asks again each time.
@@ -95,9 +102,7 @@ fn a_late_answer_to_a_live_asker_that_gave_up_is_handed_back() {
 
 #[test]
 fn a_late_answer_to_an_asker_whose_cancel_cut_its_ask_short_is_handed_back() {
-    let sched = Scheduler::builder().workers(2).build().unwrap();
-    let (held_tx, held) = mpsc::channel();
-    let holder = holder(&sched, held_tx);
+    let (sched, holder, held) = with_holder();
     let addr = holder.addr();
     let asker = {
         let addr = addr.clone();
@@ -126,9 +131,7 @@ fn a_late_answer_to_an_asker_whose_cancel_cut_its_ask_short_is_handed_back() {
 #[test]
 fn an_answer_to_an_asker_that_still_waits_is_delivered() {
     // The control: the same holder, an asker that waits.
-    let sched = Scheduler::builder().workers(2).build().unwrap();
-    let (held_tx, held) = mpsc::channel();
-    let holder = holder(&sched, held_tx);
+    let (sched, holder, held) = with_holder();
     let addr = holder.addr();
     let asker = {
         let addr = addr.clone();

@@ -97,3 +97,29 @@ fn a_link_to_a_process_already_gone_kills_with_no_proc() {
     assert!(reason.is_no_proc(), "{reason:?}");
     assert_eq!(sched.metrics().exits.no_proc, 1);
 }
+
+#[test]
+fn a_process_that_outlives_the_shutdown_deadline_ends_shutdown_everywhere() {
+    // Its step is still running when the deadline passes (abandoned), then returns `Ok`: its
+    // handle reads cancelled, so its monitor and the metrics hear `Shutdown`, not `Normal`.
+    let sched = Scheduler::builder().workers(2).build().unwrap();
+    let (entered_tx, entered) = std::sync::mpsc::channel();
+    let (release, released) = std::sync::mpsc::channel::<()>();
+    let stuck = sched
+        .spawn_fn(move |_: ProcessCx| async move {
+            entered_tx.send(()).unwrap();
+            released.recv().unwrap(); // blocks its step past the deadline
+            Ok::<_, BoxError>(())
+        })
+        .unwrap();
+    let down = sched.monitor(stuck.pid());
+    entered.recv_timeout(support::HANG_GUARD).unwrap();
+    let report = sched.shutdown(std::time::Duration::ZERO);
+    assert_eq!(report.abandoned, 1, "{report:?}");
+    release.send(()).unwrap();
+    assert!(sched.wait_for_abandoned(support::HANG_GUARD));
+    assert!(sched.block_on(stuck).unwrap_err().is_cancelled());
+    assert!(sched.block_on(down).reason.is_shutdown());
+    let exits = sched.metrics().exits;
+    assert_eq!((exits.shutdown, exits.normal), (1, 0), "{exits:?}");
+}

@@ -267,9 +267,15 @@ impl Host for Inner {
 
     fn finished(&self, pid: Pid, cell: &ProcessCell, outcome: Outcome, reason: ExitReason) -> bool {
         let mut late = false;
+        let mut reason = reason;
         let mut watches = Vec::new();
         self.lifecycle.leave_tallied(Leave::Finished, |tallied| {
             late = matches!(tallied, Tallied::Forced | Tallied::Sealed);
+            if late && !matches!(outcome, Outcome::Panicked | Outcome::Stopped) {
+                // Past the shutdown's deadline its handle reads cancelled (`future.rs`): its
+                // links, monitors and metrics hear the same reason.
+                reason = ExitReason::Shutdown;
+            }
             watches = self.table.release(pid, cell);
             // Counted here, under shutdown's tally lock when it has begun: the metrics agree
             // with its report (`FinishCounts` documents the classes).

@@ -171,7 +171,9 @@ impl FinishCounts {
 /// once it has finished, as in [`FinishCounts`], which classes the same ends by how the
 /// scheduler ended them: a process killed by a linked process's `Failed` exit is
 /// `finished.terminated` and `exits.failed`; one that ended on its cancel during a shutdown is
-/// `finished.cancelled` and `exits.shutdown`.
+/// `finished.cancelled` and `exits.shutdown`. A process past a shutdown's deadline (`forced`
+/// or `abandoned` in its report) reads cancelled on its handle whatever its last call
+/// returned, and is counted `exits.shutdown` unless it panicked or was stopped.
 ///
 /// # Examples
 ///

@@ -191,6 +191,11 @@ impl ChildSpec {
     /// to whoever started the child, or, on a restart, another restart spent from the
     /// supervisor's intensity — never the supervisor's own end.
     ///
+    /// The factory spawns one instance through its [`Start`] and returns that PID. Spawn it
+    /// last: a process the factory started through `Start` before it failed is linked to the
+    /// supervisor (its exit signals reach it) but is none of its children — never restarted,
+    /// never stopped by it.
+    ///
     /// # Examples
     ///
     /// See [`ChildSpec`].
