@@ -33,6 +33,7 @@ pub mod state_machine;
 pub mod supervision;
 pub mod testing;
 
+mod deadline;
 mod loom;
 
 pub use process::{BoxError, Command, Message, Payload, Pid};

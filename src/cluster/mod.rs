@@ -460,7 +460,7 @@ impl Node {
     /// # }
     /// ```
     pub async fn wait_for_nodes(&self, count: usize, timeout: Duration) -> bool {
-        let deadline = Instant::now() + timeout;
+        let deadline = crate::deadline::after(timeout);
         runtime::in_runtime(&self.shared.runtime, async {
             loop {
                 let members = {

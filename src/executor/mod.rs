@@ -108,7 +108,7 @@ use crate::loom::{lock, thread, Arc, Mutex};
 use shared::Shared;
 use std::fmt;
 use std::future::Future;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// How long dropping an [`Executor`] waits for workers to finish their current poll.
 pub const DROP_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(1);
@@ -316,7 +316,7 @@ impl Executor {
             return report;
         }
         let shared = &self.handle.shared;
-        let deadline = Instant::now() + timeout;
+        let deadline = crate::deadline::after(timeout);
         shared.begin_shutdown();
         // No spare starts after this; the ones started are counted live, and joined below.
         let spares = shared.monitor.spares.close();

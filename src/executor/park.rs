@@ -40,7 +40,7 @@ impl Parker {
             let _ = timeout;
             return std::mem::replace(&mut *notified, false);
         }
-        let deadline = std::time::Instant::now() + timeout;
+        let deadline = crate::deadline::after(timeout);
         let mut notified = lock(&self.notified);
         while !*notified {
             let now = std::time::Instant::now();

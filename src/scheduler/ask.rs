@@ -55,7 +55,7 @@ use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use tokio::sync::oneshot;
 
 /// Why an ask got no answer.
@@ -146,7 +146,10 @@ impl<M: Send + 'static> Addr<M> {
     ///
     /// [`AskError`]: undelivered, no reply (the port dropped), cancelled (the asking process
     /// was asked to finish), polled outside its process. No timeout: see
-    /// [`ask_within`](Self::ask_within).
+    /// [`ask_within`](Self::ask_within). A process asking itself is refused at once
+    /// ([`AskError::AskedItself`]), but a longer cycle — A asks B while B asks A — is not
+    /// detected: both wait until a timeout of `ask_within`, a cancel or the shutdown ends one
+    /// ask (as with OTP's `gen_server:call`).
     ///
     /// # Examples
     ///
@@ -339,7 +342,7 @@ where
         let addr: &'a Addr<M> = addr;
         let request = request.take().expect("sent once");
         if let Some(timeout) = self.timeout {
-            self.deadline = Some(Deadline::new(Instant::now() + timeout));
+            self.deadline = Some(Deadline::new(crate::deadline::after(timeout)));
         }
         let (reply, waiting) = match asking::start() {
             // The same PID on the same scheduler (another scheduler's process may have it).

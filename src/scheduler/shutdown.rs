@@ -111,7 +111,7 @@ impl Shutdown {
 
     /// [`Scheduler::shutdown`](crate::Scheduler::shutdown), once the caller may block.
     pub(super) fn shutdown(&self, inner: &Inner, timeout: Duration) -> ShutdownReport {
-        let deadline = Instant::now() + timeout;
+        let deadline = crate::deadline::after(timeout);
         inner.begin_shutdown();
         let mut done = lock(&self.report);
         if let Some(report) = *done {
@@ -124,7 +124,7 @@ impl Shutdown {
 
     /// [`Scheduler::shutdown_async`](crate::Scheduler::shutdown_async).
     pub(super) async fn shutdown_async(&self, inner: &Inner, timeout: Duration) -> ShutdownReport {
-        let deadline = Instant::now() + timeout;
+        let deadline = crate::deadline::after(timeout);
         inner.begin_shutdown();
         if let Some(report) = *lock(&self.report) {
             return report;
@@ -154,7 +154,7 @@ impl Shutdown {
             return; // already shut down; dropping the engine does not block
         }
         let inner = inner.clone();
-        let deadline = Instant::now() + self.drop_timeout;
+        let deadline = crate::deadline::after(self.drop_timeout);
         inner.begin_shutdown();
         if blocking::async_context().is_none() {
             engine.stop(&inner, deadline);
@@ -195,7 +195,7 @@ pub(super) fn wait_for_abandoned(inner: &Inner, timeout: Duration) -> bool {
     if !lifecycle.is_shutting_down() {
         return lifecycle.live() == 0;
     }
-    lifecycle.wait_idle(Instant::now() + timeout)
+    lifecycle.wait_idle(crate::deadline::after(timeout))
 }
 
 /// [`Scheduler::wait_for_abandoned_async`](crate::Scheduler::wait_for_abandoned_async).
