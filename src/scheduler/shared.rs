@@ -18,7 +18,7 @@ use crate::process::future::{Host, Outcome, PollStats};
 use crate::process::mailbox::{Admission, ProcessCell};
 use crate::process::stats::HandlerOutcome;
 use crate::process::{from_message, into_message, CancelReason, Event, Events, Message, Pid};
-use crate::process::{BoxError, RecvError, YieldSlot};
+use crate::process::{BoxError, ProcessError, RecvError, YieldSlot};
 use std::time::{Duration, Instant};
 
 pub(crate) struct Inner {
@@ -193,10 +193,21 @@ impl Inner {
 
 /// `true` if `error`, or an error it wraps (its `source` chain), is a receiving future's report
 /// that the process was asked to finish: [`RecvError::Cancelled`] (`recv`, `recv_message`,
-/// `cancelled`) or [`AskError::Cancelled`] (an ask in flight).
-pub(super) fn is_cancellation(error: &(dyn std::error::Error + 'static)) -> bool {
+/// `cancelled`) or [`AskError::Cancelled`] (an ask in flight); or, once `shutting_down`, a
+/// child's handle that reported its own cancellation ([`ProcessError::is_cancelled`]): every
+/// process has been asked to finish then, and which of the two heard it first is a race.
+///
+/// The walk stops after [`MAX_SOURCES`] links: a `source` chain may be cyclic (user code), and
+/// this runs on a worker.
+pub(super) fn is_cancellation(
+    error: &(dyn std::error::Error + 'static),
+    shutting_down: bool,
+) -> bool {
     let mut next = Some(error);
-    while let Some(error) = next {
+    for _ in 0..MAX_SOURCES {
+        let Some(error) = next else {
+            return false;
+        };
         if error
             .downcast_ref::<RecvError>()
             .is_some_and(RecvError::is_cancelled)
@@ -206,6 +217,10 @@ pub(super) fn is_cancellation(error: &(dyn std::error::Error + 'static)) -> bool
             || error
                 .downcast_ref::<ExitReason>()
                 .is_some_and(ExitReason::is_shutdown)
+            || (shutting_down
+                && error
+                    .downcast_ref::<ProcessError>()
+                    .is_some_and(ProcessError::is_cancelled))
         {
             return true;
         }
@@ -213,6 +228,9 @@ pub(super) fn is_cancellation(error: &(dyn std::error::Error + 'static)) -> bool
     }
     false
 }
+
+/// How deep [`is_cancellation`] looks into an error's `source` chain.
+const MAX_SOURCES: usize = 64;
 
 /// Delivers shutdown's `Cancel` to the process the cell hosts, if any.
 pub(super) fn cancel(cell: &ProcessCell) -> Admission {
@@ -333,7 +351,7 @@ impl Host for Inner {
     }
 
     fn is_cancellation(&self, error: &BoxError) -> bool {
-        is_cancellation(&**error)
+        is_cancellation(&**error, self.lifecycle.is_shutting_down())
     }
 
     #[inline]
