@@ -479,3 +479,25 @@ fn a_refused_asks_request_is_dropped_contained_and_counted() {
     assert_eq!(drops.load(SeqCst), 1, "dropped once");
     assert_eq!(sched.metrics().destructor_panics, 1, "and counted");
 }
+
+#[test]
+fn a_message_a_receive_cannot_convert_is_dropped_contained_and_counted() {
+    // Sent untyped to a body that receives `u64`s: `recv` reports the mismatch and drops the
+    // message inside the scheduler, on its process's account.
+    quiet_panics();
+    let drops = counter();
+    let sched = Scheduler::builder().workers(1).build().unwrap();
+    let reader = sched
+        .spawn_fn(|cx: ProcessCx<u64>| async move {
+            let mismatch = cx.recv().await.unwrap_err();
+            assert!(matches!(mismatch, RecvError::TypeMismatch(_)), "{mismatch}");
+            Ok::<_, BoxError>(cx.recv().await?)
+        })
+        .unwrap();
+    let grenade = Message::new("g", Payload::new(Grenade(drops.clone())));
+    sched.send(reader.pid(), grenade).unwrap();
+    reader.addr().send(7).unwrap();
+    assert_eq!(sched.block_on(reader).unwrap(), 7, "the body read on");
+    assert_eq!(drops.load(SeqCst), 1, "dropped once");
+    assert_eq!(sched.metrics().destructor_panics, 1, "and counted");
+}

@@ -3,7 +3,7 @@
 
 use super::reply::{self, DecodeScope};
 use super::wire::{Refusal, WireReason};
-use crate::process::panic_message;
+use crate::process::take_panic_message;
 use crate::process::{BoxError, MessageType, Pid};
 use crate::scheduler::{ProcessCx, SchedulerHandle, SendErrorKind, SpawnError};
 use serde::de::DeserializeOwned;
@@ -101,7 +101,7 @@ impl Registry {
                         ))),
                         Err(panic) => Err(WireReason::Failed(format!(
                             "the output's Serialize panicked: {}",
-                            panic_message(&*panic)
+                            take_panic_message(panic)
                         ))),
                     },
                     Err(error) => Err(WireReason::from_reason(&error.exit_reason())),
@@ -171,7 +171,7 @@ fn catching<T>(what: &str, f: impl FnOnce() -> Result<T, Refusal>) -> Result<T, 
     match panic::catch_unwind(AssertUnwindSafe(f)) {
         Ok(result) => result,
         Err(panic) => {
-            let message = panic_message(&*panic);
+            let message = take_panic_message(panic);
             tracing::error!(%message, "{what} panicked");
             Err(Refusal::Decode(format!("{what} panicked: {message}")))
         }

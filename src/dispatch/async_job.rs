@@ -4,7 +4,7 @@
 use super::bridge::{HandlerRuntime, HandlerTask};
 use super::handler::CommandResult;
 use super::YieldCompleter;
-use crate::process::{contained, drop_contained, panic_message};
+use crate::process::{contained, drop_contained, take_panic_message};
 use crate::process::{CommandError, Events, Payload};
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
@@ -120,7 +120,7 @@ where
         };
         completer.cell().stats.destructors_panicked(panics);
         let result =
-            caught.unwrap_or_else(|panic| Err(CommandError::Panicked(panic_message(&*panic))));
+            caught.unwrap_or_else(|panic| Err(CommandError::Panicked(take_panic_message(panic))));
         completer.complete(result);
         Poll::Ready(())
     }

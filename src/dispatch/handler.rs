@@ -7,7 +7,7 @@ use super::bridge::{HandlerRuntime, HandlerTask};
 use super::YieldCompleter;
 use crate::process::stats::HandlerOutcome;
 use crate::process::Payload;
-use crate::process::{drop_contained, panic_message};
+use crate::process::{drop_contained, take_panic_message};
 use crate::process::{CommandError, Events, PayloadSlot, Pid, Tag};
 use futures::FutureExt;
 use std::future::Future;
@@ -54,7 +54,7 @@ impl Handler {
                 let command = downcast::<C>(command);
                 let result =
                     catch_unwind(AssertUnwindSafe(|| f(command))).unwrap_or_else(|panic| {
-                        let message = panic_message(&*panic);
+                        let message = take_panic_message(panic);
                         tracing::warn!(
                             %pid,
                             tag,
@@ -86,7 +86,7 @@ impl Handler {
                     Ok(future) => AssertUnwindSafe(future).catch_unwind(),
                     Err(panic) => {
                         let _entered = span.enter();
-                        completer.complete(Err(CommandError::Panicked(panic_message(&*panic))));
+                        completer.complete(Err(CommandError::Panicked(take_panic_message(panic))));
                         return None;
                     }
                 };
@@ -110,7 +110,7 @@ impl Handler {
                     let panics = drop_contained(future);
                     completer.cell().stats.destructors_panicked(panics);
                     let result = caught.unwrap_or_else(|panic| {
-                        Err(CommandError::Panicked(panic_message(&*panic)))
+                        Err(CommandError::Panicked(take_panic_message(panic)))
                     });
                     span.in_scope(|| completer.complete_in(completions, result));
                     return None;
@@ -135,8 +135,9 @@ impl Handler {
                 let job = move || {
                     let _entered = job_span.enter();
                     let command = command.take();
-                    catch_unwind(AssertUnwindSafe(|| f(command)))
-                        .unwrap_or_else(|panic| Err(CommandError::Panicked(panic_message(&*panic))))
+                    catch_unwind(AssertUnwindSafe(|| f(command))).unwrap_or_else(|panic| {
+                        Err(CommandError::Panicked(take_panic_message(panic)))
+                    })
                 };
                 let runtime = runtime.tokio();
                 let abort = match timeout {

@@ -44,7 +44,9 @@ pub use run::Run;
 use crate::loom::Arc;
 use crate::process::mailbox::ProcessCell;
 use crate::process::stats::HandlerOutcome;
-use crate::process::{drop_contained, panic_message, CommandError, Event, Events, Pid, YieldSlot};
+use crate::process::{
+    drop_contained, take_panic_message, CommandError, Event, Events, Pid, YieldSlot,
+};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::OnceLock;
 
@@ -177,7 +179,7 @@ fn dispatch_task(
     })) {
         Ok(abort) => dispatched(abort),
         Err(panic) => {
-            tracing::error!(%pid, panic = %panic_message(&*panic), "handler dispatch panicked");
+            tracing::error!(%pid, panic = %take_panic_message(panic), "handler dispatch panicked");
             dispatched(None)
         }
     }

@@ -1,6 +1,6 @@
 //! [`Run`]: any `Send` future shipped to the handler runtime, awaited by a process.
 
-use crate::process::{panic_message, CommandError};
+use crate::process::{take_panic_message, CommandError};
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -56,7 +56,7 @@ impl<T> Future for Run<T> {
         Pin::new(task).poll(cx).map(|joined| {
             self.task = None;
             joined.map_err(|error| match error.try_into_panic() {
-                Ok(panic) => CommandError::Panicked(panic_message(&*panic)),
+                Ok(panic) => CommandError::Panicked(take_panic_message(panic)),
                 Err(_) => CommandError::Cancelled,
             })
         })

@@ -445,3 +445,12 @@ pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
         .unwrap_or("non-string panic payload")
         .to_owned()
 }
+
+/// [`panic_message`] of a caught panic whose payload is done with: the payload is a user value,
+/// dropped contained (`contain.rs`) — its destructor may panic too, and must not unwind into the
+/// scheduler nor change the outcome the message reports.
+pub(crate) fn take_panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
+    let message = panic_message(&*payload);
+    super::drop_contained(payload);
+    message
+}

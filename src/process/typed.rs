@@ -57,12 +57,19 @@ pub(crate) fn into_message<M: Send + 'static>(message: M) -> Message {
 /// `M` is [`Message`], otherwise its payload, which must be an `M`.
 #[inline(always)]
 pub(crate) fn from_message<M: 'static>(message: Message) -> Result<M, TypeMismatch> {
+    from_message_counted(message).map_err(|(mismatch, _)| mismatch)
+}
+
+/// [`from_message`], and on a mismatch how many destructor panics dropping the payload
+/// contained ([`Payload::take_counted`]).
+#[inline(always)]
+pub(crate) fn from_message_counted<M: 'static>(message: Message) -> Result<M, (TypeMismatch, u64)> {
     if TypeId::of::<M>() == TypeId::of::<Message>() {
         let mut slot = Some(message);
         let itself = (&mut slot as &mut dyn Any).downcast_mut::<Option<M>>();
         return Ok(itself.and_then(Option::take).expect("M is Message"));
     }
-    message.payload.take::<M>()
+    message.payload.take_counted::<M>()
 }
 
 /// Takes the message in `slot` (a step's lone event, where the drain put it) as an `M`: the

@@ -232,7 +232,8 @@ impl Scheduler {
     /// # Panics
     ///
     /// If called from a thread that drives async work — inside a tokio runtime (a task,
-    /// `#[tokio::main]`, `#[tokio::test]`) or on a procsched worker (inside a step) — where
+    /// `#[tokio::main]`, `#[tokio::test]`, a `spawn_blocking` closure, which runs in the
+    /// runtime's context) or on a procsched worker (inside a step) — where
     /// blocking could deadlock: `.await` the future there instead. That includes `future`
     /// itself when it runs inside the runtime: a blocking call in it (`block_on`, `shutdown`)
     /// panics the same way; it awaits (`shutdown_async`) instead.

@@ -281,7 +281,9 @@ impl SchedulerHandle {
 
     /// Stops process `pid`: it gets no more steps (a running step finishes first), its
     /// outstanding handler tasks are aborted, its `close` runs, and its handle resolves to
-    /// [`ProcessError::is_terminated`](crate::error::ProcessError::is_terminated).
+    /// [`ProcessError::is_terminated`](crate::error::ProcessError::is_terminated) — unless the
+    /// step running when the request came ends the process itself (it finishes, fails or
+    /// panics): then that end is its handle's, and the metrics' and monitors'.
     ///
     /// # Errors
     ///

@@ -9,7 +9,7 @@ use super::scope;
 use crate::process::context::{Owner, ProcessWake};
 use crate::process::output::push_yield;
 use crate::process::{
-    drop_contained, from_message, take_lone, CancelReason, Command, CommandError,
+    drop_contained, from_message_counted, take_lone, CancelReason, Command, CommandError,
 };
 use crate::process::{Message, Payload};
 use crate::process::{Tag, Topic, TypeMismatch, Yield};
@@ -225,7 +225,7 @@ enum Received<T> {
 fn poll_received<T: 'static>(owner: Owner) -> Poll<Result<T, RecvError>> {
     match scope::with(owner, received_in::<T>) {
         Poll::Pending => Poll::Pending,
-        Poll::Ready(found) => Poll::Ready(converted(found)),
+        Poll::Ready(found) => Poll::Ready(converted(owner, found)),
     }
 }
 
@@ -280,10 +280,30 @@ pub(super) fn publish_unread(reply_to: Option<&ProcessWake>, unread: usize) {
 /// What [`received_in`] found, as the receive's output (outside the scope: a mismatched
 /// payload is dropped here).
 #[inline(always)]
-fn converted<T: 'static>(found: Result<Received<T>, RecvError>) -> Result<T, RecvError> {
+fn converted<T: 'static>(
+    owner: Owner,
+    found: Result<Received<T>, RecvError>,
+) -> Result<T, RecvError> {
     match found? {
         Received::Value(value) => Ok(value),
-        Received::Message(message) => Ok(from_message::<T>(message)?),
+        Received::Message(message) => {
+            from_message_counted::<T>(message).map_err(|(mismatch, panics)| {
+                count_destructor_panics(owner, panics);
+                mismatch.into()
+            })
+        }
+    }
+}
+
+/// The payload a receive could not convert panicked when dropped: counted on its process.
+#[cold]
+fn count_destructor_panics(owner: Owner, panics: u64) {
+    if panics > 0 {
+        scope::with(owner, |scope| {
+            if let Some(cell) = scope.and_then(|scope| scope.reply_to) {
+                cell.destructors_panicked(panics);
+            }
+        });
     }
 }
 

@@ -204,6 +204,13 @@ impl Payload {
     /// # Ok::<(), procsched::error::TypeMismatch>(())
     /// ```
     pub fn take<T: 'static>(self) -> Result<T, TypeMismatch> {
+        self.take_counted().map_err(|(mismatch, _)| mismatch)
+    }
+
+    /// [`take`](Self::take), and on a mismatch how many destructor panics dropping the value
+    /// contained, for a caller that knows whose value it was to count them (`contain.rs`).
+    #[inline]
+    pub(crate) fn take_counted<T: 'static>(self) -> Result<T, (TypeMismatch, u64)> {
         if TypeId::of::<T>() == TypeId::of::<Payload>() {
             // Taking a payload "as a Payload" is the payload itself (the inverse of `wrap`, so a
             // command whose reply type is `Payload` gets the reply as it was sent).
@@ -220,8 +227,8 @@ impl Payload {
             };
             // User code may be reading it inside the scheduler (a call's reply, a receive): a
             // destructor's panic must not unwind from here (`contain.rs`).
-            crate::process::drop_contained(payload);
-            mismatch
+            let panics = crate::process::drop_contained(payload);
+            (mismatch, panics)
         })
     }
 

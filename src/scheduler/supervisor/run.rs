@@ -4,7 +4,7 @@ use super::spec::{ChildShutdown, ChildSpec, Restart, Start, Strategy};
 use super::{gave_up, ChildInfo, Request, Supervisor, SupervisorError, SupervisorRef};
 use crate::process::async_fn::Incoming;
 use crate::process::exit::{Exit, ExitReason, MonitorRef, Signal};
-use crate::process::panic_message;
+use crate::process::take_panic_message;
 use crate::process::{BoxError, Pid, RecvError};
 use crate::scheduler::ProcessCx;
 use std::collections::VecDeque;
@@ -258,7 +258,7 @@ impl Supervising {
             .map_err(|panic| {
                 SupervisorError::Start(format!(
                     "the child's factory panicked: {}",
-                    panic_message(&*panic)
+                    take_panic_message(panic)
                 ))
             })?
             .map_err(|error| SupervisorError::Start(error.to_string()))?;

@@ -1,0 +1,103 @@
+//! A handler that panics completes its yield with `CommandError::Panicked`, and the body
+//! decides what that means — even when the panic's *payload* (a user value, `panic_any`) panics
+//! again as it is dropped: that second panic is contained, and changes no outcome.
+
+mod support;
+
+use procsched::error::CommandError;
+use procsched::prelude::*;
+use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+use std::sync::Arc;
+use support::*;
+
+/// A panic payload whose destructor panics too.
+struct PanickingPayload(Arc<AtomicUsize>);
+
+impl Drop for PanickingPayload {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, SeqCst);
+        panic!("{EXPECTED_PANIC}: a panic payload's destructor");
+    }
+}
+
+struct Inline;
+procsched::command!(Inline => ());
+struct Blocking;
+procsched::command!(Blocking => ());
+struct Async;
+procsched::command!(Async => ());
+
+/// A scheduler whose three handlers (inline, blocking, async after a first `Pending`) panic
+/// with a [`PanickingPayload`].
+fn scheduler(drops: &Arc<AtomicUsize>) -> Scheduler {
+    quiet_panics();
+    let (inline, blocking, asynchronous) = (drops.clone(), drops.clone(), drops.clone());
+    Scheduler::builder()
+        .workers(1)
+        .inline_handler(move |_: Inline| -> Result<(), BoxError> {
+            std::panic::panic_any(PanickingPayload(inline.clone()))
+        })
+        .blocking_handler(move |_: Blocking| -> Result<(), BoxError> {
+            std::panic::panic_any(PanickingPayload(blocking.clone()))
+        })
+        .async_handler(move |_: Async| {
+            let drops = asynchronous.clone();
+            async move {
+                tokio::task::yield_now().await;
+                std::panic::panic_any(PanickingPayload(drops));
+                #[allow(unreachable_code)]
+                Ok::<(), BoxError>(())
+            }
+        })
+        .build()
+        .unwrap()
+}
+
+/// Runs `call` in a body that returns the call's result as its output.
+fn called<C>(sched: &Scheduler, command: C) -> Result<(), CommandError>
+where
+    C: procsched::Command<Output = ()> + Send + 'static,
+{
+    let body = sched
+        .spawn_fn(move |cx: ProcessCx| async move { Ok::<_, BoxError>(cx.call(command).await) })
+        .unwrap();
+    sched
+        .block_on(body)
+        .expect("the body handled its call's error")
+}
+
+#[test]
+fn an_inline_handlers_panic_with_a_panicking_payload_completes_the_call_panicked() {
+    let drops = Arc::new(AtomicUsize::new(0));
+    let sched = scheduler(&drops);
+    let result = called(&sched, Inline);
+    assert!(
+        matches!(result, Err(CommandError::Panicked(_))),
+        "{result:?}"
+    );
+    assert_eq!(drops.load(SeqCst), 1);
+}
+
+#[test]
+fn a_blocking_handlers_panic_with_a_panicking_payload_completes_the_call_panicked() {
+    let drops = Arc::new(AtomicUsize::new(0));
+    let sched = scheduler(&drops);
+    let result = called(&sched, Blocking);
+    assert!(
+        matches!(result, Err(CommandError::Panicked(_))),
+        "{result:?}"
+    );
+    assert_eq!(drops.load(SeqCst), 1);
+}
+
+#[test]
+fn an_async_handlers_panic_with_a_panicking_payload_completes_the_call_panicked() {
+    let drops = Arc::new(AtomicUsize::new(0));
+    let sched = scheduler(&drops);
+    let result = called(&sched, Async);
+    assert!(
+        matches!(result, Err(CommandError::Panicked(_))),
+        "{result:?}"
+    );
+    assert_eq!(drops.load(SeqCst), 1);
+}
