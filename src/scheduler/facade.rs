@@ -266,7 +266,8 @@ impl Scheduler {
     /// next step and stops the workers. A supervisor's children are not cancelled directly: their
     /// supervisor stops them in reverse start order, each by its
     /// [`ChildShutdown`](crate::supervision::ChildShutdown) policy, so a tree shuts down as
-    /// Erlang/OTP's does (the `timeout` still bounds it all).
+    /// Erlang/OTP's does (the `timeout` still bounds it all). A child no longer linked to its
+    /// supervisor (it trapped its supervisor's exit, or unlinked) is cancelled like any other.
     ///
     /// Returns within `timeout +` [`FORCED_STOP_WAIT`](super::FORCED_STOP_WAIT) (plus the forced
     /// processes' `close` calls, which run on this thread) with every process counted once in the

@@ -203,8 +203,8 @@ impl SchedulerHandle {
         // A supervisor's child is left to its supervisor, which stops its children in order
         // (`shared.rs`, `begin_shutdown`).
         let supervised = link.is_some_and(|link| link.supervised);
-        if supervised {
-            cell.set_supervised(pid.generation());
+        if let Some(link) = link.filter(|link| link.supervised) {
+            cell.set_supervised(pid.generation(), link.parent);
         }
         if inner.lifecycle.is_shutting_down() && !supervised {
             let _ = cancel(&cell);
@@ -355,6 +355,15 @@ impl SchedulerHandle {
     /// `SupervisorRef` made from any PID).
     pub(crate) fn takes(&self, pid: Pid) -> Option<Option<MessageType>> {
         self.inner.table.get(pid)?.takes(pid.generation())
+    }
+
+    /// `true` if process `pid` is on its way out (asked to stop, finishing) or gone: a name it
+    /// holds is about to be free (a supervisor's restart waits for it).
+    pub(crate) fn is_ending(&self, pid: Pid) -> bool {
+        self.inner
+            .table
+            .get(pid)
+            .is_none_or(|cell| cell.is_ending(pid.generation()))
     }
 
     /// Number of live processes (spawned and not finished).

@@ -18,7 +18,7 @@ use super::error::SendError;
 use super::handle::{kind_of, SchedulerHandle};
 use super::shared::Inner;
 use crate::process::exit::{Down, Exit, ExitReason, MonitorRef};
-use crate::process::mailbox::{Admission, ProcessCell, Watch, Watcher};
+use crate::process::mailbox::{Admission, ExitDelivery, ProcessCell, Watch, Watcher};
 use crate::process::{contained, Pid};
 use crate::process::{CancelReason, Event};
 use std::future::Future;
@@ -87,7 +87,13 @@ impl Inner {
         if watches.iter().any(|watch| matches!(watch, Watch::Named)) {
             self.names.release(pid);
         }
-        for watch in watches {
+        // Latest registration first: a process's links to what it started (a supervisor's
+        // children) are signalled before its link to whoever started it (its own supervisor),
+        // so by the time that one hears of the end and restarts the process, the children
+        // the end kills are already on their way out — and a name one holds is known to be
+        // freed soon (`supervisor/run.rs`, `register_child`). Signals to different processes
+        // have no order otherwise (OTP gives none either).
+        for watch in watches.into_iter().rev() {
             match watch {
                 Watch::Link(other) => self.exit_signal(other, Exit::new(pid, reason.clone())),
                 Watch::Monitor { monitor, watcher } => {
@@ -114,11 +120,25 @@ impl Inner {
     }
 
     /// An exit signal to `to` (protocol 9).
+    ///
+    /// A supervisor's child that outlives its supervisor (it traps exits) is an orphan: during
+    /// a shutdown, whose first pass left it to that supervisor, it is cancelled now, like any
+    /// other process.
     pub(crate) fn exit_signal(&self, to: Pid, exit: Exit) {
         if let Some(cell) = self.table.get(to) {
             let from = exit.pid;
+            let orphaned =
+                self.lifecycle.is_shutting_down() && cell.is_supervised_by(to.generation(), from);
             let delivery = cell.deliver_exit(to.generation(), exit);
             tracing::debug!(%from, %to, ?delivery, "exit signal");
+            if orphaned && delivery == ExitDelivery::Trapped {
+                let _ = cell.deliver(
+                    to.generation(),
+                    Event::Cancel {
+                        reason: CancelReason::Shutdown,
+                    },
+                );
+            }
         }
     }
 

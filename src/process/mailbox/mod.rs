@@ -39,9 +39,7 @@ pub(crate) mod intake;
 mod lock;
 mod watch;
 
-#[cfg(all(loom, test))]
-pub(crate) use watch::ExitDelivery;
-pub(crate) use watch::{Watch, Watcher};
+pub(crate) use watch::{ExitDelivery, Watch, Watcher};
 
 use super::queue::Queue;
 use super::state::{StateWord, TransitionOnEvent};

@@ -95,9 +95,11 @@ pub(crate) struct WatchState {
     monitors: HashSet<MonitorRef>,
     /// Why this process was asked to end by a linked process's exit (protocol 9).
     exit: Option<ExitReason>,
-    /// A supervisor's child: a scheduler shutdown leaves stopping it to its supervisor, which
-    /// stops its children in reverse start order ([`ProcessCell::shutdown_target`]).
-    supervised: bool,
+    /// A supervisor's child, while linked to it: a scheduler shutdown leaves stopping it to
+    /// its supervisor, which stops its children in reverse start order
+    /// ([`ProcessCell::shutdown_target`]). Cleared when that link goes (the supervisor's exit
+    /// signal, an `unlink`): an orphan is nobody's to stop, so the shutdown cancels it.
+    supervisor: Option<Pid>,
 }
 
 /// What an exit signal did to its receiver (protocol 9).
@@ -111,6 +113,17 @@ pub(crate) enum ExitDelivery {
     Ending,
     /// The receiver is gone (or finishing): nothing to do.
     Gone,
+}
+
+impl WatchState {
+    /// The link to `other` is gone; if `other` was the supervisor, so is its claim to stop
+    /// this process.
+    fn remove_link(&mut self, other: Pid) {
+        self.links.remove(&other);
+        if self.supervisor == Some(other) {
+            self.supervisor = None;
+        }
+    }
 }
 
 impl Inner {
@@ -165,7 +178,7 @@ impl ProcessCell {
             return;
         }
         if let Some(state) = inner.watch.as_mut() {
-            state.links.remove(&other);
+            state.remove_link(other);
         }
     }
 
@@ -216,15 +229,32 @@ impl ProcessCell {
         true
     }
 
-    /// Marks the process of `generation` as a supervisor's child (before its first step).
-    /// `false` if it is gone.
-    pub(crate) fn set_supervised(&self, generation: Generation) -> bool {
+    /// Marks the process of `generation` as `supervisor`'s child (before its first step, and
+    /// its link). `false` if it is gone.
+    pub(crate) fn set_supervised(&self, generation: Generation, supervisor: Pid) -> bool {
         let mut inner = self.mailbox.inner.lock();
         if !self.open_for(generation) {
             return false;
         }
-        inner.watch_state().supervised = true;
+        inner.watch_state().supervisor = Some(supervisor);
         true
+    }
+
+    /// `true` if the process of `generation` is `supervisor`'s child, linked to it.
+    pub(crate) fn is_supervised_by(&self, generation: Generation, supervisor: Pid) -> bool {
+        let inner = self.mailbox.inner.lock();
+        self.open_for(generation)
+            && inner
+                .watch
+                .as_ref()
+                .is_some_and(|state| state.supervisor == Some(supervisor))
+    }
+
+    /// `true` if the process of `generation` is on its way out: asked to stop (`terminate`, a
+    /// linked process's exit), finishing, or gone.
+    pub(crate) fn is_ending(&self, generation: Generation) -> bool {
+        let inner = self.mailbox.inner.lock();
+        !self.open_for(generation) || inner.terminate
     }
 
     /// The generation of the process a scheduler shutdown's first pass cancels in this cell:
@@ -235,7 +265,10 @@ impl ProcessCell {
     pub(crate) fn shutdown_target(&self) -> Option<Generation> {
         let inner = self.mailbox.inner.lock();
         let (current, phase) = self.mailbox.gate.load();
-        let supervised = inner.watch.as_ref().is_some_and(|state| state.supervised);
+        let supervised = inner
+            .watch
+            .as_ref()
+            .is_some_and(|state| state.supervisor.is_some());
         (phase == Phase::Open && !supervised).then_some(current)
     }
 
@@ -254,7 +287,7 @@ impl ProcessCell {
             // A link across nodes is not registered here (the cluster keeps it): its PID is
             // another scheduler's and must not unlink a local process that shares the number.
             if exit.node.is_none() {
-                state.links.remove(&from);
+                state.remove_link(from);
             }
             state.trap_exit
         };

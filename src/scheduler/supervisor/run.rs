@@ -6,6 +6,8 @@ use crate::process::async_fn::Incoming;
 use crate::process::exit::{Exit, ExitReason, MonitorRef, Signal};
 use crate::process::take_panic_message;
 use crate::process::{BoxError, Pid, RecvError};
+use crate::scheduler::names::RegisterError;
+use crate::scheduler::AskError;
 use crate::scheduler::ProcessCx;
 use std::collections::VecDeque;
 use std::panic::AssertUnwindSafe;
@@ -34,6 +36,9 @@ struct Supervising {
     pending: VecDeque<Exit>,
     /// The supervisor was asked to finish while it waited for a child.
     cancelled: Option<RecvError>,
+    /// Children whose restart failed and whose retry could not be queued yet (a full
+    /// mailbox): queued again before the next receive.
+    deferred_restarts: Vec<Arc<str>>,
 }
 
 /// Why the supervisor ends.
@@ -62,12 +67,17 @@ pub(super) async fn supervise(
         parent,
         pending: VecDeque::new(),
         cancelled: None,
+        deferred_restarts: Vec::new(),
     };
     for spec in supervisor.children {
         let id = spec.id.clone();
         state.children.push(Child { spec, pid: None });
         let at = state.children.len() - 1;
-        if let Err(error) = state.start(at).await {
+        let started = state.start(at).await;
+        if state.cancelled.is_some() {
+            break; // asked to finish meanwhile: `run` ends at once, and the started are stopped
+        }
+        if let Err(error) = started {
             tracing::warn!(child = %id, %error, "a child could not be started: the supervisor ends");
             state.stop_all().await;
             return Err(ExitReason::failed(format!(
@@ -90,6 +100,9 @@ impl Supervising {
         loop {
             if let Some(cancelled) = self.cancelled.take() {
                 return End::Cancelled(cancelled);
+            }
+            if !self.deferred_restarts.is_empty() {
+                self.queue_deferred_restarts();
             }
             if let Some(exit) = self.pending.pop_front() {
                 if let Some(end) = self.on_exit(exit).await {
@@ -172,6 +185,9 @@ impl Supervising {
         // Children stopped by the strategy that are temporary are not restarted (OTP).
         let mut failed = None;
         for index in again {
+            if self.cancelled.is_some() {
+                break; // asked to finish meanwhile: the ones started are stopped
+            }
             let child = &self.children[index];
             if child.pid.is_some() || (index != at && child.spec.restart == Restart::Temporary) {
                 continue;
@@ -195,10 +211,18 @@ impl Supervising {
             .send(Request::Restart(Arc::clone(&failed)))
             .is_err()
         {
-            // A full mailbox (a capacity the user set): try again now instead.
-            return self.restart_child(&failed).await;
+            // A full mailbox (a capacity the user set): queued once a receive has made room,
+            // never retried in place (that would pin this poll, and recurse).
+            self.deferred_restarts.push(failed);
         }
         None
+    }
+
+    /// Queues the retries a full mailbox refused; those refused again wait for the next round.
+    fn queue_deferred_restarts(&mut self) {
+        let addr = self.cx.addr();
+        self.deferred_restarts
+            .retain(|id| addr.send(Request::Restart(Arc::clone(id))).is_err());
     }
 
     /// Tries again to restart the child `id` whose restart failed (OTP's
@@ -230,21 +254,66 @@ impl Supervising {
 
     /// Starts the child at `at`, registering its name; a child that is a supervisor has
     /// started its own children when this returns (OTP's synchronous start).
+    ///
+    /// Asked to finish while a child supervisor starts, it still counts that child as started
+    /// (`self.cancelled` is set): the stop that follows stops it, before this one ends.
     async fn start(&mut self, at: usize) -> Result<Pid, SupervisorError> {
         let pid = self.spawn_child(at)?;
+        if let Some(name) = self.children[at].spec.name.clone() {
+            self.register_child(pid, name).await?;
+        }
+        self.children[at].pid = Some(pid);
         if self.children[at].spec.supervisor {
             let started = SupervisorRef::from_pid(&self.cx.scheduler(), pid)
                 .started()
                 .await;
-            if started.is_err() {
-                self.children[at].pid = None;
-                return Err(SupervisorError::Start(format!(
-                    "supervisor `{}` could not start its children",
-                    self.children[at].spec.id
-                )));
+            match started {
+                Ok(()) => {}
+                Err(AskError::Cancelled(reason)) => {
+                    self.cancelled = Some(RecvError::Cancelled(reason));
+                }
+                Err(_) => {
+                    self.children[at].pid = None;
+                    return Err(SupervisorError::Start(format!(
+                        "supervisor `{}` could not start its children",
+                        self.children[at].spec.id
+                    )));
+                }
             }
         }
         Ok(pid)
+    }
+
+    /// Registers `name` for the new instance `pid` (OTP's `{local, Name}`).
+    ///
+    /// A name still held by a process on its way out — the previous instance, or one a
+    /// crashed sub-supervisor's link is ending — is waited for: it is free once that process
+    /// has ended, and the fault that ended it must cost one restart, not every retry in the
+    /// meantime. A name held by a live process is OTP's `already_started`: a failed start, the
+    /// instance stopped. An instance that has ended already started all the same: its exit
+    /// signal is handled as any child's.
+    async fn register_child(&mut self, pid: Pid, name: Arc<str>) -> Result<(), SupervisorError> {
+        let sched = self.cx.scheduler();
+        loop {
+            match sched.register(Arc::clone(&name), pid) {
+                Ok(()) | Err(RegisterError::NotRunning(_)) => return Ok(()),
+                Err(RegisterError::Taken { holder, .. })
+                    if holder != pid && sched.is_ending(holder) =>
+                {
+                    let monitor = self.cx.monitor(holder);
+                    self.wait_for_end(holder, monitor, None).await;
+                    self.cx.demonitor(monitor);
+                }
+                Err(error) => {
+                    // The instance must not run unreachable by its name; its exit signal finds
+                    // no child and is ignored.
+                    let _ = sched.terminate(pid);
+                    return Err(SupervisorError::Start(format!(
+                        "its name could not be registered: {error}"
+                    )));
+                }
+            }
+        }
     }
 
     fn spawn_child(&mut self, at: usize) -> Result<Pid, SupervisorError> {
@@ -262,17 +331,6 @@ impl Supervising {
                 ))
             })?
             .map_err(|error| SupervisorError::Start(error.to_string()))?;
-        if let Some(name) = &child.spec.name {
-            if let Err(error) = sched.register(name.clone(), pid) {
-                // OTP's `already_started`: a start that failed. The instance must not run
-                // unreachable by its name; its exit signal finds no child and is ignored.
-                let _ = sched.terminate(pid);
-                return Err(SupervisorError::Start(format!(
-                    "its name could not be registered: {error}"
-                )));
-            }
-        }
-        child.pid = Some(pid);
         Ok(pid)
     }
 

@@ -240,9 +240,13 @@ impl ChildSpec {
     }
 
     /// Registers every instance under `name` ([`SchedulerHandle::register`]), so callers reach
-    /// the live one by name. A name another process holds fails the start (OTP's
+    /// the live one by name. A name another live process holds fails the start (OTP's
     /// `already_started`): the instance is stopped, and the start is an error (or, on a
-    /// restart, another restart spent from the intensity).
+    /// restart, another restart spent from the intensity). A name held by a process on its way
+    /// out (asked to stop or finishing: the previous instance, a child a crashed
+    /// sub-supervisor's link is ending) is waited for, so one fault costs one restart. An
+    /// instance that ended before its name could be registered has started: its end is
+    /// handled by its [`Restart`] type, as any child's.
     ///
     /// # Examples
     ///
