@@ -147,6 +147,7 @@ fn n(value: impl Into<u64>) -> String {
 fn latency(duration: Option<Duration>) -> String {
     match duration.map(|d| d.as_secs_f64() * 1e3) {
         None => "-".into(),
+        Some(ms) if ms < 0.1 => format!("{:.1} µs", ms * 1e3),
         Some(ms) if ms < 10.0 => format!("{ms:.2} ms"),
         Some(ms) if ms < 1_000.0 => format!("{ms:.0} ms"),
         Some(ms) => format!("{:.2} s", ms / 1e3),

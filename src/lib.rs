@@ -1,12 +1,25 @@
 #![doc = include_str!("../README.md")]
 //!
-//! # Layout
-//! | module | concept |
+//! # Where things are
+//! The root holds what every program uses ([`Scheduler`], [`SchedulerHandle`], [`ProcessCx`],
+//! [`Addr`], [`ProcessHandle`], [`Reply`], [`Message`], [`Payload`], [`Pid`]); [`prelude`]
+//! imports them at once. The rest is in modules named for their concept:
+//!
+//! | module | what it holds |
 //! |---|---|
-//! | [`executor`] | the generic work-stealing executor (knows nothing of processes) |
-//! | `process` | the contract, events, step output, payloads, PIDs, mailbox, state word, the process future |
-//! | `dispatch` | handlers per command type, their completion oneshots, the tokio bridge |
-//! | `scheduler` | the facade: spawn, send, state, shutdown |
+//! | [`prelude`] | `use procsched::prelude::*;` |
+//! | [`config`] | the builder, its defaults and limits |
+//! | [`error`] | every error type, each with what went wrong and what to do |
+//! | [`body`] | the futures an `async fn` body awaits (receives, calls, asks) |
+//! | [`state_machine`] | the explicit form: `Process`, events, step output |
+//! | [`supervision`] | links, monitors, exit reasons, supervisors, names (OTP's semantics) |
+//! | [`metrics`] | process states, scheduler and executor metrics, their export |
+//! | [`testing`] | a harness that steps one process by hand |
+//! | [`executor`] | the generic work-stealing executor underneath (any `Future`) |
+//! | `cluster` | nodes joined through NATS (the `cluster` feature) |
+//!
+//! The code lives in four private layers — `executor` → `process` / `dispatch` → `scheduler` —
+//! described in `docs/design.md`.
 #![deny(unsafe_op_in_unsafe_fn)]
 // Under `--cfg loom` the models compile a subset: the monitor's thread and the workers' spinning
 // are compiled out (their constants are 0), so their helpers are dead and their bound checks

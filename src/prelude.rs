@@ -12,7 +12,9 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+pub use crate::command;
 pub use crate::error::{AskError, ProcessError, RecvError, SendError, SpawnError};
+pub use crate::metrics::ProcessState;
 pub use crate::{
     Addr, BoxError, Command, Message, Payload, Pid, ProcessCx, ProcessHandle, Reply, Scheduler,
     SchedulerHandle,

@@ -78,7 +78,11 @@ fn audit(log: &std::sync::Mutex<std::fs::File>, id: u64, cents: u64, panic_every
 fn audit_file(tag: &str) -> std::io::Result<std::sync::Mutex<std::fs::File>> {
     let path =
         std::env::temp_dir().join(format!("procsched-demo-{tag}-{}.log", std::process::id()));
-    Ok(std::sync::Mutex::new(std::fs::File::create(path)?))
+    let file = std::fs::File::create(&path)?;
+    // Removed at once, so the demo leaves nothing behind: the open file stays writable (Unix;
+    // elsewhere the removal fails and the file stays).
+    let _ = std::fs::remove_file(&path);
+    Ok(std::sync::Mutex::new(file))
 }
 
 /// Whether `error` (or anything in its `source()` chain) is a procsched call whose handler

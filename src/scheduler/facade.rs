@@ -20,6 +20,10 @@ use std::time::Duration;
 
 /// Runs processes: spawn, send, observe, shut down.
 ///
+/// It owns the workers; everything else a program does with it is its [`SchedulerHandle`]'s
+/// (`Clone`, for other threads and tasks), which it dereferences to: `sched.addr::<M>(pid)`,
+/// `sched.whereis(name)`, `sched.cancel(pid)`, `sched.link(a, b)` reach the handle's methods.
+///
 /// Dropping it shuts it down with the builder's drop timeout; inside an async context or on a
 /// worker thread the drop does not wait: it cancels every process and leaves the rest of the
 /// shutdown to a background thread.
@@ -53,6 +57,29 @@ pub struct Scheduler {
     handle: SchedulerHandle,
     /// The threads, and their shutdown (`shutdown.rs`).
     shutdown: Shutdown,
+}
+
+impl std::ops::Deref for Scheduler {
+    type Target = SchedulerHandle;
+
+    /// The scheduler's handle ([`handle`](Scheduler::handle)).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use procsched::prelude::*;
+    ///
+    /// let sched = Scheduler::builder().workers(1).build()?;
+    /// let echo = sched.spawn_fn(|cx: ProcessCx<u64>| async move { Ok::<_, BoxError>(cx.recv().await?) })?;
+    /// sched.register("echo", echo.pid())?;             // a `SchedulerHandle` method
+    /// let addr = sched.addr::<u64>(sched.whereis("echo").unwrap());
+    /// addr.send(7)?;
+    /// assert_eq!(sched.block_on(echo)?, 7);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    fn deref(&self) -> &SchedulerHandle {
+        &self.handle
+    }
 }
 
 impl Scheduler {
@@ -314,7 +341,9 @@ impl Scheduler {
     /// `futures::executor`, …): the grace period is awaited, not blocked on, so handlers running
     /// on the same runtime — even a current-thread one — keep running. Only the final stop
     /// blocks: at most [`FORCED_STOP_WAIT`](super::FORCED_STOP_WAIT) plus the forced processes'
-    /// `close` calls.
+    /// `close` calls. Its deadline needs no runtime's timer: one thread for the whole program
+    /// (`procsched-timer`, started at the first such wait and shared by every scheduler) wakes
+    /// it.
     ///
     /// Awaited inside the body of one of this scheduler's own processes, it shuts down every
     /// *other* process (the grace period ends as soon as they have all finished, and the final
