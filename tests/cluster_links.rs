@@ -256,17 +256,20 @@ async fn a_link_made_from_a_thread_outside_any_runtime_signals_as_any_other() {
         .spawn_on(Placement::Node("b".into()), "cart", 1u64)
         .await
         .unwrap();
-    // Traps exits, waits for a go, then returns the first signal.
+    // Traps exits (and says so: a link made before would kill it), then returns the first
+    // signal.
+    let (trapping_tx, trapping) = std::sync::mpsc::channel();
     let linker = a_sched
-        .spawn_fn(|cx: ProcessCx<()>| async move {
+        .spawn_fn(move |cx: ProcessCx<()>| async move {
             cx.trap_exit(true);
-            cx.recv().await?;
+            trapping_tx.send(()).unwrap();
             match cx.recv_signal().await? {
                 Signal::Exit(exit) => Ok::<_, BoxError>(exit),
                 _ => Err("an unexpected signal".into()),
             }
         })
         .unwrap();
+    trapping.recv_timeout(GUARD).unwrap();
     let (node, remote, local) = (a.clone(), target.clone(), linker.pid());
     // A plain thread: no tokio context of its own; the node runs the link end's task in its
     // own runtime.
@@ -275,7 +278,6 @@ async fn a_link_made_from_a_thread_outside_any_runtime_signals_as_any_other() {
         .expect("no panic")
         .expect("linked");
     a.kill(&target).unwrap();
-    linker.addr().send(()).unwrap();
     let exit = guarded("the exit signal", linker).await.unwrap();
     assert_eq!(NodePid::of_exit(&exit), Some(target));
     assert!(exit.reason.is_killed(), "{:?}", exit.reason);

@@ -352,6 +352,39 @@ impl ProcessError {
         }
     }
 
+    /// The [`CommandError`] a failed process propagated — a call's, anywhere in its error's
+    /// `source` chain (its first 64 links) — to tell "a handler panicked" or "a call timed
+    /// out" from a handle without matching on text.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use procsched::prelude::*;
+    ///
+    /// struct Audit;
+    /// procsched::command!(Audit => ());
+    ///
+    /// let sched = Scheduler::builder()
+    ///     .workers(1)
+    ///     .inline_handler(|_: Audit| -> Result<(), BoxError> { panic!("the audit log is full") })
+    ///     .build()?;
+    /// let handle = sched.spawn_fn(|cx: ProcessCx| async move { Ok::<_, BoxError>(cx.call(Audit).await?) })?;
+    /// let error = sched.block_on(handle).unwrap_err();
+    /// assert!(error.command_error().is_some_and(|call| call.is_panicked()));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn command_error(&self) -> Option<&CommandError> {
+        let mut next: Option<&(dyn Error + 'static)> = Some(self.failure()?);
+        for _ in 0..64 {
+            let error = next?;
+            if let Some(call) = error.downcast_ref::<CommandError>() {
+                return Some(call);
+            }
+            next = error.source();
+        }
+        None
+    }
+
     /// The error `step` returned, for a failed process (shared: see
     /// [`failure`](Self::failure) to downcast it).
     ///
