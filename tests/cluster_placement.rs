@@ -204,6 +204,26 @@ async fn a_name_is_claimed_by_one_live_node() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_whose_heartbeat_the_bucket_was_not_made_for_is_refused() {
+    // The bucket's entries live three heartbeats of the node that created it: a node with
+    // another heartbeat would hold its name too briefly (a second live node under it) or too
+    // long (its own restart refused). It is refused at its start, saying why.
+    let server = NatsServer::start();
+    let nodes = start_nodes(&["a"], |name| cluster(&server.url(), name), GUARD).await;
+    let sched = Scheduler::builder().workers(1).build().unwrap();
+    let slower = cluster(&server.url(), "b").heartbeat(Duration::from_secs(5));
+    match Node::start(sched.handle(), slower).await {
+        Err(ClusterError::Config(why)) => assert!(why.contains("same heartbeat"), "{why}"),
+        other => panic!(
+            "a node with another heartbeat started: {:?}",
+            other.map(|node| node.name().to_owned())
+        ),
+    }
+    sched.shutdown_async(GUARD).await;
+    stop_nodes(nodes, GUARD).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn remote_spawns_and_acked_sends_are_refused_as_local_ones_are() {
     let server = NatsServer::start();
     // b admits 2 processes with mailboxes of 2 messages.

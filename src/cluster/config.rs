@@ -154,7 +154,11 @@ impl Cluster {
     }
 
     /// How often the node publishes its heartbeat (default [`DEFAULT_HEARTBEAT`]). The bucket's
-    /// entries expire after three heartbeats.
+    /// entries expire after three heartbeats: its max age is set by the node that creates it
+    /// and kept (file storage) after every node has gone, so every node sharing a bucket uses
+    /// the same heartbeat — a node whose heartbeat differs is refused at its start
+    /// ([`ClusterError::Config`](super::ClusterError::Config)); another heartbeat takes another
+    /// [`bucket`](Self::bucket).
     ///
     /// # Examples
     ///

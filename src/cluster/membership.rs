@@ -48,16 +48,20 @@ pub(crate) async fn join(
     let mut backoff = Duration::from_millis(20);
     loop {
         let attempt = match open_bucket(client, bucket, heartbeat, replicas).await {
-            Ok(store) => match store.create(name, value.clone().into()).await {
-                Ok(revision) => return Ok(Membership { store, revision }),
-                Err(error) if error.kind() == kv::CreateErrorKind::AlreadyExists => {
-                    if Instant::now() >= taken_deadline {
-                        return Err(JoinError::Taken);
+            Ok(store) => match matching_max_age(&store, heartbeat).await {
+                Err(Some(mismatch)) => return Err(JoinError::Config(mismatch)),
+                Err(None) => format!("reading the membership bucket `{bucket}`'s settings"),
+                Ok(()) => match store.create(name, value.clone().into()).await {
+                    Ok(revision) => return Ok(Membership { store, revision }),
+                    Err(error) if error.kind() == kv::CreateErrorKind::AlreadyExists => {
+                        if Instant::now() >= taken_deadline {
+                            return Err(JoinError::Taken);
+                        }
+                        tokio::time::sleep(heartbeat / 2).await;
+                        continue;
                     }
-                    tokio::time::sleep(heartbeat / 2).await;
-                    continue;
-                }
-                Err(error) => format!("claiming the node name `{name}`: {error}"),
+                    Err(error) => format!("claiming the node name `{name}`: {error}"),
+                },
             },
             Err(error) => error,
         };
@@ -79,6 +83,27 @@ pub(crate) enum JoinError {
     Taken,
     /// The bucket could not be opened or the name claimed within the patience given.
     Failed(String),
+    /// The bucket's entries do not live three of this node's heartbeats.
+    Config(String),
+}
+
+/// `Ok` if the bucket's entries live three of `heartbeat`s, as every claim and expiry here
+/// assumes; `Err(Some(why))` if they do not, `Err(None)` if the settings could not be read (a
+/// transient failure: retried).
+///
+/// The bucket's max age is set once, by the node that creates it, and kept (file storage)
+/// after every node has gone: a node with another heartbeat would see its claims hold for
+/// too short (a second live node under its name) or too long (its own restart refused).
+async fn matching_max_age(store: &kv::Store, heartbeat: Duration) -> Result<(), Option<String>> {
+    let max_age = store.status().await.map_err(|_| None)?.max_age();
+    if max_age == heartbeat * 3 {
+        return Ok(());
+    }
+    Err(Some(format!(
+        "the membership bucket `{}` keeps entries for {max_age:?}, three heartbeats of {:?},          but this node's heartbeat is {heartbeat:?}: every node sharing a bucket needs the          same heartbeat (use another `Cluster::bucket` for another heartbeat, or delete the          old bucket once no node uses it)",
+        store.name,
+        max_age / 3
+    )))
 }
 
 /// Opens the bucket, creating it if it does not exist (the first node, or after the server

@@ -181,6 +181,7 @@ impl Node {
         .map_err(|error| match error {
             membership::JoinError::Taken => ClusterError::NameTaken(name.to_string()),
             membership::JoinError::Failed(why) => ClusterError::Membership(why),
+            membership::JoinError::Config(why) => ClusterError::Config(why),
         })?;
         let runtime = &shared.runtime;
         let mut tasks = vec![runtime
