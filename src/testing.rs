@@ -95,7 +95,7 @@ pub struct Harness<P: Process> {
     events: Events,
     out: StepOutput<P::Output>,
     closed: bool,
-    /// A step ended the process (`Done`, or an error): a scheduler would step it no more, and
+    /// A step ended the process (`Done`, an error, or a panic): a scheduler would step it no more, and
     /// an `async fn` body cannot be resumed.
     ended: bool,
 }
@@ -370,8 +370,9 @@ impl<P: Process> Harness<P> {
     /// # Errors
     ///
     /// The step's own error. A panic in the step propagates (catch it with
-    /// `std::panic::catch_unwind` to test it). Once a step ended the process (`Done`, or an
-    /// error), every later step is an error saying so: a scheduler steps it no more.
+    /// `std::panic::catch_unwind` to test it). Once a step ended the process (`Done`, an
+    /// error, or a panic), every later step is an error saying so: a scheduler steps it no
+    /// more.
     ///
     /// # Examples
     ///
@@ -398,11 +399,14 @@ impl<P: Process> Harness<P> {
         if self.ended {
             self.events.drain().for_each(drop);
             return Err(
-                "the process has ended (a step returned `Done` or an error): \
+                "the process has ended (a step returned `Done` or an error, or panicked): \
                         a scheduler steps it no more"
                     .into(),
             );
         }
+        // Ended unless the step returns without ending it: a step that panics ended the
+        // process, as on a scheduler (an `async fn` body would not resume anyway).
+        self.ended = true;
         let stepped = self.process.step(&mut self.events, &mut self.out);
         self.events.drain().for_each(drop);
         if let Err(error) = stepped {

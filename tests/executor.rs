@@ -551,3 +551,21 @@ fn shutdown_is_idempotent_and_concurrent_callers_agree() {
     assert!(reports.iter().all(|r| *r == reports[0]));
     assert_eq!(reports[0].cancelled, 10);
 }
+
+#[test]
+fn worker_counts_that_cannot_be_met_are_errors_not_panics() {
+    let too_many = Executor::builder().workers(usize::MAX).build();
+    assert!(too_many.is_err());
+    let spares = Executor::builder()
+        .workers(1)
+        .max_spare_workers(usize::MAX)
+        .build();
+    assert_eq!(
+        spares.err().map(|error| error.kind()),
+        Some(std::io::ErrorKind::InvalidInput)
+    );
+    let sched = procsched::Scheduler::builder()
+        .workers(usize::MAX / 2)
+        .build();
+    assert!(matches!(sched, Err(procsched::error::BuildError::Io(_))));
+}

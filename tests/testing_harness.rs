@@ -132,3 +132,21 @@ fn a_child_of_the_process_never_shares_its_pid_and_a_send_to_itself_is_not_found
     let note = futures::executor::block_on(child).unwrap();
     assert_eq!(note, "for the child", "the child got only its own message");
 }
+
+#[test]
+fn a_body_whose_step_panicked_is_not_stepped_again() {
+    // On a scheduler a panic ends the process: the harness steps it no more either (an
+    // `async fn` body could not be resumed anyway).
+    let mut harness = Harness::for_fn(|cx: ProcessCx<u8>| async move {
+        if cx.recv().await? == 0 {
+            panic!("expected panic: told to");
+        }
+        Ok::<_, BoxError>(())
+    });
+    harness.init("run", Payload::empty()).unwrap();
+    harness.send(Message::new("n", Payload::new(0u8)));
+    let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| harness.step()));
+    assert!(panicked.is_err());
+    harness.send(Message::new("n", Payload::new(1u8)));
+    assert!(harness.step().unwrap_err().to_string().contains("panicked"));
+}

@@ -204,8 +204,9 @@ impl Builder {
     ///
     /// # Errors
     ///
-    /// Fails if the operating system refuses to start a thread; the workers already started are
-    /// stopped again.
+    /// Fails if the operating system refuses to start a thread (the workers already started are
+    /// stopped again), or if the workers and spare workers asked for cannot be counted or their
+    /// queues do not fit in memory (`workers(usize::MAX)`: `InvalidInput` / `OutOfMemory`).
     ///
     /// # Examples
     ///
@@ -217,9 +218,22 @@ impl Builder {
     pub fn build(&mut self) -> std::io::Result<Executor> {
         let workers = self.workers;
         let max_spare = self.max_spare_workers.unwrap_or(workers);
-        let slots = workers + max_spare;
-        let mut locals: Vec<queue::Local<shared::Notified>> =
-            (0..slots).map(|_| queue::Local::new()).collect();
+        // Bad input is an error, not an overflow's panic: the slots are counted, then their
+        // memory reserved before any is touched.
+        let slots = workers.checked_add(max_spare).ok_or_else(|| {
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!("{workers} workers and {max_spare} spare workers: too many threads"),
+            )
+        })?;
+        let mut locals: Vec<queue::Local<shared::Notified>> = Vec::new();
+        locals.try_reserve_exact(slots).map_err(|_| {
+            std::io::Error::new(
+                std::io::ErrorKind::OutOfMemory,
+                format!("{slots} worker queues do not fit in memory"),
+            )
+        })?;
+        locals.extend((0..slots).map(|_| queue::Local::new()));
         let remotes = locals
             .iter()
             .map(|local| Remote {

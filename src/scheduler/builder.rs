@@ -294,7 +294,8 @@ impl SchedulerBuilder {
     /// # Errors
     ///
     /// [`BuildError::DuplicateHandler`] if two handlers share a command type;
-    /// [`BuildError::Io`] if a thread could not be started.
+    /// [`BuildError::Io`] if a thread could not be started, or the workers and spare workers
+    /// asked for cannot be had (`workers(usize::MAX)`: `InvalidInput` / `OutOfMemory`).
     ///
     /// # Examples
     ///
