@@ -11,11 +11,20 @@ use std::time::{Duration, Instant};
 /// platform's `Instant` holds from any `now`.
 const NEVER: Duration = Duration::from_secs(u32::MAX as u64);
 
-/// `timeout` from now; a timeout past `Instant`'s range waits as if unbounded.
+/// `timeout` from now; a timeout past `Instant`'s range waits as if unbounded: the farthest of
+/// [`NEVER`], half of it, … that the platform's `Instant` holds.
 pub(crate) fn after(timeout: Duration) -> Instant {
     let now = Instant::now();
-    now.checked_add(timeout)
-        .unwrap_or_else(|| now.checked_add(NEVER).unwrap_or(now))
+    if let Some(deadline) = now.checked_add(timeout) {
+        return deadline;
+    }
+    let mut ahead = NEVER;
+    loop {
+        if let Some(deadline) = now.checked_add(ahead) {
+            return deadline;
+        }
+        ahead /= 2;
+    }
 }
 
 #[cfg(test)]

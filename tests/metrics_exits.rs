@@ -123,3 +123,34 @@ fn a_process_that_outlives_the_shutdown_deadline_ends_shutdown_everywhere() {
     let exits = sched.metrics().exits;
     assert_eq!((exits.shutdown, exits.normal), (1, 0), "{exits:?}");
 }
+
+#[test]
+fn a_process_asked_to_finish_by_cancel_is_counted_cancelled_however_it_ends() {
+    // `FinishCounts::cancelled`: after a `cancel`, however the process ends (not by a panic);
+    // `exits` still counts the reason its handle carries.
+    let sched = Scheduler::builder().workers(2).build().unwrap();
+    let ending = |fails: bool| {
+        sched
+            .spawn_fn(move |cx: ProcessCx<()>| async move {
+                let _ = cx.cancelled().await; // asked to finish: it ends as it likes
+                if fails {
+                    return Err::<(), BoxError>("cleanup failed".into());
+                }
+                Ok(())
+            })
+            .unwrap()
+    };
+    let (finishes, fails) = (ending(false), ending(true));
+    sched.cancel(finishes.pid()).unwrap();
+    sched.cancel(fails.pid()).unwrap();
+    sched.block_on(finishes).unwrap();
+    assert!(sched.block_on(fails).unwrap_err().is_failed());
+    let metrics = sched.metrics();
+    let finished = metrics.finished;
+    assert_eq!(
+        (finished.cancelled, finished.done, finished.failed),
+        (2, 0, 0),
+        "{finished:?}"
+    );
+    assert_eq!((metrics.exits.normal, metrics.exits.failed), (1, 1));
+}

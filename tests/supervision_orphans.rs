@@ -7,7 +7,7 @@
 mod supervision_common;
 
 use procsched::prelude::*;
-use procsched::supervision::{ChildSpec, Supervisor};
+use procsched::supervision::{ChildSpec, Supervisor, SupervisorRef};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -96,8 +96,12 @@ fn a_supervisor_asked_to_finish_while_a_child_supervisor_starts_stops_it_before_
     let pool = Supervisor::one_for_one().child(worker).into_child("pool");
     let root = run(Supervisor::one_for_one().child(pool).start(sched.handle())).unwrap();
     let first_pool = run(root.which_children()).unwrap()[0].pid.unwrap();
+    let first_worker = run(SupervisorRef::from_pid(sched.handle(), first_pool).which_children());
+    let first_worker_down = sched.monitor(first_worker.unwrap()[0].pid.unwrap());
     let root_down = sched.monitor(root.pid());
     sched.terminate(first_pool).unwrap();
+    // The first pool's worker ends through its link, on its own time: before the check below.
+    run(first_worker_down);
     // The root restarts the pool, which is inside its worker's start: ask the root to finish.
     entered.recv_timeout(GUARD).unwrap();
     sched.handle().cancel(root.pid()).unwrap();

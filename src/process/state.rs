@@ -95,8 +95,8 @@
 //! due. Checked by `loom_requeue_racing_an_event`.
 //!
 //! # 5. Shutdown's cancel
-//! 1. The scheduler's shutdown delivers `Event::Cancel` to every cell (`deliver_current`): an
-//!    event like any other (protocol 2, step 2), so a waiting process is woken to see it.
+//! 1. The scheduler's shutdown delivers `Event::Cancel` to every cell (`shutdown_target`, then
+//!    `deliver`): an event like any other (protocol 2, step 2), so a waiting process is woken to see it.
 //! 2. When the grace period is over, the host's `should_stop` turns true: a worker about to step
 //!    returns `Pending` instead, leaving the word `Running` (no producer wakes a `Running`
 //!    process, and no poll follows), and the scheduler's forced stop cancels the task, dropping the

@@ -23,6 +23,8 @@ use std::time::Duration;
 /// It owns the workers; everything else a program does with it is its [`SchedulerHandle`]'s
 /// (`Clone`, for other threads and tasks), which it dereferences to: `sched.addr::<M>(pid)`,
 /// `sched.whereis(name)`, `sched.cancel(pid)`, `sched.link(a, b)` reach the handle's methods.
+/// So does `clone()`: a `Scheduler` is not `Clone`, and `sched.clone()` is a `SchedulerHandle`
+/// (dropping that shuts nothing down; write `sched.handle().clone()` to say so).
 ///
 /// Dropping it shuts it down with the builder's drop timeout; inside an async context or on a
 /// worker thread the drop does not wait: it cancels every process and leaves the rest of the

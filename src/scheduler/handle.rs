@@ -187,7 +187,7 @@ impl SchedulerHandle {
             cell.stats.destructors_panicked(panics);
             let mut watches = Vec::new();
             inner.lifecycle.leave(Leave::Refused, || {
-                watches = inner.table.release(pid, &cell);
+                (watches, _) = inner.table.release(pid, &cell);
             });
             // Links or monitors its `init` set up: it never ran.
             if !watches.is_empty() {
@@ -202,12 +202,15 @@ impl SchedulerHandle {
         // just now — is covered by the fence in `Table::create_cell`.)
         // A supervisor's child is left to its supervisor, which stops its children in order
         // (`shared.rs`, `begin_shutdown`).
-        let supervised = link.is_some_and(|link| link.supervised);
         if let Some(link) = link.filter(|link| link.supervised) {
             cell.set_supervised(pid.generation(), link.parent);
         }
-        if inner.lifecycle.is_shutting_down() && !supervised {
-            let _ = cancel(&cell);
+        if inner.lifecycle.is_shutting_down() {
+            // Not a supervisor's child (`shutdown_target` checks), and not cancelled by the
+            // scan already: its one shutdown `Cancel`.
+            if let Some(generation) = cell.shutdown_target() {
+                let _ = cancel(&cell, generation);
+            }
         }
         if let Some(link) = link {
             // Before the first step: the child cannot have ended (`links.rs`).

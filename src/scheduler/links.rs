@@ -87,13 +87,9 @@ impl Inner {
         if watches.iter().any(|watch| matches!(watch, Watch::Named)) {
             self.names.release(pid);
         }
-        // Latest registration first: a process's links to what it started (a supervisor's
-        // children) are signalled before its link to whoever started it (its own supervisor),
-        // so by the time that one hears of the end and restarts the process, the children
-        // the end kills are already on their way out — and a name one holds is known to be
-        // freed soon (`supervisor/run.rs`, `register_child`). Signals to different processes
-        // have no order otherwise (OTP gives none either).
-        for watch in watches.into_iter().rev() {
+        // Monitors in registration order, then links, the process's own supervisor last
+        // (`ProcessCell::take_watches`).
+        for watch in watches {
             match watch {
                 Watch::Link(other) => self.exit_signal(other, Exit::new(pid, reason.clone())),
                 Watch::Monitor { monitor, watcher } => {
@@ -123,15 +119,19 @@ impl Inner {
     ///
     /// A supervisor's child that outlives its supervisor (it traps exits) is an orphan: during
     /// a shutdown, whose first pass left it to that supervisor, it is cancelled now, like any
-    /// other process.
+    /// other process — once: the first pass and this claim the same per-cell mark under the
+    /// cell's lock. The flag is read after the delivery, whose lock orders it against the
+    /// first pass's visit of the cell: either that visit saw the link gone (and cancelled), or
+    /// the flag it set before visiting is seen here.
     pub(crate) fn exit_signal(&self, to: Pid, exit: Exit) {
         if let Some(cell) = self.table.get(to) {
             let from = exit.pid;
-            let orphaned =
-                self.lifecycle.is_shutting_down() && cell.is_supervised_by(to.generation(), from);
             let delivery = cell.deliver_exit(to.generation(), exit);
             tracing::debug!(%from, %to, ?delivery, "exit signal");
-            if orphaned && delivery == ExitDelivery::Trapped {
+            if delivery == ExitDelivery::Trapped
+                && self.lifecycle.is_shutting_down()
+                && cell.claim_shutdown_cancel(to.generation())
+            {
                 let _ = cell.deliver(
                     to.generation(),
                     Event::Cancel {
@@ -184,12 +184,17 @@ impl SchedulerHandle {
     /// ```
     pub fn cancel(&self, pid: Pid) -> Result<(), SendError> {
         let admission = match self.inner.table.get(pid) {
-            Some(cell) => cell.deliver(
-                pid.generation(),
-                Event::Cancel {
-                    reason: CancelReason::Stop,
-                },
-            ),
+            Some(cell) => {
+                // Before the event: however the process ends once it may have seen it, it was
+                // asked to (`FinishCounts::cancelled`).
+                cell.ask_cancel(pid.generation());
+                cell.deliver(
+                    pid.generation(),
+                    Event::Cancel {
+                        reason: CancelReason::Stop,
+                    },
+                )
+            }
             None => Admission::Gone,
         };
         match admission {

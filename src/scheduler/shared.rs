@@ -15,7 +15,7 @@ use crate::loom::Arc;
 use crate::process::context::HostId;
 use crate::process::exit::ExitReason;
 use crate::process::future::{Host, Outcome, PollStats};
-use crate::process::mailbox::{Admission, ProcessCell};
+use crate::process::mailbox::{Admission, Generation, ProcessCell};
 use crate::process::stats::HandlerOutcome;
 use crate::process::{from_message, into_message, CancelReason, Event, Events, Message, Pid};
 use crate::process::{BoxError, ProcessError, RecvError, YieldSlot};
@@ -111,12 +111,7 @@ impl Inner {
             .table
             .cells()
             .filter_map(|cell| Some((cell, cell.shutdown_target()?)))
-            .filter(|(cell, generation)| {
-                let event = Event::Cancel {
-                    reason: CancelReason::Shutdown,
-                };
-                cell.deliver(*generation, event) == Admission::Accepted
-            })
+            .filter(|(cell, generation)| cancel(cell, *generation) == Admission::Accepted)
             .count();
         tracing::debug!(cancelled, "scheduler shutdown: Cancel delivered");
         true
@@ -232,11 +227,15 @@ pub(super) fn is_cancellation(
 /// How deep [`is_cancellation`] looks into an error's `source` chain.
 const MAX_SOURCES: usize = 64;
 
-/// Delivers shutdown's `Cancel` to the process the cell hosts, if any.
-pub(super) fn cancel(cell: &ProcessCell) -> Admission {
-    cell.deliver_current(Event::Cancel {
-        reason: CancelReason::Shutdown,
-    })
+/// Delivers shutdown's `Cancel` to the process of `generation` (claimed for it:
+/// `ProcessCell::shutdown_target`).
+pub(super) fn cancel(cell: &ProcessCell, generation: Generation) -> Admission {
+    cell.deliver(
+        generation,
+        Event::Cancel {
+            reason: CancelReason::Shutdown,
+        },
+    )
 }
 
 impl Host for Inner {
@@ -294,13 +293,17 @@ impl Host for Inner {
                 // links, monitors and metrics hear the same reason.
                 reason = ExitReason::Shutdown;
             }
-            watches = self.table.release(pid, cell);
+            let cancel_asked;
+            (watches, cancel_asked) = self.table.release(pid, cell);
             // Counted here, under shutdown's tally lock when it has begun: the metrics agree
             // with its report (`FinishCounts` documents the classes).
             let counter = match (outcome, tallied) {
                 (Outcome::Panicked, _) => Counter::Panicked,
                 (_, Tallied::Graceful) => Counter::Cancelled,
                 (_, Tallied::Forced | Tallied::Sealed) | (Outcome::Stopped, _) => Counter::Forced,
+                (Outcome::Done | Outcome::Failed, Tallied::Untallied) if cancel_asked => {
+                    Counter::Cancelled
+                }
                 (Outcome::Done, Tallied::Untallied) => Counter::Done,
                 (Outcome::Failed, Tallied::Untallied) => Counter::Failed,
                 (Outcome::Cancelled, Tallied::Untallied) => Counter::Cancelled,

@@ -113,15 +113,15 @@ impl Table {
 
     /// Protocol step 2, for the process `pid` whose cell is closed. Returns the watches
     /// registered on it, for the caller to signal (`links.rs`).
-    pub(crate) fn release(&self, pid: Pid, cell: &ProcessCell) -> Vec<Watch> {
-        let (generation, watches) = cell.release();
+    pub(crate) fn release(&self, pid: Pid, cell: &ProcessCell) -> (Vec<Watch>, bool) {
+        let (generation, watches, cancel_asked) = cell.release_asked();
         debug_assert_eq!(generation, pid.generation());
         if generation < MAX_GENERATION {
             self.free.release(pid.index());
         } else {
             tracing::debug!(%pid, "process table slot retired: its generations are used up");
         }
-        watches
+        (watches, cancel_asked)
     }
 
     /// The cell that hosts (or hosted, or will host) the process `pid`. Whether it hosts `pid`

@@ -13,7 +13,7 @@
 //!
 //! | phase | entered by | events |
 //! |---|---|---|
-//! | `Free` | a new cell; [`ProcessCell::release`] | rejected: `Gone` |
+//! | `Free` | a new cell; [`ProcessCell::release_asked`] | rejected: `Gone` |
 //! | `Open` | [`ProcessCell::open_as`] (spawn), which bumps the generation | accepted (or dropped by a budget) |
 //! | `Closing` | [`ProcessCell::close`] (the process finishes; `close` runs) | rejected: `Closed` |
 //!
@@ -122,6 +122,12 @@ struct Inner {
     /// events, so — exactly like an event — a request that lands after a drain finds the
     /// process `Running` (and flags it) or parked (and wakes it).
     terminate: bool,
+    /// Set by a `cancel` of this process (not by a shutdown's, which its report tallies): a
+    /// process that then finishes however it likes is counted cancelled (`FinishCounts`).
+    cancel_asked: bool,
+    /// A shutdown's `Cancel` was claimed for the process (`watch.rs`: the first pass, a spawn
+    /// during the shutdown, an orphan's exit signal): it gets one.
+    shutdown_cancelled: bool,
     /// Usage of the topics that carry a budget. An entry exists only while its topic has
     /// messages queued or its overflow marker waits: `release` removes it when the last one
     /// leaves, and `close` drops the whole map, so a topic used once costs nothing afterwards
@@ -179,6 +185,8 @@ impl ProcessCell {
                     events: Queue::default(),
                     behind: Queue::default(),
                     terminate: false,
+                    cancel_asked: false,
+                    shutdown_cancelled: false,
                     queued_messages: 0,
                     unread: 0,
                     topics: None,
@@ -229,6 +237,8 @@ impl ProcessCell {
             "`release` took the last incarnation's watches"
         );
         inner.terminate = false;
+        inner.cancel_asked = false;
+        inner.shutdown_cancelled = false;
         inner.queued_messages = 0;
         inner.unread = 0;
         inner.kind = incarnation.kind;
@@ -269,7 +279,8 @@ impl ProcessCell {
         self.push(Some(generation), event, true)
     }
 
-    /// Delivers `event` to whichever process the cell hosts, if it is open (shutdown's `Cancel`).
+    /// Delivers `event` to whichever process the cell hosts, if it is open (tests).
+    #[cfg(test)]
     pub(crate) fn deliver_current(&self, event: Event) -> Admission {
         self.push(None, event, false)
     }
@@ -637,18 +648,36 @@ impl ProcessCell {
         panics
     }
 
-    /// The process is gone: `Closing` → `Free`. Returns the generation that ended and the
-    /// watches registered on it, taken in the same critical section (`watch.rs`, protocol 8
-    /// step 2): the caller signals each.
+    /// [`release_asked`](Self::release_asked) without the cancel (tests).
+    #[cfg(test)]
     pub(crate) fn release(&self) -> (Generation, Vec<Watch>) {
-        let (generation, watches) = {
-            let mut inner = self.mailbox.inner.lock();
-            let (generation, phase) = self.mailbox.gate.load();
-            debug_assert_eq!(phase, Phase::Closing);
-            self.mailbox.gate.store(generation, Phase::Free);
-            (generation, ProcessCell::take_watches(&mut inner))
-        };
+        let (generation, watches, _) = self.release_asked();
         (generation, watches)
+    }
+
+    /// The process is gone: `Closing` → `Free`. Returns the generation that ended, the
+    /// watches registered on it, taken in the same critical section (`watch.rs`, protocol 8
+    /// step 2): the caller signals each — and whether the process had been asked to finish by
+    /// a `cancel` ([`ask_cancel`](Self::ask_cancel)).
+    pub(crate) fn release_asked(&self) -> (Generation, Vec<Watch>, bool) {
+        let mut inner = self.mailbox.inner.lock();
+        let (generation, phase) = self.mailbox.gate.load();
+        debug_assert_eq!(phase, Phase::Closing);
+        self.mailbox.gate.store(generation, Phase::Free);
+        (
+            generation,
+            ProcessCell::take_watches(&mut inner),
+            inner.cancel_asked,
+        )
+    }
+
+    /// A `cancel` is about to ask the process of `generation` to finish: remembered for how
+    /// its end is counted, whatever it then does.
+    pub(crate) fn ask_cancel(&self, generation: Generation) {
+        let mut inner = self.mailbox.inner.lock();
+        if self.mailbox.gate.admission(Some(generation)) == Admission::Accepted {
+            inner.cancel_asked = true;
+        }
     }
 
     /// [`release`](Self::release), for tests that look at the watches.

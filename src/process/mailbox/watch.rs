@@ -9,7 +9,7 @@
 //!    (phases `Open` and `Closing`: the process runs, or runs its `close`), and refuses it
 //!    otherwise (`Free`, or another generation): the watcher then signals itself at once with
 //!    `NoProc`.
-//! 2. The end: [`ProcessCell::release`] — after `close` has run, when the scheduler forgets the
+//! 2. The end: [`ProcessCell::release_asked`] — after `close` has run, when the scheduler forgets the
 //!    process — moves the phase to `Free` and takes the watches in the same critical section.
 //!    The scheduler delivers them (outside the lock).
 //!
@@ -209,8 +209,20 @@ impl ProcessCell {
             .watch
             .take()
             .map(|state| {
+                // The supervisor's link last: the children an end kills through their links
+                // are on their way out (asked to stop) before the supervisor hears of it and
+                // restarts the process — so a name one of them holds is known to be freed
+                // soon (`supervisor/run.rs`, `register_child`).
                 let mut watches = state.watches;
-                watches.extend(state.links.into_iter().map(Watch::Link));
+                let supervisor = state.supervisor.filter(|pid| state.links.contains(pid));
+                watches.extend(
+                    state
+                        .links
+                        .into_iter()
+                        .filter(|&pid| Some(pid) != supervisor)
+                        .map(Watch::Link),
+                );
+                watches.extend(supervisor.map(Watch::Link));
                 watches
             })
             .unwrap_or_default()
@@ -240,14 +252,20 @@ impl ProcessCell {
         true
     }
 
-    /// `true` if the process of `generation` is `supervisor`'s child, linked to it.
-    pub(crate) fn is_supervised_by(&self, generation: Generation, supervisor: Pid) -> bool {
-        let inner = self.mailbox.inner.lock();
-        self.open_for(generation)
-            && inner
-                .watch
-                .as_ref()
-                .is_some_and(|state| state.supervisor == Some(supervisor))
+    /// During a shutdown: `true` if the process of `generation` is to be cancelled now — it
+    /// is open, no supervisor's child (any more), and no shutdown `Cancel` has been claimed
+    /// for it ([`shutdown_target`](Self::shutdown_target) claims the same mark).
+    pub(crate) fn claim_shutdown_cancel(&self, generation: Generation) -> bool {
+        let mut inner = self.mailbox.inner.lock();
+        let supervised = inner
+            .watch
+            .as_ref()
+            .is_some_and(|state| state.supervisor.is_some());
+        if !self.open_for(generation) || supervised || inner.shutdown_cancelled {
+            return false;
+        }
+        inner.shutdown_cancelled = true;
+        true
     }
 
     /// `true` if the process of `generation` is on its way out: asked to stop (`terminate`, a
@@ -262,14 +280,21 @@ impl ProcessCell {
     /// it, in order; the forced pass still reaches it). Cancelling by this generation (not the
     /// cell's current process) means a cell reused meanwhile is left alone: its new process
     /// was spawned after the shutdown began, and its spawn saw to it.
+    ///
+    /// Claims the process's one shutdown `Cancel` ([`claim_shutdown_cancel`](Self::claim_shutdown_cancel)):
+    /// `None` if it has been claimed already.
     pub(crate) fn shutdown_target(&self) -> Option<Generation> {
-        let inner = self.mailbox.inner.lock();
+        let mut inner = self.mailbox.inner.lock();
         let (current, phase) = self.mailbox.gate.load();
         let supervised = inner
             .watch
             .as_ref()
             .is_some_and(|state| state.supervisor.is_some());
-        (phase == Phase::Open && !supervised).then_some(current)
+        if phase != Phase::Open || supervised || inner.shutdown_cancelled {
+            return None;
+        }
+        inner.shutdown_cancelled = true;
+        Some(current)
     }
 
     /// Protocol 9: an exit signal `exit` from a linked process to the process of `generation`.

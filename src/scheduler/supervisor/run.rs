@@ -9,10 +9,14 @@ use crate::process::{BoxError, Pid, RecvError};
 use crate::scheduler::names::RegisterError;
 use crate::scheduler::AskError;
 use crate::scheduler::ProcessCx;
-use std::collections::VecDeque;
+use std::collections::{HashSet, VecDeque};
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Instant;
+
+/// How long a start waits for a name held by a process on its way out (`register_child`)
+/// before it fails as OTP's `already_started`.
+pub(super) const NAME_RELEASE_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// A child: its spec and its running instance.
 struct Child {
@@ -39,6 +43,9 @@ struct Supervising {
     /// Children whose restart failed and whose retry could not be queued yet (a full
     /// mailbox): queued again before the next receive.
     deferred_restarts: Vec<Arc<str>>,
+    /// Children with a retry queued or deferred: one retry each at a time (a sibling's
+    /// restart failing the same child again must not start a second chain).
+    retrying: HashSet<Arc<str>>,
 }
 
 /// Why the supervisor ends.
@@ -68,6 +75,7 @@ pub(super) async fn supervise(
         pending: VecDeque::new(),
         cancelled: None,
         deferred_restarts: Vec::new(),
+        retrying: HashSet::new(),
     };
     for spec in supervisor.children {
         let id = spec.id.clone();
@@ -205,6 +213,9 @@ impl Supervising {
             // Nothing can start any more; the shutdown is about to stop this supervisor.
             return Some(End::Exit(ExitReason::Shutdown));
         }
+        if !self.retrying.insert(Arc::clone(&failed)) {
+            return None; // its retry is on its way already
+        }
         if self
             .cx
             .addr()
@@ -292,27 +303,45 @@ impl Supervising {
     /// meantime. A name held by a live process is OTP's `already_started`: a failed start, the
     /// instance stopped. An instance that has ended already started all the same: its exit
     /// signal is handled as any child's.
+    ///
+    /// The wait is bounded ([`NAME_RELEASE_WAIT`]: a holder stuck in a step or its `close`
+    /// makes a failed start, not a stuck supervisor) and ends at the supervisor's own cancel.
     async fn register_child(&mut self, pid: Pid, name: Arc<str>) -> Result<(), SupervisorError> {
         let sched = self.cx.scheduler();
+        let deadline = tokio::time::Instant::now() + NAME_RELEASE_WAIT;
         loop {
-            match sched.register(Arc::clone(&name), pid) {
+            let waited = match sched.register(Arc::clone(&name), pid) {
                 Ok(()) | Err(RegisterError::NotRunning(_)) => return Ok(()),
                 Err(RegisterError::Taken { holder, .. })
                     if holder != pid && sched.is_ending(holder) =>
                 {
+                    let left = deadline.saturating_duration_since(tokio::time::Instant::now());
                     let monitor = self.cx.monitor(holder);
-                    self.wait_for_end(holder, monitor, None).await;
+                    let ended = self.wait_for_end(holder, monitor, Some(left), true).await;
                     self.cx.demonitor(monitor);
+                    // Ended, but its name may not be released yet (names go just after the
+                    // table slot): let that finish before trying again.
+                    tokio::task::yield_now().await;
+                    Ok(ended)
                 }
-                Err(error) => {
-                    // The instance must not run unreachable by its name; its exit signal finds
-                    // no child and is ignored.
-                    let _ = sched.terminate(pid);
-                    return Err(SupervisorError::Start(format!(
-                        "its name could not be registered: {error}"
-                    )));
+                Err(error) => Err(error),
+            };
+            let error = match waited {
+                Ok(true) => continue,
+                Ok(false) if self.cancelled.is_some() => {
+                    format!("the supervisor was asked to finish while `{name}` was freed")
                 }
-            }
+                Ok(false) => {
+                    format!("the name `{name}`'s holder did not end within {NAME_RELEASE_WAIT:?}")
+                }
+                Err(error) => error.to_string(),
+            };
+            // The instance must not run unreachable by its name; its exit signal finds no
+            // child and is ignored.
+            let _ = sched.terminate(pid);
+            return Err(SupervisorError::Start(format!(
+                "its name could not be registered: {error}"
+            )));
         }
     }
 
@@ -359,18 +388,18 @@ impl Supervising {
         match self.children[at].spec.shutdown {
             ChildShutdown::BrutalKill => {
                 let _ = sched.terminate(pid);
-                self.wait_for_end(pid, monitor, None).await;
+                self.wait_for_end(pid, monitor, None, false).await;
             }
             ChildShutdown::Timeout(timeout) => {
                 let _ = sched.cancel(pid);
-                if !self.wait_for_end(pid, monitor, Some(timeout)).await {
+                if !self.wait_for_end(pid, monitor, Some(timeout), false).await {
                     let _ = sched.terminate(pid);
-                    self.wait_for_end(pid, monitor, None).await;
+                    self.wait_for_end(pid, monitor, None, false).await;
                 }
             }
             ChildShutdown::Infinity => {
                 let _ = sched.cancel(pid);
-                self.wait_for_end(pid, monitor, None).await;
+                self.wait_for_end(pid, monitor, None, false).await;
             }
         }
         // Ended through the link: its `Down` is not wanted (none is delivered after this).
@@ -378,38 +407,45 @@ impl Supervising {
     }
 
     /// Waits for `pid`'s exit signal or `monitor`'s `Down` (keeping other exit signals for
-    /// later); `false` on timeout.
+    /// later); `false` on timeout, or — `until_cancel` — once the supervisor is asked to
+    /// finish (recorded in `self.cancelled` either way).
     async fn wait_for_end(
         &mut self,
         pid: Pid,
         monitor: MonitorRef,
         timeout: Option<std::time::Duration>,
+        until_cancel: bool,
     ) -> bool {
         if let Some(at) = self.pending.iter().position(|exit| exit.pid == pid) {
             self.pending.remove(at);
             return true;
         }
+        if until_cancel && self.cancelled.is_some() {
+            return false;
+        }
         let wait = async {
             loop {
                 match self.cx.recv_signal().await {
-                    Ok(Signal::Exit(exit)) if exit.pid == pid => return,
-                    Ok(Signal::Down(down)) if down.monitor == monitor => return,
+                    Ok(Signal::Exit(exit)) if exit.pid == pid => return true,
+                    Ok(Signal::Down(down)) if down.monitor == monitor => return true,
                     Ok(Signal::Exit(exit)) => self.pending.push_back(exit),
                     Ok(_) => {}
-                    Err(cancelled) if cancelled.is_cancelled() => self.cancelled = Some(cancelled),
+                    Err(cancelled) if cancelled.is_cancelled() => {
+                        self.cancelled = Some(cancelled);
+                        if until_cancel {
+                            return false;
+                        }
+                    }
                     Err(error) => {
                         tracing::warn!(%error, "a supervisor's receive failed");
-                        return;
+                        return true;
                     }
                 }
             }
         };
         match timeout {
-            None => {
-                wait.await;
-                true
-            }
-            Some(timeout) => tokio::time::timeout(timeout, wait).await.is_ok(),
+            None => wait.await,
+            Some(timeout) => tokio::time::timeout(timeout, wait).await.unwrap_or(false),
         }
     }
 
@@ -458,7 +494,10 @@ impl Supervising {
             Request::Started(reply) => {
                 let _ = reply.send(());
             }
-            Request::Restart(id) => return self.restart_child(&id).await,
+            Request::Restart(id) => {
+                self.retrying.remove(&id);
+                return self.restart_child(&id).await;
+            }
         }
         None
     }
