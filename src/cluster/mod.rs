@@ -339,7 +339,9 @@ impl Node {
     /// semantics: when either ends with any reason but `Normal`, the other ends with the same
     /// reason unless it traps exits (then it receives an [`Exit`](crate::supervision::Exit)
     /// whose `node` names the other node). If `remote`'s node dies, `local` gets `NoConnection`;
-    /// if `remote` is already gone, `NoProc`.
+    /// if `remote` is already gone, `NoProc`. A node that is no member (never joined, or left)
+    /// is not an error here: the link is made, and `local` gets `NoConnection` — as
+    /// it would from a member that died a moment later.
     ///
     /// # Errors
     ///
