@@ -53,51 +53,39 @@ fn scheduler(drops: &Arc<AtomicUsize>) -> Scheduler {
         .unwrap()
 }
 
-/// Runs `call` in a body that returns the call's result as its output.
-fn called<C>(sched: &Scheduler, command: C) -> Result<(), CommandError>
+/// Calls `command` from a body that returns the call's result, on a scheduler whose handler
+/// for it panics with a [`PanickingPayload`]: the call completes `Panicked`, and the payload
+/// was dropped once.
+fn assert_called_panicked<C>(command: C)
 where
     C: procsched::Command<Output = ()> + Send + 'static,
 {
+    let drops = Arc::new(AtomicUsize::new(0));
+    let sched = scheduler(&drops);
     let body = sched
         .spawn_fn(move |cx: ProcessCx| async move { Ok::<_, BoxError>(cx.call(command).await) })
         .unwrap();
-    sched
+    let result = sched
         .block_on(body)
-        .expect("the body handled its call's error")
+        .expect("the body handled its call's error");
+    assert!(
+        matches!(result, Err(CommandError::Panicked(_))),
+        "{result:?}"
+    );
+    assert_eq!(drops.load(SeqCst), 1);
 }
 
 #[test]
 fn an_inline_handlers_panic_with_a_panicking_payload_completes_the_call_panicked() {
-    let drops = Arc::new(AtomicUsize::new(0));
-    let sched = scheduler(&drops);
-    let result = called(&sched, Inline);
-    assert!(
-        matches!(result, Err(CommandError::Panicked(_))),
-        "{result:?}"
-    );
-    assert_eq!(drops.load(SeqCst), 1);
+    assert_called_panicked(Inline);
 }
 
 #[test]
 fn a_blocking_handlers_panic_with_a_panicking_payload_completes_the_call_panicked() {
-    let drops = Arc::new(AtomicUsize::new(0));
-    let sched = scheduler(&drops);
-    let result = called(&sched, Blocking);
-    assert!(
-        matches!(result, Err(CommandError::Panicked(_))),
-        "{result:?}"
-    );
-    assert_eq!(drops.load(SeqCst), 1);
+    assert_called_panicked(Blocking);
 }
 
 #[test]
 fn an_async_handlers_panic_with_a_panicking_payload_completes_the_call_panicked() {
-    let drops = Arc::new(AtomicUsize::new(0));
-    let sched = scheduler(&drops);
-    let result = called(&sched, Async);
-    assert!(
-        matches!(result, Err(CommandError::Panicked(_))),
-        "{result:?}"
-    );
-    assert_eq!(drops.load(SeqCst), 1);
+    assert_called_panicked(Async);
 }

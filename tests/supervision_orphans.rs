@@ -27,6 +27,13 @@ async fn wait_reporting_cancel(
     }
 }
 
+/// The shutdown cancels the orphan (which reports it on `heard`) and counts it graceful.
+fn shutdown_cancels_the_orphan(sched: &Scheduler, heard: &mpsc::Receiver<&'static str>) {
+    let report = sched.shutdown(GUARD);
+    assert_eq!(heard.try_recv(), Ok("cancelled"));
+    assert_eq!((report.graceful, report.forced), (1, 0), "{report:?}");
+}
+
 #[test]
 fn a_child_that_outlived_its_supervisor_is_cancelled_by_the_shutdown() {
     let sched = scheduler(2);
@@ -46,9 +53,7 @@ fn a_child_that_outlived_its_supervisor_is_cancelled_by_the_shutdown() {
     assert_eq!(heard.recv_timeout(GUARD), Ok("trapping"));
     sched.terminate(supervisor.pid()).unwrap();
     assert_eq!(heard.recv_timeout(GUARD), Ok("orphaned"));
-    let report = sched.shutdown(GUARD);
-    assert_eq!(heard.try_recv(), Ok("cancelled"));
-    assert_eq!((report.graceful, report.forced), (1, 0), "{report:?}");
+    shutdown_cancels_the_orphan(&sched, &heard);
 }
 
 #[test]
@@ -68,9 +73,7 @@ fn a_child_that_unlinked_from_its_supervisor_is_cancelled_by_the_shutdown() {
     let down = sched.monitor(supervisor.pid());
     sched.terminate(supervisor.pid()).unwrap();
     run(down);
-    let report = sched.shutdown(GUARD);
-    assert_eq!(heard.try_recv(), Ok("cancelled"));
-    assert_eq!((report.graceful, report.forced), (1, 0), "{report:?}");
+    shutdown_cancels_the_orphan(&sched, &heard);
 }
 
 #[test]
