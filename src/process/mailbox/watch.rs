@@ -284,17 +284,9 @@ impl ProcessCell {
     /// Claims the process's one shutdown `Cancel` ([`claim_shutdown_cancel`](Self::claim_shutdown_cancel)):
     /// `None` if it has been claimed already.
     pub(crate) fn shutdown_target(&self) -> Option<Generation> {
-        let mut inner = self.mailbox.inner.lock();
-        let (current, phase) = self.mailbox.gate.load();
-        let supervised = inner
-            .watch
-            .as_ref()
-            .is_some_and(|state| state.supervisor.is_some());
-        if phase != Phase::Open || supervised || inner.shutdown_cancelled {
-            return None;
-        }
-        inner.shutdown_cancelled = true;
-        Some(current)
+        let (current, _) = self.mailbox.gate.load();
+        // A cell reused meanwhile fails the claim's generation check, as it must.
+        self.claim_shutdown_cancel(current).then_some(current)
     }
 
     /// Protocol 9: an exit signal `exit` from a linked process to the process of `generation`.

@@ -347,7 +347,7 @@ impl Supervising {
 
     fn spawn_child(&mut self, at: usize) -> Result<Pid, SupervisorError> {
         let sched = self.cx.scheduler();
-        let child = &mut self.children[at];
+        let child = &self.children[at];
         let start = Start::new(&sched, self.cx.pid());
         // The factory is user code: a panic in it is a start that failed (reported to whoever
         // started the child, or spent from the intensity on a restart), never the supervisor's
