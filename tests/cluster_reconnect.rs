@@ -123,10 +123,8 @@ async fn on_a_three_server_nats_cluster_a_node_whose_server_dies_reconnects_to_a
     let (a_sched, a) = start("a", rotate(0)).await;
     let (b_sched, b) = start("b", rotate(1)).await;
     assert!(a.wait_for_nodes(1, GUARD).await && b.wait_for_nodes(1, GUARD).await);
-    let pid = a
-        .spawn_on(Placement::Node("b".into()), "counter", ())
-        .await
-        .unwrap();
+    // b's subscription may reach a's server after its membership entry reached a.
+    let pid = cluster_support::spawn_on_settled(&a, "b", "counter", (), GUARD).await;
     let addr = a.addr::<Counter>(pid);
     addr.send_acked(Counter::Add).await.unwrap();
 

@@ -278,10 +278,9 @@ async fn no_responder_is_a_death(a_url: &str, b_url: &str) {
     let a = Node::start(sched.handle(), patient).await.unwrap();
     let (mut child, _) = spawn_node(b_url, "b");
     assert!(a.wait_for_nodes(1, GUARD).await, "a sees b");
-    let pid = a
-        .spawn_on(Placement::Node("b".into()), "cart", 0u64)
-        .await
-        .unwrap();
+    // Across servers, b's subscription may trail its membership entry: a spawn request sent
+    // in between is lost (seen on a loaded machine).
+    let pid = cluster_support::spawn_on_settled(&a, "b", "cart", 0u64, GUARD).await;
     let monitor = a.monitor(pid.clone());
     let addr = a.addr::<Cart>(pid);
     // b answers while it lives. Across servers, a frame sent while b's interest has not yet

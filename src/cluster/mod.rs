@@ -452,6 +452,12 @@ impl Node {
     /// Waits until this node sees at least `count` other live nodes (as [`nodes`](Self::nodes)
     /// lists them), or `timeout` passes; `true` if it does.
     ///
+    /// A node is seen once its membership entry is read. With one NATS server its subscription
+    /// is in place by then; across the servers of a NATS cluster it reaches this node's server
+    /// on its own path and may trail the entry by a moment, and a frame sent to the new node in
+    /// that moment is lost as NATS loses it (a `send`; a `send_acked`, `ask` or `spawn_on` fails
+    /// [`RemoteError::TimedOut`] and may be retried). It is not taken for the node's death.
+    ///
     /// # Examples
     ///
     /// ```no_run

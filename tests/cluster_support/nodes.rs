@@ -131,3 +131,29 @@ pub(crate) async fn linked(
         .expect("the linked process made its link");
     handle
 }
+
+/// `node.spawn_on(Placement::Node(peer), name, args)`, asked again while it times out (until
+/// `guard`): across the servers of a NATS cluster a new node's subscription may trail its
+/// membership entry, and a request sent in between is lost (`Node::wait_for_nodes`).
+pub(crate) async fn spawn_on_settled<A: serde::Serialize>(
+    node: &Node,
+    peer: &str,
+    name: &str,
+    args: A,
+    guard: Duration,
+) -> NodePid {
+    let deadline = tokio::time::Instant::now() + guard;
+    loop {
+        match node
+            .spawn_on(Placement::Node(peer.into()), name, &args)
+            .await
+        {
+            Ok(pid) => return pid,
+            Err(procsched::cluster::RemoteError::TimedOut(_)) => assert!(
+                tokio::time::Instant::now() < deadline,
+                "hang guard: {peer} never answered a spawn"
+            ),
+            Err(other) => panic!("{peer} lives: {other}"),
+        }
+    }
+}
