@@ -109,7 +109,7 @@ async fn drive(hops: u64) -> Result<(), BoxError> {
     let mut server = NatsServer::start()?;
     let url = server.url.clone();
     println!("nats-server on {url}");
-    let mut nodes: Vec<(String, Child)> = Vec::new();
+    let mut nodes: Vec<(String, NodeProcess)> = Vec::new();
     for name in ["n1", "n2", "n3"] {
         nodes.push((name.to_owned(), spawn_node(&url, name)?));
     }
@@ -174,8 +174,8 @@ async fn drive(hops: u64) -> Result<(), BoxError> {
         .map(|pid| driver.monitor(pid.clone()))
         .collect();
     let (_, mut n3) = nodes.pop().ok_or("n3")?;
-    n3.kill()?;
-    n3.wait()?;
+    n3.0.kill()?;
+    n3.0.wait()?;
     let killed = Instant::now();
     for monitor in monitors {
         let down = monitor.await;
@@ -195,24 +195,33 @@ async fn drive(hops: u64) -> Result<(), BoxError> {
         stats.rejected_frames,
         stats.rejected_items
     );
-    for (_, mut child) in nodes {
-        let _ = child.kill();
-        let _ = child.wait();
-    }
+    drop(nodes); // SIGKILLs the other two
     driver.leave().await;
     sched.shutdown_async(Duration::from_secs(5)).await;
     server.stop();
     Ok(())
 }
 
-fn spawn_node(url: &str, name: &str) -> Result<Child, BoxError> {
-    let mut child = Command::new(std::env::current_exe()?)
-        .args(["--node", name, "--nats", url])
-        .stdout(Stdio::piped())
-        .spawn()?;
-    let mut lines = BufReader::new(child.stdout.take().ok_or("stdout")?).lines();
+/// A node's OS process, SIGKILLed when dropped: on every way out of `main`, an error's too.
+struct NodeProcess(Child);
+
+impl Drop for NodeProcess {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn spawn_node(url: &str, name: &str) -> Result<NodeProcess, BoxError> {
+    let mut node = NodeProcess(
+        Command::new(std::env::current_exe()?)
+            .args(["--node", name, "--nats", url])
+            .stdout(Stdio::piped())
+            .spawn()?,
+    );
+    let mut lines = BufReader::new(node.0.stdout.take().ok_or("stdout")?).lines();
     match lines.next() {
-        Some(Ok(line)) if line.starts_with("ready") => Ok(child),
+        Some(Ok(line)) if line.starts_with("ready") => Ok(node),
         other => Err(format!("node {name} did not start: {other:?}").into()),
     }
 }

@@ -69,8 +69,27 @@ fn node_process() {
     });
 }
 
+/// A node running as a child process: SIGKILLed by [`kill`](Self::kill), or on drop (a test
+/// that failed first must not leave it running).
+struct NodeProcess(Child);
+
+impl NodeProcess {
+    /// SIGKILL, and reap it.
+    fn kill(&mut self) {
+        self.0.kill().unwrap();
+        self.0.wait().unwrap();
+    }
+}
+
+impl Drop for NodeProcess {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// Starts node `name` as a child process and waits until it says it is ready.
-fn spawn_node(url: &str, name: &str) -> (Child, u64) {
+fn spawn_node(url: &str, name: &str) -> (NodeProcess, u64) {
     let mut child = Command::new(std::env::current_exe().unwrap())
         .args(["--exact", "node_process", "--nocapture", "--test-threads=1"])
         .env("PROCSCHED_TEST_NODE", name)
@@ -92,7 +111,7 @@ fn spawn_node(url: &str, name: &str) -> (Child, u64) {
     };
     // Keep draining its output so it never blocks on a full pipe.
     std::thread::spawn(move || lines.for_each(drop));
-    (child, incarnation)
+    (NodeProcess(child), incarnation)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -130,8 +149,7 @@ async fn a_sigkilled_node_is_seen_down_its_processes_fail_typed_and_its_next_lif
     let trapper = linked(&sched, &a, remote[0].clone(), true, GUARD).await;
     let victim = linked(&sched, &a, remote[1].clone(), false, GUARD).await;
 
-    child.kill().unwrap(); // SIGKILL
-    child.wait().unwrap();
+    child.kill(); // SIGKILL
     let started = std::time::Instant::now();
     for monitor in monitors {
         let down = tokio::time::timeout(GUARD, monitor)
@@ -195,8 +213,7 @@ async fn a_sigkilled_node_is_seen_down_its_processes_fail_typed_and_its_next_lif
         .unwrap();
     assert_eq!(a.addr::<Cart>(fresh).ask(Cart::Total).await.unwrap(), 5);
 
-    child.kill().unwrap();
-    child.wait().unwrap();
+    child.kill();
     a.leave().await;
     sched.shutdown_async(Duration::from_secs(5)).await;
 }
@@ -235,8 +252,7 @@ async fn a_supervisor_restarts_the_children_of_a_sigkilled_node_on_another() {
         assert_eq!(total, n as u64);
     }
 
-    child.kill().unwrap(); // SIGKILL
-    child.wait().unwrap();
+    child.kill(); // SIGKILL
     for (n, worker) in children.iter().enumerate() {
         let pid = wait_child(worker, |pid| pid.node() == "c", GUARD).await;
         let total = a.addr::<Cart>(pid).ask(Cart::Total).await.unwrap();
@@ -293,11 +309,10 @@ async fn no_responder_is_a_death(a_url: &str, b_url: &str) {
     }
     assert_eq!(a.stats().peers_down, 0, "b is alive");
 
-    child.kill().unwrap(); // SIGKILL: its connection drops, and the server forgets its interest
-    child.wait().unwrap();
-    // An acked send made before the servers noticed is lost with b (`TimedOut`); the first
-    // one after meets no responder, which declares b down and fails it (and what else waited
-    // on b) with `NoConnection`.
+    child.kill(); // SIGKILL: its connection drops, and the server forgets its interest
+                  // An acked send made before the servers noticed is lost with b (`TimedOut`); the first
+                  // one after meets no responder, which declares b down and fails it (and what else waited
+                  // on b) with `NoConnection`.
     let guard = tokio::time::Instant::now() + Duration::from_secs(20);
     loop {
         match addr.send_acked(Cart::Add(1)).await {
