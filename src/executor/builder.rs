@@ -5,7 +5,7 @@ use super::shared::{self, Remote, Shared};
 use super::spare::{Spares, DEFAULT_SPARE_KEEP_ALIVE};
 use super::start;
 use super::threads::{ThreadConfig, WorkerContext};
-use super::{park, queue, Executor, DROP_SHUTDOWN_TIMEOUT};
+use super::{park, queue, Executor, DEFAULT_STACK_SIZE, DROP_SHUTDOWN_TIMEOUT};
 use crate::loom::{thread, Arc};
 use std::time::Duration;
 
@@ -24,6 +24,7 @@ use std::time::Duration;
 pub struct Builder {
     workers: usize,
     thread_name: String,
+    stack_size: usize,
     worker_context: Option<WorkerContext>,
     monitor: MonitorConfig,
     /// `None`: as many as `workers`.
@@ -36,6 +37,7 @@ impl Builder {
         Builder {
             workers: std::thread::available_parallelism().map_or(1, |n| n.get()),
             thread_name: "procsched-worker".to_owned(),
+            stack_size: DEFAULT_STACK_SIZE,
             worker_context: None,
             monitor: MonitorConfig {
                 enabled: true,
@@ -167,6 +169,30 @@ impl Builder {
         self
     }
 
+    /// Stack size of every worker thread, spares included, in bytes (default
+    /// [`DEFAULT_STACK_SIZE`], 8 MiB).
+    ///
+    /// Processes run on these stacks: a state machine's `step`, an async fn body's poll, the
+    /// handlers that run inline. An unoptimised build copies a value on the stack at every layer
+    /// it crosses, so a large message or output (64 KiB held by value) can take a few MiB where
+    /// a release build takes one copy; std's 2 MiB default for spawned threads overflowed there.
+    /// The size is reserved address space: only the pages a thread touches are resident.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let executor = procsched::executor::Executor::builder()
+    ///     .thread_stack_size(32 << 20)
+    ///     .build()?;
+    /// let deep = executor.spawn(async { [7u8; 1 << 20].iter().map(|&b| b as u32).sum::<u32>() });
+    /// assert_eq!(executor.block_on(deep).unwrap(), 7 << 20);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn thread_stack_size(&mut self, bytes: usize) -> &mut Self {
+        self.stack_size = bytes;
+        self
+    }
+
     /// Runs every worker's loop inside `context`, which must call the closure it is given
     /// exactly once: to enter, for the thread's whole life, a context its tasks rely on — a tokio
     /// runtime (`handle.enter()`), a tracing span, a thread-local.
@@ -247,6 +273,7 @@ impl Builder {
         let monitor = Monitor::new(self.monitor.clone(), slots, spares);
         let config = ThreadConfig {
             name: self.thread_name.clone(),
+            stack_size: self.stack_size,
             context: self.worker_context.clone(),
         };
         let shared = Arc::new(Shared::new(remotes, workers, monitor, config));

@@ -113,6 +113,10 @@ use std::time::Duration;
 /// How long dropping an [`Executor`] waits for workers to finish their current poll.
 pub const DROP_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(1);
 
+/// Default stack size of a worker thread: 8 MiB, the main thread's on Linux
+/// ([`Builder::thread_stack_size`] says why more than std's 2 MiB for spawned threads).
+pub const DEFAULT_STACK_SIZE: usize = 8 << 20;
+
 /// A work-stealing executor: one worker thread per core, each with its own run queue.
 ///
 /// Dropping the executor shuts it down (waiting at most [`DROP_SHUTDOWN_TIMEOUT`] for workers to

@@ -21,10 +21,11 @@ impl fmt::Debug for WorkerContext {
     }
 }
 
-/// How worker threads are started: name prefix and context.
+/// How worker threads are started: name prefix, stack size and context.
 #[derive(Debug, Clone)]
 pub(crate) struct ThreadConfig {
     pub(crate) name: String,
+    pub(crate) stack_size: usize,
     pub(crate) context: Option<WorkerContext>,
 }
 
@@ -39,6 +40,7 @@ impl ThreadConfig {
         let context = self.context.clone();
         thread::Builder::new()
             .name(format!("{}-{index}", self.name))
+            .stack_size(self.stack_size)
             .spawn(move || {
                 let mut run = Some(run);
                 let mut run_once = || {

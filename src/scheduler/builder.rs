@@ -121,6 +121,21 @@ impl SchedulerBuilder {
         self
     }
 
+    /// Stack size of every worker thread, in bytes (default
+    /// [`executor::DEFAULT_STACK_SIZE`], 8 MiB): steps and
+    /// bodies run on these stacks. See [`executor::Builder::thread_stack_size`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let sched = procsched::Scheduler::builder().thread_stack_size(16 << 20).build()?;
+    /// # Ok::<(), procsched::error::BuildError>(())
+    /// ```
+    pub fn thread_stack_size(&mut self, bytes: usize) -> &mut Self {
+        self.executor.thread_stack_size(bytes);
+        self
+    }
+
     /// Runs the executor's monitor (default: `true`): it reports a step running longer than
     /// [`long_poll_threshold`](Self::long_poll_threshold) (a `tracing` warning with the PID) and
     /// starts spare workers so other processes keep running while a step blocks. See
