@@ -358,7 +358,7 @@ impl<M: Serialize + Send + 'static> RemoteAddr<M> {
             if let Poll::Ready(answer) = waiting.as_mut().poll(cx) {
                 return Poll::Ready(answer);
             }
-            match watch.as_ref().and_then(CancelWatch::cancelled) {
+            match watch.as_ref().and_then(|watch| watch.cancelled(cx.waker())) {
                 Some(reason) => {
                     Poll::Ready(Err(RemoteError::Cancelled(AskError::Cancelled(reason))))
                 }

@@ -298,7 +298,7 @@ where
             }
         }
         let answered = match &mut this.state {
-            State::InProcess(call) => match asking::poll(call) {
+            State::InProcess(call) => match asking::poll(call, cx.waker()) {
                 AskPoll::Answered(completion) => {
                     Some(in_shutdown(this.sched, call, answer_of(completion)))
                 }

@@ -10,6 +10,7 @@ use super::scope;
 use super::state::{Arrived, Completion, CxState};
 use crate::process::context::{Owner, ProcessWake};
 use crate::process::{CancelReason, Tag};
+use std::task::Waker;
 
 /// An ask started in the body of `owner`.
 #[derive(Debug)]
@@ -55,11 +56,11 @@ pub(crate) enum AskPoll {
     Outside,
 }
 
-/// Polls the ask `call`: its completion, unless a cancellation that arrived while it waited
-/// comes first. Drops nothing.
-pub(crate) fn poll(call: &AskCall) -> AskPoll {
+/// Polls the ask `call` (with `waker`): its completion, unless a cancellation that arrived
+/// while it waited comes first. Drops nothing.
+pub(crate) fn poll(call: &AskCall, waker: &Waker) -> AskPoll {
     scope::with(call.owner, |scope| {
-        let Some(scope) = scope else {
+        let Some(mut scope) = scope else {
             return AskPoll::Outside;
         };
         if let Some(completion) = scope.state.take_completion(scope.arrived, call.tag) {
@@ -70,7 +71,10 @@ pub(crate) fn poll(call: &AskCall) -> AskPoll {
                 give_up(scope.state, scope.arrived, scope.reply_to, call.tag);
                 AskPoll::Cancelled(reason)
             }
-            _ => AskPoll::Pending,
+            _ => {
+                scope.wait_for_call(call.tag, waker);
+                AskPoll::Pending
+            }
         }
     })
 }
@@ -131,11 +135,18 @@ impl CancelWatch {
     }
 
     /// The reason, if the body's process was asked to finish after the watch started (read in
-    /// that body's poll; `None` anywhere else).
-    pub(crate) fn cancelled(&self) -> Option<CancelReason> {
+    /// that body's poll, polled with `waker`; `None` anywhere else).
+    pub(crate) fn cancelled(&self, waker: &Waker) -> Option<CancelReason> {
         if self.after_cancel {
             return None;
         }
-        scope::with(self.owner, |scope| scope?.state.cancelled)
+        scope::with(self.owner, |scope| {
+            let mut scope = scope?;
+            let cancelled = scope.state.cancelled;
+            if cancelled.is_none() {
+                scope.wait_for_cancel(waker);
+            }
+            cancelled
+        })
     }
 }

@@ -17,7 +17,7 @@ use std::convert::Infallible;
 use std::future::Future;
 use std::marker::PhantomData;
 use std::pin::Pin;
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 /// A command yielded by an async-fn process: resolves to its handler's reply.
@@ -82,14 +82,14 @@ impl<C: Command> Future for Call<C> {
     type Output = Result<C::Output, CommandError>;
 
     #[inline]
-    fn poll(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Self::Output> {
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.get_mut();
         let tag = match std::mem::replace(&mut this.state, CallState::Done) {
             CallState::Unsent(command) => {
                 let timeout = this.timeout;
                 let mut command = Some(command);
                 let sent = scope::with(this.owner, |scope| {
-                    let scope = scope?;
+                    let mut scope = scope?;
                     let command = command.take()?;
                     let tag = scope.state.start_call();
                     push_yield(
@@ -101,6 +101,7 @@ impl<C: Command> Future for Call<C> {
                         },
                     );
                     this.state = CallState::Sent(tag);
+                    scope.wait_for_call(tag, cx.waker());
                     Some(())
                 });
                 return match sent {
@@ -117,7 +118,13 @@ impl<C: Command> Future for Call<C> {
             CallState::Done => panic!("a procsched call polled after it completed"),
         };
         let completion = scope::with(this.owner, |scope| {
-            scope.map(|scope| scope.state.take_completion(scope.arrived, tag))
+            scope.map(|mut scope| {
+                let completion = scope.state.take_completion(scope.arrived, tag);
+                if completion.is_none() {
+                    scope.wait_for_call(tag, cx.waker());
+                }
+                completion
+            })
         });
         match completion {
             // The reply is unpacked (or, mistyped, dropped) outside the scope.
@@ -222,8 +229,8 @@ enum Received<T> {
 /// memory, written in pieces and read back whole — a store-forwarding stall that was 8 % of a
 /// ring hop (`docs/bench-messages.md`).
 #[inline(always)]
-fn poll_received<T: 'static>(owner: Owner) -> Poll<Result<T, RecvError>> {
-    match scope::with(owner, received_in::<T>) {
+fn poll_received<T: 'static>(owner: Owner, waker: &Waker) -> Poll<Result<T, RecvError>> {
+    match scope::with(owner, |scope| received_in::<T>(scope, waker)) {
         Poll::Pending => Poll::Pending,
         Poll::Ready(found) => Poll::Ready(converted(owner, found)),
     }
@@ -233,10 +240,12 @@ fn poll_received<T: 'static>(owner: Owner) -> Poll<Result<T, RecvError>> {
 #[inline(always)]
 fn received_in<T: 'static>(
     scope: Option<scope::Scope<'_>>,
+    waker: &Waker,
 ) -> Poll<Result<Received<T>, RecvError>> {
     let Some(scope) = scope else {
         return Poll::Ready(Err(RecvError::OutsideProcess));
     };
+    let own_waker = scope.own_waker;
     let state = scope.state;
     if let (Some(reason), false) = (state.cancelled, state.cancel_reported) {
         state.cancel_reported = true;
@@ -257,7 +266,11 @@ fn received_in<T: 'static>(
         Some(Ok(value)) => Received::Value(value),
         Some(Err(message)) => Received::Message(message),
         None => {
+            // `Scope::wait_for_mail`, on the fields left after the moves above.
             state.wants.message = true;
+            if !waker.will_wake(own_waker) {
+                state.wait_for_mail_with(waker);
+            }
             return Poll::Pending;
         }
     };
@@ -357,8 +370,8 @@ impl<T: 'static> Future for Recv<T> {
 
     // Inlined into the body's poll (`poll_received`).
     #[inline(always)]
-    fn poll(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Self::Output> {
-        poll_received::<T>(self.owner)
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        poll_received::<T>(self.owner, cx.waker())
     }
 }
 
@@ -404,8 +417,8 @@ impl RecvMessage {
 impl Future for RecvMessage {
     type Output = Result<Message, RecvError>;
 
-    fn poll(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Self::Output> {
-        poll_received::<Message>(self.owner)
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        poll_received::<Message>(self.owner, cx.waker())
     }
 }
 
@@ -457,12 +470,12 @@ impl Cancelled {
 impl Future for Cancelled {
     type Output = Result<Infallible, RecvError>;
 
-    fn poll(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Self::Output> {
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         scope::with(self.owner, |scope| match scope {
-            Some(scope) => match scope.state.cancelled {
+            Some(mut scope) => match scope.state.cancelled {
                 Some(reason) => Poll::Ready(Err(RecvError::Cancelled(reason))),
                 None => {
-                    scope.state.wants.message = true;
+                    scope.wait_for_mail(cx.waker());
                     Poll::Pending
                 }
             },
@@ -520,11 +533,18 @@ impl Future for YieldNow {
             return Poll::Ready(());
         }
         self.yielded = true;
-        scope::with(self.owner, |scope| match scope {
-            Some(scope) => scope.state.wants.yield_now = true,
+        let wake = scope::with(self.owner, |scope| match scope {
+            Some(scope) => {
+                scope.state.wants.yield_now = true;
+                // Polled with a waker of its own (`state.rs`): only a wake polls it again.
+                !scope.is_own_waker(cx.waker())
+            }
             // Outside its process: an ordinary yield to whatever polls it.
-            None => cx.waker().wake_by_ref(),
+            None => true,
         });
+        if wake {
+            cx.waker().wake_by_ref();
+        }
         Poll::Pending
     }
 }

@@ -46,7 +46,7 @@ use std::future::Future;
 use std::marker::PhantomPinned;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::pin::Pin;
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, Waker};
 
 impl<S, Fut> fmt::Debug for AsyncFnProcess<S, Fut> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -186,6 +186,7 @@ where
         let mut no_message = None;
         // Destructor panics contained by the adapter's own bookkeeping, told to the cell.
         let mut panics = 0;
+        let was_cancelled = state.cancelled.is_some();
         let lone_message = match events.len() {
             0 => None,
             1 if state.inbox_is_empty()
@@ -209,21 +210,30 @@ where
             }
         };
         let lone = lone_message.unwrap_or(&mut no_message);
+        // Futures a combinator polls with wakers of its own, whose wait is over (`state.rs`).
+        let ready = if state.has_foreign_waiters() {
+            let cancel_arrived = !was_cancelled && state.cancelled.is_some();
+            state.ready_foreign(&arrived, lone.is_some(), cancel_arrived)
+        } else {
+            Vec::new()
+        };
         state.wants = Default::default();
         state.publish_unread = waker.target().is_some_and(|target| target.is_bounded());
         let polled = catch_unwind(AssertUnwindSafe(|| {
+            // Before the poll, outside the scope: the combinators holding them poll them in it.
+            ready.into_iter().for_each(Waker::wake);
             let reply_to = waker.target();
             waker.poll_with(|lazy| {
                 let mut cx = Context::from_waker(lazy);
-                scope::enter(
-                    owner,
-                    reply_to,
+                let scope = scope::Scope {
                     state,
-                    &mut arrived,
-                    &mut *lone,
-                    out.yields_mut(),
-                    || body.as_mut().poll(&mut cx),
-                )
+                    arrived: &mut arrived,
+                    lone: &mut *lone,
+                    yields: out.yields_mut(),
+                    reply_to,
+                    own_waker: lazy,
+                };
+                scope::enter(owner, scope, || body.as_mut().poll(&mut cx))
             })
         }));
         let (polled, woken_in_place) = match polled {

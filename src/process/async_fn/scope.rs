@@ -16,9 +16,10 @@
 use super::state::{Arrived, CxState};
 use crate::process::context::{Owner, ProcessWake};
 use crate::process::output::Yields;
-use crate::process::Event;
+use crate::process::{Event, Tag};
 use std::cell::Cell;
 use std::ptr;
+use std::task::Waker;
 
 /// What a poll of the body can reach.
 pub(super) struct Scope<'a> {
@@ -31,6 +32,49 @@ pub(super) struct Scope<'a> {
     /// Where a reply to this process goes (an ask's answer: its cell), if it runs in a
     /// scheduler.
     pub(super) reply_to: Option<&'a ProcessWake>,
+    /// The waker the body is polled with (`lazy_waker.rs`): a future polled with another one
+    /// sits in a combinator that polls only the futures its own wakers name
+    /// (`FuturesUnordered`, `buffer_unordered`), and is woken by the adapter (`state.rs`,
+    /// "Futures polled with their own waker").
+    pub(super) own_waker: &'a Waker,
+}
+
+impl Scope<'_> {
+    /// `true` if `waker` is the one the body is polled with.
+    #[inline]
+    pub(super) fn is_own_waker(&self, waker: &Waker) -> bool {
+        waker.will_wake(self.own_waker)
+    }
+
+    /// A receive (or `cancelled`, a signal's receive) polled with `waker` waits: the body may
+    /// park `Idle`, and a waker that is not the body's own is woken when mail arrives.
+    #[inline]
+    pub(super) fn wait_for_mail(&mut self, waker: &Waker) {
+        self.state.wants.message = true;
+        if !self.is_own_waker(waker) {
+            self.state.wait_for_mail_with(waker);
+        }
+    }
+
+    /// A wait that a cancellation ends (a remote ask's), polled with `waker`: a waker that is
+    /// not the body's own is woken when the process is asked to finish (or mail arrives: a
+    /// spurious wake). Unlike a receive's, the body does not park `Idle` for it.
+    #[inline]
+    #[cfg_attr(not(feature = "cluster"), allow(dead_code))] // the cluster's asks use it
+    pub(super) fn wait_for_cancel(&mut self, waker: &Waker) {
+        if !self.is_own_waker(waker) {
+            self.state.wait_for_mail_with(waker);
+        }
+    }
+
+    /// Call (or ask) `tag` polled with `waker` waits for its completion: a waker that is not the
+    /// body's own is woken when it arrives (or the process is asked to finish).
+    #[inline]
+    pub(super) fn wait_for_call(&mut self, tag: Tag, waker: &Waker) {
+        if !self.is_own_waker(waker) {
+            self.state.wait_for_call_with(tag, waker);
+        }
+    }
 }
 
 struct Raw {
@@ -40,6 +84,7 @@ struct Raw {
     arrived: *mut Arrived,
     lone: *mut Option<Event>,
     yields: *mut Yields,
+    own_waker: *const Waker,
 }
 
 // Plain std `thread_local!`: a per-thread pointer, not a synchronisation primitive (the async-fn
@@ -48,25 +93,18 @@ std::thread_local! {
     static CURRENT: Cell<*const Raw> = const { Cell::new(ptr::null()) };
 }
 
-/// Runs `poll` with the scope of process `owner` published to the futures it polls, restoring
+/// Runs `poll` with `scope`, process `owner`'s, published to the futures it polls, restoring
 /// the previous scope afterwards (also when `poll` panics).
 #[inline]
-pub(super) fn enter<R>(
-    owner: Owner,
-    reply_to: Option<&ProcessWake>,
-    state: &mut CxState,
-    arrived: &mut Arrived,
-    lone: &mut Option<Event>,
-    yields: &mut Yields,
-    poll: impl FnOnce() -> R,
-) -> R {
+pub(super) fn enter<R>(owner: Owner, scope: Scope<'_>, poll: impl FnOnce() -> R) -> R {
     let raw = Raw {
         owner,
-        reply_to: reply_to.map_or(ptr::null(), |target| target),
-        state,
-        arrived,
-        lone,
-        yields,
+        reply_to: scope.reply_to.map_or(ptr::null(), |target| target),
+        state: scope.state,
+        arrived: scope.arrived,
+        lone: scope.lone,
+        yields: scope.yields,
+        own_waker: scope.own_waker,
     };
     let previous = CURRENT.with(|current| current.replace(&raw));
     struct Restore(*const Raw);
@@ -107,7 +145,8 @@ pub(super) fn with<R>(owner: Owner, f: impl FnOnce(Option<Scope<'_>>) -> R) -> R
     // futures' closures neither poll other futures nor drop user values, whose destructors
     // could), so the four `&mut` are unique for `f`'s duration. `reply_to`, null or a shared
     // borrow `enter` holds for the same frame (the adapter's wake target, never mutated during a
-    // poll), is valid as a shared reference.
+    // poll), is valid as a shared reference; so is `own_waker`, a shared borrow `enter` holds
+    // for the same frame (the lazy waker `poll_with` lends for the poll).
     let scope = unsafe {
         let raw = &*raw;
         Scope {
@@ -116,6 +155,7 @@ pub(super) fn with<R>(owner: Owner, f: impl FnOnce(Option<Scope<'_>>) -> R) -> R
             lone: &mut *raw.lone,
             yields: &mut *raw.yields,
             reply_to: raw.reply_to.as_ref(),
+            own_waker: &*raw.own_waker,
         }
     };
     f(Some(scope))

@@ -128,7 +128,7 @@ impl RecvSignal {
 impl Future for RecvSignal {
     type Output = Result<Signal, RecvError>;
 
-    fn poll(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Self::Output> {
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         scope::with(self.owner, |scope| {
             let Some(mut scope) = scope else {
                 return Poll::Ready(Err(RecvError::OutsideProcess));
@@ -139,7 +139,7 @@ impl Future for RecvSignal {
             if let Some(signal) = scope.state.take_signal(|_| true) {
                 return Poll::Ready(Ok(signal));
             }
-            scope.state.wants.message = true;
+            scope.wait_for_mail(cx.waker());
             Poll::Pending
         })
     }
@@ -185,7 +185,7 @@ impl RecvDown {
 impl Future for RecvDown {
     type Output = Result<Down, RecvError>;
 
-    fn poll(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Self::Output> {
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         scope::with(self.owner, |scope| {
             let Some(mut scope) = scope else {
                 return Poll::Ready(Err(RecvError::OutsideProcess));
@@ -199,7 +199,7 @@ impl Future for RecvDown {
             {
                 Some(Signal::Down(down)) => Poll::Ready(Ok(down)),
                 _ => {
-                    scope.state.wants.message = true;
+                    scope.wait_for_mail(cx.waker());
                     Poll::Pending
                 }
             }
@@ -240,7 +240,7 @@ impl RecvExit {
 impl Future for RecvExit {
     type Output = Result<Exit, RecvError>;
 
-    fn poll(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Self::Output> {
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         scope::with(self.owner, |scope| {
             let Some(mut scope) = scope else {
                 return Poll::Ready(Err(RecvError::OutsideProcess));
@@ -254,7 +254,7 @@ impl Future for RecvExit {
             {
                 Some(Signal::Exit(exit)) => Poll::Ready(Ok(exit)),
                 _ => {
-                    scope.state.wants.message = true;
+                    scope.wait_for_mail(cx.waker());
                     Poll::Pending
                 }
             }
@@ -313,7 +313,7 @@ impl<M> RecvAny<M> {
 impl<M: 'static> Future for RecvAny<M> {
     type Output = Result<Incoming<M>, RecvError>;
 
-    fn poll(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Self::Output> {
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let found = scope::with(self.owner, |scope| {
             let Some(mut scope) = scope else {
                 return Poll::Ready(Err(RecvError::OutsideProcess));
@@ -339,7 +339,7 @@ impl<M: 'static> Future for RecvAny<M> {
                 Some(Ok(value)) => Found::Value(value),
                 Some(Err(message)) => Found::Message(message),
                 None => {
-                    scope.state.wants.message = true;
+                    scope.wait_for_mail(cx.waker());
                     return Poll::Pending;
                 }
             };

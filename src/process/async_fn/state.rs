@@ -9,6 +9,19 @@
 //! message that arrived with others or that no receive took goes to the inbox (whose box and
 //! buffer a process receiving one message at a time never allocates).
 //!
+//! # Futures polled with their own waker
+//! A process's events re-poll its body, and the body's combinators poll what they hold with
+//! the body's waker — `join!`, `select!`, a small `join_all` — so a receive or a call never
+//! needs its waker. A combinator that gives each future a waker of its own
+//! (`FuturesUnordered`, `buffer_unordered`, `join_all` past 30 futures) polls again only the
+//! futures whose waker was woken: a call or receive it holds would wait for ever. So a process
+//! future that finds it was polled with a waker other than the body's (`Scope::wait_for_call`,
+//! `Scope::wait_for_mail`) leaves a clone here, and the step wakes it, before the poll, once
+//! what it waits for has arrived ([`CxState::ready_foreign`]): a call's completion (or a
+//! cancellation, which ends an ask), any mail or signal (or a cancellation) for a receive. The
+//! body's own waker costs one comparison; the clones live in the boxes that exist for calls
+//! awaited together and for mail.
+//!
 //! Nothing the body's futures do through the step scope drops a user value (a payload's
 //! destructor could re-enter the scope): what they discard is left for the adapter to drop after
 //! the poll ([`CxState::keep`], [`CxState::purge_forgotten`]). Every user value the state drops —
@@ -19,6 +32,7 @@ use crate::process::exit::Signal;
 use crate::process::{drop_contained, drop_each};
 use crate::process::{CancelReason, CommandError, Event, Message, Payload, Tag, Topic};
 use std::collections::VecDeque;
+use std::task::Waker;
 
 /// A call's completion.
 pub(super) type Completion = Result<Payload, CommandError>;
@@ -209,6 +223,99 @@ impl CxState {
     }
 }
 
+impl CxState {
+    /// Receives polled with a waker not the body's wait for mail ("Futures polled with their
+    /// own waker"): keeps a clone (once per waker).
+    #[cold]
+    #[inline(never)]
+    pub(super) fn wait_for_mail_with(&mut self, waker: &Waker) {
+        let wakers = &mut self.mail().wakers;
+        if !wakers.iter().any(|kept| kept.will_wake(waker)) {
+            wakers.push(waker.clone());
+        }
+    }
+
+    /// Call `tag`, polled with a waker not the body's, waits for its completion: keeps a clone
+    /// (the latest one polled it).
+    #[cold]
+    #[inline(never)]
+    pub(super) fn wait_for_call_with(&mut self, tag: Tag, waker: &Waker) {
+        let wakers = &mut self.calls.extra().wakers;
+        match wakers.iter_mut().find(|(t, _)| *t == tag) {
+            Some((_, kept)) if kept.will_wake(waker) => {}
+            Some((_, kept)) => kept.clone_from(waker),
+            None => wakers.push((tag, waker.clone())),
+        }
+    }
+
+    /// `true` if some future waits with a waker of its own (a cheap look before
+    /// [`ready_foreign`](Self::ready_foreign)).
+    #[inline]
+    pub(super) fn has_foreign_waiters(&self) -> bool {
+        self.calls
+            .extra
+            .as_ref()
+            .is_some_and(|extra| !extra.wakers.is_empty())
+            || self
+                .mail
+                .as_ref()
+                .is_some_and(|mail| !mail.wakers.is_empty())
+    }
+
+    /// Takes the wakers of the futures whose wait is over, for the step to wake before it polls
+    /// the body: calls whose completion is here (`arrived`, or kept), or all of them if the
+    /// process was asked to finish in this step (`cancel_arrived`: an ask gives up); receives,
+    /// if any mail, signal or cancellation waits (`lone_message`: the step holds a message).
+    /// The wakers of calls no longer live are dropped.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn ready_foreign(
+        &mut self,
+        arrived: &Arrived,
+        lone_message: bool,
+        cancel_arrived: bool,
+    ) -> Vec<Waker> {
+        let mut ready = Vec::new();
+        let first = self.calls.first;
+        if let Some(extra) = &mut self.calls.extra {
+            let Extra {
+                more,
+                completions,
+                wakers,
+            } = &mut **extra;
+            let mut index = 0;
+            while index < wakers.len() {
+                let tag = wakers[index].0;
+                let live = tag == first || more.contains(&tag);
+                let done = cancel_arrived
+                    || matches!(arrived, Some((t, _)) if *t == tag)
+                    || completions.iter().any(|(t, _)| *t == tag);
+                if live && !done {
+                    index += 1;
+                } else {
+                    let (_, waker) = wakers.swap_remove(index);
+                    if live {
+                        ready.push(waker);
+                    }
+                }
+            }
+        }
+        let cancel_waits = self.cancelled.is_some() && !self.cancel_reported;
+        if let Some(mail) = &mut self.mail {
+            let mail_waits = lone_message
+                || cancel_arrived
+                || cancel_waits
+                || !mail.inbox.is_empty()
+                || !mail.overflows.is_empty()
+                || !mail.signals.is_empty();
+            if mail_waits {
+                ready.append(&mut mail.wakers);
+            }
+        }
+        ready
+    }
+}
+
 impl Drop for CxState {
     /// The inbox and the kept completions are user values: one at a time, each contained.
     fn drop(&mut self) {
@@ -238,6 +345,9 @@ pub(super) struct Mail {
     arrived: u64,
     /// Messages taken from the inbox, ever.
     taken: u64,
+    /// The wakers of receives polled with a waker not the body's ("Futures polled with their
+    /// own waker").
+    wakers: Vec<Waker>,
 }
 
 impl Mail {
@@ -286,6 +396,9 @@ struct Extra {
     /// live calls (at most one each); during a poll, possibly also of calls dropped in it
     /// ([`CxState::purge_forgotten`] drops those after it).
     completions: Vec<(Tag, Completion)>,
+    /// The wakers of live calls polled with a waker not the body's ("Futures polled with their
+    /// own waker"), at most one per call.
+    wakers: Vec<(Tag, Waker)>,
 }
 
 impl LiveCalls {
@@ -343,7 +456,9 @@ impl LiveCalls {
         let first = self.first;
         let mut panics = 0;
         if let Some(extra) = &mut self.extra {
-            let Extra { more, completions } = &mut **extra;
+            let Extra {
+                more, completions, ..
+            } = &mut **extra;
             let mut index = 0;
             while index < completions.len() {
                 let tag = completions[index].0;
