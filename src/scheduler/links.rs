@@ -95,8 +95,24 @@ impl Inner {
                 Watch::Monitor { monitor, watcher } => {
                     self.down(watcher, Down::new(monitor, pid, reason.clone()));
                 }
+                Watch::Monitoring(monitor) => self.unwatch_target(monitor),
                 Watch::Named => {}
             }
+        }
+    }
+
+    /// Removes `monitor` from its target (a demonitor, or its watcher's end): its `Down` is not
+    /// sent.
+    pub(crate) fn unwatch_target(&self, monitor: MonitorRef) {
+        let target = monitor.target();
+        if monitor.is_held() {
+            // Another layer watches `target`, which is not this table's (`held_monitors.rs`).
+            #[cfg(feature = "cluster")]
+            if let Some(on_demonitor) = self.held.remove(&monitor) {
+                on_demonitor();
+            }
+        } else if let Some(cell) = self.table.get(target) {
+            cell.unwatch_monitor(target.generation(), monitor);
         }
     }
 
@@ -430,20 +446,11 @@ impl SchedulerHandle {
     /// ```
     pub fn demonitor_from(&self, watcher: Pid, monitor: MonitorRef) -> bool {
         let inner = &self.inner;
-        let target = monitor.target();
         let held = inner
             .table
             .get(watcher)
             .is_some_and(|cell| cell.forget_monitor(watcher.generation(), monitor));
-        if monitor.is_held() {
-            // Another layer watches `target`, which is not this table's (`held_monitors.rs`).
-            #[cfg(feature = "cluster")]
-            if let Some(on_demonitor) = inner.held.remove(&monitor) {
-                on_demonitor();
-            }
-        } else if let Some(cell) = inner.table.get(target) {
-            cell.unwatch_monitor(target.generation(), monitor);
-        }
+        inner.unwatch_target(monitor);
         held
     }
 

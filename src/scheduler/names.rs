@@ -182,6 +182,11 @@ impl SchedulerHandle {
             return false;
         };
         map.by_pid.remove(&pid);
+        // Under the names lock, as `register` marked it: a process whose name is moved again
+        // and again must not keep a mark per registration.
+        if let Some(cell) = self.inner.table.get(pid) {
+            cell.unwatch_named(pid.generation());
+        }
         true
     }
 

@@ -55,8 +55,15 @@ pub(crate) enum Watch {
         monitor: MonitorRef,
         watcher: Watcher,
     },
-    /// The watched process holds a name, released when it ends (`scheduler/names.rs`).
+    /// The watched process holds a name, released when it ends (`scheduler/names.rs`), or
+    /// removed with the name by `unregister`.
     Named,
+    /// Not a registration on this process but one it made: it held this monitor of another
+    /// process when it ended. Returned by the end only ([`ProcessCell::take_watches`]), so
+    /// that the monitor leaves its target too (OTP: a monitor goes with its watcher) — a
+    /// long-lived target monitored by many short-lived processes would otherwise keep one
+    /// entry per watcher until it ends.
+    Monitoring(MonitorRef),
 }
 
 impl std::fmt::Debug for Watch {
@@ -64,6 +71,7 @@ impl std::fmt::Debug for Watch {
         match self {
             Watch::Link(pid) => f.debug_tuple("Link").field(pid).finish(),
             Watch::Named => f.write_str("Named"),
+            Watch::Monitoring(monitor) => f.debug_tuple("Monitoring").field(monitor).finish(),
             Watch::Monitor { monitor, watcher } => f
                 .debug_struct("Monitor")
                 .field("monitor", monitor)
@@ -202,6 +210,34 @@ impl ProcessCell {
         removed.is_some()
     }
 
+    /// Removes the name mark from the process of `generation`, if it is there (`unregister`,
+    /// under the names lock: `scheduler/names.rs`).
+    pub(crate) fn unwatch_named(&self, generation: Generation) {
+        let mut inner = self.mailbox.inner.lock();
+        if !self.watchable(generation) {
+            return;
+        }
+        if let Some(state) = inner.watch.as_mut() {
+            if let Some(at) = state.watches.iter().position(|w| matches!(w, Watch::Named)) {
+                state.watches.swap_remove(at);
+            }
+        }
+    }
+
+    /// The registrations on the process of `generation` (links, monitors, the name mark): 0
+    /// if it is gone (tests: what stays on a long-lived process).
+    #[cfg(test)]
+    pub(crate) fn watch_count(&self, generation: Generation) -> usize {
+        let inner = self.mailbox.inner.lock();
+        if !self.watchable(generation) {
+            return 0;
+        }
+        inner
+            .watch
+            .as_ref()
+            .map_or(0, |state| state.watches.len() + state.links.len())
+    }
+
     /// Protocol 8, step 2's take: the watches of the incarnation that just ended, with the
     /// cell's `Free` store (`release`, under the same lock).
     pub(super) fn take_watches(inner: &mut Inner) -> Vec<Watch> {
@@ -223,6 +259,7 @@ impl ProcessCell {
                         .map(Watch::Link),
                 );
                 watches.extend(supervisor.map(Watch::Link));
+                watches.extend(state.monitors.into_iter().map(Watch::Monitoring));
                 watches
             })
             .unwrap_or_default()

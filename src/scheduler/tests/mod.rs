@@ -7,3 +7,5 @@ mod loom_lifecycle;
 mod loom_table;
 #[cfg(loom)]
 mod loom_tasks;
+#[cfg(all(test, not(loom)))]
+mod watch_cleanup;
