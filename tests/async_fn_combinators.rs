@@ -161,6 +161,15 @@ fn cancelled_completes_in_futures_unordered() {
         .unwrap();
     started.recv_timeout(GUARD).unwrap();
     let pid = body.pid();
+    // It waits for mail (the cancel): `Idle`, as a receive awaited directly would be.
+    let deadline = std::time::Instant::now() + GUARD;
+    while sched.state(pid) != Some(ProcessState::Idle) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "hang guard: never Idle"
+        );
+        std::thread::yield_now();
+    }
     sched.handle().cancel(pid).unwrap();
     assert_eq!(join(&sched, body), "cancelled");
     sched.shutdown(GUARD);

@@ -266,7 +266,8 @@ where
                     out.set_status(Status::Continue);
                 } else if state.has_outstanding_calls() {
                     out.wait();
-                } else if wants.message {
+                } else if wants.message || state.has_mail_waiters() {
+                    // A receive polled with its own waker in an earlier poll waits too.
                     out.idle();
                 } else if waker.can_wake() {
                     // A future outside procsched is pending: it wakes us through our waker.

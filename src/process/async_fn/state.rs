@@ -262,6 +262,14 @@ impl CxState {
                 .is_some_and(|mail| !mail.wakers.is_empty())
     }
 
+    /// `true` if a receive polled with a waker of its own waits for mail (the body is `Idle`
+    /// even in a poll that did not reach it).
+    pub(super) fn has_mail_waiters(&self) -> bool {
+        self.mail
+            .as_ref()
+            .is_some_and(|mail| !mail.wakers.is_empty())
+    }
+
     /// Takes the wakers of the futures whose wait is over, for the step to wake before it polls
     /// the body: calls whose completion is here (`arrived`, or kept), or all of them if the
     /// process was asked to finish in this step (`cancel_arrived`: an ask gives up); receives,

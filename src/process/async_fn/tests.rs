@@ -126,6 +126,59 @@ fn calls_go_out_as_yields_and_their_replies_resume_the_body() {
 }
 
 #[test]
+fn futures_a_combinator_polls_with_their_own_wakers_are_woken_when_their_event_arrives() {
+    // `FuturesUnordered` polls again only the futures whose own waker was woken: the adapter
+    // wakes a call's when its completion arrives and a receive's when a message does.
+    let mut harness = driver(|cx: Cx<u64>| async move {
+        use futures::stream::{FuturesUnordered, StreamExt};
+        let calls: FuturesUnordered<_> = (0..3).map(|n| cx.call(Add(n, n))).collect();
+        let sum: u64 = calls
+            .map(Result::unwrap)
+            .collect::<Vec<_>>()
+            .await
+            .iter()
+            .sum();
+        let mut receives = FuturesUnordered::new();
+        receives.push(cx.recv());
+        let n = receives.next().await.unwrap()?;
+        Ok::<_, BoxError>(sum + n)
+    });
+    // Steps until the body waits or ends: a `FuturesUnordered` that polled all it holds wakes
+    // itself once (a yield: `Continue`), and the next step finds nothing more to poll.
+    fn settle<P: Process<Output = u64>>(harness: &mut Driver<P>) -> Step<u64> {
+        let mut step = harness.step().unwrap();
+        for _ in 0..4 {
+            if !matches!(step.status, Status::Continue) {
+                break;
+            }
+            let next = harness.step().unwrap();
+            step = Step {
+                yields: step.yields.into_iter().chain(next.yields).collect(),
+                status: next.status,
+            };
+        }
+        step
+    }
+    harness.init("run", Payload::empty()).unwrap();
+    let step = settle(&mut harness);
+    assert!(matches!(step.status, Status::Wait), "{:?}", step.status);
+    let tags: Vec<Tag> = step.yields.iter().map(|(tag, _)| *tag).collect();
+    assert_eq!(tags.len(), 3);
+    // One completion per step, the last first.
+    for (i, &tag) in tags.iter().enumerate().rev() {
+        harness.complete(tag, Ok(Payload::new(10u64 * (i as u64 + 1))));
+        let status = settle(&mut harness).status;
+        if i > 0 {
+            assert!(matches!(status, Status::Wait), "{status:?}");
+        } else {
+            assert!(matches!(status, Status::Idle), "{status:?}");
+        }
+    }
+    harness.send(Message::new("n", Payload::new(4u64)));
+    assert!(matches!(settle(&mut harness).status, Status::Done(64)));
+}
+
+#[test]
 fn a_failed_call_and_a_reply_of_the_wrong_type_are_errors_of_the_call() {
     let mut harness = driver(|cx: Cx| async move {
         let failed = cx.call(Add(0, 0)).await;
