@@ -298,13 +298,16 @@ where
             }
         }
         let answered = match &mut this.state {
-            State::InProcess(call) => match asking::poll(call, cx.waker()) {
+            State::InProcess(call) => match asking::poll(call) {
                 AskPoll::Answered(completion) => {
                     Some(in_shutdown(this.sched, call, answer_of(completion)))
                 }
                 AskPoll::Cancelled(reason) => Some(Err(AskError::Cancelled(reason))),
                 AskPoll::Outside => Some(Err(AskError::OutsideProcess)),
-                AskPoll::Pending => None,
+                AskPoll::Pending => {
+                    asking::note_waiter(call, cx.waker());
+                    None
+                }
             },
             State::Outside(receiver) => match Pin::new(receiver).poll(cx) {
                 Poll::Ready(Ok(value)) => Some(Ok(value)),

@@ -56,11 +56,13 @@ pub(crate) enum AskPoll {
     Outside,
 }
 
-/// Polls the ask `call` (with `waker`): its completion, unless a cancellation that arrived
-/// while it waited comes first. Drops nothing.
-pub(crate) fn poll(call: &AskCall, waker: &Waker) -> AskPoll {
+/// Polls the ask `call`: its completion, unless a cancellation that arrived while it waited
+/// comes first. Drops nothing. On `Pending`, the caller tells [`note_waiter`] the waker it was
+/// polled with (apart: an `AskPoll` returned through one more frame was copied through memory,
+/// a store-forwarding stall that cost a tenth of an ask between processes).
+pub(crate) fn poll(call: &AskCall) -> AskPoll {
     scope::with(call.owner, |scope| {
-        let Some(mut scope) = scope else {
+        let Some(scope) = scope else {
             return AskPoll::Outside;
         };
         if let Some(completion) = scope.state.take_completion(scope.arrived, call.tag) {
@@ -71,12 +73,15 @@ pub(crate) fn poll(call: &AskCall, waker: &Waker) -> AskPoll {
                 give_up(scope.state, scope.arrived, scope.reply_to, call.tag);
                 AskPoll::Cancelled(reason)
             }
-            _ => {
-                scope.wait_for_call(call.tag, waker);
-                AskPoll::Pending
-            }
+            _ => AskPoll::Pending,
         }
     })
+}
+
+/// The ask `call`, polled with `waker`, waits ([`poll`] returned `Pending`).
+#[inline]
+pub(crate) fn note_waiter(call: &AskCall, waker: &Waker) {
+    scope::note_call_waiter(call.owner, call.tag, waker);
 }
 
 /// The ask is dropped (or gave up) before its answer: no longer live; a late answer is refused

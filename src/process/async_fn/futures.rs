@@ -89,7 +89,7 @@ impl<C: Command> Future for Call<C> {
                 let timeout = this.timeout;
                 let mut command = Some(command);
                 let sent = scope::with(this.owner, |scope| {
-                    let mut scope = scope?;
+                    let scope = scope?;
                     let command = command.take()?;
                     let tag = scope.state.start_call();
                     push_yield(
@@ -101,11 +101,13 @@ impl<C: Command> Future for Call<C> {
                         },
                     );
                     this.state = CallState::Sent(tag);
-                    scope.wait_for_call(tag, cx.waker());
-                    Some(())
+                    Some(tag)
                 });
                 return match sent {
-                    Some(()) => Poll::Pending,
+                    Some(tag) => {
+                        scope::note_call_waiter(this.owner, tag, cx.waker());
+                        Poll::Pending
+                    }
                     None => {
                         // Not sent: the command (user code) is dropped contained, outside any
                         // scope.
@@ -118,13 +120,7 @@ impl<C: Command> Future for Call<C> {
             CallState::Done => panic!("a procsched call polled after it completed"),
         };
         let completion = scope::with(this.owner, |scope| {
-            scope.map(|mut scope| {
-                let completion = scope.state.take_completion(scope.arrived, tag);
-                if completion.is_none() {
-                    scope.wait_for_call(tag, cx.waker());
-                }
-                completion
-            })
+            scope.map(|scope| scope.state.take_completion(scope.arrived, tag))
         });
         match completion {
             // The reply is unpacked (or, mistyped, dropped) outside the scope.
@@ -133,6 +129,7 @@ impl<C: Command> Future for Call<C> {
             ),
             Some(None) => {
                 this.state = CallState::Sent(tag);
+                scope::note_call_waiter(this.owner, tag, cx.waker());
                 Poll::Pending
             }
             None => Poll::Ready(Err(CommandError::OutsideProcess)),
@@ -230,8 +227,11 @@ enum Received<T> {
 /// ring hop (`docs/bench-messages.md`).
 #[inline(always)]
 fn poll_received<T: 'static>(owner: Owner, waker: &Waker) -> Poll<Result<T, RecvError>> {
-    match scope::with(owner, |scope| received_in::<T>(scope, waker)) {
-        Poll::Pending => Poll::Pending,
+    match scope::with(owner, received_in::<T>) {
+        Poll::Pending => {
+            scope::note_mail_waiter(owner, waker);
+            Poll::Pending
+        }
         Poll::Ready(found) => Poll::Ready(converted(owner, found)),
     }
 }
@@ -240,12 +240,10 @@ fn poll_received<T: 'static>(owner: Owner, waker: &Waker) -> Poll<Result<T, Recv
 #[inline(always)]
 fn received_in<T: 'static>(
     scope: Option<scope::Scope<'_>>,
-    waker: &Waker,
 ) -> Poll<Result<Received<T>, RecvError>> {
     let Some(scope) = scope else {
         return Poll::Ready(Err(RecvError::OutsideProcess));
     };
-    let own_waker = scope.own_waker;
     let state = scope.state;
     if let (Some(reason), false) = (state.cancelled, state.cancel_reported) {
         state.cancel_reported = true;
@@ -266,11 +264,8 @@ fn received_in<T: 'static>(
         Some(Ok(value)) => Received::Value(value),
         Some(Err(message)) => Received::Message(message),
         None => {
-            // `Scope::wait_for_mail`, on the fields left after the moves above.
+            // The waker's half: `poll_received`.
             state.wants.message = true;
-            if !waker.will_wake(own_waker) {
-                state.wait_for_mail_with(waker);
-            }
             return Poll::Pending;
         }
     };

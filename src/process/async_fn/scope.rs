@@ -126,6 +126,32 @@ pub(crate) fn current_owner() -> Option<Owner> {
     (!raw.is_null()).then(|| unsafe { (*raw).owner })
 }
 
+/// A future of `owner`, polled with `waker`, waits for mail: [`Scope::wait_for_mail`]'s
+/// waker half, for a receive whose scope work ran in a named function without the waker (a
+/// closure capturing it was left out of line, and returned the message through memory: the
+/// store-forwarding stall `futures.rs` avoids). The body's `wants` are already set.
+#[inline]
+pub(super) fn note_mail_waiter(owner: Owner, waker: &Waker) {
+    with(owner, |scope| {
+        if let Some(scope) = scope {
+            if !scope.is_own_waker(waker) {
+                scope.state.wait_for_mail_with(waker);
+            }
+        }
+    });
+}
+
+/// Call (or ask) `tag` of `owner`, polled with `waker`, waits: [`Scope::wait_for_call`] from
+/// outside the scope (as [`note_mail_waiter`]).
+#[inline]
+pub(super) fn note_call_waiter(owner: Owner, tag: Tag, waker: &Waker) {
+    with(owner, |scope| {
+        if let Some(mut scope) = scope {
+            scope.wait_for_call(tag, waker);
+        }
+    });
+}
+
 /// Gives `f` the current scope if it is `owner`'s, or `None`: outside the adapter's poll, or
 /// inside another process's. `f` must not drop user values (a destructor could re-enter the
 /// scope) nor poll other futures.
