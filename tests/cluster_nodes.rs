@@ -223,12 +223,13 @@ async fn a_token_passes_10_000_times_around_a_ring_over_three_nodes_counted_exac
     }
     const HOPS: u64 = 10_000;
     let first = a.addr::<Ring>(members[0].clone());
-    let last_hop_seen_by_first = guarded(
-        "the ring",
-        first.ask(|done| Ring::Start { hops: HOPS, done }),
-    )
-    .await
-    .unwrap();
+    // 10 000 hops over NATS take 1–2 s; a loaded 2-core machine (the suite looped beside two
+    // busy loops and a build) took past 30 s: the ring's own limit is a hang guard only.
+    const RING_GUARD: Duration = Duration::from_secs(300);
+    let last_hop_seen_by_first = first
+        .ask_within(RING_GUARD, |done| Ring::Start { hops: HOPS, done })
+        .await
+        .unwrap();
     let mut total = 0;
     for member in &members {
         total += a
