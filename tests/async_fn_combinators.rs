@@ -174,3 +174,34 @@ fn cancelled_completes_in_futures_unordered() {
     assert_eq!(join(&sched, body), "cancelled");
     sched.shutdown(GUARD);
 }
+
+#[test]
+fn a_receive_in_a_combinator_made_per_turn_gets_the_message_that_finally_comes() {
+    // A new `FuturesUnordered` per turn, dropped when the other branch is ready first: the
+    // adapter keeps each receive's waker until mail arrives (flushing a long list, whose
+    // receives may be gone: `state.rs`), and the message that finally comes is received.
+    let sched = scheduler();
+    let (turns_tx, turns) = std::sync::mpsc::channel::<u32>();
+    let body = sched
+        .spawn_fn(move |cx: ProcessCx<u64>| async move {
+            for turn in 0u32.. {
+                let mut set = FuturesUnordered::new();
+                set.push(cx.recv());
+                tokio::select! {
+                    received = set.next() => return Ok::<_, BoxError>((turn, received.unwrap()?)),
+                    () = tokio::task::yield_now() => {}
+                }
+                let _ = turns_tx.send(turn);
+            }
+            unreachable!()
+        })
+        .unwrap();
+    // Many turns without mail, then the message.
+    for _ in 0..1_000 {
+        turns.recv_timeout(GUARD).expect("hang guard: a turn");
+    }
+    body.addr().send(7).unwrap();
+    let (_, received) = join(&sched, body);
+    assert_eq!(received, 7);
+    sched.shutdown(GUARD);
+}

@@ -34,6 +34,11 @@ use crate::process::{CancelReason, CommandError, Event, Message, Payload, Tag, T
 use std::collections::VecDeque;
 use std::task::Waker;
 
+/// Kept wakers of receives (`Mail::wakers`) at which a step wakes them all, mail or not: a
+/// waker cannot tell whether its future still exists, and a body that polls a new combinator's
+/// receive on every turn of a loop would otherwise add one for every turn until mail arrives.
+const MAIL_WAKERS_FLUSH: usize = 32;
+
 /// A call's completion.
 pub(super) type Completion = Result<Payload, CommandError>;
 
@@ -310,9 +315,12 @@ impl CxState {
         }
         let cancel_waits = self.cancelled.is_some() && !self.cancel_reported;
         if let Some(mail) = &mut self.mail {
+            // A long list is woken too: its receives may have been dropped with their
+            // combinators (a set made per loop iteration) — the live ones register again.
             let mail_waits = lone_message
                 || cancel_arrived
                 || cancel_waits
+                || mail.wakers.len() >= MAIL_WAKERS_FLUSH
                 || !mail.inbox.is_empty()
                 || !mail.overflows.is_empty()
                 || !mail.signals.is_empty();
