@@ -205,3 +205,33 @@ fn a_receive_in_a_combinator_made_per_turn_gets_the_message_that_finally_comes()
     assert_eq!(received, 7);
     sched.shutdown(GUARD);
 }
+
+#[test]
+fn many_receives_waiting_in_one_combinator_let_the_body_park() {
+    // 100 live receives with wakers of their own: more than the adapter keeps before it wakes
+    // them unasked, and they register again — the body must still park (`Idle`) between
+    // messages rather than be woken step after step.
+    let sched = scheduler();
+    let body = sched
+        .spawn_fn(|cx: ProcessCx<u64>| async move {
+            let receives: FuturesUnordered<_> = (0..100).map(|_| cx.recv()).collect();
+            let received: Vec<u64> = receives.map(Result::unwrap).collect().await;
+            Ok::<_, BoxError>(received.iter().sum::<u64>())
+        })
+        .unwrap();
+    let pid = body.pid();
+    let addr = body.addr();
+    for n in 1..=100u64 {
+        let deadline = std::time::Instant::now() + GUARD;
+        while sched.state(pid) != Some(ProcessState::Idle) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "hang guard: never parked ({n})"
+            );
+            std::thread::yield_now();
+        }
+        addr.send(n).unwrap();
+    }
+    assert_eq!(join(&sched, body), 5050);
+    sched.shutdown(GUARD);
+}

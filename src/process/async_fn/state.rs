@@ -34,9 +34,12 @@ use crate::process::{CancelReason, CommandError, Event, Message, Payload, Tag, T
 use std::collections::VecDeque;
 use std::task::Waker;
 
-/// Kept wakers of receives (`Mail::wakers`) at which a step wakes them all, mail or not: a
-/// waker cannot tell whether its future still exists, and a body that polls a new combinator's
-/// receive on every turn of a loop would otherwise add one for every turn until mail arrives.
+/// The fewest kept wakers of receives (`Mail::wakers`) at which a step wakes them all, mail
+/// or not: a waker cannot tell whether its future still exists, and a body that polls a new
+/// combinator's receive on every turn of a loop would otherwise add one for every turn until
+/// mail arrives. The live ones register again in the poll that follows; the limit is then
+/// twice their number (`Mail::flush_at`), so that many live receives are not woken step
+/// after step (each wake is a step more: that would never settle).
 const MAIL_WAKERS_FLUSH: usize = 32;
 
 /// A call's completion.
@@ -234,7 +237,9 @@ impl CxState {
     #[cold]
     #[inline(never)]
     pub(super) fn wait_for_mail_with(&mut self, waker: &Waker) {
-        let wakers = &mut self.mail().wakers;
+        let mail = self.mail();
+        mail.registered = mail.registered.wrapping_add(1);
+        let wakers = &mut mail.wakers;
         if !wakers.iter().any(|kept| kept.will_wake(waker)) {
             wakers.push(waker.clone());
         }
@@ -315,17 +320,26 @@ impl CxState {
         }
         let cancel_waits = self.cancelled.is_some() && !self.cancel_reported;
         if let Some(mail) = &mut self.mail {
+            if let Some(registered) = mail.measuring.take() {
+                // The receives that registered again in the poll after the last take: live.
+                mail.flush_at = mail
+                    .registered
+                    .wrapping_sub(registered)
+                    .saturating_mul(2)
+                    .max(MAIL_WAKERS_FLUSH);
+            }
             // A long list is woken too: its receives may have been dropped with their
-            // combinators (a set made per loop iteration) — the live ones register again.
+            // combinators (a set made per loop turn) — the live ones register again.
             let mail_waits = lone_message
                 || cancel_arrived
                 || cancel_waits
-                || mail.wakers.len() >= MAIL_WAKERS_FLUSH
+                || mail.wakers.len() >= mail.flush_at.max(MAIL_WAKERS_FLUSH)
                 || !mail.inbox.is_empty()
                 || !mail.overflows.is_empty()
                 || !mail.signals.is_empty();
-            if mail_waits {
+            if mail_waits && !mail.wakers.is_empty() {
                 ready.append(&mut mail.wakers);
+                mail.measuring = Some(mail.registered);
             }
         }
         ready
@@ -364,6 +378,14 @@ pub(super) struct Mail {
     /// The wakers of receives polled with a waker not the body's ("Futures polled with their
     /// own waker").
     wakers: Vec<Waker>,
+    /// Registrations into `wakers`, ever (wrapping is harmless: only differences are read).
+    registered: usize,
+    /// Set when `wakers` were taken: `registered` then, to count the live receives
+    /// that register again before the next step.
+    measuring: Option<usize>,
+    /// The length at which `wakers` are woken without mail ([`MAIL_WAKERS_FLUSH`]; 0 until the
+    /// first measure).
+    flush_at: usize,
 }
 
 impl Mail {
