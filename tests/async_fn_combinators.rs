@@ -235,3 +235,37 @@ fn many_receives_waiting_in_one_combinator_let_the_body_park() {
     assert_eq!(join(&sched, body), 5050);
     sched.shutdown(GUARD);
 }
+
+#[test]
+fn a_receive_waiting_beside_mail_it_does_not_take_lets_the_body_park() {
+    // A `recv_down` in a set, and a message it does not take: the body must park, not be
+    // woken step after step for mail that is not its receive's (it spun at 100 % CPU).
+    let sched = scheduler();
+    let child = sched
+        .spawn_fn(|cx: ProcessCx<()>| async move { Ok::<_, BoxError>(cx.recv().await?) })
+        .unwrap();
+    let child_pid = child.pid();
+    let body = sched
+        .spawn_fn(move |cx: ProcessCx<u64>| async move {
+            cx.monitor(child_pid);
+            let mut set = FuturesUnordered::new();
+            set.push(cx.recv_down());
+            let down = set.next().await.unwrap()?;
+            // The message still waits for a receive.
+            Ok::<_, BoxError>((down.pid, cx.recv().await?))
+        })
+        .unwrap();
+    let pid = body.pid();
+    body.addr().send(7).unwrap();
+    let deadline = std::time::Instant::now() + GUARD;
+    while sched.state(pid) != Some(ProcessState::Idle) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "hang guard: never parked"
+        );
+        std::thread::yield_now();
+    }
+    child.addr().send(()).unwrap();
+    assert_eq!(join(&sched, body), (child_pid, 7));
+    sched.shutdown(GUARD);
+}

@@ -373,6 +373,11 @@ impl SchedulerHandle {
                 unreachable!("a monitor comes back as itself")
             };
             inner.down(watcher, Down::new(monitor, target, ExitReason::NoProc));
+        } else if !cell.accepts_watches(watcher.generation()) {
+            // The watcher ended in between: its end may have looked for this monitor on the
+            // target before it was there (`Watch::Monitoring`). Either that end or this check
+            // comes after the watch: one of them takes it off.
+            inner.unwatch_target(monitor);
         }
         Ok(monitor)
     }

@@ -186,7 +186,10 @@ where
         let mut no_message = None;
         // Destructor panics contained by the adapter's own bookkeeping, told to the cell.
         let mut panics = 0;
-        let was_cancelled = state.cancelled.is_some();
+        // What this step files, for futures waiting with wakers of their own (`state.rs`).
+        let before = state
+            .has_foreign_waiters()
+            .then(|| (state.cancelled.is_some(), state.mail_mark()));
         let lone_message = match events.len() {
             0 => None,
             1 if state.inbox_is_empty()
@@ -211,11 +214,13 @@ where
         };
         let lone = lone_message.unwrap_or(&mut no_message);
         // Futures a combinator polls with wakers of its own, whose wait is over (`state.rs`).
-        let ready = if state.has_foreign_waiters() {
-            let cancel_arrived = !was_cancelled && state.cancelled.is_some();
-            state.ready_foreign(&arrived, lone.is_some(), cancel_arrived)
-        } else {
-            Vec::new()
+        let ready = match before {
+            Some((was_cancelled, mark)) => {
+                let cancel_arrived = !was_cancelled && state.cancelled.is_some();
+                let mail_arrived = cancel_arrived || lone.is_some() || state.mail_mark() != mark;
+                state.ready_foreign(&arrived, mail_arrived, cancel_arrived)
+            }
+            None => Vec::new(),
         };
         state.wants = Default::default();
         state.publish_unread = waker.target().is_some_and(|target| target.is_bounded());

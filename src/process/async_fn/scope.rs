@@ -69,11 +69,14 @@ impl Scope<'_> {
 
     /// Call (or ask) `tag` polled with `waker` waits for its completion: a waker that is not the
     /// body's own is woken when it arrives (or the process is asked to finish).
+    /// Returns a waker it replaced: to be dropped outside the scope.
     #[inline]
-    pub(super) fn wait_for_call(&mut self, tag: Tag, waker: &Waker) {
-        if !self.is_own_waker(waker) {
-            self.state.wait_for_call_with(tag, waker);
+    #[must_use]
+    pub(super) fn wait_for_call(&mut self, tag: Tag, waker: &Waker) -> Option<Waker> {
+        if self.is_own_waker(waker) {
+            return None;
         }
+        self.state.wait_for_call_with(tag, waker)
     }
 }
 
@@ -145,11 +148,9 @@ pub(super) fn note_mail_waiter(owner: Owner, waker: &Waker) {
 /// outside the scope (as [`note_mail_waiter`]).
 #[inline]
 pub(super) fn note_call_waiter(owner: Owner, tag: Tag, waker: &Waker) {
-    with(owner, |scope| {
-        if let Some(mut scope) = scope {
-            scope.wait_for_call(tag, waker);
-        }
-    });
+    let replaced = with(owner, |scope| scope?.wait_for_call(tag, waker));
+    // Outside the scope: a waker's destructor is user code, which may re-enter it.
+    drop(replaced);
 }
 
 /// Gives `f` the current scope if it is `owner`'s, or `None`: outside the adapter's poll, or

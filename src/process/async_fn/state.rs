@@ -247,14 +247,20 @@ impl CxState {
 
     /// Call `tag`, polled with a waker not the body's, waits for its completion: keeps a clone
     /// (the latest one polled it).
+    /// Returns the waker it replaced, for the caller to drop outside the scope (a waker's
+    /// destructor is user code).
     #[cold]
     #[inline(never)]
-    pub(super) fn wait_for_call_with(&mut self, tag: Tag, waker: &Waker) {
+    #[must_use]
+    pub(super) fn wait_for_call_with(&mut self, tag: Tag, waker: &Waker) -> Option<Waker> {
         let wakers = &mut self.calls.extra().wakers;
         match wakers.iter_mut().find(|(t, _)| *t == tag) {
-            Some((_, kept)) if kept.will_wake(waker) => {}
-            Some((_, kept)) => kept.clone_from(waker),
-            None => wakers.push((tag, waker.clone())),
+            Some((_, kept)) if kept.will_wake(waker) => None,
+            Some((_, kept)) => Some(std::mem::replace(kept, waker.clone())),
+            None => {
+                wakers.push((tag, waker.clone()));
+                None
+            }
         }
     }
 
@@ -280,17 +286,27 @@ impl CxState {
             .is_some_and(|mail| !mail.wakers.is_empty())
     }
 
+    /// A mark of the mail filed so far — messages, overflow markers, signals — to tell whether a
+    /// step's routing filed any (it only adds: the marks before and after differ iff it did).
+    pub(super) fn mail_mark(&self) -> (u64, usize) {
+        self.mail.as_ref().map_or((0, 0), |mail| {
+            (mail.arrived, mail.overflows.len() + mail.signals.len())
+        })
+    }
+
     /// Takes the wakers of the futures whose wait is over, for the step to wake before it polls
     /// the body: calls whose completion is here (`arrived`, or kept), or all of them if the
     /// process was asked to finish in this step (`cancel_arrived`: an ask gives up); receives,
-    /// if any mail, signal or cancellation waits (`lone_message`: the step holds a message).
-    /// The wakers of calls no longer live are dropped.
+    /// if mail, a signal or a cancellation arrived in this step (`mail_arrived`) — only new
+    /// mail: a receive that waits looked at what was there, and one that waits beside mail it
+    /// does not take (a `recv_down` beside a message) would otherwise be woken step after
+    /// step, each wake a step more. The wakers of calls no longer live are dropped.
     #[cold]
     #[inline(never)]
     pub(super) fn ready_foreign(
         &mut self,
         arrived: &Arrived,
-        lone_message: bool,
+        mail_arrived: bool,
         cancel_arrived: bool,
     ) -> Vec<Waker> {
         let mut ready = Vec::new();
@@ -318,7 +334,6 @@ impl CxState {
                 }
             }
         }
-        let cancel_waits = self.cancelled.is_some() && !self.cancel_reported;
         if let Some(mail) = &mut self.mail {
             if let Some(registered) = mail.measuring.take() {
                 // The receives that registered again in the poll after the last take: live.
@@ -330,13 +345,8 @@ impl CxState {
             }
             // A long list is woken too: its receives may have been dropped with their
             // combinators (a set made per loop turn) — the live ones register again.
-            let mail_waits = lone_message
-                || cancel_arrived
-                || cancel_waits
-                || mail.wakers.len() >= mail.flush_at.max(MAIL_WAKERS_FLUSH)
-                || !mail.inbox.is_empty()
-                || !mail.overflows.is_empty()
-                || !mail.signals.is_empty();
+            let mail_waits =
+                mail_arrived || mail.wakers.len() >= mail.flush_at.max(MAIL_WAKERS_FLUSH);
             if mail_waits && !mail.wakers.is_empty() {
                 ready.append(&mut mail.wakers);
                 mail.measuring = Some(mail.registered);

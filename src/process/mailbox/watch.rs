@@ -156,6 +156,13 @@ impl ProcessCell {
         current == generation && phase != Phase::Free
     }
 
+    /// `true` if the incarnation `generation` has not been released: its end has not taken its
+    /// watches yet (protocol 8).
+    pub(crate) fn accepts_watches(&self, generation: Generation) -> bool {
+        let _lock = self.mailbox.inner.lock();
+        self.watchable(generation)
+    }
+
     /// `true` if the incarnation `generation` is open (it may still receive).
     fn open_for(&self, generation: Generation) -> bool {
         let (current, phase) = self.mailbox.gate.load();
