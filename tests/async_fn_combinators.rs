@@ -28,6 +28,18 @@ fn scheduler() -> Scheduler {
         .unwrap()
 }
 
+/// Waits (hang-guarded) until `pid` is parked waiting for mail: `Idle`.
+fn wait_parked(sched: &Scheduler, pid: procsched::Pid) {
+    let deadline = std::time::Instant::now() + GUARD;
+    while sched.state(pid) != Some(ProcessState::Idle) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "hang guard: {pid} never parked"
+        );
+        std::thread::yield_now();
+    }
+}
+
 /// Awaits `handle` with a hang guard.
 fn join<T: Send + 'static, M>(sched: &Scheduler, handle: ProcessHandle<T, M>) -> T {
     sched
@@ -162,14 +174,7 @@ fn cancelled_completes_in_futures_unordered() {
     started.recv_timeout(GUARD).unwrap();
     let pid = body.pid();
     // It waits for mail (the cancel): `Idle`, as a receive awaited directly would be.
-    let deadline = std::time::Instant::now() + GUARD;
-    while sched.state(pid) != Some(ProcessState::Idle) {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "hang guard: never Idle"
-        );
-        std::thread::yield_now();
-    }
+    wait_parked(&sched, pid);
     sched.handle().cancel(pid).unwrap();
     assert_eq!(join(&sched, body), "cancelled");
     sched.shutdown(GUARD);
@@ -222,14 +227,7 @@ fn many_receives_waiting_in_one_combinator_let_the_body_park() {
     let pid = body.pid();
     let addr = body.addr();
     for n in 1..=100u64 {
-        let deadline = std::time::Instant::now() + GUARD;
-        while sched.state(pid) != Some(ProcessState::Idle) {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "hang guard: never parked ({n})"
-            );
-            std::thread::yield_now();
-        }
+        wait_parked(&sched, pid);
         addr.send(n).unwrap();
     }
     assert_eq!(join(&sched, body), 5050);
@@ -257,14 +255,7 @@ fn a_receive_waiting_beside_mail_it_does_not_take_lets_the_body_park() {
         .unwrap();
     let pid = body.pid();
     body.addr().send(7).unwrap();
-    let deadline = std::time::Instant::now() + GUARD;
-    while sched.state(pid) != Some(ProcessState::Idle) {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "hang guard: never parked"
-        );
-        std::thread::yield_now();
-    }
+    wait_parked(&sched, pid);
     child.addr().send(()).unwrap();
     assert_eq!(join(&sched, body), (child_pid, 7));
     sched.shutdown(GUARD);
