@@ -18,7 +18,8 @@
 //! future that finds it was polled with a waker other than the body's (`Scope::wait_for_call`,
 //! `Scope::wait_for_mail`) leaves a clone here, and the step wakes it, before the poll, once
 //! what it waits for has arrived ([`CxState::ready_foreign`]): a call's completion (or a
-//! cancellation, which ends an ask), any mail or signal (or a cancellation) for a receive. The
+//! cancellation, which ends an ask), mail, a signal or a cancellation filed in that step for a
+//! receive (a dropped receive's waker is woken past a limit, `MAIL_WAKERS_FLUSH`). The
 //! body's own waker costs one comparison; the clones live in the boxes that exist for calls
 //! awaited together and for mail.
 //!
@@ -246,9 +247,8 @@ impl CxState {
     }
 
     /// Call `tag`, polled with a waker not the body's, waits for its completion: keeps a clone
-    /// (the latest one polled it).
-    /// Returns the waker it replaced, for the caller to drop outside the scope (a waker's
-    /// destructor is user code).
+    /// (of the latest one polled it), and returns the one it replaced, for the caller to drop
+    /// outside the scope (a waker's destructor is user code).
     #[cold]
     #[inline(never)]
     #[must_use]
@@ -272,10 +272,7 @@ impl CxState {
             .extra
             .as_ref()
             .is_some_and(|extra| !extra.wakers.is_empty())
-            || self
-                .mail
-                .as_ref()
-                .is_some_and(|mail| !mail.wakers.is_empty())
+            || self.has_mail_waiters()
     }
 
     /// `true` if a receive polled with a waker of its own waits for mail (the body is `Idle`

@@ -25,8 +25,8 @@ fn registrations(sched: &Scheduler, pid: Pid) -> usize {
         .map_or(0, |cell| cell.watch_count(pid.generation()))
 }
 
-/// A target that waits until told to finish.
-fn target(sched: &Scheduler) -> ProcessHandle<(), ()> {
+/// A process that waits until told to finish.
+fn waiting(sched: &Scheduler) -> ProcessHandle<(), ()> {
     sched
         .spawn_fn(|cx: ProcessCx<()>| async move {
             cx.recv().await?;
@@ -38,7 +38,7 @@ fn target(sched: &Scheduler) -> ProcessHandle<(), ()> {
 #[test]
 fn a_watcher_that_ends_takes_its_monitors_off_their_targets() {
     let sched = Scheduler::builder().workers(2).build().unwrap();
-    let target = target(&sched);
+    let target = waiting(&sched);
     let pid = target.pid();
     for _ in 0..200 {
         let watcher = sched
@@ -49,9 +49,7 @@ fn a_watcher_that_ends_takes_its_monitors_off_their_targets() {
             .unwrap();
         sched.block_on(watcher).unwrap();
         // From outside, on the watcher's behalf, too.
-        let held = sched
-            .spawn_fn(|cx: ProcessCx<()>| async move { Ok::<_, BoxError>(cx.recv().await?) })
-            .unwrap();
+        let held = waiting(&sched);
         sched.handle().monitor_from(held.pid(), pid).unwrap();
         held.addr().send(()).unwrap();
         sched.block_on(held).unwrap();
@@ -74,7 +72,7 @@ fn a_watcher_that_ends_takes_its_monitors_off_their_targets() {
 #[test]
 fn unregister_takes_the_name_mark_off_its_holder() {
     let sched = Scheduler::builder().workers(2).build().unwrap();
-    let holder = target(&sched);
+    let holder = waiting(&sched);
     let pid = holder.pid();
     for round in 0..200 {
         let name = format!("name-{}", round % 3);
