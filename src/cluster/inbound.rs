@@ -3,8 +3,9 @@
 //! traced, and the subscription goes on.
 
 use super::links;
-use super::node::{parse_unreached, NodeShared, PeerId, Pending};
+use super::node::{NodeShared, PeerId, Pending};
 use super::reply::DecodeScope;
+use super::severance::Session;
 use super::shared_bytes;
 use super::wire::{self, Ack, Frame, Item, Refusal, WireReason};
 use crate::loom::lock;
@@ -26,11 +27,14 @@ pub(crate) async fn run(node: Arc<NodeShared>, mut subscriber: async_nats::Subsc
 
 /// NATS's "no responders" answer to one of this node's frames: the peer it was for is gone.
 fn unreached(node: &NodeShared, subject: &str) {
-    match parse_unreached(subject) {
+    match node.unreached.parse(subject) {
         Some(peer) => node.peer_unreached(&peer),
         None => {
             node.stats.rejected_frame();
-            tracing::warn!(%subject, "a \"no responders\" answer on a subject this node never used");
+            tracing::warn!(
+                %subject,
+                "a \"no responders\" answer on a subject this node never used (forged?): rejected"
+            );
         }
     }
 }
@@ -47,7 +51,6 @@ pub(crate) fn receive(node: &Arc<NodeShared>, bytes: &[u8]) {
     };
     node.stats.received(frame.items.len(), bytes.len());
     let Some(origin) = check_origin(node, &frame) else {
-        node.stats.rejected_frame();
         return;
     };
     let for_me = frame.to_incarnation == node.me.incarnation;
@@ -59,7 +62,9 @@ pub(crate) fn receive(node: &Arc<NodeShared>, bytes: &[u8]) {
 /// The sender, if its claim holds: a frame from this node's own name, or from a known node at
 /// another incarnation, is rejected (a stale or forged identity). A node not known yet is
 /// admitted (its heartbeat may trail its first frame), kept out of placement until its
-/// heartbeat is read, and declared down like any other if none follows.
+/// heartbeat is read, and declared down like any other if none follows. A frame from a session
+/// one side has ended is dropped, and one that says its sender declared this node down ends
+/// the session here too (`severance.rs`).
 fn check_origin(node: &Arc<NodeShared>, frame: &Frame<'_>) -> Option<PeerId> {
     let origin = PeerId {
         name: frame.from.as_ref().into(),
@@ -67,7 +72,17 @@ fn check_origin(node: &Arc<NodeShared>, frame: &Frame<'_>) -> Option<PeerId> {
     };
     if origin.name == node.me.name {
         tracing::warn!(from = %frame.from, "frame rejected: it claims this node's own name");
+        node.stats.rejected_frame();
         return None;
+    }
+    match node.session_of(&origin, frame.severed, frame.seen) {
+        Some(Session::Current) => return Some(origin),
+        Some(Session::Severed) => {
+            node.peer_heard(origin.clone(), frame.severed);
+            return Some(origin);
+        }
+        Some(Session::Stale) => return stale(node, frame),
+        None => {}
     }
     match node.incarnation_of(&origin.name) {
         Some(known) if known != origin.incarnation => {
@@ -77,10 +92,10 @@ fn check_origin(node: &Arc<NodeShared>, frame: &Frame<'_>) -> Option<PeerId> {
                 known,
                 "frame rejected: it claims another incarnation of a live node"
             );
+            node.stats.rejected_frame();
             None
         }
-        Some(_) => Some(origin),
-        None => {
+        _ => {
             let valid = !frame.from.is_empty()
                 && frame.from.len() <= 64
                 && frame
@@ -89,12 +104,30 @@ fn check_origin(node: &Arc<NodeShared>, frame: &Frame<'_>) -> Option<PeerId> {
                     .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
             if !valid {
                 tracing::warn!(from = ?frame.from, "frame rejected: not a node name");
+                node.stats.rejected_frame();
                 return None;
             }
-            node.peer_heard(origin.clone());
+            // Sent before its sender heard that this node declared it down.
+            if frame.seen < node.severances.count(&origin) {
+                return stale(node, frame);
+            }
+            node.peer_heard(origin.clone(), frame.severed);
             Some(origin)
         }
     }
+}
+
+/// Drops a frame sent in a session one side has ended (`severance.rs`).
+fn stale(node: &NodeShared, frame: &Frame<'_>) -> Option<PeerId> {
+    node.stats.stale_frame();
+    tracing::debug!(
+        from = %frame.from,
+        severed = frame.severed,
+        seen = frame.seen,
+        items = frame.items.len(),
+        "frame dropped: sent in a session that has ended"
+    );
+    None
 }
 
 /// One item from `origin`. `for_me`: the frame named this incarnation of this node.

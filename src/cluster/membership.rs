@@ -12,9 +12,12 @@
 //!   sweep every half heartbeat: so a SIGKILLed node is seen down within
 //!   `down_after + heartbeat / 2` — or at once, if a frame is sent to it: its subscription
 //!   died with it, and NATS answers the frame's reply subject "no responders"
-//!   (`NodeShared::peer_unreached`).
+//!   (`NodeShared::peer_unreached`). The heartbeat also says how many times the node declared
+//!   each of its peers down, so that a peer declared down while alive hears of it
+//!   (`severance.rs`).
 
 use super::node::{Load, NodeShared, PeerId};
+use super::severance::{self, Severed};
 use async_nats::jetstream::kv::{self, Operation};
 use futures::StreamExt;
 use std::sync::Arc;
@@ -43,7 +46,7 @@ pub(crate) async fn join(
     patience: Duration,
 ) -> Result<Membership, JoinError> {
     let started = Instant::now();
-    let value = encode(&load);
+    let value = encode(&Beat::new(load, Vec::new()));
     let taken_deadline = started + heartbeat * 5;
     let mut backoff = Duration::from_millis(20);
     loop {
@@ -145,7 +148,7 @@ pub(crate) async fn heartbeat(node: Arc<NodeShared>, store: kv::Store, mut revis
         ticks.tick().await;
         let load = node.load();
         *crate::loom::lock(&node.last_load) = load;
-        let value = encode(&load);
+        let value = encode(&Beat::new(load, node.severances.report()));
         match store
             .update(&*node.me.name, value.clone().into(), revision)
             .await
@@ -189,13 +192,14 @@ pub(crate) async fn watch(node: Arc<NodeShared>, store: kv::Store) {
                 break;
             };
             match entry.operation {
-                Operation::Put => match rmp_serde::from_slice::<Load>(&entry.value) {
-                    Ok(load) => {
+                Operation::Put => match rmp_serde::from_slice::<Beat>(&entry.value) {
+                    Ok(beat) => {
                         let id = PeerId {
                             name: entry.key.as_str().into(),
-                            incarnation: load.incarnation,
+                            incarnation: beat.incarnation,
                         };
-                        node.peer_seen(id, load);
+                        let severed_us = severance::reported_for(&node.me, &beat.severed);
+                        node.peer_seen(id, beat.load(), severed_us);
                     }
                     Err(error) => {
                         tracing::warn!(key = %entry.key, %error, "membership entry rejected");
@@ -230,7 +234,7 @@ async fn sweep(node: std::sync::Weak<NodeShared>) {
             .map(|peer| peer.id.clone())
             .collect();
         for peer in silent {
-            node.peer_down(&peer.name, Some(peer.incarnation), "no heartbeat");
+            node.sever(&peer.name, Some(peer.incarnation), "no heartbeat");
         }
     }
 }
@@ -253,7 +257,38 @@ fn api_timeout(heartbeat: Duration) -> Duration {
     (heartbeat * 4).clamp(Duration::from_secs(1), Duration::from_secs(10))
 }
 
-fn encode(load: &Load) -> Vec<u8> {
-    // Plain integers under named fields: encoding cannot fail.
-    rmp_serde::to_vec_named(load).unwrap_or_default()
+/// A membership entry's value: the node's life and load, and how many times it declared each
+/// of its peers down (`severance.rs`: a peer it sends nothing to learns it here).
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+struct Beat {
+    incarnation: u64,
+    live: u64,
+    runnable: u64,
+    /// Absent in an entry from a node that predates it: none.
+    #[serde(default)]
+    severed: Vec<Severed>,
+}
+
+impl Beat {
+    fn new(load: Load, severed: Vec<Severed>) -> Beat {
+        Beat {
+            incarnation: load.incarnation,
+            live: load.live,
+            runnable: load.runnable,
+            severed,
+        }
+    }
+
+    fn load(&self) -> Load {
+        Load {
+            incarnation: self.incarnation,
+            live: self.live,
+            runnable: self.runnable,
+        }
+    }
+}
+
+fn encode(beat: &Beat) -> Vec<u8> {
+    // Integers and node names under named fields: encoding cannot fail.
+    rmp_serde::to_vec_named(beat).unwrap_or_default()
 }

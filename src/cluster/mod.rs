@@ -109,10 +109,12 @@ mod remote_monitor;
 mod reply;
 mod runtime;
 mod scratch;
+mod severance;
 pub mod shared_bytes;
 mod spawn;
 mod start;
 mod stats;
+mod unreached;
 mod wire;
 
 /// The NATS client this crate uses, for [`Cluster::connect_options`].
@@ -485,6 +487,38 @@ impl Node {
             }
         })
         .await
+    }
+
+    /// Declares node `name` down here, as if it had died (OTP's `erlang:disconnect_node`):
+    /// every link between this node's processes and its processes fires `NoConnection`, every
+    /// monitor of its processes resolves `Down(NoConnection)`, asks, acked sends, spawns and
+    /// remote handles waiting on it fail `NoConnection`, and the monitors it held here are
+    /// dropped. `true` if it was live here; `false` for an unknown node or this one.
+    ///
+    /// The other node hears of it — in the next frame this node sends it, or in this node's
+    /// next heartbeat — and does the same for this node, so both sides agree that the session
+    /// is over (a supervised child on the other node then stops with its link to its
+    /// supervisor, instead of running beside the replacement its supervisor starts). What it
+    /// sent before hearing is dropped ([`NodeStats::stale_frames`]). The nodes then reconnect
+    /// by themselves, as OTP's do on their next contact: the other node is a peer again once
+    /// its next heartbeat is read, and new links, monitors and asks work as before.
+    ///
+    /// A node declares a peer down this way on its own evidence too — no heartbeat for
+    /// `down_after`, or a frame that met no responder — and the same holds then: a node that
+    /// was only cut off (its server restarted, say) hears that it was declared down.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # fn demo(node: procsched::cluster::Node) {
+    /// if node.disconnect("orders-2") {
+    ///     // Links to its processes have fired; monitors of them have resolved.
+    /// }
+    /// # }
+    /// ```
+    pub fn disconnect(&self, name: &str) -> bool {
+        self.shared
+            .sever(name, None, "disconnected here (`Node::disconnect`)")
     }
 
     /// The node's counters.

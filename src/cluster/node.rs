@@ -17,6 +17,7 @@
 
 use super::outbound::{self, Outbound, PushError};
 use super::registry::Registry;
+use super::severance::{self, Session, Severances};
 use super::stats::Stats;
 use super::wire::{self, Item, Refusal, WireReason};
 use crate::loom::lock;
@@ -64,32 +65,12 @@ pub(crate) struct Peer {
     /// until its heartbeat arrives: its load is unknown, and its name may be forged by any
     /// client of the server, so placement and [`Node::nodes`](super::Node::nodes) leave it out.
     pub(crate) member: bool,
+    /// The times it declared this node down, as far as this node has acted on it, and the
+    /// times this node declared it down when it was added: the counts of `severance.rs`, in
+    /// the head of every frame to it.
+    pub(crate) severed_us: u64,
+    pub(crate) severed_it: u64,
     pub(crate) out: Outbound,
-}
-
-/// The first characters of the token `NodeShared::unreached_subject` adds.
-const UNREACHED: &str = "nr-";
-
-/// [`NodeShared::unreached_subject`], for node `me` under `prefix`.
-fn unreached_subject(prefix: &str, me: &str, peer: &PeerId) -> String {
-    format!(
-        "{prefix}.node.{me}.{UNREACHED}{:016x}-{}",
-        peer.incarnation, peer.name
-    )
-}
-
-/// The peer a "no responders" answer is about, from the subject it came on (the reply
-/// subject `NodeShared::unreached_subject` made); `None` if it is not one.
-pub(crate) fn parse_unreached(subject: &str) -> Option<PeerId> {
-    let token = subject.rsplit('.').next()?.strip_prefix(UNREACHED)?;
-    let (incarnation, name) = token.split_once('-')?;
-    if incarnation.len() != 16 || name.is_empty() {
-        return None;
-    }
-    Some(PeerId {
-        name: name.into(),
-        incarnation: u64::from_str_radix(incarnation, 16).ok()?,
-    })
 }
 
 /// What this node waits for from a peer.
@@ -124,7 +105,12 @@ pub(crate) struct NodeShared {
     pub(crate) request_timeout: Duration,
     pub(crate) max_frame: usize,
     pub(crate) replicas: usize,
+    /// The secret in the reply subject of this node's frames (`unreached.rs`).
+    pub(crate) unreached: super::unreached::Secret,
     pub(crate) peers: RwLock<HashMap<Arc<str>, Peer>>,
+    /// How many times this node declared each peer down (`severance.rs`). Locked inside
+    /// `peers` (a declaration and its count are one step), never around it.
+    pub(crate) severances: Severances,
     pub(crate) pending: Mutex<HashMap<u64, (PeerId, Pending)>>,
     /// Monitors other nodes hold on this node's processes: dropped (demonitored) on
     /// `Demonitor` or when their holder dies.
@@ -160,10 +146,10 @@ impl NodeShared {
 
     /// The reply subject of every frame to `peer`: NATS answers it with "no responders" when
     /// `peer`'s subscription is gone, and this node's own subscription (`<prefix>.node.<me>.*`)
-    /// reads the answer (`inbound::run`). One token after this node's subjects, naming the peer
-    /// and its incarnation: `nr-<incarnation, 16 hex digits>-<name>` (`parse_unreached`).
+    /// reads the answer (`inbound::run`, [`unreached`](super::unreached) says why it holds a
+    /// secret).
     pub(crate) fn unreached_subject(&self, peer: &PeerId) -> String {
-        unreached_subject(&self.prefix, &self.me.name, peer)
+        self.unreached.subject(&self.prefix, &self.me.name, peer)
     }
 
     /// A frame to `peer` met no responder: its subscription is gone, so it is declared down at
@@ -181,11 +167,13 @@ impl NodeShared {
                 known.id.incarnation == peer.incarnation && known.since.elapsed() >= self.heartbeat
             });
         match settled {
-            Some(true) => self.peer_down(
-                &peer.name,
-                Some(peer.incarnation),
-                "a frame met no responder: its subscription is gone",
-            ),
+            Some(true) => {
+                self.sever(
+                    &peer.name,
+                    Some(peer.incarnation),
+                    "a frame met no responder: its subscription is gone",
+                );
+            }
             Some(false) => tracing::debug!(
                 node = %peer.name,
                 incarnation = peer.incarnation,
@@ -207,6 +195,26 @@ impl NodeShared {
             .expect("peers lock")
             .get(&peer.name)
             .is_some_and(|known| known.id.incarnation == peer.incarnation)
+    }
+
+    /// The incarnation of live node `name`, if its membership entry has been read (a name known
+    /// only from frames may be forged by any client: never a placement target).
+    pub(crate) fn member_incarnation(&self, name: &str) -> Option<u64> {
+        self.peers
+            .read()
+            .expect("peers lock")
+            .get(name)
+            .filter(|peer| peer.member)
+            .map(|peer| peer.id.incarnation)
+    }
+
+    /// What a frame from `origin` with `severed` and `seen` in its head (`severance.rs`) is
+    /// to this node: `None` if `origin` is not live here at that incarnation.
+    pub(crate) fn session_of(&self, origin: &PeerId, severed: u64, seen: u64) -> Option<Session> {
+        let peers = self.peers.read().expect("peers lock");
+        let peer = peers.get(&origin.name)?;
+        (peer.id.incarnation == origin.incarnation)
+            .then(|| severance::judge(severed, seen, peer.severed_us, peer.severed_it))
     }
 
     /// The incarnation of live node `name`.
@@ -316,39 +324,53 @@ impl NodeShared {
         None
     }
 
-    /// Adds or refreshes peer `id` with `load`, read from its membership entry. A new
-    /// incarnation of a known name replaces the old one, which is declared down first.
-    pub(crate) fn peer_seen(self: &Arc<Self>, id: PeerId, load: Load) {
-        self.add_peer(id, Some(load));
+    /// Adds or refreshes peer `id` with `load`, read from its membership entry, where it says
+    /// it declared this node down `severed_us` times (`severance.rs`). A new incarnation of a
+    /// known name replaces the old one, which is declared down first.
+    pub(crate) fn peer_seen(self: &Arc<Self>, id: PeerId, load: Load, severed_us: u64) {
+        self.add_peer(id, Some(load), severed_us);
     }
 
-    /// Adds peer `id`, first heard from in a frame, if it is not known: admitted for what it
-    /// sends (its heartbeat may trail its first frame), left out of placement until its
-    /// membership entry is read, and swept like any peer if none follows.
-    pub(crate) fn peer_heard(self: &Arc<Self>, id: PeerId) {
-        self.add_peer(id, None);
+    /// Adds peer `id`, first heard from in a frame that says it declared this node down
+    /// `severed_us` times, if it is not known: admitted for what it sends (its heartbeat may
+    /// trail its first frame), left out of placement until its membership entry is read, and
+    /// swept like any peer if none follows.
+    pub(crate) fn peer_heard(self: &Arc<Self>, id: PeerId, severed_us: u64) {
+        self.add_peer(id, None, severed_us);
     }
 
-    /// [`peer_seen`](Self::peer_seen) (`load` given) or [`peer_heard`](Self::peer_heard).
-    fn add_peer(self: &Arc<Self>, id: PeerId, load: Option<Load>) {
+    /// [`peer_seen`](Self::peer_seen) (`load` given) or [`peer_heard`](Self::peer_heard). A
+    /// known peer that says it declared this node down more often than this node has acted on
+    /// is declared down here too, and taken back ([`resync`](Self::resync)).
+    fn add_peer(self: &Arc<Self>, id: PeerId, load: Option<Load>, severed_us: u64) {
         if id.name == self.me.name {
             return;
         }
         let now = Instant::now();
-        {
+        let old_incarnation = {
             let mut peers = self.peers.write().expect("peers lock");
             match peers.get_mut(&id.name) {
                 Some(peer) if peer.id.incarnation == id.incarnation => {
-                    if let Some(load) = load {
-                        peer.load = load;
-                        peer.last_seen = now;
-                        peer.member = true;
+                    if severed_us > peer.severed_us {
+                        None
+                    } else {
+                        if let Some(load) = load {
+                            peer.load = load;
+                            peer.last_seen = now;
+                            peer.member = true;
+                        }
+                        return;
                     }
-                    return;
                 }
-                Some(_) => {}
+                Some(peer) => Some(peer.id.incarnation),
                 None => {
-                    let out = outbound::start(self, &id);
+                    let severed_it = self.severances.count(&id);
+                    let to = wire::Session {
+                        incarnation: id.incarnation,
+                        severed: severed_it,
+                        seen: severed_us,
+                    };
+                    let out = outbound::start(self, &id, to);
                     tracing::info!(
                         node = %id.name,
                         incarnation = id.incarnation,
@@ -366,38 +388,104 @@ impl NodeShared {
                             last_seen: now,
                             since: now,
                             member: load.is_some(),
+                            severed_us,
+                            severed_it,
                             out,
                         },
                     );
                     return;
                 }
             }
+        };
+        match old_incarnation {
+            // Another incarnation of a known node: the old one is dead.
+            Some(old) => {
+                self.peer_down(&id.name, Some(old), "restarted with a new incarnation");
+                self.add_peer(id, load, severed_us);
+            }
+            None => self.resync(id, load, severed_us),
         }
-        // Another incarnation of a known node: the old one is dead.
-        if let Some(old) = self.incarnation_of(&id.name) {
-            self.peer_down(&id.name, Some(old), "restarted with a new incarnation");
-        }
-        self.add_peer(id, load);
     }
 
-    /// Declares node `name` down (at `incarnation`, or whichever is known): removes it and
-    /// fails everything that waits on it.
-    pub(crate) fn peer_down(&self, name: &str, incarnation: Option<u64>, why: &str) {
+    /// Peer `id` says it declared this node down `severed_us` times, more than this node has
+    /// acted on: this node declares it down too — its links fire, its monitors resolve, what
+    /// waits on it fails, all `NoConnection` — without counting it (`severance.rs`: two nodes
+    /// never echo), then takes it back as a fresh peer, as OTP's nodes reconnect after a
+    /// `nodedown`. `load`: the peer's membership entry, if this news came with it (else the
+    /// peer keeps what was known of it).
+    fn resync(self: &Arc<Self>, id: PeerId, load: Option<Load>, severed_us: u64) {
         let removed = {
             let mut peers = self.peers.write().expect("peers lock");
-            match peers.get(name) {
-                Some(peer) if incarnation.is_none_or(|inc| inc == peer.id.incarnation) => {
-                    peers.remove(name)
+            match peers.get(&id.name) {
+                Some(peer)
+                    if peer.id.incarnation == id.incarnation && peer.severed_us < severed_us =>
+                {
+                    peers.remove(&id.name)
                 }
                 _ => None,
             }
         };
-        let Some(peer) = removed else {
-            return;
+        let load = match removed {
+            Some(peer) => {
+                let known = peer.member.then_some(peer.load);
+                self.peer_gone(peer, "it declared this node down: the session is over");
+                load.or(known)
+            }
+            // Another path acted first.
+            None => load,
         };
+        self.add_peer(id, load, severed_us);
+    }
+
+    /// Declares node `name` down (at `incarnation`, or whichever is known) because it is gone:
+    /// it left, restarted, or this node stops. Removes it and fails everything that waits on
+    /// it.
+    pub(crate) fn peer_down(&self, name: &str, incarnation: Option<u64>, why: &str) {
+        if let Some(peer) = self.remove_peer(name, incarnation, false) {
+            self.peer_gone(peer, why);
+        }
+    }
+
+    /// Declares node `name` down (at `incarnation`, or whichever is known) on this node's own
+    /// evidence — silent heartbeats, a frame that met no responder, [`Node::disconnect`] —
+    /// while it may be alive: as [`peer_down`](Self::peer_down), and the declaration is
+    /// counted, so that the node hears of it when it comes back (`severance.rs`). `true` if it
+    /// was live.
+    ///
+    /// [`Node::disconnect`]: super::Node::disconnect
+    pub(crate) fn sever(&self, name: &str, incarnation: Option<u64>, why: &str) -> bool {
+        match self.remove_peer(name, incarnation, true) {
+            Some(peer) => {
+                self.peer_gone(peer, why);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Removes peer `name` (at `incarnation`, or whichever is known), counting the removal
+    /// (`counted`) in the same step: a peer taken back concurrently gets the new count in its
+    /// lane's head.
+    fn remove_peer(&self, name: &str, incarnation: Option<u64>, counted: bool) -> Option<Peer> {
+        let mut peers = self.peers.write().expect("peers lock");
+        match peers.get(name) {
+            Some(peer) if incarnation.is_none_or(|inc| inc == peer.id.incarnation) => {
+                if counted {
+                    self.severances.record(&peer.id);
+                }
+                peers.remove(name)
+            }
+            _ => None,
+        }
+    }
+
+    /// Fails everything that waits on `peer`, removed: asks, acked sends and spawns with
+    /// `NoConnection`, monitors with `Down(NoConnection)`, links with `NoConnection`; monitors
+    /// it held here are dropped.
+    fn peer_gone(&self, peer: Peer, why: &str) {
         self.stats.peer_down();
         tracing::warn!(
-            node = name,
+            node = %peer.id.name,
             incarnation = peer.id.incarnation,
             why,
             "node down"
@@ -564,38 +652,6 @@ fn fail_no_connection(pending: Pending) {
         }
         Pending::Whereis(located) => {
             let _ = located.send(Err(Refusal::NoConnection));
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn an_unreached_subject_names_its_peer_and_incarnation_and_nothing_else_parses() {
-        for (name, incarnation) in [("b", 0), ("orders-2", u64::MAX), ("a_b-c", 0x1234)] {
-            let peer = PeerId {
-                name: name.into(),
-                incarnation,
-            };
-            let subject = unreached_subject("procsched", "me", &peer);
-            // One token after the node's own subjects: its subscription `<prefix>.node.<me>.*`
-            // reads the answer.
-            assert_eq!(subject.matches('.').count(), 3, "{subject}");
-            assert!(subject.starts_with("procsched.node.me."));
-            assert_eq!(parse_unreached(&subject), Some(peer));
-        }
-        for other in [
-            "procsched.node.me.data",
-            "procsched.node.me.ctl",
-            "procsched.node.me.nr-",
-            "procsched.node.me.nr-12-b",
-            "procsched.node.me.nr-000000000000000g-b",
-            "procsched.node.me.nr-0000000000000001-",
-            "",
-        ] {
-            assert_eq!(parse_unreached(other), None, "{other}");
         }
     }
 }

@@ -159,8 +159,10 @@ impl Outbound {
     }
 }
 
-/// Starts the writer to `peer`.
-pub(crate) fn start(node: &Arc<NodeShared>, peer: &PeerId) -> Outbound {
+/// Starts the writer to `peer`: the lane whose frames' heads say `to` (its incarnation and
+/// the counts of `severance.rs`, fixed for the lane's life: a change of either replaces the
+/// peer and its lane).
+pub(crate) fn start(node: &Arc<NodeShared>, peer: &PeerId, to: wire::Session) -> Outbound {
     let lane = Arc::new(Lane {
         state: Mutex::new(LaneState {
             open: BytesMut::new(),
@@ -173,7 +175,7 @@ pub(crate) fn start(node: &Arc<NodeShared>, peer: &PeerId) -> Outbound {
             last_publish: Instant::now(),
         }),
         wake: Notify::new(),
-        head: wire::frame_head(&node.me.name, node.me.incarnation, peer.incarnation).into(),
+        head: wire::frame_head(&node.me.name, node.me.incarnation, to).into(),
         batch: node.max_frame.saturating_sub(FRAME_SLACK).min(BATCH_BYTES),
         max_frame: node.max_frame,
         subjects: [

@@ -6,7 +6,10 @@
 //! child's node dies — so the supervisor's strategy, restart type and intensity apply unchanged,
 //! and a restart places the new child again (a dead node is no longer a candidate). Asked to
 //! finish, the proxy stops the child and waits for its end (the spec's shutdown policy bounds
-//! that wait, as for any child).
+//! that wait, as for any child). The proxy is also linked to the child, as an OTP supervisor
+//! is to its children: a proxy that ends without stopping it (killed, or its node declared down
+//! by the child's) takes the child with it, so that a restart never leaves two instances
+//! running.
 //!
 //! Placement decides where a restart can go: `LeastLoaded` and `AnyOf` place it on a live node;
 //! a child pinned with `Placement::Node(name)` cannot be restarted while that node is down —
@@ -151,7 +154,13 @@ async fn proxy(
     args: Vec<u8>,
     child: RemoteChild,
 ) -> Result<(), BoxError> {
+    // Linked, as OTP's supervisor is to its children, and trapping the child's exit (the
+    // monitor below reads its end): if the proxy ends without stopping it — killed by a
+    // `BrutalKill` shutdown, or its node declared down by the child's (`Node::disconnect`) —
+    // the child ends too, instead of running on beside the instance a restart starts.
+    cx.trap_exit(true);
     let pid = node.spawn_encoded(placement, &name, args).await?;
+    node.link(cx.pid(), &pid)?;
     child.set(Some(pid.clone()));
     let down = pin!(node.monitor(pid.clone()));
     let asked = pin!(cx.recv());

@@ -38,7 +38,8 @@ use tokio::sync::oneshot;
 pub enum Placement {
     /// On this node.
     Local,
-    /// On the node of this name.
+    /// On the node of this name, once its membership entry has been read (`NoNode` before: a
+    /// name known only from frames may be any client's forgery).
     Node(String),
     /// On the node with the least load (live processes and runnable queue, from the
     /// heartbeats, plus the processes this node placed on each since: a burst spreads),
@@ -218,12 +219,16 @@ fn place(node: &NodeShared, placement: Placement) -> Result<Option<PeerId>, Remo
     Ok(match placement {
         Placement::Local => None,
         Placement::Node(target) if *target == *node.me.name => None,
-        Placement::Node(target) => match node.incarnation_of(&target) {
+        Placement::Node(target) => match node.member_incarnation(&target) {
             Some(incarnation) => Some(PeerId {
                 name: target.as_str().into(),
                 incarnation,
             }),
-            None => return Err(RemoteError::NoNode(format!("no live node `{target}`"))),
+            None => {
+                return Err(RemoteError::NoNode(format!(
+                    "no live node `{target}` (a node is a target once its membership entry is read)"
+                )))
+            }
         },
         Placement::LeastLoaded => node.least_loaded(node.cached_load()),
         Placement::AnyOf(names) => {

@@ -3,6 +3,8 @@
 //! ([`Node::for_scheduler`]).
 
 use super::node::{self, NodeShared, PeerId, Pending};
+use super::severance::Severances;
+use super::unreached::Secret;
 use super::{inbound, membership, runtime, stats};
 use super::{Cluster, ClusterError, Node};
 use crate::loom::lock;
@@ -157,7 +159,9 @@ impl Node {
             request_timeout: cluster.request_timeout,
             max_frame: cluster.max_frame,
             replicas: cluster.replicas,
+            unreached: Secret::fresh(),
             peers: RwLock::new(HashMap::new()),
+            severances: Severances::default(),
             pending: Mutex::new(HashMap::new()),
             served: Mutex::new(HashMap::new()),
             links: Mutex::new(HashMap::new()),
@@ -267,9 +271,14 @@ impl Node {
     }
 }
 
-/// A random, non-zero incarnation: the standard library's per-process random hash keys, mixed
-/// with the clock.
+/// A random, non-zero incarnation.
 fn fresh_incarnation() -> u64 {
+    random_u64()
+}
+
+/// A random, non-zero number: the standard library's per-process random hash keys (drawn from
+/// the operating system's generator), mixed with the clock and the process id.
+pub(crate) fn random_u64() -> u64 {
     use std::hash::{BuildHasher, Hasher};
     let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
     hasher.write_u128(

@@ -18,6 +18,7 @@ pub(crate) struct Stats {
     slow_consumers: AtomicU64,
     peers_down: AtomicU64,
     unreached: AtomicU64,
+    stale_frames: AtomicU64,
 }
 
 impl Stats {
@@ -61,6 +62,10 @@ impl Stats {
         self.unreached.fetch_add(1, Relaxed);
     }
 
+    pub(crate) fn stale_frame(&self) {
+        self.stale_frames.fetch_add(1, Relaxed);
+    }
+
     pub(crate) fn snapshot(&self) -> NodeStats {
         NodeStats {
             frames_out: self.frames_out.load(Relaxed),
@@ -76,6 +81,7 @@ impl Stats {
             slow_consumers: self.slow_consumers.load(Relaxed),
             peers_down: self.peers_down.load(Relaxed),
             unreached: self.unreached.load(Relaxed),
+            stale_frames: self.stale_frames.load(Relaxed),
             monitors_served: 0,
         }
     }
@@ -126,6 +132,11 @@ pub struct NodeStats {
     /// than a heartbeat ago (interest spreads between the servers of a NATS cluster
     /// asynchronously, so a node just joined may not be reachable from every server yet).
     pub unreached: u64,
+    /// Frames dropped because they were sent in a session with their node that one side had
+    /// ended: before their sender heard that this node declared it down, or from before it
+    /// declared this node down (the other side's links, monitors and waits were already
+    /// failed; see [`Node::disconnect`](super::Node::disconnect)).
+    pub stale_frames: u64,
     /// Monitors that processes of other nodes hold on this node's processes, now (a gauge):
     /// each ends with its `Down`, a demonitor, or its watcher's node going down.
     pub monitors_served: u64,

@@ -29,6 +29,13 @@ pub(crate) struct Frame<'a> {
     /// The receiver's incarnation as the sender knows it: a frame for another life of the
     /// receiving node is answered `NoProc` item by item.
     pub(crate) to_incarnation: u64,
+    /// How many times the sender has declared the receiver (at `to_incarnation`) down, and how
+    /// many times the sender knows the receiver declared it down (`severance.rs`). Absent in
+    /// a frame from a node that predates them: zero.
+    #[serde(default)]
+    pub(crate) severed: u64,
+    #[serde(default)]
+    pub(crate) seen: u64,
     #[serde(borrow)]
     pub(crate) items: Vec<Item<'a>>,
 }
@@ -247,27 +254,40 @@ const ARRAY32: u8 = 0xdd;
 /// encoded one after the other behind it make a frame that [`decode`] reads as a [`Frame`]
 /// (a struct decodes from a map with its fields by name, in any order, integers of any
 /// width).
-pub(crate) fn frame_head(from: &str, from_incarnation: u64, to_incarnation: u64) -> Vec<u8> {
+pub(crate) fn frame_head(from: &str, from_incarnation: u64, to: Session) -> Vec<u8> {
     let mut head = Vec::new();
-    write_head(&mut head, from, from_incarnation, to_incarnation);
+    write_head(&mut head, from, from_incarnation, to);
     head
+}
+
+/// What a frame's head says of its receiver: its incarnation, and the counts of `severance.rs`
+/// ([`Frame::severed`], [`Frame::seen`]).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Session {
+    pub(crate) incarnation: u64,
+    pub(crate) severed: u64,
+    pub(crate) seen: u64,
 }
 
 /// The length of every [`frame_head`] from a node named `from`.
 pub(crate) fn frame_head_len(from: &str) -> usize {
     let mut count = Count(0);
-    write_head(&mut count, from, 0, 0);
+    write_head(&mut count, from, 0, Session::default());
     count.0
 }
 
-fn write_head(out: &mut impl Out, from: &str, from_incarnation: u64, to_incarnation: u64) {
-    out.put(&[FRAME_VERSION, CODEC_MSGPACK, FIXMAP | 4]);
+fn write_head(out: &mut impl Out, from: &str, from_incarnation: u64, to: Session) {
+    out.put(&[FRAME_VERSION, CODEC_MSGPACK, FIXMAP | 6]);
     write_str(out, "from");
     write_str(out, from);
     write_str(out, "from_incarnation");
     write_u64(out, from_incarnation);
     write_str(out, "to_incarnation");
-    write_u64(out, to_incarnation);
+    write_u64(out, to.incarnation);
+    write_str(out, "severed");
+    write_u64(out, to.severed);
+    write_str(out, "seen");
+    write_u64(out, to.seen);
     write_str(out, ITEMS_FIELD);
     out.put(&[ARRAY32, 0, 0, 0, 0]);
 }
@@ -473,6 +493,8 @@ mod tests {
             from: "a".into(),
             from_incarnation: 1,
             to_incarnation: 2,
+            severed: 3,
+            seen: 4,
             items: vec![
                 Item::Message {
                     to: 5,
@@ -502,7 +524,12 @@ mod tests {
     #[test]
     fn a_frame_written_item_by_item_reads_as_the_frame() {
         let whole = frame();
-        let head = frame_head(&whole.from, whole.from_incarnation, whole.to_incarnation);
+        let to = Session {
+            incarnation: whole.to_incarnation,
+            severed: whole.severed,
+            seen: whole.seen,
+        };
+        let head = frame_head(&whole.from, whole.from_incarnation, to);
         let mut bytes = head.clone();
         for item in &whole.items {
             rmp_serde::encode::write_named(&mut bytes, item).unwrap();
@@ -512,15 +539,47 @@ mod tests {
         assert_eq!(format!("{back:?}"), format!("{whole:?}"));
         // An empty frame, and a long sender name, still read.
         let long = "n".repeat(300);
-        let mut empty = frame_head(&long, 7, 8);
+        let to = Session {
+            incarnation: 8,
+            severed: u64::MAX,
+            seen: 0,
+        };
+        let mut empty = frame_head(&long, 7, to);
         let len = empty.len();
         seal(&mut empty, len, 0);
         let back = decode(&empty, 1 << 20).unwrap();
         assert_eq!(
-            (back.from.len(), back.from_incarnation, back.to_incarnation),
-            (300, 7, 8)
+            (
+                back.from.len(),
+                back.from_incarnation,
+                back.to_incarnation,
+                back.severed,
+                back.seen
+            ),
+            (300, 7, 8, u64::MAX, 0)
         );
         assert!(back.items.is_empty());
+    }
+
+    #[test]
+    fn a_frame_without_the_severance_counts_reads_them_as_zero() {
+        #[derive(Serialize)]
+        struct Older<'a> {
+            from: &'a str,
+            from_incarnation: u64,
+            to_incarnation: u64,
+            items: Vec<Item<'a>>,
+        }
+        let older = Older {
+            from: "a",
+            from_incarnation: 1,
+            to_incarnation: 2,
+            items: Vec::new(),
+        };
+        let mut bytes = vec![FRAME_VERSION, CODEC_MSGPACK];
+        rmp_serde::encode::write_named(&mut bytes, &older).unwrap();
+        let back = decode(&bytes, 1 << 20).unwrap();
+        assert_eq!((back.to_incarnation, back.severed, back.seen), (2, 0, 0));
     }
 
     #[test]
@@ -547,7 +606,11 @@ mod tests {
         ];
         for from in ["a", &"n".repeat(300)] {
             for envelope in &envelopes {
-                let head = frame_head(from, 1, 2);
+                let to = Session {
+                    incarnation: 2,
+                    ..Session::default()
+                };
+                let head = frame_head(from, 1, to);
                 assert_eq!(head.len(), frame_head_len(from));
                 let mut bytes = head.clone();
                 envelope.write(&mut bytes, body.len() as u32);

@@ -1,0 +1,150 @@
+//! A node declared down by one side only, and how the other side learns it.
+//!
+//! Why: OTP's nodes share one connection, so a `nodedown` is seen at both of its ends. Nodes
+//! here meet through NATS, and each declares a peer down on its own evidence — a frame that
+//! met no responder, heartbeats gone silent, [`Node::disconnect`](super::Node::disconnect).
+//! The peer may be alive and unaware (it was only reconnecting to a restarted server): left
+//! alone, it would keep links whose other ends have already fired `NoConnection`, serve
+//! monitors that have already resolved `Down(NoConnection)`, wait for `Down`s its watcher's
+//! node no longer owes, and run on a supervised child that its supervisor has restarted
+//! elsewhere — run twice.
+//!
+//! How: each node counts, per peer incarnation, the times it declared that peer down
+//! ([`Severances`]) and says so twice — in the head of every frame to it (`severed`), and in
+//! its heartbeat, for a peer it sends nothing to. A node that hears a count above the one it
+//! last acted on declares the sender down in turn (its links fire, its monitors resolve, what
+//! it waits for fails, all with `NoConnection`) without counting it, so two nodes never echo,
+//! and takes the sender back as a fresh peer. Every frame also carries the count its sender has
+//! acted on (`seen`): a frame whose `seen` is below the receiver's own count was sent before
+//! its sender learned — in the session the receiver ended — and is dropped, as is one whose
+//! `severed` is below what the receiver acted on (sent before a later declaration). Its items
+//! would name links and monitors already fired, or make new ones the sender is about to drop.
+
+use super::node::PeerId;
+use crate::loom::lock;
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+/// How many times this node declared each peer (one incarnation per name) down.
+#[derive(Debug, Default)]
+pub(crate) struct Severances {
+    by_name: Mutex<HashMap<Arc<str>, (u64, u64)>>,
+}
+
+impl Severances {
+    /// The times this node declared `peer` down.
+    pub(crate) fn count(&self, peer: &PeerId) -> u64 {
+        match lock(&self.by_name).get(&peer.name) {
+            Some(&(incarnation, count)) if incarnation == peer.incarnation => count,
+            _ => 0,
+        }
+    }
+
+    /// This node declares `peer` down once more. A name keeps one entry: another incarnation
+    /// of it starts from zero (the earlier life is dead; its peers will never hear from it).
+    pub(crate) fn record(&self, peer: &PeerId) {
+        let mut by_name = lock(&self.by_name);
+        let entry = by_name
+            .entry(peer.name.clone())
+            .or_insert((peer.incarnation, 0));
+        if entry.0 != peer.incarnation {
+            *entry = (peer.incarnation, 0);
+        }
+        entry.1 += 1;
+    }
+
+    /// The counts, for the heartbeat.
+    pub(crate) fn report(&self) -> Vec<Severed> {
+        lock(&self.by_name)
+            .iter()
+            .map(|(name, &(incarnation, count))| Severed {
+                node: name.to_string(),
+                incarnation,
+                count,
+            })
+            .collect()
+    }
+}
+
+/// One count in a heartbeat: this node declared `node` at `incarnation` down `count` times.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Severed {
+    pub(crate) node: String,
+    pub(crate) incarnation: u64,
+    pub(crate) count: u64,
+}
+
+/// The count a heartbeat's `severed` holds for node `me`.
+pub(crate) fn reported_for(me: &PeerId, severed: &[Severed]) -> u64 {
+    severed
+        .iter()
+        .find(|entry| *entry.node == *me.name && entry.incarnation == me.incarnation)
+        .map_or(0, |entry| entry.count)
+}
+
+/// What a frame's counts say of the session it was sent in, against what the receiver knows
+/// of its sender: the sender's count acted on (`acted`), and the receiver's own (`ours`).
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Session {
+    /// The session both sides are in.
+    Current,
+    /// Sent in a session one side has ended: dropped.
+    Stale,
+    /// The sender declared this node down since the receiver last acted: the receiver declares
+    /// the sender down in turn, then reads the frame as the new session's first.
+    Severed,
+}
+
+/// Judges a frame whose head says `severed` (the sender's count for the receiver) and `seen`
+/// (the receiver's count the sender has acted on).
+pub(crate) fn judge(severed: u64, seen: u64, acted: u64, ours: u64) -> Session {
+    if seen < ours || severed < acted {
+        Session::Stale
+    } else if severed > acted {
+        Session::Severed
+    } else {
+        Session::Current
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn peer(name: &str, incarnation: u64) -> PeerId {
+        PeerId {
+            name: name.into(),
+            incarnation,
+        }
+    }
+
+    #[test]
+    fn counts_are_per_incarnation_and_another_life_starts_from_zero() {
+        let severances = Severances::default();
+        assert_eq!(severances.count(&peer("b", 1)), 0);
+        severances.record(&peer("b", 1));
+        severances.record(&peer("b", 1));
+        assert_eq!(severances.count(&peer("b", 1)), 2);
+        assert_eq!(severances.count(&peer("b", 2)), 0, "another life");
+        severances.record(&peer("b", 2));
+        assert_eq!(severances.count(&peer("b", 2)), 1);
+        assert_eq!(severances.count(&peer("b", 1)), 0, "one entry per name");
+        let report = severances.report();
+        assert_eq!(reported_for(&peer("b", 2), &report), 1);
+        assert_eq!(reported_for(&peer("b", 1), &report), 0);
+        assert_eq!(reported_for(&peer("c", 2), &report), 0);
+    }
+
+    #[test]
+    fn a_frame_from_an_ended_session_is_stale_and_a_higher_count_severs() {
+        assert_eq!(judge(0, 0, 0, 0), Session::Current);
+        assert_eq!(judge(2, 1, 2, 1), Session::Current);
+        // Its sender had not yet heard that the receiver declared it down.
+        assert_eq!(judge(0, 0, 0, 1), Session::Stale);
+        // Sent before the declaration the receiver already acted on.
+        assert_eq!(judge(1, 0, 2, 0), Session::Stale);
+        assert_eq!(judge(1, 0, 0, 0), Session::Severed);
+        assert_eq!(judge(3, 1, 1, 1), Session::Severed);
+    }
+}
