@@ -280,6 +280,43 @@ fn an_ask_sent_after_the_cancel_still_gets_its_answer() {
 }
 
 #[test]
+fn a_cancel_that_arrives_with_an_answer_is_reported_by_the_next_ask() {
+    // One worker: the answerer's step cancels the asker, then answers it, and the asker's next
+    // step takes both. The ask answered resolves with its answer; the cancel was not reported
+    // to the body yet, so its next ask reports it — a body that only asks must hear it.
+    let sched = Scheduler::builder().workers(1).build().unwrap();
+    let answerer = sched
+        .spawn_fn(|cx: ProcessCx<(Pid, u64, Reply<u64>)>| async move {
+            let sched = cx.scheduler();
+            loop {
+                let (asker, n, reply) = cx.recv().await?;
+                if n == 3 {
+                    sched.cancel(asker)?;
+                }
+                let _ = reply.send(n);
+            }
+            #[allow(unreachable_code)]
+            Ok::<(), BoxError>(())
+        })
+        .unwrap();
+    let addr = answerer.addr();
+    let asker = sched
+        .spawn_fn(move |cx: ProcessCx| async move {
+            let me = cx.pid();
+            let mut asked = 0;
+            while asked < 1_000 {
+                asked = addr.ask(|reply| (me, asked + 1, reply)).await?;
+            }
+            Err::<(), BoxError>("asked 1 000 times, never told of the cancel".into())
+        })
+        .unwrap();
+    let ended = join_typed(asker).unwrap_err();
+    assert!(ended.is_cancelled(), "{ended}");
+    drop(answerer);
+    sched.shutdown(HANG_GUARD);
+}
+
+#[test]
 fn an_ask_in_flight_ends_cancelled_whichever_process_hears_the_shutdown_first() {
     // The process asked ends on its own cancel, dropping the port it kept: its `NoReply` and
     // the asker's cancel race (either may reach the asker first). The asker is cancelled

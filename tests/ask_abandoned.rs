@@ -229,3 +229,83 @@ fn answers_racing_timeouts_end_exactly_one_way_on_each_side() {
     drop(answerer);
     sched.shutdown(HANG_GUARD);
 }
+
+/// Asks from tokio code whose timeouts race their answers: an answer the answerer's `send` saw
+/// accepted (`Ok`) is the asker's answer, and one it got back was an ask that timed out — per
+/// ask, exactly. (An answer sent between the asker's look at its channel and its deadline
+/// firing was lost: `TimedOut` for the asker, `Ok` for the answerer.)
+#[test]
+fn answers_racing_the_timeouts_of_asks_from_tokio_are_received_exactly_when_sent() {
+    const TASKS: u64 = 4;
+    const ASKS: u64 = 10_000;
+    let sched = Scheduler::builder().workers(2).build().unwrap();
+    let (answers_tx, answers) = mpsc::channel::<(u64, bool)>();
+    let answerer = sched
+        .spawn_fn(move |cx: ProcessCx<(u64, Reply<u64>)>| async move {
+            loop {
+                let (n, reply) = cx.recv().await?;
+                if n % 3 == 0 {
+                    std::hint::black_box((0..n % 200).sum::<u64>());
+                }
+                answers_tx.send((n, reply.send(n).is_ok())).unwrap();
+            }
+            #[allow(unreachable_code)]
+            Ok::<(), BoxError>(())
+        })
+        .unwrap();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let received: Vec<(u64, bool)> = runtime.block_on(async {
+        let tasks: Vec<_> = (0..TASKS)
+            .map(|task| {
+                let addr = answerer.addr();
+                tokio::spawn(async move {
+                    let mut received = Vec::new();
+                    for i in 0..ASKS {
+                        let n = task * ASKS + i;
+                        let within = Duration::from_micros(n % 50);
+                        match addr.ask_within(within, |reply| (n, reply)).await {
+                            Ok(m) => {
+                                assert_eq!(m, n, "an answer reaches only its own ask");
+                                received.push((n, true));
+                            }
+                            Err(error) => {
+                                assert!(error.is_timed_out(), "{error}");
+                                received.push((n, false));
+                            }
+                        }
+                    }
+                    received
+                })
+            })
+            .collect();
+        let mut all = Vec::new();
+        for task in tasks {
+            all.extend(task.await.unwrap());
+        }
+        all
+    });
+    let mut sent = vec![None; (TASKS * ASKS) as usize];
+    for _ in 0..TASKS * ASKS {
+        let (n, ok) = answers
+            .recv_timeout(HANG_GUARD)
+            .expect("hang guard: every ask answered");
+        sent[n as usize] = Some(ok);
+    }
+    let lost: Vec<u64> = received
+        .iter()
+        .filter(|&&(n, got)| sent[n as usize] != Some(got))
+        .map(|&(n, _)| n)
+        .collect();
+    assert!(
+        lost.is_empty(),
+        "{} asks whose answer's send and receipt disagree: {:?}",
+        lost.len(),
+        &lost[..lost.len().min(10)]
+    );
+    drop(answerer);
+    sched.shutdown(HANG_GUARD);
+}

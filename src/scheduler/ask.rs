@@ -322,6 +322,16 @@ where
         }
         if let Some(deadline) = &mut this.deadline {
             if Pin::new(deadline).poll(cx).is_ready() {
+                // An answer sent between the poll above and the deadline was sent `Ok`: it is
+                // the answer, not lost. Closed first, the channel refuses any later one (its
+                // `Reply::send` gets the value back).
+                if let State::Outside(receiver) = &mut this.state {
+                    receiver.close();
+                    if let Ok(value) = receiver.try_recv() {
+                        this.state = State::Done;
+                        return Poll::Ready(Ok(value));
+                    }
+                }
                 this.give_up();
                 return Poll::Ready(Err(AskError::TimedOut));
             }

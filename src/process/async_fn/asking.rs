@@ -17,8 +17,10 @@ use std::task::Waker;
 pub(crate) struct AskCall {
     pub(crate) owner: Owner,
     pub(crate) tag: Tag,
-    /// The process had already been asked to finish when the ask was sent: the cancellation
-    /// is not this ask's to report.
+    /// The body had already been told that its process was asked to finish when the ask was
+    /// sent (a cleanup ask): the cancellation is not this ask's to report. A cancellation that
+    /// arrived but was not reported yet — with the answer to the body's previous ask, say — is
+    /// this ask's: a body that only asks would otherwise never hear it.
     pub(crate) after_cancel: bool,
 }
 
@@ -31,7 +33,7 @@ pub(crate) fn start() -> Option<(AskCall, ProcessWake)> {
     scope::with(owner, |scope| {
         let scope = scope?;
         let reply_to = scope.reply_to?.clone();
-        let after_cancel = scope.state.cancelled.is_some();
+        let after_cancel = scope.state.cancel_reported;
         let tag = scope.state.start_call();
         let call = AskCall {
             owner,
@@ -71,6 +73,8 @@ pub(crate) fn poll(call: &AskCall) -> AskPoll {
         match scope.state.cancelled {
             Some(reason) if !call.after_cancel => {
                 give_up(scope.state, scope.arrived, scope.reply_to, call.tag);
+                // Reported: what the body asks or receives next is cleanup.
+                scope.state.cancel_reported = true;
                 AskPoll::Cancelled(reason)
             }
             _ => AskPoll::Pending,
@@ -121,7 +125,8 @@ fn give_up(state: &mut CxState, arrived: &Arrived, reply_to: Option<&ProcessWake
 #[cfg_attr(not(feature = "cluster"), allow(dead_code))] // the cluster's asks use it
 pub(crate) struct CancelWatch {
     owner: Owner,
-    /// The process had been asked to finish already: not this wait's to report (cleanup).
+    /// The body had been told already that its process was asked to finish: not this wait's
+    /// to report (cleanup; see [`AskCall::after_cancel`]).
     after_cancel: bool,
 }
 
@@ -131,7 +136,7 @@ impl CancelWatch {
     pub(crate) fn start() -> Option<CancelWatch> {
         let owner = scope::current_owner()?;
         let after_cancel = scope::with(owner, |scope| {
-            scope.map(|scope| scope.state.cancelled.is_some())
+            scope.map(|scope| scope.state.cancel_reported)
         })?;
         Some(CancelWatch {
             owner,
@@ -150,6 +155,8 @@ impl CancelWatch {
             let cancelled = scope.state.cancelled;
             if cancelled.is_none() {
                 scope.wait_for_cancel(waker);
+            } else {
+                scope.state.cancel_reported = true;
             }
             cancelled
         })

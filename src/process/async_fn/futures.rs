@@ -468,7 +468,11 @@ impl Future for Cancelled {
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         scope::with(self.owner, |scope| match scope {
             Some(mut scope) => match scope.state.cancelled {
-                Some(reason) => Poll::Ready(Err(RecvError::Cancelled(reason))),
+                Some(reason) => {
+                    // The body has been told: what it receives or asks next is cleanup.
+                    scope.state.cancel_reported = true;
+                    Poll::Ready(Err(RecvError::Cancelled(reason)))
+                }
                 None => {
                     scope.wait_for_mail(cx.waker());
                     Poll::Pending
