@@ -2,19 +2,33 @@
 //!
 //! A [`Harness`] owns one process. Script the events its next step sees ([`Harness::send`],
 //! [`Harness::complete`], [`Harness::cancel`]), run the step ([`Harness::step`]) and look at
-//! what it asked for: its yields and its status. Works for state-machine processes and for
-//! `async fn` bodies ([`Harness::for_fn`]: each `cx.call` shows up as a yield, and
+//! what it asked for: its yields, its asks and its status. Works for state-machine processes
+//! and for `async fn` bodies ([`Harness::for_fn`]: each `cx.call` shows up as a yield, and
 //! [`Harness::complete`] answers it).
 //!
-//! A request that carries a [`Reply`](crate::Reply) port (an ask) is built around a tokio
-//! `oneshot` sender (`Reply: From<oneshot::Sender<R>>`), whose receiver the test reads the
-//! answer from.
+//! **Asks a body makes** (`addr.ask(..).await`, `addr.ask_within(..).await`) are scripted
+//! yields too: nothing is sent. The step reports each in [`Step::asks`] — the process asked
+//! and the request, holding its [`Reply`](crate::Reply) port — and the process waits
+//! (`Status::Wait`). The test answers: through that port, as the asked process would
+//! (`reply.send(v)`, or handing the request to a responder it steps itself; dropping the port
+//! unanswered is `AskError::NoReply`), or with [`Harness::reply`] (or
+//! [`Harness::complete`]: `Err` is the port dropped). The next step resumes the body with the
+//! answer. An `ask_within`'s timeout does not run on the clock: the test decides when it
+//! passes ([`Harness::time_out`]: `AskError::TimedOut`).
+//!
+//! **Asks a process serves** (a request that carries a port, sent to it with
+//! [`Harness::send`]) are built around a tokio `oneshot` sender (`Reply:
+//! From<oneshot::Sender<R>>`), whose receiver the test reads the answer from.
 //!
 //! The process itself runs on no scheduler: only its scripted events reach it, and futures
-//! outside procsched cannot wake it. What it *does* with a scheduler — `ProcessCx::scheduler`,
+//! outside procsched cannot wake it — a body that awaits one (a child's
+//! [`ProcessHandle`](crate::ProcessHandle), a tokio channel, timer or task) fails its step with
+//! an error saying so: script what it would wait for as a message instead, or test it on a
+//! scheduler. What it *does* with a scheduler — `ProcessCx::scheduler`,
 //! `ProcessContext::scheduler`, spawning children, sending — goes to a small scheduler of the
-//! harness's own (one worker, built at the first [`Harness::init`]), so a process that spawns
-//! or sends can be tested as it is.
+//! harness's own (one worker, built at the first [`Harness::init`]; [`Harness::scheduler`]), so
+//! a process that spawns or sends can be tested as it is. Asks are the exception: recorded,
+//! never sent.
 //!
 //! # Examples
 //!
@@ -40,9 +54,53 @@
 //! assert!(matches!(harness.step()?.status, Status::Done(43)));
 //! # Ok::<(), procsched::BoxError>(())
 //! ```
+//!
+//! A body that asks another process:
+//!
+//! ```
+//! use procsched::prelude::*;
+//! use procsched::error::AskError;
+//! use procsched::state_machine::Status;
+//! use procsched::testing::Harness;
+//!
+//! enum Stock { Reserve(&'static str, Reply<bool>) }
+//!
+//! // Under test: reserves an item from the stock process whose address it is given.
+//! async fn order(cx: ProcessCx<Addr<Stock>>) -> Result<&'static str, BoxError> {
+//!     let stock = cx.recv().await?;
+//!     match stock.ask(|reply| Stock::Reserve("sku-1", reply)).await {
+//!         Ok(true) => Ok("reserved"),
+//!         Ok(false) => Ok("sold out"),
+//!         Err(AskError::NoReply) => Ok("stock down"),
+//!         Err(other) => Err(other.into()),
+//!     }
+//! }
+//!
+//! let mut harness = Harness::for_fn(order);
+//! harness.init("run", Payload::empty())?;
+//! let stock_pid = Pid::from_raw(1 << 26 | 9).ok_or("a pid")?;
+//! let stock = harness.scheduler().ok_or("built by init")?.addr::<Stock>(stock_pid);
+//! harness.send(Message::new("stock", Payload::new(stock)));
+//!
+//! let mut step = harness.step()?;
+//! assert!(matches!(step.status, Status::Wait)); // waiting for the answer
+//! let asked = step.asks.pop().ok_or("one ask")?;
+//! assert_eq!(asked.to, stock_pid);
+//! let Stock::Reserve(sku, reply) = asked.request.take::<Stock>()?;
+//! assert_eq!(sku, "sku-1");
+//! let _ = reply.send(false); // as the stock process would
+//! assert!(matches!(harness.step()?.status, Status::Done("sold out")));
+//! # Ok::<(), procsched::BoxError>(())
+//! ```
 
-use crate::process::async_fn::AsyncFnProcess;
-use crate::process::context::{HostId, Owner};
+mod asks;
+mod body;
+
+pub(crate) use asks::record_ask;
+pub use asks::{Asked, ScriptError};
+pub use body::Body;
+
+use crate::process::context::HostId;
 use crate::process::{
     BoxError, CancelReason, CommandError, Event, Events, InitError, Message, Payload, Pid, Process,
     ProcessContext, Status, StepOutput, Tag,
@@ -98,6 +156,10 @@ pub struct Harness<P: Process> {
     /// A step ended the process (`Done`, an error, or a panic): a scheduler would step it no more, and
     /// an `async fn` body cannot be resumed.
     ended: bool,
+    /// The asks the body sent and those waiting for an answer (`asks.rs`).
+    asks: asks::AskBook,
+    /// A completion [`complete`](Self::complete) refused, for the next step to report.
+    misscripted: Option<ScriptError>,
 }
 
 /// What one step produced.
@@ -136,6 +198,9 @@ pub struct Step<O> {
     pub yields: Vec<(Tag, Payload)>,
     /// The status the step set.
     pub status: Status<O>,
+    /// The asks the body sent (`addr.ask(..).await`), in order: on a scheduler they would
+    /// have been sent; here each waits for the test to answer it ([`Asked`]).
+    pub asks: Vec<Asked>,
 }
 
 /// The PID every harness gives its process: generation 1 of the process table's last slot,
@@ -188,6 +253,8 @@ impl<P: Process> Harness<P> {
             out: StepOutput::default(),
             closed: false,
             ended: false,
+            asks: asks::AskBook::default(),
+            misscripted: None,
         }
     }
 
@@ -213,6 +280,27 @@ impl<P: Process> Harness<P> {
     /// ```
     pub fn pid(&self) -> Pid {
         self.pid
+    }
+
+    /// The harness's own scheduler (module docs), once [`init`](Self::init) built it: where
+    /// the process's children run, and what a test makes the addresses it hands the process
+    /// from (an address's process need not exist for an ask to it: the harness sends none).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use procsched::{prelude::*, testing::Harness};
+    ///
+    /// let mut harness = Harness::for_fn(|_: ProcessCx| async { Ok::<_, BoxError>(()) });
+    /// assert!(harness.scheduler().is_none());
+    /// harness.init("run", Payload::empty())?;
+    /// let sched = harness.scheduler().ok_or("built by init")?;
+    /// let worker = sched.spawn_fn(|_: ProcessCx| async { Ok::<_, BoxError>(7) })?;
+    /// assert_ne!(worker.pid(), harness.pid());
+    /// # Ok::<(), BoxError>(())
+    /// ```
+    pub fn scheduler(&self) -> Option<SchedulerHandle> {
+        self.sched.as_ref().map(|sched| sched.handle().clone())
     }
 
     /// Runs `init(method, input)`, as `spawn` does. Once: a process is initialised once in its
@@ -314,7 +402,9 @@ impl<P: Process> Harness<P> {
         self.push(Event::Message(message))
     }
 
-    /// Queues the completion of the yield `tag` for the next step.
+    /// Queues the completion of the yield `tag` for the next step. For an ask ([`Step::asks`]),
+    /// `Ok` is its answer (of another type it is refused: the next step is an error saying so),
+    /// `Err(CommandError::TimedOut)` its timeout, any other `Err` its port dropped (`NoReply`).
     ///
     /// # Examples
     ///
@@ -339,6 +429,10 @@ impl<P: Process> Harness<P> {
     /// # Ok::<(), BoxError>(())
     /// ```
     pub fn complete(&mut self, tag: Tag, result: Result<Payload, CommandError>) -> &mut Self {
+        if let Some(refused) = self.script_completion(tag, &result) {
+            self.misscripted = Some(refused);
+            return self;
+        }
         self.push(Event::YieldComplete { tag, result })
     }
 
@@ -372,7 +466,8 @@ impl<P: Process> Harness<P> {
     /// The step's own error. A panic in the step propagates (catch it with
     /// `std::panic::catch_unwind` to test it). Once a step ended the process (`Done`, an
     /// error, or a panic), every later step is an error saying so: a scheduler steps it no
-    /// more.
+    /// more. A completion [`complete`](Self::complete) refused is the next step's error (the
+    /// process is not stepped; the events stay queued).
     ///
     /// # Examples
     ///
@@ -396,6 +491,10 @@ impl<P: Process> Harness<P> {
     /// # Ok::<(), BoxError>(())
     /// ```
     pub fn step(&mut self) -> Result<Step<P::Output>, BoxError> {
+        if let Some(refused) = self.misscripted.take() {
+            // Not stepped: the test's script is at fault, not the process.
+            return Err(refused.into());
+        }
         if self.ended {
             self.events.drain().for_each(drop);
             return Err(
@@ -407,7 +506,12 @@ impl<P: Process> Harness<P> {
         // Ended unless the step returns without ending it: a step that panics ended the
         // process, as on a scheduler (an `async fn` body would not resume anyway).
         self.ended = true;
-        let stepped = self.process.step(&mut self.events, &mut self.out);
+        self.asks.collect_answers(&mut self.events);
+        let stepped = {
+            let _asks = asks::Published::new(self.host, &mut self.asks);
+            self.process.step(&mut self.events, &mut self.out)
+        };
+        let asked = self.asks.take_sent();
         self.events.drain().for_each(drop);
         if let Err(error) = stepped {
             self.ended = true;
@@ -418,6 +522,7 @@ impl<P: Process> Harness<P> {
         Ok(Step {
             yields: self.out.take_yields().collect(),
             status,
+            asks: asked,
         })
     }
 
@@ -470,104 +575,6 @@ impl<T: Send + 'static> Harness<Body<T>> {
         M: Send + 'static,
     {
         Harness::new(Body::new(body))
-    }
-}
-
-/// An `async fn` process as a [`Harness`] drives it ([`Harness::for_fn`]): boxed, so that a
-/// test can name it — `Harness<Body<u64>>` — whatever the closure's type.
-///
-/// # Examples
-///
-/// ```
-/// use procsched::prelude::*;
-/// use procsched::state_machine::Status;
-/// use procsched::testing::{Body, Harness};
-///
-/// fn doubler() -> Harness<Body<u64>> {
-///     Harness::for_fn(|cx: ProcessCx<u64>| async move { Ok::<_, BoxError>(cx.recv().await? * 2) })
-/// }
-///
-/// let mut harness = doubler();
-/// harness.init("run", Payload::empty())?;
-/// harness.send(Message::new("n", Payload::new(21u64)));
-/// assert!(matches!(harness.step()?.status, Status::Done(42)));
-/// # Ok::<(), BoxError>(())
-/// ```
-pub struct Body<T> {
-    stage: BodyStage<T>,
-}
-
-/// A body before and after `init` (which is when its scheduler is known).
-enum BodyStage<T> {
-    Unstarted(Box<MakeBody<T>>),
-    /// Boxed, so the body never moves once polled (the async-fn adapter's docs).
-    Started(Box<dyn Process<Output = T>>),
-    /// `init` ran (and failed or panicked) or is running.
-    Spent,
-}
-
-/// Builds the adapter for a body, given the scheduler its `ProcessCx` reaches.
-type MakeBody<T> = dyn FnOnce(SchedulerHandle) -> Box<dyn Process<Output = T>> + Send;
-
-impl<T: Send + 'static> Body<T> {
-    fn new<F, Fut, E, M>(body: F) -> Body<T>
-    where
-        F: FnOnce(ProcessCx<M>) -> Fut + Send + 'static,
-        Fut: Future<Output = Result<T, E>> + Send + 'static,
-        E: Into<BoxError>,
-        M: Send + 'static,
-    {
-        let make = move |sched: SchedulerHandle| -> Box<dyn Process<Output = T>> {
-            let start = move |owner: Owner| body(ProcessCx::new(owner, sched));
-            Box::new(AsyncFnProcess::new(start))
-        };
-        Body {
-            stage: BodyStage::Unstarted(Box::new(make)),
-        }
-    }
-}
-
-impl<T: Send + 'static> Process for Body<T> {
-    type Output = T;
-
-    fn init(
-        &mut self,
-        ctx: &ProcessContext<'_>,
-        method: &str,
-        input: Payload,
-    ) -> Result<(), InitError> {
-        let BodyStage::Unstarted(make) = std::mem::replace(&mut self.stage, BodyStage::Spent)
-        else {
-            return Err(InitError::failed("the body was already started"));
-        };
-        let mut process = make(ctx.scheduler());
-        let started = process.init(ctx, method, input);
-        self.stage = BodyStage::Started(process);
-        started
-    }
-
-    fn step(&mut self, events: &mut Events, out: &mut StepOutput<T>) -> Result<(), BoxError> {
-        match &mut self.stage {
-            BodyStage::Started(process) => process.step(events, out),
-            _ => Err("a body stepped before `init` started it".into()),
-        }
-    }
-
-    fn close(&mut self) {
-        if let BodyStage::Started(process) = &mut self.stage {
-            process.close();
-        }
-    }
-}
-
-impl<T> fmt::Debug for Body<T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let stage = match self.stage {
-            BodyStage::Unstarted(_) => "unstarted",
-            BodyStage::Started(_) => "started",
-            BodyStage::Spent => "spent",
-        };
-        f.debug_struct("Body").field("stage", &stage).finish()
     }
 }
 

@@ -35,6 +35,8 @@
 //!   is a oneshot channel. Asked from inside a process's body, the ask is a *yield*: the port
 //!   answers into the asking process's own mailbox as the completion of a call, the process is
 //!   `Blocked` meanwhile and its worker free — no channel, no task, no waker allocation.
+//! - **Under a test harness** (`testing::Harness`), an ask from the body is recorded, not
+//!   sent: the step reports it and the test scripts its answer, or its timeout.
 //! - **Never a hang.** A port dropped unanswered (by the answering process, or with its mailbox
 //!   when it ends) fails the ask at once with [`AskError::NoReply`]; a request that cannot be
 //!   delivered fails it with [`AskError::Undelivered`] (`is_not_found` for a finished process);
@@ -50,7 +52,7 @@ use super::error::SendErrorKind;
 use super::handle::SchedulerHandle;
 use super::reply::{Elsewhere, Reply, ReplyTo};
 use crate::process::async_fn::asking::{self, AskCall, AskPoll};
-use crate::process::{drop_contained, CancelReason, CommandError, Payload};
+use crate::process::{drop_contained, CancelReason, CommandError, Payload, Pid};
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
@@ -374,6 +376,7 @@ where
                 };
                 (Reply { to }, State::InProcess(call))
             }
+            None if asking::in_unhosted_body() => return self.record(addr.pid(), request),
             None => {
                 let (sender, receiver) = oneshot::channel();
                 let to = ReplyTo::Elsewhere(Some(Elsewhere::Channel(sender)));
@@ -401,6 +404,38 @@ where
                     State::InProcess(call) => in_shutdown(self.sched, call, refused),
                     _ => refused,
                 }
+            }
+        }
+    }
+
+    /// The first poll in a body that runs without a scheduler (a test harness's): the request,
+    /// built around a port the harness reads, is recorded for the test to answer, not sent
+    /// (`testing/asks.rs`). The ask waits as a call; the test scripts its timeout, if any.
+    #[cold]
+    fn record(&mut self, to: Pid, request: F) -> Result<(), AskError> {
+        self.state = State::Done;
+        self.deadline = None;
+        let Some(call) = asking::start_unhosted() else {
+            return Err(AskError::OutsideProcess);
+        };
+        if call.owner.pid == to {
+            asking::forget_unsent(&call);
+            return Err(AskError::AskedItself);
+        }
+        let (sender, receiver) = oneshot::channel();
+        // User code (the request's constructor), outside any scope.
+        let request = Payload::new(request(Reply::from(sender)));
+        let host = call.owner.host;
+        match crate::testing::record_ask(host, call.tag, to, request, self.timeout, receiver) {
+            Ok(()) => {
+                self.state = State::InProcess(call);
+                Ok(())
+            }
+            Err(request) => {
+                // No harness's step runs here: nothing can answer.
+                asking::forget_unsent(&call);
+                self.sched.inner.contained(drop_contained(request));
+                Err(AskError::OutsideProcess)
             }
         }
     }
@@ -468,6 +503,8 @@ fn answer_of<R: 'static>(completion: Result<Payload, CommandError>) -> Result<R,
         Ok(payload) => payload
             .take::<R>()
             .map_err(|_| unreachable!("a port answers its own type")),
+        // Only a test harness's script (`Harness::time_out`): a port never answers so.
+        Err(CommandError::TimedOut) => Err(AskError::TimedOut),
         // The port's drop (`Reply`'s `Drop`).
         Err(_) => Err(AskError::NoReply),
     }

@@ -27,7 +27,7 @@ pub(crate) struct AskCall {
 /// Starts an ask in the body being polled on this thread: a live call tag, and where its answer
 /// goes (the asking process's cell, in its incarnation: for the reply port, which alone holds
 /// it). `None` outside any body, or in one that runs without a scheduler (a test harness: no
-/// cell to answer into).
+/// cell to answer into; it records the ask instead: [`start_unhosted`]).
 pub(crate) fn start() -> Option<(AskCall, ProcessWake)> {
     let owner = scope::current_owner()?;
     scope::with(owner, |scope| {
@@ -41,6 +41,32 @@ pub(crate) fn start() -> Option<(AskCall, ProcessWake)> {
             after_cancel,
         };
         Some((call, reply_to))
+    })
+}
+
+/// `true` in a body that runs without a scheduler (a test harness's: [`start`] found no cell
+/// to answer into). Off the path of an ask between processes: asked only when `start` failed.
+pub(crate) fn in_unhosted_body() -> bool {
+    scope::current_owner().is_some_and(|owner| {
+        scope::with(owner, |scope| {
+            scope.is_some_and(|scope| scope.reply_to.is_none())
+        })
+    })
+}
+
+/// Starts an ask in a body that runs without a scheduler (a test harness records its request:
+/// `testing/asks.rs`): a live call tag, answered by the harness as a call completion.
+pub(crate) fn start_unhosted() -> Option<AskCall> {
+    let owner = scope::current_owner()?;
+    scope::with(owner, |scope| {
+        let scope = scope?;
+        let after_cancel = scope.state.cancelled.is_some();
+        let tag = scope.state.start_call();
+        Some(AskCall {
+            owner,
+            tag,
+            after_cancel,
+        })
     })
 }
 

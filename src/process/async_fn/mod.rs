@@ -278,9 +278,14 @@ where
                     // A future outside procsched is pending: it wakes us through our waker.
                     out.wait();
                 } else {
+                    // Only under a test harness: a scheduler's process always has a waker.
                     return Err(
-                        "the body awaits a future that is not a procsched call, and this \
-                         process has no waker to be woken by it (it is driven by hand)"
+                        "the body awaits a future that is not procsched's own (a child's \
+                         `ProcessHandle`, a tokio channel, timer or task), and under \
+                         `testing::Harness` nothing wakes it: the harness steps the process \
+                         only when the test does. There, await calls, asks and receives only \
+                         (script a child's result as a message with `Harness::send`), or test \
+                         the body on a scheduler"
                             .into(),
                     );
                 }

@@ -1,0 +1,353 @@
+//! Asks awaited in a body under a [`Harness`]: scripted yields, like calls.
+//!
+//! On a scheduler, an ask from a body sends its request and the reply port answers into the
+//! asking process's mailbox (`scheduler/ask.rs`). A harness has no mailbox and sends nothing
+//! on the process's behalf: the ask records its request here instead ([`record_ask`], called
+//! by the ask's first poll), the step reports it ([`Step::asks`](super::Step::asks)) and the
+//! process waits (`Status::Wait`) until the test answers — through the port inside the request
+//! (as the asked process would: `Reply::send`, or dropping it), or with
+//! [`Harness::reply`], [`Harness::time_out`] or [`Harness::complete`]. What the port answered
+//! is read at the start of the next step, as the completion of the ask's call.
+//!
+//! The book of asks is the harness's; for the duration of a step it is published in a
+//! thread-local ([`Published`]), where the ask, polled inside that step on the same thread,
+//! finds it. Nothing here is on a scheduler's path: only an ask from a body without a mailbox
+//! reaches it.
+
+use super::Harness;
+use crate::process::context::HostId;
+use crate::process::{CommandError, Event, Payload, Pid, Process, Tag};
+use std::any::TypeId;
+use std::cell::RefCell;
+use std::fmt;
+use std::time::Duration;
+use tokio::sync::oneshot;
+
+/// An ask the body sent in a step under a [`Harness`]: its request, as the asked process would
+/// have received it, and the tag its answer is scripted with.
+///
+/// # Examples
+///
+/// ```
+/// use procsched::prelude::*;
+/// use procsched::state_machine::Status;
+/// use procsched::testing::Harness;
+///
+/// let target = Pid::from_raw(1 << 26 | 7).unwrap();
+/// let mut harness = Harness::for_fn(move |cx: ProcessCx| async move {
+///     let price = cx.scheduler().addr::<(&'static str, Reply<u32>)>(target);
+///     Ok::<_, BoxError>(price.ask(|reply| ("sku-1", reply)).await?)
+/// });
+/// harness.init("run", Payload::empty())?;
+/// let mut step = harness.step()?;
+/// assert!(matches!(step.status, Status::Wait));
+/// let asked = step.asks.pop().expect("one ask");
+/// assert_eq!(asked.to, target);
+/// assert_eq!(asked.timeout, None);
+/// // Answer through the port, as the asked process would.
+/// let (sku, reply) = asked.request.take::<(&'static str, Reply<u32>)>()?;
+/// assert_eq!(sku, "sku-1");
+/// let _ = reply.send(12);
+/// assert!(matches!(harness.step()?.status, Status::Done(12)));
+/// # Ok::<(), BoxError>(())
+/// ```
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct Asked {
+    /// The ask's tag: what [`Harness::reply`], [`Harness::time_out`] and
+    /// [`Harness::complete`] answer it by.
+    pub tag: Tag,
+    /// The process asked (the address's PID). Nothing was sent to it.
+    pub to: Pid,
+    /// The request (the address's message type), holding the ask's [`Reply`](crate::Reply)
+    /// port: answering that port answers the ask, and dropping it unanswered fails the ask
+    /// with `NoReply`, read at the next step.
+    pub request: Payload,
+    /// The ask's timeout, for an `ask_within`: it does not run on the clock under a harness
+    /// (script it with [`Harness::time_out`]).
+    pub timeout: Option<Duration>,
+}
+
+/// A script a [`Harness`] refused: the ask it names is not waiting, or not for that.
+///
+/// # Examples
+///
+/// ```
+/// use procsched::testing::{Harness, ScriptError};
+///
+/// let mut harness = Harness::for_fn(|_: procsched::ProcessCx| async { Ok::<_, procsched::BoxError>(()) });
+/// assert_eq!(harness.reply(7, 1u8).unwrap_err(), ScriptError::NotAsked(7));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ScriptError {
+    /// No ask with this tag waits for a scripted answer: none was sent, or it was answered
+    /// already (through its port, or by an earlier script).
+    #[error("no ask with tag {0} waits for an answer")]
+    NotAsked(Tag),
+    /// The answer is not of the type the ask waits for.
+    #[error("ask {tag} waits for a `{expected}`, not a `{actual}`")]
+    WrongType {
+        /// The ask's tag.
+        tag: Tag,
+        /// The type the ask's port answers.
+        expected: &'static str,
+        /// The type scripted.
+        actual: &'static str,
+    },
+    /// [`Harness::time_out`] on an ask with no timeout (`ask`, not `ask_within`): on a
+    /// scheduler it would never time out.
+    #[error("ask {0} has no timeout (it was not made with `ask_within`)")]
+    NoTimeout(Tag),
+}
+
+/// An ask waiting for its answer.
+struct Pending {
+    tag: Tag,
+    reply_type: TypeId,
+    reply_type_name: &'static str,
+    timed: bool,
+    /// What the port answered, if it has: `Ok` the answer, `Err` its drop unanswered.
+    answered: Box<dyn FnMut() -> Option<Result<Payload, CommandError>> + Send + Sync>,
+}
+
+/// A harness's asks: those sent in the current step, and those waiting for an answer.
+#[derive(Default)]
+pub(super) struct AskBook {
+    sent: Vec<Asked>,
+    pending: Vec<Pending>,
+}
+
+impl fmt::Debug for AskBook {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let waiting: Vec<Tag> = self.pending.iter().map(|pending| pending.tag).collect();
+        f.debug_struct("AskBook")
+            .field("waiting", &waiting)
+            .finish()
+    }
+}
+
+impl AskBook {
+    /// Queues, as call completions, the answers the ports of waiting asks gave since the last
+    /// step (those asks wait no more).
+    pub(super) fn collect_answers(&mut self, events: &mut crate::process::Events) {
+        self.pending
+            .retain_mut(|pending| match (pending.answered)() {
+                Some(result) => {
+                    events.push(Event::YieldComplete {
+                        tag: pending.tag,
+                        result,
+                    });
+                    false
+                }
+                None => true,
+            });
+    }
+
+    /// The asks sent since the last call.
+    pub(super) fn take_sent(&mut self) -> Vec<Asked> {
+        std::mem::take(&mut self.sent)
+    }
+
+    /// Ask `tag` is answered by a script: it waits no more (a later answer through its port
+    /// is handed back to the answerer, as for an ask that gave up). `payload`, if any, must be
+    /// of the type it waits for.
+    fn script(&mut self, tag: Tag, payload: Option<&Payload>) -> Result<Pending, ScriptError> {
+        let at = self
+            .pending
+            .iter()
+            .position(|pending| pending.tag == tag)
+            .ok_or(ScriptError::NotAsked(tag))?;
+        let pending = &self.pending[at];
+        if let Some(payload) = payload {
+            if payload.value_type_id() != pending.reply_type {
+                return Err(ScriptError::WrongType {
+                    tag,
+                    expected: pending.reply_type_name,
+                    actual: payload.type_name(),
+                });
+            }
+        }
+        Ok(self.pending.swap_remove(at))
+    }
+}
+
+// Plain std `thread_local!`: where an ask polled inside a harness's step finds its book.
+std::thread_local! {
+    static CURRENT: RefCell<Option<(HostId, AskBook)>> = const { RefCell::new(None) };
+}
+
+/// A harness's book, published for one step of its process (on this thread); taken back on
+/// drop, also when the step panics.
+pub(super) struct Published<'a> {
+    book: &'a mut AskBook,
+    previous: Option<(HostId, AskBook)>,
+}
+
+impl<'a> Published<'a> {
+    /// Publishes `book`, the harness `host`'s.
+    pub(super) fn new(host: HostId, book: &'a mut AskBook) -> Published<'a> {
+        let mine = (host, std::mem::take(book));
+        let previous = CURRENT.with(|current| current.replace(Some(mine)));
+        Published { book, previous }
+    }
+}
+
+impl Drop for Published<'_> {
+    fn drop(&mut self) {
+        let mine = CURRENT.with(|current| current.replace(self.previous.take()));
+        if let Some((_, book)) = mine {
+            *self.book = book;
+        }
+    }
+}
+
+/// Records an ask sent by a body of the harness `host`, polled in its step: the request
+/// `request` to `to`, whose port answers on `answer`. Hands the request back if no step of
+/// that harness runs on this thread.
+#[allow(clippy::result_large_err)] // the request comes back by value
+pub(crate) fn record_ask<R: Send + 'static>(
+    host: HostId,
+    tag: Tag,
+    to: Pid,
+    request: Payload,
+    timeout: Option<Duration>,
+    mut answer: oneshot::Receiver<R>,
+) -> Result<(), Payload> {
+    CURRENT.with(|current| {
+        let mut current = current.borrow_mut();
+        let Some((_, book)) = current.as_mut().filter(|(at, _)| *at == host) else {
+            return Err(request);
+        };
+        book.pending.push(Pending {
+            tag,
+            reply_type: TypeId::of::<R>(),
+            reply_type_name: std::any::type_name::<R>(),
+            timed: timeout.is_some(),
+            answered: Box::new(move || match answer.try_recv() {
+                Ok(value) => Some(Ok(Payload::new(value))),
+                Err(oneshot::error::TryRecvError::Closed) => Some(Err(CommandError::Cancelled)),
+                Err(oneshot::error::TryRecvError::Empty) => None,
+            }),
+        });
+        book.sent.push(Asked {
+            tag,
+            to,
+            request,
+            timeout,
+        });
+        Ok(())
+    })
+}
+
+impl<P: Process> Harness<P> {
+    /// Queues `value` as the answer to the ask `tag` ([`Step::asks`](super::Step::asks)) for
+    /// the next step, as if the asked process had sent it on the request's port (that port's
+    /// own answer, if it comes later, is handed back to its sender: the ask waits no more).
+    ///
+    /// # Errors
+    ///
+    /// [`ScriptError::NotAsked`] if no ask `tag` waits; [`ScriptError::WrongType`] if it waits
+    /// for another type. Nothing is queued.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use procsched::prelude::*;
+    /// use procsched::state_machine::Status;
+    /// use procsched::testing::{Harness, ScriptError};
+    ///
+    /// // Under test: asks the address it receives to double 21.
+    /// let mut harness = Harness::for_fn(|cx: ProcessCx<Addr<(u64, Reply<u64>)>>| async move {
+    ///     let doubler = cx.recv().await?;
+    ///     Ok::<_, BoxError>(doubler.ask(|reply| (21, reply)).await? + 1)
+    /// });
+    /// harness.init("run", Payload::empty())?;
+    /// let sched = harness.scheduler().ok_or("built by init")?;
+    /// let doubler = sched.addr::<(u64, Reply<u64>)>(Pid::from_raw(1 << 26 | 3).ok_or("a pid")?);
+    /// harness.send(Message::new("doubler", Payload::new(doubler)));
+    /// let step = harness.step()?;
+    /// assert!(matches!(step.status, Status::Wait));
+    /// let asked = &step.asks[0];
+    /// assert_eq!(asked.request.downcast_ref::<(u64, Reply<u64>)>().map(|r| r.0), Some(21));
+    ///
+    /// assert!(matches!(harness.reply(asked.tag, "42"), Err(ScriptError::WrongType { .. })));
+    /// harness.reply(asked.tag, 42u64)?;
+    /// assert!(matches!(harness.step()?.status, Status::Done(43)));
+    /// # Ok::<(), BoxError>(())
+    /// ```
+    pub fn reply<R: Send + 'static>(
+        &mut self,
+        tag: Tag,
+        value: R,
+    ) -> Result<&mut Self, ScriptError> {
+        let answer = Payload::new(value);
+        self.asks.script(tag, Some(&answer))?;
+        Ok(self.push(Event::YieldComplete {
+            tag,
+            result: Ok(answer),
+        }))
+    }
+
+    /// Queues the timeout of the ask `tag` (made with `ask_within`) for the next step: the body
+    /// gets [`AskError::TimedOut`](crate::error::AskError::TimedOut). Under a harness an ask's
+    /// timeout does not run on the clock — the test decides when it passes — so a test never
+    /// waits for one, and never races it.
+    ///
+    /// # Errors
+    ///
+    /// [`ScriptError::NotAsked`] if no ask `tag` waits; [`ScriptError::NoTimeout`] if it was
+    /// made with `ask` (it would never time out). Nothing is queued.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use procsched::prelude::*;
+    /// use procsched::state_machine::Status;
+    /// use procsched::testing::Harness;
+    /// use std::time::Duration;
+    ///
+    /// let mut harness = Harness::for_fn(|cx: ProcessCx<Addr<Reply<u8>>>| async move {
+    ///     let slow = cx.recv().await?;
+    ///     match slow.ask_within(Duration::from_secs(5), |reply| reply).await {
+    ///         Err(error) if error.is_timed_out() => Ok::<_, BoxError>(0),
+    ///         other => Ok(other?),
+    ///     }
+    /// });
+    /// harness.init("run", Payload::empty())?;
+    /// let sched = harness.scheduler().ok_or("built by init")?;
+    /// let slow = sched.addr::<Reply<u8>>(Pid::from_raw(1 << 26 | 3).ok_or("a pid")?);
+    /// harness.send(Message::new("slow", Payload::new(slow)));
+    /// let step = harness.step()?;
+    /// assert_eq!(step.asks[0].timeout, Some(Duration::from_secs(5)));
+    /// harness.time_out(step.asks[0].tag)?;
+    /// assert!(matches!(harness.step()?.status, Status::Done(0)));
+    /// # Ok::<(), BoxError>(())
+    /// ```
+    pub fn time_out(&mut self, tag: Tag) -> Result<&mut Self, ScriptError> {
+        match self.asks.pending.iter().find(|pending| pending.tag == tag) {
+            Some(pending) if !pending.timed => return Err(ScriptError::NoTimeout(tag)),
+            _ => {}
+        }
+        self.asks.script(tag, None)?;
+        Ok(self.push(Event::YieldComplete {
+            tag,
+            result: Err(CommandError::TimedOut),
+        }))
+    }
+
+    /// [`complete`](Self::complete)'s side for an ask: a completion for a waiting ask answers
+    /// it (`Ok`: its answer, which must be of its type; `Err`: the port dropped, `NoReply`).
+    /// `Some` refused: a wrongly typed answer.
+    pub(super) fn script_completion(
+        &mut self,
+        tag: Tag,
+        result: &Result<Payload, CommandError>,
+    ) -> Option<ScriptError> {
+        match self.asks.script(tag, result.as_ref().ok()) {
+            Err(refused @ ScriptError::WrongType { .. }) => Some(refused),
+            // Answered now, or not an ask's tag (a call's).
+            _ => None,
+        }
+    }
+}
