@@ -60,7 +60,7 @@ pub(crate) fn start_unhosted() -> Option<AskCall> {
     let owner = scope::current_owner()?;
     scope::with(owner, |scope| {
         let scope = scope?;
-        let after_cancel = scope.state.cancelled.is_some();
+        let after_cancel = scope.state.cancel_reported;
         let tag = scope.state.start_call();
         Some(AskCall {
             owner,
