@@ -96,7 +96,6 @@
 mod asks;
 mod body;
 
-pub(crate) use asks::record_ask;
 pub use asks::{Asked, ScriptError};
 pub use body::Body;
 

@@ -52,6 +52,7 @@ use super::error::SendErrorKind;
 use super::handle::SchedulerHandle;
 use super::reply::{Elsewhere, Reply, ReplyTo};
 use crate::process::async_fn::asking::{self, AskCall, AskPoll};
+use crate::process::async_fn::unhosted::{self, UnhostedAsk};
 use crate::process::{drop_contained, CancelReason, CommandError, Payload, Pid};
 use std::fmt;
 use std::future::Future;
@@ -410,7 +411,8 @@ where
 
     /// The first poll in a body that runs without a scheduler (a test harness's): the request,
     /// built around a port the harness reads, is recorded for the test to answer, not sent
-    /// (`testing/asks.rs`). The ask waits as a call; the test scripts its timeout, if any.
+    /// (`process/async_fn/unhosted.rs`, read by `testing/asks.rs`). The ask waits as a call;
+    /// the test scripts its timeout, if any.
     #[cold]
     fn record(&mut self, to: Pid, request: F) -> Result<(), AskError> {
         self.state = State::Done;
@@ -422,19 +424,31 @@ where
             asking::forget_unsent(&call);
             return Err(AskError::AskedItself);
         }
-        let (sender, receiver) = oneshot::channel();
+        let (sender, mut receiver) = oneshot::channel::<R>();
         // User code (the request's constructor), outside any scope.
         let request = Payload::new(request(Reply::from(sender)));
-        let host = call.owner.host;
-        match crate::testing::record_ask(host, call.tag, to, request, self.timeout, receiver) {
+        let ask = UnhostedAsk {
+            tag: call.tag,
+            to,
+            request,
+            timeout: self.timeout,
+            reply_type: std::any::TypeId::of::<R>(),
+            reply_type_name: std::any::type_name::<R>(),
+            answered: Box::new(move || match receiver.try_recv() {
+                Ok(value) => Some(Ok(Payload::new(value))),
+                Err(oneshot::error::TryRecvError::Closed) => Some(Err(CommandError::Cancelled)),
+                Err(oneshot::error::TryRecvError::Empty) => None,
+            }),
+        };
+        match unhosted::record(call.owner.host, ask) {
             Ok(()) => {
                 self.state = State::InProcess(call);
                 Ok(())
             }
-            Err(request) => {
+            Err(ask) => {
                 // No harness's step runs here: nothing can answer.
                 asking::forget_unsent(&call);
-                self.sched.inner.contained(drop_contained(request));
+                self.sched.inner.contained(drop_contained(ask.request));
                 Err(AskError::OutsideProcess)
             }
         }

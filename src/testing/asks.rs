@@ -2,26 +2,26 @@
 //!
 //! On a scheduler, an ask from a body sends its request and the reply port answers into the
 //! asking process's mailbox (`scheduler/ask.rs`). A harness has no mailbox and sends nothing
-//! on the process's behalf: the ask records its request here instead ([`record_ask`], called
-//! by the ask's first poll), the step reports it ([`Step::asks`](super::Step::asks)) and the
+//! on the process's behalf: the ask's first poll records its request instead (below), the
+//! step reports it ([`Step::asks`](super::Step::asks)) and the
 //! process waits (`Status::Wait`) until the test answers — through the port inside the request
 //! (as the asked process would: `Reply::send`, or dropping it), or with
 //! [`Harness::reply`], [`Harness::time_out`] or [`Harness::complete`]. What the port answered
 //! is read at the start of the next step, as the completion of the ask's call.
 //!
-//! The book of asks is the harness's; for the duration of a step it is published in a
-//! thread-local ([`Published`]), where the ask, polled inside that step on the same thread,
-//! finds it. Nothing here is on a scheduler's path: only an ask from a body without a mailbox
-//! reaches it.
+//! For the duration of a step the harness opens an outbox on its thread ([`Published`]), where
+//! the ask, polled inside that step, files its request (`process/async_fn/unhosted.rs`: the
+//! ask's layer, which this one reads, never the other way); the step's asks go into the
+//! harness's book when it returns. Nothing here is on a scheduler's path: only an ask from a
+//! body without a mailbox reaches it.
 
 use super::Harness;
+use crate::process::async_fn::unhosted::Outbox;
 use crate::process::context::HostId;
 use crate::process::{CommandError, Event, Payload, Pid, Process, Tag};
 use std::any::TypeId;
-use std::cell::RefCell;
 use std::fmt;
 use std::time::Duration;
-use tokio::sync::oneshot;
 
 /// An ask the body sent in a step under a [`Harness`]: its request, as the asked process would
 /// have received it, and the tag its answer is scripted with.
@@ -172,72 +172,48 @@ impl AskBook {
     }
 }
 
-// Plain std `thread_local!`: where an ask polled inside a harness's step finds its book.
-std::thread_local! {
-    static CURRENT: RefCell<Option<(HostId, AskBook)>> = const { RefCell::new(None) };
-}
-
-/// A harness's book, published for one step of its process (on this thread); taken back on
-/// drop, also when the step panics.
+/// A harness's book, opened for one step of its process: the asks its body sends in the step
+/// are filed in an outbox on this thread (`process/async_fn/unhosted.rs`), and moved into the
+/// book when the step returns (dropped with the outbox if it unwinds: the process has ended).
 pub(super) struct Published<'a> {
     book: &'a mut AskBook,
-    previous: Option<(HostId, AskBook)>,
+    outbox: Option<Outbox>,
 }
 
 impl<'a> Published<'a> {
-    /// Publishes `book`, the harness `host`'s.
+    /// Opens the outbox of the harness `host`, whose book is `book`.
     pub(super) fn new(host: HostId, book: &'a mut AskBook) -> Published<'a> {
-        let mine = (host, std::mem::take(book));
-        let previous = CURRENT.with(|current| current.replace(Some(mine)));
-        Published { book, previous }
+        Published {
+            book,
+            outbox: Some(Outbox::open(host)),
+        }
     }
 }
 
 impl Drop for Published<'_> {
     fn drop(&mut self) {
-        let mine = CURRENT.with(|current| current.replace(self.previous.take()));
-        if let Some((_, book)) = mine {
-            *self.book = book;
+        let Some(outbox) = self.outbox.take() else {
+            return;
+        };
+        if std::thread::panicking() {
+            return;
+        }
+        for ask in outbox.close() {
+            self.book.pending.push(Pending {
+                tag: ask.tag,
+                reply_type: ask.reply_type,
+                reply_type_name: ask.reply_type_name,
+                timed: ask.timeout.is_some(),
+                answered: ask.answered,
+            });
+            self.book.sent.push(Asked {
+                tag: ask.tag,
+                to: ask.to,
+                request: ask.request,
+                timeout: ask.timeout,
+            });
         }
     }
-}
-
-/// Records an ask sent by a body of the harness `host`, polled in its step: the request
-/// `request` to `to`, whose port answers on `answer`. Hands the request back if no step of
-/// that harness runs on this thread.
-#[allow(clippy::result_large_err)] // the request comes back by value
-pub(crate) fn record_ask<R: Send + 'static>(
-    host: HostId,
-    tag: Tag,
-    to: Pid,
-    request: Payload,
-    timeout: Option<Duration>,
-    mut answer: oneshot::Receiver<R>,
-) -> Result<(), Payload> {
-    CURRENT.with(|current| {
-        let mut current = current.borrow_mut();
-        let Some((_, book)) = current.as_mut().filter(|(at, _)| *at == host) else {
-            return Err(request);
-        };
-        book.pending.push(Pending {
-            tag,
-            reply_type: TypeId::of::<R>(),
-            reply_type_name: std::any::type_name::<R>(),
-            timed: timeout.is_some(),
-            answered: Box::new(move || match answer.try_recv() {
-                Ok(value) => Some(Ok(Payload::new(value))),
-                Err(oneshot::error::TryRecvError::Closed) => Some(Err(CommandError::Cancelled)),
-                Err(oneshot::error::TryRecvError::Empty) => None,
-            }),
-        });
-        book.sent.push(Asked {
-            tag,
-            to,
-            request,
-            timeout,
-        });
-        Ok(())
-    })
 }
 
 impl<P: Process> Harness<P> {

@@ -26,6 +26,7 @@ mod lazy_waker;
 mod scope;
 mod signals;
 mod state;
+pub(crate) mod unhosted;
 
 #[cfg(all(test, not(loom)))]
 mod tests;
