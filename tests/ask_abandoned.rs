@@ -149,6 +149,29 @@ fn an_answer_to_an_asker_that_still_waits_is_delivered() {
     sched.shutdown(HANG_GUARD);
 }
 
+/// The process [`racing_answerer`] spawns.
+type Answerer = ProcessHandle<(), (u64, Reply<u64>)>;
+
+/// A process that answers each `(n, port)` with `n` — some at once, some after a little work:
+/// both sides of a race with the ask's timeout — and reports `(n, whether its send was Ok)`.
+fn racing_answerer(sched: &Scheduler) -> (Answerer, mpsc::Receiver<(u64, bool)>) {
+    let (answers_tx, answers) = mpsc::channel();
+    let answerer = sched
+        .spawn_fn(move |cx: ProcessCx<(u64, Reply<u64>)>| async move {
+            loop {
+                let (n, reply) = cx.recv().await?;
+                if n % 3 == 0 {
+                    std::hint::black_box((0..n % 200).sum::<u64>());
+                }
+                answers_tx.send((n, reply.send(n).is_ok())).unwrap();
+            }
+            #[allow(unreachable_code)]
+            Ok::<(), BoxError>(())
+        })
+        .unwrap();
+    (answerer, answers)
+}
+
 /// Many asks whose timeouts race their answers: each ask ends exactly one way on each side.
 /// The answerer's `send` is `Ok` for an answer the asker received or gave up on after it was
 /// queued, `Err` for one the asker had given up on first; the asker gets `Ok` or `TimedOut`.
@@ -158,21 +181,7 @@ fn answers_racing_timeouts_end_exactly_one_way_on_each_side() {
     const ASKERS: u64 = 4;
     const ASKS: u64 = 10_000;
     let sched = Scheduler::builder().workers(2).build().unwrap();
-    let (answers_tx, answers) = mpsc::channel::<bool>();
-    let answerer = sched
-        .spawn_fn(move |cx: ProcessCx<(u64, Reply<u64>)>| async move {
-            loop {
-                let (n, reply) = cx.recv().await?;
-                // Some answers at once, some after a little work: both sides of the race.
-                if n % 3 == 0 {
-                    std::hint::black_box((0..n % 200).sum::<u64>());
-                }
-                answers_tx.send(reply.send(n).is_ok()).unwrap();
-            }
-            #[allow(unreachable_code)]
-            Ok::<(), BoxError>(())
-        })
-        .unwrap();
+    let (answerer, answers) = racing_answerer(&sched);
     let askers: Vec<_> = (0..ASKERS)
         .map(|asker| {
             let addr = answerer.addr();
@@ -214,6 +223,7 @@ fn answers_racing_timeouts_end_exactly_one_way_on_each_side() {
             answers
                 .recv_timeout(HANG_GUARD)
                 .expect("hang guard: every ask answered")
+                .1
         })
         .collect();
     let delivered = sends.iter().filter(|ok| **ok).count() as u64;
@@ -239,20 +249,7 @@ fn answers_racing_the_timeouts_of_asks_from_tokio_are_received_exactly_when_sent
     const TASKS: u64 = 4;
     const ASKS: u64 = 10_000;
     let sched = Scheduler::builder().workers(2).build().unwrap();
-    let (answers_tx, answers) = mpsc::channel::<(u64, bool)>();
-    let answerer = sched
-        .spawn_fn(move |cx: ProcessCx<(u64, Reply<u64>)>| async move {
-            loop {
-                let (n, reply) = cx.recv().await?;
-                if n % 3 == 0 {
-                    std::hint::black_box((0..n % 200).sum::<u64>());
-                }
-                answers_tx.send((n, reply.send(n).is_ok())).unwrap();
-            }
-            #[allow(unreachable_code)]
-            Ok::<(), BoxError>(())
-        })
-        .unwrap();
+    let (answerer, answers) = racing_answerer(&sched);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

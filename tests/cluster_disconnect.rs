@@ -8,38 +8,20 @@
 
 mod cluster_support;
 
+use cluster_support::cart::{cart_cluster, Cart};
 use cluster_support::forge::{frame, Item};
 use cluster_support::{linked, start_nodes, stop_nodes, NatsServer};
 use procsched::cluster::{nats, Cluster, Node, NodePid, Placement, RemoteError};
 use procsched::prelude::*;
-use serde::{Deserialize, Serialize};
 use std::io::{BufRead, BufReader, Write};
 use std::time::Duration;
 
 const GUARD: Duration = Duration::from_secs(30);
 
-#[derive(Serialize, Deserialize)]
-enum Cart {
-    Total(Reply<u64>),
-}
-
-async fn cart(cx: ProcessCx<Cart>, start: u64) -> Result<(), BoxError> {
-    loop {
-        let Cart::Total(reply) = cx.recv().await?;
-        let _ = reply.send(start);
-    }
-}
-
-/// Heartbeats every 200 ms; a silent node is declared down only after a minute, longer than
-/// any test: only what a test does declares a node down.
+/// A silent node is declared down only after a minute, longer than any test: only what a test
+/// does declares a node down.
 fn cluster(url: &str, name: &str) -> Cluster {
-    Cluster::nats(url)
-        .name(name)
-        .heartbeat(Duration::from_millis(200))
-        .down_after(Duration::from_secs(60))
-        .request_timeout(GUARD)
-        .message::<Cart>("cart")
-        .spawnable("cart", cart)
+    cart_cluster(url, name, Duration::from_secs(60), GUARD)
 }
 
 async fn guarded<T>(what: &str, future: impl std::future::Future<Output = T>) -> T {

@@ -7,35 +7,17 @@
 
 mod cluster_support;
 
+use cluster_support::cart::{cart_cluster, Cart};
 use cluster_support::{linked, supervise_remote, wait_child, NatsServer};
 use procsched::cluster::{Cluster, Node, NodePid, Placement};
 use procsched::prelude::*;
 use procsched::supervision::{Incoming, Signal, Supervisor};
-use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
 const GUARD: Duration = Duration::from_secs(30);
 
-#[derive(Serialize, Deserialize)]
-enum Cart {
-    Total(Reply<u64>),
-}
-
-async fn cart(cx: ProcessCx<Cart>, start: u64) -> Result<(), BoxError> {
-    loop {
-        let Cart::Total(reply) = cx.recv().await?;
-        let _ = reply.send(start);
-    }
-}
-
 fn cluster(url: &str, name: &str) -> Cluster {
-    Cluster::nats(url)
-        .name(name)
-        .heartbeat(Duration::from_millis(200))
-        .down_after(Duration::from_millis(1000))
-        .request_timeout(GUARD)
-        .message::<Cart>("cart")
-        .spawnable("cart", cart)
+    cart_cluster(url, name, Duration::from_millis(1000), GUARD)
 }
 
 async fn start_node(url: &str, name: &str) -> (Scheduler, Node) {

@@ -13,6 +13,18 @@ use std::time::Duration;
 
 type Double = (u64, Reply<u64>);
 
+/// Steps `harness` and asserts the body ended with a result matching the pattern.
+macro_rules! assert_done {
+    ($harness:expr, $result:pat) => {
+        let done = $harness.step().unwrap();
+        assert!(
+            matches!(done.status, Status::Done($result)),
+            "{:?}",
+            done.status
+        );
+    };
+}
+
 /// Under test: receives a doubler's address, asks it to double 21 (within `timeout`, if
 /// any), and returns what the ask gave, error included.
 fn asker(timeout: Option<Duration>) -> Harness<Body<Result<u64, AskError>>> {
@@ -57,12 +69,7 @@ fn an_ask_is_reported_with_its_request_and_target_and_a_scripted_reply_resumes_t
     assert_eq!(request.0, 21);
 
     harness.reply(asked.tag, 42u64).unwrap();
-    let done = harness.step().unwrap();
-    assert!(
-        matches!(done.status, Status::Done(Ok(42))),
-        "{:?}",
-        done.status
-    );
+    assert_done!(harness, Ok(42));
     // The port in the request the test still holds answers no one: handed back.
     let (_, port) = step
         .asks
@@ -90,12 +97,7 @@ fn an_ask_is_answered_by_a_responder_the_test_steps_itself() {
     doubler.send(Message::new("double", asked.request));
     assert!(matches!(doubler.step().unwrap().status, Status::Done(true)));
 
-    let done = harness.step().unwrap();
-    assert!(
-        matches!(done.status, Status::Done(Ok(42))),
-        "{:?}",
-        done.status
-    );
+    assert_done!(harness, Ok(42));
 }
 
 #[test]
@@ -104,12 +106,7 @@ fn a_dropped_reply_port_fails_the_ask_with_no_reply() {
     let mut step = step_to_the_ask(&mut harness);
     // As the asked process dropping the port unanswered.
     drop(step.asks.pop().unwrap().request);
-    let done = harness.step().unwrap();
-    assert!(
-        matches!(done.status, Status::Done(Err(AskError::NoReply))),
-        "{:?}",
-        done.status
-    );
+    assert_done!(harness, Err(AskError::NoReply));
 }
 
 #[test]
@@ -117,12 +114,7 @@ fn a_scripted_error_completion_fails_the_ask_with_no_reply() {
     let mut harness = asker(None);
     let step = step_to_the_ask(&mut harness);
     harness.complete(step.asks[0].tag, Err(CommandError::Cancelled));
-    let done = harness.step().unwrap();
-    assert!(
-        matches!(done.status, Status::Done(Err(AskError::NoReply))),
-        "{:?}",
-        done.status
-    );
+    assert_done!(harness, Err(AskError::NoReply));
 }
 
 #[test]
@@ -148,12 +140,7 @@ fn a_wrongly_typed_answer_is_refused_and_the_ask_still_waits() {
     );
 
     harness.complete(tag, Ok(Payload::new(42u64)));
-    let done = harness.step().unwrap();
-    assert!(
-        matches!(done.status, Status::Done(Ok(42))),
-        "{:?}",
-        done.status
-    );
+    assert_done!(harness, Ok(42));
 }
 
 #[test]
@@ -167,12 +154,7 @@ fn a_timed_ask_times_out_when_the_test_says_so() {
     assert!(matches!(harness.step().unwrap().status, Status::Wait));
 
     harness.time_out(asked.tag).unwrap();
-    let done = harness.step().unwrap();
-    assert!(
-        matches!(done.status, Status::Done(Err(AskError::TimedOut))),
-        "{:?}",
-        done.status
-    );
+    assert_done!(harness, Err(AskError::TimedOut));
 }
 
 #[test]
@@ -180,12 +162,7 @@ fn a_timed_ask_answered_in_time_gives_the_answer() {
     let mut harness = asker(Some(Duration::from_secs(5)));
     let step = step_to_the_ask(&mut harness);
     harness.reply(step.asks[0].tag, 42u64).unwrap();
-    let done = harness.step().unwrap();
-    assert!(
-        matches!(done.status, Status::Done(Ok(42))),
-        "{:?}",
-        done.status
-    );
+    assert_done!(harness, Ok(42));
 }
 
 #[test]

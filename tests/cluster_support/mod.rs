@@ -19,6 +19,7 @@ use std::sync::OnceLock;
 use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+pub(crate) mod cart;
 pub(crate) mod forge;
 mod nats;
 mod nodes;
