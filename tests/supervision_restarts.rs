@@ -1,6 +1,6 @@
 //! Restarts at their edges: a name still held by the instance a crash is ending, a child that
-//! ends before its name is registered, and failed restarts retried behind a mailbox that is
-//! full — one fault costs one restart, every start that returned a PID started, and a
+//! ends before its name is registered, and failed restarts retried behind a waiting request
+//! under a `mailbox_capacity` — one fault costs one restart, every start that returned a PID started, and a
 //! supervisor answers requests between its attempts (OTP's `try_again_restart`).
 
 mod supervision_common;
@@ -80,11 +80,11 @@ fn a_named_child_that_ends_before_its_name_is_registered_has_started() {
 }
 
 #[test]
-fn failed_restarts_behind_a_full_mailbox_are_retried_between_requests() {
-    // Capacity 1, and a request waiting while a restart fails: the retry cannot be queued
-    // behind it. It is queued once the supervisor has taken the request (and answered it),
-    // never tried in place — which answered nothing and, at a high intensity, overflowed the
-    // worker's stack.
+fn failed_restarts_behind_a_waiting_request_are_retried_between_requests() {
+    // Capacity 1, and a request waiting while a restart fails: the retry is queued behind it
+    // (a supervisor's mailbox is not bounded by the capacity), so the supervisor answers the
+    // request between its attempts, never retrying in place — which answered nothing and, at
+    // a high intensity, overflowed the worker's stack.
     let sched = Scheduler::builder()
         .workers(2)
         .mailbox_capacity(1)

@@ -107,39 +107,33 @@ impl SchedulerHandle {
         method: &str,
         input: Payload,
     ) -> Result<ProcessHandle<P::Output>, SpawnError> {
-        self.spawn_as(
-            process,
-            method,
-            input,
-            std::any::type_name::<P>(),
-            None,
-            None,
-        )
+        let incarnation = Incarnation {
+            kind: std::any::type_name::<P>(),
+            ..Incarnation::default()
+        };
+        self.spawn_as(process, method, input, incarnation, None)
     }
 
-    /// [`spawn`](Self::spawn), naming the process's type `kind` in its span and its
-    /// [`ProcessInfo`].
+    /// [`spawn`](Self::spawn) as `incarnation` says (its `spawned_at` is set here): naming the
+    /// process's type `kind` in its span and its [`ProcessInfo`], with the message type it
+    /// takes, and for a supervisor an unbounded mailbox.
     pub(crate) fn spawn_as<P: Process>(
         &self,
         mut process: P,
         method: &str,
         input: Payload,
-        kind: &'static str,
-        takes: Option<MessageType>,
+        mut incarnation: Incarnation,
         link: Option<Link>,
     ) -> Result<ProcessHandle<P::Output>, SpawnError> {
         let inner = &self.inner;
+        let kind = incarnation.kind;
         // Protocol steps in the module docs of `scheduler`.
         if let Err(refused) = inner.lifecycle.admit() {
             tracing::debug!(kind, method, error = %refused, "spawn refused");
             inner.contained(drop_contained(input) + drop_contained(process));
             return Err(refused);
         }
-        let incarnation = Incarnation {
-            kind,
-            spawned_at: coarse_now(),
-            takes,
-        };
+        incarnation.spawned_at = coarse_now();
         let Some((pid, cell)) = inner.table.claim_as(incarnation) else {
             inner.lifecycle.leave(Leave::Refused, || {});
             inner.contained(drop_contained(input) + drop_contained(process));

@@ -7,6 +7,7 @@ use super::links::Link;
 use super::process_handle::ProcessHandle;
 use crate::process::async_fn::AsyncFnProcess;
 use crate::process::context::Owner;
+use crate::process::mailbox::Incarnation;
 use crate::process::{BoxError, MessageType, Payload, Pid, Process};
 use std::future::Future;
 
@@ -51,7 +52,7 @@ impl SchedulerHandle {
         E: Into<BoxError>,
         M: Send + 'static,
     {
-        self.spawn_fn_as(body, None)
+        self.spawn_fn_as(body, None, false)
     }
 
     /// [`spawn_fn`](Self::spawn_fn), linked to `parent` from before the body's first poll:
@@ -90,14 +91,16 @@ impl SchedulerHandle {
         E: Into<BoxError>,
         M: Send + 'static,
     {
-        self.spawn_fn_as(body, Some(Link::to(parent)))
+        self.spawn_fn_as(body, Some(Link::to(parent)), false)
     }
 
-    /// [`spawn_fn`](Self::spawn_fn) with an optional link made before the first poll.
+    /// [`spawn_fn`](Self::spawn_fn) with an optional link made before the first poll;
+    /// `unbounded_mailbox` for a supervisor, which `mailbox_capacity` does not bound.
     pub(crate) fn spawn_fn_as<F, Fut, T, E, M>(
         &self,
         body: F,
         link: Option<Link>,
+        unbounded_mailbox: bool,
     ) -> Result<ProcessHandle<T, M>, SpawnError>
     where
         F: FnOnce(ProcessCx<M>) -> Fut + Send + 'static,
@@ -111,12 +114,17 @@ impl SchedulerHandle {
         // Named after the body: `AsyncFnProcess<..>`'s own name would bury it in generics.
         let sched = self.clone();
         let start = move |owner: Owner| body(ProcessCx::new(owner, sched));
+        let incarnation = Incarnation {
+            kind: std::any::type_name::<F>(),
+            takes: MessageType::of::<M>(),
+            unbounded_mailbox,
+            ..Incarnation::default()
+        };
         let handle = self.spawn_as(
             AsyncFnProcess::new(start),
             "run",
             Payload::empty(),
-            std::any::type_name::<F>(),
-            MessageType::of::<M>(),
+            incarnation,
             link,
         )?;
         Ok(handle.receiving())
@@ -157,13 +165,10 @@ impl SchedulerHandle {
         method: &str,
         input: Payload,
     ) -> Result<ProcessHandle<P::Output>, SpawnError> {
-        self.spawn_as(
-            process,
-            method,
-            input,
-            std::any::type_name::<P>(),
-            None,
-            Some(Link::to(parent)),
-        )
+        let incarnation = Incarnation {
+            kind: std::any::type_name::<P>(),
+            ..Incarnation::default()
+        };
+        self.spawn_as(process, method, input, incarnation, Some(Link::to(parent)))
     }
 }

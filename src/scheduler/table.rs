@@ -59,7 +59,7 @@ pub(crate) struct Table {
     fresh: AtomicUsize,
     /// Released slots (protocol step 2), for claims (step 1).
     free: FreeList,
-    /// The mailbox capacity of new cells.
+    /// The mailbox capacity of new processes (`mailbox_capacity`), but unbounded ones.
     mailbox_capacity: usize,
 }
 
@@ -83,7 +83,8 @@ impl Table {
     }
 
     /// Protocol step 1: a cell for a new process, opened (recording `incarnation` for
-    /// `process_info`), and the process's PID. `None` when every index is in use (or retired).
+    /// `process_info`, with the table's mailbox capacity unless it asks for an unbounded
+    /// mailbox), and the process's PID. `None` when every index is in use (or retired).
     pub(crate) fn claim_as(&self, incarnation: Incarnation) -> Option<(Pid, Arc<ProcessCell>)> {
         // Raw pointers, as the slot stores them: their provenance covers the whole `Arc`
         // allocation, which taking a reference of our own needs (a `&ProcessCell` would not do).
@@ -107,7 +108,12 @@ impl Table {
             Arc::increment_strong_count(cell);
             Arc::from_raw(cell)
         };
-        let generation = cell.open_as(incarnation);
+        let capacity = if incarnation.unbounded_mailbox {
+            usize::MAX
+        } else {
+            self.mailbox_capacity
+        };
+        let generation = cell.open_as(incarnation, capacity);
         Some((Pid::new(index, generation), cell))
     }
 
@@ -366,6 +372,24 @@ mod tests {
         let third = claimer.join().unwrap();
         assert!(third.iter().all(|pid| pid.generation() == 3));
         assert_eq!(a.fresh.load(Relaxed), 10, "every released slot was reused");
+    }
+
+    #[test]
+    fn the_mailbox_capacity_is_each_incarnations_own() {
+        let table = Table::new(1);
+        let supervisor = Incarnation {
+            unbounded_mailbox: true,
+            ..Incarnation::default()
+        };
+        let (pid, cell) = table.claim_as(supervisor).unwrap();
+        assert!(!cell.is_bounded(), "a supervisor's mailbox is unbounded");
+        finish(&table, pid, &cell);
+        let (next, cell) = table.claim().unwrap();
+        assert_eq!(next.index(), pid.index(), "the same cell");
+        assert!(
+            cell.is_bounded(),
+            "the next process has the table's capacity"
+        );
     }
 
     #[test]

@@ -1,9 +1,19 @@
 //! Topic budgets and the mailbox's capacity: admission of a message under the lock, and what
 //! a drained message gives back (`Message::with_budget`; the overflow marker).
 
-use super::{Admission, Inner};
+use super::{Admission, Inner, Mailbox};
+use crate::loom::atomic::Ordering::Relaxed;
 use crate::process::{Event, Message, Topic};
 use std::collections::HashMap;
+
+impl Mailbox {
+    /// Most queued messages of the current incarnation (`usize::MAX`: unbounded). Under the
+    /// lock, or after a gate load that saw the incarnation open (see the field).
+    #[inline(always)]
+    pub(super) fn capacity(&self) -> usize {
+        self.capacity.load(Relaxed)
+    }
+}
 
 /// The budgeted topics' usage.
 pub(super) type TopicMap = HashMap<Topic, TopicUsage>;

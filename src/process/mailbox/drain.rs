@@ -53,7 +53,7 @@ impl Mailbox {
             let depth = inner.events.len() + self.intake.len() + inner.behind.len();
             inner.max_depth = inner.max_depth.max(depth);
         }
-        let bounded = self.capacity != usize::MAX;
+        let bounded = self.capacity() != usize::MAX;
         let counted = bounded || inner.topics.is_some();
         let before = events.len();
         let mut more = events.take_from(&mut inner.events, max);

@@ -46,6 +46,7 @@ use super::state::{StateWord, TransitionOnEvent};
 use super::stats::{CellInfo, CellStats, CellSurvey};
 use super::{drop_contained, drop_each, Event, Events, Message, MessageType, ProcessState};
 use crate::executor::{DeferredWake, TaskRef};
+use crate::loom::atomic::{AtomicUsize, Ordering::Relaxed};
 use budget::TopicMap;
 use intake::{Gate, Intake, IntakeQueue, Stale, INTAKE_INSTALL_DEPTH};
 use lock::SpinLock;
@@ -98,8 +99,11 @@ pub(crate) struct Mailbox {
     gate: Gate,
     /// The lock-free path's queue, once a backlog installed it (`intake.rs`).
     intake: Intake,
-    /// Most queued messages; `usize::MAX` when unbounded. Fixed for the cell's life.
-    capacity: usize,
+    /// Most queued messages of the current incarnation (a supervisor's is unbounded whatever
+    /// `mailbox_capacity` says); `usize::MAX` when unbounded. Set by `open_as` before the gate
+    /// opens; read under the lock, or after a gate load that saw this incarnation open, so a
+    /// lock-free sender never applies the previous incarnation's.
+    capacity: AtomicUsize,
 }
 
 struct Inner {
@@ -163,6 +167,8 @@ pub(crate) struct Incarnation {
     pub(crate) spawned_at: u64,
     /// The message type its body declared, if one ([`MessageType::of`]).
     pub(crate) takes: Option<MessageType>,
+    /// A library process (a supervisor) whose mailbox `mailbox_capacity` does not bound.
+    pub(crate) unbounded_mailbox: bool,
 }
 
 /// Everything a process shares with the rest of the scheduler: its state word and mailbox. One
@@ -176,7 +182,7 @@ pub(crate) struct ProcessCell {
 
 impl ProcessCell {
     /// A `Free` cell whose mailbox will hold at most `capacity` messages (yield completions are
-    /// never counted or dropped).
+    /// never counted or dropped) until an [`open_as`](Self::open_as) sets another.
     pub(crate) fn new(capacity: usize) -> ProcessCell {
         ProcessCell {
             state: StateWord::new(),
@@ -201,7 +207,7 @@ impl ProcessCell {
                 }),
                 gate: Gate::new(),
                 intake: Intake::new(),
-                capacity,
+                capacity: AtomicUsize::new(capacity),
             },
             stats: CellStats::default(),
         }
@@ -215,16 +221,18 @@ impl ProcessCell {
         (cell, generation)
     }
 
-    /// [`open_as`](Self::open_as) an anonymous process (tests of the process layer).
+    /// [`open_as`](Self::open_as) an anonymous process, with the capacity the cell has
+    /// (tests of the process layer).
     #[cfg(test)]
     pub(crate) fn open(&self) -> Generation {
-        self.open_as(Incarnation::default())
+        self.open_as(Incarnation::default(), self.mailbox.capacity())
     }
 
     /// Starts the next incarnation: `Free` → `Open`, state `Ready`, a new generation, which it
-    /// returns. The caller owns the cell exclusively (it took it off the free list) and checked
-    /// that the generation is not exhausted.
-    pub(crate) fn open_as(&self, incarnation: Incarnation) -> Generation {
+    /// returns; its mailbox holds at most `capacity` messages. The caller owns the cell
+    /// exclusively (it took it off the free list) and checked that the generation is not
+    /// exhausted.
+    pub(crate) fn open_as(&self, incarnation: Incarnation, capacity: usize) -> Generation {
         let mut inner = self.mailbox.inner.lock();
         let (last, phase) = self.mailbox.gate.load();
         debug_assert_eq!(phase, Phase::Free);
@@ -244,6 +252,8 @@ impl ProcessCell {
         inner.kind = incarnation.kind;
         inner.spawned_at = incarnation.spawned_at;
         inner.takes = incarnation.takes;
+        // Before the gate opens (its `Release` store publishes it to lock-free senders).
+        self.mailbox.capacity.store(capacity, Relaxed);
         self.stats.reset();
         // Under the lock, and before the gate opens: whoever sees `Open` and this generation —
         // under the lock or through the gate's `Acquire` — sees a fresh state word (`state.rs`,
@@ -315,13 +325,12 @@ impl ProcessCell {
         make: impl FnOnce() -> Message,
     ) -> Result<(), (Admission, Message)> {
         let mailbox = &self.mailbox;
-        if mailbox.capacity == usize::MAX {
-            if let Some(intake) = mailbox.intake.installed() {
-                if mailbox.gate.is_open(generation) {
-                    intake.claim().write((generation, Event::Message(make())));
-                    self.wake_after_lock_free_push();
-                    return Ok(());
-                }
+        if let Some(intake) = mailbox.intake.installed() {
+            // The capacity after the gate: the one of the incarnation the gate showed open.
+            if mailbox.gate.is_open(generation) && mailbox.capacity() == usize::MAX {
+                intake.claim().write((generation, Event::Message(make())));
+                self.wake_after_lock_free_push();
+                return Ok(());
             }
         }
         self.deliver_locked(generation, Event::Message(make()))
@@ -357,11 +366,12 @@ impl ProcessCell {
     #[inline]
     fn lock_free_intake(&self, generation: Generation, message: &Message) -> Option<&IntakeQueue> {
         let mailbox = &self.mailbox;
-        if mailbox.capacity != usize::MAX || message.budget.is_some() {
+        if message.budget.is_some() {
             return None;
         }
         let intake = mailbox.intake.installed()?;
-        mailbox.gate.is_open(generation).then_some(intake)
+        // The capacity after the gate: the one of the incarnation the gate showed open.
+        (mailbox.gate.is_open(generation) && mailbox.capacity() == usize::MAX).then_some(intake)
     }
 
     /// Protocol 7 of `intake.rs`, step 3: after a lock-free push, protocol 2's step 2.
@@ -423,7 +433,7 @@ impl ProcessCell {
     /// `true` if the mailbox has a capacity (`mailbox_capacity`).
     #[inline]
     pub(crate) fn is_bounded(&self) -> bool {
-        self.mailbox.capacity != usize::MAX
+        self.mailbox.capacity() != usize::MAX
     }
 
     /// Queues `event`, or gives it back with the reason it was refused (`Dropped`, `Closed` or
@@ -457,7 +467,7 @@ impl ProcessCell {
             self.stats.yield_completed();
         }
         if let Event::Message(message) = &event {
-            let (admitted, marker) = inner.admit(message, self.mailbox.capacity);
+            let (admitted, marker) = inner.admit(message, self.mailbox.capacity());
             if admitted != Admission::Accepted {
                 // An overflowing budget's marker: the process must see it.
                 let wake = marker.map_or(DeferredWake::NONE, |marker| {
@@ -477,7 +487,7 @@ impl ProcessCell {
         // A lasting backlog installs the lock-free path for the messages that can take it
         // (`intake.rs`, "The intake queue").
         let installs_intake = matches!(&event, Event::Message(m) if m.budget.is_none())
-            && self.mailbox.capacity == usize::MAX;
+            && self.mailbox.capacity() == usize::MAX;
         let depth = self.mailbox.enqueue(&mut inner, lane, event);
         if depth >= INTAKE_INSTALL_DEPTH && installs_intake {
             self.mailbox.intake.install();

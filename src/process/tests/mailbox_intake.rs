@@ -5,7 +5,7 @@
 use crate::loom::atomic::{AtomicUsize, Ordering::SeqCst};
 use crate::process::mailbox::blocks::BLOCK_CAP;
 use crate::process::mailbox::intake::INTAKE_INSTALL_DEPTH;
-use crate::process::mailbox::{Admission, Drained, Generation, ProcessCell};
+use crate::process::mailbox::{Admission, Drained, Generation, Incarnation, ProcessCell};
 use crate::process::Payload;
 use crate::process::{CommandError, Event, Events, Message, TopicBudget};
 use std::sync::Arc;
@@ -180,6 +180,45 @@ fn a_bounded_mailbox_never_installs_an_intake_queue() {
     assert_eq!(refused.0, Admission::Dropped);
     assert_eq!(cell.mailbox.intake_len(), None);
     assert_eq!(drain_all(&cell, 8), [0, 1, 2, 3]);
+}
+
+#[test]
+fn a_bounded_incarnation_after_one_with_an_intake_queue_counts_every_message() {
+    // The capacity is the incarnation's: a cell that hosted an unbounded process (a
+    // supervisor) keeps its intake queue, and the bounded process it hosts next must still
+    // count every message, whichever send path it takes.
+    let (cell, unbounded) = ProcessCell::new_open();
+    install_intake(&cell, unbounded);
+    cell.close();
+    let _ = cell.release();
+    let generation = cell.open_as(Incarnation::default(), 2);
+    assert!(cell.is_bounded());
+    send(&cell, generation, 0);
+    cell.deliver_unbudgeted(generation, || message(1)).unwrap();
+    let refused = cell.deliver_message(generation, message(2)).unwrap_err();
+    assert_eq!(refused.0, Admission::Dropped);
+    let refused = cell
+        .deliver_unbudgeted(generation, || message(3))
+        .unwrap_err();
+    assert_eq!(refused.0, Admission::Dropped);
+    assert_eq!(
+        cell.mailbox.intake_len(),
+        Some(0),
+        "nothing took the intake queue"
+    );
+    assert_eq!(drain_all(&cell, 8), [0, 1]);
+    send(&cell, generation, 4);
+    cell.close();
+    let _ = cell.release();
+    let next = cell.open_as(Incarnation::default(), usize::MAX);
+    assert!(!cell.is_bounded(), "and the next may be unbounded again");
+    cell.deliver_unbudgeted(next, || message(5)).unwrap();
+    assert_eq!(
+        cell.mailbox.intake_len(),
+        Some(1),
+        "unbounded: the lock-free path"
+    );
+    assert_eq!(drain_all(&cell, 8), [5]);
 }
 
 #[test]

@@ -20,10 +20,10 @@ mod spec;
 
 pub use spec::{ChildShutdown, ChildSpec, Restart, Start, Strategy};
 
-use super::{Addr, AskError, Reply, SchedulerHandle};
+use super::{Addr, AskError, ProcessHandle, Reply, SchedulerHandle};
 use crate::process::exit::ExitReason;
 use crate::process::{MessageType, Pid};
-use crate::scheduler::SpawnError;
+use crate::scheduler::{SendErrorKind, SpawnError};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -173,10 +173,21 @@ impl Supervisor {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn spawn(self, sched: &SchedulerHandle) -> Result<SupervisorRef, SpawnError> {
-        let handle = sched.spawn_fn(move |cx| run::supervise(cx, self, None))?;
+        let handle = self.spawn_process(sched)?;
         Ok(SupervisorRef {
             addr: handle.addr(),
         })
+    }
+
+    /// The supervisor's process. Its mailbox is unbounded whatever `mailbox_capacity` says:
+    /// that bounds the user's processes, while a supervisor's holds only its API's requests
+    /// (each awaited by its caller) and its own retries — refusing those would make a live
+    /// supervisor look ended (OTP's supervisors have no bound either).
+    fn spawn_process(
+        self,
+        sched: &SchedulerHandle,
+    ) -> Result<ProcessHandle<(), Request>, SpawnError> {
+        sched.spawn_fn_as(move |cx| run::supervise(cx, self, None), None, true)
     }
 
     /// Starts the supervisor and waits until its children have started (OTP's
@@ -185,22 +196,30 @@ impl Supervisor {
     /// # Errors
     ///
     /// [`SupervisorError::Start`] if the supervisor could not be spawned or one of its
-    /// children could not be started (the supervisor then stops those it started, and ends).
+    /// children could not be started (the supervisor then stops those it started, and ends);
+    /// [`SupervisorError::Unreachable`], at once, if the wait itself failed (the caller, a
+    /// process, was asked to finish): the supervisor, which no one holds then, is stopped.
     ///
     /// # Examples
     ///
     /// See [`Supervisor`].
     pub async fn start(self, sched: &SchedulerHandle) -> Result<SupervisorRef, SupervisorError> {
-        let handle = sched
-            .spawn_fn(move |cx| run::supervise(cx, self, None))
+        let handle = self
+            .spawn_process(sched)
             .map_err(|error| SupervisorError::Start(error.to_string()))?;
         let supervisor = SupervisorRef {
             addr: handle.addr(),
         };
         if let Err(error) = supervisor.started().await {
-            if !matches!(error, AskError::NoReply | AskError::Undelivered(_)) {
-                // Not its end (the caller, a process, was asked to finish while it waited):
-                // the supervisor it started has no owner, so it is stopped.
+            let ended = matches!(
+                error,
+                AskError::NoReply
+                    | AskError::Undelivered(SendErrorKind::NotFound | SendErrorKind::Closed)
+            );
+            if !ended {
+                // Not its end (the caller, a process, was asked to finish while it waited; or
+                // the request was refused): the supervisor it started has no owner, so it is
+                // stopped — and not waited for, as it may be alive and idle.
                 let _ = sched.cancel(handle.pid());
                 return Err(SupervisorError::Unreachable(error.to_string()));
             }
@@ -231,7 +250,8 @@ impl Supervisor {
         ChildSpec::new(id, move |start: &Start<'_>| {
             let supervisor = self.clone();
             let parent = start.supervisor();
-            start.spawn_fn(move |cx| run::supervise(cx, supervisor, Some(parent)))
+            // Unbounded, as a root supervisor's (`spawn_process`).
+            start.spawn_fn_with(move |cx| run::supervise(cx, supervisor, Some(parent)), true)
         })
         .shutdown(ChildShutdown::Infinity)
         .marked_supervisor()
@@ -281,7 +301,10 @@ pub enum SupervisorError {
     /// The child could not be started.
     #[error("the child could not be started: {0}")]
     Start(String),
-    /// The supervisor did not answer (it has ended).
+    /// The request got no answer, for the reason in the message: the supervisor has ended
+    /// (or the PID is not a supervisor's), or the ask failed on the caller's side — a process
+    /// asking was asked to finish while it waited. (A supervisor's mailbox is unbounded:
+    /// `mailbox_capacity` never refuses its requests.)
     #[error("the supervisor did not answer: {0}")]
     Unreachable(String),
 }

@@ -40,10 +40,7 @@ struct Supervising {
     pending: VecDeque<Exit>,
     /// The supervisor was asked to finish while it waited for a child.
     cancelled: Option<RecvError>,
-    /// Children whose restart failed and whose retry could not be queued yet (a full
-    /// mailbox): queued again before the next receive.
-    deferred_restarts: Vec<Arc<str>>,
-    /// Children with a retry queued or deferred: one retry each at a time (a sibling's
+    /// Children with a retry queued: one retry each at a time (a sibling's
     /// restart failing the same child again must not start a second chain).
     retrying: HashSet<Arc<str>>,
 }
@@ -74,7 +71,6 @@ pub(super) async fn supervise(
         parent,
         pending: VecDeque::new(),
         cancelled: None,
-        deferred_restarts: Vec::new(),
         retrying: HashSet::new(),
     };
     for spec in supervisor.children {
@@ -108,9 +104,6 @@ impl Supervising {
         loop {
             if let Some(cancelled) = self.cancelled.take() {
                 return End::Cancelled(cancelled);
-            }
-            if !self.deferred_restarts.is_empty() {
-                self.queue_deferred_restarts();
             }
             if let Some(exit) = self.pending.pop_front() {
                 if let Some(end) = self.on_exit(exit).await {
@@ -216,24 +209,13 @@ impl Supervising {
         if !self.retrying.insert(Arc::clone(&failed)) {
             return None; // its retry is on its way already
         }
-        if self
-            .cx
-            .addr()
-            .send(Request::Restart(Arc::clone(&failed)))
-            .is_err()
-        {
-            // A full mailbox (a capacity the user set): queued once a receive has made room,
-            // never retried in place (that would pin this poll, and recurse).
-            self.deferred_restarts.push(failed);
+        // A supervisor's mailbox is unbounded (`Supervisor::spawn_process`), and it is running:
+        // the send is not refused.
+        if let Err(error) = self.cx.addr().send(Request::Restart(Arc::clone(&failed))) {
+            tracing::warn!(child = %failed, %error, "a restart's retry could not be queued");
+            self.retrying.remove(&failed);
         }
         None
-    }
-
-    /// Queues the retries a full mailbox refused; those refused again wait for the next round.
-    fn queue_deferred_restarts(&mut self) {
-        let addr = self.cx.addr();
-        self.deferred_restarts
-            .retain(|id| addr.send(Request::Restart(Arc::clone(id))).is_err());
     }
 
     /// Tries again to restart the child `id` whose restart failed (OTP's

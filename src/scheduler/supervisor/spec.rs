@@ -1,6 +1,7 @@
 //! What a supervisor is built from: child specs ([`ChildSpec`]), their restart types and
 //! shutdown policies, the restart strategy, and the [`Start`] a child's factory spawns with.
 
+use crate::process::mailbox::Incarnation;
 use crate::process::{BoxError, Payload, Pid, Process};
 use crate::scheduler::links::Link;
 use crate::scheduler::SpawnError;
@@ -85,10 +86,13 @@ impl<'a> Start<'a> {
         method: &str,
         input: Payload,
     ) -> Result<Pid, SpawnError> {
-        let kind = std::any::type_name::<P>();
+        let incarnation = Incarnation {
+            kind: std::any::type_name::<P>(),
+            ..Incarnation::default()
+        };
         let link = Some(Link::supervised_by(self.supervisor));
         self.sched
-            .spawn_as(process, method, input, kind, None, link)
+            .spawn_as(process, method, input, incarnation, link)
             .map(|handle| handle.pid())
     }
 
@@ -109,9 +113,26 @@ impl<'a> Start<'a> {
         E: Into<BoxError>,
         M: Send + 'static,
     {
+        self.spawn_fn_with(body, false)
+    }
+
+    /// [`spawn_fn`](Self::spawn_fn), with an unbounded mailbox if `unbounded_mailbox` (a
+    /// sub-supervisor: `mailbox_capacity` bounds the user's processes, not the library's).
+    pub(super) fn spawn_fn_with<F, Fut, T, E, M>(
+        &self,
+        body: F,
+        unbounded_mailbox: bool,
+    ) -> Result<Pid, SpawnError>
+    where
+        F: FnOnce(ProcessCx<M>) -> Fut + Send + 'static,
+        Fut: Future<Output = Result<T, E>> + Send + 'static,
+        T: Send + 'static,
+        E: Into<BoxError>,
+        M: Send + 'static,
+    {
         let link = Some(Link::supervised_by(self.supervisor));
         self.sched
-            .spawn_fn_as(body, link)
+            .spawn_fn_as(body, link, unbounded_mailbox)
             .map(|handle| handle.pid())
     }
 
