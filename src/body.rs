@@ -1,5 +1,5 @@
 //! The futures an `async fn` process awaits, made by its [`ProcessCx`](crate::ProcessCx) (and
-//! [`Ask`], made by an [`Addr`](crate::Addr)). You rarely name them: `.await` them.
+//! [`Ask`] and [`SendWait`], made by an [`Addr`](crate::Addr)). You rarely name them: `.await` them.
 //!
 //! | future | made by | resolves to |
 //! |---|---|---|
@@ -10,6 +10,7 @@
 //! | [`YieldNow`] | `cx.yield_now()` | after other ready work had a turn |
 //! | [`Run`] | `cx.run(future)` | a future run as a task on the handler runtime |
 //! | [`Ask`] | `addr.ask(..)` | the answer of another process |
+//! | [`SendWait`] | `addr.send_wait(..)` | once the message is in a bounded mailbox (waits for room) |
 //!
 //! Each remembers the process that made it and fails with a typed error (`OutsideProcess`)
 //! if polled anywhere else.
@@ -34,4 +35,4 @@ pub use crate::dispatch::Run;
 pub use crate::process::{
     Call, Cancelled, Recv, RecvAny, RecvDown, RecvExit, RecvMessage, RecvSignal, YieldNow,
 };
-pub use crate::scheduler::Ask;
+pub use crate::scheduler::{Ask, SendWait};

@@ -14,6 +14,7 @@
 
 use super::error::SendError;
 use super::handle::SchedulerHandle;
+use super::send_wait::SendWait;
 use crate::process::Pid;
 use std::fmt;
 use std::hash::{Hash, Hasher};
@@ -138,6 +139,48 @@ impl<M: Send + 'static> Addr<M> {
             .inner
             .post_typed(self.pid, message)
             .map_err(|(kind, refused)| SendError::new(kind, self.pid, Some(refused)))
+    }
+
+    /// Sends `message`, waiting while the process's mailbox is full (its
+    /// [`mailbox_capacity`](crate::config::SchedulerBuilder::mailbox_capacity)): tokio's bounded
+    /// `Sender::send(..).await`, where [`send`](Self::send) hands the message back at once.
+    /// Resolves as soon as the message is in the mailbox; to an unbounded mailbox, at its first
+    /// poll. Waiting senders are woken when the process takes messages (or ends) and try again,
+    /// in no set order. Awaitable from tokio code, other executors and process bodies; a
+    /// process awaiting room in its own full mailbox waits for ever, as a tokio task sending
+    /// on its own full channel does.
+    ///
+    /// # Errors
+    ///
+    /// As [`send`](Self::send), never `MailboxFull`: `NotFound` (the process finished, also
+    /// while the send waited) or `Closed` (it is finishing), the message handed back.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use procsched::prelude::*;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), BoxError> {
+    /// let sched = Scheduler::builder().workers(1).mailbox_capacity(4).build()?;
+    /// let worker = sched.spawn_fn(|cx: ProcessCx<u64>| async move {
+    ///     let mut done = 0;
+    ///     while done < 1_000 {
+    ///         cx.recv().await?;
+    ///         done += 1;
+    ///     }
+    ///     Ok::<_, BoxError>(done)
+    /// })?;
+    /// let jobs = worker.addr();
+    /// for job in 0..1_000 {
+    ///     jobs.send_wait(job).await?; // backpressure: never `MailboxFull`
+    /// }
+    /// assert_eq!(worker.await?, 1_000);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn send_wait(&self, message: M) -> SendWait<'_, M> {
+        SendWait::new(self, message)
     }
 }
 

@@ -98,6 +98,7 @@ mod metrics;
 mod names;
 mod process_handle;
 mod reply;
+mod send_wait;
 mod shared;
 mod shutdown;
 mod spawn_fn;
@@ -130,6 +131,7 @@ pub use process_handle::ProcessHandle;
 #[cfg(feature = "cluster")]
 pub(crate) use reply::RemoteAnswer;
 pub use reply::Reply;
+pub use send_wait::SendWait;
 pub use shutdown::FORCED_STOP_WAIT;
 pub use supervisor::{
     ChildInfo, ChildShutdown, ChildSpec, Restart, Start, Strategy, Supervisor, SupervisorError,

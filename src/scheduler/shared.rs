@@ -141,6 +141,39 @@ impl Inner {
         }
     }
 
+    /// [`post_typed`](Self::post_typed), waiting for room: a message refused for the mailbox's
+    /// capacity is handed back as `Ok(Some(message))` with `waker` kept, to be woken once room
+    /// is made or the process ends (`process/mailbox/room.rs`, protocol 12); `Ok(None)`:
+    /// delivered. Not counted as refused (the send waits; it is not refused).
+    #[allow(clippy::result_large_err)] // the message comes back by value
+    pub(crate) fn post_typed_or_wait<M: Send + 'static>(
+        &self,
+        pid: Pid,
+        mut message: M,
+        waker: &std::task::Waker,
+    ) -> Result<Option<M>, (SendErrorKind, M)> {
+        let Some(cell) = self.table.get(pid) else {
+            self.counters.add(Counter::NotFound);
+            return Err((SendErrorKind::NotFound, message));
+        };
+        loop {
+            match cell.deliver_unbudgeted(pid.generation(), || into_message(message)) {
+                Ok(()) => {
+                    self.counters.add(Counter::Delivered);
+                    return Ok(None);
+                }
+                Err((Admission::Dropped, refused)) => {
+                    message = from_message(refused).unwrap_or_else(|_| unreachable!("ours"));
+                    if cell.wait_for_room(pid.generation(), waker) {
+                        return Ok(Some(message));
+                    }
+                    // Room was made, or the process ended, since the refusal: again.
+                }
+                Err((refused, message)) => return Err(self.refused_typed(refused, message)),
+            }
+        }
+    }
+
     /// A refused typed send, counted; the message back as the `M` it was.
     #[cold]
     fn refused_typed<M: 'static>(

@@ -55,6 +55,7 @@ impl Mailbox {
         }
         let bounded = self.capacity() != usize::MAX;
         let counted = bounded || inner.topics.is_some();
+        let used = if bounded { inner.used() } else { 0 };
         let before = events.len();
         let mut more = events.take_from(&mut inner.events, max);
         let mut unwritten = false;
@@ -94,6 +95,10 @@ impl Mailbox {
             *unread += moved_messages;
             inner.unread = super::saturate(*unread);
         }
+        // Room made: the senders waiting for it try again (`room.rs`, protocol 12 step 2).
+        let room_waiters = if bounded { inner.room_made(used) } else { None };
+        drop(inner);
+        super::room::wake_all(room_waiters);
         if more {
             Drained::More
         } else if unwritten {

@@ -37,6 +37,7 @@ mod budget;
 mod drain;
 pub(crate) mod intake;
 mod lock;
+mod room;
 mod watch;
 
 pub(crate) use watch::{ExitDelivery, Watch, Watcher};
@@ -156,6 +157,8 @@ struct Inner {
     /// Tags of asks the current process gave up on before their answer came: those answers
     /// are refused (`abandoned.rs`). `None` while empty: one word in every cell.
     abandoned: Option<Box<abandoned::Abandoned>>,
+    /// Senders waiting for room in this bounded mailbox (`room.rs`).
+    room_waiters: room::RoomWaiters,
 }
 
 /// What `open` records about the process a cell starts to host (for `process_info`).
@@ -204,6 +207,7 @@ impl ProcessCell {
                     takes: None,
                     watch: None,
                     abandoned: None,
+                    room_waiters: None,
                 }),
                 gate: Gate::new(),
                 intake: Intake::new(),
@@ -427,7 +431,13 @@ impl ProcessCell {
     /// [`drain_counting_unread`](Self::drain_counting_unread)): before it parks, so that its
     /// senders are not refused for messages it has handled since.
     pub(crate) fn set_unread(&self, unread: usize) {
-        self.mailbox.inner.lock().unread = saturate(unread);
+        let waiters = {
+            let mut inner = self.mailbox.inner.lock();
+            let before = inner.used();
+            inner.unread = saturate(unread);
+            inner.room_made(before)
+        };
+        room::wake_all(waiters);
     }
 
     /// `true` if the mailbox has a capacity (`mailbox_capacity`).
@@ -625,7 +635,7 @@ impl ProcessCell {
     pub(crate) fn close(&self) -> u64 {
         self.state.transition_to_complete();
         let mut stale = Stale::new(&self.stats);
-        let (events, behind, topics, waker, task) = {
+        let (events, behind, topics, waker, task, room_waiters) = {
             let mut inner = self.mailbox.inner.lock();
             let (generation, phase) = self.mailbox.gate.load();
             debug_assert_eq!(phase, Phase::Open);
@@ -646,8 +656,11 @@ impl ProcessCell {
                 std::mem::take(&mut inner.topics),
                 inner.waker.take(),
                 inner.task.take(),
+                // They try again, and hear that the process is gone.
+                inner.room_waiters.take(),
             )
         };
+        room::wake_all(room_waiters);
         // Outside the lock: payload destructors are user code, and freeing a large map or queue
         // is not work a concurrent (refused) producer should wait behind.
         let mut panics = drop_each(events.into_events()) + drop_each(behind.into_events());

@@ -124,3 +124,42 @@ fn loom_an_answer_racing_its_asks_abandonment_is_refused_or_queued_never_both() 
         assert!(cell.awaits_answer(pid.generation(), 7));
     });
 }
+
+/// `mailbox/room.rs`, protocol 12: a sender refused by a full bounded mailbox racing the drain
+/// that makes room. Decided under the lock, exactly one of: it finds the room (its wait is
+/// refused, and its retry is delivered), or its waker is kept and the drain takes and wakes
+/// it. Never kept past the room: no lost wake, so no sender waits for ever beside room.
+#[test]
+fn loom_a_sender_waiting_for_room_is_woken_by_the_drain_that_makes_it() {
+    use super::support::WakeCounter;
+    use crate::process::{Message, Payload};
+    model(|| {
+        let cell = Arc::new(ProcessCell::new(1));
+        let generation = cell.open();
+        let message = |n: u64| Message::new("n", Payload::new(n));
+        assert!(cell.deliver_message(generation, message(1)).is_ok());
+        let wakes = std::sync::Arc::new(WakeCounter::new());
+        let waker = futures::task::waker(wakes.clone());
+        let sender = {
+            let cell = cell.clone();
+            thread::spawn(move || match cell.deliver_message(generation, message(2)) {
+                Ok(()) => "delivered",
+                Err((Admission::Dropped, refused)) => {
+                    if cell.wait_for_room(generation, &waker) {
+                        "waits"
+                    } else {
+                        assert!(cell.deliver_message(generation, refused).is_ok());
+                        "delivered after its wait was refused"
+                    }
+                }
+                Err((other, _)) => panic!("{other:?}"),
+            })
+        };
+        assert_eq!(drain(&cell, None), (Drained::All, 1), "the first message");
+        let outcome = sender.join().unwrap();
+        match outcome {
+            "waits" => assert_eq!(wakes.count(), 1, "the drain woke it"),
+            _ => assert_eq!(wakes.count(), 0),
+        }
+    });
+}

@@ -9,6 +9,17 @@ use std::task::Waker;
 /// A task waker that only counts its wakes: a model asserts how many producers woke the process.
 pub(super) struct WakeCounter(AtomicUsize);
 
+impl WakeCounter {
+    pub(super) fn new() -> WakeCounter {
+        WakeCounter(AtomicUsize::new(0))
+    }
+
+    /// How many times it was woken.
+    pub(super) fn count(&self) -> usize {
+        self.0.load(SeqCst)
+    }
+}
+
 impl futures::task::ArcWake for WakeCounter {
     fn wake_by_ref(arc_self: &std::sync::Arc<Self>) {
         arc_self.0.fetch_add(1, SeqCst);
