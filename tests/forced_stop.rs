@@ -4,6 +4,8 @@
 
 mod support;
 
+use procsched::metrics::ProcessState;
+use procsched::state_machine::{Events, Process, StepOutput};
 use procsched::{BoxError, Payload, ProcessCx, Scheduler};
 use std::sync::atomic::Ordering::SeqCst;
 use std::sync::{Arc, Barrier};
@@ -146,5 +148,83 @@ fn processes_finishing_while_the_forced_stop_runs_are_closed_once_and_counted_on
         );
         assert_eq!(sched.live_processes(), 0);
         assert_eq!(sched.handle().registered_processes(), 0);
+    }
+}
+
+/// Ignores its `Cancel`, idles; its `close` panics.
+struct ClosePanics {
+    steps: Counter,
+}
+
+impl Process for ClosePanics {
+    type Output = u64;
+
+    fn step(&mut self, events: &mut Events, out: &mut StepOutput<u64>) -> Result<(), BoxError> {
+        events.drain().for_each(drop);
+        self.steps.fetch_add(1, SeqCst);
+        out.idle();
+        Ok(())
+    }
+
+    fn close(&mut self) {
+        panic!("{EXPECTED_PANIC}: close");
+    }
+}
+
+#[test]
+fn a_forced_stop_whose_close_panics_is_panicked_to_its_handle_monitors_and_metrics() {
+    support::quiet_panics();
+    for round in 0..scaled(20) {
+        let sched = Scheduler::builder().workers(1).build().unwrap();
+        let steps = support::counter();
+        let handle = sched
+            .spawn(
+                ClosePanics {
+                    steps: steps.clone(),
+                },
+                "run",
+                Payload::empty(),
+            )
+            .unwrap();
+        let pid = handle.pid();
+        let monitor = sched.monitor(pid);
+        wait_until("the first step", || count(&steps) > 0);
+        wait_for_state(sched.handle(), pid, ProcessState::Idle);
+        let report = sched.shutdown(Duration::from_millis(20));
+        assert!(sched.wait_for_abandoned(HANG_GUARD));
+        // Forced — or abandoned, if a loaded machine held the worker inside a poll.
+        assert_eq!(report.graceful, 0, "round {round}: {report:?}");
+        assert_eq!(
+            report.forced + report.abandoned,
+            1,
+            "round {round}: {report:?}"
+        );
+        let err = join_typed(handle).unwrap_err();
+        assert!(err.is_panicked(), "round {round}: handle {err:?}");
+        assert!(err.exit_reason().is_panicked(), "round {round}: {err:?}");
+        let down = futures::executor::block_on(monitor);
+        assert_eq!(
+            down.reason.name(),
+            err.exit_reason().name(),
+            "round {round}: the Down and the handle agree"
+        );
+        let metrics = sched.metrics();
+        assert_eq!(
+            (metrics.finished.panicked, metrics.finished.forced),
+            (1, 0),
+            "round {round}: {:?}",
+            metrics.finished
+        );
+        assert_eq!(
+            metrics.exits.panicked, 1,
+            "round {round}: {:?}",
+            metrics.exits
+        );
+        assert_eq!(
+            metrics.exits.total(),
+            1,
+            "round {round}: {:?}",
+            metrics.exits
+        );
     }
 }

@@ -219,3 +219,62 @@ fn a_supervised_child_name_moves_to_the_new_pid_on_every_restart() {
     assert!(stale.send(Counter::Add(1)).unwrap_err().is_not_found());
     let _ = sched.shutdown(GUARD);
 }
+
+/// A monitor made while a named process ends hears `NoProc` at once once the process refuses
+/// watches — before the fix, before its end had released its name. A watcher thread monitors
+/// the process again and again while it ends; at its first `Down`, the name must be free.
+#[test]
+fn no_down_is_heard_while_the_name_still_gives_the_dead_pid() {
+    use futures::FutureExt;
+    use std::sync::mpsc;
+    use std::time::Instant;
+    let sched = Scheduler::builder().workers(2).build().unwrap();
+    let handle = sched.handle().clone();
+    let (to_watch, targets) = mpsc::channel::<Pid>();
+    let (watching, started) = mpsc::channel::<()>();
+    let (named, names) = mpsc::channel::<Option<Pid>>();
+    let watcher = {
+        let handle = handle.clone();
+        std::thread::spawn(move || {
+            for pid in targets {
+                watching.send(()).unwrap();
+                let deadline = Instant::now() + support::HANG_GUARD;
+                let down = loop {
+                    if let Some(down) = handle.monitor(pid).now_or_never() {
+                        break down;
+                    }
+                    assert!(Instant::now() < deadline, "hang guard: no Down");
+                };
+                assert_eq!(down.pid, pid);
+                named.send(handle.whereis("svc")).unwrap();
+            }
+        })
+    };
+    let iterations = support::scaled(2000);
+    let mut stale = 0;
+    for _ in 0..iterations {
+        let process = sched
+            .spawn_fn(|cx: ProcessCx<()>| async move { Ok::<_, BoxError>(cx.recv().await?) })
+            .unwrap();
+        let pid = process.pid();
+        handle.register("svc", pid).unwrap();
+        to_watch.send(pid).unwrap();
+        support::recv(&started);
+        process.addr().send(()).unwrap();
+        join_typed(process).unwrap();
+        if support::recv(&names) == Some(pid) {
+            stale += 1;
+        }
+        assert_eq!(
+            handle.whereis("svc"),
+            None,
+            "released once the handle resolved"
+        );
+    }
+    drop(to_watch);
+    watcher.join().unwrap();
+    assert_eq!(
+        stale, 0,
+        "{stale} of {iterations}: whereis gave the dead PID after its Down"
+    );
+}

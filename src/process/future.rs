@@ -554,15 +554,32 @@ impl<P: Process, H: Host> Future for ProcessFuture<P, H> {
 impl<P: Process, H: Host> Drop for ProcessFuture<P, H> {
     fn drop(&mut self) {
         // Dropped unfinished: the forced stop cancelled the task (or it was aborted). `close` still
-        // runs exactly once; whoever awaits the handle sees the cancellation.
+        // runs exactly once; whoever awaits the handle sees the cancellation — unless `close`
+        // panicked, which its links, monitors and metrics hear as the reason.
         if !self.finished {
             let pid = self.pid;
             let span = self.span.take();
-            let _entered = span.as_deref().map(Span::enter);
-            let _ = self.finish(Err(ProcessError::cancelled(pid)), Outcome::Stopped);
+            let entered = span.as_deref().map(Span::enter);
+            let result = self.finish(Err(ProcessError::cancelled(pid)), Outcome::Stopped);
+            drop(entered);
+            drop(span);
+            if let Err(error) = result {
+                if error.is_panicked() && !std::thread::panicking() {
+                    // The executor stores a dropped task's result as its own cancellation; an
+                    // unwind is the one thing it passes on (every drop of the task's future is
+                    // inside its `catch_unwind`). `resume_unwind` runs no panic hook; the
+                    // fields left (two `Arc`s that others own too, an empty list) drop quietly.
+                    std::panic::resume_unwind(Box::new(StoppedResult(error)));
+                }
+            }
         }
     }
 }
+
+/// The result of a process future dropped unfinished whose `close` panicked, carried out of its
+/// drop as an unwind's payload: the process handle reads it (`process_handle.rs`) in place of
+/// the task's cancellation, so that the handle says what the links, monitors and metrics say.
+pub(crate) struct StoppedResult(pub(crate) ProcessError);
 
 /// Drops a process in place when it is dropped itself: the process future's `finish`, through
 /// [`drop_contained`]. In place, because the process may be pinned (the async-fn adapter's

@@ -101,6 +101,15 @@ impl Inner {
         }
     }
 
+    /// `pid` refused a watch: it has ended (its end took its watches), or never lived here.
+    /// Called before anyone hears `NoProc` of it: its end releases its names only after it
+    /// refuses watches (`shared.rs`, `finished`), and a `Down` or exit signal must never be
+    /// seen while a name still gives the PID. A second release finds nothing (`names.rs`,
+    /// "Released before anyone hears"); no registration can follow a refusal.
+    pub(crate) fn gone(&self, pid: Pid) {
+        self.names.release(pid);
+    }
+
     /// Removes `monitor` from its target (a demonitor, or its watcher's end): its `Down` is not
     /// sent.
     pub(crate) fn unwatch_target(&self, monitor: MonitorRef) {
@@ -126,6 +135,7 @@ impl Inner {
                 .is_ok()
         });
         if !linked {
+            self.gone(parent);
             cell.unwatch_link(child.generation(), parent);
             let _ = cell.deliver_exit(child.generation(), Exit::new(parent, ExitReason::NoProc));
         }
@@ -254,6 +264,7 @@ impl SchedulerHandle {
             .get(b)
             .is_some_and(|cell_b| cell_b.watch(b.generation(), Watch::Link(a)).is_ok());
         if !linked {
+            inner.gone(b);
             cell_a.unwatch_link(a.generation(), b);
             inner.exit_signal(a, Exit::new(b, ExitReason::NoProc));
         }
@@ -504,12 +515,17 @@ impl SchedulerHandle {
         }
     }
 
-    /// Registers `watch` on `target`'s cell, or hands it back if `target` is gone.
+    /// Registers `watch` on `target`'s cell, or hands it back if `target` is gone — with its
+    /// names released ([`Inner::gone`]), so that the caller's `NoProc` may be heard at once.
     fn watch(&self, target: Pid, watch: Watch) -> Result<(), Watch> {
-        match self.inner.table.get(target) {
+        let watched = match self.inner.table.get(target) {
             Some(cell) => cell.watch(target.generation(), watch),
             None => Err(watch),
+        };
+        if watched.is_err() {
+            self.inner.gone(target);
         }
+        watched
     }
 }
 

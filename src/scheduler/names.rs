@@ -16,6 +16,17 @@
 //! registration either marked the cell before the end (and the end removes it, after the
 //! registration let go of the lock) or finds the process gone (and fails). A process without a
 //! name costs its end nothing.
+//!
+//! # Released before anyone hears
+//! No `Down` or exit signal of a process is seen while a name still gives its PID. Its end
+//! releases its names before it signals its links and monitors; but the end refuses new
+//! watches (the table's `release`) before it releases the names, and a monitor or link made
+//! in between hears `NoProc` at once. So whoever is refused a watch releases the target's
+//! names first (`Inner::gone`, `links.rs`): a refused watch means no registration of that PID
+//! can follow (`register` marks the cell under the names lock, and the cell refuses it too),
+//! and releasing twice is harmless (`by_pid` no longer has the PID: the name, perhaps taken by
+//! another process since, is left alone). Only refusals pay: the names lock, on a path that
+//! is already cold.
 
 use super::handle::SchedulerHandle;
 use super::Addr;

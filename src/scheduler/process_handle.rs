@@ -2,7 +2,8 @@
 
 use super::addr::Addr;
 use super::handle::SchedulerHandle;
-use crate::executor::JoinHandle;
+use crate::executor::{JoinError, JoinHandle};
+use crate::process::future::StoppedResult;
 use crate::process::{Message, Payload, Pid, ProcessError};
 use std::fmt;
 use std::future::Future;
@@ -149,14 +150,24 @@ impl<T, M> Future for ProcessHandle<T, M> {
             .poll(cx)
             .map(|joined| match joined {
                 Ok(result) => result,
-                // The process future catches every panic of user code, so a task-level panic can
-                // only be a bug of ours; report it rather than lose it.
-                Err(e) if e.is_panic() => Err(ProcessError::panicked(
-                    pid,
-                    e.panic_message().unwrap_or("internal panic").to_owned(),
-                )),
+                Err(e) if e.is_panic() => Err(task_panicked(pid, e)),
                 Err(_) => Err(ProcessError::cancelled(pid)),
             })
+    }
+}
+
+/// The error for a process task that ended in a panic. The process future catches every panic
+/// of user code: the one it passes on is the result of a forced stop whose `close` panicked
+/// ([`StoppedResult`]); any other is a bug of ours, reported rather than lost.
+#[cold]
+fn task_panicked(pid: Pid, error: JoinError) -> ProcessError {
+    let message = error.panic_message().unwrap_or("internal panic").to_owned();
+    match error
+        .try_into_panic()
+        .map(|payload| payload.downcast::<StoppedResult>())
+    {
+        Ok(Ok(stopped)) => stopped.0,
+        _ => ProcessError::panicked(pid, message),
     }
 }
 

@@ -301,9 +301,8 @@ impl Supervising {
                     let monitor = self.cx.monitor(holder);
                     let ended = self.wait_for_end(holder, monitor, Some(left), true).await;
                     self.cx.demonitor(monitor);
-                    // Ended, but its name may not be released yet (names go just after the
-                    // table slot): let that finish before trying again.
-                    tokio::task::yield_now().await;
+                    // Ended: its name was released before its `Down` or exit signal could be
+                    // heard (`names.rs`, "Released before anyone hears").
                     Ok(ended)
                 }
                 Err(error) => Err(error),
