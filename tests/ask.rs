@@ -250,7 +250,8 @@ fn a_cancellation_propagated_with_question_mark_ends_the_body_as_cancelled() {
 
 #[test]
 fn an_ask_sent_after_the_cancel_still_gets_its_answer() {
-    // Cleanup may ask: only an ask already waiting when the cancel arrives reports it.
+    // Cleanup may ask: once the body has been told of the cancel (here by `cancelled()`), its
+    // asks proceed.
     let sched = Scheduler::builder().workers(2).build().unwrap();
     // Answers through shutdown (ignores its own cancel; forced at the deadline).
     let server = sched
@@ -280,16 +281,20 @@ fn an_ask_sent_after_the_cancel_still_gets_its_answer() {
 }
 
 #[test]
-fn a_cancel_that_arrives_with_an_answer_is_reported_by_the_next_ask() {
+fn a_cancel_that_arrives_with_an_answer_is_reported_by_the_next_ask_which_sends_nothing() {
     // One worker: the answerer's step cancels the asker, then answers it, and the asker's next
-    // step takes both. The ask answered resolves with its answer; the cancel was not reported
-    // to the body yet, so its next ask reports it — a body that only asks must hear it.
+    // step takes both. The ask answered resolves with its answer; nothing has told the body
+    // of the cancel, so its next ask does — before sending its request: a body that only asks
+    // must hear it, and a request sent would be handled for an asker that gives up on it.
     let sched = Scheduler::builder().workers(1).build().unwrap();
+    let highest = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let seen = highest.clone();
     let answerer = sched
-        .spawn_fn(|cx: ProcessCx<(Pid, u64, Reply<u64>)>| async move {
+        .spawn_fn(move |cx: ProcessCx<(Pid, u64, Reply<u64>)>| async move {
             let sched = cx.scheduler();
             loop {
                 let (asker, n, reply) = cx.recv().await?;
+                seen.fetch_max(n, std::sync::atomic::Ordering::SeqCst);
                 if n == 3 {
                     sched.cancel(asker)?;
                 }
@@ -312,7 +317,37 @@ fn a_cancel_that_arrives_with_an_answer_is_reported_by_the_next_ask() {
         .unwrap();
     let ended = join_typed(asker).unwrap_err();
     assert!(ended.is_cancelled(), "{ended}");
+    assert_eq!(
+        highest.load(std::sync::atomic::Ordering::SeqCst),
+        3,
+        "the ask that told of the cancel sent nothing"
+    );
     drop(answerer);
+    sched.shutdown(HANG_GUARD);
+}
+
+#[test]
+fn a_body_that_catches_an_asks_cancellation_still_hears_it_at_its_next_receive() {
+    // An ask cut short by the cancel tells the body; its receives report the cancellation
+    // still (each receive once), so a body that goes on to `recv()?` ends cancelled.
+    let sched = Scheduler::builder().workers(2).build().unwrap();
+    let keeper = keeper_ending_on_cancel(&sched);
+    let addr = keeper.addr();
+    let body = sched
+        .spawn_fn(move |cx: ProcessCx<u8>| async move {
+            match addr.ask(Server::Keep).await {
+                Err(error) if error.is_cancelled() => {}
+                other => return Err(format!("not cut short: {other:?}").into()),
+            }
+            cx.recv().await?;
+            Err::<(), BoxError>("received a message".into())
+        })
+        .unwrap();
+    wait_for_state(sched.handle(), body.pid(), ProcessState::Blocked);
+    sched.cancel(body.pid()).unwrap();
+    let ended = join_typed(body).unwrap_err();
+    assert!(ended.is_cancelled(), "{ended}");
+    drop(keeper);
     sched.shutdown(HANG_GUARD);
 }
 

@@ -9,7 +9,7 @@
 mod cluster_support;
 
 use cluster_support::cart::{cart_cluster, Cart};
-use cluster_support::forge::{frame, Item};
+use cluster_support::forge::{counted_frame, frame, Item};
 use cluster_support::{linked, start_nodes, stop_nodes, NatsServer};
 use procsched::cluster::{nats, Cluster, Node, NodePid, Placement, RemoteError};
 use procsched::prelude::*;
@@ -270,5 +270,102 @@ async fn a_name_known_only_from_frames_is_no_placement_target() {
         let placed = guarded("placement", a.spawn_on(placement, "cart", 0u64)).await;
         assert!(matches!(placed, Err(RemoteError::NoNode(_))), "{placed:?}");
     }
+    stop_nodes(nodes, GUARD).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_forged_declaration_in_a_frame_cuts_the_nodes_off_for_no_longer_than_two_heartbeats() {
+    // Any client can write a frame in a live node's name (its incarnation is in the bucket)
+    // whose head says it declared the receiver down: the receiver believes it once (as it
+    // would believe a forged `Down`), but b's own heartbeats, which never say so, win: b's
+    // frames are not dropped as from an ended session for ever.
+    let server = NatsServer::start();
+    let nodes = start_nodes(&["a", "b"], |name| cluster(&server.url(), name), GUARD).await;
+    let (a, b) = (&nodes[0].1, &nodes[1].1);
+    let on_b = settled_cart(a, "b", 9).await;
+    let raw = nats::connect(server.url()).await.unwrap();
+    let forged = counted_frame("b", b.incarnation(), a.incarnation(), 1, Vec::new());
+    raw.publish("procsched.node.a.ctl", forged.into())
+        .await
+        .unwrap();
+    raw.flush().await.unwrap();
+    guarded("a believes it once", async {
+        while a.stats().peers_down == 0 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await;
+    // Asks from a to b work again (b's answers are a's again) once b's heartbeats are read.
+    let addr = a.addr::<Cart>(on_b);
+    let answered = guarded("asks work again", async {
+        loop {
+            match addr.ask_within(Duration::from_secs(1), Cart::Total).await {
+                Ok(total) => return total,
+                Err(RemoteError::TimedOut(_) | RemoteError::NoConnection) => {}
+                Err(other) => panic!("{other}"),
+            }
+        }
+    })
+    .await;
+    assert_eq!(answered, 9);
+    assert_eq!(a.stats().peers_down, 1, "believed once");
+    stop_nodes(nodes, GUARD).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn names_known_only_from_frames_and_swept_leave_nothing_in_the_heartbeat() {
+    // A frame from an unknown name admits it until it is swept for silence; it is not a
+    // member, so its sweep is not counted for it to hear of: a flood of names does not grow
+    // the node's heartbeat (it grew 91 bytes per name, past NATS's payload limit at 12 000).
+    let server = NatsServer::start();
+    let quick = |name: &str| cart_cluster(&server.url(), name, Duration::from_millis(600), GUARD);
+    let nodes = start_nodes(&["a", "b"], quick, GUARD).await;
+    let a = &nodes[0].1;
+    let raw = nats::connect(server.url()).await.unwrap();
+    const NAMES: u64 = 50;
+    for n in 0..NAMES {
+        let forged = frame(
+            &format!("ghost-{n}"),
+            1,
+            a.incarnation(),
+            Item::Message {
+                to: u64::MAX,
+                ty: "cart".into(),
+                body: vec![0xc0],
+                ack: None,
+            },
+        );
+        raw.publish("procsched.node.a.data", forged.into())
+            .await
+            .unwrap();
+    }
+    raw.flush().await.unwrap();
+    guarded("every ghost is swept", async {
+        while a.stats().peers_down < NAMES {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    // a's membership entry, as its next heartbeats write it.
+    let bucket = nats::jetstream::new(raw.clone())
+        .get_key_value("procsched_nodes")
+        .await
+        .unwrap();
+    let before = bucket.entry("a").await.unwrap().unwrap().revision;
+    let entry = guarded("a heartbeat after the sweeps", async {
+        loop {
+            let entry = bucket.entry("a").await.unwrap().unwrap();
+            if entry.revision > before + 1 {
+                return entry;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    assert!(
+        entry.value.len() < 200,
+        "{} bytes in a's heartbeat",
+        entry.value.len()
+    );
     stop_nodes(nodes, GUARD).await;
 }

@@ -268,3 +268,37 @@ async fn a_link_made_from_a_thread_outside_any_runtime_signals_as_any_other() {
         sched.shutdown_async(GUARD).await;
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_supervisor_takes_its_remote_children_with_it() {
+    // OTP: a supervisor is linked to its children; killed, it takes them with it. A remote
+    // child's proxy is linked to the child: the kill crosses the nodes.
+    let server = NatsServer::start();
+    let (a_sched, a) = start_node(&server.url(), "a").await;
+    let (b_sched, b) = start_node(&server.url(), "b").await;
+    assert!(a.wait_for_nodes(1, GUARD).await && b.wait_for_nodes(1, GUARD).await);
+    let (supervisor, children) = supervise_remote(&a, Placement::Node("b".into()), "cart", 2).await;
+    let mut ended = Vec::new();
+    for child in &children {
+        let pid = wait_child(child, |_| true, GUARD).await;
+        assert_eq!(pid.node(), "b");
+        ended.push(b_sched.monitor(pid.local()));
+    }
+    a_sched.terminate(supervisor.pid()).unwrap();
+    for down in ended {
+        let down = guarded("a child ends with its supervisor", down).await;
+        assert!(down.reason.is_killed(), "{:?}", down.reason);
+    }
+    for child in &children {
+        guarded("the proxy is gone", async {
+            while child.pid().is_some() {
+                tokio::task::yield_now().await;
+            }
+        })
+        .await;
+    }
+    for (sched, node) in [(a_sched, a), (b_sched, b)] {
+        node.leave().await;
+        sched.shutdown_async(GUARD).await;
+    }
+}

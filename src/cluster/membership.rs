@@ -148,7 +148,19 @@ pub(crate) async fn heartbeat(node: Arc<NodeShared>, store: kv::Store, mut revis
         ticks.tick().await;
         let load = node.load();
         *crate::loom::lock(&node.last_load) = load;
-        let value = encode(&Beat::new(load, node.severances.report()));
+        // The names first: `peers` is never locked inside `severances`.
+        let peers: Vec<std::sync::Arc<str>> = node
+            .peers
+            .read()
+            .expect("peers lock")
+            .keys()
+            .cloned()
+            .collect();
+        let forget_after = node.down_after * severance::FORGET_AFTER;
+        let value = encode(&Beat::new(
+            load,
+            node.severances.report(&peers, forget_after),
+        ));
         match store
             .update(&*node.me.name, value.clone().into(), revision)
             .await

@@ -101,6 +101,7 @@ mod names;
 mod node;
 mod node_pid;
 mod outbound;
+mod peers;
 mod process_monitor;
 mod registry;
 mod remote;
@@ -517,8 +518,12 @@ impl Node {
     /// # }
     /// ```
     pub fn disconnect(&self, name: &str) -> bool {
-        self.shared
-            .sever(name, None, "disconnected here (`Node::disconnect`)")
+        self.shared.sever_as(
+            name,
+            None,
+            "disconnected here (`Node::disconnect`)",
+            peers::Count::Always,
+        )
     }
 
     /// The node's counters.

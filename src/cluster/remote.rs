@@ -341,6 +341,10 @@ impl<M: Serialize + Send + 'static> RemoteAddr<M> {
             }
             Route::Remote(peer) => peer,
         };
+        // From a body, the asking process's cancel ends the wait, as a local ask's does; one
+        // that arrived before and was not told yet fails the ask before it is sent.
+        let watch = CancelWatch::start()
+            .map_err(|reason| RemoteError::Cancelled(AskError::Cancelled(reason)))?;
         let id = self.node.next_id();
         let message = request(Reply::remote(Box::new(AskTicket(id))));
         let (reply, replied) = oneshot::channel();
@@ -351,8 +355,6 @@ impl<M: Serialize + Send + 'static> RemoteAddr<M> {
             self.node.forget_pending(id);
             return Err(error);
         }
-        // From a body, the asking process's cancel ends the wait, as a local ask's does.
-        let watch = CancelWatch::start();
         let mut waiting = std::pin::pin!(self.wait_for(id, replied, timeout));
         let answered = std::future::poll_fn(|cx| {
             if let Poll::Ready(answer) = waiting.as_mut().poll(cx) {

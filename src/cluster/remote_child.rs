@@ -7,9 +7,9 @@
 //! and a restart places the new child again (a dead node is no longer a candidate). Asked to
 //! finish, the proxy stops the child and waits for its end (the spec's shutdown policy bounds
 //! that wait, as for any child). The proxy is also linked to the child, as an OTP supervisor
-//! is to its children: a proxy that ends without stopping it (killed, or its node declared down
-//! by the child's) takes the child with it, so that a restart never leaves two instances
-//! running.
+//! is to its children: a proxy that ends without stopping it (killed with its supervisor, or
+//! its node declared down by the child's) takes the child with it, so that a restart never
+//! leaves two instances running, nor a killed tree a child behind.
 //!
 //! Placement decides where a restart can go: `LeastLoaded` and `AnyOf` place it on a live node;
 //! a child pinned with `Placement::Node(name)` cannot be restarted while that node is down —
@@ -154,14 +154,16 @@ async fn proxy(
     args: Vec<u8>,
     child: RemoteChild,
 ) -> Result<(), BoxError> {
-    // Linked, as OTP's supervisor is to its children, and trapping the child's exit (the
-    // monitor below reads its end): if the proxy ends without stopping it — killed by a
-    // `BrutalKill` shutdown, or its node declared down by the child's (`Node::disconnect`) —
-    // the child ends too, instead of running on beside the instance a restart starts.
-    cx.trap_exit(true);
+    // Linked to the child, as OTP's supervisor is to its children, and not trapping exits (as
+    // an OTP worker): if the proxy ends without stopping the child — killed with its
+    // supervisor, by a `BrutalKill` shutdown, or its node declared down by the child's
+    // (`Node::disconnect`) — the child ends too, instead of running on beside the instance a
+    // restart starts; and the child's end, through the link, ends the proxy with its reason,
+    // as the monitor below does.
     let pid = node.spawn_encoded(placement, &name, args).await?;
     node.link(cx.pid(), &pid)?;
-    child.set(Some(pid.clone()));
+    // However the proxy ends (an exit signal drops it where it waits): no instance runs.
+    let _current = Current::set(&child, pid.clone());
     let down = pin!(node.monitor(pid.clone()));
     let asked = pin!(cx.recv());
     let result = match select(down, asked).await {
@@ -176,6 +178,21 @@ async fn proxy(
             asked.map_err(BoxError::from)
         }
     };
-    child.set(None);
     result
+}
+
+/// The running instance's PID in a [`RemoteChild`], from [`set`](Self::set) until dropped.
+struct Current<'a>(&'a RemoteChild);
+
+impl<'a> Current<'a> {
+    fn set(child: &'a RemoteChild, pid: NodePid) -> Current<'a> {
+        child.set(Some(pid));
+        Current(child)
+    }
+}
+
+impl Drop for Current<'_> {
+    fn drop(&mut self) {
+        self.0.set(None);
+    }
 }

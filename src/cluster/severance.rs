@@ -25,18 +25,37 @@ use crate::loom::lock;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 /// How many times this node declared each peer (one incarnation per name) down.
+///
+/// Bounded: only members are counted (a name known only from frames — any client's — never
+/// is), a name keeps one entry, and an entry whose node is no longer a peer goes after
+/// [`FORGET_AFTER`] `down_after`s: a node cut off that long has declared this one down too (it
+/// read no heartbeat of it), so it needs no telling; were it told nothing it still holds a
+/// count, its heartbeats show the drop (`NodeShared::heartbeat_count` lowers what it acted
+/// on).
 #[derive(Debug, Default)]
 pub(crate) struct Severances {
-    by_name: Mutex<HashMap<Arc<str>, (u64, u64)>>,
+    by_name: Mutex<HashMap<Arc<str>, Entry>>,
 }
+
+#[derive(Debug, Clone, Copy)]
+struct Entry {
+    incarnation: u64,
+    count: u64,
+    /// When the last declaration was counted.
+    at: Instant,
+}
+
+/// An entry of a node no longer a peer is forgotten after this many `down_after`s.
+pub(crate) const FORGET_AFTER: u32 = 10;
 
 impl Severances {
     /// The times this node declared `peer` down.
     pub(crate) fn count(&self, peer: &PeerId) -> u64 {
         match lock(&self.by_name).get(&peer.name) {
-            Some(&(incarnation, count)) if incarnation == peer.incarnation => count,
+            Some(entry) if entry.incarnation == peer.incarnation => entry.count,
             _ => 0,
         }
     }
@@ -45,25 +64,39 @@ impl Severances {
     /// of it starts from zero (the earlier life is dead; its peers will never hear from it).
     pub(crate) fn record(&self, peer: &PeerId) {
         let mut by_name = lock(&self.by_name);
-        let entry = by_name
-            .entry(peer.name.clone())
-            .or_insert((peer.incarnation, 0));
-        if entry.0 != peer.incarnation {
-            *entry = (peer.incarnation, 0);
+        let at = Instant::now();
+        let entry = by_name.entry(peer.name.clone()).or_insert(Entry {
+            incarnation: peer.incarnation,
+            count: 0,
+            at,
+        });
+        if entry.incarnation != peer.incarnation {
+            entry.incarnation = peer.incarnation;
+            entry.count = 0;
         }
-        entry.1 += 1;
+        entry.count += 1;
+        entry.at = at;
     }
 
-    /// The counts, for the heartbeat.
-    pub(crate) fn report(&self) -> Vec<Severed> {
-        lock(&self.by_name)
+    /// The counts, for the heartbeat; first forgets those of nodes not in `peers` counted
+    /// longer than `forget_after` ago.
+    pub(crate) fn report(&self, peers: &[Arc<str>], forget_after: Duration) -> Vec<Severed> {
+        let mut by_name = lock(&self.by_name);
+        by_name.retain(|name, entry| peers.contains(name) || entry.at.elapsed() < forget_after);
+        by_name
             .iter()
-            .map(|(name, &(incarnation, count))| Severed {
+            .map(|(name, entry)| Severed {
                 node: name.to_string(),
-                incarnation,
-                count,
+                incarnation: entry.incarnation,
+                count: entry.count,
             })
             .collect()
+    }
+
+    /// How many nodes have an entry.
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        lock(&self.by_name).len()
     }
 }
 
@@ -130,10 +163,24 @@ mod tests {
         severances.record(&peer("b", 2));
         assert_eq!(severances.count(&peer("b", 2)), 1);
         assert_eq!(severances.count(&peer("b", 1)), 0, "one entry per name");
-        let report = severances.report();
+        let report = severances.report(&[], Duration::MAX);
         assert_eq!(reported_for(&peer("b", 2), &report), 1);
         assert_eq!(reported_for(&peer("b", 1), &report), 0);
         assert_eq!(reported_for(&peer("c", 2), &report), 0);
+    }
+
+    #[test]
+    fn an_entry_is_forgotten_only_once_its_node_is_no_peer_and_it_is_old() {
+        let severances = Severances::default();
+        severances.record(&peer("b", 1));
+        severances.record(&peer("c", 1));
+        let peers: [Arc<str>; 1] = ["b".into()];
+        assert_eq!(severances.report(&peers, Duration::MAX).len(), 2);
+        // Zero: every entry is old. "b" is a peer: kept; "c" is not: forgotten.
+        let report = severances.report(&peers, Duration::ZERO);
+        assert_eq!(report.len(), 1);
+        assert_eq!(reported_for(&peer("b", 1), &report), 1);
+        assert_eq!(severances.len(), 1);
     }
 
     #[test]

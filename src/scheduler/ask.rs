@@ -360,7 +360,15 @@ where
         if let Some(timeout) = self.timeout {
             self.deadline = Some(Deadline::new(crate::deadline::after(timeout)));
         }
-        let (reply, waiting) = match asking::start() {
+        let started = match asking::start() {
+            Ok(started) => started,
+            // Asked to finish, and not told yet: this ask tells it, and sends nothing.
+            Err(reason) => {
+                self.state = State::Done;
+                return Err(AskError::Cancelled(reason));
+            }
+        };
+        let (reply, waiting) = match started {
             // The same PID on the same scheduler (another scheduler's process may have it).
             Some((call, _))
                 if call.owner.pid == addr.pid() && call.owner.host == self.sched.inner.host_id =>
@@ -417,8 +425,10 @@ where
     fn record(&mut self, to: Pid, request: F) -> Result<(), AskError> {
         self.state = State::Done;
         self.deadline = None;
-        let Some(call) = asking::start_unhosted() else {
-            return Err(AskError::OutsideProcess);
+        let call = match asking::start_unhosted() {
+            Ok(Some(call)) => call,
+            Ok(None) => return Err(AskError::OutsideProcess),
+            Err(reason) => return Err(AskError::Cancelled(reason)),
         };
         if call.owner.pid == to {
             asking::forget_unsent(&call);

@@ -202,10 +202,8 @@ impl<M: 'static> ProcessCx<M> {
     }
 
     /// Resolves when the process is asked to finish (shutdown), with the reason, as often as it
-    /// is awaited. The cancellation is reported to a body once — by this, a receive or an ask,
-    /// whichever meets it first (an ask started after the cancel arrived but before it was
-    /// reported reports it): what the body receives or asks after that is cleanup, and waits as
-    /// usual.
+    /// is awaited. Having resolved, it has told the body: the asks the body starts after it are
+    /// cleanup, and proceed (its receives still report the cancellation, once).
     ///
     /// # Examples
     ///

@@ -224,7 +224,9 @@ impl<P: Process> Harness<P> {
     /// # Errors
     ///
     /// [`ScriptError::NotAsked`] if no ask `tag` waits; [`ScriptError::WrongType`] if it waits
-    /// for another type. Nothing is queued.
+    /// for another type. Nothing is queued. An ask the body has dropped (it lost a `select!`,
+    /// say) still waits here — the harness does not see the drop — and an answer scripted for
+    /// it is `Ok` and discarded, as a late answer on a scheduler is.
     ///
     /// # Examples
     ///

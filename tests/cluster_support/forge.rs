@@ -9,6 +9,8 @@ struct Frame {
     from: String,
     from_incarnation: u64,
     to_incarnation: u64,
+    severed: u64,
+    seen: u64,
     items: Vec<Item>,
 }
 
@@ -43,10 +45,24 @@ pub(crate) fn frame_of(
     to_incarnation: u64,
     items: Vec<Item>,
 ) -> Vec<u8> {
+    counted_frame(from, from_incarnation, to_incarnation, 0, items)
+}
+
+/// A frame of `items` whose head says its sender declared the receiver down `severed` times
+/// (`src/cluster/severance.rs`).
+pub(crate) fn counted_frame(
+    from: &str,
+    from_incarnation: u64,
+    to_incarnation: u64,
+    severed: u64,
+    items: Vec<Item>,
+) -> Vec<u8> {
     let frame = Frame {
         from: from.to_owned(),
         from_incarnation,
         to_incarnation,
+        severed,
+        seen: 0,
         items,
     };
     let mut bytes = vec![1, 1];

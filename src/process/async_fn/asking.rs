@@ -18,30 +18,53 @@ pub(crate) struct AskCall {
     pub(crate) owner: Owner,
     pub(crate) tag: Tag,
     /// The body had already been told that its process was asked to finish when the ask was
-    /// sent (a cleanup ask): the cancellation is not this ask's to report. A cancellation that
-    /// arrived but was not reported yet — with the answer to the body's previous ask, say — is
-    /// this ask's: a body that only asks would otherwise never hear it.
+    /// sent (a cleanup ask): the cancellation is not this ask's to report. (One that arrived
+    /// and was not told yet — with the answer to the body's previous ask, say — fails the ask
+    /// before it is sent: [`start`].)
     pub(crate) after_cancel: bool,
 }
 
 /// Starts an ask in the body being polled on this thread: a live call tag, and where its answer
 /// goes (the asking process's cell, in its incarnation: for the reply port, which alone holds
-/// it). `None` outside any body, or in one that runs without a scheduler (a test harness: no
-/// cell to answer into; it records the ask instead: [`start_unhosted`]).
-pub(crate) fn start() -> Option<(AskCall, ProcessWake)> {
-    let owner = scope::current_owner()?;
+/// it). `Ok(None)` outside any body, or in one that runs without a scheduler (a test harness:
+/// no cell to answer into; it records the ask instead: [`start_unhosted`]). `Err` with the
+/// reason if the process was asked to finish and nothing has told the body yet: the ask tells
+/// it, and sends nothing ([`untold_cancel`]).
+pub(crate) fn start() -> Result<Option<(AskCall, ProcessWake)>, CancelReason> {
+    let Some(owner) = scope::current_owner() else {
+        return Ok(None);
+    };
     scope::with(owner, |scope| {
-        let scope = scope?;
-        let reply_to = scope.reply_to?.clone();
-        let after_cancel = scope.state.cancel_reported;
+        let Some(scope) = scope else {
+            return Ok(None);
+        };
+        untold_cancel(scope.state)?;
+        let Some(reply_to) = scope.reply_to else {
+            return Ok(None);
+        };
+        let after_cancel = scope.state.cancel_told;
         let tag = scope.state.start_call();
         let call = AskCall {
             owner,
             tag,
             after_cancel,
         };
-        Some((call, reply_to))
+        Ok(Some((call, reply_to.clone())))
     })
+}
+
+/// A cancellation that arrived and that nothing has told the body yet: the ask starting now
+/// tells it (`Err`), before it sends anything — a body that only asks would otherwise never
+/// hear it, and a request sent would be handled for an asker that gives up on it at once.
+/// Told, the body's later asks are cleanup.
+fn untold_cancel(state: &mut CxState) -> Result<(), CancelReason> {
+    match (state.cancelled, state.cancel_told) {
+        (Some(reason), false) => {
+            state.cancel_told = true;
+            Err(reason)
+        }
+        _ => Ok(()),
+    }
 }
 
 /// `true` in a body that runs without a scheduler (a test harness's: [`start`] found no cell
@@ -55,18 +78,24 @@ pub(crate) fn in_unhosted_body() -> bool {
 }
 
 /// Starts an ask in a body that runs without a scheduler (a test harness records its request:
-/// `testing/asks.rs`): a live call tag, answered by the harness as a call completion.
-pub(crate) fn start_unhosted() -> Option<AskCall> {
-    let owner = scope::current_owner()?;
+/// `testing/asks.rs`): a live call tag, answered by the harness as a call completion. `Err`
+/// as [`start`].
+pub(crate) fn start_unhosted() -> Result<Option<AskCall>, CancelReason> {
+    let Some(owner) = scope::current_owner() else {
+        return Ok(None);
+    };
     scope::with(owner, |scope| {
-        let scope = scope?;
-        let after_cancel = scope.state.cancel_reported;
+        let Some(scope) = scope else {
+            return Ok(None);
+        };
+        untold_cancel(scope.state)?;
+        let after_cancel = scope.state.cancel_told;
         let tag = scope.state.start_call();
-        Some(AskCall {
+        Ok(Some(AskCall {
             owner,
             tag,
             after_cancel,
-        })
+        }))
     })
 }
 
@@ -99,8 +128,8 @@ pub(crate) fn poll(call: &AskCall) -> AskPoll {
         match scope.state.cancelled {
             Some(reason) if !call.after_cancel => {
                 give_up(scope.state, scope.arrived, scope.reply_to, call.tag);
-                // Reported: what the body asks or receives next is cleanup.
-                scope.state.cancel_reported = true;
+                // Told: what the body asks next is cleanup (its receives report it still).
+                scope.state.cancel_told = true;
                 AskPoll::Cancelled(reason)
             }
             _ => AskPoll::Pending,
@@ -158,15 +187,21 @@ pub(crate) struct CancelWatch {
 
 #[cfg_attr(not(feature = "cluster"), allow(dead_code))]
 impl CancelWatch {
-    /// A watch for the body being polled on this thread, if any.
-    pub(crate) fn start() -> Option<CancelWatch> {
-        let owner = scope::current_owner()?;
-        let after_cancel = scope::with(owner, |scope| {
-            scope.map(|scope| scope.state.cancel_reported)
-        })?;
-        Some(CancelWatch {
-            owner,
-            after_cancel,
+    /// A watch for the body being polled on this thread, if any (`Ok(None)`: none); `Err` as
+    /// [`start`](fn@start): the cancellation, told now, before the wait's request is sent.
+    pub(crate) fn start() -> Result<Option<CancelWatch>, CancelReason> {
+        let Some(owner) = scope::current_owner() else {
+            return Ok(None);
+        };
+        scope::with(owner, |scope| {
+            let Some(scope) = scope else {
+                return Ok(None);
+            };
+            untold_cancel(scope.state)?;
+            Ok(Some(CancelWatch {
+                owner,
+                after_cancel: scope.state.cancel_told,
+            }))
         })
     }
 
@@ -182,7 +217,7 @@ impl CancelWatch {
             if cancelled.is_none() {
                 scope.wait_for_cancel(waker);
             } else {
-                scope.state.cancel_reported = true;
+                scope.state.cancel_told = true;
             }
             cancelled
         })

@@ -247,6 +247,7 @@ fn received_in<T: 'static>(
     let state = scope.state;
     if let (Some(reason), false) = (state.cancelled, state.cancel_reported) {
         state.cancel_reported = true;
+        state.cancel_told = true;
         return Poll::Ready(Err(RecvError::Cancelled(reason)));
     }
     if let Some(mail) = state.mail.as_mut() {
@@ -469,8 +470,8 @@ impl Future for Cancelled {
         scope::with(self.owner, |scope| match scope {
             Some(mut scope) => match scope.state.cancelled {
                 Some(reason) => {
-                    // The body has been told: what it receives or asks next is cleanup.
-                    scope.state.cancel_reported = true;
+                    // The body has been told: what it asks next is cleanup.
+                    scope.state.cancel_told = true;
                     Poll::Ready(Err(RecvError::Cancelled(reason)))
                 }
                 None => {

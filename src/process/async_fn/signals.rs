@@ -78,6 +78,7 @@ fn cancellation(scope: &mut Scope<'_>) -> Option<RecvError> {
     match (state.cancelled, state.cancel_reported) {
         (Some(reason), false) => {
             state.cancel_reported = true;
+            state.cancel_told = true;
             Some(RecvError::Cancelled(reason))
         }
         _ => None,

@@ -69,8 +69,11 @@ pub(super) struct CxState {
     pub(super) mail: Option<Box<Mail>>,
     /// Latched when `Cancel` arrives.
     pub(super) cancelled: Option<CancelReason>,
-    /// `recv` has reported the cancellation (it does so once).
+    /// `recv` has reported the cancellation (each receive does so once).
     pub(super) cancel_reported: bool,
+    /// The body has been told of the cancellation, by any future — a receive, an ask, or
+    /// `cancelled()`: the asks it starts after that are cleanup, and proceed (`asking.rs`).
+    pub(super) cancel_told: bool,
     pub(super) wants: Wants,
     /// The process's mailbox is bounded: a receive that takes the last message the body held
     /// publishes that it holds none (one lock then, not per message), so that its senders are

@@ -1,0 +1,306 @@
+//! A node's peers come and go: added from a heartbeat or a first frame, refreshed by each
+//! heartbeat, taken back after the other side declared this node down (`severance.rs`), and
+//! declared down — which fails everything that waits on them (`node.rs`, "A peer's death").
+
+use super::node::{Load, NodeShared, Peer, PeerId, Pending};
+use super::outbound;
+use super::wire::{self, Refusal, WireReason};
+use crate::loom::lock;
+use std::sync::Arc;
+use std::time::Instant;
+
+impl NodeShared {
+    /// Adds or refreshes peer `id` with `load`, read from its membership entry, where it says
+    /// it declared this node down `severed_us` times (`severance.rs`). A new incarnation of a
+    /// known name replaces the old one, which is declared down first.
+    pub(crate) fn peer_seen(self: &Arc<Self>, id: PeerId, load: Load, severed_us: u64) {
+        self.add_peer(id, Some(load), severed_us);
+    }
+
+    /// Adds peer `id`, first heard from in a frame that says it declared this node down
+    /// `severed_us` times, if it is not known: admitted for what it sends (its heartbeat may
+    /// trail its first frame), left out of placement until its membership entry is read, and
+    /// swept like any peer if none follows.
+    pub(crate) fn peer_heard(self: &Arc<Self>, id: PeerId, severed_us: u64) {
+        self.add_peer(id, None, severed_us);
+    }
+
+    /// [`peer_seen`](Self::peer_seen) (`load` given) or [`peer_heard`](Self::peer_heard). A
+    /// known peer that says it declared this node down more often than this node has acted on
+    /// is declared down here too, and taken back ([`resync`](Self::resync)).
+    fn add_peer(self: &Arc<Self>, id: PeerId, load: Option<Load>, severed_us: u64) {
+        if id.name == self.me.name {
+            return;
+        }
+        let now = Instant::now();
+        let old_incarnation = {
+            let mut peers = self.peers.write().expect("peers lock");
+            match peers.get_mut(&id.name) {
+                Some(peer) if peer.id.incarnation == id.incarnation => {
+                    if severed_us > peer.severed_us {
+                        None
+                    } else {
+                        if let Some(load) = load {
+                            peer.load = load;
+                            peer.last_seen = now;
+                            peer.member = true;
+                            self.heartbeat_count(peer, severed_us);
+                        }
+                        return;
+                    }
+                }
+                Some(peer) => Some(peer.id.incarnation),
+                None => {
+                    let severed_it = self.severances.count(&id);
+                    let to = wire::Session {
+                        incarnation: id.incarnation,
+                        severed: severed_it,
+                        seen: severed_us,
+                    };
+                    let out = outbound::start(self, &id, to);
+                    tracing::info!(
+                        node = %id.name,
+                        incarnation = id.incarnation,
+                        member = load.is_some(),
+                        "node joined"
+                    );
+                    peers.insert(
+                        id.name.clone(),
+                        Peer {
+                            load: load.unwrap_or(Load {
+                                incarnation: id.incarnation,
+                                ..Load::default()
+                            }),
+                            id,
+                            last_seen: now,
+                            since: now,
+                            member: load.is_some(),
+                            severed_us,
+                            severed_it,
+                            lower_reports: 0,
+                            out,
+                        },
+                    );
+                    return;
+                }
+            }
+        };
+        match old_incarnation {
+            // Another incarnation of a known node: the old one is dead.
+            Some(old) => {
+                self.peer_down(&id.name, Some(old), "restarted with a new incarnation");
+                self.add_peer(id, load, severed_us);
+            }
+            None => self.resync(id, load, severed_us),
+        }
+    }
+
+    /// Peer `peer`'s heartbeat says it declared this node down `severed_us` times, no more than
+    /// this node acted on. Counts never go down: a heartbeat below what a frame said, twice in
+    /// a row, means that frame was not the node's (any client can write a frame in a live
+    /// node's name) — or that the node forgot its count (`severance.rs`) — and the node's own
+    /// count is taken, or every frame of the node would be dropped as stale for ever. Twice:
+    /// one heartbeat written before the node's declaration may be read after the frame that
+    /// told of it.
+    fn heartbeat_count(&self, peer: &mut Peer, severed_us: u64) {
+        if severed_us >= peer.severed_us {
+            peer.lower_reports = 0;
+            return;
+        }
+        peer.lower_reports += 1;
+        if peer.lower_reports >= 2 {
+            self.stats.rejected_item();
+            tracing::warn!(
+                node = %peer.id.name,
+                acted = peer.severed_us,
+                heartbeat = severed_us,
+                "a frame told of a declaration its node's heartbeats never made (forged?): \
+                 the heartbeats' count is taken"
+            );
+            peer.severed_us = severed_us;
+            peer.lower_reports = 0;
+        }
+    }
+
+    /// Peer `id` says it declared this node down `severed_us` times, more than this node has
+    /// acted on: this node declares it down too — its links fire, its monitors resolve, what
+    /// waits on it fails, all `NoConnection` — without counting it (`severance.rs`: two nodes
+    /// never echo), then takes it back as a fresh peer, as OTP's nodes reconnect after a
+    /// `nodedown`. `load`: the peer's membership entry, if this news came with it (else the
+    /// peer keeps what was known of it).
+    fn resync(self: &Arc<Self>, id: PeerId, load: Option<Load>, severed_us: u64) {
+        let removed = {
+            let mut peers = self.peers.write().expect("peers lock");
+            match peers.get(&id.name) {
+                Some(peer)
+                    if peer.id.incarnation == id.incarnation && peer.severed_us < severed_us =>
+                {
+                    peers.remove(&id.name)
+                }
+                _ => None,
+            }
+        };
+        let load = match removed {
+            Some(peer) => {
+                let known = peer.member.then_some(peer.load);
+                self.peer_gone(peer, "it declared this node down: the session is over");
+                load.or(known)
+            }
+            // Another path acted first.
+            None => load,
+        };
+        self.add_peer(id, load, severed_us);
+    }
+
+    /// Declares node `name` down (at `incarnation`, or whichever is known) because it is gone:
+    /// it left, restarted, or this node stops. Removes it and fails everything that waits on
+    /// it.
+    pub(crate) fn peer_down(&self, name: &str, incarnation: Option<u64>, why: &str) {
+        if let Some(peer) = self.remove_peer(name, incarnation, Count::No) {
+            self.peer_gone(peer, why);
+        }
+    }
+
+    /// Declares node `name` down (at `incarnation`, or whichever is known) on this node's own
+    /// evidence — silent heartbeats, a frame that met no responder, [`Node::disconnect`] —
+    /// while it may be alive: as [`peer_down`](Self::peer_down), and the declaration is
+    /// counted, so that the node hears of it when it comes back (`severance.rs`). `true` if it
+    /// was live.
+    ///
+    /// [`Node::disconnect`]: super::Node::disconnect
+    pub(crate) fn sever(&self, name: &str, incarnation: Option<u64>, why: &str) -> bool {
+        self.sever_as(name, incarnation, why, Count::Members)
+    }
+
+    /// [`sever`](Self::sever), counted as `count` says.
+    pub(crate) fn sever_as(
+        &self,
+        name: &str,
+        incarnation: Option<u64>,
+        why: &str,
+        count: Count,
+    ) -> bool {
+        match self.remove_peer(name, incarnation, count) {
+            Some(peer) => {
+                self.peer_gone(peer, why);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Removes peer `name` (at `incarnation`, or whichever is known), counting the removal as
+    /// `count` says in the same step: a peer taken back concurrently gets the new count in its
+    /// lane's head.
+    fn remove_peer(&self, name: &str, incarnation: Option<u64>, count: Count) -> Option<Peer> {
+        let mut peers = self.peers.write().expect("peers lock");
+        match peers.get(name) {
+            Some(peer) if incarnation.is_none_or(|inc| inc == peer.id.incarnation) => {
+                let counted = match count {
+                    Count::No => false,
+                    // A name known only from frames may be any client's: not counted when
+                    // this node declares it down on its own evidence.
+                    Count::Members => peer.member,
+                    Count::Always => true,
+                };
+                if counted {
+                    self.severances.record(&peer.id);
+                }
+                peers.remove(name)
+            }
+            _ => None,
+        }
+    }
+
+    /// Fails everything that waits on `peer`, removed: asks, acked sends and spawns with
+    /// `NoConnection`, monitors with `Down(NoConnection)`, links with `NoConnection`; monitors
+    /// it held here are dropped.
+    fn peer_gone(&self, peer: Peer, why: &str) {
+        self.stats.peer_down();
+        tracing::warn!(
+            node = %peer.id.name,
+            incarnation = peer.id.incarnation,
+            why,
+            "node down"
+        );
+        peer.out.close();
+        let failed: Vec<Pending> = {
+            let mut pending = lock(&self.pending);
+            let ids: Vec<u64> = pending
+                .iter()
+                .filter(|(_, (waits_on, _))| *waits_on == peer.id)
+                .map(|(id, _)| *id)
+                .collect();
+            ids.into_iter()
+                .filter_map(|id| pending.remove(&id).map(|(_, pending)| pending))
+                .collect()
+        };
+        for pending in failed {
+            fail_no_connection(pending);
+        }
+        let served: Vec<tokio::task::AbortHandle> = {
+            let mut served = lock(&self.served);
+            let keys: Vec<(PeerId, u64)> = served
+                .keys()
+                .filter(|(holder, _)| *holder == peer.id)
+                .cloned()
+                .collect();
+            keys.into_iter()
+                .filter_map(|key| served.remove(&key))
+                .collect()
+        };
+        for monitor in served {
+            monitor.abort();
+        }
+        super::links::peer_down(self, &peer.id);
+    }
+
+    /// Declares every peer down (this node stops).
+    pub(crate) fn all_down(&self, why: &str) {
+        let names: Vec<Arc<str>> = self
+            .peers
+            .read()
+            .expect("peers lock")
+            .keys()
+            .cloned()
+            .collect();
+        for name in names {
+            self.peer_down(&name, None, why);
+        }
+    }
+}
+
+/// Which declarations of a peer's death are counted for it to hear of (`severance.rs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Count {
+    /// It is gone (left, restarted), or this node stops: nobody to tell.
+    No,
+    /// On this node's evidence (silence, no responder): a member only.
+    Members,
+    /// On a user's word (`Node::disconnect`).
+    Always,
+}
+
+/// Fails what waited on a peer that died.
+fn fail_no_connection(pending: Pending) {
+    match pending {
+        Pending::Ask(reply) => {
+            let _ = reply.send(Err(Refusal::NoConnection));
+        }
+        Pending::Ack(ack) => {
+            let _ = ack.send(Err(Refusal::NoConnection));
+        }
+        Pending::Spawn(spawned) => {
+            let _ = spawned.send(Err(Refusal::NoConnection));
+        }
+        Pending::Monitor(down) => {
+            let _ = down.send(WireReason::NoConnection);
+        }
+        Pending::Join(joined) => {
+            let _ = joined.send(Err(WireReason::NoConnection));
+        }
+        Pending::Whereis(located) => {
+            let _ = located.send(Err(Refusal::NoConnection));
+        }
+    }
+}
