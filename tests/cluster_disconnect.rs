@@ -235,6 +235,18 @@ async fn a_no_responders_answer_nats_did_not_send_declares_nothing_down() {
     stop_nodes(nodes, GUARD).await;
 }
 
+/// A frame from `name`, a node that never was (no membership entry), to node `to`: one message
+/// to no process.
+fn ghost_frame(name: &str, to: &Node) -> Vec<u8> {
+    let nobody = Item::Message {
+        to: u64::MAX,
+        ty: "cart".into(),
+        body: vec![0xc0],
+        ack: None,
+    };
+    frame(name, 1, to.incarnation(), nobody)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_name_known_only_from_frames_is_no_placement_target() {
     let server = NatsServer::start();
@@ -242,18 +254,7 @@ async fn a_name_known_only_from_frames_is_no_placement_target() {
     let a = &nodes[0].1;
     // Any client can send a frame in any name: "ghost" has no membership entry.
     let raw = nats::connect(server.url()).await.unwrap();
-    let from_ghost = frame(
-        "ghost",
-        1,
-        a.incarnation(),
-        Item::Message {
-            to: u64::MAX,
-            ty: "cart".into(),
-            body: vec![0xc0],
-            ack: None,
-        },
-    );
-    raw.publish("procsched.node.a.data", from_ghost.into())
+    raw.publish("procsched.node.a.data", ghost_frame("ghost", a).into())
         .await
         .unwrap();
     raw.flush().await.unwrap();
@@ -324,17 +325,7 @@ async fn names_known_only_from_frames_and_swept_leave_nothing_in_the_heartbeat()
     let raw = nats::connect(server.url()).await.unwrap();
     const NAMES: u64 = 50;
     for n in 0..NAMES {
-        let forged = frame(
-            &format!("ghost-{n}"),
-            1,
-            a.incarnation(),
-            Item::Message {
-                to: u64::MAX,
-                ty: "cart".into(),
-                body: vec![0xc0],
-                ack: None,
-            },
-        );
+        let forged = ghost_frame(&format!("ghost-{n}"), a);
         raw.publish("procsched.node.a.data", forged.into())
             .await
             .unwrap();

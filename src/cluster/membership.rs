@@ -149,13 +149,7 @@ pub(crate) async fn heartbeat(node: Arc<NodeShared>, store: kv::Store, mut revis
         let load = node.load();
         *crate::loom::lock(&node.last_load) = load;
         // The names first: `peers` is never locked inside `severances`.
-        let peers: Vec<std::sync::Arc<str>> = node
-            .peers
-            .read()
-            .expect("peers lock")
-            .keys()
-            .cloned()
-            .collect();
+        let peers = node.peer_names();
         let forget_after = node.down_after * severance::FORGET_AFTER;
         let value = encode(&Beat::new(
             load,

@@ -255,16 +255,19 @@ impl NodeShared {
         super::links::peer_down(self, &peer.id);
     }
 
-    /// Declares every peer down (this node stops).
-    pub(crate) fn all_down(&self, why: &str) {
-        let names: Vec<Arc<str>> = self
-            .peers
+    /// The names of the peers now.
+    pub(crate) fn peer_names(&self) -> Vec<Arc<str>> {
+        self.peers
             .read()
             .expect("peers lock")
             .keys()
             .cloned()
-            .collect();
-        for name in names {
+            .collect()
+    }
+
+    /// Declares every peer down (this node stops).
+    pub(crate) fn all_down(&self, why: &str) {
+        for name in self.peer_names() {
             self.peer_down(&name, None, why);
         }
     }
