@@ -112,8 +112,7 @@ async fn a_supervised_child_on_a_disconnected_node_stops_instead_of_running_besi
     let nodes = start_nodes(&["a", "b"], |name| cluster(&server.url(), name), GUARD).await;
     let ((a_sched, a), (b_sched, b)) = ((&nodes[0].0, &nodes[0].1), (&nodes[1].0, &nodes[1].1));
     // a is busier than b (as its heartbeat tells b, and so itself: placement reads the same
-    // figures), so `AnyOf` both nodes places the child on b — and back on a while b is not a
-    // peer.
+    // figures), so `AnyOf` both nodes places the child on b.
     let idle: Vec<_> = (0..10)
         .map(|_| {
             a_sched
@@ -151,7 +150,7 @@ async fn a_supervised_child_on_a_disconnected_node_stops_instead_of_running_besi
     let first_ended = b_sched.monitor(first.local());
 
     assert!(a.disconnect("b"));
-    // Its supervisor restarts it on a; the first instance stops with its supervisor's link
+    // Its supervisor restarts it; the first instance stops with its supervisor's link
     // instead of running beside it.
     let down = guarded("the first instance ends", first_ended).await;
     assert!(down.reason.is_no_connection(), "{:?}", down.reason);
@@ -164,7 +163,8 @@ async fn a_supervised_child_on_a_disconnected_node_stops_instead_of_running_besi
         }
     })
     .await;
-    assert_eq!(second.node(), "a");
+    // On a, or on b if b was a peer again by then (it comes back at its next heartbeat): a
+    // new instance either way, beside no other.
     answered(a, &second, 5).await;
     assert!(guarded("restarts", supervisor.restarts()).await.unwrap() >= 1);
     drop(idle);
