@@ -272,7 +272,7 @@ impl<T> BlockQueue<T> {
     /// No other consumer call ([`pop`](Self::pop), [`is_empty`](Self::is_empty),
     /// [`len`](Self::len)) on this queue runs at the same time: the mailbox lock serialises
     /// them.
-    #[inline]
+    #[inline(always)]
     pub(crate) unsafe fn pop(&self) -> Pop<T> {
         let position = self.head.position.load(Ordering::Relaxed);
         let block = self.head.block.load(Ordering::Relaxed);

@@ -272,7 +272,7 @@ impl Intake {
     }
 
     /// The oldest event. Only under the mailbox lock (protocol 7, step 4).
-    #[inline]
+    #[inline(always)]
     fn pop(&self) -> Pop<Stamped> {
         match self.installed() {
             // SAFETY: every caller holds the mailbox lock, which makes it the queue's one
@@ -284,7 +284,7 @@ impl Intake {
 
     /// The oldest event sent to `generation`, setting aside the stale ones popped before it;
     /// never waits for a claimed slot's value. Only under the mailbox lock (protocol 7, step 4).
-    #[inline]
+    #[inline(always)]
     pub(super) fn pop_current(&self, generation: Generation, stale: &mut Stale<'_>) -> Next {
         loop {
             match self.pop() {
