@@ -9,6 +9,7 @@
 //! | `ask_between` | one process asks another [`ASKS`] times | one task asking another through `mpsc` + `oneshot` |
 //! | `ring_pids/<form>` | [`RING`] processes learn the ring's PIDs from a shared `OnceLock`; a `u64` token, forwarded with `SchedulerHandle::send` from each step, goes round until each has seen [`LAPS`]; timed from the first send until every handle is joined | tasks with `mpsc` senders in a shared `OnceLock` |
 //! | `ring_addrs/<form>` | the same ring with typed addresses (`Addr<u64>`) | — (same as above) |
+//! | `send_wait_<cap>/async` | [`WAITING_SENDERS`] tokio tasks each `send_wait` [`SENDS`] / [`WAITING_SENDERS`] `u64`s to an `async fn` body whose mailbox holds `<cap>`, timed until it has received all | the tasks `send(..).await` on a bounded `mpsc` of `<cap>` to a receiving task, in the same runtime |
 //!
 //! `<form>`: `sm` (a state machine: `out.wait()` / `out.idle()` between messages), `async` (an
 //! `async fn` in `cx.recv()`). Every runtime gets [`WORKERS`] worker threads; the report is a
@@ -32,6 +33,10 @@ use tokio::sync::{mpsc, oneshot};
 const SENDS: u64 = 100_000;
 /// Asks per `ask_*` iteration.
 const ASKS: u64 = 10_000;
+/// Tokio tasks sending in `send_wait_<cap>`.
+const WAITING_SENDERS: u64 = 10;
+/// Mailbox / channel capacities of the `send_wait_<cap>` groups.
+const WAIT_CAPACITIES: [usize; 2] = [16, 256];
 /// Processes in the ring.
 const RING: usize = 1_000;
 /// Tokens each ring member sees before it finishes.
@@ -314,25 +319,122 @@ fn rings(c: &mut Criterion) {
     sched.shutdown(Duration::from_secs(1));
 }
 
+// ---------------------------------------------------------------------------------------------
+// send_wait_<cap>
+// ---------------------------------------------------------------------------------------------
+
+/// Backpressure from tokio code: senders that wait for room in a bounded mailbox, against
+/// tokio's bounded channel. The tokio peer's senders and receiver share one runtime, so room
+/// made by its receiver wakes a sender on the same thread; here each round of room crosses
+/// from the scheduler's worker to the tokio runtime's threads and back.
+fn send_waits(c: &mut Criterion) {
+    let runtime = tokio_runtime();
+    let each = SENDS / WAITING_SENDERS;
+    for capacity in WAIT_CAPACITIES {
+        let mut group = c.benchmark_group(format!("send_wait_{capacity}"));
+        group
+            .sample_size(10)
+            .measurement_time(Duration::from_secs(3))
+            .warm_up_time(Duration::from_millis(500));
+        let sched = Scheduler::builder()
+            .workers(*WORKERS)
+            .mailbox_capacity(capacity)
+            .build()
+            .expect("scheduler");
+        group.bench_function("async", |b| {
+            b.iter_custom(|iters| {
+                let mut total = Duration::ZERO;
+                for _ in 0..iters {
+                    let sink = sched
+                        .spawn_fn(|cx: ProcessCx<u64>| async move {
+                            let mut sum = 0u64;
+                            for _ in 0..SENDS {
+                                sum += cx.recv().await?;
+                            }
+                            Ok::<_, BoxError>(sum)
+                        })
+                        .expect("spawn");
+                    let addr = sink.addr();
+                    let start = Instant::now();
+                    runtime.block_on(async {
+                        let senders: Vec<_> = (0..WAITING_SENDERS)
+                            .map(|_| {
+                                let addr = addr.clone();
+                                tokio::spawn(async move {
+                                    for n in 0..each {
+                                        addr.send_wait(n).await.expect("sent");
+                                    }
+                                })
+                            })
+                            .collect();
+                        for sender in senders {
+                            sender.await.expect("sender");
+                        }
+                    });
+                    sched.block_on(sink).expect("sink");
+                    total += start.elapsed();
+                }
+                total
+            })
+        });
+        group.bench_function(NATIVE, |b| {
+            b.iter_custom(|iters| {
+                let mut total = Duration::ZERO;
+                for _ in 0..iters {
+                    let start = Instant::now();
+                    runtime.block_on(async {
+                        let (tx, mut rx) = mpsc::channel::<u64>(capacity);
+                        let receiver = tokio::spawn(async move {
+                            let mut sum = 0u64;
+                            for _ in 0..SENDS {
+                                sum += rx.recv().await.expect("sent");
+                            }
+                            sum
+                        });
+                        let senders: Vec<_> = (0..WAITING_SENDERS)
+                            .map(|_| {
+                                let tx = tx.clone();
+                                tokio::spawn(async move {
+                                    for n in 0..each {
+                                        tx.send(n).await.expect("sent");
+                                    }
+                                })
+                            })
+                            .collect();
+                        for sender in senders {
+                            sender.await.expect("sender");
+                        }
+                        receiver.await.expect("receiver");
+                    });
+                    total += start.elapsed();
+                }
+                total
+            })
+        });
+        group.finish();
+        sched.shutdown(Duration::from_secs(10));
+    }
+}
+
 /// Home of the `criterion_group!` expansion: an undocumented `pub fn` that the package-wide
 /// `missing_docs` lint would otherwise flag.
 mod harness {
     #![allow(missing_docs)]
 
-    use super::{asks, rings, send_to_waiting};
+    use super::{asks, rings, send_to_waiting, send_waits};
     use criterion::{criterion_group, Criterion};
     use std::time::Duration;
 
     criterion_group! {
         name = messages;
         config = Criterion::default().without_plots().warm_up_time(Duration::from_secs(1));
-        targets = send_to_waiting, asks, rings
+        targets = send_to_waiting, asks, rings, send_waits
     }
 }
 
 /// The report: medians, per-unit cost, and the ratio to tokio-native of each row.
 fn report(started: SystemTime) {
-    let rows: [(&str, &[&str], f64, &str); 5] = [
+    let rows: [(&str, &[&str], f64, &str); 7] = [
         ("send_to_waiting", &["sm", "async"], SENDS as f64, "send"),
         ("ask_from_tokio", &["procsched"], ASKS as f64, "ask"),
         ("ask_between", &["procsched"], ASKS as f64, "ask"),
@@ -343,6 +445,8 @@ fn report(started: SystemTime) {
             "hop",
         ),
         ("ring_addrs", &["async"], (RING as u64 * LAPS) as f64, "hop"),
+        ("send_wait_16", &["async"], SENDS as f64, "send"),
+        ("send_wait_256", &["async"], SENDS as f64, "send"),
     ];
     let mut table = format!(
         "Median time per iteration, {} worker threads per runtime; ratio = procsched / tokio-native.\n\n\

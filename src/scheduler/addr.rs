@@ -145,8 +145,11 @@ impl<M: Send + 'static> Addr<M> {
     /// [`mailbox_capacity`](crate::config::SchedulerBuilder::mailbox_capacity)): tokio's bounded
     /// `Sender::send(..).await`, where [`send`](Self::send) hands the message back at once.
     /// Resolves as soon as the message is in the mailbox; to an unbounded mailbox, at its first
-    /// poll. Waiting senders are woken when the process takes messages (or ends) and try again,
-    /// in no set order. Awaitable from tokio code, other executors and process bodies; a
+    /// poll. Waiting senders stand in line: room for `n` messages wakes the first `n`, as tokio's
+    /// bounded channel hands out its permits (a waiter that gives up passes its turn on; a plain
+    /// `send` does not wait, and may take room before a woken waiter gets to it: that waiter
+    /// keeps the front of the line). A process ending wakes them all, to fail typed. Awaitable
+    /// from tokio code, other executors and process bodies; a
     /// process awaiting room in its own full mailbox waits for ever, as a tokio task sending
     /// on its own full channel does.
     ///

@@ -6,6 +6,7 @@
 
 use super::addr::Addr;
 use super::error::SendError;
+use crate::process::mailbox::Ticket;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
@@ -45,6 +46,9 @@ use std::task::{Context, Poll};
 pub struct SendWait<'a, M> {
     addr: &'a Addr<M>,
     message: Option<M>,
+    /// Its place in the mailbox's line of waiting senders, once it waited
+    /// (`process/mailbox/room.rs`).
+    ticket: Option<Ticket>,
 }
 
 impl<'a, M> SendWait<'a, M> {
@@ -52,6 +56,7 @@ impl<'a, M> SendWait<'a, M> {
         SendWait {
             addr,
             message: Some(message),
+            ticket: None,
         }
     }
 }
@@ -69,13 +74,26 @@ impl<M: Send + 'static> Future for SendWait<'_, M> {
             .take()
             .expect("a send_wait polled after it resolved");
         let (pid, sched) = (this.addr.pid(), this.addr.scheduler());
-        match sched.inner.post_typed_or_wait(pid, message, cx.waker()) {
+        match sched
+            .inner
+            .post_typed_or_wait(pid, message, cx.waker(), &mut this.ticket)
+        {
             Ok(None) => Poll::Ready(Ok(())),
             Ok(Some(waiting)) => {
                 this.message = Some(waiting);
                 Poll::Pending
             }
             Err((kind, refused)) => Poll::Ready(Err(SendError::new(kind, pid, Some(refused)))),
+        }
+    }
+}
+
+impl<M> Drop for SendWait<'_, M> {
+    fn drop(&mut self) {
+        if let Some(ticket) = self.ticket.take() {
+            // Given up while waiting: room made for it goes to the next in line.
+            let (pid, sched) = (self.addr.pid(), self.addr.scheduler());
+            sched.inner.give_up_room(pid, ticket);
         }
     }
 }

@@ -15,7 +15,7 @@ use crate::loom::Arc;
 use crate::process::context::HostId;
 use crate::process::exit::ExitReason;
 use crate::process::future::{Host, Outcome, PollStats};
-use crate::process::mailbox::{Admission, Generation, ProcessCell};
+use crate::process::mailbox::{Admission, Generation, ProcessCell, Ticket};
 use crate::process::stats::HandlerOutcome;
 use crate::process::{from_message, into_message, CancelReason, Event, Events, Message, Pid};
 use crate::process::{BoxError, ProcessError, RecvError, YieldSlot};
@@ -151,26 +151,48 @@ impl Inner {
         pid: Pid,
         mut message: M,
         waker: &std::task::Waker,
+        ticket: &mut Option<Ticket>,
     ) -> Result<Option<M>, (SendErrorKind, M)> {
         let Some(cell) = self.table.get(pid) else {
             self.counters.add(Counter::NotFound);
             return Err((SendErrorKind::NotFound, message));
         };
+        if ticket.is_some_and(|waits| cell.still_in_line(pid.generation(), waits, waker)) {
+            // Polled again before its turn: the room there is belongs to those before it.
+            return Ok(Some(message));
+        }
         loop {
             match cell.deliver_unbudgeted(pid.generation(), || into_message(message)) {
                 Ok(()) => {
                     self.counters.add(Counter::Delivered);
+                    if let Some(waited) = ticket.take() {
+                        // Done waiting: out of the line, and room it was woken for and did not
+                        // use goes on to the next (`room.rs`, step 4).
+                        cell.leave_room_line(pid.generation(), waited);
+                    }
                     return Ok(None);
                 }
                 Err((Admission::Dropped, refused)) => {
                     message = from_message(refused).unwrap_or_else(|_| unreachable!("ours"));
-                    if cell.wait_for_room(pid.generation(), waker) {
+                    if cell.wait_for_room(pid.generation(), waker, ticket) {
                         return Ok(Some(message));
                     }
                     // Room was made, or the process ended, since the refusal: again.
                 }
-                Err((refused, message)) => return Err(self.refused_typed(refused, message)),
+                Err((refused, message)) => {
+                    // Ended: `close` took the whole line, this ticket with it.
+                    *ticket = None;
+                    return Err(self.refused_typed(refused, message));
+                }
             }
+        }
+    }
+
+    /// A sender that waited for room in `pid`'s mailbox with `ticket` gives up before it was
+    /// delivered (`room.rs`, step 4).
+    pub(crate) fn give_up_room(&self, pid: Pid, ticket: Ticket) {
+        if let Some(cell) = self.table.get(pid) {
+            cell.leave_room_line(pid.generation(), ticket);
         }
     }
 

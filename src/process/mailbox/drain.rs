@@ -96,9 +96,13 @@ impl Mailbox {
             inner.unread = super::saturate(*unread);
         }
         // Room made: the senders waiting for it try again (`room.rs`, protocol 12 step 2).
-        let room_waiters = if bounded { inner.room_made(used) } else { None };
+        let to_wake = if bounded {
+            inner.room_made(used, self.capacity())
+        } else {
+            super::room::ToWake::None
+        };
         drop(inner);
-        super::room::wake_all(room_waiters);
+        to_wake.wake();
         if more {
             Drained::More
         } else if unwritten {

@@ -40,6 +40,7 @@ mod lock;
 mod room;
 mod watch;
 
+pub(crate) use room::Ticket;
 pub(crate) use watch::{ExitDelivery, Watch, Watcher};
 
 use super::queue::Queue;
@@ -431,13 +432,13 @@ impl ProcessCell {
     /// [`drain_counting_unread`](Self::drain_counting_unread)): before it parks, so that its
     /// senders are not refused for messages it has handled since.
     pub(crate) fn set_unread(&self, unread: usize) {
-        let waiters = {
+        let to_wake = {
             let mut inner = self.mailbox.inner.lock();
             let before = inner.used();
             inner.unread = saturate(unread);
-            inner.room_made(before)
+            inner.room_made(before, self.mailbox.capacity())
         };
-        room::wake_all(waiters);
+        to_wake.wake();
     }
 
     /// `true` if the mailbox has a capacity (`mailbox_capacity`).
@@ -657,10 +658,10 @@ impl ProcessCell {
                 inner.waker.take(),
                 inner.task.take(),
                 // They try again, and hear that the process is gone.
-                inner.room_waiters.take(),
+                inner.take_all_waiters(),
             )
         };
-        room::wake_all(room_waiters);
+        room_waiters.wake();
         // Outside the lock: payload destructors are user code, and freeing a large map or queue
         // is not work a concurrent (refused) producer should wait behind.
         let mut panics = drop_each(events.into_events()) + drop_each(behind.into_events());

@@ -145,7 +145,7 @@ fn loom_a_sender_waiting_for_room_is_woken_by_the_drain_that_makes_it() {
             thread::spawn(move || match cell.deliver_message(generation, message(2)) {
                 Ok(()) => "delivered",
                 Err((Admission::Dropped, refused)) => {
-                    if cell.wait_for_room(generation, &waker) {
+                    if cell.wait_for_room(generation, &waker, &mut None) {
                         "waits"
                     } else {
                         assert!(cell.deliver_message(generation, refused).is_ok());
@@ -161,5 +161,43 @@ fn loom_a_sender_waiting_for_room_is_woken_by_the_drain_that_makes_it() {
             "waits" => assert_eq!(wakes.count(), 1, "the drain woke it"),
             _ => assert_eq!(wakes.count(), 0),
         }
+    });
+}
+
+/// `mailbox/room.rs`, protocol 12 step 4: two senders wait behind a full one-message mailbox;
+/// a drain makes room for one, and the first in line gives up as that happens. Whichever comes
+/// first, the room reaches the second: woken by the drain (the first had left the line), or by
+/// the first, passing on the room it was woken for. Never both in line and room unused.
+#[test]
+fn loom_a_woken_sender_that_gives_up_passes_the_room_on() {
+    use super::support::WakeCounter;
+    use crate::process::{Message, Payload};
+    model(|| {
+        let cell = Arc::new(ProcessCell::new(1));
+        let generation = cell.open();
+        let message = |n: u64| Message::new("n", Payload::new(n));
+        assert!(cell.deliver_message(generation, message(1)).is_ok());
+        let (first_wakes, second_wakes) = (
+            std::sync::Arc::new(WakeCounter::new()),
+            std::sync::Arc::new(WakeCounter::new()),
+        );
+        let (mut first, mut second) = (None, None);
+        let first_waker = futures::task::waker(first_wakes.clone());
+        let second_waker = futures::task::waker(second_wakes.clone());
+        assert!(cell.wait_for_room(generation, &first_waker, &mut first));
+        assert!(cell.wait_for_room(generation, &second_waker, &mut second));
+        let quitter = {
+            let cell = cell.clone();
+            let ticket = first.expect("in line");
+            thread::spawn(move || cell.leave_room_line(generation, ticket))
+        };
+        assert_eq!(drain(&cell, None), (Drained::All, 1), "the first message");
+        quitter.join().unwrap();
+        assert_eq!(
+            second_wakes.count(),
+            1,
+            "the room reached the second in line"
+        );
+        assert!(first_wakes.count() <= 1);
     });
 }
