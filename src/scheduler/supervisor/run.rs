@@ -6,11 +6,14 @@ use crate::process::async_fn::Incoming;
 use crate::process::exit::{Exit, ExitReason, MonitorRef, Signal};
 use crate::process::take_panic_message;
 use crate::process::{BoxError, Pid, RecvError};
+use crate::scheduler::deadline::Deadline;
 use crate::scheduler::names::RegisterError;
 use crate::scheduler::AskError;
 use crate::scheduler::ProcessCx;
+use futures::future::{select, Either};
 use std::collections::{HashSet, VecDeque};
 use std::panic::AssertUnwindSafe;
+use std::pin::pin;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -290,14 +293,14 @@ impl Supervising {
     /// makes a failed start, not a stuck supervisor) and ends at the supervisor's own cancel.
     async fn register_child(&mut self, pid: Pid, name: Arc<str>) -> Result<(), SupervisorError> {
         let sched = self.cx.scheduler();
-        let deadline = tokio::time::Instant::now() + NAME_RELEASE_WAIT;
+        let deadline = Instant::now() + NAME_RELEASE_WAIT;
         loop {
             let waited = match sched.register(Arc::clone(&name), pid) {
                 Ok(()) | Err(RegisterError::NotRunning(_)) => return Ok(()),
                 Err(RegisterError::Taken { holder, .. })
                     if holder != pid && sched.is_ending(holder) =>
                 {
-                    let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+                    let left = deadline.saturating_duration_since(Instant::now());
                     let monitor = self.cx.monitor(holder);
                     let ended = self.wait_for_end(holder, monitor, Some(left), true).await;
                     self.cx.demonitor(monitor);
@@ -390,6 +393,10 @@ impl Supervising {
     /// Waits for `pid`'s exit signal or `monitor`'s `Down` (keeping other exit signals for
     /// later); `false` on timeout, or — `until_cancel` — once the supervisor is asked to
     /// finish (recorded in `self.cancelled` either way).
+    ///
+    /// The timeout is the crate's own [`Deadline`], not tokio's timer: the supervisor may run
+    /// on a scheduler whose tokio runtime has no time driver, is shutting down or is gone, and
+    /// stopping a child must work there all the same.
     async fn wait_for_end(
         &mut self,
         pid: Pid,
@@ -426,7 +433,13 @@ impl Supervising {
         };
         match timeout {
             None => wait.await,
-            Some(timeout) => tokio::time::timeout(timeout, wait).await.unwrap_or(false),
+            Some(timeout) => {
+                let deadline = Deadline::new(crate::deadline::after(timeout));
+                match select(pin!(wait), deadline).await {
+                    Either::Left((ended, _)) => ended,
+                    Either::Right(((), _)) => false,
+                }
+            }
         }
     }
 
