@@ -165,7 +165,17 @@ impl Supervising {
     /// supervisor sends itself, so that between attempts it answers requests, hears its
     /// cancel, and lets the rest of the scheduler run — a child that cannot start never pins
     /// the supervisor inside one poll, however high the intensity.
+    ///
+    /// During a scheduler shutdown nothing can be spawned, so nothing is restarted and no
+    /// restart is counted: the child stays not running, its siblings are left alone, and the
+    /// supervisor waits for its own stop (its parent's turn, or the shutdown's cancel; or the
+    /// forced end of the grace period) to stop the rest in reverse start order. Ending at once
+    /// instead would stop its other children before their turn in the tree.
     async fn restart_from(&mut self, at: usize) -> Option<End> {
+        if self.cx.scheduler().is_shutting_down() {
+            tracing::debug!(child = %self.children[at].spec.id, "not restarted: the scheduler is shutting down");
+            return None;
+        }
         if !self.allow_restart() {
             tracing::warn!(
                 max_restarts = self.max_restarts,
@@ -206,8 +216,10 @@ impl Supervising {
             .retain(|child| child.pid.is_some() || child.spec.restart != Restart::Temporary);
         let failed = failed?;
         if self.cx.scheduler().is_shutting_down() {
-            // Nothing can start any more; the shutdown is about to stop this supervisor.
-            return Some(End::Exit(ExitReason::Shutdown));
+            // The shutdown began during the restart: nothing can start any more, and a retry
+            // would fail the same way. As above, the children not running stay so until this
+            // supervisor's own stop.
+            return None;
         }
         if !self.retrying.insert(Arc::clone(&failed)) {
             return None; // its retry is on its way already
