@@ -1,16 +1,20 @@
 //! A supervisor stops its children by their `ChildShutdown` policy on whatever tokio runtime its
 //! scheduler runs in: one without a time driver, or one already dropped. The policy's timeout
 //! is the crate's own timer, never tokio's (which panics there: "timers are disabled", "being
-//! shutdown"), so the child's cleanup runs and the supervisor lives on. Deadlines are hang
-//! guards only, and the `Timeout` the policy under test.
+//! shutdown"), so the child's cleanup runs and the supervisor lives on; so is the bounded wait
+//! for a name still held by a process on its way out. Deadlines are hang guards only, and the
+//! `Timeout` the policy under test.
 
 mod supervision_common;
+mod support;
 
 use procsched::prelude::*;
 use procsched::supervision::{ChildShutdown, ChildSpec, Supervisor, SupervisorRef};
-use std::sync::mpsc;
+use procsched::Payload;
+use std::sync::{mpsc, Arc, Mutex};
 use std::time::Duration;
 use supervision_common::*;
+use support::{counter, echo_step, FnProcess};
 
 /// A tokio runtime with I/O but no time driver.
 fn runtime_without_timers() -> tokio::runtime::Runtime {
@@ -127,4 +131,57 @@ fn a_tree_s_shutdown_stops_its_children_by_their_policies_without_a_tokio_time_d
     assert!(run(child_down).reason.is_shutdown());
     assert!(run(sup_down).reason.is_shutdown());
     assert_eq!((report.forced, report.abandoned), (0, 0), "{report:?}");
+}
+
+#[test]
+fn a_name_held_by_a_process_on_its_way_out_is_waited_for_without_a_tokio_time_driver() {
+    let runtime = runtime_without_timers();
+    let sched = scheduler_in(&runtime);
+    let (started_tx, started) = mpsc::channel();
+    let (closing_tx, closing) = mpsc::channel();
+    let (release, release_rx) = mpsc::channel::<()>();
+    // Only the first instance's close blocks, until the test releases it: it holds its name
+    // meanwhile.
+    let gate = Arc::new(Mutex::new(Some((closing_tx, release_rx))));
+    let w = ChildSpec::new("w", move |start| {
+        let gate = gate.clone();
+        let process = FnProcess::new(&counter(), echo_step()).on_close(move || {
+            if let Some((closing, release)) = gate.lock().unwrap().take() {
+                let _ = closing.send(());
+                let _ = release.recv_timeout(GUARD);
+            }
+        });
+        let pid = start.spawn(process, "run", Payload::empty())?;
+        let _ = started_tx.send(pid);
+        Ok(pid)
+    })
+    .register_as("w");
+    let sub = Supervisor::one_for_one().child(w).into_child("sub");
+    let root = run(Supervisor::one_for_one().child(sub).start(sched.handle())).unwrap();
+    let old = started.recv_timeout(GUARD).unwrap();
+    assert_eq!(sched.handle().whereis("w"), Some(old));
+    // Killing the sub-supervisor ends the old `w` through its link; the root restarts the sub,
+    // whose new `w` finds the name held by the old one, still in its close.
+    let sub_pid = run(root.which_children()).unwrap()[0].pid.unwrap();
+    sched.terminate(sub_pid).unwrap();
+    closing
+        .recv_timeout(GUARD)
+        .expect("the old w is in its close");
+    // Its factory returns right before the new sub tries the name, in the same poll.
+    let new = started.recv_timeout(GUARD).expect("the new w is spawned");
+    release.send(()).unwrap();
+    let named = run(async {
+        loop {
+            match sched.handle().whereis("w") {
+                Some(pid) if pid != old => return pid,
+                _ => tokio::task::yield_now().await,
+            }
+        }
+    });
+    assert_eq!(named, new);
+    assert_eq!(
+        run(root.restarts()).unwrap(),
+        1,
+        "the new sub waited for the name: no second restart"
+    );
 }
