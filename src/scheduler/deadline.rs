@@ -1,8 +1,10 @@
-//! A runtime-agnostic deadline future, for the async waits of shutdown.
+//! A runtime-agnostic deadline future, for the async waits of shutdown, of `ask_within` and of
+//! a supervisor's stop of a child.
 //!
 //! `shutdown_async` may be awaited on any executor — a tokio runtime of either flavour (with or
-//! without its timer enabled), `futures::executor::block_on`, a procsched task — so it cannot
-//! rely on tokio's timer. One process-wide timer thread, started on first use, wakes every
+//! without its timer enabled), `futures::executor::block_on`, a procsched task — and a
+//! process's body may run in a tokio context without a time driver, or one shutting down, so
+//! none of them can rely on tokio's timer. One process-wide timer thread, started on first use, wakes every
 //! [`Deadline`] when it passes: one thread in all, not one per call.
 //!
 //! Plain std types: the timer thread is outside every loom model, like tokio's threads.

@@ -6,11 +6,14 @@ use crate::process::async_fn::Incoming;
 use crate::process::exit::{Exit, ExitReason, MonitorRef, Signal};
 use crate::process::take_panic_message;
 use crate::process::{BoxError, Pid, RecvError};
+use crate::scheduler::deadline::Deadline;
 use crate::scheduler::names::RegisterError;
 use crate::scheduler::AskError;
 use crate::scheduler::ProcessCx;
+use futures::future::{select, Either};
 use std::collections::{HashSet, VecDeque};
 use std::panic::AssertUnwindSafe;
+use std::pin::pin;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -162,7 +165,17 @@ impl Supervising {
     /// supervisor sends itself, so that between attempts it answers requests, hears its
     /// cancel, and lets the rest of the scheduler run — a child that cannot start never pins
     /// the supervisor inside one poll, however high the intensity.
+    ///
+    /// During a scheduler shutdown nothing can be spawned, so nothing is restarted and no
+    /// restart is counted: the child stays not running, its siblings are left alone, and the
+    /// supervisor waits for its own stop (its parent's turn, or the shutdown's cancel; or the
+    /// forced end of the grace period) to stop the rest in reverse start order. Ending at once
+    /// instead would stop its other children before their turn in the tree.
     async fn restart_from(&mut self, at: usize) -> Option<End> {
+        if self.cx.scheduler().is_shutting_down() {
+            tracing::debug!(child = %self.children[at].spec.id, "not restarted: the scheduler is shutting down");
+            return None;
+        }
         if !self.allow_restart() {
             tracing::warn!(
                 max_restarts = self.max_restarts,
@@ -203,8 +216,10 @@ impl Supervising {
             .retain(|child| child.pid.is_some() || child.spec.restart != Restart::Temporary);
         let failed = failed?;
         if self.cx.scheduler().is_shutting_down() {
-            // Nothing can start any more; the shutdown is about to stop this supervisor.
-            return Some(End::Exit(ExitReason::Shutdown));
+            // The shutdown began during the restart: nothing can start any more, and a retry
+            // would fail the same way. As above, the children not running stay so until this
+            // supervisor's own stop.
+            return None;
         }
         if !self.retrying.insert(Arc::clone(&failed)) {
             return None; // its retry is on its way already
@@ -290,14 +305,14 @@ impl Supervising {
     /// makes a failed start, not a stuck supervisor) and ends at the supervisor's own cancel.
     async fn register_child(&mut self, pid: Pid, name: Arc<str>) -> Result<(), SupervisorError> {
         let sched = self.cx.scheduler();
-        let deadline = tokio::time::Instant::now() + NAME_RELEASE_WAIT;
+        let deadline = Instant::now() + NAME_RELEASE_WAIT;
         loop {
             let waited = match sched.register(Arc::clone(&name), pid) {
                 Ok(()) | Err(RegisterError::NotRunning(_)) => return Ok(()),
                 Err(RegisterError::Taken { holder, .. })
                     if holder != pid && sched.is_ending(holder) =>
                 {
-                    let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+                    let left = deadline.saturating_duration_since(Instant::now());
                     let monitor = self.cx.monitor(holder);
                     let ended = self.wait_for_end(holder, monitor, Some(left), true).await;
                     self.cx.demonitor(monitor);
@@ -390,6 +405,10 @@ impl Supervising {
     /// Waits for `pid`'s exit signal or `monitor`'s `Down` (keeping other exit signals for
     /// later); `false` on timeout, or — `until_cancel` — once the supervisor is asked to
     /// finish (recorded in `self.cancelled` either way).
+    ///
+    /// The timeout is the crate's own [`Deadline`], not tokio's timer: the supervisor may run
+    /// on a scheduler whose tokio runtime has no time driver, is shutting down or is gone, and
+    /// stopping a child must work there all the same.
     async fn wait_for_end(
         &mut self,
         pid: Pid,
@@ -426,7 +445,13 @@ impl Supervising {
         };
         match timeout {
             None => wait.await,
-            Some(timeout) => tokio::time::timeout(timeout, wait).await.unwrap_or(false),
+            Some(timeout) => {
+                let deadline = Deadline::new(crate::deadline::after(timeout));
+                match select(pin!(wait), deadline).await {
+                    Either::Left((ended, _)) => ended,
+                    Either::Right(((), _)) => false,
+                }
+            }
         }
     }
 
