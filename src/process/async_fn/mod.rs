@@ -229,13 +229,15 @@ where
             // Before the poll, outside the scope: the combinators holding them poll them in it.
             ready.into_iter().for_each(Waker::wake);
             let reply_to = waker.target();
+            let (yields, dropped_calls) = out.calls_mut();
             waker.poll_with(|lazy| {
                 let mut cx = Context::from_waker(lazy);
                 let scope = scope::Scope {
                     state,
                     arrived: &mut arrived,
                     lone: &mut *lone,
-                    yields: out.yields_mut(),
+                    yields,
+                    dropped_calls,
                     reply_to,
                     own_waker: lazy,
                 };
