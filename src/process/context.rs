@@ -211,6 +211,12 @@ impl ProcessWake {
         self.cell.set_unread(unread);
     }
 
+    /// The process (this target, polling its body) holds `messages` and `signals` unread, for
+    /// `process_info` (`CellStats::set_held`).
+    pub(crate) fn set_held(&self, messages: u32, signals: u32) {
+        self.cell.stats.set_held(messages, signals);
+    }
+
     /// `true` if the process lives and still waits for the answer to its ask `tag`.
     pub(crate) fn awaits_answer(&self, tag: Tag) -> bool {
         self.cell.awaits_answer(self.generation, tag)

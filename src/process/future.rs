@@ -8,7 +8,8 @@
 //!    step are dropped, with a warning).
 //! 4. Dispatch the yields through the [`Host`]: inline handlers complete right here (their
 //!    completions feed the next step of this same poll); async and blocking ones complete later
-//!    through the mailbox.
+//!    through the mailbox. Then abort the handler tasks of the calls the step dropped
+//!    (`outstanding.rs`).
 //! 5. `Continue` → state `Ready`, wake ourselves (the executor queues us behind other ready work),
 //!    return `Pending` (`state.rs`, protocol 4). `Wait`/`Idle` → if inline completions are
 //!    pending, or the mailbox held more than one batch, step again (step 2, draining only if the
@@ -29,8 +30,10 @@
 //!
 //! # Finish (done, failed, panicked, terminated, or dropped by a shutdown)
 //! State → `Complete` (`state.rs`, protocol 6); the cell closes (later sends see `Closed`, then `NotFound`); outstanding
-//! handler tasks are aborted; `close` runs exactly once (panics caught); the host forgets the PID
-//! and may reuse the cell for another process, so the future never touches it again.
+//! handler tasks are aborted (those of calls the body drops are aborted sooner, after the step
+//! that dropped them: `outstanding.rs`); `close` runs exactly once (panics caught); the host
+//! forgets the PID and may reuse the cell for another process, so the future never touches it
+//! again.
 //!
 //! # Observability
 //! The process's span (made at spawn, where it is entered around `init`) is entered for every
@@ -50,11 +53,11 @@
 use super::exit::ExitReason;
 use super::mailbox::{saturate, Drained, ProcessCell};
 use super::output::{Status, YieldSlot};
+use super::outstanding::Outstanding;
 use super::state::{ParkAs, TakeNotified, TransitionToParked};
 use super::{drop_contained, drop_each, panic_message};
 use super::{BoxError, Events, Pid, Process, ProcessError, StepOutput};
 use crate::loom::Arc;
-use smallvec::SmallVec;
 use std::future::Future;
 use std::mem::ManuallyDrop;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -180,10 +183,8 @@ pub(crate) struct ProcessFuture<P: Process, H: Host> {
     pid: Pid,
     cell: Arc<ProcessCell>,
     host: Arc<H>,
-    /// The handler tasks this process waits on. Mostly none or one (a yield to an async
-    /// handler): one is kept inline, so a process waiting on its handler holds no buffer for
-    /// it (`burst_spawn`'s memory per live process; a malloc and a free per such process).
-    outstanding: SmallVec<[H::Outstanding; 1]>,
+    /// The handler tasks this process waits on (`outstanding.rs`).
+    outstanding: Outstanding<H::Outstanding>,
     finished: bool,
     /// The process's span (module docs), if enabled: boxed, so that a disabled one adds one
     /// word to the future (which is moved on every spawn), not five. Taken out while a poll
@@ -231,7 +232,7 @@ impl<P: Process, H: Host> ProcessFuture<P, H> {
             pid,
             cell,
             host,
-            outstanding: SmallVec::new(),
+            outstanding: Outstanding::default(),
             finished: false,
             span: (!span.is_disabled()).then(|| Box::new(span)),
             steps: 0,
@@ -390,6 +391,11 @@ impl<P: Process, H: Host> ProcessFuture<P, H> {
                 trace_step(pid, events_in, out.yield_count(), park_as);
             }
             self.dispatch_yields(out, events, stats);
+            if !out.dropped_calls().is_empty() {
+                // Calls the body dropped: their handler tasks go (`outstanding.rs`).
+                self.outstanding
+                    .abort_dropped(&*self.host, out.dropped_calls());
+            }
             budget -= 1;
             let step_again = match park_as {
                 None => false,
@@ -456,17 +462,14 @@ impl<P: Process, H: Host> ProcessFuture<P, H> {
             return;
         }
         let host = &*self.host;
-        if !self.outstanding.is_empty() {
-            // Forget handler tasks that already delivered their completion.
-            self.outstanding.retain(|o| !host.is_finished(o));
-        }
         let (pid, cell) = (self.pid, &self.cell);
         let outstanding = &mut self.outstanding;
         // In place: moving a whole yield out of the buffer stalls on store forwarding
         // (`YieldSlot`'s docs).
         out.dispatch_in_place(|yielded| {
+            let tag = yielded.tag;
             if let Some(task) = host.dispatch(pid, cell, yielded, events, stats) {
-                outstanding.push(task);
+                outstanding.push(host, tag, task);
             }
         });
     }
@@ -483,9 +486,7 @@ impl<P: Process, H: Host> ProcessFuture<P, H> {
         let (pid, cell) = (self.pid, &self.cell);
         cell.stats.set_steps(self.steps);
         let mut panics = cell.close();
-        for outstanding in self.outstanding.drain(..) {
-            self.host.abort(outstanding);
-        }
+        self.outstanding.abort_all(&*self.host);
         let process = &mut *self.process;
         let closed = catch_unwind(AssertUnwindSafe(|| process.close()));
         let (result, outcome) = match closed {

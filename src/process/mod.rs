@@ -39,6 +39,7 @@ pub(crate) mod exit;
 pub(crate) mod future;
 pub(crate) mod mailbox;
 mod output;
+pub(crate) mod outstanding;
 mod payload;
 pub(crate) mod pid;
 mod queue;

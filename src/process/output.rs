@@ -95,6 +95,10 @@ impl<'a> YieldSlot<'a> {
 pub struct StepOutput<O = Payload> {
     yields: Yields,
     status: Status<O>,
+    /// Tags of yields whose async-fn call future was dropped in this step before its
+    /// completion came: the process future aborts their handler tasks after the step
+    /// (`future.rs`, "Dropped calls"). Empty (no buffer) for every other step.
+    dropped_calls: Vec<Tag>,
 }
 
 /// The yields of one step, apart from the (typed) status: the async-fn adapter's call futures
@@ -131,6 +135,7 @@ impl<O> Default for StepOutput<O> {
         StepOutput {
             yields: Yields::new(),
             status: Status::Continue,
+            dropped_calls: Vec::new(),
         }
     }
 }
@@ -338,9 +343,17 @@ impl<O> StepOutput<O> {
         self.yields.drain(..).map(|y| (y.tag, y.command))
     }
 
-    /// The yields, for the async-fn adapter's call futures.
-    pub(crate) fn yields_mut(&mut self) -> &mut Yields {
-        &mut self.yields
+    /// The yields, and the tags of calls dropped in this step, for the async-fn adapter's call
+    /// futures.
+    pub(crate) fn calls_mut(&mut self) -> (&mut Yields, &mut Vec<Tag>) {
+        (&mut self.yields, &mut self.dropped_calls)
+    }
+
+    /// The tags of calls dropped in this step before their completion came, for the process
+    /// future to abort their handler tasks (left empty, with its buffer).
+    #[inline]
+    pub(crate) fn dropped_calls(&mut self) -> &mut Vec<Tag> {
+        &mut self.dropped_calls
     }
 
     /// Hands each yield, in order, to `dispatch` where it lies ([`YieldSlot`]), leaving the

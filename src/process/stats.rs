@@ -9,7 +9,7 @@
 
 use super::state::ProcessState;
 use super::{CommandError, Payload};
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
 
 /// The relaxed counters of a cell (module docs).
 #[derive(Debug, Default)]
@@ -22,6 +22,12 @@ pub(crate) struct CellStats {
     /// current generation is accepted (so a late one never touches the next process); reset by
     /// `open`.
     outstanding: AtomicU64,
+    /// Messages an `async fn` body took from its mailbox and has not received (its inbox), and
+    /// exit signals and `Down`s it holds likewise (its signal queue): published by the body's
+    /// adapter after a step that changed them (`async_fn/mod.rs`); reset by `open`. Saturating
+    /// `u32`s: together one word of the cell.
+    unread_messages: AtomicU32,
+    unread_signals: AtomicU32,
     /// All-time: completions of async and blocking handlers that reported an error.
     handler_errors: AtomicU64,
     /// All-time: completions of async and blocking handlers that panicked.
@@ -36,6 +42,14 @@ impl CellStats {
     pub(super) fn reset(&self) {
         self.steps.store(0, Relaxed);
         self.outstanding.store(0, Relaxed);
+        self.unread_messages.store(0, Relaxed);
+        self.unread_signals.store(0, Relaxed);
+    }
+
+    /// An `async fn` body now holds `messages` and `signals` unread (field docs).
+    pub(crate) fn set_held(&self, messages: u32, signals: u32) {
+        self.unread_messages.store(messages, Relaxed);
+        self.unread_signals.store(signals, Relaxed);
     }
 
     /// The poller publishes the process's step count (after each poll, and before `close`).
@@ -81,6 +95,14 @@ impl CellStats {
 
     pub(super) fn outstanding(&self) -> u64 {
         self.outstanding.load(Relaxed)
+    }
+
+    /// What an `async fn` body holds unread: messages, signals (field docs).
+    pub(super) fn held(&self) -> (u32, u32) {
+        (
+            self.unread_messages.load(Relaxed),
+            self.unread_signals.load(Relaxed),
+        )
     }
 
     pub(super) fn handler_errors(&self) -> u64 {
@@ -131,6 +153,9 @@ pub(crate) struct CellInfo {
     /// Events queued in its mailbox.
     pub(crate) mailbox_depth: usize,
     pub(crate) outstanding: u64,
+    /// What an `async fn` body holds unread, as of its last step: messages, signals.
+    pub(crate) unread_messages: u32,
+    pub(crate) unread_signals: u32,
 }
 
 /// What the metrics snapshot reads from every cell, in one critical section.

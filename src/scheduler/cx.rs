@@ -104,7 +104,8 @@ impl<M: 'static> ProcessCx<M> {
     /// graceful shutdown lets the handler finish and the body have its reply within the grace
     /// period, and the body sees the cancel at its next receive. To stop waiting at the
     /// cancel, race the call against [`cancelled`](Self::cancelled) (`tokio::select!`); past
-    /// the grace period the process is stopped wherever it waits.
+    /// the grace period the process is stopped wherever it waits. A call dropped unfinished (the
+    /// losing branch of such a race) aborts its async handler's task ([`Call`]'s docs).
     ///
     /// # Examples
     ///

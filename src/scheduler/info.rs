@@ -34,6 +34,7 @@ use std::time::Duration;
 /// let info = sched.handle().process_info(pid).expect("live");
 /// assert_eq!((info.pid, info.state, info.steps, info.mailbox_depth), (pid, ProcessState::Idle, 1, 0));
 /// assert_eq!(info.outstanding_yields, 0);
+/// assert_eq!((info.unread_messages, info.unread_signals), (0, 0));
 /// assert!(info.kind.contains("closure"), "an async fn process is named after its body");
 /// sched.send(pid, Message::new("n", Payload::new(7u32)))?;
 /// assert_eq!(sched.block_on(handle)?, 7);
@@ -52,13 +53,31 @@ pub struct ProcessInfo {
     pub state: ProcessState,
     /// Steps it has run.
     pub steps: u64,
-    /// Events (messages and completions) queued in its mailbox, not yet taken by a step.
+    /// Events queued in its mailbox, not yet taken by a step — of every kind: messages, yield
+    /// completions, exit signals and `Down`s, a cancel, overflow markers, and the wake-ups of an
+    /// `async fn` body by a future outside procsched (a timer, a channel: one event per wake, or
+    /// none if the last one queued is a wake-up too). Only messages count against
+    /// [`mailbox_capacity`](crate::config::SchedulerBuilder::mailbox_capacity), so the depth may
+    /// exceed it. What a step has taken and the process holds unread is not in it:
+    /// [`unread_messages`](Self::unread_messages), [`unread_signals`](Self::unread_signals).
     pub mailbox_depth: usize,
     /// Time since it was spawned (to within a few milliseconds: see the module docs of
     /// `scheduler/info.rs`).
     pub age: Duration,
     /// Its async and blocking yields still running (their completion not yet in the mailbox).
     pub outstanding_yields: u64,
+    /// Messages an `async fn` body took from its mailbox and has not received yet: its inbox, as
+    /// of its last step (a step moves what arrived out of the mailbox; a receive takes from the
+    /// inbox). A bounded mailbox counts them against its capacity too. 0 for a state-machine
+    /// process, whose own buffers are its own
+    /// ([`Process::unread_messages`](crate::state_machine::Process::unread_messages)).
+    pub unread_messages: usize,
+    /// Exit signals (when it traps exits) and monitors' `Down`s an `async fn` body holds and has
+    /// not received yet (`recv_signal`, `recv_exit`, `recv_down`, `recv_any`), as of its last
+    /// step. They are kept until received, as in an Erlang mailbox, and never count against a
+    /// capacity: a body that traps exits or monitors but only calls `recv` keeps every one of
+    /// them. 0 for a state-machine process (it sees each signal as an event of a step).
+    pub unread_signals: usize,
 }
 
 impl ProcessInfo {
@@ -71,6 +90,8 @@ impl ProcessInfo {
             mailbox_depth: cell.mailbox_depth,
             age: Duration::from_nanos(now.saturating_sub(cell.spawned_at)),
             outstanding_yields: cell.outstanding,
+            unread_messages: cell.unread_messages as usize,
+            unread_signals: cell.unread_signals as usize,
         }
     }
 }

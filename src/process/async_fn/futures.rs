@@ -24,8 +24,18 @@ use std::time::Duration;
 /// Made by [`ProcessCx::call`](crate::ProcessCx::call).
 ///
 /// The first poll hands the command to the step's yields (the process is `Blocked` while the
-/// call is outstanding); its completion resumes the body. Dropped before completing, the call's
-/// result is discarded when it arrives.
+/// call is outstanding); its completion resumes the body.
+///
+/// # Dropped before it completes
+/// Like any future — the losing branch of a `select!`, a timeout — a call dropped in its body
+/// before its reply came is cancelled: an async handler's task is aborted at the end of the
+/// step that dropped it (its future is dropped then, or when its current poll returns), as
+/// dropping a [`Run`](crate::body::Run) aborts its task; so is the handler of
+/// [`call_within`](crate::ProcessCx::call_within). A blocking handler cannot be stopped (it
+/// runs on a thread of its own): it runs to its end. Either way no later future sees the
+/// forgotten call's completion: it is dropped when it arrives, and the process keeps nothing
+/// for it. (A call moved out of its body and dropped elsewhere is forgotten only when the
+/// process ends.)
 ///
 /// # Examples
 ///
@@ -143,6 +153,11 @@ impl<C: Command> Drop for Call<C> {
         if let CallState::Sent(tag) = self.state {
             scope::with(self.owner, |scope| {
                 if let Some(scope) = scope {
+                    // Still running: its handler task is aborted after the step, as a dropped
+                    // `Run` aborts its task (`process/future.rs`, "Dropped calls").
+                    if scope.state.awaits_completion(scope.arrived, tag) {
+                        scope.dropped_calls.push(tag);
+                    }
                     scope.state.forget_call(tag);
                 }
             });

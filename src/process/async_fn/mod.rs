@@ -17,8 +17,13 @@
 //!   channel) may be awaited too: the body is polled with a waker that delivers
 //!   [`Event::Woken`] to the process, which polls the body again. Futures
 //!   that need a tokio runtime find one: the workers run inside the handler runtime's context.
-//! - Messages are moved into the adapter when they arrive, so they no longer count against the
-//!   mailbox capacity; a topic's budget still applies while they wait in the mailbox.
+//! - Messages are moved into the adapter (its inbox) by the step they arrive in; a bounded
+//!   mailbox still counts them against its capacity until received
+//!   ([`Process::unread_messages`]); a topic's budget applies while they wait in the mailbox.
+//!   Exit signals and `Down`s are moved into the adapter's signal queue likewise, and kept there
+//!   until a receive takes them (as an Erlang mailbox keeps them), never counted against a
+//!   capacity. After each step that changed them, the adapter publishes how many of each it
+//!   holds, for `process_info` (`unread_messages`, `unread_signals`).
 
 pub(crate) mod asking;
 mod futures;
@@ -229,13 +234,15 @@ where
             // Before the poll, outside the scope: the combinators holding them poll them in it.
             ready.into_iter().for_each(Waker::wake);
             let reply_to = waker.target();
+            let (yields, dropped_calls) = out.calls_mut();
             waker.poll_with(|lazy| {
                 let mut cx = Context::from_waker(lazy);
                 let scope = scope::Scope {
                     state,
                     arrived: &mut arrived,
                     lone: &mut *lone,
-                    yields: out.yields_mut(),
+                    yields,
+                    dropped_calls,
                     reply_to,
                     own_waker: lazy,
                 };
@@ -263,6 +270,10 @@ where
         }
         panics += state.purge_forgotten();
         waker.destructors_panicked(panics);
+        if let (Some(target), Some((messages, signals))) = (waker.target(), state.held_changed()) {
+            // What the body holds unread, for `process_info` (kept until received).
+            target.set_held(messages, signals);
+        }
         match polled {
             Poll::Ready(Ok(output)) => out.done(output),
             Poll::Ready(Err(error)) => return Err(error.into()),

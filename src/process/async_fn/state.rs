@@ -30,6 +30,7 @@
 //! dropped on its own, its destructor's panic contained (`process/contain.rs`).
 
 use crate::process::exit::Signal;
+use crate::process::mailbox::saturate;
 use crate::process::{drop_contained, drop_each};
 use crate::process::{CancelReason, CommandError, Event, Message, Payload, Tag, Topic};
 use std::collections::VecDeque;
@@ -145,6 +146,19 @@ impl CxState {
     /// ([`Process::unread_messages`](crate::process::Process::unread_messages)).
     pub(super) fn unread(&self) -> usize {
         self.mail.as_ref().map_or(0, |mail| mail.inbox.len())
+    }
+
+    /// What the body holds unread — messages in its inbox, signals in its queue — if it
+    /// changed since the last call (for `process_info`: `CellStats::set_held`). Without mail
+    /// (a body that never kept any) it holds none, and nothing was published.
+    #[inline]
+    pub(super) fn held_changed(&mut self) -> Option<(u32, u32)> {
+        let mail = self.mail.as_mut()?;
+        let held = (saturate(mail.inbox.len()), saturate(mail.signals.len()));
+        (held != mail.published).then(|| {
+            mail.published = held;
+            held
+        })
     }
 
     fn mail(&mut self) -> &mut Mail {
@@ -396,6 +410,9 @@ pub(super) struct Mail {
     /// The length at which `wakers` are woken without mail ([`MAIL_WAKERS_FLUSH`]; 0 until the
     /// first measure).
     flush_at: usize,
+    /// What `process_info` was last told the body holds: inbox, signals
+    /// ([`CxState::held_changed`]).
+    published: (u32, u32),
 }
 
 impl Mail {

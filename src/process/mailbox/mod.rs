@@ -573,6 +573,8 @@ impl ProcessCell {
             steps: self.stats.steps(),
             mailbox_depth: inner.events.len() + inner.behind.len() + self.mailbox.intake.len(),
             outstanding: self.stats.outstanding(),
+            unread_messages: self.stats.held().0,
+            unread_signals: self.stats.held().1,
         })
     }
 

@@ -98,3 +98,25 @@ fn batches_are_bounded() {
     assert_eq!(events.len(), 4);
     assert!(cell.mailbox.has_events());
 }
+
+#[test]
+fn depth_and_high_water_count_every_kind_of_event_past_the_capacity() {
+    // As `ProcessInfo::mailbox_depth` and `mailbox_high_water` document: only messages count
+    // against the capacity; completions and an async body's wake-ups queue beside them.
+    let cell = ProcessCell::new(2);
+    let generation = cell.open();
+    let msg = |n: u32| Event::Message(crate::process::Message::new("m", Payload::new(n)));
+    for event in [Event::Woken, msg(0), msg(1), Event::Woken, completion(7)] {
+        assert_eq!(cell.deliver(generation, event), Admission::Accepted);
+    }
+    assert_eq!(cell.deliver(generation, msg(2)), Admission::Dropped);
+    // A wake-up queues behind the completion; one right behind it is not queued twice.
+    for _ in 0..2 {
+        assert_eq!(cell.deliver(generation, Event::Woken), Admission::Accepted);
+    }
+    assert_eq!(cell.info(None).unwrap().mailbox_depth, 6);
+    let mut events = Events::default();
+    let _ = cell.drain_into(&mut events, usize::MAX, None);
+    assert_eq!(cell.info(None).unwrap().mailbox_depth, 0);
+    assert_eq!(cell.survey().max_depth, 6, "past the capacity of 2");
+}

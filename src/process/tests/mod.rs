@@ -20,4 +20,6 @@ mod mailbox_budget;
 #[cfg(not(loom))]
 mod mailbox_intake;
 #[cfg(not(loom))]
+mod outstanding_tasks;
+#[cfg(not(loom))]
 mod yields_in_place;

@@ -70,7 +70,15 @@ pub struct SchedulerMetrics {
     /// dropped them. Each was contained and traced (`warn`, with the PID where one is known);
     /// none changes how its process ended.
     pub destructor_panics: u64,
-    /// Most events (messages and completions) ever queued at once in one process's mailbox.
+    /// Most events ever queued at once in one process's mailbox: the peak of its
+    /// [`ProcessInfo::mailbox_depth`](crate::metrics::ProcessInfo::mailbox_depth) over the
+    /// scheduler's life, counting events of every kind (messages, completions, exit signals,
+    /// `Down`s, cancels, overflow markers, and an `async fn` body's wake-ups by futures outside
+    /// procsched). Only messages count against `mailbox_capacity`, so it may exceed the
+    /// capacity. What a process took from its mailbox and holds unread (an `async fn` body's
+    /// inbox and signals) is not counted: see
+    /// [`ProcessInfo::unread_messages`](crate::metrics::ProcessInfo::unread_messages) and
+    /// [`ProcessInfo::unread_signals`](crate::metrics::ProcessInfo::unread_signals).
     pub mailbox_high_water: usize,
     /// The longest *sampled* step of the last one to two minutes, with its process: one step in
     /// 64 of each process is timed (timing every step would cost more than a step), so a
