@@ -343,10 +343,9 @@ impl<O> StepOutput<O> {
         self.yields.drain(..).map(|y| (y.tag, y.command))
     }
 
-    /// The yields, and the tags of calls dropped in this step, for the async-fn adapter's call
-    /// futures.
-    pub(crate) fn calls_mut(&mut self) -> (&mut Yields, &mut Vec<Tag>) {
-        (&mut self.yields, &mut self.dropped_calls)
+    /// The yields, for the async-fn adapter's call futures.
+    pub(crate) fn yields_mut(&mut self) -> &mut Yields {
+        &mut self.yields
     }
 
     /// The tags of calls dropped in this step before their completion came, for the process

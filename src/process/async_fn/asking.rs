@@ -117,6 +117,7 @@ pub(crate) enum AskPoll {
 /// comes first. Drops nothing. On `Pending`, the caller tells [`note_waiter`] the waker it was
 /// polled with (apart: an `AskPoll` returned through one more frame was copied through memory,
 /// a store-forwarding stall that cost a tenth of an ask between processes).
+#[inline]
 pub(crate) fn poll(call: &AskCall) -> AskPoll {
     scope::with(call.owner, |scope| {
         let Some(scope) = scope else {

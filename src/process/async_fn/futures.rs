@@ -156,7 +156,7 @@ impl<C: Command> Drop for Call<C> {
                     // Still running: its handler task is aborted after the step, as a dropped
                     // `Run` aborts its task (`process/future.rs`, "Dropped calls").
                     if scope.state.awaits_completion(scope.arrived, tag) {
-                        scope.dropped_calls.push(tag);
+                        scope.state.note_dropped_call(tag);
                     }
                     scope.state.forget_call(tag);
                 }

@@ -234,15 +234,13 @@ where
             // Before the poll, outside the scope: the combinators holding them poll them in it.
             ready.into_iter().for_each(Waker::wake);
             let reply_to = waker.target();
-            let (yields, dropped_calls) = out.calls_mut();
             waker.poll_with(|lazy| {
                 let mut cx = Context::from_waker(lazy);
                 let scope = scope::Scope {
                     state,
                     arrived: &mut arrived,
                     lone: &mut *lone,
-                    yields,
-                    dropped_calls,
+                    yields: out.yields_mut(),
                     reply_to,
                     own_waker: lazy,
                 };
@@ -269,6 +267,8 @@ where
             panics += state.route(message);
         }
         panics += state.purge_forgotten();
+        // Calls the body dropped: the process future aborts their handler tasks.
+        state.move_dropped_calls(out.dropped_calls());
         waker.destructors_panicked(panics);
         if let (Some(target), Some((messages, signals))) = (waker.target(), state.held_changed()) {
             // What the body holds unread, for `process_info` (kept until received).

@@ -29,9 +29,6 @@ pub(super) struct Scope<'a> {
     /// put it: the next message a receive takes (`state.rs`); `None` otherwise.
     pub(super) lone: &'a mut Option<Event>,
     pub(super) yields: &'a mut Yields,
-    /// Tags of calls dropped in this poll before their completion came: the process future
-    /// aborts their handler tasks after the step (`Call`'s drop).
-    pub(super) dropped_calls: &'a mut Vec<Tag>,
     /// Where a reply to this process goes (an ask's answer: its cell), if it runs in a
     /// scheduler.
     pub(super) reply_to: Option<&'a ProcessWake>,
@@ -90,7 +87,6 @@ struct Raw {
     arrived: *mut Arrived,
     lone: *mut Option<Event>,
     yields: *mut Yields,
-    dropped_calls: *mut Vec<Tag>,
     own_waker: *const Waker,
 }
 
@@ -111,7 +107,6 @@ pub(super) fn enter<R>(owner: Owner, scope: Scope<'_>, poll: impl FnOnce() -> R)
         arrived: scope.arrived,
         lone: scope.lone,
         yields: scope.yields,
-        dropped_calls: scope.dropped_calls,
         own_waker: scope.own_waker,
     };
     let previous = CURRENT.with(|current| current.replace(&raw));
@@ -170,12 +165,12 @@ pub(super) fn with<R>(owner: Owner, f: impl FnOnce(Option<Scope<'_>>) -> R) -> R
         return f(None);
     }
     // SAFETY: `raw` was published by `enter`, whose frame is still live (it restores the previous
-    // pointer before returning, even by unwinding), so it and the five pointers it holds — to
-    // the adapter's state, the completion and the message the step holds, its yield buffer and
-    // its dropped calls' tags, all exclusively borrowed by `enter` for that frame, and distinct
-    // objects — are valid. Only this thread reads `CURRENT`, and `with` is never re-entered
-    // while `f` runs (the process futures' closures neither poll other futures nor drop user
-    // values, whose destructors could), so the five `&mut` are unique for `f`'s duration. `reply_to`, null or a shared
+    // pointer before returning, even by unwinding), so it and the four pointers it holds — to
+    // the adapter's state, the completion and the message the step holds, and its yield buffer,
+    // all exclusively borrowed by `enter` for that frame, and distinct objects — are valid. Only
+    // this thread reads `CURRENT`, and `with` is never re-entered while `f` runs (the process
+    // futures' closures neither poll other futures nor drop user values, whose destructors
+    // could), so the four `&mut` are unique for `f`'s duration. `reply_to`, null or a shared
     // borrow `enter` holds for the same frame (the adapter's wake target, never mutated during a
     // poll), is valid as a shared reference; so is `own_waker`, a shared borrow `enter` holds
     // for the same frame (the lazy waker `poll_with` lends for the poll).
@@ -186,7 +181,6 @@ pub(super) fn with<R>(owner: Owner, f: impl FnOnce(Option<Scope<'_>>) -> R) -> R
             arrived: &mut *raw.arrived,
             lone: &mut *raw.lone,
             yields: &mut *raw.yields,
-            dropped_calls: &mut *raw.dropped_calls,
             reply_to: raw.reply_to.as_ref(),
             own_waker: &*raw.own_waker,
         }

@@ -223,6 +223,23 @@ impl CxState {
         self.calls.remove(tag);
     }
 
+    /// A call dropped before its completion came (`Call`'s drop): its handler task is to be
+    /// aborted after the poll ([`move_dropped_calls`](Self::move_dropped_calls)).
+    pub(super) fn note_dropped_call(&mut self, tag: Tag) {
+        self.calls.extra().dropped.push(tag);
+    }
+
+    /// After a poll: the calls it dropped, into `into` (the step's output), for the process
+    /// future to abort their handler tasks.
+    #[inline]
+    pub(super) fn move_dropped_calls(&mut self, into: &mut Vec<Tag>) {
+        if let Some(extra) = &mut self.calls.extra {
+            if !extra.dropped.is_empty() {
+                into.append(&mut extra.dropped);
+            }
+        }
+    }
+
     /// Drops the kept completions of calls no longer live (after a poll); returns the
     /// destructor panics contained.
     #[inline]
@@ -330,6 +347,7 @@ impl CxState {
                 more,
                 completions,
                 wakers,
+                ..
             } = &mut **extra;
             let mut index = 0;
             while index < wakers.len() {
@@ -464,6 +482,9 @@ struct Extra {
     /// The wakers of live calls polled with a waker not the body's ("Futures polled with their
     /// own waker"), at most one per call.
     wakers: Vec<(Tag, Waker)>,
+    /// Calls dropped in the current poll before their completion came (`Call`'s drop), for the
+    /// step's output: their handler tasks are aborted after it (`process/outstanding.rs`).
+    dropped: Vec<Tag>,
 }
 
 impl LiveCalls {
