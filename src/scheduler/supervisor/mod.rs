@@ -24,6 +24,13 @@
 //! never returns from its first poll (a blocking loop) fails its start and is terminated,
 //! instead of holding the supervisor for ever.
 //!
+//! A supervisor's end stops its children even when they trap exits, as OTP's behaviours end on
+//! their parent's `EXIT`: its exit signal reaches such a child as a cancel it cannot trap (its
+//! receives report the cancellation, a state machine gets `Event::Cancel`: its cleanup runs, as
+//! `terminate/2`); a body that ends on that cancellation (`?` on the receive that reports it)
+//! ends with the supervisor's exit reason. Exit signals from any other linked process stay
+//! trappable. A child that does not trap exits ends at once, with that reason.
+//!
 //! The default intensity is 3 restarts within 5 seconds (Elixir's; OTP's is 1 in 5 s, which a
 //! pool of sessions crashing independently outgrows at once).
 //!

@@ -273,7 +273,7 @@ impl Supervising {
         let (pid, first_poll) = self.spawn_child(at)?;
         let patience = patience(self.children[at].spec.shutdown);
         if let Some(name) = self.children[at].spec.name.clone() {
-            self.register_child(pid, name).await?;
+            self.register_child(pid, name, patience).await?;
         }
         self.children[at].pid = Some(pid);
         if let Some(first_poll) = first_poll {
@@ -345,20 +345,28 @@ impl Supervising {
     /// instance stopped. An instance that has ended already started all the same: its exit
     /// signal is handled as any child's.
     ///
-    /// The wait is bounded ([`NAME_RELEASE_WAIT`]: a holder stuck in a step or its `close`
-    /// makes a failed start, not a stuck supervisor) and ends at the supervisor's own cancel.
-    async fn register_child(&mut self, pid: Pid, name: Arc<str>) -> Result<(), SupervisorError> {
+    /// The wait is bounded by the child's shutdown policy ([`patience`]: a holder stuck in a
+    /// step or its `close` makes a failed start, not a stuck supervisor) and ends at the
+    /// supervisor's own cancel.
+    async fn register_child(
+        &mut self,
+        pid: Pid,
+        name: Arc<str>,
+        patience: Option<std::time::Duration>,
+    ) -> Result<(), SupervisorError> {
         let sched = self.cx.scheduler();
-        let deadline = tokio::time::Instant::now() + NAME_RELEASE_WAIT;
+        let deadline = patience.map(|patience| tokio::time::Instant::now() + patience);
         loop {
             let waited = match sched.register(Arc::clone(&name), pid) {
                 Ok(()) | Err(RegisterError::NotRunning(_)) => return Ok(()),
                 Err(RegisterError::Taken { holder, .. })
                     if holder != pid && sched.is_ending(holder) =>
                 {
-                    let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+                    let left = deadline.map(|deadline| {
+                        deadline.saturating_duration_since(tokio::time::Instant::now())
+                    });
                     let monitor = self.cx.monitor(holder);
-                    let ended = self.wait_for_end(holder, monitor, Some(left), true).await;
+                    let ended = self.wait_for_end(holder, monitor, left, true).await;
                     self.cx.demonitor(monitor);
                     // Ended: its name was released before its `Down` or exit signal could be
                     // heard (`names.rs`, "Released before anyone hears").
@@ -372,7 +380,7 @@ impl Supervising {
                     format!("the supervisor was asked to finish while `{name}` was freed")
                 }
                 Ok(false) => {
-                    format!("the name `{name}`'s holder did not end within {NAME_RELEASE_WAIT:?}")
+                    format!("the name `{name}`'s holder did not end within {patience:?}")
                 }
                 Err(error) => error.to_string(),
             };

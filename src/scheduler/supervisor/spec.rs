@@ -298,9 +298,10 @@ impl ChildSpec {
     /// `already_started`): the instance is stopped, and the start is an error (or, on a
     /// restart, another restart spent from the intensity). A name held by a process on its way
     /// out (asked to stop or finishing: the previous instance, a child a crashed
-    /// sub-supervisor's link is ending) is waited for, so one fault costs one restart. An
-    /// instance that ended before its name could be registered has started: its end is
-    /// handled by its [`Restart`] type, as any child's.
+    /// sub-supervisor's exit is ending) is waited for, so one fault costs one restart — as long
+    /// as it takes for a child stopped with [`ChildShutdown::Infinity`], else its `Timeout` or
+    /// 5 seconds, whichever is longer. An instance that ended before its name could be
+    /// registered has started: its end is handled by its [`Restart`] type, as any child's.
     ///
     /// # Examples
     ///
