@@ -1,13 +1,16 @@
-//! A scheduler shutdown leaves a supervisor's children to their supervisor, which stops them
-//! in reverse start order. A child that outlives its supervisor (it traps exits) or unlinked
-//! itself is nobody's child any more: the shutdown cancels it like any other process. And a
-//! supervisor asked to finish while a child supervisor starts stops that child before it ends
-//! (OTP: the start is synchronous, the stop follows it).
+//! A supervisor's end stops its children even when they trap exits (OTP's behaviours end on
+//! their parent's `EXIT`): the child is asked to finish, its cleanup runs, and it ends with its
+//! supervisor's reason — so a killed sub-supervisor's restart finds its child's name free once
+//! that cleanup is over. A scheduler shutdown leaves a supervisor's children to their
+//! supervisor, which stops them in reverse start order; a child that unlinked itself is nobody's
+//! child any more: the shutdown cancels it like any other process. And a supervisor asked to
+//! finish while a child supervisor starts stops that child before it ends (OTP: the start is
+//! synchronous, the stop follows it).
 
 mod supervision_common;
 
 use procsched::prelude::*;
-use procsched::supervision::{ChildSpec, Supervisor, SupervisorRef};
+use procsched::supervision::{ChildSpec, Incoming, Signal, Supervisor, SupervisorRef};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -35,25 +38,106 @@ fn shutdown_cancels_the_orphan(sched: &Scheduler, heard: &mpsc::Receiver<&'stati
 }
 
 #[test]
-fn a_child_that_outlived_its_supervisor_is_cancelled_by_the_shutdown() {
+fn a_child_that_traps_exits_is_stopped_by_its_supervisor_s_end_and_ends_with_its_reason() {
     let sched = scheduler(2);
     let (heard_tx, heard) = mpsc::channel();
+    let other = spawn_puppet(sched.handle());
+    let other_pid = other.pid();
     let spec = ChildSpec::new("trapper", move |start| {
         let heard = heard_tx.clone();
         start.spawn_fn(move |cx: ProcessCx<()>| async move {
             cx.trap_exit(true);
-            heard.send("trapping").unwrap();
-            let exit = cx.recv_exit().await?; // its supervisor's end, as a message (OTP)
-            assert!(exit.reason.is_killed(), "{exit:?}");
-            heard.send("orphaned").unwrap();
-            wait_reporting_cancel(&cx, &heard).await
+            cx.link(other_pid);
+            heard.send("trapping".to_owned()).unwrap();
+            loop {
+                match cx.recv_any().await {
+                    Ok(Incoming::Signal(Signal::Exit(exit))) => {
+                        heard.send(format!("trapped {}", exit.reason)).unwrap();
+                    }
+                    Ok(_) => {}
+                    // Its cleanup (OTP's `terminate/2`) runs.
+                    Err(cancelled) => {
+                        heard.send("cancelled".to_owned()).unwrap();
+                        return Err::<(), BoxError>(cancelled.into());
+                    }
+                }
+            }
         })
     });
     let supervisor = run(Supervisor::one_for_one().child(spec).start(sched.handle())).unwrap();
-    assert_eq!(heard.recv_timeout(GUARD), Ok("trapping"));
+    assert_eq!(heard.recv_timeout(GUARD).unwrap(), "trapping");
+    let child = run(supervisor.which_children()).unwrap()[0].pid.unwrap();
+    // Another linked process's exit stays a trappable signal.
+    other.addr().send(Cmd::Fail("other fails")).unwrap();
+    assert!(heard.recv_timeout(GUARD).unwrap().starts_with("trapped"));
+    // Its supervisor's does not: the child is asked to finish, and ends with that reason.
+    let child_down = sched.monitor(child);
     sched.terminate(supervisor.pid()).unwrap();
-    assert_eq!(heard.recv_timeout(GUARD), Ok("orphaned"));
-    shutdown_cancels_the_orphan(&sched, &heard);
+    assert_eq!(heard.recv_timeout(GUARD).unwrap(), "cancelled");
+    assert!(run(child_down).reason.is_killed());
+    assert_eq!(sched.live_processes(), 0);
+    sched.shutdown(GUARD);
+}
+
+#[test]
+fn a_killed_sub_supervisor_s_restart_finds_its_trapping_child_s_name_free() {
+    let sched = scheduler(2);
+    let (heard_tx, heard) = mpsc::channel();
+    // The first instance's cleanup waits for the test's go (an await, as a flush would).
+    let (go_tx, go) = tokio::sync::oneshot::channel::<()>();
+    let go = Arc::new(Mutex::new(Some(go)));
+    let starts = Arc::new(Mutex::new(0));
+    let worker = ChildSpec::new("w", move |start| {
+        let (heard, go) = (heard_tx.clone(), Arc::clone(&go));
+        let instance = {
+            let mut starts = starts.lock().unwrap();
+            *starts += 1;
+            *starts
+        };
+        heard.send(format!("start {instance}")).unwrap();
+        start.spawn_fn(move |cx: ProcessCx<()>| async move {
+            cx.trap_exit(true);
+            loop {
+                if let Err(cancelled) = cx.recv_any().await {
+                    let go = go.lock().unwrap().take();
+                    if let Some(go) = go {
+                        heard.send(format!("cleaning {instance}")).unwrap();
+                        let _ = go.await;
+                    }
+                    return Err::<(), BoxError>(cancelled.into());
+                }
+            }
+        })
+    })
+    .register_as("w");
+    let sub = Supervisor::one_for_one().child(worker).into_child("sub");
+    let root = run(Supervisor::one_for_one().child(sub).start(sched.handle())).unwrap();
+    assert_eq!(heard.recv_timeout(GUARD).unwrap(), "start 1");
+    let first = sched.handle().whereis("w").unwrap();
+    let first_down = sched.monitor(first);
+    let first_sub = run(root.which_children()).unwrap()[0].pid.unwrap();
+    sched.terminate(first_sub).unwrap();
+    // The first instance cleans up while the root restarts the sub-supervisor, whose worker's
+    // start finds the name still held: it waits for it.
+    let mut seen = vec![
+        heard.recv_timeout(GUARD).unwrap(),
+        heard.recv_timeout(GUARD).unwrap(),
+    ];
+    seen.sort();
+    assert_eq!(seen, ["cleaning 1", "start 2"]);
+    go_tx.send(()).unwrap();
+    assert!(run(first_down).reason.is_killed());
+    let children = run(root.which_children()).unwrap();
+    assert!(children[0].pid.is_some_and(|pid| pid != first_sub));
+    assert_eq!(run(root.restarts()).unwrap(), 1);
+    let second = sched.handle().whereis("w").unwrap();
+    assert_ne!(second, first);
+    let second_sub = SupervisorRef::from_pid(sched.handle(), children[0].pid.unwrap());
+    assert_eq!(
+        run(second_sub.which_children()).unwrap()[0].pid,
+        Some(second)
+    );
+    sched.shutdown(GUARD);
 }
 
 #[test]

@@ -5,8 +5,9 @@
 //! a child that honours cancellation), and the scheduler's shutdown of a whole tree.
 //!
 //! Children record what happens to them in a shared log: `start:<id>` when their supervisor
-//! starts them (in the child spec's factory, which the supervisor calls in order — the bodies'
-//! first polls may run in any order on two workers), `stop:<id>` in their cancellation path.
+//! starts them (in the child spec's factory, which the supervisor calls in order; the bodies'
+//! first polls follow in that order too: `supervision_start_order.rs`), `stop:<id>` in their
+//! cancellation path.
 //! A supervisor handles one child's end wholly before it answers the next request, so polling
 //! `which_children` observes each decision without sleeping. Deadlines are hang guards only,
 //! and shutdown timeouts the policies under test.

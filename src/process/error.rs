@@ -221,6 +221,15 @@ impl ProcessError {
             repr: Repr::Cancelled,
         }
     }
+    /// Ended on its cancellation; `exit` if its supervisor's end asked it to finish (it traps
+    /// exits: `mailbox/watch.rs`, `deliver_exit`): then it ends with that reason, as OTP's
+    /// behaviours end with their parent's.
+    pub(crate) fn cancelled_by(pid: Pid, exit: Option<ExitReason>) -> ProcessError {
+        match exit {
+            Some(reason) => ProcessError::exited(pid, reason),
+            None => ProcessError::cancelled(pid),
+        }
+    }
 
     /// The process this error is about.
     ///
@@ -323,7 +332,9 @@ impl ProcessError {
     }
 
     /// The process ended because a linked process ended with this (abnormal) reason, and it
-    /// did not trap exits (see [`SchedulerHandle::link`](crate::SchedulerHandle::link)).
+    /// did not trap exits (see [`SchedulerHandle::link`](crate::SchedulerHandle::link)) — or,
+    /// a supervisor's child that traps exits, its supervisor ended, and the cancel that asked
+    /// it to finish ended it (OTP's behaviours exit with their parent's reason).
     ///
     /// # Examples
     ///

@@ -352,9 +352,8 @@ impl<P: Process, H: Host> ProcessFuture<P, H> {
                     if self.host.is_cancellation(&error) {
                         tracing::debug!(%pid, %error, "step ended the process on its cancellation");
                         drop_contained(error);
-                        return Poll::Ready(
-                            self.finish(Err(ProcessError::cancelled(pid)), Outcome::Cancelled),
-                        );
+                        let ended = ProcessError::cancelled_by(pid, self.cell.take_exit_reason());
+                        return Poll::Ready(self.finish(Err(ended), Outcome::Cancelled));
                     }
                     tracing::debug!(%pid, %error, "step failed");
                     return Poll::Ready(

@@ -18,7 +18,7 @@ use super::error::SendError;
 use super::handle::{kind_of, SchedulerHandle};
 use super::shared::Inner;
 use crate::process::exit::{Down, Exit, ExitReason, MonitorRef};
-use crate::process::mailbox::{Admission, ExitDelivery, ProcessCell, Watch, Watcher};
+use crate::process::mailbox::{Admission, ProcessCell, Watch, Watcher};
 use crate::process::{contained, Pid};
 use crate::process::{CancelReason, Event};
 use std::future::Future;
@@ -143,28 +143,14 @@ impl Inner {
 
     /// An exit signal to `to` (protocol 9).
     ///
-    /// A supervisor's child that outlives its supervisor (it traps exits) is an orphan: during
-    /// a shutdown, whose first pass left it to that supervisor, it is cancelled now, like any
-    /// other process — once: the first pass and this claim the same per-cell mark under the
-    /// cell's lock. The flag is read after the delivery, whose lock orders it against the
-    /// first pass's visit of the cell: either that visit saw the link gone (and cancelled), or
-    /// the flag it set before visiting is seen here.
+    /// A supervisor's child that traps exits is asked to finish by its supervisor's exit
+    /// signal (`deliver_exit`, `Stopped`), which is also its one shutdown `Cancel`: a shutdown
+    /// whose first pass left it to that supervisor needs to do nothing more for it.
     pub(crate) fn exit_signal(&self, to: Pid, exit: Exit) {
         if let Some(cell) = self.table.get(to) {
             let from = exit.pid;
             let delivery = cell.deliver_exit(to.generation(), exit);
             tracing::debug!(%from, %to, ?delivery, "exit signal");
-            if delivery == ExitDelivery::Trapped
-                && self.lifecycle.is_shutting_down()
-                && cell.claim_shutdown_cancel(to.generation())
-            {
-                let _ = cell.deliver(
-                    to.generation(),
-                    Event::Cancel {
-                        reason: CancelReason::Shutdown,
-                    },
-                );
-            }
         }
     }
 

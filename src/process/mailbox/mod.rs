@@ -41,7 +41,10 @@ mod room;
 mod watch;
 
 pub(crate) use room::Ticket;
-pub(crate) use watch::{ExitDelivery, Watch, Watcher};
+// What a delivery did is logged by the scheduler (`links.rs`) and checked by the loom models.
+#[cfg(all(test, loom))]
+pub(crate) use watch::ExitDelivery;
+pub(crate) use watch::{Watch, Watcher};
 
 use super::queue::Queue;
 use super::state::{StateWord, TransitionOnEvent};
@@ -132,7 +135,7 @@ struct Inner {
     /// process that then finishes however it likes is counted cancelled (`FinishCounts`).
     cancel_asked: bool,
     /// A shutdown's `Cancel` was claimed for the process (`watch.rs`: the first pass, a spawn
-    /// during the shutdown, an orphan's exit signal): it gets one.
+    /// during the shutdown, its supervisor's exit signal to it trapping exits): it gets one.
     shutdown_cancelled: bool,
     /// Usage of the topics that carry a budget. An entry exists only while its topic has
     /// messages queued or its overflow marker waits: `release` removes it when the last one

@@ -35,7 +35,7 @@
 use super::intake::Stale;
 use super::{Generation, Inner, Lane, Phase, ProcessCell};
 use crate::process::exit::{Down, Exit, ExitReason, MonitorRef};
-use crate::process::{Event, Pid};
+use crate::process::{CancelReason, Event, Pid};
 use std::collections::HashSet;
 
 /// Who hears of a monitored process's end.
@@ -119,6 +119,9 @@ pub(crate) enum ExitDelivery {
     Ignored,
     /// The receiver was asked to end with the signal's reason.
     Ending,
+    /// The receiver traps exits and the signal is its supervisor's end: it was asked to
+    /// finish (`Event::Cancel`), and ends with the signal's reason.
+    Stopped,
     /// The receiver is gone (or finishing): nothing to do.
     Gone,
 }
@@ -316,7 +319,13 @@ impl ProcessCell {
     /// linked process's exit), finishing, or gone.
     pub(crate) fn is_ending(&self, generation: Generation) -> bool {
         let inner = self.mailbox.inner.lock();
-        !self.open_for(generation) || inner.terminate
+        // `exit`: a linked process's exit asked it to end (its supervisor's, if it traps).
+        !self.open_for(generation)
+            || inner.terminate
+            || inner
+                .watch
+                .as_ref()
+                .is_some_and(|state| state.exit.is_some())
     }
 
     /// The generation of the process a scheduler shutdown's first pass cancels in this cell:
@@ -343,16 +352,34 @@ impl ProcessCell {
             return ExitDelivery::Gone;
         }
         let from = exit.pid;
-        let trap_exit = {
+        let (trap_exit, from_supervisor) = {
             let state = inner.watch_state();
             // A link across nodes is not registered here (the cluster keeps it): its PID is
             // another scheduler's and must not unlink a local process that shares the number.
+            let from_supervisor = exit.node.is_none() && state.supervisor == Some(from);
             if exit.node.is_none() {
                 state.remove_link(from);
             }
-            state.trap_exit
+            (state.trap_exit, from_supervisor)
         };
-        let (wake, delivery) = if trap_exit {
+        let (wake, delivery) = if trap_exit && from_supervisor {
+            // Its supervisor ended: a child that traps exits ends too, as OTP's behaviours end
+            // on their parent's `EXIT` (`terminate/2`, then exit with the parent's reason) —
+            // asked to finish, so that its cleanup runs, and ending with that reason.
+            if !inner.terminate {
+                inner.watch_state().exit = Some(exit.reason);
+            }
+            inner.cancel_asked = true;
+            // Its one cancel of a shutdown too: a shutdown's first pass, which left it to its
+            // supervisor, finds it asked already (`claim_shutdown_cancel`), not an orphan.
+            inner.shutdown_cancelled = true;
+            let lane = self.lane_for(&mut inner, &mut stale);
+            let cancel = Event::Cancel {
+                reason: CancelReason::Stop,
+            };
+            let _ = self.mailbox.enqueue(&mut inner, lane, cancel);
+            (self.wake_if_waiting(&inner), ExitDelivery::Stopped)
+        } else if trap_exit {
             let lane = self.lane_for(&mut inner, &mut stale);
             let _ = self.mailbox.enqueue(&mut inner, lane, Event::Exit(exit));
             (self.wake_if_waiting(&inner), ExitDelivery::Trapped)

@@ -149,15 +149,17 @@ fn loom_a_demonitor_racing_the_targets_end_leaves_no_down_behind() {
     });
 }
 
-/// A supervised child orphaned during a shutdown (`SchedulerHandle` side: `links.rs`,
-/// `exit_signal`; `shared.rs`, `begin_shutdown`): its supervisor's exit signal — which
-/// removes the link, and with it the supervisor's claim to stop it — races the shutdown's
-/// first pass, which sets its flag and then visits the cell. The signal's side reads the flag
-/// after its delivery; both claim the one shutdown `Cancel` under the cell's lock. The child
-/// is cancelled exactly once: never left to a supervisor that is gone, never twice.
+/// A supervised child that traps exits, whose supervisor ends during a shutdown
+/// (`SchedulerHandle` side: `links.rs`, `exit_signal`; `shared.rs`, `begin_shutdown`): its
+/// supervisor's exit signal — which removes the link, and with it the supervisor's claim to
+/// stop it — asks it to finish, and races the shutdown's first pass, which visits the cell and
+/// cancels it only if no supervisor claims it and no cancel was claimed for it. Both claim
+/// under the cell's lock. The child is asked to finish exactly once: never left to a
+/// supervisor that is gone, never twice.
 #[test]
-fn loom_an_orphaned_child_racing_the_shutdowns_first_pass_is_cancelled_exactly_once() {
-    use crate::loom::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
+fn loom_a_trapping_child_whose_supervisor_ends_during_the_shutdowns_first_pass_is_cancelled_exactly_once(
+) {
+    use crate::loom::atomic::{AtomicUsize, Ordering::SeqCst};
     model(|| {
         let (child, pid) = open_cell(0);
         let supervisor = Pid::new(1, 1);
@@ -166,13 +168,10 @@ fn loom_an_orphaned_child_racing_the_shutdowns_first_pass_is_cancelled_exactly_o
             .watch(pid.generation(), Watch::Link(supervisor))
             .unwrap();
         assert!(child.set_trap_exit(pid.generation(), true));
-        let shutting_down = Arc::new(AtomicBool::new(false));
         let cancels = Arc::new(AtomicUsize::new(0));
         let first_pass = {
-            let (child, shutting_down, cancels) =
-                (child.clone(), shutting_down.clone(), cancels.clone());
+            let (child, cancels) = (child.clone(), cancels.clone());
             thread::spawn(move || {
-                shutting_down.store(true, SeqCst);
                 if child.shutdown_target().is_some() {
                     cancels.fetch_add(1, SeqCst);
                 }
@@ -180,15 +179,22 @@ fn loom_an_orphaned_child_racing_the_shutdowns_first_pass_is_cancelled_exactly_o
         };
         let exit = Exit::new(supervisor, ExitReason::Killed);
         let delivery = child.deliver_exit(pid.generation(), exit);
-        assert_eq!(delivery, ExitDelivery::Trapped);
-        if shutting_down.load(SeqCst) && child.claim_shutdown_cancel(pid.generation()) {
-            cancels.fetch_add(1, SeqCst);
-        }
+        assert_eq!(delivery, ExitDelivery::Stopped);
         first_pass.join().unwrap();
         assert_eq!(
             cancels.load(SeqCst),
-            1,
-            "one shutdown Cancel, from one side"
+            0,
+            "asked by its supervisor's end only"
         );
+        let (events, ending) = drain_all(&child);
+        let asked = events
+            .iter()
+            .filter(|event| matches!(event, Event::Cancel { .. }))
+            .count();
+        assert!(asked == 1 && !ending, "one Cancel, not a termination");
+        assert!(!events.iter().any(|event| matches!(event, Event::Exit(_))));
+        assert!(child
+            .take_exit_reason()
+            .is_some_and(|reason| reason.is_killed()));
     });
 }

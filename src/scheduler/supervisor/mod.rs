@@ -10,11 +10,34 @@
 //! ([`ChildSpec::register_as`]) is registered for every instance, so callers reach the live
 //! one by name.
 //!
+//! Starts are synchronous, as OTP's `start_link` (which returns once the child's `init/1`
+//! has): children start in order, at the first start, at a restart (`OneForAll`,
+//! `RestForOne`: in start order) and by [`SupervisorRef::start_child`], each only once the one
+//! before it has *started* — a state machine's `init` has returned, an `async fn` body's first
+//! poll has returned (it reached its first `.await` that waits, or finished). What a child does
+//! before its first await (trap exits, register a name, link, monitor) is done before its
+//! younger sibling runs. A body that fails or panics in its first poll has failed its start, as a
+//! state machine whose `init` fails. The supervisor awaits the first poll (its worker runs
+//! others meanwhile), bounded by the child's [`ChildShutdown`]: `Infinity` waits as long as it
+//! takes (OTP's `start_link` waits for `init` without a timeout), otherwise its `Timeout` or 5
+//! seconds, whichever is longer (the wait includes the child's wait for a worker): a body that
+//! never returns from its first poll (a blocking loop) fails its start and is terminated,
+//! instead of holding the supervisor for ever.
+//!
+//! A supervisor's end stops its children even when they trap exits, as OTP's behaviours end on
+//! their parent's `EXIT`: its exit signal reaches such a child as a cancel it cannot trap (its
+//! receives report the cancellation, a state machine gets `Event::Cancel`: its cleanup runs, as
+//! `terminate/2`); a body that ends on that cancellation (`?` on the receive that reports it)
+//! ends with the supervisor's exit reason. Exit signals from any other linked process stay
+//! trappable. A child that does not trap exits ends at once, with that reason.
+//!
 //! The default intensity is 3 restarts within 5 seconds (Elixir's; OTP's is 1 in 5 s, which a
 //! pool of sessions crashing independently outgrows at once).
 //!
-//! `run.rs` is the supervisor's body; `spec.rs` what it is built from.
+//! `run.rs` is the supervisor's body; `spec.rs` what it is built from; `first_poll.rs` how an
+//! `async fn` child's start is reported.
 
+mod first_poll;
 mod run;
 mod spec;
 

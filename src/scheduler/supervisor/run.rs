@@ -1,5 +1,6 @@
 //! The supervisor's body: start the children, then react to their ends and to requests.
 
+use super::first_poll::{self, FirstPoll, Waited};
 use super::spec::{ChildShutdown, ChildSpec, Restart, Start, Strategy};
 use super::{gave_up, ChildInfo, Request, Supervisor, SupervisorError, SupervisorRef};
 use crate::process::async_fn::Incoming;
@@ -18,8 +19,24 @@ use std::sync::Arc;
 use std::time::Instant;
 
 /// How long a start waits for a name held by a process on its way out (`register_child`)
-/// before it fails as OTP's `already_started`.
+/// before it fails as OTP's `already_started`, and for an `async fn` child's first poll
+/// (`first_poll.rs`) — at least: see [`patience`].
 pub(super) const NAME_RELEASE_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// How long a start waits for what it waits on (an `async fn` child's first poll, its name's
+/// previous holder to end), by the child's shutdown policy: as long as it takes for
+/// `Infinity` (a supervisor: OTP's `start_link` waits for `init` without a timeout), else
+/// [`NAME_RELEASE_WAIT`], or the policy's `Timeout` if longer. Not shorter than that: the wait
+/// includes the time the child waits for a worker, and a short stop timeout must not fail starts
+/// under load; the bound is there for a body that never returns from its first poll (a blocking
+/// loop), which must not hold the supervisor for ever.
+fn patience(shutdown: ChildShutdown) -> Option<std::time::Duration> {
+    match shutdown {
+        ChildShutdown::Infinity => None,
+        ChildShutdown::Timeout(timeout) => Some(timeout.max(NAME_RELEASE_WAIT)),
+        ChildShutdown::BrutalKill => Some(NAME_RELEASE_WAIT),
+    }
+}
 
 /// A child: its spec and its running instance.
 struct Child {
@@ -260,17 +277,29 @@ impl Supervising {
         true
     }
 
-    /// Starts the child at `at`, registering its name; a child that is a supervisor has
-    /// started its own children when this returns (OTP's synchronous start).
+    /// Starts the child at `at`, registering its name; the child has started when this
+    /// returns (OTP's synchronous start): a state machine's `init` has run, an `async fn`
+    /// body's first poll has returned (`first_poll.rs`), and a child that is a supervisor has
+    /// started its own children.
     ///
-    /// Asked to finish while a child supervisor starts, it still counts that child as started
+    /// Asked to finish while a child starts, it still counts that child as started
     /// (`self.cancelled` is set): the stop that follows stops it, before this one ends.
     async fn start(&mut self, at: usize) -> Result<Pid, SupervisorError> {
-        let pid = self.spawn_child(at)?;
+        let (pid, first_poll) = self.spawn_child(at)?;
+        let patience = patience(self.children[at].spec.shutdown);
         if let Some(name) = self.children[at].spec.name.clone() {
-            self.register_child(pid, name).await?;
+            self.register_child(pid, name, patience).await?;
         }
         self.children[at].pid = Some(pid);
+        if let Some(first_poll) = first_poll {
+            if let Err(error) = self.await_first_poll(pid, &first_poll, patience).await {
+                self.children[at].pid = None;
+                return Err(error);
+            }
+            if self.cancelled.is_some() {
+                return Ok(pid); // counted as started: the stop that follows stops it
+            }
+        }
         if self.children[at].spec.supervisor {
             let started = SupervisorRef::from_pid(&self.cx.scheduler(), pid)
                 .started()
@@ -292,6 +321,36 @@ impl Supervising {
         Ok(pid)
     }
 
+    /// Waits for the first poll of the new instance `pid` to return (`first_poll.rs`). A
+    /// child that ended before — it failed or panicked in its first poll — has failed its
+    /// start, as a state machine whose `init` fails; one whose first poll does not return
+    /// within `patience` too, and it is terminated (it ends once that poll returns, if ever).
+    async fn await_first_poll(
+        &mut self,
+        pid: Pid,
+        first_poll: &FirstPoll,
+        patience: Option<std::time::Duration>,
+    ) -> Result<(), SupervisorError> {
+        let waited =
+            first_poll::wait_started(&self.cx, &mut self.pending, pid, first_poll, patience).await;
+        match waited {
+            Waited::Started => Ok(()),
+            Waited::Cancelled(cancelled) => {
+                self.cancelled = Some(cancelled);
+                Ok(())
+            }
+            Waited::Ended(reason) => Err(SupervisorError::Start(format!(
+                "it ended in its first poll: {reason}"
+            ))),
+            Waited::TimedOut(patience) => {
+                let _ = self.cx.scheduler().terminate(pid);
+                Err(SupervisorError::Start(format!(
+                    "its first poll did not return within {patience:?}"
+                )))
+            }
+        }
+    }
+
     /// Registers `name` for the new instance `pid` (OTP's `{local, Name}`).
     ///
     /// A name still held by a process on its way out — the previous instance, or one a
@@ -301,20 +360,27 @@ impl Supervising {
     /// instance stopped. An instance that has ended already started all the same: its exit
     /// signal is handled as any child's.
     ///
-    /// The wait is bounded ([`NAME_RELEASE_WAIT`]: a holder stuck in a step or its `close`
-    /// makes a failed start, not a stuck supervisor) and ends at the supervisor's own cancel.
-    async fn register_child(&mut self, pid: Pid, name: Arc<str>) -> Result<(), SupervisorError> {
+    /// The wait is bounded by the child's shutdown policy ([`patience`]: a holder stuck in a
+    /// step or its `close` makes a failed start, not a stuck supervisor) and ends at the
+    /// supervisor's own cancel.
+    async fn register_child(
+        &mut self,
+        pid: Pid,
+        name: Arc<str>,
+        patience: Option<std::time::Duration>,
+    ) -> Result<(), SupervisorError> {
         let sched = self.cx.scheduler();
-        let deadline = Instant::now() + NAME_RELEASE_WAIT;
+        let deadline = patience.map(|patience| Instant::now() + patience);
         loop {
             let waited = match sched.register(Arc::clone(&name), pid) {
                 Ok(()) | Err(RegisterError::NotRunning(_)) => return Ok(()),
                 Err(RegisterError::Taken { holder, .. })
                     if holder != pid && sched.is_ending(holder) =>
                 {
-                    let left = deadline.saturating_duration_since(Instant::now());
+                    let left =
+                        deadline.map(|deadline| deadline.saturating_duration_since(Instant::now()));
                     let monitor = self.cx.monitor(holder);
-                    let ended = self.wait_for_end(holder, monitor, Some(left), true).await;
+                    let ended = self.wait_for_end(holder, monitor, left, true).await;
                     self.cx.demonitor(monitor);
                     // Ended: its name was released before its `Down` or exit signal could be
                     // heard (`names.rs`, "Released before anyone hears").
@@ -328,7 +394,7 @@ impl Supervising {
                     format!("the supervisor was asked to finish while `{name}` was freed")
                 }
                 Ok(false) => {
-                    format!("the name `{name}`'s holder did not end within {NAME_RELEASE_WAIT:?}")
+                    format!("the name `{name}`'s holder did not end within {patience:?}")
                 }
                 Err(error) => error.to_string(),
             };
@@ -341,7 +407,9 @@ impl Supervising {
         }
     }
 
-    fn spawn_child(&mut self, at: usize) -> Result<Pid, SupervisorError> {
+    /// Spawns an instance of the child at `at`; for an `async fn` body, what its first poll
+    /// tells comes with it.
+    fn spawn_child(&mut self, at: usize) -> Result<(Pid, Option<Arc<FirstPoll>>), SupervisorError> {
         let sched = self.cx.scheduler();
         let child = &self.children[at];
         let start = Start::new(&sched, self.cx.pid());
@@ -356,7 +424,8 @@ impl Supervising {
                 ))
             })?
             .map_err(|error| SupervisorError::Start(error.to_string()))?;
-        Ok(pid)
+        let first_poll = start.first_poll_of(pid);
+        Ok((pid, first_poll))
     }
 
     /// Stops the children in `range`, last started first.

@@ -1,6 +1,7 @@
 //! What a supervisor is built from: child specs ([`ChildSpec`]), their restart types and
 //! shutdown policies, the restart strategy, and the [`Start`] a child's factory spawns with.
 
+use super::first_poll::{self, FirstPoll};
 use crate::process::mailbox::Incarnation;
 use crate::process::{BoxError, Payload, Pid, Process};
 use crate::scheduler::links::Link;
@@ -8,7 +9,7 @@ use crate::scheduler::SpawnError;
 use crate::scheduler::{ProcessCx, SchedulerHandle};
 use std::fmt;
 use std::future::Future;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// When a child that ended is started again (OTP's restart types).
@@ -61,14 +62,38 @@ pub enum Strategy {
 
 /// Spawns a child, linked to its supervisor: what a [`ChildSpec`]'s factory is given. The
 /// link is set up before the child's first step, so no end of the child can be missed.
+///
+/// The start is synchronous, as OTP's `start_link`: the supervisor starts the next child only
+/// once this one has started — a state machine's `init` has returned (it runs inside the
+/// spawn), an `async fn` body's first poll has returned (it reached its first `.await` that
+/// waits, or finished).
 pub struct Start<'a> {
     sched: &'a SchedulerHandle,
     supervisor: Pid,
+    /// The last body spawned through [`spawn_fn`](Self::spawn_fn), and what its first poll
+    /// tells (`first_poll.rs`): the supervisor waits for it if the factory returns that PID.
+    first_poll: Mutex<Option<(Pid, Arc<FirstPoll>)>>,
 }
 
 impl<'a> Start<'a> {
     pub(super) fn new(sched: &'a SchedulerHandle, supervisor: Pid) -> Start<'a> {
-        Start { sched, supervisor }
+        Start {
+            sched,
+            supervisor,
+            first_poll: Mutex::new(None),
+        }
+    }
+
+    /// What the first poll of `pid`, a body spawned through this start, tells (`None` for a
+    /// state machine, or a PID spawned otherwise).
+    pub(super) fn first_poll_of(&self, pid: Pid) -> Option<Arc<FirstPoll>> {
+        let last = self
+            .first_poll
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
+            .take();
+        last.filter(|(spawned, _)| *spawned == pid)
+            .map(|(_, first_poll)| first_poll)
     }
 
     /// Spawns `process` (a state machine) linked to the supervisor.
@@ -131,9 +156,15 @@ impl<'a> Start<'a> {
         M: Send + 'static,
     {
         let link = Some(Link::supervised_by(self.supervisor));
-        self.sched
-            .spawn_fn_as(body, link, unbounded_mailbox)
-            .map(|handle| handle.pid())
+        let first_poll = Arc::new(FirstPoll::default());
+        let reporting = Arc::clone(&first_poll);
+        let body = move |cx| first_poll::reporting(body(cx), reporting);
+        let pid = self.sched.spawn_fn_as(body, link, unbounded_mailbox)?.pid();
+        *self
+            .first_poll
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner()) = Some((pid, first_poll));
+        Ok(pid)
     }
 
     /// The scheduler.
@@ -208,7 +239,9 @@ impl ChildSpec {
     /// spawns.
     ///
     /// The supervisor calls `factory` on its own process at every (re)start. An `Err` from it,
-    /// or a panic in it, is a start that failed: [`SupervisorError::Start`](super::SupervisorError::Start)
+    /// a panic in it, or an `async fn` body that fails or panics in its first poll (a state
+    /// machine's `init` fails inside the spawn, an `Err` from the factory) is a start that
+    /// failed: [`SupervisorError::Start`](super::SupervisorError::Start)
     /// to whoever started the child, or, on a restart, another restart spent from the
     /// supervisor's intensity — never the supervisor's own end.
     ///
@@ -265,9 +298,10 @@ impl ChildSpec {
     /// `already_started`): the instance is stopped, and the start is an error (or, on a
     /// restart, another restart spent from the intensity). A name held by a process on its way
     /// out (asked to stop or finishing: the previous instance, a child a crashed
-    /// sub-supervisor's link is ending) is waited for, so one fault costs one restart. An
-    /// instance that ended before its name could be registered has started: its end is
-    /// handled by its [`Restart`] type, as any child's.
+    /// sub-supervisor's exit is ending) is waited for, so one fault costs one restart — as long
+    /// as it takes for a child stopped with [`ChildShutdown::Infinity`], else its `Timeout` or
+    /// 5 seconds, whichever is longer. An instance that ended before its name could be
+    /// registered has started: its end is handled by its [`Restart`] type, as any child's.
     ///
     /// # Examples
     ///
