@@ -304,7 +304,14 @@ impl Scheduler {
     /// `init`, a `step` or `close` then cannot be preempted and is `abandoned` — it is closed
     /// when its call returns ([`wait_for_abandoned`](Self::wait_for_abandoned) waits for that).
     ///
-    /// Idempotent; concurrent and later callers get the first call's report.
+    /// Idempotent; concurrent and later callers get the first call's report, waiting for it if
+    /// it is not made yet. One exception, so that it cannot deadlock: a call from user code the
+    /// forced stop runs on the stopping thread (a drop guard or `close` of a forced process that
+    /// shuts the application down with it) returns at once with the report *so far* — the
+    /// processes finished until then, and every one not yet closed, its own among them, counted
+    /// `abandoned`, so [`is_complete`](ShutdownReport::is_complete) is `false`. The first
+    /// call's report is the final one. (A forced process's cleanup that *waits* for another
+    /// thread calling `shutdown` still deadlocks: that thread waits for the report.)
     ///
     /// # Panics
     ///
@@ -345,7 +352,7 @@ impl Scheduler {
     /// blocks: at most [`FORCED_STOP_WAIT`](super::FORCED_STOP_WAIT) plus the forced processes'
     /// `close` calls. Its deadline needs no runtime's timer: one thread for the whole program
     /// (`procsched-timer`, started at the first such wait and shared by every scheduler) wakes
-    /// it.
+    /// it. Concurrent and re-entrant calls behave as [`shutdown`](Self::shutdown)'s do.
     ///
     /// Awaited inside the body of one of this scheduler's own processes, it shuts down every
     /// *other* process (the grace period ends as soon as they have all finished, and the final
