@@ -256,7 +256,8 @@ impl Scheduler {
     /// `future` runs inside the tokio runtime the scheduler's processes use (its handler
     /// runtime, or the one it builds for them when nothing else supplies one), unless the
     /// calling thread has entered one itself: it may await tokio timers and I/O, as a body may
-    /// (`tokio::time::timeout(limit, handle)` as a hang guard, say). A scheduler built inside a current-thread runtime uses a
+    /// (`tokio::time::timeout(limit, handle)` as a hang guard, say — not under tokio's paused
+    /// clock, see [`ProcessHandle`]). A scheduler built inside a current-thread runtime uses a
     /// runtime of its own, so this works wherever the scheduler was built; one given a
     /// current-thread runtime explicitly ([`tokio_handle`](SchedulerBuilder::tokio_handle))
     /// has its timers and I/O served only while another thread is inside that runtime's
