@@ -249,3 +249,69 @@ fn the_handler_runtime_shutting_down_cancels_yields_instead_of_hanging() {
     let report = sched.shutdown(HANG_GUARD);
     assert_eq!(report.forced, 0);
 }
+
+/// Awaits a tokio timer at its first poll (async).
+struct Nap;
+procsched::command!(Nap => Payload);
+
+/// Waits for one `Nap`, then finishes with how its yield completed.
+struct AwaitNap;
+
+impl Process for AwaitNap {
+    type Output = Payload;
+    fn init(&mut self, _: &ProcessContext<'_>, _: &str, _: Payload) -> Result<(), InitError> {
+        Ok(())
+    }
+    fn step(&mut self, events: &mut Events, out: &mut StepOutput) -> Result<(), BoxError> {
+        match events.pop() {
+            None => {
+                out.yield_command(1, Nap);
+                out.wait();
+            }
+            Some(Event::YieldComplete { result, .. }) => {
+                out.done(Payload::new(result.map(|_| ()).map_err(|e| e.to_string())))
+            }
+            Some(other) => return Err(format!("unexpected {other:?}").into()),
+        }
+        Ok(())
+    }
+}
+
+/// A handler started after its runtime is gone is not run (its first poll would meet tokio's
+/// dead timer and panic): its yield completes `Cancelled`, as a blocking handler's does.
+#[test]
+fn an_async_handler_started_after_its_runtime_is_gone_completes_cancelled_not_panicked() {
+    let runtime = handler_runtime();
+    let naps = counter();
+    let started = naps.clone();
+    let sched = Scheduler::builder()
+        .workers(2)
+        .tokio_handle(runtime.handle().clone())
+        .async_handler(|Never: Never| std::future::pending::<Result<Payload, CommandError>>())
+        .async_handler(move |Nap: Nap| {
+            started.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            async {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+                Ok::<_, CommandError>(Payload::empty())
+            }
+        })
+        .build()
+        .unwrap();
+    // A handler waiting when the runtime goes away is what marks it gone.
+    let waiting = sched.spawn(AwaitOne, "run", Payload::empty()).unwrap();
+    wait_for_state(sched.handle(), waiting.pid(), ProcessState::Blocked);
+    runtime.shutdown_background();
+    assert_eq!(
+        outcome(&sched, waiting),
+        Err(CommandError::Cancelled.to_string())
+    );
+    quiet_panics();
+    let late = sched.spawn(AwaitNap, "run", Payload::empty()).unwrap();
+    assert_eq!(
+        outcome(&sched, late),
+        Err(CommandError::Cancelled.to_string())
+    );
+    assert_eq!(count(&naps), 0, "the handler was not run");
+    let report = sched.shutdown(HANG_GUARD);
+    assert_eq!(report.forced, 0);
+}

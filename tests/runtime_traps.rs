@@ -1,6 +1,7 @@
 //! Public-API tests of the traps a tokio user can walk into: blocking calls on a thread that
 //! drives async work panic with a message naming the async alternative (instead of hanging),
-//! a current-thread runtime is adopted for handlers and works while it is driven, and
+//! a scheduler built inside a current-thread runtime does not depend on that runtime being
+//! driven, one given such a runtime explicitly runs its handlers there while it is driven, and
 //! `shutdown_async` completes gracefully on such a runtime.
 //!
 //! Every potential hang runs on a helper thread behind a hang guard.
@@ -73,10 +74,12 @@ fn block_on_inside_a_current_thread_runtime_panics_instead_of_hanging() {
             .build()
             .unwrap();
         runtime.block_on(async {
-            // Adopts this current-thread runtime for its handlers...
-            let sched = nap_handler(&mut Scheduler::builder()).build().unwrap();
+            let sched = nap_handler(&mut Scheduler::builder())
+                .tokio_handle(tokio::runtime::Handle::current())
+                .build()
+                .unwrap();
             let handle = sched.spawn(napper(), "run", Payload::empty()).unwrap();
-            // ... which would never run while this thread blocks.
+            // Its handlers would never run while this thread blocks.
             let _ = sched.block_on(handle);
         });
     })
@@ -131,8 +134,18 @@ fn block_on_from_a_step_fails_the_process_instead_of_deadlocking_its_worker() {
 }
 
 #[tokio::test]
-async fn awaiting_a_handle_on_a_current_thread_runtime_runs_its_handlers_there() {
-    let sched = nap_handler(&mut Scheduler::builder())
+async fn awaiting_a_handle_on_a_current_thread_runtime_given_explicitly_runs_its_handlers_there() {
+    let (ran_on_tx, ran_on_rx) = mpsc::channel();
+    let sched = Scheduler::builder()
+        .tokio_handle(tokio::runtime::Handle::current())
+        .async_handler(move |Nap: Nap| {
+            let ran_on = ran_on_tx.clone();
+            async move {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+                let _ = ran_on.send(tokio::runtime::Handle::current().runtime_flavor());
+                Ok::<_, CommandError>(Payload::new(5u8))
+            }
+        })
         .workers(1)
         .build()
         .unwrap();
@@ -141,6 +154,11 @@ async fn awaiting_a_handle_on_a_current_thread_runtime_runs_its_handlers_there()
         .await
         .expect("hang guard");
     assert_eq!(result.unwrap().downcast::<u8>().unwrap(), 5);
+    // Inside this runtime's context (the scheduler's own runtime is a multi-thread one).
+    assert_eq!(
+        ran_on_rx.try_recv().unwrap(),
+        tokio::runtime::RuntimeFlavor::CurrentThread
+    );
     let report = sched.shutdown_async(Duration::from_secs(1)).await;
     assert_eq!(report.total(), 0);
 }
@@ -167,6 +185,7 @@ fn naps_on_cancel() -> FnProcess {
 #[tokio::test]
 async fn shutdown_async_on_a_current_thread_runtime_is_graceful_with_its_handlers_there() {
     let sched = nap_handler(&mut Scheduler::builder())
+        .tokio_handle(tokio::runtime::Handle::current())
         .workers(2)
         .build()
         .unwrap();
@@ -195,4 +214,61 @@ async fn shutdown_async_on_a_current_thread_runtime_is_graceful_with_its_handler
     for handle in handles {
         assert_eq!(handle.await.unwrap().downcast::<u8>().unwrap(), 5);
     }
+}
+
+/// How a scheduler is built inside a current-thread runtime that is then left undriven.
+#[derive(Clone, Copy, Debug)]
+enum BuiltInside {
+    /// With the runtime entered (`Runtime::enter`).
+    Entered,
+    /// Inside the runtime's `block_on`.
+    BlockOn,
+}
+
+/// `Scheduler::block_on`, from sync code, of a body that awaits a tokio timer (guarded by a
+/// tokio timeout inside `block_on`, as its docs suggest), and of an async handler's result.
+fn block_on_after_building_inside_an_undriven_current_thread_runtime(built: BuiltInside) {
+    let (done_tx, done_rx) = mpsc::channel();
+    thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let build = || nap_handler(&mut Scheduler::builder()).workers(1).build();
+        let sched = match built {
+            BuiltInside::Entered => {
+                let _inside = runtime.enter();
+                build().unwrap()
+            }
+            BuiltInside::BlockOn => runtime.block_on(async { build() }).unwrap(),
+        };
+        let sleeper = sched
+            .spawn_fn(|_cx: procsched::ProcessCx| async {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+                Ok::<_, procsched::BoxError>(7u8)
+            })
+            .unwrap();
+        let slept = sched.block_on(async { tokio::time::timeout(HANG_GUARD, sleeper).await });
+        let napped = sched.block_on(sched.spawn(napper(), "run", Payload::empty()).unwrap());
+        let _ = done_tx.send((
+            slept.map(|result| result.unwrap()).ok(),
+            napped.unwrap().downcast::<u8>().unwrap(),
+        ));
+        drop(runtime);
+    });
+    let (slept, napped) = done_rx
+        .recv_timeout(HANG_GUARD)
+        .unwrap_or_else(|_| panic!("hang guard: block_on hung ({built:?})"));
+    assert_eq!(slept, Some(7), "the body's timer fired ({built:?})");
+    assert_eq!(napped, 5, "the async handler ran ({built:?})");
+}
+
+#[test]
+fn block_on_serves_a_scheduler_built_with_an_undriven_current_thread_runtime_entered() {
+    block_on_after_building_inside_an_undriven_current_thread_runtime(BuiltInside::Entered);
+}
+
+#[test]
+fn block_on_serves_a_scheduler_built_inside_an_undriven_current_thread_runtimes_block_on() {
+    block_on_after_building_inside_an_undriven_current_thread_runtime(BuiltInside::BlockOn);
 }

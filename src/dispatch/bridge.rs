@@ -30,8 +30,10 @@
 //! 2. wakes every task of the scheduler's executor (`Handle::wake_owned_tasks`).
 //!
 //! Every poll of a watched handler ([`Watched`]) first reads the mark; set, it drops the handler
-//! future and completes its yield as `Cancelled`. Dispatch reads it too, so a handler that is
-//! pending after the shutdown completes as `Cancelled` at once. No handler misses the mark: the
+//! future and completes its yield as `Cancelled`. Dispatch reads it too: before a handler's
+//! first poll, so a handler started after the shutdown is not run at all (its tokio code would
+//! panic on the dead runtime), and after it, so one pending after the shutdown completes at
+//! once; both as `Cancelled`. No handler misses the mark: the
 //! executor's broadcast wake orders each task's next poll after step 1 (its `state.rs`,
 //! "Wake by reference", checked by `loom_a_condition_set_before_waking_every_owned_task_is_seen`).
 //! When the last waiting handler finishes, the sentinel is disarmed (it ends without firing).

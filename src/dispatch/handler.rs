@@ -79,9 +79,20 @@ impl Handler {
     {
         Handler::Async(StdArc::new(
             move |command, completer, runtime, timeout, completions: &mut Events| {
-                // Building the future is user code too: a panic here completes the yield, once.
                 let command = downcast::<C>(command);
                 let span = handler_span::<C>(completer.pid(), "async");
+                // After the handler runtime shut down, the handler is not run at all — its first
+                // poll would find a dead tokio context and panic — and its yield completes as
+                // `Cancelled`, as a blocking handler's does then (`bridge.rs`).
+                if runtime.is_gone() {
+                    let panics = drop_contained(command);
+                    completer.cell().stats.destructors_panicked(panics);
+                    span.in_scope(|| {
+                        completer.complete_in(completions, Err(CommandError::Cancelled))
+                    });
+                    return None;
+                }
+                // Building the future is user code too: a panic here completes the yield, once.
                 let future = match span.in_scope(|| catch_unwind(AssertUnwindSafe(|| f(command)))) {
                     Ok(future) => AssertUnwindSafe(future).catch_unwind(),
                     Err(panic) => {

@@ -206,11 +206,19 @@ impl SchedulerBuilder {
     /// and `tokio::spawn`; a waiting one is polled on the scheduler's workers and woken by the
     /// runtime's drivers), blocking handlers on its blocking pool.
     ///
-    /// Default: the runtime `build` is called from, if any — a current-thread runtime (the
-    /// default of `#[tokio::test]`) included: its drivers, timers and tasks then make progress
-    /// only while that runtime is driven, i.e. while its thread `.await`s (the blocking calls of [`Scheduler`] panic on
-    /// such a thread rather than hang). Outside any runtime, a small multi-thread runtime the
-    /// scheduler owns (started only if an async or blocking handler is registered).
+    /// Default: the multi-thread runtime `build` is called from, if any. Otherwise — outside
+    /// any runtime, or inside a *current-thread* one (the default of `#[tokio::test]`), which is
+    /// not adopted because its timers, I/O and tasks make progress only while its own
+    /// `Runtime::block_on` runs — a small multi-thread runtime the scheduler owns: started by
+    /// `build` if an async or blocking handler is registered, else when a process first needs
+    /// one (`spawn_fn`, [`Scheduler::block_on`] outside any runtime).
+    ///
+    /// A current-thread runtime given here is used as given: async handlers' timers and I/O,
+    /// blocking handlers, and the tokio timers and I/O of `async fn` bodies (which run inside its
+    /// context) then make progress only while some thread is inside that runtime's
+    /// `Runtime::block_on` — a `#[tokio::test]` body awaiting a handle or `shutdown_async`, say.
+    /// [`Scheduler::block_on`] called outside it cannot drive it, nor can it tell whether
+    /// another thread does: it waits for as long as nobody drives that runtime.
     ///
     /// # Examples
     ///
@@ -326,29 +334,26 @@ impl SchedulerBuilder {
         }
         let handlers = self.handlers.clone();
         let mut owned_runtime = None;
-        let runtime = match self.runtime.clone() {
+        // An ambient current-thread runtime is not adopted: its drivers run only inside its own
+        // `block_on`, which a scheduler cannot count on (`Scheduler::block_on` from sync code,
+        // or the runtime left idle, would hang every timer and I/O). Such a scheduler uses a
+        // runtime of its own, as it does outside tokio.
+        let ambient = tokio::runtime::Handle::try_current().ok().filter(|handle| {
+            handle.runtime_flavor() != tokio::runtime::RuntimeFlavor::CurrentThread
+        });
+        let runtime = match self.runtime.clone().or(ambient) {
             Some(handle) => Some(handle),
-            None => match tokio::runtime::Handle::try_current() {
-                Ok(handle) => {
-                    if handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::CurrentThread {
-                        tracing::debug!(
-                            "handlers run on the calling current-thread runtime: only while it is driven"
-                        );
-                    }
-                    Some(handle)
-                }
-                Err(_) if handlers.needs_runtime() => {
-                    let runtime = tokio::runtime::Builder::new_multi_thread()
-                        .worker_threads(1)
-                        .thread_name("procsched-io")
-                        .enable_all()
-                        .build()?;
-                    let handle = runtime.handle().clone();
-                    owned_runtime = Some(runtime);
-                    Some(handle)
-                }
-                Err(_) => None,
-            },
+            None if handlers.needs_runtime() => {
+                let runtime = tokio::runtime::Builder::new_multi_thread()
+                    .worker_threads(1)
+                    .thread_name("procsched-io")
+                    .enable_all()
+                    .build()?;
+                let handle = runtime.handle().clone();
+                owned_runtime = Some(runtime);
+                Some(handle)
+            }
+            None => None,
         };
         let mut executor = self.executor.clone();
         // Process tasks are labelled with their PID (`SchedulerHandle::spawn`); the report names

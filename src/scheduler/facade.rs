@@ -256,7 +256,13 @@ impl Scheduler {
     /// `future` runs inside the tokio runtime the scheduler's processes use (its handler
     /// runtime, or the one it builds for them when nothing else supplies one), unless the
     /// calling thread has entered one itself: it may await tokio timers and I/O, as a body may
-    /// (`tokio::time::timeout(limit, handle)` as a hang guard, say).
+    /// (`tokio::time::timeout(limit, handle)` as a hang guard, say — not under tokio's paused
+    /// clock, see [`ProcessHandle`]). A scheduler built inside a current-thread runtime uses a
+    /// runtime of its own, so this works wherever the scheduler was built; one given a
+    /// current-thread runtime explicitly ([`tokio_handle`](SchedulerBuilder::tokio_handle))
+    /// has its timers and I/O served only while another thread is inside that runtime's
+    /// `Runtime::block_on`: otherwise `block_on` waits for ever (tokio can tell no one whether
+    /// a runtime is driven), hang guard included.
     ///
     /// # Panics
     ///
@@ -304,7 +310,14 @@ impl Scheduler {
     /// `init`, a `step` or `close` then cannot be preempted and is `abandoned` — it is closed
     /// when its call returns ([`wait_for_abandoned`](Self::wait_for_abandoned) waits for that).
     ///
-    /// Idempotent; concurrent and later callers get the first call's report.
+    /// Idempotent; concurrent and later callers get the first call's report, waiting for it if
+    /// it is not made yet. One exception, so that it cannot deadlock: a call from user code the
+    /// forced stop runs on the stopping thread (a drop guard or `close` of a forced process that
+    /// shuts the application down with it) returns at once with the report *so far* — the
+    /// processes finished until then, and every one not yet closed, its own among them, counted
+    /// `abandoned`, so [`is_complete`](ShutdownReport::is_complete) is `false`. The first
+    /// call's report is the final one. (A forced process's cleanup that *waits* for another
+    /// thread calling `shutdown` still deadlocks: that thread waits for the report.)
     ///
     /// # Panics
     ///
@@ -345,7 +358,7 @@ impl Scheduler {
     /// blocks: at most [`FORCED_STOP_WAIT`](super::FORCED_STOP_WAIT) plus the forced processes'
     /// `close` calls. Its deadline needs no runtime's timer: one thread for the whole program
     /// (`procsched-timer`, started at the first such wait and shared by every scheduler) wakes
-    /// it.
+    /// it. Concurrent and re-entrant calls behave as [`shutdown`](Self::shutdown)'s do.
     ///
     /// Awaited inside the body of one of this scheduler's own processes, it shuts down every
     /// *other* process (the grace period ends as soon as they have all finished, and the final

@@ -1,14 +1,15 @@
 //! The tokio runtime a scheduler builds for itself, only when a process first needs one.
 //!
 //! Async-fn bodies may await tokio timers and I/O directly, which needs a tokio runtime's
-//! context on the worker that polls them. A scheduler built inside a runtime, or given one
-//! (`tokio_handle`), or with an async or blocking handler registered, runs its workers inside
-//! that runtime's context from the start. One built outside any runtime with none of those
-//! would have none — so the first `spawn_fn` (or `ProcessCx::run`, or `Scheduler::block_on`
-//! called outside any runtime, whose future may await tokio too) builds a small runtime of its
-//! own (one worker thread, timers and I/O), and every worker enters its context before its next
-//! poll (`executor/late_context.rs`). A scheduler that only ever runs state machines, and is
-//! awaited from async code, never pays for one.
+//! context on the worker that polls them. A scheduler built inside a multi-thread runtime, or
+//! given one (`tokio_handle`), or with an async or blocking handler registered, runs its workers
+//! inside that runtime's context from the start. One built outside any runtime — or inside a
+//! current-thread one, which the builder does not adopt: its timers and I/O run only while its
+//! own `block_on` does — with none of those would have none, so the first `spawn_fn` (or
+//! `ProcessCx::run`, or `Scheduler::block_on` called outside any runtime, whose future may await
+//! tokio too) builds a small runtime of its own (one worker thread, timers and I/O), and every
+//! worker enters its context before its next poll (`executor/late_context.rs`). A scheduler
+//! that only ever runs state machines, and is awaited from async code, never pays for one.
 
 use crate::executor::{self, late_context::LateContext};
 use std::any::Any;

@@ -207,6 +207,18 @@ impl Lifecycle {
         }
     }
 
+    /// The report as it stands before the seal, for a `shutdown` called from user code the
+    /// forced stop runs: the finishes counted so far, and every process still live as
+    /// abandoned (it is not closed yet when that call returns).
+    pub(crate) fn so_far(&self) -> ShutdownReport {
+        let tally = lock(&self.tally);
+        ShutdownReport {
+            graceful: tally.graceful,
+            forced: tally.forced,
+            abandoned: self.live.load(Acquire),
+        }
+    }
+
     /// A process finished, or an admitted spawn failed: count it (during shutdown), run `release`
     /// (which frees its cell) and leave `live`, waking the waiters if it was the last.
     pub(crate) fn leave(&self, why: Leave, release: impl FnOnce()) {

@@ -24,6 +24,11 @@ use std::task::{Context, Poll};
 ///
 /// Dropping the handle does **not** stop the process; it runs on and its result is dropped.
 ///
+/// A `tokio::time::timeout` around a handle is a fine hang guard, except under tokio's paused
+/// clock (`#[tokio::test(start_paused = true)]`, `tokio::time::pause`): tokio then jumps its
+/// clock forward whenever its own threads are idle, and the scheduler's workers are not tokio's,
+/// so the timeout elapses at once, however soon the process would finish.
+///
 /// # Examples
 ///
 /// ```

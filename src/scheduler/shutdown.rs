@@ -8,11 +8,14 @@ use super::lifecycle::ShutdownReport;
 use super::shared::Inner;
 use super::tasks;
 use crate::executor::Executor;
-use crate::loom::{lock, Arc, Mutex};
+use crate::loom::{lock, Arc, Condvar, Mutex, MutexGuard};
 use crate::process::async_fn::current_owner;
+use crate::process::context::HostId;
 use futures::future::select;
+use std::cell::RefCell;
 use std::future::Future;
 use std::pin::pin;
+use std::task::{Poll, Waker};
 use std::time::{Duration, Instant};
 
 /// How long shutdown waits, after its timeout, for workers to leave the poll they are in. A
@@ -24,11 +27,91 @@ use std::time::{Duration, Instant};
 pub const FORCED_STOP_WAIT: Duration = Duration::from_millis(50);
 
 /// A scheduler's threads and their shutdown: run once, its report kept for every later call.
+///
+/// One caller *claims* the stop and runs it with no lock held: the forced stop drops and closes
+/// processes on its thread, which runs user code, and that code may call `shutdown` again (a
+/// drop guard that shuts the application down with its process). Such a re-entrant call, on
+/// the thread that holds the claim, returns the report so far at once ([`STOPPING`]); every
+/// other caller waits, blocking on `stopped` or awaiting a waker, for the claimant's report.
 pub(super) struct Shutdown {
     /// `None` only once `Drop` handed it to a background shutdown.
     engine: Option<Engine>,
-    report: Mutex<Option<ShutdownReport>>,
+    state: Mutex<Stop>,
+    /// Signalled when the claimant publishes its report (or gives the claim up).
+    stopped: Condvar,
     drop_timeout: Duration,
+}
+
+/// Who stops the scheduler, and the result.
+#[derive(Default)]
+struct Stop {
+    /// The first stop's report, kept for every later call.
+    report: Option<ShutdownReport>,
+    /// A caller has claimed the stop and not published its report yet.
+    claimed: bool,
+    /// `shutdown_async` callers waiting for the claimant's report.
+    waiters: Vec<Waker>,
+}
+
+crate::loom::thread_local_const! {
+    /// The schedulers whose stop this thread is running (a stack: a process of one may shut
+    /// down another in its `close`).
+    static STOPPING: RefCell<Vec<HostId>> = RefCell::new(Vec::new());
+}
+
+/// `true` if this thread is running `host`'s stop: a `shutdown` called now comes from user
+/// code that stop runs, and must not wait for it.
+fn stopping_here(host: HostId) -> bool {
+    STOPPING.with(|stack| stack.borrow().contains(&host))
+}
+
+/// The claim on a scheduler's stop, held by the thread running it. Dropped — even by a panic
+/// unwinding out of the stop — it publishes the report, or gives the claim up for the next
+/// caller, and wakes the waiters.
+struct Claim<'a> {
+    shutdown: &'a Shutdown,
+    host: HostId,
+    report: Option<ShutdownReport>,
+}
+
+impl<'a> Claim<'a> {
+    /// Marks this thread as running `host`'s stop; `state` must show the claim taken.
+    fn new(shutdown: &'a Shutdown, host: HostId) -> Claim<'a> {
+        STOPPING.with(|stack| stack.borrow_mut().push(host));
+        Claim {
+            shutdown,
+            host,
+            report: None,
+        }
+    }
+
+    fn publish(mut self, report: ShutdownReport) -> ShutdownReport {
+        self.report = Some(report);
+        report
+    }
+}
+
+impl Drop for Claim<'_> {
+    fn drop(&mut self) {
+        STOPPING.with(|stack| {
+            let mut stack = stack.borrow_mut();
+            if let Some(at) = stack.iter().rposition(|host| *host == self.host) {
+                stack.remove(at);
+            }
+        });
+        let waiters = {
+            let mut state = lock(&self.shutdown.state);
+            state.claimed = false;
+            if state.report.is_none() {
+                state.report = self.report;
+            }
+            std::mem::take(&mut state.waiters)
+        };
+        self.shutdown.stopped.notify_all();
+        for waiter in waiters {
+            waiter.wake();
+        }
+    }
 }
 
 /// What the scheduler owns beyond the shared state: the threads.
@@ -93,7 +176,8 @@ impl Shutdown {
     ) -> Shutdown {
         Shutdown {
             engine: Some(Engine { executor, runtime }),
-            report: Mutex::new(None),
+            state: Mutex::new(Stop::default()),
+            stopped: Condvar::new(),
             drop_timeout,
         }
     }
@@ -113,20 +197,33 @@ impl Shutdown {
     pub(super) fn shutdown(&self, inner: &Inner, timeout: Duration) -> ShutdownReport {
         let deadline = crate::deadline::after(timeout);
         inner.begin_shutdown();
-        let mut done = lock(&self.report);
-        if let Some(report) = *done {
-            return report;
+        if stopping_here(inner.host_id) {
+            return so_far(inner);
         }
-        let report = self.engine().stop(inner, deadline);
-        *done = Some(report);
-        report
+        let mut state = lock(&self.state);
+        loop {
+            if let Some(report) = state.report {
+                return report;
+            }
+            if !state.claimed {
+                break;
+            }
+            state = wait(&self.stopped, state);
+        }
+        state.claimed = true;
+        drop(state);
+        let claim = Claim::new(self, inner.host_id);
+        claim.publish(self.engine().stop(inner, deadline))
     }
 
     /// [`Scheduler::shutdown_async`](crate::Scheduler::shutdown_async).
     pub(super) async fn shutdown_async(&self, inner: &Inner, timeout: Duration) -> ShutdownReport {
         let deadline = crate::deadline::after(timeout);
         inner.begin_shutdown();
-        if let Some(report) = *lock(&self.report) {
+        if stopping_here(inner.host_id) {
+            return so_far(inner);
+        }
+        if let Some(report) = lock(&self.state).report {
             return report;
         }
         // Awaited inside one of our own processes, the caller cannot finish while it waits: the
@@ -134,13 +231,27 @@ impl Shutdown {
         let floor = usize::from(called_from_own_process(inner));
         let all_finished = pin!(idle(inner, floor));
         let _ = select(all_finished, Deadline::new(deadline)).await;
-        let mut done = lock(&self.report);
-        if let Some(report) = *done {
+        // The report if another caller made it (or is making it), else the claim on the stop.
+        let claimed = std::future::poll_fn(|cx| {
+            let mut state = lock(&self.state);
+            if let Some(report) = state.report {
+                return Poll::Ready(Err(report));
+            }
+            if state.claimed {
+                if !state.waiters.iter().any(|w| w.will_wake(cx.waker())) {
+                    state.waiters.push(cx.waker().clone());
+                }
+                return Poll::Pending;
+            }
+            state.claimed = true;
+            Poll::Ready(Ok(()))
+        })
+        .await;
+        if let Err(report) = claimed {
             return report;
         }
-        let report = self.engine().force(inner);
-        *done = Some(report);
-        report
+        let claim = Claim::new(self, inner.host_id);
+        claim.publish(self.engine().force(inner))
     }
 
     /// The `Drop` of [`Scheduler`](crate::Scheduler): a blocking shutdown with the drop timeout,
@@ -150,7 +261,8 @@ impl Shutdown {
         let Some(engine) = self.engine.take() else {
             return;
         };
-        if lock(&self.report).is_some() {
+        // `&mut self`: no other caller can hold a claim on the stop now.
+        if lock(&self.state).report.is_some() {
             return; // already shut down; dropping the engine does not block
         }
         let inner = inner.clone();
@@ -213,6 +325,21 @@ pub(super) async fn wait_for_abandoned_async(inner: &Inner) {
 /// Resolves when at most `floor` processes are live (signalled during shutdown).
 fn idle(inner: &Inner, floor: usize) -> impl Future<Output = ()> + '_ {
     std::future::poll_fn(move |cx| inner.lifecycle.poll_idle(cx, floor))
+}
+
+/// What a re-entrant `shutdown` returns (method docs of
+/// [`Scheduler::shutdown`](crate::Scheduler::shutdown)): the processes counted so far, and every
+/// process not closed yet as abandoned — the caller's own among them, so it is never complete.
+fn so_far(inner: &Inner) -> ShutdownReport {
+    inner.lifecycle.so_far()
+}
+
+/// Waits on `condvar`, ignoring poisoning (as [`lock`] does).
+fn wait<'a, T>(condvar: &Condvar, guard: MutexGuard<'a, T>) -> MutexGuard<'a, T> {
+    match condvar.wait(guard) {
+        Ok(guard) => guard,
+        Err(poisoned) => poisoned.into_inner(),
+    }
 }
 
 /// `true` if the caller is the body of one of this scheduler's own processes, polled now.
