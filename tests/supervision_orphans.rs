@@ -80,6 +80,33 @@ fn a_child_that_traps_exits_is_stopped_by_its_supervisor_s_end_and_ends_with_its
 }
 
 #[test]
+fn a_trapping_child_whose_cleanup_returns_ok_still_ends_with_its_supervisor_s_reason() {
+    // OTP's behaviour exits with its parent's `Reason` after `terminate/2`, whatever that
+    // returns: a body that handles the cancel and returns `Ok` is no exception.
+    let sched = scheduler(2);
+    let (heard_tx, heard) = mpsc::channel();
+    let spec = ChildSpec::new("tidy", move |start| {
+        let heard = heard_tx.clone();
+        start.spawn_fn(move |cx: ProcessCx<()>| async move {
+            cx.trap_exit(true);
+            heard.send("trapping").unwrap();
+            while cx.recv_any().await.is_ok() {}
+            heard.send("cleaned up").unwrap();
+            Ok::<(), BoxError>(())
+        })
+    });
+    let supervisor = run(Supervisor::one_for_one().child(spec).start(sched.handle())).unwrap();
+    assert_eq!(heard.recv_timeout(GUARD).unwrap(), "trapping");
+    let child = run(supervisor.which_children()).unwrap()[0].pid.unwrap();
+    let child_down = sched.monitor(child);
+    sched.terminate(supervisor.pid()).unwrap();
+    assert_eq!(heard.recv_timeout(GUARD).unwrap(), "cleaned up");
+    let down = run(child_down);
+    assert!(down.reason.is_killed(), "{:?}", down.reason);
+    sched.shutdown(GUARD);
+}
+
+#[test]
 fn a_killed_sub_supervisor_s_restart_finds_its_trapping_child_s_name_free() {
     let sched = scheduler(2);
     let (heard_tx, heard) = mpsc::channel();

@@ -484,7 +484,7 @@ impl<P: Process, H: Host> ProcessFuture<P, H> {
         self.finished = true;
         let (pid, cell) = (self.pid, &self.cell);
         cell.stats.set_steps(self.steps);
-        let mut panics = cell.close();
+        let (mut panics, stopped_by) = cell.close_taking_exit_reason();
         self.outstanding.abort_all(&*self.host);
         let process = &mut *self.process;
         let closed = catch_unwind(AssertUnwindSafe(|| process.close()));
@@ -510,9 +510,13 @@ impl<P: Process, H: Host> ProcessFuture<P, H> {
             cell.stats.destructors_panicked(panics);
         }
         tracing::debug!(%pid, outcome = outcome.name(), "process finished");
-        let reason = match &result {
-            Ok(_) => ExitReason::Normal,
-            Err(error) => error.exit_reason(),
+        let reason = match (&result, stopped_by) {
+            // Stopped by its supervisor's end (trapping exits), and its cleanup ended well: it
+            // ends with its supervisor's reason all the same, as an OTP behaviour exits with
+            // its parent's `Reason` after `terminate/2` (`watch.rs`, protocol 9).
+            (Ok(_), Some(stopped_by)) => stopped_by,
+            (Ok(_), None) => ExitReason::Normal,
+            (Err(error), _) => error.exit_reason(),
         };
         let late = self.host.finished(pid, cell, outcome, reason);
         if late && !matches!(outcome, Outcome::Panicked | Outcome::Stopped) {

@@ -218,7 +218,11 @@ impl SchedulerBuilder {
     /// context) then make progress only while some thread is inside that runtime's
     /// `Runtime::block_on` — a `#[tokio::test]` body awaiting a handle or `shutdown_async`, say.
     /// [`Scheduler::block_on`] called outside it cannot drive it, nor can it tell whether
-    /// another thread does: it waits for as long as nobody drives that runtime.
+    /// another thread does: it waits for as long as nobody drives that runtime. It is also the
+    /// way to have bodies' tokio timers follow a test's paused clock
+    /// (`#[tokio::test(start_paused = true)]`): given `Handle::current()` there, a body's
+    /// `tokio::time::sleep` advances with that clock; a scheduler left to its own runtime sleeps
+    /// in real time.
     ///
     /// # Examples
     ///

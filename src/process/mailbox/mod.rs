@@ -46,12 +46,13 @@ pub(crate) use room::Ticket;
 pub(crate) use watch::ExitDelivery;
 pub(crate) use watch::{Watch, Watcher};
 
+use super::exit::ExitReason;
 use super::queue::Queue;
 use super::state::{StateWord, TransitionOnEvent};
 use super::stats::{CellInfo, CellStats, CellSurvey};
 use super::{drop_contained, drop_each, Event, Events, Message, MessageType, ProcessState};
 use crate::executor::{DeferredWake, TaskRef};
-use crate::loom::atomic::{AtomicUsize, Ordering::Relaxed};
+use crate::loom::atomic::{AtomicU32, AtomicUsize, Ordering::Relaxed};
 use budget::TopicMap;
 use intake::{Gate, Intake, IntakeQueue, Stale, INTAKE_INSTALL_DEPTH};
 use lock::SpinLock;
@@ -109,6 +110,10 @@ pub(crate) struct Mailbox {
     /// opens; read under the lock, or after a gate load that saw this incarnation open, so a
     /// lock-free sender never applies the previous incarnation's.
     capacity: AtomicUsize,
+    /// Senders in `send_wait`'s line, and woken from it and not done yet (`room.rs`, "Who
+    /// comes later waits behind"). Written under the lock; read without it by a new waiting
+    /// send, to join the line rather than take room made for those before it.
+    room_line: AtomicU32,
 }
 
 struct Inner {
@@ -216,6 +221,7 @@ impl ProcessCell {
                 gate: Gate::new(),
                 intake: Intake::new(),
                 capacity: AtomicUsize::new(capacity),
+                room_line: AtomicU32::new(0),
             },
             stats: CellStats::default(),
         }
@@ -639,9 +645,18 @@ impl ProcessCell {
     ///
     /// Returns how many destructors of the dropped events panicked (each contained).
     pub(crate) fn close(&self) -> u64 {
+        self.close_taking_exit_reason().0
+    }
+
+    /// [`close`](Self::close), also taking why a linked process's exit asked the process to
+    /// end, if one did and no one took it yet (`watch.rs`, protocol 9): a process stopped by
+    /// its supervisor's end ends with its supervisor's reason however its body returned, as an
+    /// OTP behaviour exits with its parent's `Reason` after `terminate/2`. Taken in `close`'s
+    /// critical section: no lock more per finished process.
+    pub(crate) fn close_taking_exit_reason(&self) -> (u64, Option<ExitReason>) {
         self.state.transition_to_complete();
         let mut stale = Stale::new(&self.stats);
-        let (events, behind, topics, waker, task, room_waiters) = {
+        let (events, behind, topics, waker, task, room_waiters, exit_reason) = {
             let mut inner = self.mailbox.inner.lock();
             let (generation, phase) = self.mailbox.gate.load();
             debug_assert_eq!(phase, Phase::Open);
@@ -663,7 +678,8 @@ impl ProcessCell {
                 inner.waker.take(),
                 inner.task.take(),
                 // They try again, and hear that the process is gone.
-                inner.take_all_waiters(),
+                self.mailbox.line_cleared(&mut inner),
+                inner.watch.as_mut().and_then(|state| state.take_exit()),
             )
         };
         room_waiters.wake();
@@ -674,7 +690,7 @@ impl ProcessCell {
         drop(topics);
         panics += drop_contained(waker);
         drop(task);
-        panics
+        (panics, exit_reason)
     }
 
     /// [`release_asked`](Self::release_asked) without the cancel (tests).

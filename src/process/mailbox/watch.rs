@@ -127,6 +127,12 @@ pub(crate) enum ExitDelivery {
 }
 
 impl WatchState {
+    /// Why a linked process's exit asked this process to end, if one did (protocol 9); taken
+    /// once.
+    pub(super) fn take_exit(&mut self) -> Option<ExitReason> {
+        self.exit.take()
+    }
+
     /// The link to `other` is gone; if `other` was the supervisor, so is its claim to stop
     /// this process.
     fn remove_link(&mut self, other: Pid) {
