@@ -185,26 +185,6 @@ fn a_sender_whose_room_was_taken_by_another_keeps_the_front_of_the_line() {
 }
 
 #[test]
-fn a_new_waiting_send_queues_behind_a_woken_sender_instead_of_taking_its_room() {
-    let taker = Taker::start();
-    let addr = taker.addr();
-    addr.send(0).unwrap();
-    let mut first = Waiting::new(addr.send_wait(1));
-    assert!(first.poll().is_pending());
-    assert_eq!(taker.take_one(), 0);
-    assert_eq!(first.wakes(), 1, "room for the first in line");
-    // A send_wait that comes now, before the woken sender tries again, waits behind it.
-    let mut later = Waiting::new(addr.send_wait(2));
-    assert!(later.poll().is_pending(), "the room is the woken sender's");
-    assert!(first.poll().is_ready(), "and it gets in");
-    assert_eq!(taker.take_one(), 1);
-    assert_eq!(later.wakes(), 1);
-    assert!(later.poll().is_ready());
-    assert_eq!(taker.take_one(), 2);
-    taker.finish();
-}
-
-#[test]
 fn many_senders_from_tokio_behind_a_small_mailbox_each_deliver_everything_once() {
     // The line under load: 64 tokio tasks behind a 4-message mailbox, some giving up halfway
     // through a wait (a `select!` against their own deadline in the real world; here every

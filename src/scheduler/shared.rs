@@ -157,13 +157,8 @@ impl Inner {
             self.counters.add(Counter::NotFound);
             return Err((SendErrorKind::NotFound, message));
         };
-        let waits = match *ticket {
+        if ticket.is_some_and(|waits| cell.still_in_line(pid.generation(), waits, waker)) {
             // Polled again before its turn: the room there is belongs to those before it.
-            Some(waits) => cell.still_in_line(pid.generation(), waits, waker),
-            // New, behind senders in line or woken from it: room made is theirs first.
-            None => cell.room_line_busy() && cell.join_room_line(pid.generation(), waker, ticket),
-        };
-        if waits {
             return Ok(Some(message));
         }
         loop {

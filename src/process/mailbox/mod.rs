@@ -52,7 +52,7 @@ use super::state::{StateWord, TransitionOnEvent};
 use super::stats::{CellInfo, CellStats, CellSurvey};
 use super::{drop_contained, drop_each, Event, Events, Message, MessageType, ProcessState};
 use crate::executor::{DeferredWake, TaskRef};
-use crate::loom::atomic::{AtomicU32, AtomicUsize, Ordering::Relaxed};
+use crate::loom::atomic::{AtomicUsize, Ordering::Relaxed};
 use budget::TopicMap;
 use intake::{Gate, Intake, IntakeQueue, Stale, INTAKE_INSTALL_DEPTH};
 use lock::SpinLock;
@@ -110,10 +110,6 @@ pub(crate) struct Mailbox {
     /// opens; read under the lock, or after a gate load that saw this incarnation open, so a
     /// lock-free sender never applies the previous incarnation's.
     capacity: AtomicUsize,
-    /// Senders in `send_wait`'s line, and woken from it and not done yet (`room.rs`, "Who
-    /// comes later waits behind"). Written under the lock; read without it by a new waiting
-    /// send, to join the line rather than take room made for those before it.
-    room_line: AtomicU32,
 }
 
 struct Inner {
@@ -221,7 +217,6 @@ impl ProcessCell {
                 gate: Gate::new(),
                 intake: Intake::new(),
                 capacity: AtomicUsize::new(capacity),
-                room_line: AtomicU32::new(0),
             },
             stats: CellStats::default(),
         }
@@ -678,7 +673,7 @@ impl ProcessCell {
                 inner.waker.take(),
                 inner.task.take(),
                 // They try again, and hear that the process is gone.
-                self.mailbox.line_cleared(&mut inner),
+                inner.take_all_waiters(),
                 inner.watch.as_mut().and_then(|state| state.take_exit()),
             )
         };

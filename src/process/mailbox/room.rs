@@ -32,24 +32,14 @@
 //!    woken for may be unused: given up, or delivered on other room (its task polled for
 //!    another reason) just before being woken. It wakes the next in line if room remains.
 //!
-//! # Who comes later waits behind
-//! A new waiting send (no ticket yet) first reads how many senders are in line or woken and
-//! not done ([`Mailbox::room_line`](super::Mailbox), kept under the lock, read without it): if
-//! any, it joins the back of the line at once ([`ProcessCell::join_room_line`]) instead of
-//! trying — room made for a woken sender is that sender's, as a permit tokio's channel assigned
-//! to a waiter is. (Read without the lock, the count may miss a sender joining that moment:
-//! the new one then tries first, as if it had come a moment earlier.) A plain `send` never
-//! waits, and does not look.
-//!
 //! Both sides decide under the one lock, so a waiter is never kept after the room it waits for
 //! was made, and room given to a waiter is used or passed on: no sender waits for ever beside
 //! room. Nothing here touches an unbounded mailbox, and a bounded one's paths pay one
 //! comparison while no one waits.
 
 use super::{Admission, Generation, Inner, ProcessCell};
-use crate::loom::atomic::Ordering;
 use std::collections::VecDeque;
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::Waker;
 
 /// A waiting sender's name in the line of the mailbox it waits for (module docs).
@@ -90,29 +80,6 @@ impl ToWake {
     }
 }
 
-impl super::Mailbox {
-    /// A sender joined the line (under the lock).
-    fn line_joined(&self) {
-        let count = self.room_line.load(Ordering::Relaxed);
-        self.room_line
-            .store(count.saturating_add(1), Ordering::Release);
-    }
-
-    /// A sender left the line, or was woken from it and is done (under the lock).
-    fn line_left(&self) {
-        let count = self.room_line.load(Ordering::Relaxed);
-        self.room_line
-            .store(count.saturating_sub(1), Ordering::Release);
-    }
-
-    /// Close: every waiter, to hear that the process is gone; no one is in line any more
-    /// (under the lock).
-    pub(super) fn line_cleared(&self, inner: &mut Inner) -> ToWake {
-        self.room_line.store(0, Ordering::Release);
-        inner.take_all_waiters()
-    }
-}
-
 impl Inner {
     /// Messages counted against the capacity: queued, and drained but unread.
     #[inline]
@@ -130,8 +97,8 @@ impl Inner {
         self.take_waiters(capacity.saturating_sub(self.used()))
     }
 
-    /// The whole line (room for all of them, or the process's end).
-    fn take_all_waiters(&mut self) -> ToWake {
+    /// Close: every waiter, to hear that the process is gone.
+    pub(super) fn take_all_waiters(&mut self) -> ToWake {
         self.room_waiters
             .take()
             .map_or(ToWake::None, |line| ToWake::All(*line))
@@ -195,42 +162,8 @@ impl ProcessCell {
                 let new = Ticket::new();
                 line.push_back((new, waker.clone()));
                 *ticket = Some(new);
-                self.mailbox.line_joined();
             }
         }
-        true
-    }
-
-    /// `true` if some sender waits in `send_wait`'s line or was woken from it and is not done:
-    /// a new waiting send joins the line behind them (module docs, "Who comes later waits
-    /// behind"). A hint, read without the lock.
-    #[inline]
-    pub(crate) fn room_line_busy(&self) -> bool {
-        self.mailbox.room_line.load(Ordering::Acquire) != 0
-    }
-
-    /// A new waiting send of `generation` joins the back of the line if anyone is in it or woken
-    /// from it and not done: `true` if it did (it waits; `ticket` names it), `false` if it
-    /// should try (no one before it, or the process ended).
-    pub(crate) fn join_room_line(
-        &self,
-        generation: Generation,
-        waker: &Waker,
-        ticket: &mut Option<Ticket>,
-    ) -> bool {
-        let mut inner = self.mailbox.inner.lock();
-        if self.mailbox.gate.admission(Some(generation)) != Admission::Accepted
-            || self.mailbox.room_line.load(Ordering::Relaxed) == 0
-        {
-            return false;
-        }
-        let new = Ticket::new();
-        inner
-            .room_waiters
-            .get_or_insert_with(Box::default)
-            .push_back((new, waker.clone()));
-        *ticket = Some(new);
-        self.mailbox.line_joined();
         true
     }
 
@@ -270,14 +203,11 @@ impl ProcessCell {
     pub(crate) fn leave_room_line(&self, generation: Generation, ticket: Ticket) {
         let to_wake = {
             let mut inner = self.mailbox.inner.lock();
-            if inner.leave_line(ticket) {
-                self.mailbox.line_left();
-                ToWake::None
-            } else if self.mailbox.gate.admission(Some(generation)) != Admission::Accepted {
-                // Ended: `close` emptied the line and its count.
+            if inner.leave_line(ticket)
+                || self.mailbox.gate.admission(Some(generation)) != Admission::Accepted
+            {
                 ToWake::None
             } else {
-                self.mailbox.line_left();
                 let room = self.mailbox.capacity().saturating_sub(inner.used());
                 inner.take_waiters(room.min(1))
             }
