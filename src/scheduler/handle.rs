@@ -352,8 +352,8 @@ impl SchedulerHandle {
     }
 
     /// The tokio runtime the scheduler's processes use (its handler runtime, or the one it
-    /// builds for itself), for what must run in one when nobody else provides it.
-    #[cfg(feature = "cluster")]
+    /// builds for itself), for what must run in one when nobody else provides it (the
+    /// cluster's tasks, a `testing::Harness` step outside any runtime).
     pub(crate) fn tokio_runtime(&self) -> Option<tokio::runtime::Handle> {
         self.inner.process_runtime().cloned()
     }
