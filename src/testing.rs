@@ -24,7 +24,8 @@
 //! outside procsched cannot wake it — a body that awaits one (a child's
 //! [`ProcessHandle`](crate::ProcessHandle), a tokio channel, timer or task) fails its step with
 //! an error saying so: script what it would wait for as a message instead, or test it on a
-//! scheduler. What it *does* with a scheduler — `ProcessCx::scheduler`,
+//! scheduler. (On a thread with no tokio runtime, a plain `#[test]`, each step runs in the
+//! tokio context of the harness's scheduler, so that making a timer there does not panic.) What it *does* with a scheduler — `ProcessCx::scheduler`,
 //! `ProcessContext::scheduler`, spawning children, sending — goes to a small scheduler of the
 //! harness's own (one worker, built at the first [`Harness::init`]; [`Harness::scheduler`]), so
 //! a process that spawns or sends can be tested as it is. Asks are the exception: recorded,
@@ -101,7 +102,7 @@ pub use body::Body;
 
 use crate::process::context::HostId;
 use crate::process::{
-    BoxError, CancelReason, CommandError, Event, Events, InitError, Message, Payload, Pid, Process,
+    BoxError, CancelReason, Event, Events, InitError, Message, Payload, Pid, Process,
     ProcessContext, Status, StepOutput, Tag,
 };
 use crate::scheduler::{register_alias, unregister_alias};
@@ -401,40 +402,6 @@ impl<P: Process> Harness<P> {
         self.push(Event::Message(message))
     }
 
-    /// Queues the completion of the yield `tag` for the next step. For an ask ([`Step::asks`]),
-    /// `Ok` is its answer (of another type it is refused: the next step is an error saying so),
-    /// `Err(CommandError::TimedOut)` its timeout, any other `Err` its port dropped (`NoReply`).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use procsched::prelude::*;
-    /// use procsched::error::CommandError;
-    /// use procsched::state_machine::Status;
-    /// use procsched::testing::Harness;
-    ///
-    /// struct Fetch(&'static str);
-    /// procsched::command!(Fetch => String);
-    ///
-    /// let mut harness = Harness::for_fn(|cx: ProcessCx| async move {
-    ///     let page = cx.call(Fetch("/index")).await.unwrap_or_else(|_| "offline".to_string());
-    ///     Ok::<_, BoxError>(page)
-    /// });
-    /// harness.init("run", Payload::empty())?;
-    /// let tag = harness.step()?.yields[0].0;
-    /// // The failure a real handler gives only when the network is down, scripted.
-    /// harness.complete(tag, Err(CommandError::failed("connection refused")));
-    /// assert!(matches!(harness.step()?.status, Status::Done(page) if page == "offline"));
-    /// # Ok::<(), BoxError>(())
-    /// ```
-    pub fn complete(&mut self, tag: Tag, result: Result<Payload, CommandError>) -> &mut Self {
-        if let Some(refused) = self.script_completion(tag, &result) {
-            self.misscripted = Some(refused);
-            return self;
-        }
-        self.push(Event::YieldComplete { tag, result })
-    }
-
     /// Queues shutdown's `Cancel` for the next step.
     ///
     /// # Examples
@@ -506,6 +473,12 @@ impl<P: Process> Harness<P> {
         // process, as on a scheduler (an `async fn` body would not resume anyway).
         self.ended = true;
         self.asks.collect_answers(&mut self.events);
+        // Making a tokio timer or I/O future panics outside a runtime: a plain `#[test]` gets the
+        // harness's scheduler's for the step, so awaiting one fails it with an error instead.
+        let runtime = tokio::runtime::Handle::try_current().is_err();
+        let runtime = runtime.then(|| self.sched.as_ref()?.handle().tokio_runtime());
+        let runtime = runtime.flatten();
+        let _inside = runtime.as_ref().map(tokio::runtime::Handle::enter);
         let stepped = {
             let _asks = asks::Published::new(self.host, &mut self.asks);
             self.process.step(&mut self.events, &mut self.out)
@@ -520,8 +493,10 @@ impl<P: Process> Harness<P> {
         }
         let status = self.out.take_status();
         self.ended = matches!(status, Status::Done(_));
+        let yields: Vec<(Tag, Payload)> = self.out.take_yields().collect();
+        self.asks.yielded(yields.iter().map(|(tag, _)| *tag));
         Ok(Step {
-            yields: self.out.take_yields().collect(),
+            yields,
             status,
             asks: asked,
         })

@@ -126,7 +126,7 @@ fn a_process_that_outlives_the_shutdown_deadline_ends_shutdown_everywhere() {
 
 #[test]
 fn a_process_asked_to_finish_by_cancel_is_counted_cancelled_however_it_ends() {
-    // `FinishCounts::cancelled`: after a `cancel`, however the process ends (not by a panic);
+    // `FinishCounts::cancelled`: after a `cancel`, however the process ends on its own;
     // `exits` still counts the reason its handle carries.
     let sched = Scheduler::builder().workers(2).build().unwrap();
     let ending = |fails: bool| {
@@ -153,4 +153,26 @@ fn a_process_asked_to_finish_by_cancel_is_counted_cancelled_however_it_ends() {
         "{finished:?}"
     );
     assert_eq!((metrics.exits.normal, metrics.exits.failed), (1, 1));
+}
+
+#[test]
+fn a_cancelled_process_then_terminated_is_counted_terminated() {
+    // `FinishCounts::terminated`: outside a shutdown, a stop ends it whatever came before.
+    let sched = Scheduler::builder().workers(1).build().unwrap();
+    let stubborn = sched
+        .spawn_fn(|cx: ProcessCx<()>| async move {
+            let _ = cx.cancelled().await;
+            std::future::pending::<()>().await; // ignores the cancel
+            Ok::<_, BoxError>(())
+        })
+        .unwrap();
+    sched.cancel(stubborn.pid()).unwrap();
+    sched.terminate(stubborn.pid()).unwrap();
+    assert!(sched.block_on(stubborn).unwrap_err().is_terminated());
+    let finished = sched.metrics().finished;
+    assert_eq!(
+        (finished.terminated, finished.cancelled),
+        (1, 0),
+        "{finished:?}"
+    );
 }

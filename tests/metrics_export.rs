@@ -3,7 +3,8 @@
 //! of the snapshot.
 #![cfg(feature = "metrics")]
 
-use metrics_exporter_prometheus::PrometheusBuilder;
+use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusRecorder};
+use procsched::metrics::SchedulerMetrics;
 use procsched::prelude::*;
 
 #[test]
@@ -54,6 +55,63 @@ fn every_documented_family_reaches_a_scrape() {
     assert!(
         scrape.contains("procsched_monitor_active_workers 2"),
         "{scrape}"
+    );
+    sched.shutdown(std::time::Duration::from_secs(5));
+}
+
+/// The scrape of `snapshots`, exported in order into a recorder of this test's own (the
+/// global one is `every_documented_family_reaches_a_scrape`'s).
+fn scrape_of(snapshots: &[&SchedulerMetrics]) -> String {
+    let recorder: PrometheusRecorder = PrometheusBuilder::new().build_recorder();
+    metrics::with_local_recorder(&recorder, || snapshots.iter().for_each(|m| m.export()));
+    recorder.handle().render()
+}
+
+#[test]
+fn the_spare_workers_counters_are_exported_labelled_spare() {
+    let sched = Scheduler::builder()
+        .workers(1)
+        .max_spare_workers(2)
+        .build()
+        .unwrap();
+    let metrics = sched.metrics();
+    assert_eq!(metrics.executor.spares().len(), 2);
+    let scrape = scrape_of(&[&metrics]);
+    for (index, spare) in metrics.executor.spares().iter().enumerate() {
+        let series = format!(
+            "procsched_worker_polls_total{{worker=\"spare-{index}\"}} {}",
+            spare.polls
+        );
+        assert!(scrape.contains(&series), "{series} missing from:\n{scrape}");
+    }
+    let worker = metrics.executor.workers()[0].polls;
+    let series = format!("procsched_worker_polls_total{{worker=\"0\"}} {worker}");
+    assert!(scrape.contains(&series), "{series} missing from:\n{scrape}");
+    sched.shutdown(std::time::Duration::from_secs(5));
+}
+
+#[test]
+fn the_longest_step_gauge_drops_to_zero_once_no_step_is_sampled() {
+    let sched = Scheduler::builder().workers(1).build().unwrap();
+    // 65 steps: one step in 64 of each process is timed, so one of these is.
+    let stepper = sched
+        .spawn_fn(|cx: ProcessCx| async move {
+            for _ in 0..64 {
+                cx.yield_now().await;
+            }
+            Ok::<_, BoxError>(())
+        })
+        .unwrap();
+    sched.block_on(stepper).unwrap();
+    let sampled = sched.metrics();
+    assert!(sampled.longest_step.is_some(), "a step was timed");
+    // As a snapshot taken once that step has left the window.
+    let mut later = sampled.clone();
+    later.longest_step = None;
+    let scrape = scrape_of(&[&sampled, &later]);
+    assert!(
+        scrape.contains("procsched_longest_step_seconds 0\n"),
+        "the gauge kept the old step:\n{scrape}"
     );
     sched.shutdown(std::time::Duration::from_secs(5));
 }

@@ -150,3 +150,62 @@ fn a_body_whose_step_panicked_is_not_stepped_again() {
     harness.send(Message::new("n", Payload::new(1u8)));
     assert!(harness.step().unwrap_err().to_string().contains("panicked"));
 }
+
+struct Fetch;
+procsched::command!(Fetch => u64);
+
+#[test]
+fn a_refused_second_init_leaves_the_started_body_as_it_was() {
+    let mut harness =
+        Harness::for_fn(
+            |cx: ProcessCx| async move { Ok::<_, BoxError>(cx.call(Fetch).await? + 1) },
+        );
+    harness.init("run", Payload::empty()).unwrap();
+    let tag = harness.step().unwrap().yields[0].0;
+    let refused = harness.init("run", Payload::empty()).unwrap_err();
+    assert!(refused.to_string().contains("already started"), "{refused}");
+    harness.complete(tag, Ok(Payload::new(41u64)));
+    assert!(matches!(harness.step().unwrap().status, Status::Done(42)));
+}
+
+#[test]
+fn a_completion_no_yield_waits_on_is_a_script_error() {
+    use procsched::testing::ScriptError;
+    let mut harness =
+        Harness::for_fn(
+            |cx: ProcessCx| async move { Ok::<_, BoxError>(cx.call(Fetch).await? + 1) },
+        );
+    harness.init("run", Payload::empty()).unwrap();
+    let tag = harness.step().unwrap().yields[0].0;
+    let script_error = |error: BoxError| error.downcast::<ScriptError>().map(|e| *e).ok();
+
+    harness.complete(tag + 41, Ok(Payload::new(1u64)));
+    let unknown = harness.step().unwrap_err();
+    assert_eq!(
+        script_error(unknown),
+        Some(ScriptError::NotYielded(tag + 41))
+    );
+
+    harness
+        .complete(tag, Ok(Payload::new(41u64)))
+        .complete(tag, Ok(Payload::new(99u64)));
+    let twice = harness.step().unwrap_err();
+    assert_eq!(script_error(twice), Some(ScriptError::NotYielded(tag)));
+    // The first completion stayed queued: the body gets it.
+    assert!(matches!(harness.step().unwrap().status, Status::Done(42)));
+}
+
+#[test]
+fn a_body_awaiting_a_tokio_timer_fails_its_step_outside_any_runtime() {
+    assert!(
+        tokio::runtime::Handle::try_current().is_err(),
+        "a plain test"
+    );
+    let mut harness = Harness::for_fn(|_: ProcessCx| async move {
+        tokio::time::sleep(std::time::Duration::from_secs(3600)).await;
+        Ok::<_, BoxError>(())
+    });
+    harness.init("run", Payload::empty()).unwrap();
+    let error = harness.step().unwrap_err().to_string();
+    assert!(error.contains("nothing wakes it"), "{error}");
+}

@@ -315,3 +315,49 @@ fn panics_are_warn_events_with_the_pid_and_the_message() {
     );
     assert_process_span(&step.scope[0], pid, "run");
 }
+
+/// A process's result whose destructor tells `dropped`, then panics.
+struct PanickyResult(std::sync::mpsc::Sender<()>);
+
+impl Drop for PanickyResult {
+    fn drop(&mut self) {
+        let _ = self.0.send(());
+        panic!("{EXPECTED_PANIC}: a result's destructor");
+    }
+}
+
+#[test]
+fn a_panicking_destructor_of_a_result_nobody_reads_is_a_warn_event_with_the_pid() {
+    quiet_panics();
+    let _exclusive = exclusive();
+    let sched = Scheduler::builder().workers(1).build().unwrap();
+    let (dropped_tx, dropped) = std::sync::mpsc::channel();
+    let handle = sched
+        .spawn_fn(move |cx: ProcessCx<()>| async move {
+            cx.recv().await?;
+            Ok::<_, BoxError>(PanickyResult(dropped_tx))
+        })
+        .unwrap();
+    let (pid, addr) = (handle.pid(), handle.addr());
+    drop(handle); // the executor drops the result
+    addr.send(()).unwrap();
+    let guard = std::time::Duration::from_secs(30);
+    dropped.recv_timeout(guard).expect("the result was dropped");
+    let pid_text = pid.to_string();
+    let deadline = std::time::Instant::now() + guard; // hang guard only
+    let warned = loop {
+        let warned = recorded(|e| {
+            e.level == Level::WARN && e.field("message").is_some_and(|m| m.contains("destructor"))
+        });
+        if !warned.is_empty() || std::time::Instant::now() > deadline {
+            break warned;
+        }
+        std::thread::yield_now();
+    };
+    assert_eq!(warned.len(), 1, "{warned:?}");
+    assert_eq!(
+        warned[0].field("pid"),
+        Some(pid_text.as_str()),
+        "{warned:?}"
+    );
+}

@@ -33,7 +33,7 @@ pub(crate) fn link(
     local: Pid,
     remote: &NodePid,
 ) -> Result<(), RemoteError> {
-    if node.sched.state(local).is_none() {
+    if !node.sched.hosts(local) {
         return Err(RemoteError::NotFound);
     }
     if **remote.node_arc() == *node.me.name {

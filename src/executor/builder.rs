@@ -1,7 +1,7 @@
 //! [`Builder`]: an executor's settings, and starting its threads.
 
 use super::monitor::{LongPoll, Monitor, MonitorConfig, DEFAULT_LONG_POLL_THRESHOLD};
-use super::shared::{self, Remote, Shared};
+use super::shared::{self, DestructorPanicFn, Remote, Shared};
 use super::spare::{Spares, DEFAULT_SPARE_KEEP_ALIVE};
 use super::start;
 use super::threads::{ThreadConfig, WorkerContext};
@@ -30,6 +30,17 @@ pub struct Builder {
     /// `None`: as many as `workers`.
     max_spare_workers: Option<usize>,
     spare_keep_alive: Duration,
+    destructor_panic_observer: DestructorPanicObserver,
+}
+
+/// [`Builder::on_destructor_panic`]'s observer, if one was set (`Debug` for the builder's).
+#[derive(Clone, Default)]
+struct DestructorPanicObserver(Option<std::sync::Arc<DestructorPanicFn>>);
+
+impl std::fmt::Debug for DestructorPanicObserver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() { "Some(..)" } else { "None" })
+    }
 }
 
 impl Builder {
@@ -46,7 +57,21 @@ impl Builder {
             },
             max_spare_workers: None,
             spare_keep_alive: DEFAULT_SPARE_KEEP_ALIVE,
+            destructor_panic_observer: DestructorPanicObserver::default(),
         }
+    }
+
+    /// Calls `observer` with the task's label (see [`Handle::spawn_labelled`](super::Handle::spawn_labelled))
+    /// whenever a task's destructor panicked after its outcome (its output unread, its future
+    /// dropped) and the panic was contained, instead of the default `tracing` warning naming
+    /// the label: for a layer above that knows what its labels name (the scheduler: PIDs).
+    pub(crate) fn on_destructor_panic(
+        &mut self,
+        observer: impl Fn(u64) + Send + Sync + 'static,
+    ) -> &mut Self {
+        self.destructor_panic_observer =
+            DestructorPanicObserver(Some(std::sync::Arc::new(observer)));
+        self
     }
 
     /// Runs the monitor thread (default: `true`): it reports polls longer than
@@ -276,7 +301,8 @@ impl Builder {
             stack_size: self.stack_size,
             context: self.worker_context.clone(),
         };
-        let shared = Arc::new(Shared::new(remotes, workers, monitor, config));
+        let observer = self.destructor_panic_observer.0.clone();
+        let shared = Arc::new(Shared::new(remotes, workers, monitor, config, observer));
         let mut threads = Vec::with_capacity(workers);
         for (index, local) in locals.into_iter().enumerate() {
             match start::spawn_worker(&shared, index, local) {

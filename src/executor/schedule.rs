@@ -95,9 +95,13 @@ impl Schedule for Arc<Shared> {
 
     fn destructor_panicked(&self, label: u64) {
         self.metrics.destructor_panicked();
-        tracing::warn!(
-            task = label,
-            "a task's destructor panicked after its outcome; the panic was contained"
-        );
+        // The executor knows labels, not what they name: whoever labels tasks may say more.
+        match &self.destructor_panic_observer {
+            Some(observer) => observer(label),
+            None => tracing::warn!(
+                task = label,
+                "a task's destructor panicked after its outcome; the panic was contained"
+            ),
+        }
     }
 }

@@ -58,6 +58,9 @@ pub(crate) struct Remote {
     pub(crate) parker: Parker,
 }
 
+/// Reports a contained panic of a task's destructor, given the task's label.
+pub(crate) type DestructorPanicFn = dyn Fn(u64) + Send + Sync;
+
 pub(crate) struct Shared {
     /// Every worker slot: the configured workers, then the spares (`spare.rs`).
     pub(crate) remotes: Box<[Remote]>,
@@ -74,6 +77,9 @@ pub(crate) struct Shared {
     pub(crate) threads: ThreadConfig,
     /// A context the workers enter once it is set (`late_context.rs`).
     pub(crate) late_context: LateContextSlot,
+    /// Who reports a contained panic of a task's destructor, by the task's label
+    /// (`Builder::on_destructor_panic`); `None`: a `tracing` warning naming the label.
+    pub(crate) destructor_panic_observer: Option<std::sync::Arc<DestructorPanicFn>>,
     shutdown: AtomicBool,
     /// Workers that have not exited yet; shutdown waits on `exited` for it to reach zero.
     live_workers: Mutex<usize>,
@@ -87,6 +93,7 @@ impl Shared {
         workers: usize,
         monitor: Monitor<Notified>,
         threads: ThreadConfig,
+        destructor_panic_observer: Option<std::sync::Arc<DestructorPanicFn>>,
     ) -> Shared {
         let n = workers;
         Shared {
@@ -103,6 +110,7 @@ impl Shared {
             monitor,
             threads,
             late_context: LateContextSlot::default(),
+            destructor_panic_observer,
         }
     }
 

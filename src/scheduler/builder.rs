@@ -377,6 +377,16 @@ impl SchedulerBuilder {
                  blocking code"
             );
         });
+        // A process's result whose handle was dropped, or its handler's future, is dropped by
+        // the executor, which knows the task's label — the PID — but not that it is one.
+        executor.on_destructor_panic(|label| {
+            let pid = crate::process::Pid::from_raw(label);
+            tracing::warn!(
+                pid = pid.map(tracing::field::display),
+                "a destructor panicked after its task's outcome (a process's result whose handle \
+                 was dropped, or one of its handlers' futures); the panic was contained"
+            );
+        });
         if let Some(runtime) = runtime.clone() {
             // Processes (an async-fn body awaiting a tokio timer, a step calling `tokio::spawn`)
             // find the handler runtime as their tokio context.

@@ -140,7 +140,8 @@ impl SchedulerHandle {
             return Err(SpawnError::Limit(table::MAX_SLOTS));
         };
         // Step 3. The cell is open from here on: events sent to `pid` during `init` wait for
-        // the first step. The process's span is entered around `init` (and `close` if it
+        // the first step. Observers (`state`, `processes`, `metrics`) do not show the process
+        // until its task is kept (`tasks::spawn`; `mailbox/observe.rs`). The process's span is entered around `init` (and `close` if it
         // fails), then around every poll of the process future.
         let span = tracing::info_span!("process", pid = %pid, kind, method);
         let entered = span.enter();
@@ -324,7 +325,8 @@ impl SchedulerHandle {
         }
     }
 
-    /// The observable state of `pid`, or `None` if no live process has this PID.
+    /// The observable state of `pid`, or `None` if no live process has this PID (never
+    /// spawned, finished, or still inside `init`: its `spawn` has not returned).
     ///
     /// # Examples
     ///
@@ -339,9 +341,19 @@ impl SchedulerHandle {
         self.inner.table.get(pid)?.state(pid.generation())
     }
 
-    /// The tokio runtime the scheduler's processes use (its handler runtime, or the one it
-    /// builds for itself), for what must run in one when nobody else provides it.
+    /// `true` while process `pid` holds its cell: live, inside `init`, or finishing (what
+    /// [`state`](Self::state) does not show, a link still reaches).
     #[cfg(feature = "cluster")]
+    pub(crate) fn hosts(&self, pid: Pid) -> bool {
+        self.inner
+            .table
+            .get(pid)
+            .is_some_and(|cell| cell.hosts(pid.generation()))
+    }
+
+    /// The tokio runtime the scheduler's processes use (its handler runtime, or the one it
+    /// builds for itself), for what must run in one when nobody else provides it (the
+    /// cluster's tasks, a `testing::Harness` step outside any runtime).
     pub(crate) fn tokio_runtime(&self) -> Option<tokio::runtime::Handle> {
         self.inner.process_runtime().cloned()
     }
@@ -429,7 +441,8 @@ impl SchedulerHandle {
     }
 
     /// What process `pid` is doing: its state, steps, mailbox depth, age and outstanding
-    /// yields; `None` if no live process has this PID (never spawned, finished, or finishing).
+    /// yields; `None` if no live process has this PID (never spawned, still inside `init`,
+    /// finishing, or finished).
     ///
     /// # Examples
     ///

@@ -1,4 +1,5 @@
-//! Asks awaited in a body under a [`Harness`]: scripted yields, like calls.
+//! Asks awaited in a body under a [`Harness`]: scripted yields, like calls; and the scripted
+//! completions of both ([`Harness::complete`]), checked against what the steps yielded.
 //!
 //! On a scheduler, an ask from a body sends its request and the reply port answers into the
 //! asking process's mailbox (`scheduler/ask.rs`). A harness has no mailbox and sends nothing
@@ -95,6 +96,10 @@ pub enum ScriptError {
         /// The type scripted.
         actual: &'static str,
     },
+    /// [`Harness::complete`] of a tag no yield waits on: no step yielded it, or it was
+    /// completed already (by an earlier script, or — an ask's — through its port).
+    #[error("no yield with tag {0} waits for a completion")]
+    NotYielded(Tag),
     /// [`Harness::time_out`] on an ask with no timeout (`ask`, not `ask_within`): on a
     /// scheduler it would never time out.
     #[error("ask {0} has no timeout (it was not made with `ask_within`)")]
@@ -111,11 +116,13 @@ struct Pending {
     answered: Box<dyn FnMut() -> Option<Result<Payload, CommandError>> + Send + Sync>,
 }
 
-/// A harness's asks: those sent in the current step, and those waiting for an answer.
+/// A harness's asks: those sent in the current step, and those waiting for an answer; and the
+/// tags of the calls its steps yielded that no script has completed yet.
 #[derive(Default)]
 pub(super) struct AskBook {
     sent: Vec<Asked>,
     pending: Vec<Pending>,
+    calls: Vec<Tag>,
 }
 
 impl fmt::Debug for AskBook {
@@ -142,6 +149,11 @@ impl AskBook {
                 }
                 None => true,
             });
+    }
+
+    /// A step yielded `tags`: each waits for its completion.
+    pub(super) fn yielded(&mut self, tags: impl Iterator<Item = Tag>) {
+        self.calls.extend(tags);
     }
 
     /// The asks sent since the last call.
@@ -267,6 +279,47 @@ impl<P: Process> Harness<P> {
         }))
     }
 
+    /// Queues the completion of the yield `tag` for the next step. For an ask
+    /// ([`Step::asks`](super::Step::asks)), `Ok` is its answer, `Err(CommandError::TimedOut)`
+    /// its timeout, any other `Err` its port dropped (`NoReply`).
+    ///
+    /// A refused completion is not queued, and the next step is an error saying why (a
+    /// [`ScriptError`]; the process is not stepped): an ask's answer of another type
+    /// ([`ScriptError::WrongType`]), or a tag no yield waits on ([`ScriptError::NotYielded`]:
+    /// no step yielded it, or it was completed already). A call the body has dropped (it lost a
+    /// `select!`, say) still waits here, and its completion is accepted and discarded, as a
+    /// late one on a scheduler is.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use procsched::prelude::*;
+    /// use procsched::error::CommandError;
+    /// use procsched::state_machine::Status;
+    /// use procsched::testing::Harness;
+    ///
+    /// struct Fetch(&'static str);
+    /// procsched::command!(Fetch => String);
+    ///
+    /// let mut harness = Harness::for_fn(|cx: ProcessCx| async move {
+    ///     let page = cx.call(Fetch("/index")).await.unwrap_or_else(|_| "offline".to_string());
+    ///     Ok::<_, BoxError>(page)
+    /// });
+    /// harness.init("run", Payload::empty())?;
+    /// let tag = harness.step()?.yields[0].0;
+    /// // The failure a real handler gives only when the network is down, scripted.
+    /// harness.complete(tag, Err(CommandError::failed("connection refused")));
+    /// assert!(matches!(harness.step()?.status, Status::Done(page) if page == "offline"));
+    /// # Ok::<(), BoxError>(())
+    /// ```
+    pub fn complete(&mut self, tag: Tag, result: Result<Payload, CommandError>) -> &mut Self {
+        if let Some(refused) = self.script_completion(tag, &result) {
+            self.misscripted = Some(refused);
+            return self;
+        }
+        self.push(Event::YieldComplete { tag, result })
+    }
+
     /// Queues the timeout of the ask `tag` (made with `ask_within`) for the next step: the body
     /// gets [`AskError::TimedOut`](crate::error::AskError::TimedOut). Under a harness an ask's
     /// timeout does not run on the clock — the test decides when it passes — so a test never
@@ -314,18 +367,26 @@ impl<P: Process> Harness<P> {
         }))
     }
 
-    /// [`complete`](Self::complete)'s side for an ask: a completion for a waiting ask answers
-    /// it (`Ok`: its answer, which must be of its type; `Err`: the port dropped, `NoReply`).
-    /// `Some` refused: a wrongly typed answer.
-    pub(super) fn script_completion(
+    /// [`complete`](Self::complete)'s check: a completion for a waiting ask answers it (`Ok`:
+    /// its answer, which must be of its type; `Err`: the port dropped, `NoReply`); one for a
+    /// yielded call completes it. `Some` refused: a wrongly typed answer, or a tag nothing
+    /// waits on.
+    fn script_completion(
         &mut self,
         tag: Tag,
         result: &Result<Payload, CommandError>,
     ) -> Option<ScriptError> {
         match self.asks.script(tag, result.as_ref().ok()) {
-            Err(refused @ ScriptError::WrongType { .. }) => Some(refused),
-            // Answered now, or not an ask's tag (a call's).
-            _ => None,
+            Ok(_) => None,
+            Err(ScriptError::NotAsked(_)) => {
+                let at = self.asks.calls.iter().position(|&call| call == tag);
+                let Some(at) = at else {
+                    return Some(ScriptError::NotYielded(tag));
+                };
+                self.asks.calls.swap_remove(at);
+                None
+            }
+            Err(refused) => Some(refused),
         }
     }
 }

@@ -72,6 +72,10 @@ impl<T: Send + 'static> Process for Body<T> {
         method: &str,
         input: Payload,
     ) -> Result<(), InitError> {
+        // Checked before the stage is taken: a refused `init` leaves a started body as it was.
+        if !matches!(self.stage, BodyStage::Unstarted(_)) {
+            return Err(InitError::failed("the body was already started"));
+        }
         let BodyStage::Unstarted(make) = std::mem::replace(&mut self.stage, BodyStage::Spent)
         else {
             return Err(InitError::failed("the body was already started"));

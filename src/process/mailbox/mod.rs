@@ -37,6 +37,7 @@ mod budget;
 mod drain;
 pub(crate) mod intake;
 mod lock;
+mod observe;
 mod room;
 mod watch;
 
@@ -49,8 +50,8 @@ pub(crate) use watch::{Watch, Watcher};
 use super::exit::ExitReason;
 use super::queue::Queue;
 use super::state::{StateWord, TransitionOnEvent};
-use super::stats::{CellInfo, CellStats, CellSurvey};
-use super::{drop_contained, drop_each, Event, Events, Message, MessageType, ProcessState};
+use super::stats::CellStats;
+use super::{drop_contained, drop_each, Event, Events, Message, MessageType};
 use crate::executor::{DeferredWake, TaskRef};
 use crate::loom::atomic::{AtomicUsize, Ordering::Relaxed};
 use budget::TopicMap;
@@ -138,6 +139,9 @@ struct Inner {
     /// A shutdown's `Cancel` was claimed for the process (`watch.rs`: the first pass, a spawn
     /// during the shutdown, its supervisor's exit signal to it trapping exits): it gets one.
     shutdown_cancelled: bool,
+    /// The process is still inside `init`: set by `open_as`, cleared by `set_task` (its task is
+    /// about to be queued). Read only by the observers (`observe.rs`), which do not show it.
+    starting: bool,
     /// Usage of the topics that carry a budget. An entry exists only while its topic has
     /// messages queued or its overflow marker waits: `release` removes it when the last one
     /// leaves, and `close` drops the whole map, so a topic used once costs nothing afterwards
@@ -201,6 +205,7 @@ impl ProcessCell {
                     terminate: false,
                     cancel_asked: false,
                     shutdown_cancelled: false,
+                    starting: false,
                     queued_messages: 0,
                     unread: 0,
                     topics: None,
@@ -234,7 +239,8 @@ impl ProcessCell {
     /// (tests of the process layer).
     #[cfg(test)]
     pub(crate) fn open(&self) -> Generation {
-        self.open_as(Incarnation::default(), self.mailbox.capacity())
+        // Past `init`, as a spawned process is once its task is kept (`set_task`).
+        self.open_starting(Incarnation::default(), self.mailbox.capacity(), false)
     }
 
     /// Starts the next incarnation: `Free` → `Open`, state `Ready`, a new generation, which it
@@ -242,6 +248,16 @@ impl ProcessCell {
     /// exclusively (it took it off the free list) and checked that the generation is not
     /// exhausted.
     pub(crate) fn open_as(&self, incarnation: Incarnation, capacity: usize) -> Generation {
+        self.open_starting(incarnation, capacity, true)
+    }
+
+    /// [`open_as`](Self::open_as), the process inside `init` (`starting`) or not (tests).
+    fn open_starting(
+        &self,
+        incarnation: Incarnation,
+        capacity: usize,
+        starting: bool,
+    ) -> Generation {
         let mut inner = self.mailbox.inner.lock();
         let (last, phase) = self.mailbox.gate.load();
         debug_assert_eq!(phase, Phase::Free);
@@ -256,6 +272,7 @@ impl ProcessCell {
         inner.terminate = false;
         inner.cancel_asked = false;
         inner.shutdown_cancelled = false;
+        inner.starting = starting;
         inner.queued_messages = 0;
         inner.unread = 0;
         inner.kind = incarnation.kind;
@@ -545,56 +562,6 @@ impl ProcessCell {
         admission
     }
 
-    /// The message type the process of `generation` declared (`Some(None)`: none), or `None`
-    /// if the cell no longer hosts it.
-    #[cfg_attr(not(feature = "cluster"), allow(dead_code))]
-    pub(crate) fn takes(&self, generation: Generation) -> Option<Option<MessageType>> {
-        let inner = self.mailbox.inner.lock();
-        let (current, phase) = self.mailbox.gate.load();
-        (current == generation && phase == Phase::Open).then_some(inner.takes)
-    }
-
-    /// The state of the process of `generation`, or `None` if the cell no longer hosts it.
-    pub(crate) fn state(&self, generation: Generation) -> Option<ProcessState> {
-        let _inner = self.mailbox.inner.lock();
-        let (current, phase) = self.mailbox.gate.load();
-        (current == generation && phase != Phase::Free).then(|| self.state.load().process_state())
-    }
-
-    /// The process of `generation` (`None`: whichever is live), if the cell hosts it and it is
-    /// not finishing.
-    pub(crate) fn info(&self, generation: Option<Generation>) -> Option<CellInfo> {
-        let inner = self.mailbox.inner.lock();
-        let (current, phase) = self.mailbox.gate.load();
-        if phase != Phase::Open || generation.is_some_and(|g| g != current) {
-            return None;
-        }
-        Some(CellInfo {
-            generation: current,
-            state: self.state.load().process_state(),
-            kind: inner.kind,
-            spawned_at: inner.spawned_at,
-            steps: self.stats.steps(),
-            mailbox_depth: inner.events.len() + inner.behind.len() + self.mailbox.intake.len(),
-            outstanding: self.stats.outstanding(),
-            unread_messages: self.stats.held().0,
-            unread_signals: self.stats.held().1,
-        })
-    }
-
-    /// What the metrics snapshot reads from the cell, in one critical section.
-    pub(crate) fn survey(&self) -> CellSurvey {
-        let inner = self.mailbox.inner.lock();
-        CellSurvey {
-            live: (self.mailbox.gate.load().1 == Phase::Open)
-                .then(|| self.state.load().process_state()),
-            max_depth: inner.max_depth,
-            handler_errors: self.stats.handler_errors(),
-            handler_panics: self.stats.handler_panics(),
-            destructor_panics: self.stats.destructor_panics(),
-        }
-    }
-
     /// Jumps the generation (tests of what happens when a slot's generations run out).
     #[cfg(all(test, not(loom)))]
     pub(crate) fn set_generation(&self, generation: Generation) {
@@ -617,6 +584,8 @@ impl ProcessCell {
         }
         debug_assert!(inner.task.is_none());
         inner.task = Some(task);
+        // `init` succeeded and the task is about to be queued: observers show the process now.
+        inner.starting = false;
         None
     }
 

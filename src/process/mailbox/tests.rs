@@ -1,7 +1,7 @@
 //! Unit tests of the mailbox: generations, phases, capacity, batches.
 use super::*;
 use crate::process::Events;
-use crate::process::{CommandError, Payload};
+use crate::process::{CommandError, Payload, ProcessState};
 
 fn completion(tag: u64) -> Event {
     Event::YieldComplete {

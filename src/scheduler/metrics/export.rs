@@ -23,10 +23,16 @@ impl SchedulerMetrics {
     /// | `procsched_handler_panics_total` | counter | |
     /// | `procsched_destructor_panics_total` | counter | |
     /// | `procsched_mailbox_high_water` | gauge | |
-    /// | `procsched_longest_step_seconds` | gauge | (the process is in the snapshot: a `pid` label would grow a series per process) |
-    /// | `procsched_worker_<counter>_total` | counter | `worker`: its index; one per [`WorkerMetrics`](crate::executor::WorkerMetrics) field |
+    /// | `procsched_longest_step_seconds` | gauge | (0 when no step was sampled in the window; the process is in the snapshot: a `pid` label would grow a series per process) |
+    /// | `procsched_worker_<counter>_total` | counter | `worker`: a configured worker's index (`0`, `1`, ...), or `spare-<index>` for a spare worker slot ([`ExecutorMetrics::spares`](crate::executor::ExecutorMetrics::spares)); one per [`WorkerMetrics`](crate::executor::WorkerMetrics) field |
     /// | `procsched_monitor_long_polls_total`, `procsched_monitor_spares_started_total`, `procsched_monitor_spares_retired_total`, `procsched_monitor_spare_threads_ended_total` | counter | (the [`MonitorMetrics`](crate::executor::MonitorMetrics) counters) |
     /// | `procsched_monitor_longest_poll_seconds`, `procsched_monitor_spare_threads`, `procsched_monitor_active_workers`, `procsched_monitor_stuck_workers` | gauge | (its gauges; the longest poll's PID stays in the snapshot) |
+    ///
+    /// No series carries a label naming the scheduler: two schedulers exporting into the same
+    /// recorder write the same series, each export overwriting the other's values. To tell
+    /// them apart, export each scheduler's snapshot into a recorder of its own
+    /// (`metrics::with_local_recorder`), or through a recorder layer that renames or labels
+    /// what it records (the `metrics-util` crate's `layers`, such as its `PrefixLayer`).
     ///
     /// Requires the cargo feature `metrics`.
     ///
@@ -121,13 +127,16 @@ impl SchedulerMetrics {
             "Most events ever queued in one mailbox"
         );
         gauge!("procsched_mailbox_high_water").set(self.mailbox_high_water as f64);
-        if let Some(step) = self.longest_step {
-            describe_gauge!(
-                "procsched_longest_step_seconds",
-                "Longest sampled step of the last minutes"
-            );
-            gauge!("procsched_longest_step_seconds").set(step.duration.as_secs_f64());
-        }
+        describe_gauge!(
+            "procsched_longest_step_seconds",
+            "Longest sampled step of the last minutes (0: none sampled)"
+        );
+        // Set even when no step was sampled: a gauge left alone keeps its last value, which
+        // would report a step that has left the window as if it were recent.
+        let longest_step = self
+            .longest_step
+            .map_or(0.0, |step| step.duration.as_secs_f64());
+        gauge!("procsched_longest_step_seconds").set(longest_step);
         let monitor = self.executor.monitor();
         describe_counter!(
             "procsched_monitor_long_polls_total",
@@ -174,8 +183,11 @@ impl SchedulerMetrics {
         ] {
             gauge!(name).set(n);
         }
-        for (index, w) in self.executor.workers().iter().enumerate() {
-            let worker = index.to_string();
+        let configured = self.executor.workers().iter().enumerate();
+        let configured = configured.map(|(index, w)| (index.to_string(), w));
+        let spares = self.executor.spares().iter().enumerate();
+        let spares = spares.map(|(index, w)| (format!("spare-{index}"), w));
+        for (worker, w) in configured.chain(spares) {
             for (name, n) in [
                 ("procsched_worker_polls_total", w.polls),
                 ("procsched_worker_stolen_total", w.stolen),

@@ -147,14 +147,17 @@ pub struct FinishCounts {
     /// Stopped from outside: by [`terminate`](crate::SchedulerHandle::terminate), or by the
     /// exit signal of a linked process it does not trap — whatever that signal's reason (its
     /// handle, links and monitors carry the reason: `Killed`, or the linked process's own
-    /// `Failed` / `Panicked` / …).
+    /// `Failed` / `Panicked` / …). Counted here even after a [`cancel`](crate::SchedulerHandle::cancel)
+    /// asked it to finish: the stop is how it ended. Not during a shutdown's grace period
+    /// (that end is `cancelled`).
     pub terminated: u64,
     /// Finished after being asked to finish, other than by a panic: during a shutdown's grace
     /// period, after its [`Event::Cancel`](crate::state_machine::Event::Cancel) (the
-    /// [`ShutdownReport::graceful`](crate::metrics::ShutdownReport::graceful) ones), or after a
-    /// [`cancel`](crate::SchedulerHandle::cancel) (a supervisor stopping a child, say) —
-    /// however it ended (a body that returns an error of its own then is counted here; its
-    /// handle says `Failed`).
+    /// [`ShutdownReport::graceful`](crate::metrics::ShutdownReport::graceful) ones), however
+    /// it ended; or after a [`cancel`](crate::SchedulerHandle::cancel) (a supervisor stopping a
+    /// child, say) by ending on its own — with a result, the cancellation, or an error of its own
+    /// (counted here; its handle says `Failed`). A cancelled process then stopped by `terminate` or an
+    /// exit signal, outside a shutdown, is `terminated`.
     pub cancelled: u64,
     /// Stopped by shutdown after its grace period
     /// ([`ShutdownReport::forced`](crate::metrics::ShutdownReport::forced), and abandoned processes once
