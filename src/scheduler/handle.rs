@@ -141,8 +141,9 @@ impl SchedulerHandle {
         };
         // Step 3. The cell is open from here on: events sent to `pid` during `init` wait for
         // the first step. Observers (`state`, `processes`, `metrics`) do not show the process
-        // until its task is kept (`tasks::spawn`; `mailbox/observe.rs`). The process's span is entered around `init` (and `close` if it
-        // fails), then around every poll of the process future.
+        // until its task is kept (`tasks::spawn`; `mailbox/observe.rs`). The process's span is
+        // entered around `init` (and `close` if it fails), then around every poll of the
+        // process future.
         let span = tracing::info_span!("process", pid = %pid, kind, method);
         let entered = span.enter();
         let ctx = ProcessContext::new(pid, self).with_cell(&cell);
