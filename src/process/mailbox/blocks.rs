@@ -50,7 +50,8 @@
 //!      lets that read and this one both see old values. A successful CAS is a write in the
 //!      tail's modification order: a claim after it reads from it, and so sees everything the
 //!      consumer did before, the clearing of the flag included.
-//!    - Never waiting for the value: the consumer holds the mailbox lock, and a producer
+//!    - Never waiting for the value (but in a process's `close`, `intake.rs` step 4): the
+//!      consumer holds the mailbox lock, and a producer
 //!      preempted between its claim and its write (16 senders on 2 cores) would stall the
 //!      draining worker and every locked sender behind it. The producer that writes the slot
 //!      tells the process afterwards (`intake.rs`, protocol 7 step 3), so a consumer that left
@@ -447,7 +448,7 @@ impl<T> Drop for BlockQueue<T> {
 /// Spinning for a claim or an installation: crossbeam's exponential backoff normally; a
 /// yield under loom, whose models need every spin loop to yield.
 #[derive(Default)]
-struct Backoff {
+pub(super) struct Backoff {
     #[cfg(not(loom))]
     inner: crossbeam_utils::Backoff,
 }
@@ -461,7 +462,7 @@ impl Backoff {
         crate::loom::thread::yield_now();
     }
 
-    fn snooze(&mut self) {
+    pub(super) fn snooze(&mut self) {
         #[cfg(not(loom))]
         self.inner.snooze();
         #[cfg(loom)]

@@ -212,7 +212,10 @@ impl Mailbox {
     pub(crate) fn push_to_intake(&self, generation: Generation, event: Event) -> Result<(), Event> {
         match self.intake.installed() {
             Some(intake) => {
-                intake.push((generation, event));
+                let Event::Message(message) = event else {
+                    panic!("only messages take the intake queue");
+                };
+                intake.push(super::intake::Stamped::new(generation, message));
                 Ok(())
             }
             None => Err(event),

@@ -50,19 +50,34 @@
 //!    decides every refusal (`Closed`, `Gone`, `Dropped`), so refusals mean the same on both
 //!    paths.
 //! 2. It pushes `(generation, event)` into the intake queue (`blocks.rs`, protocol 8: a claim by
-//!    CAS on the queue's tail, then the write).
-//! 3. It calls [`StateWord::transition_on_event`](crate::process::state::StateWord) (protocol 2,
-//!    step 2) without the lock. On `Wake` it takes the lock only to clone the registered waker,
-//!    then wakes after unlocking.
+//!    CAS on the queue's tail, then the write), as a [`Stamped`].
+//! 3. It loads the gate again. Still `Open` with its generation (a diversion or not): it calls
+//!    [`StateWord::transition_on_event`](crate::process::state::StateWord) (protocol 2, step 2)
+//!    without the lock. On `Wake` it takes the lock only to clone the registered waker, then
+//!    wakes after unlocking. Otherwise, step 5.
 //! 4. Every *consumer* of the intake queue holds the mailbox lock, so it has one consumer at a
 //!    time: the drain (the locked queue first, then the intake queue, then the diverted events),
 //!    a locked push (moves the intake queue's events into the locked queue before queueing its
-//!    own), `close` (drops them with the queue). No consumer waits for a slot that a sender has
-//!    claimed and not written yet (`blocks.rs`, pop step 1): the drain stops there, and a locked
-//!    push that meets one starts a diversion (below). An event whose generation is not the
-//!    gate's is *stale* — pushed after its process's `close` took the queue's contents, or left
-//!    behind such a slot when it closed — and is dropped, after the lock is released (its
-//!    payload's destructor is user code, which may send to this very process).
+//!    own), `close` (drops them with the queue). The drain and a locked push never wait for a
+//!    slot that a sender has claimed and not written yet (`blocks.rs`, pop step 1): the drain
+//!    stops there, and a locked push that meets one starts a diversion (below). `close` waits
+//!    for it — once per process, for a sender between two adjacent writes — so that nothing
+//!    sent to the process outlives it behind such a slot. An event whose generation is not the
+//!    gate's is *stale* and is dropped, after the lock is released (its payload's destructor is
+//!    user code, which may send to this very process).
+//! 5. A sender whose step 3 found the process closing or gone (its `close` stores `Closing`
+//!    before it empties the queue) takes the lock and drops what the queue holds for no open
+//!    process, leaving a next process's events, in order, in the locked queue. Its send still
+//!    returns `Ok`: accepted, then dropped unread with its process, as a message queued just
+//!    before the end is.
+//!
+//! **Nothing sent outlives its process.** A message accepted by a lock-free send is dropped by
+//! `close`, by its own sender before its send returns, or (stale) by whichever consumer meets
+//! it first — never left for a next process that may never come (a `Reply` inside it would
+//! leave its asker waiting for ever). Either the sender's claim comes before `close`'s last
+//! emptiness check (a CAS of the tail, pop step 1) in the tail's modification order, and `close`
+//! sees the claim and waits for the write; or after it, and then the claim reads from that CAS,
+//! which `close` made after storing `Closing`: step 3 sees the gate closed (or later values).
 //!
 //! **No wake is lost.** Step 3 may find a poll already due or flagged and write nothing: a
 //! store-then-load pattern against the worker, which clears the flag (an RMW of the state word)
@@ -104,7 +119,8 @@
 //! which happens only once `a` has left `behind`. Locked queue before intake queue, and a
 //! lock-free `b` never entering the locked queue, cover the remaining cases.
 //!
-//! Checked by `loom_lock_free_send_racing_a_park`, `loom_lock_free_send_racing_close_and_reuse`,
+//! Checked by `loom_lock_free_send_racing_a_park`, `loom_lock_free_send_racing_close_and_reuse`
+//! (the send's payload dropped by the time the send and `close` are done),
 //! `loom_one_senders_messages_keep_their_order_across_both_paths` and
 //! `loom_a_locked_push_behind_an_unwritten_slot_never_waits_and_keeps_the_order`
 //! (`process/tests/loom_intake.rs`), on the real queue (at two slots per block under loom); the
@@ -114,7 +130,7 @@ use super::blocks::{BlockQueue, Pop};
 use super::{Admission, Generation, Phase};
 use crate::loom::atomic::{AtomicPtr, AtomicU64, Ordering};
 use crate::process::stats::CellStats;
-use crate::process::{drop_contained, drop_each, Event};
+use crate::process::{drop_contained, drop_each, Event, Message};
 use std::mem::ManuallyDrop;
 
 /// The locked queue's depth at which a message installs the intake queue: a backlog that
@@ -122,8 +138,34 @@ use std::mem::ManuallyDrop;
 /// polled).
 pub(crate) const INTAKE_INSTALL_DEPTH: usize = 8;
 
-/// A queued event and the generation it was sent to.
-pub(crate) type Stamped = (Generation, Event);
+/// A message in the intake queue and the generation it was sent to.
+///
+/// Kept whole: a layout of 56 bytes (a typed send's message as its payload alone, any other
+/// message's sender and topic boxed, slots aligned to one cache line) was tried against the
+/// 96-byte slot and measured no faster on a 2-core VM (`msgprobe sm`/`async`, alternated),
+/// while it put an allocation on an untyped send to a backlogged process.
+pub(crate) struct Stamped {
+    generation: Generation,
+    message: Message,
+}
+
+impl Stamped {
+    /// Stamps `message`, one without a topic budget (those take the locked path, protocol 7).
+    #[inline(always)]
+    pub(crate) fn new(generation: Generation, message: Message) -> Stamped {
+        debug_assert!(message.budget.is_none(), "a budgeted message in the intake");
+        Stamped {
+            generation,
+            message,
+        }
+    }
+
+    /// The generation it was sent to and its event.
+    #[inline(always)]
+    fn into_parts(self) -> (Generation, Event) {
+        (self.generation, Event::Message(self.message))
+    }
+}
 
 /// The queue a cell's lock-free senders push into.
 pub(super) type IntakeQueue = BlockQueue<Stamped>;
@@ -187,6 +229,13 @@ impl Gate {
             Phase::Closing => Admission::Closed,
             Phase::Free => Admission::Gone,
         }
+    }
+
+    /// `true` if the process of `generation` is open, diverted or not: a sender's check after
+    /// its push (protocol 7, step 5).
+    #[inline]
+    pub(super) fn is_current(&self, generation: Generation) -> bool {
+        self.0.load(Ordering::Acquire) & !DIVERTED == encode(generation, Phase::Open, false)
     }
 
     /// `true` if the process of `generation` is open and no diversion is on: the fast path's
@@ -288,11 +337,21 @@ impl Intake {
     pub(super) fn pop_current(&self, generation: Generation, stale: &mut Stale<'_>) -> Next {
         loop {
             match self.pop() {
-                Pop::Value((sent_to, event)) if sent_to == generation => return Next::Event(event),
-                Pop::Value((_, event)) => stale.push(event),
+                Pop::Value(stamped) => match stamped.into_parts() {
+                    (sent_to, event) if sent_to == generation => return Next::Event(event),
+                    (_, event) => stale.push(event),
+                },
                 Pop::Empty => return Next::Empty,
                 Pop::Unwritten => return Next::Unwritten,
             }
+        }
+    }
+
+    /// Sets aside every event up to the first unwritten slot, whatever its generation: no
+    /// process is open to take them (protocol 7, step 5). Only under the mailbox lock.
+    pub(super) fn set_aside_all(&self, stale: &mut Stale<'_>) {
+        while let Pop::Value(stamped) = self.pop() {
+            stale.push(stamped.into_parts().1);
         }
     }
 
@@ -332,8 +391,8 @@ impl Drop for Intake {
         let queue = unsafe { Box::from_raw(queue) };
         // Payload destructors are user code: contained one by one, as everywhere else.
         // SAFETY: `&mut self`: no other consumer.
-        while let Pop::Value((_, event)) = unsafe { queue.pop() } {
-            drop_contained(event);
+        while let Pop::Value(stamped) = unsafe { queue.pop() } {
+            drop_contained(stamped.into_parts().1);
         }
     }
 }

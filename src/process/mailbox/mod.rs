@@ -55,7 +55,7 @@ use super::{drop_contained, drop_each, Event, Events, Message, MessageType};
 use crate::executor::{DeferredWake, TaskRef};
 use crate::loom::atomic::{AtomicUsize, Ordering::Relaxed};
 use budget::TopicMap;
-use intake::{Gate, Intake, IntakeQueue, Stale, INTAKE_INSTALL_DEPTH};
+use intake::{Gate, Intake, IntakeQueue, Stale, Stamped, INTAKE_INSTALL_DEPTH};
 use lock::SpinLock;
 use std::task::Waker;
 
@@ -354,8 +354,8 @@ impl ProcessCell {
         if let Some(intake) = mailbox.intake.installed() {
             // The capacity after the gate: the one of the incarnation the gate showed open.
             if mailbox.gate.is_open(generation) && mailbox.capacity() == usize::MAX {
-                intake.claim().write((generation, Event::Message(make())));
-                self.wake_after_lock_free_push();
+                intake.claim().write(Stamped::new(generation, make()));
+                self.after_lock_free_push(generation);
                 return Ok(());
             }
         }
@@ -366,8 +366,8 @@ impl ProcessCell {
     /// queue — most mailboxes — stays as short as before.
     #[inline(never)]
     fn deliver_lock_free(&self, intake: &IntakeQueue, generation: Generation, message: Message) {
-        intake.push((generation, Event::Message(message)));
-        self.wake_after_lock_free_push();
+        intake.push(Stamped::new(generation, message));
+        self.after_lock_free_push(generation);
     }
 
     /// A message's locked push, handing it back if refused.
@@ -400,7 +400,35 @@ impl ProcessCell {
         (mailbox.gate.is_open(generation) && mailbox.capacity() == usize::MAX).then_some(intake)
     }
 
-    /// Protocol 7 of `intake.rs`, step 3: after a lock-free push, protocol 2's step 2.
+    /// Protocol 7 of `intake.rs`, steps 3 and 5: after a lock-free push, the gate again; then
+    /// protocol 2's step 2, or — the process closed meanwhile — dropping what was pushed late.
+    #[inline(always)]
+    pub(super) fn after_lock_free_push(&self, generation: Generation) {
+        if self.mailbox.gate.is_current(generation) {
+            self.wake_after_lock_free_push();
+        } else {
+            self.drop_late_pushes();
+        }
+    }
+
+    /// Protocol 7 of `intake.rs`, step 5: the process a lock-free push was bound to closed after
+    /// its sender read the gate, and `close` may have taken the intake queue's contents before
+    /// the push: under the lock, the intake queue's stale events go (dropped after the unlock)
+    /// and a later process's stay, in order.
+    #[cold]
+    #[inline(never)]
+    fn drop_late_pushes(&self) {
+        let mut stale = Stale::new(&self.stats);
+        let mut inner = self.mailbox.inner.lock();
+        if self.mailbox.gate.load().1 == Phase::Open {
+            // A later process's: its events move to the locked queue, ours are stale.
+            let _ = self.mailbox.settle_intake(&mut inner, &mut stale);
+        } else {
+            self.mailbox.intake.set_aside_all(&mut stale);
+        }
+    }
+
+    /// Protocol 2's step 2 after a lock-free push.
     #[inline]
     fn wake_after_lock_free_push(&self) {
         if self.state.transition_on_event() == TransitionOnEvent::Wake {
@@ -624,12 +652,17 @@ impl ProcessCell {
             let mut inner = self.mailbox.inner.lock();
             let (generation, phase) = self.mailbox.gate.load();
             debug_assert_eq!(phase, Phase::Open);
-            // The intake queue's events go with the locked queue's (up to a slot a sender has
-            // not written: what is behind it is found stale by the next consumer, as is what a
-            // sender that read the gate before this store still pushes: `intake.rs`).
-            let _ = self.mailbox.settle_intake(&mut inner, &mut stale);
-            // Also ends a diversion.
+            // First, and also ends a diversion: a sender whose claim comes after the emptiness
+            // check below sees it, and drops its late push itself (`intake.rs`, protocol 7
+            // step 5).
             self.mailbox.gate.store(generation, Phase::Closing);
+            // The intake queue's events go with the locked queue's, all of them: a slot claimed
+            // and not yet written is waited for (its sender writes next; the one wait on the
+            // intake queue, once per process), else what it holds would outlive the process.
+            let mut backoff = blocks::Backoff::default();
+            while !self.mailbox.settle_intake(&mut inner, &mut stale) {
+                backoff.snooze();
+            }
             // An idle cell keeps one block of its intake queue, not two (`intake.rs`).
             self.mailbox.intake.shrink();
             inner.queued_messages = 0;
@@ -693,6 +726,16 @@ impl ProcessCell {
     #[cfg(all(test, not(loom)))]
     pub(crate) fn release_watched(&self) -> (Generation, Vec<Watch>) {
         self.release()
+    }
+
+    /// A lock-free push by a sender that read an open gate for `generation` before its process
+    /// closed, with the sender's check after it (protocol 7, steps 2, 3 and 5).
+    #[cfg(all(test, not(loom)))]
+    pub(crate) fn push_late(&self, generation: Generation, message: Message) {
+        self.mailbox
+            .push_to_intake(generation, Event::Message(message))
+            .expect("an intake queue is installed");
+        self.after_lock_free_push(generation);
     }
 }
 

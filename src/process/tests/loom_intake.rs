@@ -129,9 +129,11 @@ fn loom_lock_free_send_finding_the_poll_flagged() {
     });
 }
 
-/// Protocol 7 step 4: a lock-free send bound to a finishing process, racing close → release →
-/// open, is refused, or accepted and dropped (by `close`, or as stale by the next process's
-/// drain); it never reaches the next process, and its payload is dropped exactly once.
+/// Protocol 7 steps 4 and 5: a lock-free send bound to a finishing process, racing close → release →
+/// open, is refused, or accepted and dropped — by `close`, or by its own sender when it finds
+/// the process gone after its push — before the send returns: never left in the queue for a
+/// next process to find; it never reaches the next process, and its payload is dropped exactly
+/// once.
 #[test]
 fn loom_lock_free_send_racing_close_and_reuse() {
     struct Counted(std::sync::Arc<AtomicUsize>);
@@ -166,10 +168,14 @@ fn loom_lock_free_send_racing_close_and_reuse() {
             admission,
             Admission::Accepted | Admission::Closed | Admission::Gone
         ));
+        assert_eq!(
+            drops.load(SeqCst),
+            1,
+            "dropped once, whatever the path, by the time both are done"
+        );
         let mut events = Events::default();
         let _ = cell.drain_into(&mut events, 8, None);
         assert!(events.is_empty(), "a message to {old} reached {new}");
-        assert_eq!(drops.load(SeqCst), 1, "dropped once, whatever the path");
     });
 }
 

@@ -4,10 +4,10 @@
 
 use crate::loom::atomic::{AtomicUsize, Ordering::SeqCst};
 use crate::process::mailbox::blocks::BLOCK_CAP;
-use crate::process::mailbox::intake::INTAKE_INSTALL_DEPTH;
+use crate::process::mailbox::intake::{Stamped, INTAKE_INSTALL_DEPTH};
 use crate::process::mailbox::{Admission, Drained, Generation, Incarnation, ProcessCell};
 use crate::process::Payload;
-use crate::process::{CommandError, Event, Events, Message, TopicBudget};
+use crate::process::{CommandError, Event, Events, Message, Pid, TopicBudget};
 use std::sync::Arc;
 
 fn message(n: u64) -> Message {
@@ -57,7 +57,11 @@ impl Drop for Counted {
 }
 
 fn counted(drops: &Arc<AtomicUsize>) -> Event {
-    Event::Message(Message::new("c", Payload::new(Counted(drops.clone()))))
+    Event::Message(counted_message(drops))
+}
+
+fn counted_message(drops: &Arc<AtomicUsize>) -> Message {
+    Message::new("c", Payload::new(Counted(drops.clone())))
 }
 
 #[test]
@@ -350,7 +354,7 @@ fn an_unwritten_slot_stops_the_drain_and_diverts_later_locked_pushes_without_wai
         (Drained::Unwritten, vec![]),
         "still stopped"
     );
-    claim.write((generation, Event::Message(message(1))));
+    claim.write(Stamped::new(generation, message(1)));
     assert_eq!(drain_all(&cell, 2), [1, 2, 1003, 4]);
     assert!(!cell.mailbox.is_diverted(), "the drain ended the diversion");
     send(&cell, generation, 5);
@@ -373,7 +377,7 @@ fn a_locked_push_ends_a_diversion_once_the_slot_is_written() {
     cell.deliver_message(generation, message(2).with_budget(budget, 1))
         .unwrap();
     assert!(cell.mailbox.is_diverted());
-    claim.write((generation, Event::Message(message(0))));
+    claim.write(Stamped::new(generation, message(0)));
     cell.deliver_message(generation, message(3).with_budget(budget, 1))
         .unwrap();
     assert!(!cell.mailbox.is_diverted());
@@ -386,24 +390,110 @@ fn a_locked_push_ends_a_diversion_once_the_slot_is_written() {
     );
 }
 
-/// `close` during a diversion drops what it holds once and ends it; what waits behind the
-/// unwritten slot is the old process's, and never reaches the next one.
+/// `close` during a diversion drops what it holds once and ends it; it waits for a slot a
+/// sender claimed and has not written (the sender, here on another thread, writes next), so
+/// that what it holds goes with the process too; the next process starts clean.
 #[test]
 fn close_during_a_diversion_drops_everything_once_and_the_next_process_starts_clean() {
+    /// The claimed slot, handed to the thread that writes it.
+    struct Claimed<'a>(crate::process::mailbox::blocks::Claim<'a, Stamped>);
+    // SAFETY: a claim is written once, by whichever thread holds it; its block outlives the
+    // scope (the cell does).
+    unsafe impl Send for Claimed<'_> {}
+
     let (cell, old) = ProcessCell::new_open();
     install_intake(&cell, old);
     let drops = Arc::new(AtomicUsize::new(0));
-    let claim = cell.mailbox.claim_intake_slot().expect("installed");
+    let claim = Claimed(cell.mailbox.claim_intake_slot().expect("installed"));
     cell.mailbox.push_to_intake(old, counted(&drops)).unwrap();
     assert_eq!(cell.deliver(old, counted(&drops)), Admission::Accepted);
     assert!(cell.mailbox.is_diverted());
-    let _ = cell.close();
-    assert_eq!(drops.load(SeqCst), 1, "the diverted event");
+    std::thread::scope(|scope| {
+        let late = counted_message(&drops);
+        scope.spawn(move || {
+            let claim = claim;
+            claim.0.write(Stamped::new(old, late));
+        });
+        let _ = cell.close();
+    });
+    assert_eq!(
+        drops.load(SeqCst),
+        3,
+        "the diverted event, the one behind the slot and the slot's, all by close"
+    );
     assert!(!cell.mailbox.is_diverted());
     let _ = cell.release();
     let new = cell.open();
-    claim.write((old, counted(&drops)));
     send(&cell, new, 7);
     assert_eq!(drain_all(&cell, 8), [7]);
-    assert_eq!(drops.load(SeqCst), 3, "the late ones, dropped as stale");
+    assert_eq!(drops.load(SeqCst), 3);
+}
+
+/// A sender that read the gate open just before `close` and pushes after it took the intake
+/// queue's contents finds the process gone when it looks again, and drops its message before
+/// its send returns — it does not wait in the queue for a next process (a `Reply` inside would
+/// leave its asker waiting). With a next process open by then, that process's messages stay.
+#[test]
+fn a_push_that_lands_after_close_is_dropped_by_its_own_sender() {
+    let (cell, old) = ProcessCell::new_open();
+    install_intake(&cell, old);
+    let drops = Arc::new(AtomicUsize::new(0));
+    let _ = cell.close();
+    cell.push_late(old, counted_message(&drops));
+    assert_eq!(drops.load(SeqCst), 1, "closing");
+    let _ = cell.release();
+    cell.push_late(old, counted_message(&drops));
+    assert_eq!(drops.load(SeqCst), 2, "released");
+    let new = cell.open();
+    send(&cell, new, 7);
+    cell.push_late(old, counted_message(&drops));
+    assert_eq!(drops.load(SeqCst), 3, "the next process open");
+    send(&cell, new, 8);
+    assert_eq!(drain_all(&cell, 8), [7, 8]);
+}
+
+/// The intake queue keeps a typed send's message in its payload alone (`Stamped`); every other
+/// message keeps its sender and topic beside it. Both come out as they went in.
+#[test]
+fn messages_keep_their_sender_and_topic_through_the_intake_queue() {
+    let (cell, generation) = ProcessCell::new_open();
+    install_intake(&cell, generation);
+    let typed = crate::process::typed::into_message(7u64);
+    let sender = Pid::new(3, 1);
+    let sent = [
+        typed,
+        Message::new("n", Payload::new(8u64)),
+        Message::new(String::from("owned"), Payload::new(9u64)),
+        Message::new(std::any::type_name::<u64>(), Payload::new(10u64)).with_from(sender),
+    ];
+    for message in sent {
+        cell.deliver_message(generation, message).unwrap();
+    }
+    assert_eq!(
+        cell.mailbox.intake_len(),
+        Some(4),
+        "all four took the intake"
+    );
+    let mut events = Events::default();
+    assert_eq!(cell.drain_into(&mut events, 64, None), Drained::All);
+    let received: Vec<_> = events
+        .drain()
+        .map(|event| match event {
+            Event::Message(m) => (
+                m.from,
+                m.topic.into_owned(),
+                m.payload.take::<u64>().unwrap(),
+            ),
+            other => panic!("unexpected {other:?}"),
+        })
+        .collect();
+    assert_eq!(
+        received,
+        [
+            (None, "u64".to_owned(), 7),
+            (None, "n".to_owned(), 8),
+            (None, "owned".to_owned(), 9),
+            (Some(sender), "u64".to_owned(), 10),
+        ]
+    );
 }
