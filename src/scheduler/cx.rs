@@ -345,7 +345,11 @@ impl<M: Send + 'static> ProcessCx<M> {
     }
 
     /// Ends the monitor `monitor`: no `Down` of it is received afterwards (one already
-    /// delivered and not yet received is discarded). `true` if it was active.
+    /// delivered and not yet received is discarded). `true` if it was active or its `Down` was
+    /// waiting unreceived (and is now discarded); `false` only when there was nothing to end or
+    /// discard (the `Down` already received, or the reference never this process's). OTP's
+    /// `demonitor(Ref, [flush, info])` answers `false` for a discarded `DOWN` too; here both
+    /// cases that leave no `Down` to come read `true`.
     ///
     /// # Examples
     ///
