@@ -14,9 +14,11 @@
 //!   tag the process chose.
 //! - **Any event wakes** a `Blocked` or `Idle` process: a completion wakes an idle process too, and
 //!   a message wakes a blocked one.
-//! - **Continue** re-queues the process *behind* other ready work (its worker's queued work first;
-//!   the global queue is visited at least every 61 tasks), so a process that never waits cannot
-//!   starve its worker.
+//! - **Continue** re-queues the process on its worker, behind that worker's queued work (its
+//!   local queue, the processes woken there from outside, the ones re-queued before it); the
+//!   global queue, where processes spawned from outside the workers wait, is visited first every
+//!   61st poll (or when the worker has nothing of its own). So a process that never waits cannot
+//!   starve its worker, though on one worker a spawn from outside may wait up to 61 polls.
 //! - **Flooded mailboxes** are delivered in batches (at most `max_batch` mailbox events per
 //!   step, plus the completions of the previous step's inline yields), so one
 //!   process cannot monopolise a worker; the rest come in the next steps.

@@ -11,7 +11,8 @@ use std::time::Duration;
 
 /// Default most events moved into one step.
 pub const DEFAULT_MAX_BATCH: usize = 64;
-/// Default most steps in one poll before a process is re-queued behind other work.
+/// Default most steps in one poll before a process is re-queued on its worker
+/// ([`SchedulerBuilder::step_budget`](crate::config::SchedulerBuilder::step_budget) says where).
 pub const DEFAULT_STEP_BUDGET: usize = 64;
 /// How long dropping a [`Scheduler`] lets cancelled processes finish before forcing them.
 pub const DEFAULT_DROP_TIMEOUT: Duration = Duration::from_millis(250);
@@ -253,7 +254,11 @@ impl SchedulerBuilder {
     }
 
     /// Most steps in one poll (default [`DEFAULT_STEP_BUDGET`]; 0 counts as 1) before the
-    /// process is re-queued behind other ready work.
+    /// process is re-queued as a `Continue` re-queues it: on its worker, behind that worker's
+    /// local queue, the processes woken there from outside and the ones re-queued before it.
+    /// The global queue (processes spawned from outside the workers) comes first only every
+    /// 61st poll, or when the worker has nothing of its own: on one worker, with local processes
+    /// re-queuing themselves, a process spawned from outside waits up to 61 polls.
     ///
     /// # Examples
     ///

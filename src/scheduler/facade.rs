@@ -304,20 +304,24 @@ impl Scheduler {
     /// Erlang/OTP's does (the `timeout` still bounds it all). A child no longer linked to its
     /// supervisor (it trapped its supervisor's exit, or unlinked) is cancelled like any other.
     ///
-    /// Returns within `timeout +` [`FORCED_STOP_WAIT`](super::FORCED_STOP_WAIT) (plus the forced
-    /// processes' `close` calls, which run on this thread) with every process counted once in the
-    /// [`ShutdownReport`]: `graceful` and `forced` ones are closed; a process still inside
-    /// `init`, a `step` or `close` then cannot be preempted and is `abandoned` — it is closed
-    /// when its call returns ([`wait_for_abandoned`](Self::wait_for_abandoned) waits for that).
+    /// Returns within `timeout + 2 ×` [`FORCED_STOP_WAIT`](super::FORCED_STOP_WAIT) (the workers'
+    /// wait, then the wait for the forced processes' `close` calls, which run on threads of their
+    /// own) with every process counted once in the [`ShutdownReport`]: `graceful` and `forced`
+    /// ones are closed; a process still inside `init`, a `step` or `close` then cannot be
+    /// preempted and is `abandoned` — it is closed when its call returns
+    /// ([`wait_for_abandoned`](Self::wait_for_abandoned) waits for that). A forced `close` that
+    /// blocks is `abandoned` too, and the processes queued behind it are closed by another
+    /// thread (`abandoned` as well if that thread has not reached them in time).
     ///
     /// Idempotent; concurrent and later callers get the first call's report, waiting for it if
     /// it is not made yet. One exception, so that it cannot deadlock: a call from user code the
-    /// forced stop runs on the stopping thread (a drop guard or `close` of a forced process that
-    /// shuts the application down with it) returns at once with the report *so far* — the
-    /// processes finished until then, and every one not yet closed, its own among them, counted
-    /// `abandoned`, so [`is_complete`](ShutdownReport::is_complete) is `false`. The first
-    /// call's report is the final one. (A forced process's cleanup that *waits* for another
-    /// thread calling `shutdown` still deadlocks: that thread waits for the report.)
+    /// forced stop runs (a drop guard or `close` of a forced process that shuts the application
+    /// down with it) returns at once with the report *so far* — the processes finished until
+    /// then, and every one not yet closed, its own among them, counted `abandoned`, so
+    /// [`is_complete`](ShutdownReport::is_complete) is `false`. The first call's report is the
+    /// final one. (A forced process's cleanup that *waits* for another
+    /// thread calling `shutdown` waits until the forced stop gives up on it — the process is
+    /// then `abandoned` — and that thread gets the report.)
     ///
     /// # Panics
     ///
@@ -355,8 +359,8 @@ impl Scheduler {
     /// [`shutdown`](Self::shutdown) for async code, on any executor (tokio of either flavour,
     /// `futures::executor`, …): the grace period is awaited, not blocked on, so handlers running
     /// on the same runtime — even a current-thread one — keep running. Only the final stop
-    /// blocks: at most [`FORCED_STOP_WAIT`](super::FORCED_STOP_WAIT) plus the forced processes'
-    /// `close` calls. Its deadline needs no runtime's timer: one thread for the whole program
+    /// blocks: at most `2 ×` [`FORCED_STOP_WAIT`](super::FORCED_STOP_WAIT) (the workers, then
+    /// the forced processes' `close` calls). Its deadline needs no runtime's timer: one thread for the whole program
     /// (`procsched-timer`, started at the first such wait and shared by every scheduler) wakes
     /// it. Concurrent and re-entrant calls behave as [`shutdown`](Self::shutdown)'s do.
     ///

@@ -40,9 +40,11 @@ pub struct ShutdownReport {
     /// [`ProcessError::is_cancelled`](crate::error::ProcessError::is_cancelled).
     pub forced: usize,
     /// Processes still inside user code (`init`, a `step` or `close`) when shutdown gave up
-    /// waiting ([`FORCED_STOP_WAIT`](crate::config::FORCED_STOP_WAIT) after the timeout). Rust cannot
-    /// preempt them: each is stopped when its call returns — its `close` runs then, on the thread
-    /// that ran it, and its handle reports cancellation (a spawn still in `init` fails with
+    /// waiting ([`FORCED_STOP_WAIT`](crate::config::FORCED_STOP_WAIT) after the timeout for the
+    /// workers, and as long again for the forced processes' `close` calls) — a forced process
+    /// whose `close` had not run yet among them. Rust cannot preempt them: each is stopped when
+    /// its call returns — its `close` runs then, on the thread that ran it, and its handle
+    /// reports cancellation (a spawn still in `init` fails with
     /// [`SpawnError::ShuttingDown`]). [`Scheduler::wait_for_abandoned`](crate::Scheduler::wait_for_abandoned)
     /// waits for them.
     pub abandoned: usize,

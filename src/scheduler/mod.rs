@@ -10,6 +10,7 @@
 //! | `handlers` | handler registration on the builder: inline, async, blocking |
 //! | `facade` | [`Scheduler`]: the owner's API; blocking and async shutdown, `Drop` |
 //! | `shutdown` | the shutdown driver: graceful, then forced, then the report; the waits for abandoned processes |
+//! | `closers` | the forced stop's `close` calls, on closer threads, bounded by a deadline (its own protocol doc) |
 //! | `error` | [`SpawnError`], [`SendError`] ([`SendErrorKind`]): why a spawn or a send did not go through |
 //! | `handle` | [`SchedulerHandle`]: spawn, send, terminate, state — from anywhere |
 //! | `cx` | async-fn processes: `spawn_fn`, and what a `ProcessCx` reaches through the scheduler |
@@ -52,9 +53,11 @@
 //! 3. Set `forcing`: no process starts another step.
 //! 4. Stop the executor, waiting at most [`FORCED_STOP_WAIT`] for workers to leave their current
 //!    poll; then cancel every process task through the cells (`tasks.rs`): every process future
-//!    not being polled is dropped there (its `close` runs, it is counted `forced`).
+//!    not being polled is dropped on a closer thread (`closers.rs`; its `close` runs, it is
+//!    counted `forced`), waiting at most [`FORCED_STOP_WAIT`] again for those closes.
 //! 5. Seal, under the tally: every cell still occupied is a process still inside `init`, `step`
-//!    or `close` — `abandoned`; set `sealed`. The report is final.
+//!    or `close` (or whose forced `close` has not run yet) — `abandoned`; set `sealed`. The
+//!    report is final.
 //!
 //! **Finish** (`shared.rs`, the process future's `Host::finished`): after `close`, if
 //! `shutting_down` is set, under the tally: count `graceful` (before `forcing`), `forced` (before
@@ -80,6 +83,7 @@ mod addr;
 mod ask;
 mod blocking;
 mod builder;
+mod closers;
 mod cx;
 mod deadline;
 mod error;

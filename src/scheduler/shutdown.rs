@@ -3,6 +3,7 @@
 //! [`Scheduler`](crate::Scheduler) and its `Drop`; and the waits for abandoned processes after it.
 
 use super::blocking;
+use super::closers;
 use super::deadline::Deadline;
 use super::lifecycle::ShutdownReport;
 use super::shared::Inner;
@@ -18,21 +19,22 @@ use std::pin::pin;
 use std::task::{Poll, Waker};
 use std::time::{Duration, Instant};
 
-/// How long shutdown waits, after its timeout, for workers to leave the poll they are in. A
-/// process still inside user code then (a step that blocks or loops) is *abandoned*: counted in
-/// [`ShutdownReport::abandoned`], and closed when its call returns. So
-/// [`Scheduler::shutdown`](crate::Scheduler::shutdown) returns within
-/// `timeout + FORCED_STOP_WAIT`, plus the time the `close` of each forced process takes (they
-/// run on the calling thread).
+/// How long shutdown waits, after its timeout, for workers to leave the poll they are in; and
+/// then again, at most, for the `close` calls of the processes it forces (they run on threads of
+/// their own). A process still inside user code then (a step or a `close` that blocks or loops)
+/// is *abandoned*: counted in [`ShutdownReport::abandoned`], and closed when its call returns.
+/// So [`Scheduler::shutdown`](crate::Scheduler::shutdown) returns within
+/// `timeout + 2 × FORCED_STOP_WAIT`.
 pub const FORCED_STOP_WAIT: Duration = Duration::from_millis(50);
 
 /// A scheduler's threads and their shutdown: run once, its report kept for every later call.
 ///
-/// One caller *claims* the stop and runs it with no lock held: the forced stop drops and closes
-/// processes on its thread, which runs user code, and that code may call `shutdown` again (a
-/// drop guard that shuts the application down with its process). Such a re-entrant call, on
-/// the thread that holds the claim, returns the report so far at once ([`STOPPING`]); every
-/// other caller waits, blocking on `stopped` or awaiting a waker, for the claimant's report.
+/// One caller *claims* the stop and runs it with no lock held: the forced stop runs user code —
+/// drops on its thread, and process drops and `close`s on its closer threads (`closers.rs`) —
+/// and that code may call `shutdown` again (a drop guard that shuts the application down with
+/// its process). Such a re-entrant call, on the thread that holds the claim or on one of its
+/// closers, returns the report so far at once ([`STOPPING`]); every other caller waits,
+/// blocking on `stopped` or awaiting a waker, for the claimant's report.
 pub(super) struct Shutdown {
     /// `None` only once `Drop` handed it to a background shutdown.
     engine: Option<Engine>,
@@ -61,8 +63,40 @@ crate::loom::thread_local_const! {
 
 /// `true` if this thread is running `host`'s stop: a `shutdown` called now comes from user
 /// code that stop runs, and must not wait for it.
-fn stopping_here(host: HostId) -> bool {
+pub(super) fn stopping_here(host: HostId) -> bool {
     STOPPING.with(|stack| stack.borrow().contains(&host))
+}
+
+/// Marks a thread as running `host`'s stop — the claimant's, and each closer of its forced stop
+/// (`closers.rs`) — for as long as it lives: a `shutdown` called there returns the report so far.
+pub(super) struct StoppingHere {
+    host: HostId,
+    marked: bool,
+}
+
+impl StoppingHere {
+    pub(super) fn mark(host: HostId) -> StoppingHere {
+        STOPPING.with(|stack| stack.borrow_mut().push(host));
+        StoppingHere { host, marked: true }
+    }
+
+    fn unmark(&mut self) {
+        if !std::mem::replace(&mut self.marked, false) {
+            return;
+        }
+        STOPPING.with(|stack| {
+            let mut stack = stack.borrow_mut();
+            if let Some(at) = stack.iter().rposition(|host| *host == self.host) {
+                stack.remove(at);
+            }
+        });
+    }
+}
+
+impl Drop for StoppingHere {
+    fn drop(&mut self) {
+        self.unmark();
+    }
 }
 
 /// The claim on a scheduler's stop, held by the thread running it. Dropped — even by a panic
@@ -70,17 +104,17 @@ fn stopping_here(host: HostId) -> bool {
 /// caller, and wakes the waiters.
 struct Claim<'a> {
     shutdown: &'a Shutdown,
-    host: HostId,
+    /// Unmarks this thread when the claim is dropped, before the waiters are woken.
+    stopping: StoppingHere,
     report: Option<ShutdownReport>,
 }
 
 impl<'a> Claim<'a> {
     /// Marks this thread as running `host`'s stop; `state` must show the claim taken.
     fn new(shutdown: &'a Shutdown, host: HostId) -> Claim<'a> {
-        STOPPING.with(|stack| stack.borrow_mut().push(host));
         Claim {
             shutdown,
-            host,
+            stopping: StoppingHere::mark(host),
             report: None,
         }
     }
@@ -93,12 +127,7 @@ impl<'a> Claim<'a> {
 
 impl Drop for Claim<'_> {
     fn drop(&mut self) {
-        STOPPING.with(|stack| {
-            let mut stack = stack.borrow_mut();
-            if let Some(at) = stack.iter().rposition(|host| *host == self.host) {
-                stack.remove(at);
-            }
-        });
+        self.stopping.unmark();
         let waiters = {
             let mut state = lock(&self.shutdown.state);
             state.claimed = false;
@@ -138,14 +167,22 @@ impl Engine {
         }
         inner.lifecycle.begin_forcing();
         let stopped = self.executor.shutdown(FORCED_STOP_WAIT);
-        // Process tasks are not in the executor's owned list: cancel them through their cells.
-        let cancelled = tasks::cancel_all(inner.table.cells());
-        tracing::debug!(cancelled, "scheduler shutdown: process tasks cancelled");
+        // Process tasks are not in the executor's owned list: cancel them through their cells,
+        // their `close` calls on closer threads, so that one that blocks cannot hang us.
+        let tasks = tasks::take_all(inner.table.cells());
+        let closes_deadline = crate::deadline::after(FORCED_STOP_WAIT);
+        let closed = closers::close_all(inner.host_id, tasks, closes_deadline);
+        tracing::debug!(
+            cancelled = closed.dropped,
+            unfinished = closed.unfinished,
+            "scheduler shutdown: process tasks cancelled"
+        );
         let report = inner.lifecycle.seal(|| inner.table.len());
         if report.abandoned > 0 {
             tracing::warn!(
                 abandoned = report.abandoned,
                 stuck_workers = stopped.stuck_workers,
+                unfinished_closes = closed.unfinished,
                 "shutdown gave up on processes still inside user code; each is closed when its call returns"
             );
         }

@@ -22,13 +22,17 @@
 //! **Finish**: `close` (`ProcessCell::close`) takes the reference out in the critical section
 //! that closes the cell, and drops it.
 //!
-//! **Forced stop** (shutdown step 4, `shutdown.rs`), [`cancel_all`], after `Executor::shutdown`
+//! **Forced stop** (shutdown step 4, `shutdown.rs`), [`take_all`], after `Executor::shutdown`
 //! (which set its flag first, then stopped the workers and dropped every queued poll):
-//! 4. For every cell, take the reference out under the cell's lock and cancel the task: a task
-//!    nobody is polling — idle, parked on any waker, or queued — has its future dropped on this
-//!    thread (`close` runs, the process is counted `forced`); one a stuck worker is polling is
-//!    marked cancelled and dropped by that worker when its poll returns (the process is
-//!    `abandoned`, closed then).
+//! 4. For every cell, take the reference out under the cell's lock; then cancel each task, on
+//!    a closer thread (`closers.rs`): a task nobody is polling — idle, parked on any waker, or
+//!    queued — has its future dropped there (`close` runs, the process is counted `forced`, or
+//!    `abandoned` if that `close` is still running, or not reached, at the closes' deadline);
+//!    one a stuck worker is polling is marked cancelled and dropped by that worker when its poll
+//!    returns (the process is `abandoned`, closed then). Between the take and the cancel, no
+//!    worker can start a poll of the task (the executor is shut down), and a poll in progress
+//!    that finishes the process finds no reference in the cell to drop: the cancel then finds
+//!    the task complete and only drops the reference.
 //!
 //! **Why every process task is cancelled, once.** The reference leaves the cell under the cell's
 //! lock, once per incarnation: by `close`, by the spawner's step 3, or by step 4 — whoever takes
@@ -47,7 +51,7 @@
 //! task being polled: as with a stuck worker); through the whole scheduler by
 //! `loom_scheduler_shutdown_racing_with_a_spawn` (`tests/loom_lifecycle.rs`).
 
-use crate::executor::{self, JoinHandle};
+use crate::executor::{self, JoinHandle, TaskRef};
 use crate::process::mailbox::ProcessCell;
 use crate::process::Pid;
 use std::future::Future;
@@ -83,11 +87,8 @@ where
     join
 }
 
-/// Step 4 (module docs): cancels every process task `cells` (the table's) hold. Returns how many
-/// futures this call dropped (the rest are being polled, or finished meanwhile).
-pub(super) fn cancel_all<'a>(cells: impl Iterator<Item = &'a ProcessCell>) -> usize {
-    cells
-        .filter_map(|cell| cell.take_task(None))
-        .map(|task| usize::from(task.shutdown()))
-        .sum()
+/// Step 4 (module docs): takes out every process task `cells` (the table's) hold, for the
+/// forced stop to cancel ([`TaskRef::shutdown`], on its closer threads: `closers.rs`).
+pub(super) fn take_all<'a>(cells: impl Iterator<Item = &'a ProcessCell>) -> Vec<TaskRef> {
+    cells.filter_map(|cell| cell.take_task(None)).collect()
 }

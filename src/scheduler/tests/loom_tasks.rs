@@ -82,7 +82,9 @@ fn loom_process_task_spawn_racing_with_the_forced_stop() {
             })
         };
         executor.shutdown(Duration::from_secs(1));
-        tasks::cancel_all(std::iter::once(&*cell));
+        for task in tasks::take_all(std::iter::once(&*cell)) {
+            task.shutdown();
+        }
         let join = spawner.join().unwrap();
         assert_eq!(closes.load(SeqCst), 1, "closed exactly once");
         assert!(executor.block_on(join).unwrap_err().is_shutdown());
@@ -110,7 +112,12 @@ fn loom_process_task_finishing_while_the_forced_stop_cancels_it() {
         let join = tasks::spawn(executor.handle(), &cell, pid, future);
         let pass = {
             let cell = cell.clone();
-            thread::spawn(move || tasks::cancel_all(std::iter::once(&*cell)))
+            thread::spawn(move || {
+                tasks::take_all(std::iter::once(&*cell))
+                    .into_iter()
+                    .map(|task| usize::from(task.shutdown()))
+                    .sum::<usize>()
+            })
         };
         let result = executor.block_on(join);
         let cancelled = pass.join().unwrap();

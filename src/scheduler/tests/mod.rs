@@ -2,6 +2,8 @@
 //! LOOM_MAX_PREEMPTIONS=2 cargo test --lib --release loom_`).
 
 #[cfg(loom)]
+mod loom_closers;
+#[cfg(loom)]
 mod loom_lifecycle;
 #[cfg(loom)]
 mod loom_table;

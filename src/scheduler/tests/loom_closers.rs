@@ -1,0 +1,49 @@
+//! Loom model of the forced stop's closes (`closers.rs`): closers racing on the queue against
+//! the waiter.
+
+use crate::loom::atomic::{AtomicUsize, Ordering::SeqCst};
+use crate::loom::model::model;
+use crate::loom::{thread, Arc};
+use crate::process::context::HostId;
+use crate::scheduler::closers::{Close, Closed, Closing};
+use std::time::{Duration, Instant};
+
+/// Counts its close.
+struct StandIn(Arc<AtomicUsize>);
+
+impl Close for StandIn {
+    fn close(self) -> bool {
+        self.0.fetch_add(1, SeqCst);
+        true
+    }
+}
+
+/// Steps 1–3: the waiter's first closer and a hand-off's closer (started by hand: loom has no
+/// clock) take the tasks, each exactly once; the wait ends once every close returned, having
+/// seen them all, and both closers leave.
+#[test]
+fn loom_forced_closes_run_once_and_the_wait_ends() {
+    model(|| {
+        let closes = Arc::new(AtomicUsize::new(0));
+        let tasks = vec![StandIn(closes.clone()), StandIn(closes.clone())];
+        let closing = Arc::new(Closing::new(HostId::next(), tasks));
+        let hand_off = {
+            let closing = closing.clone();
+            thread::spawn(move || {
+                closing.count_closer();
+                closing.run_closer();
+            })
+        };
+        // Loom's `wait_timeout` never times out: the deadline is never reached here.
+        let closed = Closing::wait(&closing, Some(Instant::now() + Duration::from_secs(60)));
+        assert_eq!(
+            closed,
+            Closed {
+                dropped: 2,
+                unfinished: 0
+            }
+        );
+        assert_eq!(closes.load(SeqCst), 2, "each task closed once");
+        hand_off.join().unwrap();
+    });
+}
