@@ -4,7 +4,7 @@
 //! The executor's owned list exists so that shutdown can cancel a task parked on a waker nobody
 //! will fire. The process table already reaches every live process, so the scheduler spawns
 //! process tasks *unowned* (`executor/unowned.rs`) and keeps each task's
-//! [`TaskRef`](crate::executor::TaskRef) in its process's cell: stored under the cell's lock at
+//! [`TaskRef`] in its process's cell: stored under the cell's lock at
 //! spawn, while the cell's line is still the spawner's (it just opened the cell) and before any
 //! worker can touch it; taken out at finish in the critical section `close` takes anyway. The
 //! spawner and the finishing worker no longer meet on an owned-list shard.
