@@ -69,7 +69,9 @@
 //!   `NodeStats::unreached`): its monitors get `Down(NoConnection)`, its links fire
 //!   `NoConnection`, pending asks, acked sends and spawns fail with `NoConnection`. A node that
 //!   loses its NATS connection keeps running its processes and reconnects (async-nats retries
-//!   forever by default).
+//!   forever by default); one that finds its name claimed by another node meanwhile has lost
+//!   it ([`Node::is_evicted`]): every peer is down to it, its remote operations fail
+//!   `NoConnection`.
 //! - **Names** ([`Node::whereis`], [`Node::named`]): a process registered on its own node is
 //!   looked up from any node by the node's name and its own, as OTP's `{Name, Node}`; there is
 //!   no cluster-wide registry. A name is visible once registered: a body's own
@@ -94,6 +96,7 @@
 
 mod config;
 mod error;
+mod eviction;
 mod inbound;
 mod links;
 mod membership;
