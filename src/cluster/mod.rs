@@ -66,7 +66,7 @@
 //!   frames, not yet from a heartbeat, is never chosen. A node silent for `down_after` (default 2 s) is
 //!   declared down, and so is, at once, a node that a frame *meets no responder* at (its
 //!   subscription is gone: the process died or its connection dropped;
-//!   `NodeStats::unreached`): its monitors get `Down(NoConnection)`, its links fire
+//!   `NodeStats::unreached`) unless this node added it less than a heartbeat ago: its monitors get `Down(NoConnection)`, its links fire
 //!   `NoConnection`, pending asks, acked sends and spawns fail with `NoConnection`. A node that
 //!   loses its NATS connection keeps running its processes and reconnects (async-nats retries
 //!   forever by default); one that finds its name claimed by another node meanwhile has lost
