@@ -14,8 +14,23 @@ use futures::StreamExt;
 use std::sync::Arc;
 
 /// Reads `subscriber` until it ends (the node stops).
+///
+/// Once this node has lost its name (`eviction.rs`), the subjects are the other node's: the
+/// subscription is dropped (unsubscribed), so that NATS delivers their frames to that node
+/// alone and answers "no responders" for them once it is gone.
 pub(crate) async fn run(node: Arc<NodeShared>, mut subscriber: async_nats::Subscriber) {
-    while let Some(message) = subscriber.next().await {
+    let mut evicted = std::pin::pin!(node.on_evicted.notified());
+    loop {
+        let message = match futures::future::select(subscriber.next(), evicted.as_mut()).await {
+            futures::future::Either::Left((message, _)) => message,
+            futures::future::Either::Right(((), _)) => None,
+        };
+        let Some(message) = message else {
+            break;
+        };
+        if node.is_evicted() {
+            break;
+        }
         if message.status == Some(async_nats::StatusCode::NO_RESPONDERS) {
             unreached(&node, &message.subject);
             continue;

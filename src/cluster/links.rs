@@ -38,7 +38,7 @@ pub(crate) fn link(
     }
     if **remote.node_arc() == *node.me.name {
         if remote.incarnation() != node.me.incarnation {
-            signal(node, local, remote, ExitReason::NoProc);
+            signal(node, local, remote, node.other_life_reason());
             return Ok(());
         }
         return node
@@ -168,7 +168,7 @@ pub(crate) fn peer_down(node: &NodeShared, peer: &PeerId) {
 pub(crate) fn stop(node: &Arc<NodeShared>, pid: &NodePid, kill: bool) -> Result<(), RemoteError> {
     if **pid.node_arc() == *node.me.name {
         if pid.incarnation() != node.me.incarnation {
-            return Err(RemoteError::NoProc);
+            return Err(node.other_life_error());
         }
         return stop_local(node, pid.local(), kill);
     }

@@ -15,6 +15,9 @@
 //!   (`NodeShared::peer_unreached`). The heartbeat also says how many times the node declared
 //!   each of its peers down, so that a peer declared down while alive hears of it
 //!   (`severance.rs`).
+//! - **Evicted**: a node cut off for longer than its entry lives may find its name claimed by
+//!   another node when it comes back — its heartbeat's new claim fails with the name taken, or
+//!   its watch reads its name at another incarnation: it has lost its name (`eviction.rs`).
 
 use super::node::{Load, NodeShared, PeerId};
 use super::severance::{self, Severed};
@@ -146,6 +149,10 @@ pub(crate) async fn heartbeat(node: Arc<NodeShared>, store: kv::Store, mut revis
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         ticks.tick().await;
+        // Lost (found by the watch): the name is another node's, even once that one is gone.
+        if node.is_evicted() {
+            return;
+        }
         let load = node.load();
         *crate::loom::lock(&node.last_load) = load;
         // The names first: `peers` is never locked inside `severances`.
@@ -172,12 +179,40 @@ pub(crate) async fn heartbeat(node: Arc<NodeShared>, store: kv::Store, mut revis
                     tracing::warn!(%error, "membership bucket unavailable");
                     continue;
                 }
-                if let Ok(next) = store.create(&*node.me.name, value.into()).await {
-                    revision = next;
+                match store.create(&*node.me.name, value.into()).await {
+                    Ok(next) => revision = next,
+                    Err(error) if error.kind() == kv::CreateErrorKind::AlreadyExists => {
+                        match holder(&store, &node.me.name).await {
+                            // Our own entry, written by an update whose answer was lost.
+                            Some((incarnation, at)) if incarnation == node.me.incarnation => {
+                                revision = at;
+                            }
+                            Some((incarnation, _)) => {
+                                node.evict(
+                                    Some(incarnation),
+                                    "the heartbeat found the name claimed by another node",
+                                );
+                                return;
+                            }
+                            // Unreadable now, or expired meanwhile: the next beat tries again.
+                            None => {}
+                        }
+                    }
+                    Err(error) => tracing::warn!(%error, "claiming the node name again failed"),
                 }
             }
         }
     }
+}
+
+/// The incarnation in `name`'s entry and the entry's revision, if it can be read and is live.
+pub(crate) async fn holder(store: &kv::Store, name: &str) -> Option<(u64, u64)> {
+    let entry = store.entry(name).await.ok()??;
+    if entry.operation != Operation::Put {
+        return None;
+    }
+    let beat = rmp_serde::from_slice::<Beat>(&entry.value).ok()?;
+    Some((beat.incarnation, entry.revision))
 }
 
 /// Watches the bucket and sweeps for silent nodes, until the node stops.
@@ -197,8 +232,24 @@ pub(crate) async fn watch(node: Arc<NodeShared>, store: kv::Store) {
             let Ok(entry) = entry else {
                 break;
             };
+            if node.is_evicted() {
+                return;
+            }
             match entry.operation {
                 Operation::Put => match rmp_serde::from_slice::<Beat>(&entry.value) {
+                    // This node's name at another incarnation: the entry is read after this
+                    // node's own claim (the watch starts after it), so the name was claimed
+                    // again by another node while this one's entry had expired.
+                    Ok(beat)
+                        if *entry.key == *node.me.name
+                            && beat.incarnation != node.me.incarnation =>
+                    {
+                        node.evict(
+                            Some(beat.incarnation),
+                            "the membership shows the name at another incarnation",
+                        );
+                        return;
+                    }
                     Ok(beat) => {
                         let id = PeerId {
                             name: entry.key.as_str().into(),

@@ -66,10 +66,12 @@
 //!   frames, not yet from a heartbeat, is never chosen. A node silent for `down_after` (default 2 s) is
 //!   declared down, and so is, at once, a node that a frame *meets no responder* at (its
 //!   subscription is gone: the process died or its connection dropped;
-//!   `NodeStats::unreached`): its monitors get `Down(NoConnection)`, its links fire
+//!   `NodeStats::unreached`) unless this node added it less than a heartbeat ago: its monitors get `Down(NoConnection)`, its links fire
 //!   `NoConnection`, pending asks, acked sends and spawns fail with `NoConnection`. A node that
 //!   loses its NATS connection keeps running its processes and reconnects (async-nats retries
-//!   forever by default).
+//!   forever by default); one that finds its name claimed by another node meanwhile has lost
+//!   it ([`Node::is_evicted`]): every peer is down to it, its remote operations fail
+//!   `NoConnection`.
 //! - **Names** ([`Node::whereis`], [`Node::named`]): a process registered on its own node is
 //!   looked up from any node by the node's name and its own, as OTP's `{Name, Node}`; there is
 //!   no cluster-wide registry. A name is visible once registered: a body's own
@@ -94,6 +96,7 @@
 
 mod config;
 mod error;
+mod eviction;
 mod inbound;
 mod links;
 mod membership;

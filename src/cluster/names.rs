@@ -29,7 +29,8 @@ impl Node {
     /// # Errors
     ///
     /// `NoNode` if no live node is called `node`; `NoConnection` if it dies (or is declared
-    /// down) before it answers; `TimedOut` after
+    /// down) before it answers, or at once once this node has lost its name
+    /// ([`Node::is_evicted`]); `TimedOut` after
     /// [`Cluster::request_timeout`](super::Cluster::request_timeout).
     ///
     /// # Examples
@@ -58,6 +59,8 @@ impl Node {
                 name: node.into(),
                 incarnation,
             },
+            // A node that lost its name knows no node (`eviction.rs`).
+            None if shared.is_evicted() => return Err(RemoteError::NoConnection),
             None => return Err(RemoteError::NoNode(format!("no live node `{node}`"))),
         };
         let id = shared.next_id();

@@ -122,6 +122,10 @@ pub(crate) struct NodeShared {
     pub(crate) next_id: AtomicU64,
     pub(crate) stats: Arc<Stats>,
     pub(crate) stopped: AtomicBool,
+    /// Set once another incarnation holds this node's name (`eviction.rs`); `on_evicted` then
+    /// wakes the inbound task, which unsubscribes.
+    pub(crate) evicted: AtomicBool,
+    pub(crate) on_evicted: tokio::sync::Notify,
     /// This node's load at its last heartbeat, plus the processes placed here since
     /// ([`count_placed`](Self::count_placed)): what placement compares (measuring it surveys
     /// every process, once per heartbeat, not once per spawn).

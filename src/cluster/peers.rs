@@ -35,6 +35,10 @@ impl NodeShared {
         let now = Instant::now();
         let old_incarnation = {
             let mut peers = self.peers.write().expect("peers lock");
+            // A node that lost its name takes no peer again (`eviction.rs`).
+            if self.is_evicted() {
+                return;
+            }
             match peers.get_mut(&id.name) {
                 Some(peer) if peer.id.incarnation == id.incarnation => {
                     if severed_us > peer.severed_us {
@@ -285,7 +289,7 @@ pub(crate) enum Count {
 }
 
 /// Fails what waited on a peer that died.
-fn fail_no_connection(pending: Pending) {
+pub(crate) fn fail_no_connection(pending: Pending) {
     match pending {
         Pending::Ask(reply) => {
             let _ = reply.send(Err(Refusal::NoConnection));

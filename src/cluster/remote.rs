@@ -122,7 +122,7 @@ impl<M: Serialize + Send + 'static> RemoteAddr<M> {
     fn route(&self) -> Result<Route, RemoteError> {
         if **self.pid.node_arc() == *self.node.me.name {
             if self.pid.incarnation() != self.node.me.incarnation {
-                return Err(RemoteError::NoProc);
+                return Err(self.node.other_life_error());
             }
             // As the receiving node checks a remote sender's (`Registry::message`).
             super::registry::check_takes::<M>(self.node.takes(self.pid.local()))

@@ -73,7 +73,8 @@ impl Node {
     /// [`RemoteError::Spawn`] with the same [`SpawnError`] a local
     /// spawn gives (an unregistered name is `Init(UnknownMethod)`; an argument the registered
     /// body's type does not decode from is `Init(Failed)`, as an `init` rejecting its input),
-    /// `NoNode` for an unknown node, `NoConnection` / `TimedOut` if the node does not answer.
+    /// `NoNode` for an unknown node, `NoConnection` / `TimedOut` if the node does not answer
+    /// (`NoConnection` at once once this node has lost its name: [`Node::is_evicted`]).
     ///
     /// # Examples
     ///
@@ -224,6 +225,8 @@ fn place(node: &NodeShared, placement: Placement) -> Result<Option<PeerId>, Remo
                 name: target.as_str().into(),
                 incarnation,
             }),
+            // A node that lost its name knows no node (`eviction.rs`).
+            None if node.is_evicted() => return Err(RemoteError::NoConnection),
             None => {
                 return Err(RemoteError::NoNode(format!(
                     "no live node `{target}` (a node is a target once its membership entry is read)"
@@ -237,7 +240,10 @@ fn place(node: &NodeShared, placement: Placement) -> Result<Option<PeerId>, Remo
                 .any(|name| **name == *node.me.name)
                 .then(|| node.cached_load());
             node.least_loaded_of(&names, mine)
-                .map_err(|()| RemoteError::NoNode(format!("no live node among {names:?}")))?
+                .map_err(|()| match node.is_evicted() {
+                    true => RemoteError::NoConnection,
+                    false => RemoteError::NoNode(format!("no live node among {names:?}")),
+                })?
         }
     })
 }

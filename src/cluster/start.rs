@@ -168,6 +168,8 @@ impl Node {
             next_id: AtomicU64::new(1),
             stats,
             stopped: AtomicBool::new(false),
+            evicted: AtomicBool::new(false),
+            on_evicted: tokio::sync::Notify::new(),
             last_load: Mutex::new(node::Load::default()),
             takes: Mutex::new(HashMap::new()),
         });
@@ -248,7 +250,8 @@ impl Node {
     }
 
     /// Leaves the cluster now: deletes this node's membership entry (the others declare it down
-    /// at once), stops its tasks and fails what it waits for with `NoConnection`. Its
+    /// at once; a node that lost its name, [`Node::is_evicted`], leaves the entry to its new
+    /// holder), stops its tasks and fails what it waits for with `NoConnection`. Its
     /// scheduler and processes keep running. Started again on the same scheduler, the node has
     /// a new incarnation: the cluster-wide PIDs of the processes still running from its
     /// previous life named that life, and are `NoProc` to others now (a node's death ends its
@@ -263,7 +266,16 @@ impl Node {
     /// ```
     pub async fn leave(self) {
         runtime::in_runtime(&self.shared.runtime, async {
-            let _ = self.life.store.delete(&*self.shared.me.name).await;
+            // Not the entry of a node that took the name after this one lost it
+            // (`eviction.rs`): that node's peers would declare it down.
+            let me = &self.shared.me;
+            let ours = !self.shared.is_evicted()
+                && membership::holder(&self.life.store, &me.name)
+                    .await
+                    .is_none_or(|(incarnation, _)| incarnation == me.incarnation);
+            if ours {
+                let _ = self.life.store.delete(&*me.name).await;
+            }
             let _ = self.shared.client.flush().await;
         })
         .await;

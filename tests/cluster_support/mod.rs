@@ -23,6 +23,7 @@ pub(crate) mod cart;
 pub(crate) mod forge;
 mod nats;
 mod nodes;
+pub(crate) mod proxy;
 pub(crate) mod reports;
 
 // A test file may use only some of these: not a warning (CI denies warnings).
