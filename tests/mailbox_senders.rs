@@ -320,6 +320,58 @@ fn topic_budgets_drop_with_one_overflow_marker_and_send_says_so() {
     );
 }
 
+/// A `Message` sent through an `Addr<Message>` keeps its topic budget — also to a process with
+/// a backlog, whose mailbox takes unbudgeted messages lock-free (the typed path): it was
+/// stamped there unchecked (a debug build's assertion panicked the sender between an intake
+/// slot's claim and its write, and the process's `close` then waited for that slot for good;
+/// a release build ignored the budget).
+#[test]
+fn a_budgeted_message_through_a_typed_address_keeps_its_budget_behind_a_backlog() {
+    let sched = Scheduler::builder().workers(1).build().unwrap();
+    let (started_tx, started_rx) = mpsc::channel::<()>();
+    let handle = sched
+        .spawn(Collector::default(), "run", Payload::new(started_tx))
+        .unwrap();
+    started_rx.recv_timeout(HANG_GUARD).unwrap();
+    let (gate, blocker) = block_the_worker(&sched, &counter());
+    let pid = handle.pid();
+    const BACKLOG: usize = 20;
+    for _ in 0..BACKLOG {
+        sched
+            .send(pid, Message::new("other", Payload::empty()))
+            .unwrap();
+    }
+    let budget = TopicBudget {
+        max_items: 2,
+        max_bytes: usize::MAX,
+    };
+    let addr = sched.handle().addr::<Message>(pid);
+    let outcomes: Vec<_> = (0..10)
+        .map(|_| addr.send(Message::new("metrics", Payload::empty()).with_budget(budget, 1)))
+        .collect();
+    assert!(outcomes[..2].iter().all(Result::is_ok), "{outcomes:?}");
+    assert!(
+        outcomes[2..]
+            .iter()
+            .all(|o| matches!(o, Err(e) if e.is_mailbox_full())),
+        "{outcomes:?}"
+    );
+    gate.release.send(()).unwrap();
+    sched.block_on(blocker).unwrap();
+    sched
+        .send(pid, Message::new("stop", Payload::empty()))
+        .unwrap();
+    let seen = sched
+        .block_on(handle)
+        .unwrap()
+        .downcast::<Vec<String>>()
+        .unwrap();
+    let mut expected = vec!["other".to_owned(); BACKLOG];
+    expected.extend(["metrics", "metrics", "overflow:metrics"].map(String::from));
+    assert_eq!(seen, expected);
+    assert!(sched.shutdown(HANG_GUARD).is_complete());
+}
+
 #[test]
 fn a_full_mailbox_rejects_messages_but_yield_completions_still_arrive() {
     /// Blocks its first step until released, so its mailbox fills; then finishes with what it

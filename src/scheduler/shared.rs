@@ -97,6 +97,15 @@ impl Inner {
         }
     }
 
+    /// [`process_runtime`](Self::process_runtime) if there is one, never building it: the
+    /// context the forced stop's closer threads enter, as the workers do (`closers.rs`).
+    pub(super) fn process_runtime_if_any(&self) -> Option<tokio::runtime::Handle> {
+        match &self.runtime {
+            Some(runtime) => Some(runtime.tokio().clone()),
+            None => self.lazy_runtime.get().cloned(),
+        }
+    }
+
     /// Shutdown step 1: stops admission and delivers `Cancel` to every live process, once.
     /// Returns `false` if shutdown had begun already.
     pub(super) fn begin_shutdown(&self) -> bool {
@@ -118,6 +127,24 @@ impl Inner {
     }
 }
 
+/// A typed send's delivery. A `Message` sent through an `Addr<Message>` may carry a topic
+/// budget, which only the locked path counts: it goes the untyped way. Any other type's message
+/// has none, and is built where it is stored (`ProcessCell::deliver_unbudgeted`). The test is
+/// on two constants once monomorphised.
+#[inline(always)]
+#[allow(clippy::result_large_err)] // the message comes back by value
+fn deliver_typed<M: Send + 'static>(
+    cell: &ProcessCell,
+    generation: Generation,
+    message: M,
+) -> Result<(), (Admission, Message)> {
+    if std::any::TypeId::of::<M>() == std::any::TypeId::of::<Message>() {
+        cell.deliver_message(generation, into_message(message))
+    } else {
+        cell.deliver_unbudgeted(generation, || into_message(message))
+    }
+}
+
 impl Inner {
     /// Delivers the typed `message` to `pid` (`Addr::send`), or hands it back with why not;
     /// built into a [`Message`] where it is stored (`ProcessCell::deliver_unbudgeted`).
@@ -132,7 +159,7 @@ impl Inner {
             counters.add(Counter::NotFound);
             return Err((SendErrorKind::NotFound, message));
         };
-        match cell.deliver_unbudgeted(pid.generation(), || into_message(message)) {
+        match deliver_typed(cell, pid.generation(), message) {
             Ok(()) => {
                 counters.add(Counter::Delivered);
                 Ok(())
@@ -162,7 +189,7 @@ impl Inner {
             return Ok(Some(message));
         }
         loop {
-            match cell.deliver_unbudgeted(pid.generation(), || into_message(message)) {
+            match deliver_typed(cell, pid.generation(), message) {
                 Ok(()) => {
                     self.counters.add(Counter::Delivered);
                     if let Some(waited) = ticket.take() {
