@@ -287,3 +287,65 @@ fn a_shutdown_from_a_forced_close_returns_the_report_so_far() {
     );
     assert!(join_typed(handle).unwrap_err().is_cancelled());
 }
+
+/// Ignores its `Cancel`, so the forced stop closes it; its `close` reports whether tokio works
+/// there, as it would on a worker.
+struct TokioInClose(mpsc::Sender<bool>);
+
+impl Process for TokioInClose {
+    type Output = Payload;
+    fn step(&mut self, events: &mut Events, out: &mut StepOutput) -> Result<(), BoxError> {
+        events.drain().for_each(drop);
+        out.idle();
+        Ok(())
+    }
+    fn close(&mut self) {
+        let spawned = std::panic::catch_unwind(|| drop(tokio::spawn(async {}))).is_ok();
+        let _ = self.0.send(spawned);
+    }
+}
+
+/// Forced closes run on closer threads inside the processes' tokio runtime, as on a worker: a
+/// state machine's `close` and an async body's drop guard can use tokio there (on a closer
+/// without it, `tokio::spawn` panicked "no reactor running" and the cleanup was lost).
+#[test]
+fn forced_closes_and_drop_guards_run_inside_the_processes_tokio_runtime() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let (tx, rx) = mpsc::channel();
+    let report = runtime.block_on(async {
+        let sched = Scheduler::builder().workers(1).build().unwrap();
+        let _forced = sched
+            .spawn(TokioInClose(tx.clone()), "run", Payload::empty())
+            .unwrap();
+        struct Guard(mpsc::Sender<bool>);
+        impl Drop for Guard {
+            fn drop(&mut self) {
+                let spawned = std::panic::catch_unwind(|| drop(tokio::spawn(async {}))).is_ok();
+                let _ = self.0.send(spawned);
+            }
+        }
+        let guard = Guard(tx.clone());
+        let _forced_too = sched
+            .spawn_fn(move |cx: procsched::ProcessCx| async move {
+                let _guard = guard;
+                // Deaf to its cancel: only the forced stop ends it.
+                std::future::pending::<()>().await;
+                let _ = cx;
+                Ok::<_, BoxError>(())
+            })
+            .unwrap();
+        sched.shutdown_async(Duration::from_millis(20)).await
+    });
+    drop(tx);
+    assert_eq!(report.forced, 2, "{report:?}");
+    let seen: Vec<bool> = rx.iter().collect();
+    assert_eq!(
+        seen,
+        [true, true],
+        "tokio in the close and in the drop guard"
+    );
+}

@@ -74,13 +74,20 @@ pub(super) struct Closed {
     pub(super) unfinished: usize,
 }
 
-/// Closes every task of `tasks` on closer threads marked as stopping `host`, waiting until
-/// `deadline` at most (module docs). Returns at once for an empty list.
-pub(super) fn close_all<T: Close>(host: HostId, tasks: Vec<T>, deadline: Instant) -> Closed {
+/// Closes every task of `tasks` on closer threads marked as stopping `host`, inside `context`
+/// (the tokio runtime the processes ran in, if any: a `close` or a body's drop guard may use
+/// tokio as it could on a worker), waiting until `deadline` at most (module docs). Returns at
+/// once for an empty list.
+pub(super) fn close_all<T: Close>(
+    host: HostId,
+    context: Option<tokio::runtime::Handle>,
+    tasks: Vec<T>,
+    deadline: Instant,
+) -> Closed {
     if tasks.is_empty() {
         return Closed::default();
     }
-    let closing = Arc::new(Closing::new(host, tasks));
+    let closing = Arc::new(Closing::new(host, context, tasks));
     let closed = Closing::wait(&closing, Some(deadline));
     if closed.unfinished > 0 {
         Closing::watch_in_background(&closing);
@@ -94,6 +101,8 @@ pub(super) struct Closing<T> {
     /// Signalled when a close returns.
     progress: Condvar,
     host: HostId,
+    /// The tokio runtime every closer enters (`close_all`).
+    context: Option<tokio::runtime::Handle>,
 }
 
 struct Queue<T> {
@@ -105,7 +114,11 @@ struct Queue<T> {
 }
 
 impl<T: Close> Closing<T> {
-    pub(super) fn new(host: HostId, tasks: Vec<T>) -> Closing<T> {
+    pub(super) fn new(
+        host: HostId,
+        context: Option<tokio::runtime::Handle>,
+        tasks: Vec<T>,
+    ) -> Closing<T> {
         Closing {
             queue: Mutex::new(Queue {
                 pending: tasks.into(),
@@ -116,6 +129,7 @@ impl<T: Close> Closing<T> {
             }),
             progress: Condvar::new(),
             host,
+            context,
         }
     }
 
@@ -217,6 +231,7 @@ impl<T: Close> Closing<T> {
     /// Step 1, until the queue is empty (also run by the model, as a hand-off's closer).
     pub(super) fn run_closer(&self) {
         let _stopping = StoppingHere::mark(self.host);
+        let _context = self.context.as_ref().map(tokio::runtime::Handle::enter);
         loop {
             let task = {
                 let mut queue = lock(&self.queue);
@@ -334,7 +349,7 @@ mod tests {
                 release: None,
             })
             .collect();
-        let closed_all = close_all(host, tasks, Instant::now() + HANG_GUARD);
+        let closed_all = close_all(host, None, tasks, Instant::now() + HANG_GUARD);
         assert_eq!(
             closed_all,
             Closed {
@@ -365,7 +380,7 @@ mod tests {
             marked: marked.clone(),
             release: None,
         }));
-        let closed_all = close_all(host, tasks, Instant::now() + FORCED_STOP_WAIT);
+        let closed_all = close_all(host, None, tasks, Instant::now() + FORCED_STOP_WAIT);
         assert!(closed_all.unfinished >= 1, "{closed_all:?}");
         // The three behind the blocked one are closed (by a fresh closer) while it blocks.
         for _ in 0..4 {

@@ -210,7 +210,8 @@ impl Scheduler {
         self.handle.state(pid)
     }
 
-    /// Number of live processes.
+    /// Number of live processes: those inside `init` and finishing included
+    /// ([`SchedulerHandle::live_processes`]).
     ///
     /// # Examples
     ///
@@ -349,10 +350,15 @@ impl Scheduler {
     /// ```
     #[track_caller]
     pub fn shutdown(&self, timeout: Duration) -> ShutdownReport {
-        blocking::assert_may_block(
-            "Scheduler::shutdown",
-            "Scheduler::shutdown_async(timeout).await",
-        );
+        // A call from the stop it is part of (a forced process's cleanup, on a closer thread
+        // inside the processes' runtime) returns at once with the report so far: it never
+        // blocks, so it is allowed where blocking is not.
+        if !super::shutdown::stopping_here(self.inner().host_id) {
+            blocking::assert_may_block(
+                "Scheduler::shutdown",
+                "Scheduler::shutdown_async(timeout).await",
+            );
+        }
         self.shutdown.shutdown(self.inner(), timeout)
     }
 

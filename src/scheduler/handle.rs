@@ -376,7 +376,10 @@ impl SchedulerHandle {
             .is_none_or(|cell| cell.is_ending(pid.generation()))
     }
 
-    /// Number of live processes (spawned and not finished).
+    /// Number of live processes: spawned (admitted) and not yet finished — a process still
+    /// inside `init`, or finishing, included, which [`processes`](Self::processes),
+    /// [`state`](Self::state) and the metrics' process gauges leave out. It is the count
+    /// `max_processes` admits against.
     ///
     /// # Examples
     ///

@@ -171,7 +171,12 @@ impl Engine {
         // their `close` calls on closer threads, so that one that blocks cannot hang us.
         let tasks = tasks::take_all(inner.table.cells());
         let closes_deadline = crate::deadline::after(FORCED_STOP_WAIT);
-        let closed = closers::close_all(inner.host_id, tasks, closes_deadline);
+        let closed = closers::close_all(
+            inner.host_id,
+            inner.process_runtime_if_any(),
+            tasks,
+            closes_deadline,
+        );
         tracing::debug!(
             cancelled = closed.dropped,
             unfinished = closed.unfinished,

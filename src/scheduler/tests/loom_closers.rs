@@ -26,7 +26,7 @@ fn loom_forced_closes_run_once_and_the_wait_ends() {
     model(|| {
         let closes = Arc::new(AtomicUsize::new(0));
         let tasks = vec![StandIn(closes.clone()), StandIn(closes.clone())];
-        let closing = Arc::new(Closing::new(HostId::next(), tasks));
+        let closing = Arc::new(Closing::new(HostId::next(), None, tasks));
         let hand_off = {
             let closing = closing.clone();
             thread::spawn(move || {
