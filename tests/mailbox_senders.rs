@@ -356,6 +356,22 @@ fn a_budgeted_message_through_a_typed_address_keeps_its_budget_behind_a_backlog(
             .all(|o| matches!(o, Err(e) if e.is_mailbox_full())),
         "{outcomes:?}"
     );
+    // `send_wait` waits for room, not for a budget (nothing wakes a sender when a topic
+    // drains): past the budget it is refused as `send` is — it used to spin in one poll until
+    // the process next stepped.
+    let (waited_tx, waited_rx) = mpsc::channel();
+    let waiting_addr = addr.clone();
+    thread::spawn(move || {
+        let message = Message::new("metrics", Payload::empty()).with_budget(budget, 1);
+        let outcome = futures::executor::block_on(waiting_addr.send_wait(message));
+        let _ = waited_tx.send(outcome.map_err(|e| e.is_mailbox_full()));
+    });
+    assert_eq!(
+        waited_rx
+            .recv_timeout(HANG_GUARD)
+            .expect("send_wait returned while the process was still busy"),
+        Err(true)
+    );
     gate.release.send(()).unwrap();
     sched.block_on(blocker).unwrap();
     sched

@@ -349,3 +349,57 @@ fn forced_closes_and_drop_guards_run_inside_the_processes_tokio_runtime() {
         "tokio in the close and in the drop guard"
     );
 }
+
+/// Waits in its forced `close` for another scheduler's process: a blocking call, which a closer
+/// thread may make though it is inside the processes' tokio runtime (it drives none of it).
+struct BlocksInClose {
+    other: Arc<Scheduler>,
+    outcome: mpsc::Sender<Result<u64, String>>,
+}
+
+impl Process for BlocksInClose {
+    type Output = Payload;
+    fn step(&mut self, events: &mut Events, out: &mut StepOutput) -> Result<(), BoxError> {
+        events.drain().for_each(drop);
+        out.idle();
+        Ok(())
+    }
+    fn close(&mut self) {
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let answer = self
+                .other
+                .spawn_fn(|_: procsched::ProcessCx| async { Ok::<_, BoxError>(42u64) })
+                .unwrap();
+            self.other.block_on(answer).map_err(|e| e.to_string())
+        }))
+        .unwrap_or_else(|_| Err("block_on panicked in a forced close".to_owned()));
+        let _ = self.outcome.send(outcome);
+    }
+}
+
+#[test]
+fn a_forced_close_may_block_on_another_scheduler_inside_the_processes_runtime() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let other = Arc::new(Scheduler::builder().workers(1).build().unwrap());
+    let (tx, rx) = mpsc::channel();
+    let report = runtime.block_on(async {
+        let sched = Scheduler::builder().workers(1).build().unwrap();
+        let _forced = sched
+            .spawn(
+                BlocksInClose {
+                    other: other.clone(),
+                    outcome: tx,
+                },
+                "run",
+                Payload::empty(),
+            )
+            .unwrap();
+        sched.shutdown_async(Duration::from_millis(20)).await
+    });
+    assert_eq!(report.total(), 1, "{report:?}");
+    assert_eq!(rx.recv_timeout(HANG_GUARD).unwrap(), Ok(42));
+}

@@ -12,10 +12,36 @@
 //! the last one apart, and a blocking call there is better written as an `.await` anyway.
 
 use crate::executor;
+use std::cell::Cell;
+
+crate::loom::thread_local_const! {
+    /// Set on threads that enter a tokio runtime's context without driving it: the forced
+    /// stop's closers (`closers.rs`), which enter the processes' runtime so that a `close` may
+    /// use tokio, and may block as the thread that ran the closes before them could.
+    static MAY_BLOCK: Cell<bool> = Cell::new(false);
+}
+
+/// Marks the current thread as one that may block though it has a runtime context, until
+/// dropped.
+pub(crate) struct MayBlockHere(bool);
+
+impl MayBlockHere {
+    pub(crate) fn mark() -> MayBlockHere {
+        MayBlockHere(MAY_BLOCK.with(|may| may.replace(true)))
+    }
+}
+
+impl Drop for MayBlockHere {
+    fn drop(&mut self) {
+        MAY_BLOCK.with(|may| may.set(self.0));
+    }
+}
 
 /// Why the current thread must not block, if it must not.
 pub(crate) fn async_context() -> Option<&'static str> {
-    if executor::Handle::try_current().is_some() {
+    if MAY_BLOCK.with(Cell::get) {
+        None
+    } else if executor::Handle::try_current().is_some() {
         Some("a procsched worker thread (inside a process step or task)")
     } else if tokio::runtime::Handle::try_current().is_ok() {
         Some("a tokio runtime")
