@@ -158,8 +158,11 @@ impl<M: Send + 'static> Addr<M> {
     ///
     /// # Errors
     ///
-    /// As [`send`](Self::send), never `MailboxFull`: `NotFound` (the process finished, also
-    /// while the send waited) or `Closed` (it is finishing), the message handed back.
+    /// As [`send`](Self::send), never `MailboxFull` for the capacity: `NotFound` (the process
+    /// finished, also while the send waited) or `Closed` (it is finishing), the message handed
+    /// back. A [`Message`](crate::Message) past its topic budget
+    /// ([`Message::with_budget`](crate::Message::with_budget)) is `MailboxFull` at once, as for
+    /// `send`: a budget drops what is past it, it does not make senders wait.
     ///
     /// # Examples
     ///
