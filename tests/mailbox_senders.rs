@@ -265,16 +265,24 @@ impl Process for Collector {
     }
 }
 
-#[test]
-fn topic_budgets_drop_with_one_overflow_marker_and_send_says_so() {
-    let sched = Scheduler::builder().workers(1).build().unwrap();
+/// A started [`Collector`] on the scheduler's only worker, which is then occupied, so that the
+/// collector cannot drain while a test floods it; the gate releases the worker.
+fn a_collector_that_cannot_drain(
+    sched: &Scheduler,
+) -> (procsched::ProcessHandle, StepGate, procsched::ProcessHandle) {
     let (started_tx, started_rx) = mpsc::channel::<()>();
     let handle = sched
         .spawn(Collector::default(), "run", Payload::new(started_tx))
         .unwrap();
     started_rx.recv_timeout(HANG_GUARD).unwrap();
-    // Occupy the only worker so the collector cannot drain while we flood it.
-    let (gate, blocker) = block_the_worker(&sched, &counter());
+    let (gate, blocker) = block_the_worker(sched, &counter());
+    (handle, gate, blocker)
+}
+
+#[test]
+fn topic_budgets_drop_with_one_overflow_marker_and_send_says_so() {
+    let sched = Scheduler::builder().workers(1).build().unwrap();
+    let (handle, gate, blocker) = a_collector_that_cannot_drain(&sched);
     let pid = handle.pid();
     let budget = TopicBudget {
         max_items: 4,
@@ -328,12 +336,7 @@ fn topic_budgets_drop_with_one_overflow_marker_and_send_says_so() {
 #[test]
 fn a_budgeted_message_through_a_typed_address_keeps_its_budget_behind_a_backlog() {
     let sched = Scheduler::builder().workers(1).build().unwrap();
-    let (started_tx, started_rx) = mpsc::channel::<()>();
-    let handle = sched
-        .spawn(Collector::default(), "run", Payload::new(started_tx))
-        .unwrap();
-    started_rx.recv_timeout(HANG_GUARD).unwrap();
-    let (gate, blocker) = block_the_worker(&sched, &counter());
+    let (handle, gate, blocker) = a_collector_that_cannot_drain(&sched);
     let pid = handle.pid();
     const BACKLOG: usize = 20;
     for _ in 0..BACKLOG {
