@@ -279,6 +279,25 @@ fn a_collector_that_cannot_drain(
     (handle, gate, blocker)
 }
 
+/// Releases the worker, stops the collector and returns what it saw, in order.
+fn what_the_collector_saw(
+    sched: &Scheduler,
+    gate: StepGate,
+    blocker: procsched::ProcessHandle,
+    collector: procsched::ProcessHandle,
+) -> Vec<String> {
+    gate.release.send(()).unwrap();
+    sched.block_on(blocker).unwrap();
+    sched
+        .send(collector.pid(), Message::new("stop", Payload::empty()))
+        .unwrap();
+    sched
+        .block_on(collector)
+        .unwrap()
+        .downcast::<Vec<String>>()
+        .unwrap()
+}
+
 #[test]
 fn topic_budgets_drop_with_one_overflow_marker_and_send_says_so() {
     let sched = Scheduler::builder().workers(1).build().unwrap();
@@ -304,16 +323,7 @@ fn topic_budgets_drop_with_one_overflow_marker_and_send_says_so() {
     sched
         .send(pid, Message::new("other", Payload::empty()))
         .unwrap();
-    gate.release.send(()).unwrap();
-    sched.block_on(blocker).unwrap();
-    sched
-        .send(pid, Message::new("stop", Payload::empty()))
-        .unwrap();
-    let seen = sched
-        .block_on(handle)
-        .unwrap()
-        .downcast::<Vec<String>>()
-        .unwrap();
+    let seen = what_the_collector_saw(&sched, gate, blocker, handle);
     assert_eq!(
         seen,
         [
@@ -375,16 +385,7 @@ fn a_budgeted_message_through_a_typed_address_keeps_its_budget_behind_a_backlog(
             .expect("send_wait returned while the process was still busy"),
         Err(true)
     );
-    gate.release.send(()).unwrap();
-    sched.block_on(blocker).unwrap();
-    sched
-        .send(pid, Message::new("stop", Payload::empty()))
-        .unwrap();
-    let seen = sched
-        .block_on(handle)
-        .unwrap()
-        .downcast::<Vec<String>>()
-        .unwrap();
+    let seen = what_the_collector_saw(&sched, gate, blocker, handle);
     let mut expected = vec!["other".to_owned(); BACKLOG];
     expected.extend(["metrics", "metrics", "overflow:metrics"].map(String::from));
     assert_eq!(seen, expected);

@@ -288,6 +288,23 @@ fn a_shutdown_from_a_forced_close_returns_the_report_so_far() {
     assert!(join_typed(handle).unwrap_err().is_cancelled());
 }
 
+/// A step that reads its events and waits for more, its `Cancel` included: only the forced stop
+/// ends such a process.
+fn deaf_to_cancel(events: &mut Events, out: &mut StepOutput) -> Result<(), BoxError> {
+    events.drain().for_each(drop);
+    out.idle();
+    Ok(())
+}
+
+/// The runtime a scheduler built inside it adopts (a current-thread one it would not).
+fn a_multi_thread_runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
 /// Ignores its `Cancel`, so the forced stop closes it; its `close` reports whether tokio works
 /// there, as it would on a worker.
 struct TokioInClose(mpsc::Sender<bool>);
@@ -295,9 +312,7 @@ struct TokioInClose(mpsc::Sender<bool>);
 impl Process for TokioInClose {
     type Output = Payload;
     fn step(&mut self, events: &mut Events, out: &mut StepOutput) -> Result<(), BoxError> {
-        events.drain().for_each(drop);
-        out.idle();
-        Ok(())
+        deaf_to_cancel(events, out)
     }
     fn close(&mut self) {
         let spawned = std::panic::catch_unwind(|| drop(tokio::spawn(async {}))).is_ok();
@@ -310,11 +325,7 @@ impl Process for TokioInClose {
 /// without it, `tokio::spawn` panicked "no reactor running" and the cleanup was lost).
 #[test]
 fn forced_closes_and_drop_guards_run_inside_the_processes_tokio_runtime() {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = a_multi_thread_runtime();
     let (tx, rx) = mpsc::channel();
     let report = runtime.block_on(async {
         let sched = Scheduler::builder().workers(1).build().unwrap();
@@ -360,9 +371,7 @@ struct BlocksInClose {
 impl Process for BlocksInClose {
     type Output = Payload;
     fn step(&mut self, events: &mut Events, out: &mut StepOutput) -> Result<(), BoxError> {
-        events.drain().for_each(drop);
-        out.idle();
-        Ok(())
+        deaf_to_cancel(events, out)
     }
     fn close(&mut self) {
         let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -379,11 +388,7 @@ impl Process for BlocksInClose {
 
 #[test]
 fn a_forced_close_may_block_on_another_scheduler_inside_the_processes_runtime() {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = a_multi_thread_runtime();
     let other = Arc::new(Scheduler::builder().workers(1).build().unwrap());
     let (tx, rx) = mpsc::channel();
     let report = runtime.block_on(async {
