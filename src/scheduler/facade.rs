@@ -350,15 +350,12 @@ impl Scheduler {
     /// ```
     #[track_caller]
     pub fn shutdown(&self, timeout: Duration) -> ShutdownReport {
-        // A call from the stop it is part of (a forced process's cleanup, on a closer thread
-        // inside the processes' runtime) returns at once with the report so far: it never
-        // blocks, so it is allowed where blocking is not.
-        if !super::shutdown::stopping_here(self.inner().host_id) {
-            blocking::assert_may_block(
-                "Scheduler::shutdown",
-                "Scheduler::shutdown_async(timeout).await",
-            );
-        }
+        // A forced process's cleanup calling this runs on a closer thread, which may block
+        // (`blocking.rs`, `MayBlockHere`); this scheduler's own stop then returns at once.
+        blocking::assert_may_block(
+            "Scheduler::shutdown",
+            "Scheduler::shutdown_async(timeout).await",
+        );
         self.shutdown.shutdown(self.inner(), timeout)
     }
 
