@@ -11,7 +11,7 @@
 //! That is sound only because every critical section of the mailbox is short and runs no user
 //! code: a few queue operations, a waker clone (the task's own: a reference count), a gate
 //! store. Payload destructors, wakes and frees of large buffers all run after the unlock
-//! (`mod.rs`: `close`, `try_push`; `intake.rs`: `Stale`). A waiter spins briefly, then yields
+//! (`lifecycle.rs`: `close`; `deliver.rs`: `try_push`; `intake.rs`: `Stale`). A waiter spins briefly, then yields
 //! its thread to the holder (which, preempted in the section, needs a core to finish it).
 //!
 //! # Protocol 10: the mailbox lock

@@ -1,0 +1,213 @@
+//! A cell's incarnations: `open_as` (spawn), `close` (the process finishes), `release` (the
+//! cell is free again), and what lives with an incarnation between them (its task's reference,
+//! a `cancel`'s mark). The phases and generations are described in the module above.
+
+use super::intake::Stale;
+use super::{blocks, Admission, Generation, Incarnation, Phase, ProcessCell, Watch};
+use crate::executor::TaskRef;
+use crate::loom::atomic::Ordering::Relaxed;
+use crate::process::exit::ExitReason;
+use crate::process::{drop_contained, drop_each};
+
+impl ProcessCell {
+    /// An open cell with an unbounded mailbox, for tests of the process layer.
+    #[cfg(all(test, not(loom)))]
+    pub(crate) fn new_open() -> (ProcessCell, Generation) {
+        let cell = ProcessCell::new(usize::MAX);
+        let generation = cell.open();
+        (cell, generation)
+    }
+
+    /// [`open_as`](Self::open_as) an anonymous process, with the capacity the cell has
+    /// (tests of the process layer).
+    #[cfg(test)]
+    pub(crate) fn open(&self) -> Generation {
+        // Past `init`, as a spawned process is once its task is kept (`set_task`).
+        self.open_starting(Incarnation::default(), self.mailbox.capacity(), false)
+    }
+
+    /// Starts the next incarnation: `Free` → `Open`, state `Ready`, a new generation, which it
+    /// returns; its mailbox holds at most `capacity` messages. The caller owns the cell
+    /// exclusively (it took it off the free list) and checked that the generation is not
+    /// exhausted.
+    pub(crate) fn open_as(&self, incarnation: Incarnation, capacity: usize) -> Generation {
+        self.open_starting(incarnation, capacity, true)
+    }
+
+    /// [`open_as`](Self::open_as), the process inside `init` (`starting`) or not (tests).
+    fn open_starting(
+        &self,
+        incarnation: Incarnation,
+        capacity: usize,
+        starting: bool,
+    ) -> Generation {
+        let mut inner = self.mailbox.inner.lock();
+        let (last, phase) = self.mailbox.gate.load();
+        debug_assert_eq!(phase, Phase::Free);
+        // `close` left the queues and the budget map empty and unallocated.
+        debug_assert!(inner.events.is_empty() && inner.behind.is_empty());
+        debug_assert!(inner.waker.is_none() && inner.task.is_none());
+        debug_assert!(inner.topics.is_none() && inner.abandoned.is_none());
+        debug_assert!(
+            inner.watch.is_none(),
+            "`release` took the last incarnation's watches"
+        );
+        inner.terminate = false;
+        inner.cancel_asked = false;
+        inner.shutdown_cancelled = false;
+        inner.starting = starting;
+        inner.queued_messages = 0;
+        inner.unread = 0;
+        inner.kind = incarnation.kind;
+        inner.spawned_at = incarnation.spawned_at;
+        inner.takes = incarnation.takes;
+        // Before the gate opens (its `Release` store publishes it to lock-free senders).
+        self.mailbox.capacity.store(capacity, Relaxed);
+        self.stats.reset();
+        // Under the lock, and before the gate opens: whoever sees `Open` and this generation —
+        // under the lock or through the gate's `Acquire` — sees a fresh state word (`state.rs`,
+        // protocol 1; `intake.rs`, "The gate").
+        self.state.transition_to_ready();
+        let generation = last + 1;
+        self.mailbox.gate.store(generation, Phase::Open);
+        generation
+    }
+
+    /// Jumps the generation (tests of what happens when a slot's generations run out).
+    #[cfg(all(test, not(loom)))]
+    pub(crate) fn set_generation(&self, generation: Generation) {
+        let _inner = self.mailbox.inner.lock();
+        let (_, phase) = self.mailbox.gate.load();
+        self.mailbox.gate.store(generation, phase);
+    }
+
+    /// `true` while the cell hosts a process (open or closing).
+    pub(crate) fn is_occupied(&self) -> bool {
+        self.mailbox.gate.load().1 != Phase::Free
+    }
+
+    /// Keeps `task`, the reference of the process task of `generation` (`scheduler/tasks.rs`),
+    /// unless that process is no longer open: then it is handed back (to drop after the lock).
+    pub(crate) fn set_task(&self, generation: Generation, task: TaskRef) -> Option<TaskRef> {
+        let mut inner = self.mailbox.inner.lock();
+        if !self.mailbox.gate.is_open(generation) {
+            return Some(task);
+        }
+        debug_assert!(inner.task.is_none());
+        inner.task = Some(task);
+        // `init` succeeded and the task is about to be queued: observers show the process now.
+        inner.starting = false;
+        None
+    }
+
+    /// Takes the process task's reference of `generation` (`None`: whichever process is open),
+    /// if the cell still holds it.
+    pub(crate) fn take_task(&self, generation: Option<Generation>) -> Option<TaskRef> {
+        let mut inner = self.mailbox.inner.lock();
+        if generation.is_some_and(|g| g != self.mailbox.gate.load().0) {
+            return None;
+        }
+        inner.task.take()
+    }
+
+    /// The process finishes: state `Complete`, `Open` → `Closing`. Later pushes are refused
+    /// (`Closed`); queued events, the topic budgets, the waker and the task's reference are
+    /// dropped.
+    ///
+    /// The queue and the map are replaced by unallocated ones rather than cleared: the cell is
+    /// pooled, and a flood the finished process received (a million queued events, or topics)
+    /// must not stay allocated in the cell for its next process.
+    ///
+    /// Returns how many destructors of the dropped events panicked (each contained).
+    pub(crate) fn close(&self) -> u64 {
+        self.close_taking_exit_reason().0
+    }
+
+    /// [`close`](Self::close), also taking why a linked process's exit asked the process to
+    /// end, if one did and no one took it yet (`watch.rs`, protocol 9): a process stopped by
+    /// its supervisor's end ends with its supervisor's reason however its body returned, as an
+    /// OTP behaviour exits with its parent's `Reason` after `terminate/2`. Taken in `close`'s
+    /// critical section: no lock more per finished process.
+    pub(crate) fn close_taking_exit_reason(&self) -> (u64, Option<ExitReason>) {
+        self.state.transition_to_complete();
+        let mut stale = Stale::new(&self.stats);
+        let (events, behind, topics, waker, task, room_waiters, exit_reason) = {
+            let mut inner = self.mailbox.inner.lock();
+            let (generation, phase) = self.mailbox.gate.load();
+            debug_assert_eq!(phase, Phase::Open);
+            // First, and also ends a diversion: a sender whose claim comes after the emptiness
+            // check below sees it, and drops its late push itself (`intake.rs`, protocol 7
+            // step 5).
+            self.mailbox.gate.store(generation, Phase::Closing);
+            // The intake queue's events go with the locked queue's, all of them: a slot claimed
+            // and not yet written is waited for (its sender writes next; the one wait on the
+            // intake queue, once per process), else what it holds would outlive the process.
+            let mut backoff = blocks::Backoff::default();
+            while !self.mailbox.settle_intake(&mut inner, &mut stale) {
+                backoff.snooze();
+            }
+            // An idle cell keeps one block of its intake queue, not two (`intake.rs`).
+            self.mailbox.intake.shrink();
+            inner.queued_messages = 0;
+            inner.unread = 0;
+            inner.abandoned = None;
+            (
+                std::mem::take(&mut inner.events),
+                std::mem::take(&mut inner.behind),
+                std::mem::take(&mut inner.topics),
+                inner.waker.take(),
+                inner.task.take(),
+                // They try again, and hear that the process is gone.
+                inner.take_all_waiters(),
+                inner.watch.as_mut().and_then(|state| state.take_exit()),
+            )
+        };
+        room_waiters.wake();
+        // Outside the lock: payload destructors are user code, and freeing a large map or queue
+        // is not work a concurrent (refused) producer should wait behind.
+        let mut panics = drop_each(events.into_events()) + drop_each(behind.into_events());
+        drop(stale);
+        drop(topics);
+        panics += drop_contained(waker);
+        drop(task);
+        (panics, exit_reason)
+    }
+
+    /// [`release_asked`](Self::release_asked) without the cancel (tests).
+    #[cfg(test)]
+    pub(crate) fn release(&self) -> (Generation, Vec<Watch>) {
+        let (generation, watches, _) = self.release_asked();
+        (generation, watches)
+    }
+
+    /// The process is gone: `Closing` → `Free`. Returns the generation that ended, the
+    /// watches registered on it, taken in the same critical section (`watch.rs`, protocol 8
+    /// step 2): the caller signals each — and whether the process had been asked to finish by
+    /// a `cancel` ([`ask_cancel`](Self::ask_cancel)).
+    pub(crate) fn release_asked(&self) -> (Generation, Vec<Watch>, bool) {
+        let mut inner = self.mailbox.inner.lock();
+        let (generation, phase) = self.mailbox.gate.load();
+        debug_assert_eq!(phase, Phase::Closing);
+        self.mailbox.gate.store(generation, Phase::Free);
+        (
+            generation,
+            ProcessCell::take_watches(&mut inner),
+            inner.cancel_asked,
+        )
+    }
+
+    /// A `cancel` is about to ask the process of `generation` to finish: remembered for how
+    /// its end is counted, whatever it then does.
+    pub(crate) fn ask_cancel(&self, generation: Generation) {
+        let mut inner = self.mailbox.inner.lock();
+        if self.mailbox.gate.admission(Some(generation)) == Admission::Accepted {
+            inner.cancel_asked = true;
+        }
+    }
+
+    /// [`release`](Self::release), for tests that look at the watches.
+    #[cfg(all(test, not(loom)))]
+    pub(crate) fn release_watched(&self) -> (Generation, Vec<Watch>) {
+        self.release()
+    }
+}
