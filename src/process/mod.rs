@@ -39,6 +39,7 @@ mod error;
 mod event;
 pub(crate) mod exit;
 pub(crate) mod future;
+pub(crate) mod host;
 pub(crate) mod mailbox;
 mod output;
 pub(crate) mod outstanding;

@@ -18,7 +18,7 @@
 //! O(1) per dispatch (a scan of the whole list per step was quadratic), and the list holds at
 //! most twice its live tasks, plus a few.
 
-use super::future::Host;
+use super::host::Host;
 use super::Tag;
 use smallvec::SmallVec;
 

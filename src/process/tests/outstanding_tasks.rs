@@ -4,7 +4,7 @@
 
 use crate::loom::Arc;
 use crate::process::exit::ExitReason;
-use crate::process::future::{Host, Outcome, PollStats};
+use crate::process::host::{Host, Outcome, PollStats};
 use crate::process::mailbox::ProcessCell;
 use crate::process::outstanding::Outstanding;
 use crate::process::{Events, Pid, YieldSlot};
