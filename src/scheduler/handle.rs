@@ -488,7 +488,7 @@ impl SchedulerHandle {
 /// The error kind of a refused delivery.
 pub(super) fn kind_of(refused: Admission) -> SendErrorKind {
     match refused {
-        Admission::Dropped => SendErrorKind::MailboxFull,
+        Admission::Dropped | Admission::OverBudget => SendErrorKind::MailboxFull,
         Admission::Closed => SendErrorKind::Closed,
         Admission::Gone | Admission::Accepted => SendErrorKind::NotFound,
     }

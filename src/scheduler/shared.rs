@@ -14,7 +14,7 @@ use crate::executor;
 use crate::loom::Arc;
 use crate::process::context::HostId;
 use crate::process::exit::ExitReason;
-use crate::process::future::{Host, Outcome, PollStats};
+use crate::process::host::{Host, Outcome, PollStats};
 use crate::process::mailbox::{Admission, Generation, ProcessCell, Ticket};
 use crate::process::stats::HandlerOutcome;
 use crate::process::{from_message, into_message, CancelReason, Event, Events, Message, Pid};
@@ -188,8 +188,6 @@ impl Inner {
             // Polled again before its turn: the room there is belongs to those before it.
             return Ok(Some(message));
         }
-        // A refusal with room in the mailbox is a topic budget's (a `Message` with one).
-        let mut refused_with_room = false;
         loop {
             match deliver_typed(cell, pid.generation(), message) {
                 Ok(()) => {
@@ -202,21 +200,20 @@ impl Inner {
                     return Ok(None);
                 }
                 Err((Admission::Dropped, refused)) => {
-                    if refused_with_room && refused.budget.is_some() {
-                        // Refused again with room there: by its topic budget, which drops
-                        // rather than waits — `MailboxFull`, as `send` says (waiting for the
-                        // budget would spin: nothing wakes a sender when a topic drains).
-                        if let Some(waited) = ticket.take() {
-                            cell.leave_room_line(pid.generation(), waited);
-                        }
-                        return Err(self.refused_typed(Admission::Dropped, refused));
-                    }
                     message = from_message(refused).unwrap_or_else(|_| unreachable!("ours"));
                     if cell.wait_for_room(pid.generation(), waker, ticket) {
                         return Ok(Some(message));
                     }
                     // Room was made, or the process ended, since the refusal: again.
-                    refused_with_room = true;
+                }
+                Err((Admission::OverBudget, refused)) => {
+                    // A topic budget drops rather than waits — `MailboxFull`, as `send` says:
+                    // room in the mailbox does not end it, and nothing wakes a sender when
+                    // the topic drains.
+                    if let Some(waited) = ticket.take() {
+                        cell.leave_room_line(pid.generation(), waited);
+                    }
+                    return Err(self.refused_typed(Admission::OverBudget, refused));
                 }
                 Err((refused, message)) => {
                     // Ended: `close` took the whole line, this ticket with it.

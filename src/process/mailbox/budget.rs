@@ -50,7 +50,7 @@ impl Inner {
             .entry(message.topic.clone())
             .or_default();
         if usage.overflowed {
-            return (Admission::Dropped, None);
+            return (Admission::OverBudget, None);
         }
         if usage.items + 1 > budget.max_items || usage.bytes.saturating_add(size) > budget.max_bytes
         {
@@ -58,7 +58,7 @@ impl Inner {
             let marker = Event::MailboxOverflow {
                 topic: message.topic.clone(),
             };
-            return (Admission::Dropped, Some(marker));
+            return (Admission::OverBudget, Some(marker));
         }
         usage.items += 1;
         usage.bytes += size;

@@ -85,8 +85,12 @@ pub(crate) enum Drained {
 pub(crate) enum Admission {
     /// Queued; the process will see it.
     Accepted,
-    /// A message over the mailbox capacity or its topic budget: not queued.
+    /// A message over the mailbox capacity: not queued.
     Dropped,
+    /// A message over its topic budget: not queued (the topic's overflow marker is, once).
+    /// Apart from `Dropped` because room in the mailbox does not end it: only the process
+    /// receiving the marker does, so a sender that waits for room must not wait for this.
+    OverBudget,
     /// The process of this generation is finishing: not queued.
     Closed,
     /// No process of this generation lives in the cell (finished, or never spawned): not queued.

@@ -134,14 +134,14 @@ fn an_overflowed_topic_keeps_its_entry_until_the_marker_is_drained() {
     assert_eq!(send("a"), Admission::Accepted);
     assert_eq!(
         send("a"),
-        Admission::Dropped,
+        Admission::OverBudget,
         "over budget: the marker is queued"
     );
     // Both messages leave, the marker stays: the entry must stay too, or the topic would take
     // new messages (and queue a second marker) before the process saw the first.
     assert_eq!(drain(&cell, 2), (2, 0));
     assert_eq!(cell.mailbox.topic_entries().0, 1);
-    assert_eq!(send("a"), Admission::Dropped, "still overflowed");
+    assert_eq!(send("a"), Admission::OverBudget, "still overflowed");
     assert_eq!(drain(&cell, usize::MAX), (0, 1), "exactly one marker");
     assert_eq!(
         cell.mailbox.topic_entries().0,
@@ -198,7 +198,7 @@ fn a_topic_over_budget_gets_one_marker_then_drops_until_drained() {
     use Admission::*;
     assert_eq!(
         outcomes,
-        [Accepted, Accepted, Accepted, Dropped, Dropped, Dropped]
+        [Accepted, Accepted, Accepted, OverBudget, OverBudget, OverBudget]
     );
     // Other topics and completions are unaffected.
     assert_eq!(cell.deliver(generation, three_items("b", 0)), Accepted);
@@ -232,6 +232,6 @@ fn byte_budgets_count_declared_sizes() {
     let msg =
         |size| Event::Message(Message::new("t", Payload::new(0u32)).with_budget(budget, size));
     assert_eq!(cell.deliver(generation, msg(200)), Admission::Accepted);
-    assert_eq!(cell.deliver(generation, msg(100)), Admission::Dropped);
+    assert_eq!(cell.deliver(generation, msg(100)), Admission::OverBudget);
     assert_eq!(kinds(&cell), ["t:0", "overflow:t"]);
 }
