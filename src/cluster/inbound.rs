@@ -4,12 +4,13 @@
 
 use super::links;
 use super::node::{NodeShared, PeerId, Pending};
+use super::peers::WAITER;
 use super::reply::DecodeScope;
 use super::severance::Session;
 use super::shared_bytes;
 use super::wire::{self, Ack, Frame, Item, Refusal, WireReason};
 use crate::loom::lock;
-use crate::process::Pid;
+use crate::process::{foreign_wake, Pid};
 use futures::StreamExt;
 use std::sync::Arc;
 
@@ -182,12 +183,12 @@ fn handle(node: &Arc<NodeShared>, origin: &PeerId, for_me: bool, item: Item<'_>)
         }
         Item::Ack { id, result } => match node.take_pending(id, origin) {
             Some(Pending::Ack(ack)) => {
-                let _ = ack.send(result);
+                let _ = foreign_wake(WAITER, || ack.send(result));
             }
             // An ask's delivery: a refusal fails it; success leaves it waiting for its reply.
             Some(Pending::Ask(reply)) => match result {
                 Err(refusal) => {
-                    let _ = reply.send(Err(refusal));
+                    let _ = foreign_wake(WAITER, || reply.send(Err(refusal)));
                 }
                 Ok(()) => node.expect(id, origin.clone(), Pending::Ask(reply)),
             },
@@ -198,7 +199,9 @@ fn handle(node: &Arc<NodeShared>, origin: &PeerId, for_me: bool, item: Item<'_>)
             if let Some(Pending::Ask(reply)) = node.take_pending(ask, origin) {
                 // The frame's own bytes, not a copy: the asker decodes them within this frame
                 // (`shared_bytes` fields in the answer stay slices of it).
-                let _ = reply.send(result.map(|body| shared_bytes::share_or_copy(&body.0)));
+                let _ = foreign_wake(WAITER, || {
+                    reply.send(result.map(|body| shared_bytes::share_or_copy(&body.0)))
+                });
             }
         }
         Item::Spawn {
@@ -241,12 +244,14 @@ fn handle(node: &Arc<NodeShared>, origin: &PeerId, for_me: bool, item: Item<'_>)
         }
         Item::Spawned { id, result } => {
             if let Some(Pending::Spawn(spawned)) = node.take_pending(id, origin) {
-                let _ = spawned.send(result);
+                let _ = foreign_wake(WAITER, || spawned.send(result));
             }
         }
         Item::Joined { id, result } => {
             if let Some(Pending::Join(joined)) = node.take_pending(id, origin) {
-                let _ = joined.send(result.map(serde_bytes::ByteBuf::into_vec));
+                let _ = foreign_wake(WAITER, || {
+                    joined.send(result.map(serde_bytes::ByteBuf::into_vec))
+                });
             }
         }
         Item::Monitor { id, target } => serve_monitor(node, origin, for_me, id, target),
@@ -257,7 +262,7 @@ fn handle(node: &Arc<NodeShared>, origin: &PeerId, for_me: bool, item: Item<'_>)
         }
         Item::Down { id, reason } => {
             if let Some(Pending::Monitor(down)) = node.take_pending(id, origin) {
-                let _ = down.send(reason);
+                let _ = foreign_wake(WAITER, || down.send(reason));
             }
         }
         Item::Link { from, to } if for_me => links::linked(node, origin, from, to),
@@ -291,7 +296,7 @@ fn handle(node: &Arc<NodeShared>, origin: &PeerId, for_me: bool, item: Item<'_>)
         }
         Item::Located { id, result } => {
             if let Some(Pending::Whereis(located)) = node.take_pending(id, origin) {
-                let _ = located.send(result);
+                let _ = foreign_wake(WAITER, || located.send(result));
             }
         }
     }
@@ -322,7 +327,7 @@ fn serve_monitor(node: &Arc<NodeShared>, origin: &PeerId, for_me: bool, id: u64,
         }
     });
     lock(&node.served).insert((origin.clone(), id), task.abort_handle());
-    let _ = registered.send(());
+    let _ = foreign_wake(WAITER, || registered.send(()));
 }
 
 /// Answers a joined spawn's outcome; an output too big for a frame ends the far handle

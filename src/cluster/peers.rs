@@ -6,6 +6,7 @@ use super::node::{Load, NodeShared, Peer, PeerId, Pending};
 use super::outbound;
 use super::wire::{self, Refusal, WireReason};
 use crate::loom::lock;
+use crate::process::foreign_wake;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -288,26 +289,31 @@ pub(crate) enum Count {
     Always,
 }
 
+/// What [`foreign_wake`] names when a node completes a task awaiting another node's answer
+/// (a remote ask, acked send, spawn, monitor, handle, lookup): that task's waker is not ours,
+/// and its panic must not end the node's task that completes it.
+pub(crate) const WAITER: &str = "a task awaiting another node";
+
 /// Fails what waited on a peer that died.
 pub(crate) fn fail_no_connection(pending: Pending) {
     match pending {
         Pending::Ask(reply) => {
-            let _ = reply.send(Err(Refusal::NoConnection));
+            let _ = foreign_wake(WAITER, || reply.send(Err(Refusal::NoConnection)));
         }
         Pending::Ack(ack) => {
-            let _ = ack.send(Err(Refusal::NoConnection));
+            let _ = foreign_wake(WAITER, || ack.send(Err(Refusal::NoConnection)));
         }
         Pending::Spawn(spawned) => {
-            let _ = spawned.send(Err(Refusal::NoConnection));
+            let _ = foreign_wake(WAITER, || spawned.send(Err(Refusal::NoConnection)));
         }
         Pending::Monitor(down) => {
-            let _ = down.send(WireReason::NoConnection);
+            let _ = foreign_wake(WAITER, || down.send(WireReason::NoConnection));
         }
         Pending::Join(joined) => {
-            let _ = joined.send(Err(WireReason::NoConnection));
+            let _ = foreign_wake(WAITER, || joined.send(Err(WireReason::NoConnection)));
         }
         Pending::Whereis(located) => {
-            let _ = located.send(Err(Refusal::NoConnection));
+            let _ = foreign_wake(WAITER, || located.send(Err(Refusal::NoConnection)));
         }
     }
 }

@@ -38,6 +38,7 @@ mod contract;
 mod error;
 mod event;
 pub(crate) mod exit;
+mod foreign_wake;
 pub(crate) mod future;
 pub(crate) mod host;
 pub(crate) mod mailbox;
@@ -68,6 +69,7 @@ pub use state::ProcessState;
 
 pub(crate) use contain::{contained, drop_contained, drop_each};
 pub(crate) use error::{panic_message, take_panic_message};
+pub(crate) use foreign_wake::{foreign_wake, wake_foreign};
 pub(crate) use typed::{from_message, from_message_counted, into_message, take_lone, MessageType};
 
 pub(crate) use output::{Yield, YieldSlot};

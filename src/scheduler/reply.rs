@@ -4,6 +4,7 @@
 //! request and waits, is `ask.rs`.
 
 use crate::process::context::ProcessWake;
+use crate::process::foreign_wake;
 use crate::process::Tag;
 use crate::process::{CommandError, Event, Payload};
 use std::fmt;
@@ -186,7 +187,12 @@ impl<R: Send + 'static> Reply<R> {
                     _ => unreachable!("a refused answer comes back as itself"),
                 })
             }
-            Some(Port::Channel(sender)) => sender.send(value),
+            // The asker's task is woken here, on the answerer's thread (perhaps a body's):
+            // its waker's panic is contained (`foreign_wake.rs`). The answer is stored before
+            // the wake, so it was delivered.
+            Some(Port::Channel(sender)) => {
+                foreign_wake("an asker", move || sender.send(value)).unwrap_or(Ok(()))
+            }
             #[cfg(feature = "cluster")]
             Some(Port::Remote(remote)) => remote.answer(value),
             None => Err(value),

@@ -38,6 +38,7 @@
 //! comparison while no one waits.
 
 use super::{Admission, Generation, Inner, ProcessCell};
+use crate::process::wake_foreign;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::Waker;
@@ -69,13 +70,16 @@ pub(super) enum ToWake {
 }
 
 impl ToWake {
-    /// Wakes them (after the unlock).
+    /// Wakes them (after the unlock). Each waker is a sender's task's, which we do not own: a
+    /// panic of one is contained (`foreign_wake.rs`), so the others are still woken and
+    /// whoever wakes them — a drain in a body's poll, a `close` — goes on.
     pub(super) fn wake(self) {
+        let wake = |waker: Waker| wake_foreign("a sender waiting for room", waker);
         match self {
             ToWake::None => {}
-            ToWake::One(waker) => waker.wake(),
-            ToWake::All(line) => line.into_iter().for_each(|(_, waker)| waker.wake()),
-            ToWake::Some(wakers) => wakers.into_iter().for_each(Waker::wake),
+            ToWake::One(waker) => wake(waker),
+            ToWake::All(line) => line.into_iter().for_each(|(_, waker)| wake(waker)),
+            ToWake::Some(wakers) => wakers.into_iter().for_each(wake),
         }
     }
 }
