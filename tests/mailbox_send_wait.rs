@@ -226,3 +226,28 @@ fn a_dropped_waiting_send_sent_nothing_and_a_task_waits_with_one_waker() {
     assert_eq!(join_typed(sink).unwrap(), [1, 2]);
     sched.shutdown(HANG_GUARD);
 }
+
+#[test]
+fn under_capacity_zero_a_waiting_send_is_mailbox_full_at_once() {
+    // No room will ever be made: waiting for it would be waiting for the process's end.
+    let sched = Scheduler::builder()
+        .workers(1)
+        .mailbox_capacity(0)
+        .build()
+        .unwrap();
+    let process = sched
+        .spawn_fn(|cx: ProcessCx<u64>| async move {
+            let _ = cx.cancelled().await;
+            Ok::<_, BoxError>(())
+        })
+        .unwrap();
+    let refused = sched.block_on(async {
+        tokio::time::timeout(HANG_GUARD, process.addr().send_wait(7))
+            .await
+            .expect("hang guard: send_wait waited for room that never comes")
+    });
+    let error = refused.unwrap_err();
+    assert!(error.is_mailbox_full(), "{error:?}");
+    assert_eq!(error.into_message(), Some(7), "the message comes back");
+    sched.shutdown(HANG_GUARD);
+}

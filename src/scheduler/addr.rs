@@ -160,7 +160,8 @@ impl<M: Send + 'static> Addr<M> {
     ///
     /// As [`send`](Self::send), never `MailboxFull` for the capacity: `NotFound` (the process
     /// finished, also while the send waited) or `Closed` (it is finishing), the message handed
-    /// back. A [`Message`](crate::Message) past its topic budget
+    /// back. Under a capacity of 0 (`mailbox_capacity(0)`), which refuses every message, it is
+    /// `MailboxFull` at once: no room will ever be made. A [`Message`](crate::Message) past its topic budget
     /// ([`Message::with_budget`](crate::Message::with_budget)) is `MailboxFull` at once, as for
     /// `send`: a budget drops what is past it, it does not make senders wait.
     ///

@@ -105,6 +105,19 @@ impl AskError {
         matches!(self, AskError::Undelivered(SendErrorKind::NotFound))
     }
 
+    /// `true` if the request was refused by a full mailbox (an ask does not wait for room:
+    /// retry, or make room with a bigger `mailbox_capacity`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use procsched::error::{AskError, SendErrorKind};
+    /// assert!(AskError::Undelivered(SendErrorKind::MailboxFull).is_mailbox_full());
+    /// ```
+    pub fn is_mailbox_full(&self) -> bool {
+        matches!(self, AskError::Undelivered(SendErrorKind::MailboxFull))
+    }
+
     /// `true` for [`AskError::TimedOut`].
     ///
     /// # Examples

@@ -292,7 +292,8 @@ impl SchedulerBuilder {
     /// them, so a body busy with something else pushes back on its senders
     /// ([`Process::unread_messages`](crate::state_machine::Process::unread_messages)).
     /// Yield completions and `Cancel` are never counted or dropped. A capacity of 0 refuses
-    /// every message (a process that only yields and is cancelled). It bounds the user's
+    /// every message (a process that only yields and is cancelled; `Addr::send_wait` too, at
+    /// once). It bounds the user's
     /// processes, not the library's: a [`Supervisor`](crate::supervision::Supervisor)'s
     /// mailbox, which holds only its API's requests, is unbounded (its children are not).
     ///

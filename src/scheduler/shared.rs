@@ -199,6 +199,14 @@ impl Inner {
                     }
                     return Ok(None);
                 }
+                Err((Admission::Dropped, refused)) if cell.never_has_room() => {
+                    // Capacity 0 (`mailbox_capacity(0)`): no room will ever be made, and a
+                    // send that waits for it would wait for the process's end.
+                    if let Some(waited) = ticket.take() {
+                        cell.leave_room_line(pid.generation(), waited);
+                    }
+                    return Err(self.refused_typed(Admission::Dropped, refused));
+                }
                 Err((Admission::Dropped, refused)) => {
                     message = from_message(refused).unwrap_or_else(|_| unreachable!("ours"));
                     if cell.wait_for_room(pid.generation(), waker, ticket) {

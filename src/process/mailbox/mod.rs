@@ -279,6 +279,13 @@ impl ProcessCell {
     pub(crate) fn is_bounded(&self) -> bool {
         self.mailbox.capacity() != usize::MAX
     }
+
+    /// `true` if the mailbox refuses every message (`mailbox_capacity(0)`): waiting for room
+    /// in it would be waiting for its process to end.
+    #[inline]
+    pub(crate) fn never_has_room(&self) -> bool {
+        self.mailbox.capacity() == 0
+    }
 }
 
 /// A count of unread messages as the mailbox (`Inner::unread`) and the poller keep it:
