@@ -243,8 +243,18 @@ fn handle(node: &Arc<NodeShared>, origin: &PeerId, for_me: bool, item: Item<'_>)
             answer(node, origin, Item::Spawned { id, result });
         }
         Item::Spawned { id, result } => {
-            if let Some(Pending::Spawn(spawned)) = node.take_pending(id, origin) {
-                let _ = foreign_wake(WAITER, || spawned.send(result));
+            let unwanted = match node.take_pending(id, origin) {
+                Some(Pending::Spawn(spawned)) => {
+                    // `Err`: its `spawn_on` future was dropped while it waited.
+                    foreign_wake(WAITER, || spawned.send(result)).and_then(Result::err)
+                }
+                Some(_) => None,
+                // Forgotten: its `spawn_on` timed out (or a forger's frame: the stop below
+                // goes to the frame's own node, so it can reach only that node's processes).
+                None => Some(result),
+            };
+            if let Some(Ok(orphan)) = unwanted {
+                stop_orphan(node, origin, orphan);
             }
         }
         Item::Joined { id, result } => {
@@ -353,6 +363,28 @@ fn joined(
 }
 
 /// Sends an answer to `origin`; it is lost only if `origin` was declared down meanwhile.
+/// A process `origin` spawned for a `spawn_on` that gave up before the answer came (timed
+/// out, or its future dropped): nobody holds its PID, and a retry would run a second one, so
+/// it is terminated (as `Node::kill`: its `close` runs; a remote handle's join, if any, hears
+/// `Killed`). Counted and traced, so a spawn that keeps timing out is seen.
+pub(crate) fn stop_orphan(node: &NodeShared, origin: &PeerId, orphan: u64) {
+    node.stats.orphan_stopped();
+    tracing::debug!(
+        from = %origin.name,
+        pid = orphan,
+        "a spawn answered after its caller gave up: terminated"
+    );
+    if let Err(refusal) = node.send_item(
+        origin,
+        Item::Stop {
+            target: orphan,
+            kill: true,
+        },
+    ) {
+        tracing::debug!(to = %origin.name, ?refusal, "an orphan's stop found its node gone");
+    }
+}
+
 fn answer(node: &NodeShared, origin: &PeerId, item: Item<'static>) {
     if let Err(refusal) = node.send_control(origin, item) {
         tracing::debug!(to = %origin.name, ?refusal, "an answer found its node gone");

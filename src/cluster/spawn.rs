@@ -4,7 +4,7 @@
 use super::node::{NodeShared, PeerId, Pending};
 use super::registry::JoinFuture;
 use super::wire::{self, Item, WireReason};
-use super::{remote, Node, NodePid, RemoteError};
+use super::{Node, NodePid, RemoteError};
 use crate::process::{InitError, Pid};
 use crate::scheduler::SpawnError;
 use serde::de::DeserializeOwned;
@@ -75,6 +75,12 @@ impl Node {
     /// body's type does not decode from is `Init(Failed)`, as an `init` rejecting its input),
     /// `NoNode` for an unknown node, `NoConnection` / `TimedOut` if the node does not answer
     /// (`NoConnection` at once once this node has lost its name: [`Node::is_evicted`]).
+    ///
+    /// A spawn given up on — `TimedOut`, or this future dropped before it resolved — may still
+    /// have started the process on the far node: when that node's answer arrives, this node
+    /// terminates it (counted in [`NodeStats::orphans_stopped`](super::NodeStats::orphans_stopped)), so a
+    /// retry does not leave a first instance running that nobody can address. An answer lost
+    /// on the way (NATS delivers at most once) leaves that instance running.
     ///
     /// # Examples
     ///
@@ -182,28 +188,25 @@ impl Node {
             args,
             join: joining.as_ref().map(|(join_id, _)| *join_id),
         };
-        let forget = |node: &NodeShared| {
-            node.forget_pending(id);
-            if let Some((join_id, _)) = &joining {
-                node.forget_pending(*join_id);
-            }
+        let mut spawning = Spawning {
+            node,
+            peer: &peer,
+            id,
+            join_id: joining.as_ref().map(|(join_id, _)| *join_id),
+            answer: spawned,
+            settled: false,
         };
         if let Err(refusal) = node.send_item(&peer, item) {
-            forget(node);
             return Err(RemoteError::from_refusal(refusal));
         }
-        let raw = match remote::wait_for(node, id, spawned, node.request_timeout).await {
+        let raw = match spawning.wait(node.request_timeout).await {
             Ok(raw) => raw,
-            Err(error) => {
-                forget(node);
-                return Err(match error {
-                    RemoteError::Unregistered(name) => {
-                        spawn_refused(wire::Refusal::Unregistered(name))
-                    }
-                    other => other,
-                });
+            Err(RemoteError::Unregistered(name)) => {
+                return Err(spawn_refused(wire::Refusal::Unregistered(name)))
             }
+            Err(other) => return Err(other),
         };
+        drop(spawning);
         let pid = Pid::from_raw(raw)
             .ok_or_else(|| RemoteError::Decode("a spawn answered PID 0".to_owned()))?;
         let joining = joining.map(|(id, outcome)| Joining::Remote {
@@ -212,6 +215,65 @@ impl Node {
             outcome,
         });
         Ok((NodePid::new(peer.name, peer.incarnation, pid), joining))
+    }
+}
+
+/// A spawn sent to another node, until its answer is taken. Given up on before that — timed
+/// out, or the `spawn_on` future dropped — it forgets the wait and closes its answer's
+/// channel, and an answer that had already come names a process nobody will hold: it is
+/// terminated (`inbound.rs`, `stop_orphan`, which also handles an answer that comes later).
+/// Whichever side sees the answer stops the orphan, once: the answer either reaches this
+/// channel before it is closed (read here) or finds it closed or its wait forgotten (there).
+struct Spawning<'a> {
+    node: &'a NodeShared,
+    peer: &'a PeerId,
+    id: u64,
+    /// The wait for the spawned process's outcome (`spawn_on_with_handle`), forgotten with it.
+    join_id: Option<u64>,
+    answer: oneshot::Receiver<Result<u64, wire::Refusal>>,
+    /// The answer was taken (or the node dropped the wait): nothing to undo.
+    settled: bool,
+}
+
+impl Spawning<'_> {
+    /// The spawned process's raw PID, or why not.
+    async fn wait(&mut self, timeout: std::time::Duration) -> Result<u64, RemoteError> {
+        // Awaited anywhere (`runtime.rs`): the timer is made, in the first poll, in the node's
+        // runtime.
+        let answer = &mut self.answer;
+        let answered = async { tokio::time::timeout(timeout, answer).await };
+        let answered = super::runtime::in_runtime(&self.node.runtime, answered).await;
+        match answered {
+            Ok(Ok(result)) => {
+                self.settled = true;
+                result.map_err(RemoteError::from_refusal)
+            }
+            // The node stopped and dropped what it waited for.
+            Ok(Err(_)) => {
+                self.settled = true;
+                Err(RemoteError::NoConnection)
+            }
+            // Not settled: the drop below undoes the spawn.
+            Err(_) => Err(RemoteError::TimedOut(timeout)),
+        }
+    }
+}
+
+impl Drop for Spawning<'_> {
+    fn drop(&mut self) {
+        if self.settled {
+            return;
+        }
+        self.node.forget_pending(self.id);
+        if let Some(join_id) = self.join_id {
+            self.node.forget_pending(join_id);
+        }
+        // After `close`, a send fails (the inbound side then stops the orphan); one made
+        // before it is read here.
+        self.answer.close();
+        if let Ok(Ok(orphan)) = self.answer.try_recv() {
+            super::inbound::stop_orphan(self.node, self.peer, orphan);
+        }
     }
 }
 

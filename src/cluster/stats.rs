@@ -19,6 +19,7 @@ pub(crate) struct Stats {
     peers_down: AtomicU64,
     unreached: AtomicU64,
     stale_frames: AtomicU64,
+    orphans_stopped: AtomicU64,
 }
 
 impl Stats {
@@ -66,6 +67,10 @@ impl Stats {
         self.stale_frames.fetch_add(1, Relaxed);
     }
 
+    pub(crate) fn orphan_stopped(&self) {
+        self.orphans_stopped.fetch_add(1, Relaxed);
+    }
+
     pub(crate) fn snapshot(&self) -> NodeStats {
         NodeStats {
             frames_out: self.frames_out.load(Relaxed),
@@ -82,6 +87,7 @@ impl Stats {
             peers_down: self.peers_down.load(Relaxed),
             unreached: self.unreached.load(Relaxed),
             stale_frames: self.stale_frames.load(Relaxed),
+            orphans_stopped: self.orphans_stopped.load(Relaxed),
             monitors_served: 0,
         }
     }
@@ -137,6 +143,10 @@ pub struct NodeStats {
     /// declared this node down (the other side's links, monitors and waits were already
     /// failed; see [`Node::disconnect`](super::Node::disconnect)).
     pub stale_frames: u64,
+    /// Processes another node spawned for this one's `spawn_on` after it had given up on the
+    /// answer (timed out, or its future dropped), which this node then terminated: nobody
+    /// held their PIDs, and a retry would have run a second instance.
+    pub orphans_stopped: u64,
     /// Monitors that processes of other nodes hold on this node's processes, now (a gauge):
     /// each ends with its `Down`, a demonitor, or its watcher's node going down.
     pub monitors_served: u64,
