@@ -232,6 +232,11 @@ impl<M: Serialize + Send + 'static> RemoteAddr<M> {
     /// As [`send`](Self::send), plus `NotFound` / `Closed` / `MailboxFull` / `WrongType` from
     /// the receiving node, `NoConnection` if it dies meanwhile, `TimedOut` past the request timeout.
     ///
+    /// The message leaves at once: a `TimedOut`, or this future dropped before it resolves,
+    /// loses the receiving node's answer, not the message, which may have been delivered (as
+    /// any request over a network whose reply is lost; `send_wait`'s "dropped, not sent" does
+    /// not hold here). Retry only what may arrive twice.
+    ///
     /// # Examples
     ///
     /// ```no_run

@@ -367,6 +367,11 @@ impl Scheduler {
     /// (`procsched-timer`, started at the first such wait and shared by every scheduler) wakes
     /// it. Concurrent and re-entrant calls behave as [`shutdown`](Self::shutdown)'s do.
     ///
+    /// Dropped before it resolves (a `tokio::time::timeout` around it, a `select!` it lost),
+    /// the shutdown stays begun — spawns are refused, processes have their cancel — but nothing
+    /// forces the processes that ignore it: call `shutdown_async` (or `shutdown`) again to
+    /// finish it, or drop the [`Scheduler`], whose drop stops what is left.
+    ///
     /// Awaited inside the body of one of this scheduler's own processes, it shuts down every
     /// *other* process (the grace period ends as soon as they have all finished, and the final
     /// stop does not wait for the caller's worker): the caller is still inside its step when the

@@ -167,7 +167,9 @@ impl<R: Send + 'static> Reply<R> {
     ///
     /// `value`, handed back, if the asker no longer waits (it timed out, dropped its ask, or
     /// ended). An answer that reached the asker before it gave up was delivered (`Ok`), and
-    /// is dropped unread.
+    /// is dropped unread. An asker on another node (`cluster`): `Ok` once the answer is on its
+    /// way — whether the asker still waits is known on its node, which drops an answer it no
+    /// longer waits for; `Err` only if its node is known gone here.
     ///
     /// # Examples
     ///
@@ -201,7 +203,9 @@ impl<R: Send + 'static> Reply<R> {
 
     /// `true` if an answer can no longer reach the asker: asked from outside a process, its
     /// ask was dropped (it timed out, say); asked from a process, that process has ended or
-    /// stopped waiting (its ask timed out, was dropped, or was cut short by its cancel).
+    /// stopped waiting (its ask timed out, was dropped, or was cut short by its cancel). Asked
+    /// from another node (`cluster`): `false` unless that node is known gone here (its asker
+    /// giving up is known only there).
     ///
     /// # Examples
     ///
