@@ -372,3 +372,47 @@ fn a_child_that_cannot_start_with_a_panicking_display_is_a_start_error() {
     }
     assert_eq!(closes.load(SeqCst), 1);
 }
+
+/// A value whose destructor panics, after saying so on its channel.
+struct PanicOnDrop(mpsc::Sender<()>);
+
+impl Drop for PanicOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.send(());
+        panic!("{EXPECTED_PANIC}: a destructor");
+    }
+}
+
+/// An async handler's command: its future holds the value until it is dropped.
+struct Stuck(PanicOnDrop);
+procsched::command!(Stuck => u8);
+
+#[test]
+fn a_timed_out_async_handler_whose_future_panics_when_dropped_is_timed_out_and_counted() {
+    let _exclusive = exclusive();
+    let sched = Scheduler::builder()
+        .workers(1)
+        .async_handler(|Stuck(held): Stuck| async move {
+            let _held = held;
+            std::future::pending::<()>().await;
+            Ok::<_, BoxError>(0u8)
+        })
+        .build()
+        .unwrap();
+    let (dropped_tx, dropped) = mpsc::channel();
+    let handle = sched
+        .spawn_fn(move |cx: ProcessCx| async move {
+            let called = cx.call_within(Stuck(PanicOnDrop(dropped_tx)), Duration::from_millis(10));
+            Ok::<_, BoxError>(called.await.err())
+        })
+        .unwrap();
+    let pid = handle.pid();
+    let error = run(&sched, handle)
+        .unwrap()
+        .expect("the call did not succeed");
+    assert!(error.is_timed_out(), "timed out, not cancelled: {error:?}");
+    recv(&dropped);
+    assert_eq!(sched.metrics().destructor_panics, 1);
+    let warned = warned("destructor panicked", pid);
+    assert_eq!(warned.len(), 1, "{warned:?}");
+}
