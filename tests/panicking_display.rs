@@ -19,7 +19,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::sync::{mpsc, Arc, Mutex, OnceLock};
 use std::time::Duration;
-use support::{quiet_panics, recv, EXPECTED_PANIC};
+use support::{quiet_panics, recv, wait_until, EXPECTED_PANIC};
 use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id};
 use tracing::{Event as TracingEvent, Level, Subscriber};
@@ -415,4 +415,41 @@ fn a_timed_out_async_handler_whose_future_panics_when_dropped_is_timed_out_and_c
     assert_eq!(sched.metrics().destructor_panics, 1);
     let warned = warned("destructor panicked", pid);
     assert_eq!(warned.len(), 1, "{warned:?}");
+}
+
+/// A blocking handler's command: its handler waits for `release`, then returns a value whose
+/// destructor panics.
+struct Late(mpsc::Receiver<()>, mpsc::Sender<()>);
+procsched::command!(Late => PanicOnDrop);
+
+#[test]
+fn a_late_blocking_result_whose_destructor_panics_is_counted_with_the_pid() {
+    let _exclusive = exclusive();
+    let sched = Scheduler::builder()
+        .workers(1)
+        .blocking_handler(|Late(release, dropped): Late| {
+            let _ = release.recv();
+            Ok::<_, BoxError>(PanicOnDrop(dropped))
+        })
+        .build()
+        .unwrap();
+    let (release_tx, release) = mpsc::channel();
+    let (dropped_tx, dropped) = mpsc::channel();
+    let handle = sched
+        .spawn_fn(move |cx: ProcessCx| async move {
+            let called = cx.call_within(Late(release, dropped_tx), Duration::from_millis(10));
+            Ok::<_, BoxError>(called.await.err())
+        })
+        .unwrap();
+    let pid = handle.pid();
+    let error = run(&sched, handle)
+        .unwrap()
+        .expect("the call did not succeed");
+    assert!(error.is_timed_out(), "{error:?}");
+    release_tx.send(()).unwrap();
+    recv(&dropped);
+    wait_until("the late result's warn", || {
+        !warned("late blocking result", pid).is_empty()
+    });
+    assert_eq!(sched.metrics().destructor_panics, 1);
 }
