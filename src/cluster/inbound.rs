@@ -332,7 +332,7 @@ fn serve_monitor(node: &Arc<NodeShared>, origin: &PeerId, for_me: bool, id: u64,
         let down = monitor.await;
         if let Some(node) = task_node.upgrade() {
             lock(&node.served).remove(&(task_origin.clone(), id));
-            let reason = WireReason::from_reason(&down.reason);
+            let reason = WireReason::from_reason(down.pid, &down.reason);
             answer(&node, &task_origin, Item::Down { id, reason });
         }
     });

@@ -210,7 +210,7 @@ fn watch_end(node: &Arc<NodeShared>, local: Pid, peer: PeerId, remote: u64) {
             return; // unlinked meanwhile
         }
         let (local, peer, remote) = task_key;
-        let reason = WireReason::from_reason(&down.reason);
+        let reason = WireReason::from_reason(down.pid, &down.reason);
         let item = Item::LinkExit {
             from: local.as_u64(),
             to: remote,

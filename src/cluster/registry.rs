@@ -104,7 +104,7 @@ impl Registry {
                             take_panic_message(panic)
                         ))),
                     },
-                    Err(error) => Err(WireReason::from_reason(&error.exit_reason())),
+                    Err(error) => Err(WireReason::from_reason(pid, &error.exit_reason())),
                 }
             });
             Ok((pid, join))
@@ -190,7 +190,10 @@ pub(crate) fn refusal_of(kind: SendErrorKind) -> Refusal {
 /// A local spawn's refusal, for the wire.
 pub(crate) fn refusal_of_spawn(error: &SpawnError) -> Refusal {
     match error {
-        SpawnError::Init(error) => Refusal::SpawnInit(error.to_string()),
+        // The error of a failed `init` is user code: its `Display` is contained.
+        SpawnError::Init(error) => {
+            Refusal::SpawnInit(crate::process::display_contained(error, None).to_string())
+        }
         SpawnError::InitPanicked(message) => Refusal::SpawnPanicked(message.clone()),
         SpawnError::ShuttingDown => Refusal::ShuttingDown,
         SpawnError::Limit(limit) => Refusal::Limit(*limit as u64),

@@ -191,11 +191,19 @@ pub(crate) enum WireReason {
 }
 
 impl WireReason {
-    pub(crate) fn from_reason(reason: &crate::process::exit::ExitReason) -> WireReason {
+    /// The reason `pid` ended with, for the wire. A `Failed` reason's error travels as its
+    /// text: its `Display` is user code, contained (`process/contain.rs`) so that it cannot
+    /// end the cluster task sending it.
+    pub(crate) fn from_reason(
+        pid: crate::process::Pid,
+        reason: &crate::process::exit::ExitReason,
+    ) -> WireReason {
         use crate::process::exit::ExitReason as R;
         match reason {
             R::Normal => WireReason::Normal,
-            R::Failed(error) => WireReason::Failed(error.to_string()),
+            R::Failed(error) => WireReason::Failed(
+                crate::process::display_contained(&**error, Some(pid)).to_string(),
+            ),
             R::Panicked(message) => WireReason::Panicked(message.to_string()),
             R::Killed => WireReason::Killed,
             R::Shutdown => WireReason::Shutdown,

@@ -35,13 +35,9 @@ pub(super) fn spawn_pending<Fut>(
 where
     Fut: Future<Output = Result<Payload, CommandError>> + Send + 'static,
 {
-    async fn within<F: Future<Output = std::thread::Result<CommandResult>>>(
-        future: F,
-        timeout: Duration,
-    ) -> std::thread::Result<CommandResult> {
-        match tokio::time::timeout(timeout, future).await {
-            Ok(caught) => caught,
-            Err(_elapsed) => Ok(Err(CommandError::TimedOut)),
+    fn within<F: Future>(future: F, timeout: Duration) -> Within<F> {
+        Within {
+            timeout: tokio::time::timeout(timeout, future),
         }
     }
     if runtime.is_gone() {
@@ -63,6 +59,31 @@ where
             Job::new(within(future, timeout), completer).instrument(span),
         ),
     })
+}
+
+pin_project_lite::pin_project! {
+    /// A handler under a deadline: `TimedOut` once it passes. The handler future stays inside
+    /// when the deadline passes, for [`Job`] to drop with its destructor's panic contained and
+    /// counted: an `async fn` awaiting `tokio::time::timeout` would drop it on return, inside
+    /// its poll, where a panic would unwind out of the task and make the call `Cancelled`.
+    struct Within<F> {
+        #[pin]
+        timeout: tokio::time::Timeout<F>,
+    }
+}
+
+impl<F> Future for Within<F>
+where
+    F: Future<Output = std::thread::Result<CommandResult>>,
+{
+    type Output = std::thread::Result<CommandResult>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match std::task::ready!(self.project().timeout.poll(cx)) {
+            Ok(caught) => Poll::Ready(caught),
+            Err(_elapsed) => Poll::Ready(Ok(Err(CommandError::TimedOut))),
+        }
+    }
 }
 
 pin_project_lite::pin_project! {

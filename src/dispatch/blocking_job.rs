@@ -3,9 +3,9 @@
 
 use super::handler::CommandResult;
 use super::YieldCompleter;
-use crate::process::drop_contained;
-use crate::process::CommandError;
-use std::panic::{catch_unwind, AssertUnwindSafe};
+use crate::loom::Arc;
+use crate::process::mailbox::ProcessCell;
+use crate::process::{drop_contained, CommandError, Pid};
 use std::time::Duration;
 use tracing::Instrument;
 
@@ -53,7 +53,7 @@ impl<C> Drop for Unrun<C> {
 /// its deadline the job runs on, as `yield_command_within` documents.
 /// The job hands its result over a oneshot rather than through its `JoinHandle`, so a result that
 /// comes too late is dropped by our code, its destructor's panic contained
-/// ([`drop_late_result`]).
+/// ([`LateOwner::drop_late_result`]) and counted for its process.
 ///
 /// Exactly one completion: the task completes with the result, `TimedOut`, or `Cancelled` (the
 /// job was dropped unrun, e.g. by a runtime shutdown); a task dropped before completing drops the
@@ -66,14 +66,20 @@ pub(super) fn spawn_blocking_within(
     span: tracing::Span,
 ) -> tokio::task::AbortHandle {
     let (result_tx, result_rx) = tokio::sync::oneshot::channel();
+    let owner = LateOwner {
+        pid: completer.pid(),
+        cell: completer.cell().clone(),
+    };
+    let job_owner = owner.clone();
     let job = runtime.spawn_blocking(move || {
         if let Err(late) = result_tx.send(job()) {
-            drop_late_result(late);
+            job_owner.drop_late_result(late);
         }
     });
     let mut pending = PendingJob {
         job: Some(job.abort_handle()),
         result: result_rx,
+        owner,
     };
     runtime
         .spawn(
@@ -99,11 +105,12 @@ pub(super) fn spawn_blocking_within(
 /// The deadline task's side of a blocking job (see [`spawn_blocking_within`]). Dropped, it
 /// aborts the job unless the deadline passed — which stops it only if it has not started; a
 /// running blocking call cannot be interrupted — and makes sure its result, now or later, is
-/// dropped by [`drop_late_result`].
+/// dropped by [`LateOwner::drop_late_result`].
 struct PendingJob {
     /// `None` once the deadline passed: the job is left to run on.
     job: Option<tokio::task::AbortHandle>,
     result: tokio::sync::oneshot::Receiver<CommandResult>,
+    owner: LateOwner,
 }
 
 impl PendingJob {
@@ -123,18 +130,33 @@ impl Drop for PendingJob {
         // destructor, which would not contain a panic.
         self.result.close();
         if let Ok(late) = self.result.try_recv() {
-            drop_late_result(late);
+            self.owner.drop_late_result(late);
         }
     }
 }
 
-/// Drops the result of a blocking job nobody waits for any more (its yield timed out or its
-/// process ended). Payload destructors are user code: a panic is contained.
-fn drop_late_result(late: CommandResult) {
-    tracing::debug!("dropping the late result of a blocking command");
-    if catch_unwind(AssertUnwindSafe(move || drop(late))).is_err() {
-        tracing::warn!(
-            "the destructor of a late blocking result panicked; the panic was contained"
-        );
+/// The process a blocking job's result belongs to, for the count and the `warn` of a late
+/// result's destructor panic: on the blocking thread, no span names it.
+#[derive(Clone)]
+struct LateOwner {
+    pid: Pid,
+    cell: Arc<ProcessCell>,
+}
+
+impl LateOwner {
+    /// Drops the result of a blocking job nobody waits for any more (its yield timed out or its
+    /// process ended). Payload destructors are user code: a panic is contained, traced and
+    /// counted for the process, as every destructor's (`process/contain.rs`).
+    fn drop_late_result(&self, late: CommandResult) {
+        tracing::debug!(pid = %self.pid, "dropping the late result of a blocking command");
+        let panics = drop_contained(late);
+        if panics > 0 {
+            self.cell.stats.destructors_panicked(panics);
+            tracing::warn!(
+                pid = %self.pid,
+                panics,
+                "the destructor of a late blocking result panicked; the panic was contained"
+            );
+        }
     }
 }

@@ -1,5 +1,7 @@
-//! Containing user destructors: every user value the scheduler holds is dropped here, one at a
-//! time, inside its own `catch_unwind`.
+//! Containing user code the scheduler calls on its own: destructors (every user value the
+//! scheduler holds is dropped here, one at a time, inside its own `catch_unwind`) and `Display`
+//! (an error a step, body, `init` or handler returned, which the scheduler traces, or writes
+//! into an exit reason or a wire frame).
 //!
 //! # Why one at a time
 //! A destructor that panics while another panic unwinds aborts the process ("panic in a
@@ -19,8 +21,21 @@
 //! containment included) and adds it to that process's cell (`CellStats`), which the scheduler's
 //! metrics sum (`SchedulerMetrics::destructor_panics`). A destructor's panic never changes how
 //! a process *ended*: that is decided before its values are dropped.
+//!
+//! # A user value's `Display`
+//! The scheduler formats user errors where no `catch_unwind` of the user's call surrounds it:
+//! a `debug` event after a step or `init` failed (when a subscriber formats the field), a
+//! supervisor's log of a child's exit reason, a failed start's text, an exit reason sent to
+//! another node. A `Display` that panics there would unwind into a worker, a spawn's caller,
+//! a supervisor or a cluster task, and turn a *failed* process into a panicked or lost one. So
+//! every such place formats through [`display_contained`]: the text is the user's, or
+//! [`DISPLAY_PANICKED`] in its place; the panic is traced (`warn`, with the PID where one is
+//! known) and changes nothing else. It is not counted: no metric counts formatting panics, and
+//! `destructor_panics` means destructors.
 
-use std::cell::Cell;
+use super::Pid;
+use std::cell::{Cell, OnceCell};
+use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 std::thread_local! {
@@ -74,6 +89,76 @@ pub(crate) fn drop_each<T>(items: impl IntoIterator<Item = T>) -> u64 {
     panics
 }
 
+/// What [`display_contained`] writes in place of a user value's text when its `Display`
+/// panicked.
+pub(crate) const DISPLAY_PANICKED: &str = "<Display panicked>";
+
+/// What [`display_contained`] writes in place of a user value's text when its `Display`
+/// returned an error (which `to_string` would turn into a panic of ours).
+pub(crate) const DISPLAY_FAILED: &str = "<Display failed>";
+
+/// `value`, a user value (an error a step, body, `init` or handler returned, or an exit reason
+/// holding one), displayed with its `Display` contained (module docs, "A user value's
+/// `Display`"): as a tracing field (`error = %display_contained(&*error, Some(pid))`) or as
+/// text (`.to_string()`), never a panic.
+///
+/// `pid` is the process the value came from, for the `warn` a panic is.
+pub(crate) fn display_contained<T: fmt::Display + ?Sized>(
+    value: &T,
+    pid: Option<Pid>,
+) -> ContainedDisplay<'_, T> {
+    ContainedDisplay {
+        value,
+        pid,
+        text: OnceCell::new(),
+        panicked: Cell::new(None),
+    }
+}
+
+/// See [`display_contained`]. Formats the user's value once, however often it is displayed.
+pub(crate) struct ContainedDisplay<'a, T: ?Sized> {
+    value: &'a T,
+    pid: Option<Pid>,
+    text: OnceCell<Box<str>>,
+    /// The message of the panic its `Display` raised, until it is traced (`Drop`).
+    panicked: Cell<Option<String>>,
+}
+
+impl<T: fmt::Display + ?Sized> fmt::Display for ContainedDisplay<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let text = self.text.get_or_init(|| {
+            let mut text = String::new();
+            let value = self.value;
+            match catch_unwind(AssertUnwindSafe(|| {
+                fmt::Write::write_fmt(&mut text, format_args!("{value}"))
+            })) {
+                Ok(Ok(())) => text.into(),
+                Ok(Err(fmt::Error)) => DISPLAY_FAILED.into(),
+                Err(panic) => {
+                    self.panicked.set(Some(super::take_panic_message(panic)));
+                    DISPLAY_PANICKED.into()
+                }
+            }
+        });
+        f.write_str(text)
+    }
+}
+
+impl<T: ?Sized> Drop for ContainedDisplay<'_, T> {
+    fn drop(&mut self) {
+        // Traced here, not in `fmt`: `fmt` may run inside a subscriber's handling of the event
+        // the value is a field of, where a scoped subscriber drops nested events. A tracing
+        // field's value is dropped after its event is dispatched.
+        if let Some(message) = self.panicked.take() {
+            tracing::warn!(
+                pid = self.pid.map(tracing::field::display),
+                panic = %message,
+                "a user value's Display panicked; the panic was contained"
+            );
+        }
+    }
+}
+
 #[cfg(all(test, not(loom)))]
 pub(crate) mod tests {
     use super::*;
@@ -118,5 +203,52 @@ pub(crate) mod tests {
         let holder = Holder((0..2).map(|_| PanicOnDrop(drops.clone())).collect());
         assert_eq!(drop_contained(holder), 2);
         assert_eq!(drops.load(Relaxed), 2);
+    }
+
+    /// An error whose `Display` panics.
+    struct PanicOnDisplay;
+
+    impl fmt::Display for PanicOnDisplay {
+        fn fmt(&self, _: &mut fmt::Formatter<'_>) -> fmt::Result {
+            panic!("boom (a test's Display)");
+        }
+    }
+
+    /// An error whose `Display` fails.
+    struct FailingDisplay;
+
+    impl fmt::Display for FailingDisplay {
+        fn fmt(&self, _: &mut fmt::Formatter<'_>) -> fmt::Result {
+            Err(fmt::Error)
+        }
+    }
+
+    #[test]
+    fn a_display_that_panics_or_fails_leaves_a_placeholder() {
+        quiet();
+        assert_eq!(display_contained("fine", None).to_string(), "fine");
+        assert_eq!(
+            display_contained(&PanicOnDisplay, None).to_string(),
+            DISPLAY_PANICKED
+        );
+        assert_eq!(
+            display_contained(&FailingDisplay, None).to_string(),
+            DISPLAY_FAILED
+        );
+    }
+
+    #[test]
+    fn a_value_is_formatted_once_however_often_it_is_displayed() {
+        struct Counted(AtomicUsize);
+        impl fmt::Display for Counted {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                self.0.fetch_add(1, Relaxed);
+                f.write_str("counted")
+            }
+        }
+        let value = Counted(AtomicUsize::new(0));
+        let shown = display_contained(&value, None);
+        assert_eq!(format!("{shown} {shown}"), "counted counted");
+        assert_eq!(value.0.load(Relaxed), 1);
     }
 }

@@ -56,7 +56,7 @@ use super::mailbox::{saturate, Drained, ProcessCell};
 use super::output::Status;
 use super::outstanding::Outstanding;
 use super::state::{ParkAs, TakeNotified, TransitionToParked};
-use super::{drop_contained, drop_each, panic_message};
+use super::{display_contained, drop_contained, drop_each, panic_message};
 use super::{Events, Pid, Process, ProcessError, StepOutput};
 use crate::loom::Arc;
 use std::future::Future;
@@ -247,12 +247,22 @@ impl<P: Process, H: Host> ProcessFuture<P, H> {
                 Ok(Err(error)) => {
                     stats_of_cell.destructors_panicked(discard(out));
                     if self.host.is_cancellation(&error) {
-                        tracing::debug!(%pid, %error, "step ended the process on its cancellation");
+                        tracing::debug!(
+                            %pid,
+                            error = %display_contained(&*error, Some(pid)),
+                            "step ended the process on its cancellation"
+                        );
                         drop_contained(error);
                         let ended = ProcessError::cancelled_by(pid, self.cell.take_exit_reason());
                         return Poll::Ready(self.finish(Err(ended), Outcome::Cancelled));
                     }
-                    tracing::debug!(%pid, %error, "step failed");
+                    // The error's `Display` is user code, run by the subscriber, outside the
+                    // step's `catch_unwind`: contained (`contain.rs`), the process stays failed.
+                    tracing::debug!(
+                        %pid,
+                        error = %display_contained(&*error, Some(pid)),
+                        "step failed"
+                    );
                     return Poll::Ready(
                         self.finish(Err(ProcessError::failed(pid, error)), Outcome::Failed),
                     );

@@ -14,7 +14,8 @@ use crate::loom::Arc;
 use crate::process::exit::ExitReason;
 use crate::process::future::ProcessFuture;
 use crate::process::mailbox::{Admission, Incarnation, ProcessCell};
-use crate::process::{drop_contained, panic_message, Message, Payload, Pid, Process};
+use crate::process::{display_contained, drop_contained, panic_message};
+use crate::process::{Message, Payload, Pid, Process};
 use crate::process::{MessageType, ProcessContext, ProcessState};
 use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -151,7 +152,9 @@ impl SchedulerHandle {
         let failure = match initialised {
             Ok(Ok(())) => None,
             Ok(Err(error)) => {
-                tracing::debug!(%pid, %error, "init failed");
+                // Outside `init`'s `catch_unwind`, and the cell is open: the error's `Display`
+                // (user code, run by the subscriber) is contained (`process/contain.rs`).
+                tracing::debug!(%pid, error = %display_contained(&error, Some(pid)), "init failed");
                 Some(SpawnError::Init(error))
             }
             Err(panic) => {

@@ -163,3 +163,25 @@ fn bad_frames_are_rejected_not_panicked_on() {
         Err(Rejected::Malformed(_))
     ));
 }
+
+/// An error whose `Display` panics.
+#[derive(Debug)]
+struct PanicOnDisplay;
+
+impl std::fmt::Display for PanicOnDisplay {
+    fn fmt(&self, _: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        panic!("boom (a test's Display)");
+    }
+}
+
+impl std::error::Error for PanicOnDisplay {}
+
+#[test]
+fn a_failed_reason_whose_display_panics_travels_as_the_placeholder() {
+    let pid = crate::process::Pid::from_raw(1 << 26).unwrap();
+    let reason = crate::process::exit::ExitReason::failed(PanicOnDisplay);
+    assert_eq!(
+        WireReason::from_reason(pid, &reason),
+        WireReason::Failed("<Display panicked>".to_owned())
+    );
+}

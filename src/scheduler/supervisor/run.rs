@@ -165,7 +165,11 @@ impl Supervising {
             Restart::Transient => !exit.reason.is_clean(),
             Restart::Temporary => false,
         };
-        tracing::debug!(child = %self.children[at].spec.id, pid = %exit.pid, reason = %exit.reason, restart, "child ended");
+        // The reason may hold the child's error, whose `Display` is user code: contained, so
+        // that it cannot end the supervisor (`process/contain.rs`).
+        let reason = crate::process::display_contained(&exit.reason, Some(exit.pid));
+        tracing::debug!(child = %self.children[at].spec.id, pid = %exit.pid, %reason, restart, "child ended");
+        drop(reason); // its `warn`, if its `Display` panicked
         if !restart {
             if self.children[at].spec.restart == Restart::Temporary {
                 self.children.remove(at);
@@ -340,7 +344,8 @@ impl Supervising {
                 Ok(())
             }
             Waited::Ended(reason) => Err(SupervisorError::Start(format!(
-                "it ended in its first poll: {reason}"
+                "it ended in its first poll: {}",
+                crate::process::display_contained(&reason, Some(pid))
             ))),
             Waited::TimedOut(patience) => {
                 let _ = self.cx.scheduler().terminate(pid);
@@ -423,7 +428,10 @@ impl Supervising {
                     take_panic_message(panic)
                 ))
             })?
-            .map_err(|error| SupervisorError::Start(error.to_string()))?;
+            // A failed `init`'s error is user code: its `Display` is contained.
+            .map_err(|error| {
+                SupervisorError::Start(crate::process::display_contained(&error, None).to_string())
+            })?;
         let first_poll = start.first_poll_of(pid);
         Ok((pid, first_poll))
     }
