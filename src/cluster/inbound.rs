@@ -362,11 +362,11 @@ fn joined(
     }
 }
 
-/// Sends an answer to `origin`; it is lost only if `origin` was declared down meanwhile.
 /// A process `origin` spawned for a `spawn_on` that gave up before the answer came (timed
 /// out, or its future dropped): nobody holds its PID, and a retry would run a second one, so
-/// it is terminated (as `Node::kill`: its `close` runs; a remote handle's join, if any, hears
-/// `Killed`). Counted and traced, so a spawn that keeps timing out is seen.
+/// it is terminated (as `Node::kill`: its `close` runs; the join a `spawn_on_with_handle`
+/// asked for was forgotten with the wait). Counted and traced, so a spawn that keeps timing out
+/// is seen.
 pub(crate) fn stop_orphan(node: &NodeShared, origin: &PeerId, orphan: u64) {
     node.stats.orphan_stopped();
     tracing::debug!(
@@ -385,6 +385,7 @@ pub(crate) fn stop_orphan(node: &NodeShared, origin: &PeerId, orphan: u64) {
     }
 }
 
+/// Sends an answer to `origin`; it is lost only if `origin` was declared down meanwhile.
 fn answer(node: &NodeShared, origin: &PeerId, item: Item<'static>) {
     if let Err(refusal) = node.send_control(origin, item) {
         tracing::debug!(to = %origin.name, ?refusal, "an answer found its node gone");
