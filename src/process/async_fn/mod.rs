@@ -28,6 +28,7 @@
 pub(crate) mod asking;
 mod futures;
 mod lazy_waker;
+mod live_calls;
 mod scope;
 mod signals;
 mod state;

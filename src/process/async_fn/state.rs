@@ -29,6 +29,7 @@
 //! a completion no call wants, the inbox and the kept completions when the process ends — is
 //! dropped on its own, its destructor's panic contained (`process/contain.rs`).
 
+use super::live_calls::LiveCalls;
 use crate::process::exit::Signal;
 use crate::process::mailbox::saturate;
 use crate::process::{drop_contained, drop_each};
@@ -169,11 +170,9 @@ impl CxState {
     /// during a poll).
     pub(super) fn keep(&mut self, tag: Tag, completion: Completion) -> u64 {
         // A call dropped before its completion is no longer live: the result is dropped.
-        if self.calls.contains(tag) {
-            self.calls.extra().completions.push((tag, completion));
-            0
-        } else {
-            drop_contained(completion)
+        match self.calls.keep(tag, completion) {
+            Ok(()) => 0,
+            Err(unwanted) => drop_contained(unwanted),
         }
     }
 
@@ -208,11 +207,7 @@ impl CxState {
     pub(super) fn awaits_completion(&self, arrived: &Arrived, tag: Tag) -> bool {
         self.calls.contains(tag)
             && !matches!(arrived, Some((t, _)) if *t == tag)
-            && !self
-                .calls
-                .extra
-                .as_ref()
-                .is_some_and(|extra| extra.completions.iter().any(|(t, _)| *t == tag))
+            && !self.calls.has_kept(tag)
     }
 
     /// The call future was dropped: it is no longer live. A completion already kept for it
@@ -226,43 +221,29 @@ impl CxState {
     /// A call dropped before its completion came (`Call`'s drop): its handler task is to be
     /// aborted after the poll ([`move_dropped_calls`](Self::move_dropped_calls)).
     pub(super) fn note_dropped_call(&mut self, tag: Tag) {
-        self.calls.extra().dropped.push(tag);
+        self.calls.note_dropped(tag);
     }
 
     /// After a poll: the calls it dropped, into `into` (the step's output), for the process
     /// future to abort their handler tasks.
     #[inline]
     pub(super) fn move_dropped_calls(&mut self, into: &mut Vec<Tag>) {
-        if let Some(extra) = &mut self.calls.extra {
-            if !extra.dropped.is_empty() {
-                into.append(&mut extra.dropped);
-            }
-        }
+        self.calls.move_dropped(into);
     }
 
-    /// Drops the kept completions of calls no longer live (after a poll); returns the
-    /// destructor panics contained.
+    /// Drops the kept completions of the calls the poll dropped, and the kept wakers of the
+    /// calls that stopped being live in it (after a poll); returns the destructor panics
+    /// contained.
     #[inline]
     pub(super) fn purge_forgotten(&mut self) -> u64 {
-        if self.calls.extra.is_some() {
-            // Out of line: only processes that ever kept a completion have `extra`.
-            self.calls.purge_forgotten()
-        } else {
-            0
-        }
+        self.calls.purge_forgotten()
     }
 
     /// `true` while some live call has not completed (between polls: after
     /// [`purge_forgotten`](Self::purge_forgotten), and with what the poll left kept).
     #[inline]
     pub(super) fn has_outstanding_calls(&self) -> bool {
-        match &self.calls.extra {
-            None => self.calls.first != 0,
-            Some(extra) => self
-                .calls
-                .iter()
-                .any(|tag| !extra.completions.iter().any(|(t, _)| *t == tag)),
-        }
+        self.calls.has_outstanding()
     }
 }
 
@@ -287,26 +268,14 @@ impl CxState {
     #[inline(never)]
     #[must_use]
     pub(super) fn wait_for_call_with(&mut self, tag: Tag, waker: &Waker) -> Option<Waker> {
-        let wakers = &mut self.calls.extra().wakers;
-        match wakers.iter_mut().find(|(t, _)| *t == tag) {
-            Some((_, kept)) if kept.will_wake(waker) => None,
-            Some((_, kept)) => Some(std::mem::replace(kept, waker.clone())),
-            None => {
-                wakers.push((tag, waker.clone()));
-                None
-            }
-        }
+        self.calls.wait_with(tag, waker)
     }
 
     /// `true` if some future waits with a waker of its own (a cheap look before
     /// [`ready_foreign`](Self::ready_foreign)).
     #[inline]
     pub(super) fn has_foreign_waiters(&self) -> bool {
-        self.calls
-            .extra
-            .as_ref()
-            .is_some_and(|extra| !extra.wakers.is_empty())
-            || self.has_mail_waiters()
+        self.calls.has_waiters() || self.has_mail_waiters()
     }
 
     /// `true` if a receive polled with a waker of its own waits for mail (the body is `Idle`
@@ -331,7 +300,8 @@ impl CxState {
     /// if mail, a signal or a cancellation arrived in this step (`mail_arrived`) — only new
     /// mail: a receive that waits looked at what was there, and one that waits beside mail it
     /// does not take (a `recv_down` beside a message) would otherwise be woken step after
-    /// step, each wake a step more. The wakers of calls no longer live are dropped.
+    /// step, each wake a step more. Only the calls whose completion came are visited, not
+    /// every call that waits (`live_calls.rs`).
     #[cold]
     #[inline(never)]
     pub(super) fn ready_foreign(
@@ -341,31 +311,8 @@ impl CxState {
         cancel_arrived: bool,
     ) -> Vec<Waker> {
         let mut ready = Vec::new();
-        let first = self.calls.first;
-        if let Some(extra) = &mut self.calls.extra {
-            let Extra {
-                more,
-                completions,
-                wakers,
-                ..
-            } = &mut **extra;
-            let mut index = 0;
-            while index < wakers.len() {
-                let tag = wakers[index].0;
-                let live = tag == first || more.contains(&tag);
-                let done = cancel_arrived
-                    || matches!(arrived, Some((t, _)) if *t == tag)
-                    || completions.iter().any(|(t, _)| *t == tag);
-                if live && !done {
-                    index += 1;
-                } else {
-                    let (_, waker) = wakers.swap_remove(index);
-                    if live {
-                        ready.push(waker);
-                    }
-                }
-            }
-        }
+        let arrived = arrived.as_ref().map(|(tag, _)| *tag);
+        self.calls.take_ready(arrived, cancel_arrived, &mut ready);
         if let Some(mail) = &mut self.mail {
             if let Some(registered) = mail.measuring.take() {
                 // The receives that registered again in the poll after the last take: live.
@@ -389,15 +336,13 @@ impl CxState {
 }
 
 impl Drop for CxState {
-    /// The inbox and the kept completions are user values: one at a time, each contained.
+    /// The inbox is user values: one at a time, each contained (the kept completions are
+    /// dropped likewise by `LiveCalls`).
     fn drop(&mut self) {
         if let Some(mail) = self.mail.take() {
             drop_each(mail.inbox);
             // An exit reason may hold a user's error.
             drop_each(mail.signals.into_iter().map(|(_, signal)| signal));
-        }
-        if let Some(extra) = self.calls.extra.take() {
-            drop_each(extra.completions);
         }
     }
 }
@@ -456,106 +401,4 @@ pub(super) enum Received {
     Overflow(Topic),
     /// A message.
     Message(Message),
-}
-
-/// The live calls: the first one's tag inline; the others (calls awaited together) and the
-/// completions kept across polls in a box made the first time either is needed. A process that
-/// awaits one call at a time — most do — never makes it, and the adapter stays small (it lives
-/// in the process's task, which a spawn writes and a worker reads). Few calls at a time: a
-/// linear scan beats hashing.
-#[derive(Debug, Default)]
-struct LiveCalls {
-    /// The first live call's tag; 0 when none is live (tags start at 1).
-    first: Tag,
-    extra: Option<Box<Extra>>,
-}
-
-/// What [`LiveCalls`] keeps out of line.
-#[derive(Debug, Default)]
-struct Extra {
-    /// Live calls after `first`.
-    more: Vec<Tag>,
-    /// Completions not taken in the poll of the step they arrived in. Between polls, only of
-    /// live calls (at most one each); during a poll, possibly also of calls dropped in it
-    /// ([`CxState::purge_forgotten`] drops those after it).
-    completions: Vec<(Tag, Completion)>,
-    /// The wakers of live calls polled with a waker not the body's ("Futures polled with their
-    /// own waker"), at most one per call.
-    wakers: Vec<(Tag, Waker)>,
-    /// Calls dropped in the current poll before their completion came (`Call`'s drop), for the
-    /// step's output: their handler tasks are aborted after it (`process/outstanding.rs`).
-    dropped: Vec<Tag>,
-}
-
-impl LiveCalls {
-    fn extra(&mut self) -> &mut Extra {
-        self.extra.get_or_insert_with(Box::default)
-    }
-
-    #[inline]
-    fn insert(&mut self, tag: Tag) {
-        if self.first == 0 {
-            self.first = tag;
-        } else {
-            self.extra().more.push(tag);
-        }
-    }
-
-    #[inline]
-    fn remove(&mut self, tag: Tag) {
-        if self.first == tag {
-            self.first = self.extra.as_mut().and_then(|e| e.more.pop()).unwrap_or(0);
-        } else if let Some(extra) = &mut self.extra {
-            if let Some(index) = extra.more.iter().position(|t| *t == tag) {
-                extra.more.swap_remove(index);
-            }
-        }
-    }
-
-    #[inline]
-    fn contains(&self, tag: Tag) -> bool {
-        tag != 0
-            && (self.first == tag || self.extra.as_ref().is_some_and(|e| e.more.contains(&tag)))
-    }
-
-    fn iter(&self) -> impl Iterator<Item = Tag> + '_ {
-        let more = self.extra.as_ref().map_or(&[][..], |extra| &extra.more[..]);
-        (self.first != 0)
-            .then_some(self.first)
-            .into_iter()
-            .chain(more.iter().copied())
-    }
-
-    /// The kept completion of `tag`, taken (off the fast path).
-    #[cold]
-    #[inline(never)]
-    fn take_kept(&mut self, tag: Tag) -> Option<Completion> {
-        let completions = &mut self.extra.as_mut()?.completions;
-        let index = completions.iter().position(|(t, _)| *t == tag)?;
-        Some(completions.swap_remove(index).1)
-    }
-
-    /// Drops the kept completions of calls no longer live.
-    #[cold]
-    #[inline(never)]
-    fn purge_forgotten(&mut self) -> u64 {
-        let first = self.first;
-        let mut panics = 0;
-        if let Some(extra) = &mut self.extra {
-            let Extra {
-                more, completions, ..
-            } = &mut **extra;
-            let mut index = 0;
-            while index < completions.len() {
-                let tag = completions[index].0;
-                if tag == first || more.contains(&tag) {
-                    index += 1;
-                } else {
-                    // One at a time, contained: `retain` would drop them with default glue.
-                    panics += drop_contained(completions.swap_remove(index));
-                }
-            }
-        }
-        panics
-    }
 }
