@@ -156,7 +156,10 @@ fn a_name_held_by_a_process_on_its_way_out_is_waited_for_without_a_tokio_time_dr
         Ok(pid)
     })
     .register_as("w");
-    let sub = Supervisor::one_for_one().child(w).into_child("sub");
+    let sub = Supervisor::one_for_one()
+        .child(w)
+        .into_child("sub")
+        .register_as("sub");
     let root = run(Supervisor::one_for_one().child(sub).start(sched.handle())).unwrap();
     let old = started.recv_timeout(GUARD).unwrap();
     assert_eq!(sched.handle().whereis("w"), Some(old));
@@ -167,9 +170,21 @@ fn a_name_held_by_a_process_on_its_way_out_is_waited_for_without_a_tokio_time_dr
     closing
         .recv_timeout(GUARD)
         .expect("the old w is in its close");
-    // Its factory returns right before the new sub tries the name, in the same poll.
-    let new = started.recv_timeout(GUARD).expect("the new w is spawned");
+    // The new sub waits for the name (idle after its first poll) before it makes a new `w`.
+    support::wait_until("the new sub waiting for the name", || {
+        sched.handle().whereis("sub").is_some_and(|new_sub| {
+            new_sub != sub_pid
+                && sched.process_info(new_sub).is_some_and(|info| {
+                    info.steps >= 1 && info.state == procsched::metrics::ProcessState::Idle
+                })
+        })
+    });
+    assert!(
+        started.try_recv().is_err(),
+        "no new w while the old one lives"
+    );
     release.send(()).unwrap();
+    let new = started.recv_timeout(GUARD).expect("the new w is spawned");
     let named = run(async {
         loop {
             match sched.handle().whereis("w") {

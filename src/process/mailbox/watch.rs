@@ -322,12 +322,15 @@ impl ProcessCell {
     }
 
     /// `true` if the process of `generation` is on its way out: asked to stop (`terminate`, a
-    /// linked process's exit), finishing, or gone.
+    /// `cancel`, a linked process's exit), finishing, or gone.
     pub(crate) fn is_ending(&self, generation: Generation) -> bool {
         let inner = self.mailbox.inner.lock();
         // `exit`: a linked process's exit asked it to end (its supervisor's, if it traps).
+        // `cancel_asked` too, as it outlasts `exit`: a step that ends on its cancel takes the
+        // exit reason before its close, and the process must not look live in between.
         !self.open_for(generation)
             || inner.terminate
+            || inner.cancel_asked
             || inner
                 .watch
                 .as_ref()

@@ -8,7 +8,6 @@ use crate::process::exit::{Exit, ExitReason, MonitorRef, Signal};
 use crate::process::take_panic_message;
 use crate::process::{BoxError, Pid, RecvError};
 use crate::scheduler::deadline::Deadline;
-use crate::scheduler::names::RegisterError;
 use crate::scheduler::AskError;
 use crate::scheduler::ProcessCx;
 use futures::future::{select, Either};
@@ -18,7 +17,9 @@ use std::pin::pin;
 use std::sync::Arc;
 use std::time::Instant;
 
-/// How long a start waits for a name held by a process on its way out (`register_child`)
+mod named;
+
+/// How long a start waits for a name held by a process on its way out (`named.rs`)
 /// before it fails as OTP's `already_started`, and for an `async fn` child's first poll
 /// (`first_poll.rs`) — at least: see [`patience`].
 pub(super) const NAME_RELEASE_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
@@ -286,12 +287,22 @@ impl Supervising {
     /// body's first poll has returned (`first_poll.rs`), and a child that is a supervisor has
     /// started its own children.
     ///
+    /// A named child's name is freed first ([`await_name`](Self::await_name)): its factory
+    /// runs only once no process holds the name, so a new instance never runs alongside the
+    /// previous one (kameo's overlapping restarts, issues #387 and #392); unnamed children may
+    /// overlap, as in OTP. The name is registered right after the factory returns, in the same
+    /// poll: nothing can take it in between but another thread's `register`.
+    ///
     /// Asked to finish while a child starts, it still counts that child as started
     /// (`self.cancelled` is set): the stop that follows stops it, before this one ends.
     async fn start(&mut self, at: usize) -> Result<Pid, SupervisorError> {
-        let (pid, first_poll) = self.spawn_child(at)?;
         let patience = patience(self.children[at].spec.shutdown);
-        if let Some(name) = self.children[at].spec.name.clone() {
+        let name = self.children[at].spec.name.clone();
+        if let Some(name) = &name {
+            self.await_name(name, patience).await?;
+        }
+        let (pid, first_poll) = self.spawn_child(at)?;
+        if let Some(name) = name {
             self.register_child(pid, name, patience).await?;
         }
         self.children[at].pid = Some(pid);
@@ -353,62 +364,6 @@ impl Supervising {
                     "its first poll did not return within {patience:?}"
                 )))
             }
-        }
-    }
-
-    /// Registers `name` for the new instance `pid` (OTP's `{local, Name}`).
-    ///
-    /// A name still held by a process on its way out — the previous instance, or one a
-    /// crashed sub-supervisor's link is ending — is waited for: it is free once that process
-    /// has ended, and the fault that ended it must cost one restart, not every retry in the
-    /// meantime. A name held by a live process is OTP's `already_started`: a failed start, the
-    /// instance stopped. An instance that has ended already started all the same: its exit
-    /// signal is handled as any child's.
-    ///
-    /// The wait is bounded by the child's shutdown policy ([`patience`]: a holder stuck in a
-    /// step or its `close` makes a failed start, not a stuck supervisor) and ends at the
-    /// supervisor's own cancel.
-    async fn register_child(
-        &mut self,
-        pid: Pid,
-        name: Arc<str>,
-        patience: Option<std::time::Duration>,
-    ) -> Result<(), SupervisorError> {
-        let sched = self.cx.scheduler();
-        let deadline = patience.map(|patience| Instant::now() + patience);
-        loop {
-            let waited = match sched.register(Arc::clone(&name), pid) {
-                Ok(()) | Err(RegisterError::NotRunning(_)) => return Ok(()),
-                Err(RegisterError::Taken { holder, .. })
-                    if holder != pid && sched.is_ending(holder) =>
-                {
-                    let left =
-                        deadline.map(|deadline| deadline.saturating_duration_since(Instant::now()));
-                    let monitor = self.cx.monitor(holder);
-                    let ended = self.wait_for_end(holder, monitor, left, true).await;
-                    self.cx.demonitor(monitor);
-                    // Ended: its name was released before its `Down` or exit signal could be
-                    // heard (`names.rs`, "Released before anyone hears").
-                    Ok(ended)
-                }
-                Err(error) => Err(error),
-            };
-            let error = match waited {
-                Ok(true) => continue,
-                Ok(false) if self.cancelled.is_some() => {
-                    format!("the supervisor was asked to finish while `{name}` was freed")
-                }
-                Ok(false) => {
-                    format!("the name `{name}`'s holder did not end within {patience:?}")
-                }
-                Err(error) => error.to_string(),
-            };
-            // The instance must not run unreachable by its name; its exit signal finds no
-            // child and is ignored.
-            let _ = sched.terminate(pid);
-            return Err(SupervisorError::Start(format!(
-                "its name could not be registered: {error}"
-            )));
         }
     }
 

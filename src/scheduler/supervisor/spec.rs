@@ -294,14 +294,21 @@ impl ChildSpec {
     }
 
     /// Registers every instance under `name` ([`SchedulerHandle::register`]), so callers reach
-    /// the live one by name. A name another live process holds fails the start (OTP's
-    /// `already_started`): the instance is stopped, and the start is an error (or, on a
-    /// restart, another restart spent from the intensity). A name held by a process on its way
-    /// out (asked to stop or finishing: the previous instance, a child a crashed
-    /// sub-supervisor's exit is ending) is waited for, so one fault costs one restart — as long
-    /// as it takes for a child stopped with [`ChildShutdown::Infinity`], else its `Timeout` or
-    /// 5 seconds, whichever is longer. An instance that ended before its name could be
-    /// registered has started: its end is handled by its [`Restart`] type, as any child's.
+    /// the live one by name. The supervisor calls the factory only once no process holds the
+    /// name, so a new instance never runs beside the previous one. A name another live process
+    /// holds fails the start (OTP's `already_started`) before any instance is made: the start is
+    /// an error (or, on a restart, another restart spent from the intensity). A name held by a
+    /// process on its way out (asked to stop or finishing: the previous instance, a child a
+    /// crashed sub-supervisor's exit is ending) is waited for, so one fault costs one restart —
+    /// as long as it takes for a child stopped with [`ChildShutdown::Infinity`], else its
+    /// `Timeout` or 5 seconds, whichever is longer; past that the start fails, and no instance
+    /// was made.
+    ///
+    /// The name is registered as soon as the factory returns, in the supervisor's same step:
+    /// callers find the new instance by name once its start returns, but the instance itself
+    /// may run before that (a state machine's `init` always does), and finds the name free
+    /// then. An instance that ended before its name could be registered has started: its end
+    /// is handled by its [`Restart`] type, as any child's.
     ///
     /// # Examples
     ///
