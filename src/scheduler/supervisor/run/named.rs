@@ -19,9 +19,9 @@ impl Supervising {
     /// must cost one restart, not every retry in the meantime. A name held by a live process is
     /// OTP's `already_started`: a failed start.
     ///
-    /// The wait is bounded by the child's shutdown policy ([`patience`](super::patience): a holder stuck in a
-    /// step or its `close` makes a failed start, not a stuck supervisor) and ends at the
-    /// supervisor's own cancel. A start that fails here has made no instance.
+    /// The wait is bounded by the child's shutdown policy ([`patience`](super::patience): a
+    /// holder stuck in a step or its `close` makes a failed start, not a stuck supervisor) and
+    /// ends at the supervisor's own cancel. A start that fails here has made no instance.
     pub(super) async fn await_name(
         &mut self,
         name: &Arc<str>,
@@ -59,8 +59,8 @@ impl Supervising {
     ///
     /// Taken since (another thread's `register`), or `pid` named otherwise already: a failed
     /// start. The instance must not run unreachable by its name, nor overlap the next attempt:
-    /// it is terminated and its end awaited (bounded by [`patience`](super::patience); its exit signal then
-    /// finds no child and is ignored).
+    /// it is terminated and its end awaited (bounded by [`patience`](super::patience); its exit
+    /// signal then finds no child and is ignored).
     pub(super) async fn register_child(
         &mut self,
         pid: Pid,
