@@ -218,3 +218,134 @@ fn a_body_whose_answer_wakes_a_panicking_asker_waker_goes_on() {
     assert_eq!(answered.unwrap(), 2);
     sched.shutdown(HANG_GUARD);
 }
+
+#[test]
+fn room_made_for_a_sender_whose_waker_panicked_goes_to_the_next_in_line() {
+    let sched = Scheduler::builder()
+        .workers(2)
+        .mailbox_capacity(1)
+        .build()
+        .unwrap();
+    let (go, gone) = tokio::sync::oneshot::channel::<()>();
+    let receiver = sched
+        .spawn_fn(move |cx: ProcessCx<u32>| async move {
+            let _ = gone.await;
+            let first = cx.recv().await?;
+            // Holds on: the one message it took made the room, which is all there is.
+            let _ = cx.cancelled().await;
+            Ok::<_, BoxError>(first)
+        })
+        .unwrap();
+    let addr = receiver.addr();
+    addr.send(1).unwrap();
+    let (broken, broken_waker) = waker(true);
+    let (sound, sound_waker) = waker(false);
+    let mut first = pin!(addr.send_wait(2));
+    let mut second = pin!(addr.send_wait(3));
+    assert!(poll_once(first.as_mut(), &broken_waker).is_pending());
+    assert!(poll_once(second.as_mut(), &sound_waker).is_pending());
+    go.send(()).unwrap();
+    // The first sender's task will never run (its waker broke): its room goes on.
+    let deadline = std::time::Instant::now() + HANG_GUARD;
+    while sound.wakes.load(Relaxed) == 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "hang guard: room made, the sender behind the broken one never woken"
+        );
+        std::thread::yield_now();
+    }
+    assert_eq!(broken.wakes.load(Relaxed), 1);
+    assert!(matches!(
+        poll_once(second.as_mut(), &sound_waker),
+        Poll::Ready(Ok(()))
+    ));
+    sched.shutdown(HANG_GUARD);
+}
+
+#[test]
+fn a_panicking_waker_leaves_the_deadline_timer_running() {
+    enum Request {
+        Hold(Reply<u32>),
+    }
+    let sched = Scheduler::builder().workers(1).build().unwrap();
+    let server = sched
+        .spawn_fn(|cx: ProcessCx<Request>| async move {
+            let mut held = Vec::new();
+            loop {
+                let Request::Hold(reply) = cx.recv().await?;
+                held.push(reply);
+            }
+            #[allow(unreachable_code)]
+            Ok::<_, BoxError>(())
+        })
+        .unwrap();
+    let addr = server.addr();
+    // An ask whose timer fires into a broken waker (the process-wide deadline thread wakes it).
+    let (broken, broken_waker) = waker(true);
+    let mut broken_ask = pin!(addr.ask_within(std::time::Duration::from_millis(1), Request::Hold));
+    assert!(poll_once(broken_ask.as_mut(), &broken_waker).is_pending());
+    let deadline = std::time::Instant::now() + HANG_GUARD;
+    while broken.wakes.load(Relaxed) == 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "hang guard: no timeout"
+        );
+        std::thread::yield_now();
+    }
+    // A later ask's deadline still fires: driven by an executor with no timer of its own, so
+    // only the deadline thread can end it.
+    let (done, finished) = std::sync::mpsc::channel();
+    let later = addr.clone();
+    std::thread::spawn(move || {
+        let outcome = futures::executor::block_on(
+            later.ask_within(std::time::Duration::from_millis(10), Request::Hold),
+        );
+        let _ = done.send(outcome.map_err(|error| error.is_timed_out()));
+    });
+    let outcome = finished
+        .recv_timeout(HANG_GUARD)
+        .expect("hang guard: the deadline thread died with the broken waker");
+    assert_eq!(outcome, Err(true), "the later ask timed out");
+    sched.shutdown(HANG_GUARD);
+}
+
+#[test]
+fn a_shutdown_waiter_whose_waker_panics_does_not_break_the_last_finish() {
+    let sched = Scheduler::builder().workers(2).build().unwrap();
+    let (release, released) = tokio::sync::oneshot::channel::<()>();
+    // Hears its cancel, then finishes once released: the last process, whose finish wakes the
+    // shutdown's waiters.
+    let last = sched
+        .spawn_fn(move |cx: ProcessCx<u32>| async move {
+            let _ = cx.cancelled().await;
+            let _ = released.await;
+            Ok::<_, BoxError>(7u32)
+        })
+        .unwrap();
+    let pid = last.pid();
+    sched.register("last", pid).unwrap();
+    let down = sched.monitor(pid);
+    let (broken, broken_waker) = waker(true);
+    let mut broken_shutdown = Box::pin(sched.shutdown_async(HANG_GUARD));
+    assert!(poll_once(broken_shutdown.as_mut(), &broken_waker).is_pending());
+    release.send(()).unwrap();
+    let outcome = sched.block_on(async {
+        tokio::time::timeout(HANG_GUARD, last)
+            .await
+            .expect("hang guard: the handle")
+    });
+    assert_eq!(outcome.unwrap(), 7, "it finished whole, not panicked");
+    let down = sched.block_on(async {
+        tokio::time::timeout(HANG_GUARD, down)
+            .await
+            .expect("hang guard: the Down")
+    });
+    assert!(down.reason.is_normal(), "{:?}", down.reason);
+    assert_eq!(sched.whereis("last"), None, "its name went with it");
+    assert_eq!(broken.wakes.load(Relaxed), 1);
+    // The broken waiter's task will not poll its shutdown again: dropped, another caller's
+    // shutdown completes.
+    drop(broken_shutdown);
+    let report = sched.shutdown(HANG_GUARD);
+    assert_eq!(report.abandoned, 0, "{report:?}");
+}

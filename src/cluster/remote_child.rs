@@ -18,7 +18,7 @@
 
 use super::{Node, NodePid, Placement};
 use crate::process::exit::ExitReason;
-use crate::process::BoxError;
+use crate::process::{foreign_wake, BoxError};
 use crate::scheduler::{ChildSpec, ProcessCx};
 use futures::future::{select, Either};
 use serde::Serialize;
@@ -76,7 +76,11 @@ impl RemoteChild {
     }
 
     fn set(&self, pid: Option<NodePid>) {
-        self.current.send_replace(pid);
+        // The value is stored before the wake: a waiting task's panicking waker (not ours,
+        // `foreign_wake.rs`) must not end the task that runs the child.
+        let _ = foreign_wake("a task awaiting a remote child", || {
+            self.current.send_replace(pid)
+        });
     }
 }
 

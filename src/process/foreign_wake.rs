@@ -3,10 +3,12 @@
 //!
 //! A waker is code of whoever polls the future (tokio's, another executor's, or a hand-written
 //! one), and `wake` runs it on the waking thread: a `close` on a worker, a body's `Reply::send`,
-//! a node's inbound task. A panic there would cut short what the waking thread was doing — a
-//! process's close (its monitors never told, its name never released), another process's body,
-//! the node's frame loop — so each such wake runs inside its own `catch_unwind`, and a panic is
-//! traced at `warn`; the wake is then lost to its waiter, whose waker broke, and to no one else.
+//! the last process's finish (a shutdown's waiters), the deadline thread, a node's tasks. A
+//! panic there would cut short what the waking thread was doing — a process's close (its
+//! monitors never told, its name never released), another process's body, every later
+//! deadline, the node's frame loop — so each such wake runs inside its own `catch_unwind`, and a
+//! panic is traced at `warn`; the wake is then lost to its waiter, whose waker broke, and to no
+//! one else (room made for a sender whose waker broke goes on to the next: `room.rs`).
 //! Our own tasks' wakers (`DeferredWake`) never panic and are not wrapped.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};

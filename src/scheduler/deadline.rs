@@ -9,6 +9,7 @@
 //!
 //! Plain std types: the timer thread is outside every loom model, like tokio's threads.
 
+use crate::process::wake_foreign;
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
@@ -150,9 +151,12 @@ impl Timer {
                 due.extend(entries.wakers.pop_first().map(|(_, waker)| waker));
             }
             if !due.is_empty() {
-                // Wake outside the lock: a waker may run arbitrary scheduling code.
+                // Wake outside the lock: a waker may run arbitrary scheduling code. Not ours: one
+                // that panics must not end this thread, every deadline's (`foreign_wake.rs`).
                 drop(entries);
-                due.into_iter().for_each(Waker::wake);
+                for waker in due {
+                    wake_foreign("a task waiting for a deadline", waker);
+                }
                 entries = self.lock();
                 continue;
             }

@@ -13,6 +13,7 @@
 use super::error::SpawnError;
 use crate::loom::atomic::{fence, AtomicBool, AtomicUsize, Ordering::*};
 use crate::loom::{lock, Condvar, Mutex, MutexGuard};
+use crate::process::wake_foreign;
 use std::task::{Context, Poll, Waker};
 use std::time::Instant;
 
@@ -264,8 +265,13 @@ impl Lifecycle {
 
     fn notify_idle(idle: &Condvar, mut tally: MutexGuard<'_, Tally>) {
         idle.notify_all();
-        for waiter in std::mem::take(&mut tally.waiters) {
-            waiter.wake();
+        let waiters = std::mem::take(&mut tally.waiters);
+        // After the unlock, each contained (`foreign_wake.rs`): a shutdown's waiter is a task
+        // procsched does not own, woken here from the finish of the last process, which must
+        // complete whatever its waker does.
+        drop(tally);
+        for waiter in waiters {
+            wake_foreign("a task awaiting a shutdown", waiter);
         }
     }
 

@@ -12,6 +12,7 @@ use crate::executor::Executor;
 use crate::loom::{lock, Arc, Condvar, Mutex, MutexGuard};
 use crate::process::async_fn::current_owner;
 use crate::process::context::HostId;
+use crate::process::wake_foreign;
 use futures::future::select;
 use std::cell::RefCell;
 use std::future::Future;
@@ -137,8 +138,10 @@ impl Drop for Claim<'_> {
             std::mem::take(&mut state.waiters)
         };
         self.shutdown.stopped.notify_all();
+        // Not ours (`foreign_wake.rs`): a waiter's panicking waker must not unwind into the
+        // shutdown that is handing out its report, nor keep the next waiter from its wake.
         for waiter in waiters {
-            waiter.wake();
+            wake_foreign("a task awaiting a shutdown's report", waiter);
         }
     }
 }

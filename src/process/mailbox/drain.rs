@@ -102,7 +102,7 @@ impl Mailbox {
             super::room::ToWake::None
         };
         drop(inner);
-        to_wake.wake();
+        self.wake_room(to_wake);
         if more {
             Drained::More
         } else if unwritten {

@@ -162,7 +162,8 @@ impl ProcessCell {
                 inner.watch.as_mut().and_then(|state| state.take_exit()),
             )
         };
-        room_waiters.wake();
+        // Every waiter: the process is gone, there is no room to pass on.
+        let _ = room_waiters.wake();
         // Outside the lock: payload destructors are user code, and freeing a large map or queue
         // is not work a concurrent (refused) producer should wait behind.
         let mut panics = drop_each(events.into_events()) + drop_each(behind.into_events());

@@ -271,7 +271,7 @@ impl ProcessCell {
             inner.unread = saturate(unread);
             inner.room_made(before, self.mailbox.capacity())
         };
-        to_wake.wake();
+        self.mailbox.wake_room(to_wake);
     }
 
     /// `true` if the mailbox has a capacity (`mailbox_capacity`).

@@ -38,7 +38,8 @@
 //! comparison while no one waits.
 
 use super::{Admission, Generation, Inner, ProcessCell};
-use crate::process::wake_foreign;
+use super::{Mailbox, Phase};
+use crate::process::foreign_wake;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::Waker;
@@ -70,16 +71,21 @@ pub(super) enum ToWake {
 }
 
 impl ToWake {
-    /// Wakes them (after the unlock). Each waker is a sender's task's, which we do not own: a
-    /// panic of one is contained (`foreign_wake.rs`), so the others are still woken and
-    /// whoever wakes them — a drain in a body's poll, a `close` — goes on.
-    pub(super) fn wake(self) {
-        let wake = |waker: Waker| wake_foreign("a sender waiting for room", waker);
+    /// Wakes them (after the unlock); returns how many wakers panicked. Each waker is a
+    /// sender's task's, which we do not own: a panic of one is contained (`foreign_wake.rs`),
+    /// so the others are still woken and whoever wakes them — a drain in a body's poll, a
+    /// `close` — goes on. Room made for a waiter whose waker broke is passed on by
+    /// [`Mailbox::wake_room`].
+    #[must_use]
+    pub(super) fn wake(self) -> usize {
+        let wake = |waker: Waker| {
+            usize::from(foreign_wake("a sender waiting for room", move || waker.wake()).is_none())
+        };
         match self {
-            ToWake::None => {}
+            ToWake::None => 0,
             ToWake::One(waker) => wake(waker),
-            ToWake::All(line) => line.into_iter().for_each(|(_, waker)| wake(waker)),
-            ToWake::Some(wakers) => wakers.into_iter().for_each(wake),
+            ToWake::All(line) => line.into_iter().map(|(_, waker)| wake(waker)).sum(),
+            ToWake::Some(wakers) => wakers.into_iter().map(wake).sum(),
         }
     }
 }
@@ -216,6 +222,29 @@ impl ProcessCell {
                 inner.take_waiters(room.min(1))
             }
         };
-        to_wake.wake();
+        self.mailbox.wake_room(to_wake);
+    }
+}
+
+impl Mailbox {
+    /// Step 2's wake, after the unlock: the waiters room was made for. One whose waker panicked
+    /// will not run to use its room (its task's waker is what broke), so the room goes on to
+    /// the next in line — as a waiter that gives up passes its room on (step 4) — while the
+    /// process is open (a `close` wakes the whole line, to hear it is gone).
+    pub(super) fn wake_room(&self, mut to_wake: ToWake) {
+        loop {
+            let broken = to_wake.wake();
+            if broken == 0 {
+                return;
+            }
+            to_wake = {
+                let mut inner = self.inner.lock();
+                if self.gate.load().1 != Phase::Open {
+                    return;
+                }
+                let room = self.capacity().saturating_sub(inner.used());
+                inner.take_waiters(room.min(broken))
+            };
+        }
     }
 }
