@@ -199,3 +199,39 @@ fn a_holder_past_the_patience_fails_the_start_without_making_an_instance() {
     );
     sched.shutdown(GUARD);
 }
+
+#[test]
+fn a_name_held_by_a_process_that_hears_its_cancel_and_runs_on_is_taken() {
+    // A plain `cancel` does not make a process on its way out: one that hears it and runs on
+    // holds its name as any live process does, and a start wanting it fails at once (OTP's
+    // `already_started`). With `Infinity` as the child's patience, a start that waited for
+    // this holder would wait for good.
+    let sched = Scheduler::builder().workers(2).build().unwrap();
+    let (heard, hears) = std::sync::mpsc::channel::<()>();
+    let holder = sched
+        .spawn_fn(move |cx: ProcessCx<()>| async move {
+            let _ = cx.cancelled().await;
+            let _ = heard.send(());
+            std::future::pending::<()>().await;
+            Ok::<_, BoxError>(())
+        })
+        .unwrap();
+    sched.register("svc", holder.pid()).unwrap();
+    sched.cancel(holder.pid()).unwrap();
+    hears
+        .recv_timeout(support::HANG_GUARD)
+        .expect("hang guard: the cancel heard");
+    let supervisor = run(Supervisor::one_for_one().start(sched.handle())).unwrap();
+    let spec = ChildSpec::new("svc", |start| {
+        start.spawn_fn(|cx: ProcessCx<()>| async move {
+            let _ = cx.cancelled().await;
+            Ok::<_, BoxError>(())
+        })
+    })
+    .register_as("svc")
+    .shutdown(procsched::supervision::ChildShutdown::Infinity);
+    let refused = run(supervisor.start_child(spec)).unwrap_err();
+    assert!(refused.to_string().contains("taken"), "{refused}");
+    assert_eq!(sched.handle().whereis("svc"), Some(holder.pid()));
+    sched.shutdown(Duration::from_millis(100));
+}

@@ -370,8 +370,9 @@ impl SchedulerHandle {
         self.inner.table.get(pid)?.takes(pid.generation())
     }
 
-    /// `true` if process `pid` is on its way out (asked to stop, finishing) or gone: a name it
-    /// holds is about to be free (a supervisor's restart waits for it).
+    /// `true` if process `pid` is on its way out (terminated, asked to end by a linked
+    /// process's exit, finishing) or gone: a name it holds is about to be free (a supervisor's
+    /// restart waits for it).
     pub(crate) fn is_ending(&self, pid: Pid) -> bool {
         self.inner
             .table

@@ -322,15 +322,14 @@ impl ProcessCell {
     }
 
     /// `true` if the process of `generation` is on its way out: asked to stop (`terminate`, a
-    /// `cancel`, a linked process's exit), finishing, or gone.
+    /// linked process's exit), finishing, or gone. A plain `cancel` does not count: a process
+    /// may hear it and run on (`RecvError::Cancelled`), and one that does is as live as any.
     pub(crate) fn is_ending(&self, generation: Generation) -> bool {
         let inner = self.mailbox.inner.lock();
-        // `exit`: a linked process's exit asked it to end (its supervisor's, if it traps).
-        // `cancel_asked` too, as it outlasts `exit`: a step that ends on its cancel takes the
-        // exit reason before its close, and the process must not look live in between.
+        // `exit`: a linked process's exit asked it to end (its supervisor's, if it traps);
+        // taken as it finishes on it, `terminate` stands in (`take_exit_reason`).
         !self.open_for(generation)
             || inner.terminate
-            || inner.cancel_asked
             || inner
                 .watch
                 .as_ref()
@@ -407,14 +406,16 @@ impl ProcessCell {
     }
 
     /// Why the process was asked to end by a linked process's exit, if it was (read once it
-    /// has stopped: protocol 9).
+    /// has stopped: protocol 9). Taken, the process is finishing on it: `terminate` is set, so
+    /// that [`is_ending`](Self::is_ending) holds until `close` (a supervisor restarting a named
+    /// child must not take it for live in between).
     pub(crate) fn take_exit_reason(&self) -> Option<ExitReason> {
-        self.mailbox
-            .inner
-            .lock()
-            .watch
-            .as_mut()
-            .and_then(|state| state.exit.take())
+        let mut inner = self.mailbox.inner.lock();
+        let reason = inner.watch.as_mut().and_then(|state| state.exit.take());
+        if reason.is_some() {
+            inner.terminate = true;
+        }
+        reason
     }
 
     /// The process of `generation` now holds the monitor `monitor` ("Monitors a process

@@ -298,11 +298,12 @@ impl ChildSpec {
     /// name, so a new instance never runs beside the previous one. A name another live process
     /// holds fails the start (OTP's `already_started`) before any instance is made: the start is
     /// an error (or, on a restart, another restart spent from the intensity). A name held by a
-    /// process on its way out (asked to stop or finishing: the previous instance, a child a
-    /// crashed sub-supervisor's exit is ending) is waited for, so one fault costs one restart —
-    /// as long as it takes for a child stopped with [`ChildShutdown::Infinity`], else its
-    /// `Timeout` or 5 seconds, whichever is longer; past that the start fails, and no instance
-    /// was made.
+    /// process on its way out (terminated, asked to end by a linked process's exit, or
+    /// finishing: the previous instance, a child a crashed sub-supervisor's exit is ending) is
+    /// waited for, so one fault costs one restart — as long as it takes for a child stopped
+    /// with [`ChildShutdown::Infinity`], else its `Timeout` or 5 seconds, whichever is longer;
+    /// past that the start fails, and no instance was made. A plain `cancel` does not make a
+    /// holder on its way out: a process may hear it and run on, as live as any.
     ///
     /// The name is registered as soon as the factory returns, in the supervisor's same step:
     /// callers find the new instance by name once its start returns, but the instance itself
