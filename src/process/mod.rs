@@ -49,6 +49,7 @@ pub(crate) mod pid;
 mod queue;
 mod state;
 pub(crate) mod stats;
+pub(crate) mod tag_map;
 mod typed;
 
 #[cfg(test)]

@@ -10,40 +10,9 @@
 //! only the wakers of the calls whose completion arrived in it, never walking the others.
 
 use super::state::Completion;
+use crate::process::tag_map::{TagMap, TagSet};
 use crate::process::{drop_each, Tag};
-use std::collections::{HashMap, HashSet};
-use std::hash::{BuildHasherDefault, Hasher};
 use std::task::Waker;
-
-/// Keyed by tag, hashed by [`TagHasher`].
-type TagMap<V> = HashMap<Tag, V, BuildHasherDefault<TagHasher>>;
-/// A set of tags, hashed by [`TagHasher`].
-type TagSet = HashSet<Tag, BuildHasherDefault<TagHasher>>;
-
-/// Tags are a counter the adapter owns (no one can choose them to collide), so SipHash's
-/// defence is not needed: a multiply by an odd constant spreads consecutive tags over the low
-/// bits (the bucket) and mixes them into the high ones (the table's control bytes), where the
-/// identity would give every tag the same control byte.
-#[derive(Default)]
-struct TagHasher(u64);
-
-impl Hasher for TagHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        // Only `write_u64` is used (a `Tag` is a `u64`); this keeps any other input hashed.
-        for &byte in bytes {
-            self.write_u64(self.0.rotate_left(8) ^ u64::from(byte));
-        }
-    }
-
-    #[inline]
-    fn write_u64(&mut self, n: u64) {
-        self.0 = n.wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    }
-}
 
 /// The live calls: the first one's tag inline; the others (calls awaited together) and what is
 /// kept for any of them in a box made the first time it is needed.

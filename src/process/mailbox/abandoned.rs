@@ -21,11 +21,14 @@
 //! otherwise pay for it.
 
 use super::{Admission, Generation, Inner, ProcessCell};
+use crate::process::tag_map::TagSet;
 use crate::process::{Event, Tag};
 
-/// The tags of the asks a process gave up on whose answers have not come.
+/// The tags of the asks a process gave up on whose answers have not come: a set, as a body
+/// may give up on tens of thousands at once (a dropped `FuturesUnordered` of asks), each
+/// answer then looked up as it comes.
 #[derive(Debug, Default)]
-pub(super) struct Abandoned(Vec<Tag>);
+pub(super) struct Abandoned(TagSet);
 
 impl ProcessCell {
     /// The process of `generation`, polling its body, stops waiting for the answer to its ask
@@ -40,7 +43,11 @@ impl ProcessCell {
         if inner.events.iter().any(answered) || inner.behind.iter().any(answered) {
             return;
         }
-        inner.abandoned.get_or_insert_with(Box::default).0.push(tag);
+        inner
+            .abandoned
+            .get_or_insert_with(Box::default)
+            .0
+            .insert(tag);
     }
 
     /// `true` if the process of `generation` lives and has not given up on its ask `tag`.
@@ -63,10 +70,9 @@ impl Inner {
         else {
             return false;
         };
-        let Some(at) = abandoned.0.iter().position(|t| t == tag) else {
+        if !abandoned.0.remove(tag) {
             return false;
-        };
-        abandoned.0.swap_remove(at);
+        }
         if abandoned.0.is_empty() {
             self.abandoned = None;
         }
