@@ -164,6 +164,56 @@ fn dropping_thousands_of_asks_in_flight_abandons_every_one() {
 }
 
 #[test]
+fn dropping_thousands_of_asks_whose_answers_wait_in_the_mailbox_hands_none_back() {
+    // Answered while the body was busy (its step blocked until the last answer was sent), the
+    // answers wait in its mailbox when it drops the asks: delivered while it waited, so none is
+    // handed back, and the body carries on (its next ask answered).
+    let sched = Scheduler::builder().workers(2).build().unwrap();
+    let (answered_tx, answered) = std::sync::mpsc::channel::<u64>();
+    let refused = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let counter = std::sync::Arc::clone(&refused);
+    let answerer = sched
+        .spawn_fn(move |cx: ProcessCx<(u64, Reply<u64>)>| async move {
+            let mut count = 0;
+            loop {
+                let (n, reply) = cx.recv().await?;
+                if reply.send(n + 1).is_err() {
+                    counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                }
+                count += 1;
+                if count == IN_FLIGHT {
+                    let _ = answered_tx.send(count);
+                }
+            }
+            #[allow(unreachable_code)]
+            Ok::<(), BoxError>(())
+        })
+        .unwrap()
+        .addr();
+    let body = sched
+        .spawn_fn(move |_: ProcessCx<()>| async move {
+            let mut asks: FuturesUnordered<_> = (0..IN_FLIGHT)
+                .map(|n| answerer.ask(move |r| (n, r)))
+                .collect();
+            assert!(futures::poll!(asks.next()).is_pending());
+            // Blocks this step until every answer is sent: they queue in this mailbox.
+            answered
+                .recv_timeout(GUARD)
+                .expect("hang guard: the answers");
+            drop(asks);
+            Ok::<_, BoxError>(answerer.ask(|r| (41, r)).await?)
+        })
+        .unwrap();
+    assert_eq!(join(&sched, body), 42, "the body asks on");
+    assert_eq!(
+        refused.load(std::sync::atomic::Ordering::SeqCst),
+        0,
+        "an answer queued before its ask was dropped was delivered, not handed back"
+    );
+    sched.shutdown(GUARD);
+}
+
+#[test]
 fn a_cancel_ends_thousands_of_asks_in_flight_each_once() {
     let sched = Scheduler::builder().workers(2).build().unwrap();
     let (held_tx, held) = std::sync::mpsc::channel();

@@ -12,9 +12,13 @@
 //! Each reply port delivers exactly one event to its asker (the answer, or the port's drop), so
 //! a recorded tag leaves with that event, or with the incarnation (`close`): the set holds at
 //! most the asks given up on whose ports are still held somewhere. An answer that is already
-//! queued (or drained) when the body gives up is not recorded: it was delivered while the body
-//! waited, and the body drops it unread as it always did. Which of the two happens is decided
-//! under the lock: `loom_an_answer_racing_its_asks_abandonment_is_refused_or_queued_never_both`
+//! queued when the body gives up was delivered while the body waited: the body drops it unread
+//! as it always did, and the drain that moves it out forgets its tag ([`Inner::forget_answered`]:
+//! one look per drained completion, only while the set is not empty). The tag is recorded
+//! without looking for it in the queue first — a body dropping a `FuturesUnordered` of
+//! thousands of asks whose answers wait in its mailbox must not scan the queue once per ask.
+//! Which of refused and queued happens is decided under the lock:
+//! `loom_an_answer_racing_its_asks_abandonment_is_refused_or_queued_never_both`
 //! (`process/tests/loom_mailbox.rs`).
 //!
 //! The set is boxed and absent while empty: an ask given up on is rare, and every cell would
@@ -32,17 +36,13 @@ pub(super) struct Abandoned(TagSet);
 
 impl ProcessCell {
     /// The process of `generation`, polling its body, stops waiting for the answer to its ask
-    /// `tag`: if that answer is not queued already, it will be refused.
+    /// `tag`: if that answer is not queued already, it will be refused (module docs).
     pub(crate) fn abandon_ask(&self, generation: Generation, tag: Tag) {
         let mut inner = self.mailbox.inner.lock();
         if self.mailbox.gate.admission(Some(generation)) != Admission::Accepted {
             return; // finishing or gone: every answer is refused anyway
         }
-        let answered =
-            |event: &Event| matches!(event, Event::YieldComplete { tag: t, .. } if *t == tag);
-        if inner.events.iter().any(answered) || inner.behind.iter().any(answered) {
-            return;
-        }
+        // Its answer may be queued already: the drain that moves it out forgets the tag.
         inner
             .abandoned
             .get_or_insert_with(Box::default)
@@ -77,5 +77,23 @@ impl Inner {
             self.abandoned = None;
         }
         true
+    }
+
+    /// Under the lock, for events a drain moved out: the answers among them were queued before
+    /// their asks were given up on (delivered: the body drops them unread), so their tags are
+    /// forgotten (a port delivers once).
+    #[cold]
+    pub(super) fn forget_answered<'a>(&mut self, drained: impl Iterator<Item = &'a Event>) {
+        let Some(abandoned) = &mut self.abandoned else {
+            return;
+        };
+        for event in drained {
+            if let Event::YieldComplete { tag, .. } = event {
+                abandoned.0.remove(tag);
+            }
+        }
+        if abandoned.0.is_empty() {
+            self.abandoned = None;
+        }
     }
 }

@@ -81,6 +81,9 @@ impl Mailbox {
                 }
             };
         }
+        if inner.abandoned.is_some() {
+            inner.forget_answered(events.iter().skip(before));
+        }
         let mut moved_messages = 0;
         if counted {
             // Give back what the moved events used: the capacity, their topics' budgets.
