@@ -35,6 +35,15 @@ fn waker(broken: bool) -> (Arc<Counting>, Waker) {
     (counting.clone(), Waker::from(counting))
 }
 
+/// Waits until `counting` was woken (a hang guard names `what` if it never is).
+fn wait_for_wake(counting: &Counting, what: &str) {
+    let deadline = std::time::Instant::now() + HANG_GUARD;
+    while counting.wakes.load(Relaxed) == 0 {
+        assert!(std::time::Instant::now() < deadline, "{what}");
+        std::thread::yield_now();
+    }
+}
+
 /// Polls `future` once with `waker`.
 fn poll_once<F: Future>(future: std::pin::Pin<&mut F>, waker: &Waker) -> Poll<F::Output> {
     future.poll(&mut Context::from_waker(waker))
@@ -144,19 +153,12 @@ fn a_drain_that_wakes_a_panicking_sender_waker_does_not_fail_the_draining_body()
     go.send(()).unwrap();
     // The body drains 1 (room: the first waiter, whose waker panics, is woken). It is not
     // polled again by its broken waker, so the test polls it, as a working executor would.
-    let deadline = std::time::Instant::now() + HANG_GUARD;
-    while broken.wakes.load(Relaxed) == 0 {
-        assert!(std::time::Instant::now() < deadline, "hang guard: no room");
-        std::thread::yield_now();
-    }
+    wait_for_wake(&broken, "hang guard: no room");
     assert!(matches!(
         poll_once(first.as_mut(), &broken_waker),
         Poll::Ready(Ok(()))
     ));
-    while sound.wakes.load(Relaxed) == 0 {
-        assert!(std::time::Instant::now() < deadline, "hang guard: no room");
-        std::thread::yield_now();
-    }
+    wait_for_wake(&sound, "hang guard: no room");
     assert!(matches!(
         poll_once(second.as_mut(), &sound_waker),
         Poll::Ready(Ok(()))
@@ -192,14 +194,7 @@ fn a_body_whose_answer_wakes_a_panicking_asker_waker_goes_on() {
     let (broken, broken_waker) = waker(true);
     let mut broken_ask = pin!(addr.ask(Request::Get));
     assert!(poll_once(broken_ask.as_mut(), &broken_waker).is_pending());
-    let deadline = std::time::Instant::now() + HANG_GUARD;
-    while broken.wakes.load(Relaxed) == 0 {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "hang guard: no answer"
-        );
-        std::thread::yield_now();
-    }
+    wait_for_wake(&broken, "hang guard: no answer");
     assert!(matches!(
         poll_once(broken_ask.as_mut(), &broken_waker),
         Poll::Ready(Ok(0))
@@ -246,14 +241,10 @@ fn room_made_for_a_sender_whose_waker_panicked_goes_to_the_next_in_line() {
     assert!(poll_once(second.as_mut(), &sound_waker).is_pending());
     go.send(()).unwrap();
     // The first sender's task will never run (its waker broke): its room goes on.
-    let deadline = std::time::Instant::now() + HANG_GUARD;
-    while sound.wakes.load(Relaxed) == 0 {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "hang guard: room made, the sender behind the broken one never woken"
-        );
-        std::thread::yield_now();
-    }
+    wait_for_wake(
+        &sound,
+        "hang guard: room made, the sender behind the broken one never woken",
+    );
     assert_eq!(broken.wakes.load(Relaxed), 1);
     assert!(matches!(
         poll_once(second.as_mut(), &sound_waker),
@@ -284,14 +275,7 @@ fn a_panicking_waker_leaves_the_deadline_timer_running() {
     let (broken, broken_waker) = waker(true);
     let mut broken_ask = pin!(addr.ask_within(std::time::Duration::from_millis(1), Request::Hold));
     assert!(poll_once(broken_ask.as_mut(), &broken_waker).is_pending());
-    let deadline = std::time::Instant::now() + HANG_GUARD;
-    while broken.wakes.load(Relaxed) == 0 {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "hang guard: no timeout"
-        );
-        std::thread::yield_now();
-    }
+    wait_for_wake(&broken, "hang guard: no timeout");
     // A later ask's deadline still fires: driven by an executor with no timer of its own, so
     // only the deadline thread can end it.
     let (done, finished) = std::sync::mpsc::channel();
