@@ -47,8 +47,9 @@
 //!   the asker gave up (timed out, dropped its ask, ended) is handed back to the answerer.
 
 use super::addr::Addr;
+use super::ask_room::{Held, Room, Sent, Then};
 use super::deadline::Deadline;
-use super::error::SendErrorKind;
+use super::error::{AskError, SendErrorKind};
 use super::handle::SchedulerHandle;
 use super::reply::{Elsewhere, Reply, ReplyTo};
 use crate::process::async_fn::asking::{self, AskCall, AskPoll};
@@ -60,98 +61,6 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
 use tokio::sync::oneshot;
-
-/// Why an ask got no answer.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum AskError {
-    /// The request was not delivered: no live process has the PID (`NotFound`), it is
-    /// finishing (`Closed`), or its mailbox is full.
-    #[error("the request was not delivered: {0}")]
-    Undelivered(SendErrorKind),
-    /// The reply port was dropped unanswered (by the process, or with its mailbox when it
-    /// ended).
-    #[error("the process dropped the reply port without answering")]
-    NoReply,
-    /// No answer within the ask's timeout ([`Addr::ask_within`]).
-    #[error("no answer within the ask's timeout")]
-    TimedOut,
-    /// The asking process was asked to finish while it waited: `?` ends its body as
-    /// cancelled. Also, during the scheduler's shutdown, an ask from a body whose answerer
-    /// the shutdown ended first (its port dropped, or the request undelivered): which of the
-    /// two heard the shutdown first is a race the asker's outcome does not depend on.
-    #[error("the asking process was cancelled ({0:?})")]
-    Cancelled(CancelReason),
-    /// The ask was polled outside the process that sent it (in another task, or another
-    /// process's body).
-    #[error("an ask was polled outside the process that sent it")]
-    OutsideProcess,
-    /// A process asked itself: it would wait for an answer only it can give, while it waits
-    /// (OTP's `calling_self`). Refused at once; nothing was sent.
-    #[error("a process asked itself: it cannot answer while it waits")]
-    AskedItself,
-}
-
-impl AskError {
-    /// `true` if no live process has the PID asked.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use procsched::error::{AskError, SendErrorKind};
-    /// assert!(AskError::Undelivered(SendErrorKind::NotFound).is_not_found());
-    /// ```
-    pub fn is_not_found(&self) -> bool {
-        matches!(self, AskError::Undelivered(SendErrorKind::NotFound))
-    }
-
-    /// `true` if the request was refused by a full mailbox (an ask does not wait for room:
-    /// retry, or make room with a bigger `mailbox_capacity`).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use procsched::error::{AskError, SendErrorKind};
-    /// assert!(AskError::Undelivered(SendErrorKind::MailboxFull).is_mailbox_full());
-    /// ```
-    pub fn is_mailbox_full(&self) -> bool {
-        matches!(self, AskError::Undelivered(SendErrorKind::MailboxFull))
-    }
-
-    /// `true` for [`AskError::TimedOut`].
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// assert!(procsched::error::AskError::TimedOut.is_timed_out());
-    /// ```
-    pub fn is_timed_out(&self) -> bool {
-        matches!(self, AskError::TimedOut)
-    }
-
-    /// `true` for [`AskError::NoReply`].
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// assert!(procsched::error::AskError::NoReply.is_no_reply());
-    /// ```
-    pub fn is_no_reply(&self) -> bool {
-        matches!(self, AskError::NoReply)
-    }
-
-    /// `true` for [`AskError::Cancelled`].
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use procsched::error::{AskError, CancelReason};
-    /// assert!(AskError::Cancelled(CancelReason::Shutdown).is_cancelled());
-    /// ```
-    pub fn is_cancelled(&self) -> bool {
-        matches!(self, AskError::Cancelled(_))
-    }
-}
 
 impl<M: Send + 'static> Addr<M> {
     /// Asks the process: `request` builds the request around a reply port (`|reply|
@@ -262,6 +171,9 @@ pub struct Ask<'a, M, R, F> {
     /// Set from the first poll if the ask has a timeout.
     timeout: Option<Duration>,
     deadline: Option<Deadline>,
+    /// Set by [`wait_for_room`](Ask::wait_for_room): a full mailbox holds the request rather
+    /// than refusing it.
+    waits_for_room: bool,
 }
 
 enum State<'a, M, R, F> {
@@ -273,6 +185,8 @@ enum State<'a, M, R, F> {
         addr: &'a Addr<M>,
         request: Option<F>,
     },
+    /// Built and held for room in a full mailbox ([`Ask::wait_for_room`]; `ask_room.rs`).
+    Held(Box<Held<'a, M, R>>),
     /// Sent from a process's body: the answer is the completion of a call.
     InProcess(AskCall),
     /// Sent from outside any process: the answer comes on a channel.
@@ -290,7 +204,52 @@ impl<'a, M, R, F> Ask<'a, M, R, F> {
             sched: addr.scheduler(),
             timeout,
             deadline: None,
+            waits_for_room: false,
         }
+    }
+
+    /// Makes the ask wait for room in a full bounded mailbox, as [`Addr::send_wait`] does,
+    /// instead of failing with `Undelivered(MailboxFull)`: the request, built at the first
+    /// poll, stands in the mailbox's line of waiting senders until room is made. The wait for
+    /// room is part of the ask: an [`ask_within`](Addr::ask_within)'s timeout covers it, and
+    /// an ask dropped (or timed out) while it waits gives its place in the line up and drops
+    /// its request. Set it before the ask is first polled.
+    ///
+    /// Under a capacity of 0, which refuses every message, the ask fails with
+    /// `Undelivered(MailboxFull)` at once (no room will ever be made); a process that ends
+    /// while the ask waits fails it with `Undelivered(NotFound)` (or `Closed`). From a body
+    /// the wait is a wait like any other: the process is `Blocked`, its worker free.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use procsched::prelude::*;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), BoxError> {
+    /// // One message of room: a second request waits for the first to be taken.
+    /// let sched = Scheduler::builder().workers(1).mailbox_capacity(1).build()?;
+    /// let doubler = sched.spawn_fn(|cx: ProcessCx<(u64, Reply<u64>)>| async move {
+    ///     loop {
+    ///         let (n, reply) = cx.recv().await?;
+    ///         let _ = reply.send(2 * n);
+    ///     }
+    ///     #[allow(unreachable_code)]
+    ///     Ok::<(), BoxError>(())
+    /// })?;
+    /// let addr = doubler.addr();
+    /// let answers = futures::future::try_join_all(
+    ///     (0..10).map(|n| addr.ask(move |reply| (n, reply)).wait_for_room()),
+    /// )
+    /// .await?;
+    /// assert_eq!(answers.iter().sum::<u64>(), 90);
+    /// # sched.shutdown_async(std::time::Duration::from_secs(1)).await;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn wait_for_room(mut self) -> Self {
+        self.waits_for_room = true;
+        self
     }
 }
 
@@ -309,7 +268,11 @@ where
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.get_mut();
         if let State::Unsent { .. } = this.state {
-            if let Err(error) = this.send() {
+            if let Err(error) = this.send(cx.waker()) {
+                return Poll::Ready(Err(error));
+            }
+        } else if let State::Held(_) = this.state {
+            if let Err(error) = poll_held(&mut this.state, cx.waker(), this.sched) {
                 return Poll::Ready(Err(error));
             }
         }
@@ -330,10 +293,16 @@ where
                 Poll::Ready(Err(_closed)) => Some(Err(AskError::NoReply)),
                 Poll::Pending => None,
             },
+            State::Held(_) => None,
             State::Unsent { .. } | State::Done => panic!("an ask polled after it resolved"),
         };
         if let Some(answer) = answered {
-            this.state = State::Done;
+            // Matched rather than overwritten: an ask answered in a process (the hot path)
+            // then needs no call to the state's drop glue, which `Held` made out of line.
+            match std::mem::replace(&mut this.state, State::Done) {
+                State::InProcess(_call) => {}
+                other => drop(other),
+            }
             return Poll::Ready(answer);
         }
         if let Some(deadline) = &mut this.deadline {
@@ -364,7 +333,7 @@ where
 {
     /// The first poll: builds the request around a port that answers this poller — the body
     /// of a process (its mailbox) or anyone else (a channel) — and sends it.
-    fn send(&mut self) -> Result<(), AskError> {
+    fn send(&mut self, waker: &std::task::Waker) -> Result<(), AskError> {
         let State::Unsent { addr, request } = &mut self.state else {
             unreachable!("sent once");
         };
@@ -407,9 +376,16 @@ where
         };
         // User code (the request's constructor), outside any scope.
         let request = request(reply);
+        if self.waits_for_room {
+            return self.send_or_hold(addr, request, waker, waiting);
+        }
         match addr.send(request) {
             Ok(()) => {
-                self.state = waiting;
+                // Matched rather than overwritten, as in `poll`: no call to the drop glue.
+                match std::mem::replace(&mut self.state, waiting) {
+                    State::Unsent { request, .. } => drop(request),
+                    other => drop(other),
+                }
                 Ok(())
             }
             Err(refused) => {
@@ -426,6 +402,39 @@ where
                     State::InProcess(call) => in_shutdown(self.sched, call, refused),
                     _ => refused,
                 }
+            }
+        }
+    }
+
+    /// [`send`](Self::send) for an ask that waits for room: a request a full mailbox refuses
+    /// is held in its line (`ask_room.rs`).
+    #[cold]
+    fn send_or_hold(
+        &mut self,
+        addr: &'a Addr<M>,
+        request: M,
+        waker: &std::task::Waker,
+        waiting: State<'a, M, R, F>,
+    ) -> Result<(), AskError> {
+        let then = match waiting {
+            State::InProcess(call) => Then::InProcess(call),
+            State::Outside(receiver) => Then::Outside(receiver),
+            State::Unsent { .. } | State::Held(_) | State::Done => {
+                unreachable!("an ask waits in a process or outside")
+            }
+        };
+        match Held::send(addr, request, waker, then) {
+            Sent::Delivered(then) => {
+                self.state = State::waiting_on(then);
+                Ok(())
+            }
+            Sent::Held(held) => {
+                self.state = State::Held(held);
+                Ok(())
+            }
+            Sent::Refused(kind, then) => {
+                self.state = State::Done;
+                Err(refused_held(self.sched, kind, then))
             }
         }
     }
@@ -485,6 +494,66 @@ where
     }
 }
 
+impl<'a, M, R, F> State<'a, M, R, F> {
+    fn waiting_on(then: Then<R>) -> Self {
+        match then {
+            Then::InProcess(call) => State::InProcess(call),
+            Then::Outside(receiver) => State::Outside(receiver),
+        }
+    }
+}
+
+/// Polls a request held for room (`State::Held`): delivered, the ask waits for its answer;
+/// refused, it fails.
+#[cold]
+fn poll_held<M: Send + 'static, R, F>(
+    state: &mut State<'_, M, R, F>,
+    waker: &std::task::Waker,
+    sched: &SchedulerHandle,
+) -> Result<(), AskError> {
+    let State::Held(held) = state else {
+        return Ok(());
+    };
+    let room = held.poll_room(waker);
+    if let Room::Waiting = room {
+        // A body's ask hears its process's cancel while it waits for room as while it waits
+        // for an answer (`asking::poll` gives the call up then).
+        if let Then::InProcess(call) = held.then() {
+            if let AskPoll::Cancelled(reason) = asking::poll(call) {
+                *state = State::Done;
+                return Err(AskError::Cancelled(reason));
+            }
+            asking::note_waiter(call, waker);
+        }
+        return Ok(());
+    }
+    let State::Held(held) = std::mem::replace(state, State::Done) else {
+        unreachable!("held above");
+    };
+    let then = held.into_then();
+    match room {
+        Room::Delivered => {
+            *state = State::waiting_on(then);
+            Ok(())
+        }
+        Room::Refused(kind) => Err(refused_held(sched, kind, then)),
+        Room::Waiting => unreachable!("returned above"),
+    }
+}
+
+/// A held request refused for good: the call, if any, forgotten; during a shutdown, an ask
+/// from a body is `Cancelled` as any undelivered one (`in_shutdown`).
+fn refused_held<R>(sched: &SchedulerHandle, kind: SendErrorKind, then: Then<R>) -> AskError {
+    let refused = AskError::Undelivered(kind);
+    match then {
+        Then::InProcess(call) => {
+            asking::forget(&call);
+            in_shutdown::<()>(sched, &call, Err(refused)).unwrap_err()
+        }
+        Then::Outside(_) => refused,
+    }
+}
+
 impl<M, R, F> Drop for Ask<'_, M, R, F> {
     fn drop(&mut self) {
         if let State::InProcess(call) = &self.state {
@@ -497,6 +566,7 @@ impl<M, R, F> fmt::Debug for Ask<'_, M, R, F> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let state = match &self.state {
             State::Unsent { .. } => "unsent",
+            State::Held(_) => "waiting for room",
             State::InProcess(_) => "waiting (in a process)",
             State::Outside(_) => "waiting",
             State::Done => "done",

@@ -1,7 +1,7 @@
 //! Errors of the scheduler: why a spawn ([`SpawnError`]) or a send ([`SendError`],
 //! [`SendErrorKind`]) did not go through.
 
-use crate::process::{InitError, Message, Pid};
+use crate::process::{CancelReason, InitError, Message, Pid};
 use std::fmt;
 
 /// Why [`Scheduler::spawn`](crate::Scheduler::spawn) did not start a process.
@@ -345,5 +345,97 @@ impl<M> fmt::Debug for SendError<M> {
             .field("kind", &self.kind)
             .field("pid", &self.pid)
             .finish_non_exhaustive()
+    }
+}
+
+/// Why an ask got no answer.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum AskError {
+    /// The request was not delivered: no live process has the PID (`NotFound`), it is
+    /// finishing (`Closed`), or its mailbox is full.
+    #[error("the request was not delivered: {0}")]
+    Undelivered(SendErrorKind),
+    /// The reply port was dropped unanswered (by the process, or with its mailbox when it
+    /// ended).
+    #[error("the process dropped the reply port without answering")]
+    NoReply,
+    /// No answer within the ask's timeout ([`Addr::ask_within`](crate::Addr::ask_within)).
+    #[error("no answer within the ask's timeout")]
+    TimedOut,
+    /// The asking process was asked to finish while it waited: `?` ends its body as
+    /// cancelled. Also, during the scheduler's shutdown, an ask from a body whose answerer
+    /// the shutdown ended first (its port dropped, or the request undelivered): which of the
+    /// two heard the shutdown first is a race the asker's outcome does not depend on.
+    #[error("the asking process was cancelled ({0:?})")]
+    Cancelled(CancelReason),
+    /// The ask was polled outside the process that sent it (in another task, or another
+    /// process's body).
+    #[error("an ask was polled outside the process that sent it")]
+    OutsideProcess,
+    /// A process asked itself: it would wait for an answer only it can give, while it waits
+    /// (OTP's `calling_self`). Refused at once; nothing was sent.
+    #[error("a process asked itself: it cannot answer while it waits")]
+    AskedItself,
+}
+
+impl AskError {
+    /// `true` if no live process has the PID asked.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use procsched::error::{AskError, SendErrorKind};
+    /// assert!(AskError::Undelivered(SendErrorKind::NotFound).is_not_found());
+    /// ```
+    pub fn is_not_found(&self) -> bool {
+        matches!(self, AskError::Undelivered(SendErrorKind::NotFound))
+    }
+
+    /// `true` if the request was refused by a full mailbox (an ask does not wait for room
+    /// unless made to: [`Ask::wait_for_room`](crate::body::Ask::wait_for_room)).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use procsched::error::{AskError, SendErrorKind};
+    /// assert!(AskError::Undelivered(SendErrorKind::MailboxFull).is_mailbox_full());
+    /// ```
+    pub fn is_mailbox_full(&self) -> bool {
+        matches!(self, AskError::Undelivered(SendErrorKind::MailboxFull))
+    }
+
+    /// `true` for [`AskError::TimedOut`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert!(procsched::error::AskError::TimedOut.is_timed_out());
+    /// ```
+    pub fn is_timed_out(&self) -> bool {
+        matches!(self, AskError::TimedOut)
+    }
+
+    /// `true` for [`AskError::NoReply`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert!(procsched::error::AskError::NoReply.is_no_reply());
+    /// ```
+    pub fn is_no_reply(&self) -> bool {
+        matches!(self, AskError::NoReply)
+    }
+
+    /// `true` for [`AskError::Cancelled`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use procsched::error::{AskError, CancelReason};
+    /// assert!(AskError::Cancelled(CancelReason::Shutdown).is_cancelled());
+    /// ```
+    pub fn is_cancelled(&self) -> bool {
+        matches!(self, AskError::Cancelled(_))
     }
 }

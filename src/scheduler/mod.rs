@@ -81,6 +81,7 @@
 
 mod addr;
 mod ask;
+mod ask_room;
 mod blocking;
 mod builder;
 mod closers;
@@ -114,12 +115,12 @@ mod tasks;
 mod tests;
 
 pub use addr::Addr;
-pub use ask::{Ask, AskError};
+pub use ask::Ask;
 pub use builder::{
     BuildError, SchedulerBuilder, DEFAULT_DROP_TIMEOUT, DEFAULT_MAX_BATCH, DEFAULT_STEP_BUDGET,
 };
 pub use cx::ProcessCx;
-pub use error::{SendError, SendErrorKind, SpawnError};
+pub use error::{AskError, SendError, SendErrorKind, SpawnError};
 pub use facade::Scheduler;
 pub use handle::SchedulerHandle;
 pub(crate) use hosts::{register_alias, unregister_alias};

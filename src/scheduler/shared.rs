@@ -1,7 +1,7 @@
 //! The state every [`SchedulerHandle`](super::SchedulerHandle) shares, and what the process
 //! future needs of it (the [`Host`] implementation).
 
-use super::ask::AskError;
+use super::error::AskError;
 use super::error::SendErrorKind;
 use super::handle::kind_of;
 use super::lazy_runtime::LazyRuntime;
