@@ -77,6 +77,14 @@ pub trait Process: Send + 'static {
     /// Advances the state machine with the events that arrived since the previous step, writing
     /// yields and the new status into `out` (default: [`Status::Continue`](super::Status::Continue)).
     ///
+    /// A step is synchronous: work that needs tokio (timers, I/O) is a yield to an async
+    /// handler. A step runs inside a tokio runtime's context only once its scheduler has one
+    /// (built inside a multi-thread runtime, given one with `tokio_handle`, with an async or
+    /// blocking handler, or once it built its own at a first `spawn_fn`, `ProcessCx::run` or
+    /// `block_on`); a step that ran before that had none, so tokio calls made directly in a
+    /// step (`tokio::spawn`, `Handle::current`) may fail (a panic, contained: the process ends
+    /// panicked).
+    ///
     /// # Errors
     ///
     /// An error fails the process: its handle resolves to a [`ProcessError`](super::ProcessError) with

@@ -9,7 +9,9 @@
 //! `ProcessCx::run`, or `Scheduler::block_on` called outside any runtime, whose future may await
 //! tokio too) builds a small runtime of its own (one worker thread, timers and I/O), and every
 //! worker enters its context before its next poll (`executor/late_context.rs`). A scheduler
-//! that only ever runs state machines, and is awaited from async code, never pays for one.
+//! that only ever runs state machines, and is awaited from async code, never pays for one; a
+//! state machine's step polled before the runtime was built runs without a tokio context (the
+//! `Process::step` docs say so: tokio work in a state machine is a yield to an async handler).
 
 use crate::executor::{self, late_context::LateContext};
 use std::any::Any;
