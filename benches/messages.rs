@@ -6,6 +6,7 @@
 //! |---|---|---|
 //! | `send_to_waiting/<form>` | a receiver that started first; [`SENDS`] `u64` sends from the bench thread, timed until the receiver has consumed all | one task receiving from an unbounded `mpsc` |
 //! | `ask_from_tokio` | [`ASKS`] asks from tokio code (the bench thread's `block_on`) to one process, each awaited before the next | a task receiving `(u64, oneshot::Sender)` |
+//! | `ask_from_task` | [`ASKS`] asks from a task spawned on a multi-thread tokio runtime to one process, each awaited before the next: every ask crosses between the runtimes twice (a thread wake-up each way when the other side is parked) | a task on the same runtime asking the native server: both ends on one worker, no wake-up crosses a thread |
 //! | `ask_between` | one process asks another [`ASKS`] times | one task asking another through `mpsc` + `oneshot` |
 //! | `ring_pids/<form>` | [`RING`] processes learn the ring's PIDs from a shared `OnceLock`; a `u64` token, forwarded with `SchedulerHandle::send` from each step, goes round until each has seen [`LAPS`]; timed from the first send until every handle is joined | tasks with `mpsc` senders in a shared `OnceLock` |
 //! | `ring_addrs/<form>` | the same ring with typed addresses (`Addr<u64>`) | — (same as above) |
@@ -238,6 +239,40 @@ fn asks(c: &mut Criterion) {
     });
     group.finish();
 
+    // The same asks from a spawned task: the shape where tokio-native keeps both ends on one
+    // worker, and procsched's caller and process are on different threads.
+    let mut group = c.benchmark_group("ask_from_task");
+    group
+        .sample_size(10)
+        .measurement_time(Duration::from_secs(4));
+    group.bench_function("procsched", |b| {
+        b.iter(|| {
+            let server = server.clone();
+            let asker = caller.spawn(async move {
+                for n in 0..ASKS {
+                    let answer = server.ask(|reply| (n, reply)).await.expect("answer");
+                    debug_assert_eq!(answer, n + 1);
+                }
+            });
+            caller.block_on(asker).expect("asker");
+        })
+    });
+    group.bench_function(NATIVE, |b| {
+        b.iter(|| {
+            let native = native.clone();
+            let asker = runtime.spawn(async move {
+                for n in 0..ASKS {
+                    let (tx, rx) = oneshot::channel();
+                    native.send((n, tx)).expect("server alive");
+                    let answer = rx.await.expect("answer");
+                    debug_assert_eq!(answer, n + 1);
+                }
+            });
+            runtime.block_on(asker).expect("asker");
+        })
+    });
+    group.finish();
+
     let mut group = c.benchmark_group("ask_between");
     group
         .sample_size(20)
@@ -434,9 +469,10 @@ mod harness {
 
 /// The report: medians, per-unit cost, and the ratio to tokio-native of each row.
 fn report(started: SystemTime) {
-    let rows: [(&str, &[&str], f64, &str); 7] = [
+    let rows: [(&str, &[&str], f64, &str); 8] = [
         ("send_to_waiting", &["sm", "async"], SENDS as f64, "send"),
         ("ask_from_tokio", &["procsched"], ASKS as f64, "ask"),
+        ("ask_from_task", &["procsched"], ASKS as f64, "ask"),
         ("ask_between", &["procsched"], ASKS as f64, "ask"),
         (
             "ring_pids",
