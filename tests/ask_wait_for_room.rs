@@ -40,7 +40,9 @@ fn gated_doubler(
 }
 
 /// Takes the one message of room in `addr`'s mailbox with an ask whose answer nobody awaits.
-fn fill(addr: &Addr<Request>) -> std::pin::Pin<Box<impl std::future::Future + '_>> {
+fn fill(
+    addr: &Addr<Request>,
+) -> std::pin::Pin<Box<impl std::future::Future<Output = Result<u64, AskError>> + '_>> {
     let mut filler = Box::pin(addr.ask(|reply| (1, reply)));
     futures::executor::block_on(async {
         assert!(futures::poll!(&mut filler).is_pending(), "sent, unanswered");
@@ -277,6 +279,89 @@ fn a_body_waiting_for_room_hears_its_cancel_and_sends_nothing() {
         sched.block_on(doubler).unwrap(),
         1,
         "only the filler was delivered"
+    );
+    sched.shutdown(HANG_GUARD);
+}
+
+#[test]
+fn held_asks_polled_by_a_combinator_hear_their_process_cancel() {
+    use futures::stream::{FuturesUnordered, StreamExt};
+    let sched = bounded(2, 1);
+    let (doubler, go) = gated_doubler(&sched);
+    let filled = doubler.addr();
+    let filler = fill(&filled);
+    let addr = doubler.addr();
+    let asker = sched
+        .spawn_fn(move |_: ProcessCx| async move {
+            // Every ask is held (the mailbox is full), each polled with the combinator's
+            // waker rather than the body's.
+            let mut asks: FuturesUnordered<_> = (0..40)
+                .map(|n| addr.ask(move |reply| (n, reply)).wait_for_room())
+                .collect();
+            while let Some(answer) = asks.next().await {
+                answer?;
+            }
+            Ok::<_, BoxError>(())
+        })
+        .unwrap();
+    let deadline = std::time::Instant::now() + HANG_GUARD;
+    while sched.state(asker.pid()) != Some(ProcessState::Blocked) {
+        assert!(std::time::Instant::now() < deadline, "hang guard");
+        std::thread::yield_now();
+    }
+    sched.cancel(asker.pid()).unwrap();
+    let ended = sched.block_on(async {
+        tokio::time::timeout(HANG_GUARD, asker)
+            .await
+            .expect("hang guard: the cancel was not heard by asks held in a FuturesUnordered")
+    });
+    assert!(ended.unwrap_err().is_cancelled());
+    go.send(()).unwrap();
+    sched.block_on(async {
+        tokio::time::timeout(HANG_GUARD, filler)
+            .await
+            .expect("hang guard")
+    });
+    sched.cancel(doubler.pid()).unwrap();
+    assert_eq!(
+        sched.block_on(doubler).unwrap(),
+        1,
+        "no held ask was delivered"
+    );
+    sched.shutdown(HANG_GUARD);
+}
+
+#[test]
+fn a_held_ask_past_its_deadline_is_timed_out_before_room_made_meanwhile_delivers_it() {
+    let sched = bounded(1, 1);
+    let (doubler, go) = gated_doubler(&sched);
+    let filled = doubler.addr();
+    let filler = fill(&filled);
+    let addr = doubler.addr();
+    let timeout = Duration::from_millis(20);
+    futures::executor::block_on(async {
+        let started = std::time::Instant::now();
+        let mut held = std::pin::pin!(addr
+            .ask_within(timeout, |reply: Reply<u64>| (100, reply))
+            .wait_for_room());
+        assert!(futures::poll!(&mut held).is_pending(), "held for room");
+        // Room is made (the filler is taken and answered) while nobody polls the held ask,
+        // and its deadline passes before it is polled again.
+        go.send(()).unwrap();
+        assert_eq!(filler.await.unwrap(), 2);
+        while started.elapsed() <= timeout {
+            std::thread::yield_now();
+        }
+        let late = held.await.unwrap_err();
+        assert!(late.is_timed_out(), "{late:?}");
+        // A marker behind it shows what the process received.
+        assert_eq!(addr.ask(|reply| (7, reply)).await.unwrap(), 14);
+    });
+    sched.cancel(doubler.pid()).unwrap();
+    assert_eq!(
+        sched.block_on(doubler).unwrap(),
+        2,
+        "the filler and the marker only: the timed-out request never reached the process"
     );
     sched.shutdown(HANG_GUARD);
 }

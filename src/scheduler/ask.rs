@@ -272,6 +272,14 @@ where
                 return Poll::Ready(Err(error));
             }
         } else if let State::Held(_) = this.state {
+            // Past its deadline, a held request is given up before it could be delivered: an
+            // ask that reports `TimedOut` never reaches the process.
+            if let Some(deadline) = &mut this.deadline {
+                if Pin::new(deadline).poll(cx).is_ready() {
+                    this.give_up();
+                    return Poll::Ready(Err(AskError::TimedOut));
+                }
+            }
             if let Err(error) = poll_held(&mut this.state, cx.waker(), this.sched) {
                 return Poll::Ready(Err(error));
             }
@@ -293,7 +301,15 @@ where
                 Poll::Ready(Err(_closed)) => Some(Err(AskError::NoReply)),
                 Poll::Pending => None,
             },
-            State::Held(_) => None,
+            State::Held(held) => {
+                // A body's ask hears its process's cancel while it waits for room, also when
+                // polled with a waker of its own (`FuturesUnordered`): the cancel wakes the
+                // wakers noted for calls.
+                if let Then::InProcess(call) = held.then() {
+                    asking::note_waiter(call, cx.waker());
+                }
+                None
+            }
             State::Unsent { .. } | State::Done => panic!("an ask polled after it resolved"),
         };
         if let Some(answer) = answered {
@@ -523,7 +539,6 @@ fn poll_held<M: Send + 'static, R, F>(
                 *state = State::Done;
                 return Err(AskError::Cancelled(reason));
             }
-            asking::note_waiter(call, waker);
         }
         return Ok(());
     }
