@@ -269,11 +269,12 @@ fn a_body_waiting_for_room_hears_its_cancel_and_sends_nothing() {
         "`?` on the ask's Cancelled"
     );
     go.send(()).unwrap();
-    sched.block_on(async {
+    let filled_answer = sched.block_on(async {
         tokio::time::timeout(HANG_GUARD, filler)
             .await
             .expect("hang guard")
     });
+    assert_eq!(filled_answer.unwrap(), 2);
     sched.cancel(doubler.pid()).unwrap();
     assert_eq!(
         sched.block_on(doubler).unwrap(),
@@ -317,11 +318,12 @@ fn held_asks_polled_by_a_combinator_hear_their_process_cancel() {
     });
     assert!(ended.unwrap_err().is_cancelled());
     go.send(()).unwrap();
-    sched.block_on(async {
+    let filled_answer = sched.block_on(async {
         tokio::time::timeout(HANG_GUARD, filler)
             .await
             .expect("hang guard")
     });
+    assert_eq!(filled_answer.unwrap(), 2);
     sched.cancel(doubler.pid()).unwrap();
     assert_eq!(
         sched.block_on(doubler).unwrap(),
