@@ -2,8 +2,8 @@
 //!
 //! # Where things are
 //! The root holds what every program uses ([`Scheduler`], [`SchedulerHandle`], [`ProcessCx`],
-//! [`Addr`], [`ProcessHandle`], [`Reply`], [`Message`], [`Payload`], [`Pid`]); [`prelude`]
-//! imports them at once. The rest is in modules named for their concept:
+//! [`Addr`], [`ProcessHandle`], [`SpawnOptions`], [`Reply`], [`Message`], [`Payload`],
+//! [`Pid`]); [`prelude`] imports them at once. The rest is in modules named for their concept:
 //!
 //! | module | what it holds |
 //! |---|---|
@@ -50,4 +50,6 @@ mod deadline;
 mod loom;
 
 pub use process::{BoxError, Command, Message, Payload, Pid};
-pub use scheduler::{Addr, ProcessCx, ProcessHandle, Reply, Scheduler, SchedulerHandle};
+pub use scheduler::{
+    Addr, ProcessCx, ProcessHandle, Reply, Scheduler, SchedulerHandle, SpawnOptions,
+};

@@ -17,5 +17,5 @@ pub use crate::error::{AskError, ProcessError, RecvError, SendError, SpawnError}
 pub use crate::metrics::ProcessState;
 pub use crate::{
     Addr, BoxError, Command, Message, Payload, Pid, ProcessCx, ProcessHandle, Reply, Scheduler,
-    SchedulerHandle,
+    SchedulerHandle, SpawnOptions,
 };

@@ -2,7 +2,8 @@
 //! loads the heartbeats carry, plus what this node placed since (a burst spreads); a frame from a name no node has claimed does not make a
 //! placement target; a node name is claimed once; and a spawn across nodes is refused with the
 //! same `SpawnError` a local spawn gives (an argument the body cannot take, the process limit,
-//! a scheduler shutting down), as a send to a full mailbox is `MailboxFull`.
+//! a scheduler shutting down), as a send to a full mailbox is `MailboxFull` — at the bound of
+//! the receiving process's own (`SpawnOptions`) as at its scheduler's.
 #![cfg(feature = "cluster")]
 
 mod cluster_support;
@@ -281,6 +282,47 @@ async fn remote_spawns_and_acked_sends_are_refused_as_local_ones_are() {
         matches!(refused, Err(RemoteError::Spawn(SpawnError::ShuttingDown))),
         "{refused:?}"
     );
+
+    stop_nodes(nodes, GUARD).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_remote_send_meets_the_receivers_own_mailbox_bound() {
+    let server = NatsServer::start();
+    // b's scheduler bounds mailboxes at 2; two of its processes have bounds of their own.
+    let mut nodes = Vec::new();
+    for (name, mailbox) in [("a", usize::MAX), ("b", 2)] {
+        let sched = Scheduler::builder()
+            .workers(1)
+            .mailbox_capacity(mailbox)
+            .build()
+            .unwrap();
+        let node = Node::start(sched.handle(), cluster(&server.url(), name))
+            .await
+            .unwrap();
+        nodes.push((sched, node));
+    }
+    let (a, b) = (&nodes[0].1, &nodes[1].1);
+    assert!(a.wait_for_nodes(1, GUARD).await && b.wait_for_nodes(1, GUARD).await);
+    let spawn_on_b = |opts: SpawnOptions| {
+        let pid = nodes[1]
+            .0
+            .spawn_fn_with(opts, |cx: ProcessCx<u64>| idle(cx, ()))
+            .unwrap()
+            .pid();
+        a.addr::<u64>(b.pid(pid))
+    };
+
+    // A body that reads nothing: its own bound of 1 holds 1, the second acked send is refused.
+    let one = spawn_on_b(SpawnOptions::new().mailbox_capacity(1));
+    one.send_acked(1).await.unwrap();
+    let full = one.send_acked(2).await;
+    assert!(matches!(full, Err(RemoteError::MailboxFull)), "{full:?}");
+    // Unbounded on b's bounded scheduler: ten times b's bound, every one delivered.
+    let unbounded = spawn_on_b(SpawnOptions::new().unbounded_mailbox());
+    for n in 0..20 {
+        unbounded.send_acked(n).await.unwrap();
+    }
 
     stop_nodes(nodes, GUARD).await;
 }

@@ -295,7 +295,8 @@ impl SchedulerBuilder {
     /// every message (a process that only yields and is cancelled; `Addr::send_wait` too, at
     /// once). It bounds the user's
     /// processes, not the library's: a [`Supervisor`](crate::supervision::Supervisor)'s
-    /// mailbox, which holds only its API's requests, is unbounded (its children are not).
+    /// mailbox, which holds only its API's requests, is unbounded (its children are not). One
+    /// process can have a bound of its own instead ([`SpawnOptions`](crate::SpawnOptions)).
     ///
     /// # Examples
     ///

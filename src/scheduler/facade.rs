@@ -11,6 +11,7 @@ use super::metrics::SchedulerMetrics;
 use super::process_handle::ProcessHandle;
 use super::shared::Inner;
 use super::shutdown::{self, Shutdown};
+use super::spawn_options::SpawnOptions;
 use crate::executor::Executor;
 use crate::loom::Arc;
 use crate::process::{Message, Payload, Pid, Process, ProcessState};
@@ -163,6 +164,49 @@ impl Scheduler {
         M: Send + 'static,
     {
         self.handle.spawn_fn(body)
+    }
+
+    /// See [`SchedulerHandle::spawn_with`].
+    ///
+    /// # Errors
+    ///
+    /// See [`SchedulerHandle::spawn`].
+    ///
+    /// # Examples
+    ///
+    /// See [`SchedulerHandle::spawn_with`].
+    pub fn spawn_with<P: Process>(
+        &self,
+        opts: SpawnOptions,
+        process: P,
+        method: &str,
+        input: Payload,
+    ) -> Result<ProcessHandle<P::Output>, SpawnError> {
+        self.handle.spawn_with(opts, process, method, input)
+    }
+
+    /// See [`SchedulerHandle::spawn_fn_with`].
+    ///
+    /// # Errors
+    ///
+    /// See [`SchedulerHandle::spawn_fn`].
+    ///
+    /// # Examples
+    ///
+    /// See [`SpawnOptions`].
+    pub fn spawn_fn_with<F, Fut, T, E, M>(
+        &self,
+        opts: SpawnOptions,
+        body: F,
+    ) -> Result<ProcessHandle<T, M>, SpawnError>
+    where
+        F: FnOnce(crate::ProcessCx<M>) -> Fut + Send + 'static,
+        Fut: Future<Output = Result<T, E>> + Send + 'static,
+        T: Send + 'static,
+        E: Into<crate::process::BoxError>,
+        M: Send + 'static,
+    {
+        self.handle.spawn_fn_with(opts, body)
     }
 
     /// See [`SchedulerHandle::send`].

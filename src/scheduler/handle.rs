@@ -8,6 +8,7 @@ use super::links::Link;
 use super::metrics::{Counter, SchedulerMetrics};
 use super::process_handle::ProcessHandle;
 use super::shared::{cancel, Inner};
+use super::spawn_options::SpawnOptions;
 use super::table;
 use super::tasks;
 use crate::loom::Arc;
@@ -108,16 +109,12 @@ impl SchedulerHandle {
         method: &str,
         input: Payload,
     ) -> Result<ProcessHandle<P::Output>, SpawnError> {
-        let incarnation = Incarnation {
-            kind: std::any::type_name::<P>(),
-            ..Incarnation::default()
-        };
-        self.spawn_as(process, method, input, incarnation, None)
+        self.spawn_with(SpawnOptions::new(), process, method, input)
     }
 
     /// [`spawn`](Self::spawn) as `incarnation` says (its `spawned_at` is set here): naming the
     /// process's type `kind` in its span and its [`ProcessInfo`], with the message type it
-    /// takes, and for a supervisor an unbounded mailbox.
+    /// takes and its mailbox's bound.
     pub(crate) fn spawn_as<P: Process>(
         &self,
         mut process: P,

@@ -14,6 +14,7 @@
 //! | `error` | [`SpawnError`], [`SendError`] ([`SendErrorKind`]): why a spawn or a send did not go through |
 //! | `handle` | [`SchedulerHandle`]: spawn, send, terminate, state — from anywhere |
 //! | `cx` | async-fn processes: `spawn_fn`, and what a `ProcessCx` reaches through the scheduler |
+//! | `spawn_options` | [`SpawnOptions`]: one process's own mailbox bound and link, and the spawns that take them |
 //! | `addr` | [`Addr`]: a typed address, the send path from a value to a mailbox |
 //! | `process_handle` | [`ProcessHandle`]: a process's result, and its address |
 //! | `ask` | ask/reply: the [`Ask`] future and [`AskError`] |
@@ -107,6 +108,7 @@ mod send_wait;
 mod shared;
 mod shutdown;
 mod spawn_fn;
+mod spawn_options;
 mod supervisor;
 mod table;
 mod tasks;
@@ -138,6 +140,7 @@ pub(crate) use reply::RemoteAnswer;
 pub use reply::Reply;
 pub use send_wait::SendWait;
 pub use shutdown::FORCED_STOP_WAIT;
+pub use spawn_options::SpawnOptions;
 pub use supervisor::{
     ChildInfo, ChildShutdown, ChildSpec, Restart, Start, Strategy, Supervisor, SupervisorError,
     SupervisorRef, DEFAULT_MAX_RESTARTS, DEFAULT_RESTART_WINDOW,

@@ -200,8 +200,8 @@ impl Inner {
                     return Ok(None);
                 }
                 Err((Admission::Dropped, refused)) if cell.never_has_room() => {
-                    // Capacity 0 (`mailbox_capacity(0)`): no room will ever be made, and a
-                    // send that waits for it would wait for the process's end.
+                    // Capacity 0 (`mailbox_capacity(0)`, or a spawn's own): no room will ever
+                    // be made, and a send that waits for it would wait for the process's end.
                     if let Some(waited) = ticket.take() {
                         cell.leave_room_line(pid.generation(), waited);
                     }

@@ -5,9 +5,10 @@ use super::error::SpawnError;
 use super::handle::SchedulerHandle;
 use super::links::Link;
 use super::process_handle::ProcessHandle;
+use super::spawn_options::SpawnOptions;
 use crate::process::async_fn::AsyncFnProcess;
 use crate::process::context::Owner;
-use crate::process::mailbox::Incarnation;
+use crate::process::mailbox::{Incarnation, MailboxBound};
 use crate::process::{BoxError, MessageType, Payload, Pid, Process};
 use std::future::Future;
 
@@ -52,7 +53,7 @@ impl SchedulerHandle {
         E: Into<BoxError>,
         M: Send + 'static,
     {
-        self.spawn_fn_as(body, None, false)
+        self.spawn_fn_with(SpawnOptions::new(), body)
     }
 
     /// [`spawn_fn`](Self::spawn_fn), linked to `parent` from before the body's first poll:
@@ -91,16 +92,17 @@ impl SchedulerHandle {
         E: Into<BoxError>,
         M: Send + 'static,
     {
-        self.spawn_fn_as(body, Some(Link::to(parent)), false)
+        self.spawn_fn_with(SpawnOptions::new().link(parent), body)
     }
 
-    /// [`spawn_fn`](Self::spawn_fn) with an optional link made before the first poll;
-    /// `unbounded_mailbox` for a supervisor, which `mailbox_capacity` does not bound.
+    /// [`spawn_fn`](Self::spawn_fn) with an optional link made before the first poll, its
+    /// mailbox bounded by `mailbox` (a supervisor's is unbounded, whatever `mailbox_capacity`
+    /// says).
     pub(crate) fn spawn_fn_as<F, Fut, T, E, M>(
         &self,
         body: F,
         link: Option<Link>,
-        unbounded_mailbox: bool,
+        mailbox: MailboxBound,
     ) -> Result<ProcessHandle<T, M>, SpawnError>
     where
         F: FnOnce(ProcessCx<M>) -> Fut + Send + 'static,
@@ -117,7 +119,7 @@ impl SchedulerHandle {
         let incarnation = Incarnation {
             kind: std::any::type_name::<F>(),
             takes: MessageType::of::<M>(),
-            unbounded_mailbox,
+            mailbox,
             ..Incarnation::default()
         };
         let handle = self.spawn_as(
@@ -165,10 +167,6 @@ impl SchedulerHandle {
         method: &str,
         input: Payload,
     ) -> Result<ProcessHandle<P::Output>, SpawnError> {
-        let incarnation = Incarnation {
-            kind: std::any::type_name::<P>(),
-            ..Incarnation::default()
-        };
-        self.spawn_as(process, method, input, incarnation, Some(Link::to(parent)))
+        self.spawn_with(SpawnOptions::new().link(parent), process, method, input)
     }
 }

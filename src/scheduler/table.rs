@@ -59,7 +59,8 @@ pub(crate) struct Table {
     fresh: AtomicUsize,
     /// Released slots (protocol step 2), for claims (step 1).
     free: FreeList,
-    /// The mailbox capacity of new processes (`mailbox_capacity`), but unbounded ones.
+    /// The mailbox capacity of new processes (`mailbox_capacity`), but those with a bound of
+    /// their own (`MailboxBound`).
     mailbox_capacity: usize,
 }
 
@@ -83,8 +84,8 @@ impl Table {
     }
 
     /// Protocol step 1: a cell for a new process, opened (recording `incarnation` for
-    /// `process_info`, with the table's mailbox capacity unless it asks for an unbounded
-    /// mailbox), and the process's PID. `None` when every index is in use (or retired).
+    /// `process_info`, with the mailbox capacity its `mailbox` bound resolves to against the
+    /// table's), and the process's PID. `None` when every index is in use (or retired).
     pub(crate) fn claim_as(&self, incarnation: Incarnation) -> Option<(Pid, Arc<ProcessCell>)> {
         // Raw pointers, as the slot stores them: their provenance covers the whole `Arc`
         // allocation, which taking a reference of our own needs (a `&ProcessCell` would not do).
@@ -108,11 +109,7 @@ impl Table {
             Arc::increment_strong_count(cell);
             Arc::from_raw(cell)
         };
-        let capacity = if incarnation.unbounded_mailbox {
-            usize::MAX
-        } else {
-            self.mailbox_capacity
-        };
+        let capacity = incarnation.mailbox.capacity(self.mailbox_capacity);
         let generation = cell.open_as(incarnation, capacity);
         Some((Pid::new(index, generation), cell))
     }
@@ -272,6 +269,7 @@ unsafe impl Sync for Table {}
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
+    use crate::process::mailbox::MailboxBound;
     use std::collections::HashSet;
 
     fn finish(table: &Table, pid: Pid, cell: &ProcessCell) {
@@ -378,7 +376,7 @@ mod tests {
     fn the_mailbox_capacity_is_each_incarnations_own() {
         let table = Table::new(1);
         let supervisor = Incarnation {
-            unbounded_mailbox: true,
+            mailbox: MailboxBound::Unbounded,
             ..Incarnation::default()
         };
         let (pid, cell) = table.claim_as(supervisor).unwrap();
@@ -390,6 +388,24 @@ mod tests {
             cell.is_bounded(),
             "the next process has the table's capacity"
         );
+        finish(&table, next, &cell);
+        let refusing = Incarnation {
+            mailbox: MailboxBound::Capacity(0),
+            ..Incarnation::default()
+        };
+        let (pid, cell) = table.claim_as(refusing).unwrap();
+        assert!(
+            cell.never_has_room(),
+            "a capacity of its own, below the table's"
+        );
+        finish(&table, pid, &cell);
+        let unbounded_table = Table::new(usize::MAX);
+        let bounded = Incarnation {
+            mailbox: MailboxBound::Capacity(3),
+            ..Incarnation::default()
+        };
+        let (_, cell) = unbounded_table.claim_as(bounded).unwrap();
+        assert!(cell.is_bounded(), "bounded on an unbounded table");
     }
 
     #[test]

@@ -112,8 +112,8 @@ pub(crate) struct Mailbox {
     gate: Gate,
     /// The lock-free path's queue, once a backlog installed it (`intake.rs`).
     intake: Intake,
-    /// Most queued messages of the current incarnation (a supervisor's is unbounded whatever
-    /// `mailbox_capacity` says); `usize::MAX` when unbounded. Set by `open_as` before the gate
+    /// Most queued messages of the current incarnation (its `MailboxBound`: the scheduler's
+    /// `mailbox_capacity` or its own); `usize::MAX` when unbounded. Set by `open_as` before the gate
     /// opens; read under the lock, or after a gate load that saw this incarnation open, so a
     /// lock-free sender never applies the previous incarnation's.
     capacity: AtomicUsize,
@@ -185,8 +185,34 @@ pub(crate) struct Incarnation {
     pub(crate) spawned_at: u64,
     /// The message type its body declared, if one ([`MessageType::of`]).
     pub(crate) takes: Option<MessageType>,
-    /// A library process (a supervisor) whose mailbox `mailbox_capacity` does not bound.
-    pub(crate) unbounded_mailbox: bool,
+    /// What bounds its mailbox: the scheduler's `mailbox_capacity`, or its own (a spawn's
+    /// `SpawnOptions`; a supervisor's, which is unbounded whatever `mailbox_capacity` says).
+    pub(crate) mailbox: MailboxBound,
+}
+
+/// What bounds one incarnation's mailbox, resolved to a capacity when its cell opens
+/// (`Table::claim_as`): the send path reads only that capacity, never this.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) enum MailboxBound {
+    /// The scheduler's `mailbox_capacity`.
+    #[default]
+    Scheduler,
+    /// At most this many messages (0 refuses every one, as `mailbox_capacity(0)` does).
+    Capacity(usize),
+    /// No bound, whatever `mailbox_capacity` says.
+    Unbounded,
+}
+
+impl MailboxBound {
+    /// The capacity it gives a mailbox on a scheduler whose `mailbox_capacity` is
+    /// `scheduler` (`usize::MAX`: unbounded, as the cell counts it).
+    pub(crate) fn capacity(self, scheduler: usize) -> usize {
+        match self {
+            MailboxBound::Scheduler => scheduler,
+            MailboxBound::Capacity(capacity) => capacity,
+            MailboxBound::Unbounded => usize::MAX,
+        }
+    }
 }
 
 /// Everything a process shares with the rest of the scheduler: its state word and mailbox. One
@@ -274,13 +300,13 @@ impl ProcessCell {
         self.mailbox.wake_room(to_wake);
     }
 
-    /// `true` if the mailbox has a capacity (`mailbox_capacity`).
+    /// `true` if the mailbox has a capacity (the scheduler's `mailbox_capacity` or its own).
     #[inline]
     pub(crate) fn is_bounded(&self) -> bool {
         self.mailbox.capacity() != usize::MAX
     }
 
-    /// `true` if the mailbox refuses every message (`mailbox_capacity(0)`): waiting for room
+    /// `true` if the mailbox refuses every message (a capacity of 0): waiting for room
     /// in it would be waiting for its process to end.
     #[inline]
     pub(crate) fn never_has_room(&self) -> bool {

@@ -45,6 +45,7 @@ pub use spec::{ChildShutdown, ChildSpec, Restart, Start, Strategy};
 
 use super::{Addr, AskError, ProcessHandle, Reply, SchedulerHandle};
 use crate::process::exit::ExitReason;
+use crate::process::mailbox::MailboxBound;
 use crate::process::{MessageType, Pid};
 use crate::scheduler::{SendErrorKind, SpawnError};
 use std::sync::Arc;
@@ -210,7 +211,11 @@ impl Supervisor {
         self,
         sched: &SchedulerHandle,
     ) -> Result<ProcessHandle<(), Request>, SpawnError> {
-        sched.spawn_fn_as(move |cx| run::supervise(cx, self, None), None, true)
+        sched.spawn_fn_as(
+            move |cx| run::supervise(cx, self, None),
+            None,
+            MailboxBound::Unbounded,
+        )
     }
 
     /// Starts the supervisor and waits until its children have started (OTP's
@@ -274,7 +279,10 @@ impl Supervisor {
             let supervisor = self.clone();
             let parent = start.supervisor();
             // Unbounded, as a root supervisor's (`spawn_process`).
-            start.spawn_fn_with(move |cx| run::supervise(cx, supervisor, Some(parent)), true)
+            start.spawn_fn_bounded(
+                move |cx| run::supervise(cx, supervisor, Some(parent)),
+                MailboxBound::Unbounded,
+            )
         })
         .shutdown(ChildShutdown::Infinity)
         .marked_supervisor()

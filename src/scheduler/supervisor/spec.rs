@@ -2,7 +2,7 @@
 //! shutdown policies, the restart strategy, and the [`Start`] a child's factory spawns with.
 
 use super::first_poll::{self, FirstPoll};
-use crate::process::mailbox::Incarnation;
+use crate::process::mailbox::{Incarnation, MailboxBound};
 use crate::process::{BoxError, Payload, Pid, Process};
 use crate::scheduler::links::Link;
 use crate::scheduler::SpawnError;
@@ -138,15 +138,15 @@ impl<'a> Start<'a> {
         E: Into<BoxError>,
         M: Send + 'static,
     {
-        self.spawn_fn_with(body, false)
+        self.spawn_fn_bounded(body, MailboxBound::Scheduler)
     }
 
-    /// [`spawn_fn`](Self::spawn_fn), with an unbounded mailbox if `unbounded_mailbox` (a
-    /// sub-supervisor: `mailbox_capacity` bounds the user's processes, not the library's).
-    pub(super) fn spawn_fn_with<F, Fut, T, E, M>(
+    /// [`spawn_fn`](Self::spawn_fn), its mailbox bounded by `mailbox` (a sub-supervisor's is
+    /// unbounded: `mailbox_capacity` bounds the user's processes, not the library's).
+    pub(super) fn spawn_fn_bounded<F, Fut, T, E, M>(
         &self,
         body: F,
-        unbounded_mailbox: bool,
+        mailbox: MailboxBound,
     ) -> Result<Pid, SpawnError>
     where
         F: FnOnce(ProcessCx<M>) -> Fut + Send + 'static,
@@ -159,7 +159,7 @@ impl<'a> Start<'a> {
         let first_poll = Arc::new(FirstPoll::default());
         let reporting = Arc::clone(&first_poll);
         let body = move |cx| first_poll::reporting(body(cx), reporting);
-        let pid = self.sched.spawn_fn_as(body, link, unbounded_mailbox)?.pid();
+        let pid = self.sched.spawn_fn_as(body, link, mailbox)?.pid();
         *self
             .first_poll
             .lock()
