@@ -23,9 +23,15 @@
 //! The process itself runs on no scheduler: only its scripted events reach it, and futures
 //! outside procsched cannot wake it — a body that awaits one (a child's
 //! [`ProcessHandle`](crate::ProcessHandle), a tokio channel, timer or task) fails its step with
-//! an error saying so: script what it would wait for as a message instead, or test it on a
-//! scheduler. (On a thread with no tokio runtime, a plain `#[test]`, each step runs in the
-//! tokio context of the harness's scheduler, so that making a timer there does not panic.) What it *does* with a scheduler — `ProcessCx::scheduler`,
+//! an error saying so, also when it awaits it together with a receive, a call or an ask
+//! (`tokio::time::timeout(d, cx.recv())`): script what it would wait for as a message instead,
+//! or test it on a scheduler. (The harness sees this when something outside procsched keeps
+//! the process's waker after the step; one held by a combinator that also polls procsched's
+//! futures with wakers of its own — a `FuturesUnordered` of receives and timers — it cannot
+//! tell apart: such a step is not failed, it waits for its receives or calls, and a later step
+//! sees whatever the foreign future did meanwhile, on the clock. On a thread with no tokio
+//! runtime, a plain `#[test]`, each step runs in the tokio context of the harness's scheduler,
+//! so that making a timer there does not panic.) What it *does* with a scheduler — `ProcessCx::scheduler`,
 //! `ProcessContext::scheduler`, spawning children, sending — goes to a small scheduler of the
 //! harness's own (one worker, built at the first [`Harness::init`]; [`Harness::scheduler`]), so
 //! a process that spawns or sends can be tested as it is. Asks are the exception: recorded,
