@@ -1,8 +1,8 @@
 //! `testing::Harness` behaves as the scheduler does: its process is an entry of its scheduler's
 //! table, so PIDs are its own, supervision (links, monitors, `trap_exit`, names) works, and what
 //! is sent to it — messages, exit signals, `Down`s — reaches its next step; its end is heard
-//! by its links and monitors. Also: a body waiting on a foreign future alongside a receive or
-//! a call fails its step.
+//! by its links and monitors. Also: a `Done` step's yields are dropped, and a body waiting on
+//! a foreign future alongside a receive or a call fails its step.
 
 use procsched::error::InitError;
 use procsched::error::{ProcessError, RecvError};
@@ -212,6 +212,30 @@ fn a_cancellation_propagated_with_a_question_mark_ends_the_process_shutdown() {
         "{:?}",
         down.reason
     );
+}
+
+struct Note;
+procsched::command!(Note => ());
+
+/// Yields a command and returns `Done` in the same step.
+struct DoneWithYields;
+
+impl Process for DoneWithYields {
+    type Output = u8;
+    fn step(&mut self, _: &mut Events, out: &mut StepOutput<u8>) -> Result<(), BoxError> {
+        out.yield_command(1, Note);
+        out.done(1);
+        Ok(())
+    }
+}
+
+#[test]
+fn the_yields_of_a_done_step_are_dropped() {
+    let mut harness = Harness::new(DoneWithYields);
+    harness.init("run", Payload::empty()).unwrap();
+    let step = harness.step().unwrap();
+    assert!(matches!(step.status, Status::Done(1)));
+    assert!(step.yields.is_empty(), "a scheduler drops them");
 }
 
 async fn receive_or_time_out(cx: ProcessCx<u32>) -> Result<&'static str, BoxError> {

@@ -52,7 +52,9 @@ impl<P: Process> Harness<P> {
     /// Runs one step with the queued events — those scripted ([`push`](Self::push),
     /// [`send`](Self::send), answers to asks), then what arrived in the process's mailbox since
     /// the last step (messages, exit signals and `Down`s sent to its [`pid`](Self::pid)) —
-    /// dropping those it leaves unread, as the scheduler does.
+    /// dropping those it leaves unread, as the scheduler does. The yields of a step that ends
+    /// the process (`Done`) are dropped, as the scheduler drops them (with a warning): nothing
+    /// would complete them.
     ///
     /// A step that ends the process ends it as on a scheduler: its name is released, its links
     /// get its exit signal and its monitors their `Down` — `Normal` for `Done`; `Shutdown` for
@@ -150,8 +152,13 @@ impl<P: Process> Harness<P> {
             return Err(error);
         }
         let status = self.out.take_status();
-        let yields: Vec<(Tag, Payload)> = self.out.take_yields().collect();
+        let mut yields: Vec<(Tag, Payload)> = self.out.take_yields().collect();
         if matches!(status, Status::Done(_)) {
+            if !yields.is_empty() {
+                // As the scheduler does: nothing would ever complete them.
+                tracing::warn!(pid = %self.pid, dropped = yields.len(), "yields of a Done step are dropped");
+                yields.clear();
+            }
             self.end(ExitReason::Normal);
         } else {
             self.ended = false;
