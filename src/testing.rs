@@ -20,16 +20,33 @@
 //! [`Harness::send`]) are built around a tokio `oneshot` sender (`Reply:
 //! From<oneshot::Sender<R>>`), whose receiver the test reads the answer from.
 //!
-//! The process itself runs on no scheduler: only its scripted events reach it, and futures
-//! outside procsched cannot wake it — a body that awaits one (a child's
+//! **The scheduler of the harness's own.** What the process *does* with a scheduler —
+//! `ProcessCx::scheduler`, `ProcessContext::scheduler`, spawning children, sending, linking,
+//! monitoring, trapping exits, registering a name — goes to a small scheduler of the
+//! harness's own (one worker, built at the first [`Harness::init`]; [`Harness::scheduler`]),
+//! so a process that spawns or supervises can be tested as it is. The process is an entry of
+//! that scheduler's table, with a PID of its own ([`Harness::pid`], unique among every
+//! harness's), but no task runs it: the test steps it. So what is sent to its PID — a message
+//! ([`Harness::addr`]), a linked child's exit signal, a monitor's `Down` — waits in its
+//! mailbox for the next step, which reads it after the scripted events; and when a step ends
+//! it, its name is released and its links and monitors hear its end, as on a scheduler. (To
+//! script an exit signal or a `Down`, make a real one: link the process to, or have it
+//! monitor, a process the test ends.) The harness's scheduler does not count the process
+//! among its own (`live_processes`, `processes`, the metrics; `registered_processes`, which
+//! counts its table's entries, does), and its shutdown does not wait for it. Asks are the
+//! exception: recorded, never sent.
+//!
+//! **Futures outside procsched** cannot wake the process: a body that awaits one (a child's
 //! [`ProcessHandle`](crate::ProcessHandle), a tokio channel, timer or task) fails its step with
-//! an error saying so: script what it would wait for as a message instead, or test it on a
-//! scheduler. (On a thread with no tokio runtime, a plain `#[test]`, each step runs in the
-//! tokio context of the harness's scheduler, so that making a timer there does not panic.) What it *does* with a scheduler — `ProcessCx::scheduler`,
-//! `ProcessContext::scheduler`, spawning children, sending — goes to a small scheduler of the
-//! harness's own (one worker, built at the first [`Harness::init`]; [`Harness::scheduler`]), so
-//! a process that spawns or sends can be tested as it is. Asks are the exception: recorded,
-//! never sent.
+//! an error saying so — also when it awaits it together with a receive, a call or an ask
+//! (`tokio::time::timeout(d, cx.recv())`): script what it would wait for as a message instead,
+//! or test it on a scheduler. (The harness sees this when something outside procsched keeps
+//! the process's waker after the step; one held by a combinator that also polls procsched's
+//! futures with wakers of its own — a `FuturesUnordered` of receives and timers — it cannot
+//! tell apart: such a step is not failed, it waits for its receives or calls, and a later step
+//! sees whatever the foreign future did meanwhile, on the clock.) On a thread with no tokio runtime, a plain `#[test]`, each step runs
+//! in the tokio context of the harness's scheduler, so that making a timer there does not
+//! panic. A [`ProcessContext::waker`] is `None` under a harness, as in a context made by hand.
 //!
 //! # Examples
 //!
@@ -96,17 +113,19 @@
 
 mod asks;
 mod body;
+mod step;
 
 pub use asks::{Asked, ScriptError};
 pub use body::Body;
+pub use step::Step;
 
 use crate::process::context::HostId;
 use crate::process::{
-    BoxError, CancelReason, Event, Events, InitError, Message, Payload, Pid, Process,
-    ProcessContext, Status, StepOutput, Tag,
+    into_message, BoxError, CancelReason, Event, Events, ExitReason, InitError, Message, Payload,
+    Pid, Process, ProcessContext, StepOutput,
 };
-use crate::scheduler::{register_alias, unregister_alias};
-use crate::{ProcessCx, Scheduler, SchedulerHandle};
+use crate::scheduler::{stepped_pid, SteppedCell};
+use crate::{Addr, ProcessCx, Scheduler, SchedulerHandle};
 use std::fmt;
 use std::future::Future;
 
@@ -144,11 +163,14 @@ pub struct Harness<P: Process> {
     /// (`AsyncFnProcess`'s docs).
     process: Box<P>,
     pid: Pid,
-    /// The process's host identity: its own, not the scheduler's (the process is not in that
-    /// scheduler's table).
+    /// The host identity of the harness's scheduler, once `init` built it (until then, one no
+    /// scheduler has): the process's asks are filed under it (`asks.rs`).
     host: HostId,
+    /// The process's entry in its scheduler's table (`scheduler/stepped.rs`), opened by the
+    /// first `init`; dropped before the scheduler (declared first).
+    cell: Option<SteppedCell>,
     /// What the process spawns and sends to runs here (module docs); built by the first
-    /// `init` and registered under `host`.
+    /// `init`.
     sched: Option<Scheduler>,
     events: Events,
     out: StepOutput<P::Output>,
@@ -160,56 +182,6 @@ pub struct Harness<P: Process> {
     asks: asks::AskBook,
     /// A completion [`complete`](Self::complete) refused, for the next step to report.
     misscripted: Option<ScriptError>,
-}
-
-/// What one step produced.
-///
-/// # Examples
-///
-/// ```
-/// use procsched::prelude::*;
-/// use procsched::state_machine::Status;
-/// use procsched::testing::Harness;
-///
-/// struct Stock(&'static str);
-/// procsched::command!(Stock => u32);
-///
-/// let mut harness = Harness::for_fn(|cx: ProcessCx| async move {
-///     let (a, b) = tokio::join!(cx.call(Stock("sku-1")), cx.call(Stock("sku-2")));
-///     Ok::<_, BoxError>(a? + b?)
-/// });
-/// harness.init("run", Payload::empty())?;
-/// // Calls awaited together are yielded in one step, in order.
-/// let step = harness.step()?;
-/// assert!(matches!(step.status, Status::Wait));
-/// let sku = |i: usize| step.yields[i].1.downcast_ref::<Stock>().map(|stock| stock.0);
-/// assert_eq!((sku(0), sku(1)), (Some("sku-1"), Some("sku-2")));
-///
-/// for (tag, _) in &step.yields {
-///     harness.complete(*tag, Ok(Payload::new(5u32)));
-/// }
-/// assert!(matches!(harness.step()?.status, Status::Done(10)));
-/// # Ok::<(), BoxError>(())
-/// ```
-#[derive(Debug)]
-#[non_exhaustive]
-pub struct Step<O> {
-    /// The yields, in order: `(tag, command)`.
-    pub yields: Vec<(Tag, Payload)>,
-    /// The status the step set.
-    pub status: Status<O>,
-    /// The asks the body sent (`addr.ask(..).await`), in order: on a scheduler they would
-    /// have been sent; here each waits for the test to answer it ([`Asked`]).
-    pub asks: Vec<Asked>,
-}
-
-/// The PID every harness gives its process: generation 1 of the process table's last slot,
-/// which the harness's scheduler would issue only with every other slot live at once — so no
-/// child of the process shares it, and what is sent to it through the scheduler fails
-/// `NotFound` instead of reaching another process.
-fn harness_pid() -> Pid {
-    let last_slot = (1u64 << crate::process::INDEX_BITS) - 1;
-    Pid::from_raw(1 << crate::process::INDEX_BITS | last_slot).expect("non-zero")
 }
 
 impl<P: Process> Harness<P> {
@@ -246,8 +218,9 @@ impl<P: Process> Harness<P> {
     pub fn new(process: P) -> Harness<P> {
         Harness {
             process: Box::new(process),
-            pid: harness_pid(),
+            pid: stepped_pid(),
             host: HostId::next(),
+            cell: None,
             sched: None,
             events: Events::default(),
             out: StepOutput::default(),
@@ -258,10 +231,12 @@ impl<P: Process> Harness<P> {
         }
     }
 
-    /// The process's PID: one the harness's scheduler (module docs) never issues, so the
-    /// processes it spawns never share it, and a message sent to it through that scheduler
-    /// (`cx.addr().send(..)`) fails `NotFound` — script the process's messages with
-    /// [`send`](Self::send).
+    /// The process's PID, known from [`new`](Self::new) on: its entry in the table of the
+    /// harness's scheduler (module docs) from [`init`](Self::init) on, so the processes it
+    /// spawns never share it, and unique among every harness's in the program (two harnessed
+    /// processes can ask each other). What is sent to it through that scheduler — a message
+    /// (`cx.addr().send(..)`, [`addr`](Self::addr)), a linked process's exit signal, a
+    /// monitor's `Down` — reaches its next step, as on a scheduler.
     ///
     /// # Examples
     ///
@@ -354,11 +329,41 @@ impl<P: Process> Harness<P> {
                 .workers(1)
                 .build()
                 .map_err(|error| InitError::failed(format!("the harness's scheduler: {error}")))?;
-            register_alias(self.host, sched.handle());
+            // Its first claim: the slot and generation `new` gave the PID.
+            let cell = sched
+                .handle()
+                .open_stepped(self.pid, std::any::type_name::<P>())
+                .ok_or_else(|| InitError::failed("the harness's scheduler refused its process"))?;
+            self.host = ProcessContext::new(self.pid, sched.handle()).host_id();
+            self.cell = Some(cell);
             self.sched = Some(sched);
         }
+        // No cell in the context, so no waker into it: the body's asks are recorded, not sent,
+        // and a foreign future it awaits fails its step (module docs).
         let ctx = ProcessContext::for_host(self.pid, self.host);
         self.process.init(&ctx, method, input)
+    }
+
+    /// The process's typed address on the harness's scheduler, once [`init`](Self::init) built
+    /// it: a message sent to it (`M`, the message type of an `async fn` body's
+    /// `ProcessCx<M>`) waits in the process's mailbox for its next step, after the events
+    /// scripted with [`push`](Self::push) and [`send`](Self::send).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use procsched::{prelude::*, state_machine::Status, testing::Harness};
+    ///
+    /// let mut harness = Harness::for_fn(|cx: ProcessCx<u32>| async move {
+    ///     Ok::<_, BoxError>(cx.recv().await? + 1)
+    /// });
+    /// harness.init("run", Payload::empty())?;
+    /// harness.addr::<u32>().ok_or("built by init")?.send(41)?;
+    /// assert!(matches!(harness.step()?.status, Status::Done(42)));
+    /// # Ok::<(), BoxError>(())
+    /// ```
+    pub fn addr<M>(&self) -> Option<Addr<M>> {
+        Some(self.sched.as_ref()?.handle().addr(self.pid))
     }
 
     /// Queues any event for the next step.
@@ -402,6 +407,26 @@ impl<P: Process> Harness<P> {
         self.push(Event::Message(message))
     }
 
+    /// Queues `value` for the next step as a typed send would carry it (`Addr<M>::send`): what
+    /// an `async fn` body's `cx.recv()` of a `ProcessCx<M>` returns.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use procsched::{prelude::*, state_machine::Status, testing::Harness};
+    ///
+    /// let mut harness = Harness::for_fn(|cx: ProcessCx<String>| async move {
+    ///     Ok::<_, BoxError>(cx.recv().await?.len())
+    /// });
+    /// harness.init("run", Payload::empty())?;
+    /// harness.send_typed(String::from("four"));
+    /// assert!(matches!(harness.step()?.status, Status::Done(4)));
+    /// # Ok::<(), BoxError>(())
+    /// ```
+    pub fn send_typed<M: Send + 'static>(&mut self, value: M) -> &mut Self {
+        self.send(into_message(value))
+    }
+
     /// Queues shutdown's `Cancel` for the next step.
     ///
     /// # Examples
@@ -425,85 +450,9 @@ impl<P: Process> Harness<P> {
         })
     }
 
-    /// Runs one step with the queued events (unread ones are dropped, as the scheduler does).
-    ///
-    /// # Errors
-    ///
-    /// The step's own error. A panic in the step propagates (catch it with
-    /// `std::panic::catch_unwind` to test it). Once a step ended the process (`Done`, an
-    /// error, or a panic), every later step is an error saying so: a scheduler steps it no
-    /// more. A completion [`complete`](Self::complete) refused is the next step's error (the
-    /// process is not stepped; the events stay queued).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use procsched::prelude::*;
-    /// use procsched::state_machine::Status;
-    /// use procsched::testing::Harness;
-    ///
-    /// let mut harness = Harness::for_fn(|cx: ProcessCx<i32>| async move {
-    ///     let n = cx.recv().await?;
-    ///     if n < 0 {
-    ///         return Err::<i32, BoxError>(format!("negative: {n}").into());
-    ///     }
-    ///     Ok(n)
-    /// });
-    /// harness.init("run", Payload::empty())?;
-    /// assert!(matches!(harness.step()?.status, Status::Idle));
-    /// harness.send(Message::new("n", Payload::new(-1i32)));
-    /// // The body's error is the step's: on a scheduler the process would end failed with it.
-    /// assert_eq!(harness.step().unwrap_err().to_string(), "negative: -1");
-    /// # Ok::<(), BoxError>(())
-    /// ```
-    pub fn step(&mut self) -> Result<Step<P::Output>, BoxError> {
-        if let Some(refused) = self.misscripted.take() {
-            // Not stepped: the test's script is at fault, not the process.
-            return Err(refused.into());
-        }
-        if self.ended {
-            self.events.drain().for_each(drop);
-            return Err(
-                "the process has ended (a step returned `Done` or an error, or panicked): \
-                        a scheduler steps it no more"
-                    .into(),
-            );
-        }
-        // Ended unless the step returns without ending it: a step that panics ended the
-        // process, as on a scheduler (an `async fn` body would not resume anyway).
-        self.ended = true;
-        self.asks.collect_answers(&mut self.events);
-        // Making a tokio timer or I/O future panics outside a runtime: a plain `#[test]` gets the
-        // harness's scheduler's for the step, so awaiting one fails it with an error instead.
-        let runtime = tokio::runtime::Handle::try_current().is_err();
-        let runtime = runtime.then(|| self.sched.as_ref()?.handle().tokio_runtime());
-        let runtime = runtime.flatten();
-        let _inside = runtime.as_ref().map(tokio::runtime::Handle::enter);
-        let stepped = {
-            let _asks = asks::Published::new(self.host, &mut self.asks);
-            self.process.step(&mut self.events, &mut self.out)
-        };
-        let asked = self.asks.take_sent();
-        // No handler task runs here to abort: the test scripts completions by tag.
-        self.out.dropped_calls().clear();
-        self.events.drain().for_each(drop);
-        if let Err(error) = stepped {
-            self.ended = true;
-            return Err(error);
-        }
-        let status = self.out.take_status();
-        self.ended = matches!(status, Status::Done(_));
-        let yields: Vec<(Tag, Payload)> = self.out.take_yields().collect();
-        self.asks.yielded(yields.iter().map(|(tag, _)| *tag));
-        Ok(Step {
-            yields,
-            status,
-            asks: asked,
-        })
-    }
-
     /// Runs `close`, as the scheduler does exactly once when a process ends (dropping the
-    /// harness does it too, if this was not called).
+    /// harness does it too, if this was not called). Called before a step ended the process,
+    /// it ends it: it is stepped no more, and its links and monitors hear `Shutdown`.
     ///
     /// # Examples
     ///
@@ -516,7 +465,17 @@ impl<P: Process> Harness<P> {
     pub fn close(&mut self) {
         if !self.closed {
             self.closed = true;
+            self.ended = true;
             self.process.close();
+        }
+        self.end(ExitReason::Shutdown);
+    }
+
+    /// The process ended, with `reason` (module docs of `scheduler/stepped.rs`): its entry in
+    /// the table closes, its links and monitors hear it. Once; a no-op after.
+    fn end(&mut self, reason: ExitReason) {
+        if let Some(cell) = &mut self.cell {
+            cell.finish(reason);
         }
     }
 }
@@ -559,9 +518,9 @@ impl<P: Process> Drop for Harness<P> {
         if !std::thread::panicking() {
             self.close();
         }
-        if self.sched.is_some() {
-            unregister_alias(self.host);
-        }
+        // Before the scheduler goes (`cell` is declared first): its links and monitors hear
+        // the process's end, if no step ended it.
+        self.cell.take();
     }
 }
 

@@ -106,29 +106,29 @@ fn a_state_machine_that_failed_is_not_stepped_again() {
 }
 
 #[test]
-fn a_child_of_the_process_never_shares_its_pid_and_a_send_to_itself_is_not_found() {
-    // The harness's scheduler runs what the process spawns; the process itself is not in its
-    // table, so its PID must be one that scheduler never issues.
+fn a_child_of_the_process_never_shares_its_pid_and_a_send_to_itself_arrives() {
+    // The harness's scheduler runs what the process spawns, and holds the process's own entry:
+    // the child gets a PID of its own, and what the process sends itself reaches its mailbox,
+    // which the next step reads, as on a scheduler.
     let mut harness = Harness::for_fn(|cx: ProcessCx<String>| async move {
         let child = cx.spawn_fn(|c: ProcessCx<String>| async move {
             let note = c.recv().await?;
             Ok::<_, BoxError>(note)
         })?;
-        let to_self = cx.addr().send("a note to myself".to_string());
-        let not_found = to_self.is_err_and(|error| error.is_not_found());
+        cx.addr().send("a note to myself".to_string())?;
         child.addr().send("for the child".to_string())?;
-        Ok::<_, BoxError>((cx.pid(), child, not_found))
+        let note = cx.recv().await?;
+        Ok::<_, BoxError>((cx.pid(), child, note))
     });
     harness.init("run", Payload::empty()).unwrap();
-    let Status::Done((me, child, not_found)) = harness.step().unwrap().status else {
-        panic!("the body ends in one step")
+    // The note is in the mailbox, read at the next step (the test steps it).
+    assert!(matches!(harness.step().unwrap().status, Status::Idle));
+    let Status::Done((me, child, note)) = harness.step().unwrap().status else {
+        panic!("the second step reads the note")
     };
     assert_eq!(me, harness.pid());
     assert_ne!(child.pid(), me);
-    assert!(
-        not_found,
-        "a send to the harnessed process through the scheduler"
-    );
+    assert_eq!(note, "a note to myself");
     let note = futures::executor::block_on(child).unwrap();
     assert_eq!(note, "for the child", "the child got only its own message");
 }

@@ -110,6 +110,27 @@ fn a_dropped_reply_port_fails_the_ask_with_no_reply() {
 }
 
 #[test]
+fn a_script_does_not_replace_an_answer_given_through_the_port() {
+    let mut harness = asker(None);
+    let mut step = step_to_the_ask(&mut harness);
+    let asked = step.asks.pop().unwrap();
+    let (n, port) = asked.request.take::<Double>().unwrap();
+    port.send(n * 2).unwrap();
+    // Answered already: a script is refused, by tag or as a completion, and the port's answer
+    // is the one the body gets.
+    assert_eq!(
+        harness.reply(asked.tag, 8u64).unwrap_err(),
+        ScriptError::NotAsked(asked.tag)
+    );
+    harness.complete(asked.tag, Ok(Payload::new(8u64)));
+    assert_eq!(
+        harness.step().unwrap_err().to_string(),
+        ScriptError::NotYielded(asked.tag).to_string()
+    );
+    assert_done!(harness, Ok(42));
+}
+
+#[test]
 fn a_scripted_error_completion_fails_the_ask_with_no_reply() {
     let mut harness = asker(None);
     let step = step_to_the_ask(&mut harness);

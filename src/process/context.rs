@@ -106,7 +106,9 @@ impl<'a> ProcessContext<'a> {
     /// A [`Waker`] that delivers [`Event::Woken`] to this process (consecutive wakes coalesce
     /// into one event; wakes after the process ended are ignored): hand it to a future or a
     /// callback outside procsched to be stepped when it has news. `None` in a context made by
-    /// hand ([`ProcessContext::new`]).
+    /// hand ([`ProcessContext::new`]) and under a [`testing::Harness`](crate::testing::Harness)
+    /// (the test steps its process: nothing else does), where the example's `init` refuses to
+    /// start with an `InitError`.
     ///
     /// # Examples
     ///
@@ -120,7 +122,8 @@ impl<'a> ProcessContext<'a> {
     /// impl Process for Wakeable {
     ///     type Output = ();
     ///     fn init(&mut self, ctx: &ProcessContext<'_>, _: &str, _: Payload) -> Result<(), InitError> {
-    ///         self.0.send(ctx.waker().expect("runs in a scheduler")).unwrap();
+    ///         let waker = ctx.waker().ok_or_else(|| InitError::failed("no waker: not on a scheduler"))?;
+    ///         self.0.send(waker).map_err(InitError::failed)?;
     ///         Ok(())
     ///     }
     ///     fn step(&mut self, events: &mut Events, out: &mut StepOutput<()>) -> Result<(), BoxError> {

@@ -468,7 +468,8 @@ where
             Ok(None) => return Err(AskError::OutsideProcess),
             Err(reason) => return Err(AskError::Cancelled(reason)),
         };
-        if call.owner.pid == to {
+        // As in `send`: the same PID on the same scheduler.
+        if call.owner.pid == to && call.owner.host == self.sched.inner.host_id {
             asking::forget_unsent(&call);
             return Err(AskError::AskedItself);
         }

@@ -33,11 +33,7 @@ mod map {
     }
 
     pub(super) fn register(inner: &Arc<Inner>) {
-        register_as(inner.host_id, inner);
-    }
-
-    pub(super) fn register_as(host_id: HostId, inner: &Arc<Inner>) {
-        with(|hosts| hosts.insert(host_id, Arc::downgrade(inner)));
+        with(|hosts| hosts.insert(inner.host_id, Arc::downgrade(inner)));
     }
 
     pub(super) fn unregister(host_id: HostId) {
@@ -56,8 +52,6 @@ mod map {
     use super::{Arc, HostId, Inner};
 
     pub(super) fn register(_: &Arc<Inner>) {}
-
-    pub(super) fn register_as(_: HostId, _: &Arc<Inner>) {}
 
     pub(super) fn unregister(_: HostId) {}
 
@@ -108,16 +102,4 @@ impl<'a> ProcessContext<'a> {
             .expect("a process context outlived its scheduler");
         SchedulerHandle { inner }
     }
-}
-
-/// Registers `sched` under a second identity: a [`testing::Harness`](crate::testing::Harness)'s
-/// process has a host identity of its own (its PID is not from the scheduler's table) but
-/// reaches the harness's scheduler. Forgotten by [`unregister_alias`].
-pub(crate) fn register_alias(host_id: HostId, sched: &SchedulerHandle) {
-    map::register_as(host_id, &sched.inner);
-}
-
-/// Forgets an identity registered by [`register_alias`].
-pub(crate) fn unregister_alias(host_id: HostId) {
-    map::unregister(host_id);
 }

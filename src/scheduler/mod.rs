@@ -109,6 +109,7 @@ mod shared;
 mod shutdown;
 mod spawn_fn;
 mod spawn_options;
+mod stepped;
 mod supervisor;
 mod table;
 mod tasks;
@@ -125,7 +126,6 @@ pub use cx::ProcessCx;
 pub use error::{AskError, SendError, SendErrorKind, SpawnError};
 pub use facade::Scheduler;
 pub use handle::SchedulerHandle;
-pub(crate) use hosts::{register_alias, unregister_alias};
 pub use info::ProcessInfo;
 pub use lifecycle::ShutdownReport;
 pub use links::{Monitor, NotRunning};
@@ -141,6 +141,7 @@ pub use reply::Reply;
 pub use send_wait::SendWait;
 pub use shutdown::FORCED_STOP_WAIT;
 pub use spawn_options::SpawnOptions;
+pub(crate) use stepped::{stepped_pid, Arrived, SteppedCell};
 pub use supervisor::{
     ChildInfo, ChildShutdown, ChildSpec, Restart, Start, Strategy, Supervisor, SupervisorError,
     SupervisorRef, DEFAULT_MAX_RESTARTS, DEFAULT_RESTART_WINDOW,

@@ -87,6 +87,20 @@ impl Table {
     /// `process_info`, with the mailbox capacity its `mailbox` bound resolves to against the
     /// table's), and the process's PID. `None` when every index is in use (or retired).
     pub(crate) fn claim_as(&self, incarnation: Incarnation) -> Option<(Pid, Arc<ProcessCell>)> {
+        self.claim_from(incarnation, 0)
+    }
+
+    /// [`claim_as`](Self::claim_as), the cell opened in generation `at_least` if that is past
+    /// its next one (a test harness's process: `stepped.rs`). `None` also if `at_least` is past
+    /// the last generation.
+    pub(crate) fn claim_from(
+        &self,
+        incarnation: Incarnation,
+        at_least: u64,
+    ) -> Option<(Pid, Arc<ProcessCell>)> {
+        if at_least > MAX_GENERATION {
+            return None;
+        }
         // Raw pointers, as the slot stores them: their provenance covers the whole `Arc`
         // allocation, which taking a reference of our own needs (a `&ProcessCell` would not do).
         let (index, cell) = match self.free.claim() {
@@ -110,7 +124,7 @@ impl Table {
             Arc::from_raw(cell)
         };
         let capacity = incarnation.mailbox.capacity(self.mailbox_capacity);
-        let generation = cell.open_as(incarnation, capacity);
+        let generation = cell.open_as(incarnation, capacity, at_least);
         Some((Pid::new(index, generation), cell))
     }
 
@@ -124,6 +138,15 @@ impl Table {
         } else {
             tracing::debug!(%pid, "process table slot retired: its generations are used up");
         }
+        (watches, cancel_asked)
+    }
+
+    /// [`release`](Self::release), but the slot is retired, never claimed again: a test
+    /// harness's process (`stepped.rs`), whose generation was drawn from a program-wide count
+    /// and whose slot's next ones may be another harness's PIDs.
+    pub(crate) fn retire(&self, pid: Pid, cell: &ProcessCell) -> (Vec<Watch>, bool) {
+        let (generation, watches, cancel_asked) = cell.release_asked();
+        debug_assert_eq!(generation, pid.generation());
         (watches, cancel_asked)
     }
 

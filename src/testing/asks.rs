@@ -114,6 +114,18 @@ struct Pending {
     timed: bool,
     /// What the port answered, if it has: `Ok` the answer, `Err` its drop unanswered.
     answered: Box<dyn FnMut() -> Option<Result<Payload, CommandError>> + Send + Sync>,
+    /// The port's answer, read by a script that found it answered already: the next step's.
+    port_answer: Option<Result<Payload, CommandError>>,
+}
+
+impl Pending {
+    /// The port's answer, if it has answered (kept until taken).
+    fn port_answer(&mut self) -> Option<&Result<Payload, CommandError>> {
+        if self.port_answer.is_none() {
+            self.port_answer = (self.answered)();
+        }
+        self.port_answer.as_ref()
+    }
 }
 
 /// A harness's asks: those sent in the current step, and those waiting for an answer; and the
@@ -138,8 +150,8 @@ impl AskBook {
     /// Queues, as call completions, the answers the ports of waiting asks gave since the last
     /// step (those asks wait no more).
     pub(super) fn collect_answers(&mut self, events: &mut crate::process::Events) {
-        self.pending
-            .retain_mut(|pending| match (pending.answered)() {
+        self.pending.retain_mut(|pending| {
+            match pending.port_answer.take().or_else(|| (pending.answered)()) {
                 Some(result) => {
                     events.push(Event::YieldComplete {
                         tag: pending.tag,
@@ -148,7 +160,8 @@ impl AskBook {
                     false
                 }
                 None => true,
-            });
+            }
+        });
     }
 
     /// A step yielded `tags`: each waits for its completion.
@@ -163,14 +176,19 @@ impl AskBook {
 
     /// Ask `tag` is answered by a script: it waits no more (a later answer through its port
     /// is handed back to the answerer, as for an ask that gave up). `payload`, if any, must be
-    /// of the type it waits for.
+    /// of the type it waits for. An ask its port has answered already waits no more for a
+    /// script (`NotAsked`): the port's answer is the one the next step delivers, as on a
+    /// scheduler the first answer is.
     fn script(&mut self, tag: Tag, payload: Option<&Payload>) -> Result<Pending, ScriptError> {
         let at = self
             .pending
             .iter()
             .position(|pending| pending.tag == tag)
             .ok_or(ScriptError::NotAsked(tag))?;
-        let pending = &self.pending[at];
+        let pending = &mut self.pending[at];
+        if pending.port_answer().is_some() {
+            return Err(ScriptError::NotAsked(tag));
+        }
         if let Some(payload) = payload {
             if payload.value_type_id() != pending.reply_type {
                 return Err(ScriptError::WrongType {
@@ -217,6 +235,7 @@ impl Drop for Published<'_> {
                 reply_type_name: ask.reply_type_name,
                 timed: ask.timeout.is_some(),
                 answered: ask.answered,
+                port_answer: None,
             });
             self.book.sent.push(Asked {
                 tag: ask.tag,

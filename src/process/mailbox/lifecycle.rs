@@ -23,23 +23,32 @@ impl ProcessCell {
     #[cfg(test)]
     pub(crate) fn open(&self) -> Generation {
         // Past `init`, as a spawned process is once its task is kept (`set_task`).
-        self.open_starting(Incarnation::default(), self.mailbox.capacity(), false)
+        self.open_starting(Incarnation::default(), self.mailbox.capacity(), false, 0)
     }
 
     /// Starts the next incarnation: `Free` → `Open`, state `Ready`, a new generation, which it
     /// returns; its mailbox holds at most `capacity` messages. The caller owns the cell
     /// exclusively (it took it off the free list) and checked that the generation is not
-    /// exhausted.
-    pub(crate) fn open_as(&self, incarnation: Incarnation, capacity: usize) -> Generation {
-        self.open_starting(incarnation, capacity, true)
+    /// exhausted. The generation is `at_least` if that is past the next one (0 for a spawn): a
+    /// test harness's process, whose PID no other harness's shares (`scheduler/stepped.rs`);
+    /// the caller checked that a PID can hold it.
+    pub(crate) fn open_as(
+        &self,
+        incarnation: Incarnation,
+        capacity: usize,
+        at_least: Generation,
+    ) -> Generation {
+        self.open_starting(incarnation, capacity, true, at_least)
     }
 
-    /// [`open_as`](Self::open_as), the process inside `init` (`starting`) or not (tests).
+    /// [`open_as`](Self::open_as), the process inside `init` (`starting`) or not (tests), in
+    /// the next generation or `at_least`, whichever is later.
     fn open_starting(
         &self,
         incarnation: Incarnation,
         capacity: usize,
         starting: bool,
+        at_least: Generation,
     ) -> Generation {
         let mut inner = self.mailbox.inner.lock();
         let (last, phase) = self.mailbox.gate.load();
@@ -68,7 +77,7 @@ impl ProcessCell {
         // under the lock or through the gate's `Acquire` — sees a fresh state word (`state.rs`,
         // protocol 1; `intake.rs`, "The gate").
         self.state.transition_to_ready();
-        let generation = last + 1;
+        let generation = (last + 1).max(at_least);
         self.mailbox.gate.store(generation, Phase::Open);
         generation
     }

@@ -195,7 +195,7 @@ fn a_bounded_incarnation_after_one_with_an_intake_queue_counts_every_message() {
     install_intake(&cell, unbounded);
     cell.close();
     let _ = cell.release();
-    let generation = cell.open_as(Incarnation::default(), 2);
+    let generation = cell.open_as(Incarnation::default(), 2, 0);
     assert!(cell.is_bounded());
     send(&cell, generation, 0);
     cell.deliver_unbudgeted(generation, || message(1)).unwrap();
@@ -214,7 +214,7 @@ fn a_bounded_incarnation_after_one_with_an_intake_queue_counts_every_message() {
     send(&cell, generation, 4);
     cell.close();
     let _ = cell.release();
-    let next = cell.open_as(Incarnation::default(), usize::MAX);
+    let next = cell.open_as(Incarnation::default(), usize::MAX, 0);
     assert!(!cell.is_bounded(), "and the next may be unbounded again");
     cell.deliver_unbudgeted(next, || message(5)).unwrap();
     assert_eq!(

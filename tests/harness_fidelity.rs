@@ -1,0 +1,284 @@
+//! `testing::Harness` behaves as the scheduler does: its process is an entry of its scheduler's
+//! table, so PIDs are its own, supervision (links, monitors, `trap_exit`, names) works, and what
+//! is sent to it — messages, exit signals, `Down`s — reaches its next step; its end is heard
+//! by its links and monitors. Also: a `Done` step's yields are dropped, and a body waiting on
+//! a foreign future alongside a receive or a call fails its step.
+
+use procsched::error::InitError;
+use procsched::error::{ProcessError, RecvError};
+use procsched::prelude::*;
+use procsched::state_machine::{Events, Process, ProcessContext, Status, StepOutput};
+use procsched::supervision::ExitReason;
+use procsched::testing::Harness;
+use std::future::Future;
+use std::sync::mpsc;
+use std::time::Duration;
+
+/// Waits for `future`, the deadline a hang guard only.
+fn wait<F: Future>(what: &str, future: F) -> F::Output {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap();
+    runtime
+        .block_on(async { tokio::time::timeout(Duration::from_secs(20), future).await })
+        .unwrap_or_else(|_| panic!("hang guard: {what}"))
+}
+
+/// A child that waits for one message, then fails.
+async fn fails_when_told(cx: ProcessCx<()>) -> Result<(), BoxError> {
+    cx.recv().await?;
+    Err("crash".into())
+}
+
+enum Query {
+    Get(Reply<u32>),
+}
+
+async fn server(cx: ProcessCx<Query>) -> Result<(), BoxError> {
+    loop {
+        match cx.recv().await? {
+            Query::Get(reply) => {
+                let _ = reply.send(42);
+            }
+        }
+    }
+}
+
+async fn client(cx: ProcessCx<Addr<Query>>) -> Result<u32, BoxError> {
+    let server = cx.recv().await?;
+    Ok(server.ask(Query::Get).await?)
+}
+
+#[test]
+fn two_harnessed_processes_have_their_own_pids_and_can_ask_each_other() {
+    let mut srv = Harness::for_fn(server);
+    srv.init("run", Payload::empty()).unwrap();
+    let mut cli = Harness::for_fn(client);
+    cli.init("run", Payload::empty()).unwrap();
+    assert_ne!(srv.pid(), cli.pid());
+
+    let to_server = cli.scheduler().unwrap().addr::<Query>(srv.pid());
+    cli.send_typed(to_server);
+    let mut step = cli.step().unwrap();
+    assert!(matches!(step.status, Status::Wait), "{:?}", step.status);
+    let asked = step.asks.pop().expect("the client asked");
+    assert_eq!(asked.to, srv.pid());
+    // The test hands the request to the server, which it steps itself.
+    srv.send(Message::new("query", asked.request));
+    assert!(matches!(srv.step().unwrap().status, Status::Idle));
+    assert!(matches!(cli.step().unwrap().status, Status::Done(42)));
+}
+
+#[test]
+fn a_linked_childs_crash_ends_the_process_at_its_next_step() {
+    let (handles, child_handle) = mpsc::channel();
+    let mut harness = Harness::for_fn(move |cx: ProcessCx<()>| async move {
+        let child = cx.scheduler().spawn_fn_linked(cx.pid(), fails_when_told)?;
+        handles.send(child)?;
+        cx.recv().await?;
+        Ok::<_, BoxError>("survived")
+    });
+    harness.init("run", Payload::empty()).unwrap();
+    assert!(matches!(harness.step().unwrap().status, Status::Idle));
+    let child = child_handle.recv().unwrap();
+    child.addr().send(()).unwrap();
+    // Its handle resolves after its links were signalled.
+    let crashed = wait("the child's end", child).unwrap_err();
+    assert!(
+        crashed.exit_reason().is_failed(),
+        "{crashed}: not killed at its spawn"
+    );
+
+    let error = harness.step().unwrap_err();
+    let error = error
+        .downcast_ref::<ProcessError>()
+        .expect("a process error");
+    assert!(error.exit_reason().is_failed(), "{error}");
+    assert!(harness.step().is_err(), "ended");
+}
+
+#[test]
+fn a_process_that_traps_exits_receives_its_linked_childs_exit() {
+    let (handles, child_handle) = mpsc::channel();
+    let mut harness = Harness::for_fn(move |cx: ProcessCx<()>| async move {
+        cx.trap_exit(true);
+        let child = cx.scheduler().spawn_fn_linked(cx.pid(), fails_when_told)?;
+        let pid = child.pid();
+        handles.send(child)?;
+        let exit = cx.recv_exit().await?;
+        Ok::<_, BoxError>((exit.pid == pid, exit.reason.is_failed()))
+    });
+    harness.init("run", Payload::empty()).unwrap();
+    assert!(matches!(harness.step().unwrap().status, Status::Idle));
+    let child = child_handle.recv().unwrap();
+    child.addr().send(()).unwrap();
+    let crashed = wait("the child's end", child).unwrap_err();
+    assert!(
+        crashed.exit_reason().is_failed(),
+        "{crashed}: not killed at its spawn"
+    );
+    let status = harness.step().unwrap().status;
+    assert!(matches!(status, Status::Done((true, true))), "{status:?}");
+}
+
+#[test]
+fn a_name_a_monitor_and_a_link_on_the_harnessed_process_work_as_on_a_scheduler() {
+    let (handles, child_handle) = mpsc::channel();
+    let mut harness = Harness::for_fn(move |cx: ProcessCx<u8>| async move {
+        cx.register("svc")?;
+        // A child that waits for ever: only a linked process's end stops it.
+        let child = cx
+            .scheduler()
+            .spawn_fn_linked(cx.pid(), |c: ProcessCx<()>| async move {
+                c.recv().await?;
+                Ok::<_, BoxError>(())
+            })?;
+        handles.send(child)?;
+        match cx.recv().await? {
+            0 => Ok::<_, BoxError>(()),
+            n => Err(format!("told to fail: {n}").into()),
+        }
+    });
+    harness.init("run", Payload::empty()).unwrap();
+    assert!(matches!(harness.step().unwrap().status, Status::Idle));
+    let sched = harness.scheduler().unwrap();
+    assert_eq!(sched.whereis("svc"), Some(harness.pid()));
+    let monitor = sched.monitor(harness.pid());
+    let child = child_handle.recv().unwrap();
+
+    harness.send_typed(7u8);
+    assert_eq!(harness.step().unwrap_err().to_string(), "told to fail: 7");
+    let down = wait("the harnessed process's Down", monitor);
+    assert!(down.reason.is_failed(), "{:?}", down.reason);
+    assert_eq!(sched.whereis("svc"), None, "released with its end");
+    let ended = wait("the linked child's end", child).unwrap_err();
+    assert!(ended.exit_reason().is_failed(), "{ended}");
+}
+
+#[test]
+fn a_monitor_of_a_gone_process_gets_its_down_at_the_next_step() {
+    let mut harness = Harness::for_fn(|cx: ProcessCx<()>| async move {
+        let gone = Pid::from_raw(1 << 26 | 5).ok_or("a pid")?;
+        let monitor = cx.monitor(gone);
+        let down = cx.recv_down().await?;
+        Ok::<_, BoxError>(down.monitor == monitor && down.reason.is_no_proc())
+    });
+    harness.init("run", Payload::empty()).unwrap();
+    assert!(matches!(harness.step().unwrap().status, Status::Idle));
+    assert!(matches!(harness.step().unwrap().status, Status::Done(true)));
+}
+
+/// Traps exits from `init`, as a supervising state machine does.
+struct TrapsInInit;
+
+impl Process for TrapsInInit {
+    type Output = ();
+    fn init(&mut self, ctx: &ProcessContext<'_>, _: &str, _: Payload) -> Result<(), InitError> {
+        ctx.scheduler()
+            .set_trap_exit(ctx.pid(), true)
+            .map_err(InitError::failed)
+    }
+    fn step(&mut self, _: &mut Events, out: &mut StepOutput<()>) -> Result<(), BoxError> {
+        out.done(());
+        Ok(())
+    }
+}
+
+#[test]
+fn a_state_machine_may_trap_exits_in_its_init() {
+    let mut harness = Harness::new(TrapsInInit);
+    harness.init("run", Payload::empty()).unwrap();
+    assert!(matches!(harness.step().unwrap().status, Status::Done(())));
+}
+
+#[test]
+fn a_cancellation_propagated_with_a_question_mark_ends_the_process_shutdown() {
+    let mut harness = Harness::for_fn(|cx: ProcessCx<()>| async move {
+        cx.recv().await?;
+        Ok::<_, BoxError>(())
+    });
+    harness.init("run", Payload::empty()).unwrap();
+    let monitor = harness.scheduler().unwrap().monitor(harness.pid());
+    harness.cancel();
+    let error = harness.step().unwrap_err();
+    assert!(matches!(
+        error.downcast_ref::<RecvError>(),
+        Some(RecvError::Cancelled(_))
+    ));
+    let down = wait("the Down", monitor);
+    assert!(
+        matches!(down.reason, ExitReason::Shutdown),
+        "{:?}",
+        down.reason
+    );
+}
+
+struct Note;
+procsched::command!(Note => ());
+
+/// Yields a command and returns `Done` in the same step.
+struct DoneWithYields;
+
+impl Process for DoneWithYields {
+    type Output = u8;
+    fn step(&mut self, _: &mut Events, out: &mut StepOutput<u8>) -> Result<(), BoxError> {
+        out.yield_command(1, Note);
+        out.done(1);
+        Ok(())
+    }
+}
+
+#[test]
+fn the_yields_of_a_done_step_are_dropped() {
+    let mut harness = Harness::new(DoneWithYields);
+    harness.init("run", Payload::empty()).unwrap();
+    let step = harness.step().unwrap();
+    assert!(matches!(step.status, Status::Done(1)));
+    assert!(step.yields.is_empty(), "a scheduler drops them");
+}
+
+async fn receive_or_time_out(cx: ProcessCx<u32>) -> Result<&'static str, BoxError> {
+    match tokio::time::timeout(Duration::from_secs(5), cx.recv()).await {
+        Ok(received) => {
+            received?;
+            Ok("received")
+        }
+        Err(_) => Ok("timed out"),
+    }
+}
+
+fn a_foreign_timer_with_a_receive_fails_the_step() {
+    let mut harness = Harness::for_fn(receive_or_time_out);
+    harness.init("run", Payload::empty()).unwrap();
+    let error = harness.step().unwrap_err().to_string();
+    assert!(error.contains("not procsched's own"), "{error}");
+}
+
+#[test]
+fn a_foreign_timer_awaited_with_a_receive_fails_the_step_in_a_plain_test() {
+    a_foreign_timer_with_a_receive_fails_the_step();
+}
+
+#[test]
+fn a_foreign_timer_awaited_with_a_receive_fails_the_step_in_a_tokio_runtime() {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async { a_foreign_timer_with_a_receive_fails_the_step() });
+}
+
+struct Price;
+procsched::command!(Price => u32);
+
+#[test]
+fn a_foreign_timer_awaited_with_a_call_fails_the_step() {
+    let mut harness = Harness::for_fn(|cx: ProcessCx| async move {
+        let priced = tokio::time::timeout(Duration::from_secs(5), cx.call(Price)).await;
+        Ok::<_, BoxError>(priced.is_ok())
+    });
+    harness.init("run", Payload::empty()).unwrap();
+    let error = harness.step().unwrap_err().to_string();
+    assert!(error.contains("not procsched's own"), "{error}");
+}
