@@ -342,11 +342,12 @@ fn a_held_ask_past_its_deadline_is_timed_out_before_room_made_meanwhile_delivers
     let addr = doubler.addr();
     let timeout = Duration::from_millis(20);
     futures::executor::block_on(async {
-        let started = std::time::Instant::now();
         let mut held = std::pin::pin!(addr
             .ask_within(timeout, |reply: Reply<u64>| (100, reply))
             .wait_for_room());
         assert!(futures::poll!(&mut held).is_pending(), "held for room");
+        // The deadline was set in that poll: it has passed once this has.
+        let started = std::time::Instant::now();
         // Room is made (the filler is taken and answered) while nobody polls the held ask,
         // and its deadline passes before it is polled again.
         go.send(()).unwrap();
@@ -356,8 +357,13 @@ fn a_held_ask_past_its_deadline_is_timed_out_before_room_made_meanwhile_delivers
         }
         let late = held.await.unwrap_err();
         assert!(late.is_timed_out(), "{late:?}");
-        // A marker behind it shows what the process received.
-        assert_eq!(addr.ask(|reply| (7, reply)).await.unwrap(), 14);
+        // A marker behind it shows what the process received. (It waits for room too: the
+        // filler's answer can come before the body's step that took it ends, and the step's
+        // end is where its room is counted.)
+        assert_eq!(
+            addr.ask(|reply| (7, reply)).wait_for_room().await.unwrap(),
+            14
+        );
     });
     sched.cancel(doubler.pid()).unwrap();
     assert_eq!(
