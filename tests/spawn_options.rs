@@ -291,3 +291,49 @@ fn spawn_with_gives_a_state_machine_its_bound_and_its_link() {
     join_typed(held).unwrap();
     sched.shutdown(HANG_GUARD);
 }
+
+#[test]
+fn a_supervised_child_keeps_a_bound_of_its_own_across_restarts() {
+    use procsched::supervision::{ChildSpec, Strategy, Supervisor};
+    let sched = Scheduler::builder().workers(2).build().unwrap(); // unbounded
+    let queue = ChildSpec::new("queue", |start| {
+        start.spawn_fn_with(
+            SpawnOptions::new().mailbox_capacity(2),
+            |cx: ProcessCx<u32>| async move {
+                let Err(cancelled) = cx.cancelled().await;
+                Err::<(), BoxError>(cancelled.into())
+            },
+        )
+    })
+    .register_as("queue");
+    let _sup = sched
+        .block_on(
+            Supervisor::new(Strategy::OneForOne)
+                .child(queue)
+                .start(sched.handle()),
+        )
+        .unwrap();
+    let mut killed = None;
+    for instance in 0..3 {
+        // The instance after the last kill, registered under the name.
+        let deadline = std::time::Instant::now() + HANG_GUARD;
+        let pid = loop {
+            match sched.whereis("queue") {
+                Some(pid) if Some(pid) != killed => break pid,
+                _ => {
+                    assert!(std::time::Instant::now() < deadline, "hang guard");
+                    thread::yield_now();
+                }
+            }
+        };
+        let addr = sched.handle().addr::<u32>(pid);
+        assert_eq!(
+            fill(&addr, 10),
+            (2, SendErrorKind::MailboxFull),
+            "instance {instance}: its own bound of 2"
+        );
+        sched.terminate(pid).unwrap();
+        killed = Some(pid);
+    }
+    sched.shutdown(HANG_GUARD);
+}

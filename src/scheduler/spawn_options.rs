@@ -143,6 +143,17 @@ impl SpawnOptions {
     }
 
     /// The link it asks for, in the form the spawns take.
+    /// The mailbox bound asked for (a supervised child takes only this: its link is its
+    /// supervisor's).
+    pub(crate) fn mailbox_bound(&self) -> MailboxBound {
+        self.mailbox
+    }
+
+    /// The parent asked for, if any.
+    pub(crate) fn parent(&self) -> Option<Pid> {
+        self.link
+    }
+
     fn link_to(&self) -> Option<Link> {
         self.link.map(Link::to)
     }

@@ -5,8 +5,8 @@ use super::first_poll::{self, FirstPoll};
 use crate::process::mailbox::{Incarnation, MailboxBound};
 use crate::process::{BoxError, Payload, Pid, Process};
 use crate::scheduler::links::Link;
-use crate::scheduler::SpawnError;
 use crate::scheduler::{ProcessCx, SchedulerHandle};
+use crate::scheduler::{SpawnError, SpawnOptions};
 use std::fmt;
 use std::future::Future;
 use std::sync::{Arc, Mutex};
@@ -111,8 +111,42 @@ impl<'a> Start<'a> {
         method: &str,
         input: Payload,
     ) -> Result<Pid, SpawnError> {
+        self.spawn_bounded(process, method, input, MailboxBound::Scheduler)
+    }
+
+    /// [`spawn`](Self::spawn) with `opts`: the child's own mailbox bound
+    /// ([`SpawnOptions::mailbox_capacity`], [`SpawnOptions::unbounded_mailbox`]). Its link is
+    /// its supervisor's: a [`SpawnOptions::link`] is not made (traced at `warn`); a child that
+    /// needs another link makes it itself.
+    ///
+    /// # Errors
+    ///
+    /// As [`SchedulerHandle::spawn`].
+    ///
+    /// # Examples
+    ///
+    /// See [`spawn_fn_with`](Self::spawn_fn_with).
+    pub fn spawn_with<P: Process>(
+        &self,
+        opts: SpawnOptions,
+        process: P,
+        method: &str,
+        input: Payload,
+    ) -> Result<Pid, SpawnError> {
+        not_linked_elsewhere(&opts);
+        self.spawn_bounded(process, method, input, opts.mailbox_bound())
+    }
+
+    fn spawn_bounded<P: Process>(
+        &self,
+        process: P,
+        method: &str,
+        input: Payload,
+        mailbox: MailboxBound,
+    ) -> Result<Pid, SpawnError> {
         let incarnation = Incarnation {
             kind: std::any::type_name::<P>(),
+            mailbox,
             ..Incarnation::default()
         };
         let link = Some(Link::supervised_by(self.supervisor));
@@ -139,6 +173,55 @@ impl<'a> Start<'a> {
         M: Send + 'static,
     {
         self.spawn_fn_bounded(body, MailboxBound::Scheduler)
+    }
+
+    /// [`spawn_fn`](Self::spawn_fn) with `opts`: the child's own mailbox bound
+    /// ([`SpawnOptions::mailbox_capacity`], [`SpawnOptions::unbounded_mailbox`]), for every
+    /// instance the factory starts. Its link is its supervisor's: a [`SpawnOptions::link`] is
+    /// not made (traced at `warn`); a child that needs another link makes it itself.
+    ///
+    /// # Errors
+    ///
+    /// As [`SchedulerHandle::spawn_fn`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use procsched::prelude::*;
+    /// use procsched::supervision::{ChildSpec, Strategy, Supervisor};
+    ///
+    /// let sched = Scheduler::builder().workers(1).build()?; // unbounded by default
+    /// let queue = ChildSpec::new("queue", |start| {
+    ///     // Every instance holds at most 2 waiting jobs.
+    ///     start.spawn_fn_with(SpawnOptions::new().mailbox_capacity(2), |cx: ProcessCx<u64>| async move {
+    ///         let _ = cx.cancelled().await;
+    ///         Ok::<_, BoxError>(())
+    ///     })
+    /// })
+    /// .register_as("queue");
+    /// let sup = sched.block_on(Supervisor::new(Strategy::OneForOne).child(queue).start(sched.handle()))?;
+    /// let jobs = sched.named::<u64>("queue").expect("started");
+    /// jobs.send(1)?;
+    /// jobs.send(2)?;
+    /// assert!(jobs.send(3).unwrap_err().is_mailbox_full());
+    /// # let _ = sup;
+    /// # sched.shutdown(std::time::Duration::from_secs(1));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn spawn_fn_with<F, Fut, T, E, M>(
+        &self,
+        opts: SpawnOptions,
+        body: F,
+    ) -> Result<Pid, SpawnError>
+    where
+        F: FnOnce(ProcessCx<M>) -> Fut + Send + 'static,
+        Fut: Future<Output = Result<T, E>> + Send + 'static,
+        T: Send + 'static,
+        E: Into<BoxError>,
+        M: Send + 'static,
+    {
+        not_linked_elsewhere(&opts);
+        self.spawn_fn_bounded(body, opts.mailbox_bound())
     }
 
     /// [`spawn_fn`](Self::spawn_fn), its mailbox bounded by `mailbox` (a sub-supervisor's is
@@ -183,6 +266,16 @@ impl<'a> Start<'a> {
     /// See [`ChildSpec`].
     pub fn supervisor(&self) -> Pid {
         self.supervisor
+    }
+}
+
+/// A supervised child's link is its supervisor's: a link asked for in its options is not made.
+fn not_linked_elsewhere(opts: &SpawnOptions) {
+    if let Some(parent) = opts.parent() {
+        tracing::warn!(
+            %parent,
+            "a supervised child is linked to its supervisor only: the options' link is not made"
+        );
     }
 }
 
