@@ -36,15 +36,14 @@
 //! counts its table's entries, does), and its shutdown does not wait for it. Asks are the
 //! exception: recorded, never sent.
 //!
-//! **Futures outside procsched** cannot wake the process: a body that awaits one (a child's
-//! [`ProcessHandle`](crate::ProcessHandle), a tokio channel, timer or task) fails its step with
-//! an error saying so — also when it awaits it together with a receive, a call or an ask
-//! (`tokio::time::timeout(d, cx.recv())`): script what it would wait for as a message instead,
-//! or test it on a scheduler. (The harness sees this when something outside procsched keeps
-//! the process's waker after the step; one held by a combinator that also polls procsched's
-//! futures with wakers of its own — a `FuturesUnordered` of receives and timers — it cannot
-//! tell apart: such a step is not failed, it waits for its receives or calls, and a later step
-//! sees whatever the foreign future did meanwhile, on the clock.) On a thread with no tokio runtime, a plain `#[test]`, each step runs
+//! **Futures outside procsched** cannot wake the process: a body that awaits nothing but one (a
+//! child's [`ProcessHandle`](crate::ProcessHandle), a tokio channel, timer or task) fails its
+//! step with an error saying so: script what it would wait for as a message instead, or test it
+//! on a scheduler. Awaited together with a receive, a call or an ask
+//! (`tokio::time::timeout(d, cx.recv())`), it is not detected — a foreign future keeping the
+//! waker cannot be told from a combinator keeping it (`FuturesUnordered` does, even empty) —
+//! so the step waits for the receive or call, and a later step sees whatever the foreign
+//! future did meanwhile, on the clock. On a thread with no tokio runtime, a plain `#[test]`, each step runs
 //! in the tokio context of the harness's scheduler, so that making a timer there does not
 //! panic. A [`ProcessContext::waker`] is `None` under a harness, as in a context made by hand.
 //!
@@ -121,13 +120,14 @@ pub use step::Step;
 
 use crate::process::context::HostId;
 use crate::process::{
-    into_message, BoxError, CancelReason, Event, Events, ExitReason, InitError, Message, Payload,
-    Pid, Process, ProcessContext, StepOutput,
+    into_message, panic_message, BoxError, CancelReason, Event, Events, ExitReason, InitError,
+    Message, Payload, Pid, Process, ProcessContext, StepOutput,
 };
 use crate::scheduler::{stepped_pid, SteppedCell};
 use crate::{Addr, ProcessCx, Scheduler, SchedulerHandle};
 use std::fmt;
 use std::future::Future;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 
 /// A process and the events of its next step (module docs).
 ///
@@ -324,7 +324,8 @@ impl<P: Process> Harness<P> {
     /// # Ok::<(), BoxError>(())
     /// ```
     pub fn init(&mut self, method: &str, input: Payload) -> Result<(), InitError> {
-        if self.sched.is_none() {
+        let first = self.sched.is_none();
+        if first {
             let sched = Scheduler::builder()
                 .workers(1)
                 .build()
@@ -339,9 +340,16 @@ impl<P: Process> Harness<P> {
             self.sched = Some(sched);
         }
         // No cell in the context, so no waker into it: the body's asks are recorded, not sent,
-        // and a foreign future it awaits fails its step (module docs).
+        // and a foreign future it awaits alone fails its step (module docs).
         let ctx = ProcessContext::for_host(self.pid, self.host);
-        self.process.init(&ctx, method, input)
+        let init = self.process.init(&ctx, method, input);
+        if init.is_err() && first {
+            // As a spawn whose `init` fails: `close` runs, and the process never lived — a link
+            // or monitor its `init` made hears `NoProc`, a name it registered is released. (A
+            // second `init`, refused, leaves the process as it was.)
+            self.finish(ExitReason::NoProc);
+        }
+        init
     }
 
     /// The process's typed address on the harness's scheduler, once [`init`](Self::init) built
@@ -450,9 +458,12 @@ impl<P: Process> Harness<P> {
         })
     }
 
-    /// Runs `close`, as the scheduler does exactly once when a process ends (dropping the
-    /// harness does it too, if this was not called). Called before a step ended the process,
-    /// it ends it: it is stepped no more, and its links and monitors hear `Shutdown`.
+    /// Ends the process if no step ended it: `close` runs (exactly once, as on a scheduler;
+    /// dropping the harness does this too), it is stepped no more, and its links and monitors
+    /// hear `Shutdown`. A step that ends the process (`Done`, an error, a panic, a linked exit),
+    /// or an `init` that fails, runs `close` itself before its links and monitors hear the
+    /// end, as the scheduler does; a panic in `close` is contained, and heard as
+    /// `Panicked("in close: …")`.
     ///
     /// # Examples
     ///
@@ -463,12 +474,24 @@ impl<P: Process> Harness<P> {
     /// harness.close();
     /// ```
     pub fn close(&mut self) {
+        self.finish(ExitReason::Shutdown);
+    }
+
+    /// The process ended with `reason`: `close` runs first, as on a scheduler — once, its
+    /// panic contained and heard as the reason (`Panicked("in close: …")`) — then its entry
+    /// in the table closes and its links and monitors hear it (`end`).
+    fn finish(&mut self, mut reason: ExitReason) {
+        self.ended = true;
         if !self.closed {
             self.closed = true;
-            self.ended = true;
-            self.process.close();
+            let process = &mut self.process;
+            if let Err(panic) = catch_unwind(AssertUnwindSafe(|| process.close())) {
+                let message = panic_message(&*panic);
+                tracing::warn!(pid = %self.pid, panic = %message, "close panicked");
+                reason = ExitReason::Panicked(format!("in close: {message}").into());
+            }
         }
-        self.end(ExitReason::Shutdown);
+        self.end(reason);
     }
 
     /// The process ended, with `reason` (module docs of `scheduler/stepped.rs`): its entry in

@@ -1,8 +1,9 @@
 //! `testing::Harness` behaves as the scheduler does: its process is an entry of its scheduler's
 //! table, so PIDs are its own, supervision (links, monitors, `trap_exit`, names) works, and what
 //! is sent to it — messages, exit signals, `Down`s — reaches its next step; its end is heard
-//! by its links and monitors. Also: a `Done` step's yields are dropped, and a body waiting on
-//! a foreign future alongside a receive or a call fails its step.
+//! by its links and monitors. Also: a `Done` step's yields are dropped; a body that keeps a
+//! `FuturesUnordered` beside its receive waits for the receive (a combinator's clone of its
+//! waker is not a foreign future), and one awaiting nothing but a foreign future fails its step.
 
 use procsched::error::InitError;
 use procsched::error::{ProcessError, RecvError};
@@ -238,47 +239,145 @@ fn the_yields_of_a_done_step_are_dropped() {
     assert!(step.yields.is_empty(), "a scheduler drops them");
 }
 
-async fn receive_or_time_out(cx: ProcessCx<u32>) -> Result<&'static str, BoxError> {
-    match tokio::time::timeout(Duration::from_secs(5), cx.recv()).await {
-        Ok(received) => {
-            received?;
-            Ok("received")
-        }
-        Err(_) => Ok("timed out"),
-    }
-}
-
-fn a_foreign_timer_with_a_receive_fails_the_step() {
-    let mut harness = Harness::for_fn(receive_or_time_out);
+#[test]
+fn a_foreign_future_awaited_alone_fails_the_step() {
+    let (_keep, never) = tokio::sync::oneshot::channel::<u32>();
+    let mut harness =
+        Harness::for_fn(move |_: ProcessCx| async move { Ok::<_, BoxError>(never.await.is_ok()) });
     harness.init("run", Payload::empty()).unwrap();
     let error = harness.step().unwrap_err().to_string();
     assert!(error.contains("not procsched's own"), "{error}");
-}
-
-#[test]
-fn a_foreign_timer_awaited_with_a_receive_fails_the_step_in_a_plain_test() {
-    a_foreign_timer_with_a_receive_fails_the_step();
-}
-
-#[test]
-fn a_foreign_timer_awaited_with_a_receive_fails_the_step_in_a_tokio_runtime() {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    runtime.block_on(async { a_foreign_timer_with_a_receive_fails_the_step() });
 }
 
 struct Price;
 procsched::command!(Price => u32);
 
 #[test]
-fn a_foreign_timer_awaited_with_a_call_fails_the_step() {
-    let mut harness = Harness::for_fn(|cx: ProcessCx| async move {
-        let priced = tokio::time::timeout(Duration::from_secs(5), cx.call(Price)).await;
-        Ok::<_, BoxError>(priced.is_ok())
+fn a_body_keeping_a_futures_unordered_beside_its_receive_waits_for_the_receive() {
+    use futures::stream::{FuturesUnordered, StreamExt};
+    // The usual actor loop: calls in flight in a FuturesUnordered (empty at first, which keeps
+    // the body's waker all the same), messages received beside it.
+    let mut harness = Harness::for_fn(|cx: ProcessCx<u32>| async move {
+        let mut in_flight = FuturesUnordered::new();
+        let mut priced = 0;
+        loop {
+            tokio::select! {
+                Some(price) = in_flight.next() => {
+                    let price: Result<u32, _> = price;
+                    priced += price?;
+                    if priced >= 10 {
+                        return Ok::<_, BoxError>(priced);
+                    }
+                }
+                message = cx.recv() => {
+                    message?;
+                    in_flight.push(cx.call(Price));
+                }
+            }
+        }
     });
     harness.init("run", Payload::empty()).unwrap();
-    let error = harness.step().unwrap_err().to_string();
-    assert!(error.contains("not procsched's own"), "{error}");
+    let first = harness.step().unwrap();
+    assert!(matches!(first.status, Status::Idle), "{:?}", first.status);
+    harness.send_typed(1u32);
+    let second = harness.step().unwrap();
+    assert_eq!(second.yields.len(), 1, "the call was made");
+    let (tag, _) = &second.yields[0];
+    harness.complete(*tag, Ok(Payload::new(10u32)));
+    let third = harness.step().unwrap();
+    assert!(
+        matches!(third.status, Status::Done(_)),
+        "{:?}",
+        third.status
+    );
+}
+
+/// Records its `close` (and panics in it when told), and finishes at its first step.
+struct ClosesLoudly {
+    closed: mpsc::Sender<&'static str>,
+    panics: bool,
+}
+
+impl Process for ClosesLoudly {
+    type Output = ();
+    fn step(&mut self, _: &mut Events, out: &mut StepOutput<()>) -> Result<(), BoxError> {
+        out.done(());
+        Ok(())
+    }
+    fn close(&mut self) {
+        let _ = self.closed.send("close ran");
+        if self.panics {
+            panic!("close boom");
+        }
+    }
+}
+
+#[test]
+fn a_step_that_ends_the_process_runs_close_before_its_monitors_hear_the_end() {
+    for panics in [false, true] {
+        let (closed_tx, closed) = mpsc::channel();
+        let mut harness = Harness::new(ClosesLoudly {
+            closed: closed_tx,
+            panics,
+        });
+        harness.init("run", Payload::empty()).unwrap();
+        let monitor = harness.scheduler().unwrap().monitor(harness.pid());
+        assert!(matches!(harness.step().unwrap().status, Status::Done(())));
+        // As on a scheduler: `close` ran within the step that ended the process, before the
+        // `Down` was sent, and a panic in it is what the monitor hears.
+        assert_eq!(closed.try_recv(), Ok("close ran"));
+        let down = wait("the Down", monitor);
+        if panics {
+            assert!(
+                matches!(&down.reason, ExitReason::Panicked(message) if message.contains("in close: close boom")),
+                "{:?}",
+                down.reason
+            );
+        } else {
+            assert!(
+                matches!(down.reason, ExitReason::Normal),
+                "{:?}",
+                down.reason
+            );
+        }
+        // Once: neither `close()` nor the drop runs it again (nor panics).
+        harness.close();
+        drop(harness);
+        assert!(closed.try_recv().is_err());
+    }
+}
+
+/// Registers a name and is then refused by its own `init`.
+struct RefusedAfterRegistering;
+
+impl Process for RefusedAfterRegistering {
+    type Output = ();
+    fn init(&mut self, ctx: &ProcessContext<'_>, _: &str, _: Payload) -> Result<(), InitError> {
+        ctx.scheduler()
+            .register("refused", ctx.pid())
+            .map_err(InitError::failed)?;
+        Err(InitError::failed("nope"))
+    }
+    fn step(&mut self, _: &mut Events, out: &mut StepOutput<()>) -> Result<(), BoxError> {
+        out.done(());
+        Ok(())
+    }
+}
+
+#[test]
+fn a_process_whose_init_fails_never_lived_its_name_released() {
+    let mut harness = Harness::new(RefusedAfterRegistering);
+    assert!(harness.init("run", Payload::empty()).is_err());
+    let sched = harness.scheduler().unwrap().clone();
+    assert_eq!(
+        sched.whereis("refused"),
+        None,
+        "released, as a failed spawn's"
+    );
+    let down = wait("the Down", sched.monitor(harness.pid()));
+    assert!(down.reason.is_no_proc(), "{:?}", down.reason);
+    assert!(
+        harness.step().is_err(),
+        "a process whose init failed never steps"
+    );
 }

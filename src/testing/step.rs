@@ -114,7 +114,7 @@ impl<P: Process> Harness<P> {
             if let Arrived::Terminated(error) = cell.drain(&mut self.events) {
                 // As on a scheduler: ended before its step, which does not run.
                 self.events.drain().for_each(drop);
-                self.end(error.exit_reason());
+                self.finish(error.exit_reason());
                 return Err(error.into());
             }
         }
@@ -142,13 +142,13 @@ impl<P: Process> Harness<P> {
         let stepped = match stepped {
             Ok(stepped) => stepped,
             Err(panic) => {
-                self.end(ExitReason::Panicked(panic_message(&*panic).into()));
+                self.finish(ExitReason::Panicked(panic_message(&*panic).into()));
                 resume_unwind(panic)
             }
         };
         if let Err(error) = stepped {
             let reason = self.exit_reason_of(&error);
-            self.end(reason);
+            self.finish(reason);
             return Err(error);
         }
         let status = self.out.take_status();
@@ -159,7 +159,7 @@ impl<P: Process> Harness<P> {
                 tracing::warn!(pid = %self.pid, dropped = yields.len(), "yields of a Done step are dropped");
                 yields.clear();
             }
-            self.end(ExitReason::Normal);
+            self.finish(ExitReason::Normal);
         } else {
             self.ended = false;
         }

@@ -7,10 +7,6 @@
 //! waker that points at the adapter: cloning it (what a future does to be woken later) builds
 //! the real one; waking it in place during the poll (what a future that is ready again at once
 //! does) just tells the adapter to run the body again soon.
-//!
-//! Driven by hand (a test harness: no cell to wake), a clone is a waker that wakes nothing,
-//! but counted while it lives ([`LazyWaker::held_elsewhere`]): something outside procsched
-//! keeps it — a pending timer, channel or task — which the harness will never see wake.
 
 use crate::process::context::ProcessWake;
 use std::cell::Cell;
@@ -24,19 +20,13 @@ pub(super) struct LazyWaker {
     target: Option<ProcessWake>,
     /// The body woke its own (borrowed) waker during the last poll.
     woken_in_place: Cell<bool>,
-    /// Without a target: shared by every clone's waker (module docs), so that its count says
-    /// whether any is alive. `None` with one: a real waker is kept by procsched's own
-    /// futures too (a combinator's, `state.rs`), and nothing needs the count.
-    clones: Option<std::sync::Arc<()>>,
 }
 
 impl LazyWaker {
     pub(super) fn new(target: Option<ProcessWake>) -> LazyWaker {
-        let clones = target.is_none().then(std::sync::Arc::default);
         LazyWaker {
             target,
             woken_in_place: Cell::new(false),
-            clones,
         }
     }
 
@@ -59,14 +49,6 @@ impl LazyWaker {
     /// `true` if a real waker can be made: foreign futures can wake this process.
     pub(super) fn can_wake(&self) -> bool {
         self.target.is_some()
-    }
-
-    /// `true` if, driven by hand, a clone of the waker is alive: something keeps it to wake
-    /// the process later (module docs). Always `false` with a target.
-    pub(super) fn held_elsewhere(&self) -> bool {
-        self.clones
-            .as_ref()
-            .is_some_and(|clones| std::sync::Arc::strong_count(clones) > 1)
     }
 
     /// Runs `poll` with the lazy waker; returns its result and whether the body woke the waker
@@ -99,10 +81,9 @@ unsafe fn lazy<'a>(data: *const ()) -> &'a LazyWaker {
 unsafe fn clone(data: *const ()) -> RawWaker {
     // SAFETY: only called through a waker made by `poll_with`, during its `poll`.
     let lazy = unsafe { lazy(data) };
-    let real = match (&lazy.target, &lazy.clones) {
-        (Some(target), _) => target.clone().waker(),
-        (None, Some(clones)) => Waker::from(std::sync::Arc::new(Unwakeable(clones.clone()))),
-        (None, None) => Waker::noop().clone(),
+    let real = match &lazy.target {
+        Some(target) => target.clone().waker(),
+        None => Waker::noop().clone(),
     };
     let real = std::mem::ManuallyDrop::new(real);
     RawWaker::new(real.data(), real.vtable())
@@ -119,14 +100,6 @@ unsafe fn wake_by_ref(data: *const ()) {
 }
 
 unsafe fn drop_waker(_: *const ()) {}
-
-/// A clone of a lazy waker without a target: wakes nothing; its share of the count says it
-/// lives ([`LazyWaker::held_elsewhere`]).
-struct Unwakeable(#[allow(dead_code)] std::sync::Arc<()>);
-
-impl std::task::Wake for Unwakeable {
-    fn wake(self: std::sync::Arc<Self>) {}
-}
 
 #[cfg(all(test, not(loom)))]
 mod tests {
@@ -145,16 +118,5 @@ mod tests {
         assert!(woken);
         let ((), woken) = lazy.poll_with(|_| {});
         assert!(!woken, "reset for every poll");
-    }
-
-    #[test]
-    fn without_a_target_a_clone_is_counted_while_it_lives() {
-        let lazy = LazyWaker::new(None);
-        let (kept, _) = lazy.poll_with(|waker| waker.clone());
-        let again = kept.clone();
-        drop(kept);
-        assert!(lazy.held_elsewhere(), "a clone of the clone still lives");
-        drop(again);
-        assert!(!lazy.held_elsewhere());
     }
 }

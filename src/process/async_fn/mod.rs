@@ -55,14 +55,15 @@ use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
 
-/// A step's error when the body, driven by hand (a test harness's), waits for a future outside
-/// procsched — on its own, or alongside a receive, a call or an ask.
+/// A step's error when the body, driven by hand (a test harness's), waits for nothing but a
+/// future outside procsched. (Beside a receive, a call or an ask such a future cannot be told
+/// from a combinator's own waker — `FuturesUnordered` keeps a clone of it even when empty —
+/// and the step waits as for the procsched future: `testing.rs`'s docs.)
 const NOT_WOKEN_BY_HAND: &str = "the body awaits a future that is not procsched's own (a \
     child's `ProcessHandle`, a tokio channel, timer or task), and under `testing::Harness` \
-    nothing wakes it: the harness steps the process only when the test does, whatever else the \
-    body waits for too (a receive, a call, an ask). There, await calls, asks and receives only \
-    (script a child's result or a timeout as a message with `Harness::send`), or test the body \
-    on a scheduler";
+    nothing wakes it: the harness steps the process only when the test does. There, await \
+    calls, asks and receives only (script a child's result or a timeout as a message with \
+    `Harness::send`), or test the body on a scheduler";
 
 impl<S, Fut> fmt::Debug for AsyncFnProcess<S, Fut> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -291,11 +292,6 @@ where
                 let wants = state.wants;
                 if wants.yield_now || woken_in_place {
                     out.set_status(Status::Continue);
-                } else if waker.held_elsewhere() && !state.has_foreign_waiters() {
-                    // Driven by hand, and something outside procsched keeps the waker (no
-                    // combinator of procsched's futures does: they would be foreign waiters) —
-                    // whatever else the body also waits for (`lazy_waker.rs`).
-                    return Err(NOT_WOKEN_BY_HAND.into());
                 } else if state.has_outstanding_calls() {
                     out.wait();
                 } else if wants.message || state.has_mail_waiters() {
