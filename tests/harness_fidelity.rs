@@ -381,3 +381,25 @@ fn a_process_whose_init_fails_never_lived_its_name_released() {
         "a process whose init failed never steps"
     );
 }
+
+#[test]
+fn a_harnessed_process_pid_is_not_one_a_real_scheduler_issues() {
+    let sched = Scheduler::builder().workers(1).build().unwrap();
+    let real = sched
+        .spawn_fn(|cx: ProcessCx<u32>| async move { Ok::<_, BoxError>(cx.recv().await?) })
+        .unwrap();
+    let mut harness =
+        Harness::for_fn(|cx: ProcessCx<u32>| async move { Ok::<_, BoxError>(cx.recv().await?) });
+    harness.init("run", Payload::empty()).unwrap();
+    assert_ne!(harness.pid(), real.pid());
+    // Sent to the real scheduler, the harnessed process's PID reaches no stranger.
+    let refused = sched
+        .handle()
+        .addr::<u32>(harness.pid())
+        .send(7)
+        .unwrap_err();
+    assert!(refused.is_not_found(), "{refused:?}");
+    real.addr().send(1).unwrap();
+    assert_eq!(sched.block_on(real).unwrap(), 1);
+    sched.shutdown(Duration::from_secs(5));
+}

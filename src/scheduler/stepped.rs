@@ -9,8 +9,9 @@
 //! its monitors their `Down`, as `Inner::finished` does for a spawned process.
 //!
 //! What differs, and why:
-//! - Its generation is drawn from a program-wide count, so no two harnesses' processes share a
-//!   PID (each harness has its own scheduler, whose first claim is always slot 0), and its slot
+//! - Its generation is drawn from a program-wide count (from 2^32: not a generation a real
+//!   scheduler's slot 0 reaches), so no two harnesses' processes share a PID (each harness has
+//!   its own scheduler, whose first claim is always slot 0), nor a real scheduler's, and its slot
 //!   is retired when it ends (`Table::retire`): the slot's next generations may be other
 //!   harnesses' PIDs.
 //! - It is not admitted by the lifecycle: it is no spawned process, a shutdown of the harness's
@@ -29,8 +30,12 @@ use crate::process::mailbox::{Drained, Incarnation, MailboxBound, ProcessCell};
 use crate::process::{BoxError, Events, ExitReason, Pid, ProcessError};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
-/// The next stepped process's generation: program-wide (module docs).
-static NEXT_GENERATION: AtomicU64 = AtomicU64::new(1);
+/// The next stepped process's generation: program-wide (module docs). It starts far above any
+/// generation a scheduler's slot 0 reaches (2^32 incarnations of one slot), so a harness's PID
+/// is not one a real scheduler in the same program also issues — a test passing a harnessed
+/// process's PID to a real scheduler meets `NotFound`, not a stranger (PIDs are only unique
+/// within one scheduler, but the two side by side are a test's everyday setup).
+static NEXT_GENERATION: AtomicU64 = AtomicU64::new(1 << 32);
 
 /// A PID for a process stepped by hand, unique in this program among theirs, to open its cell
 /// with ([`SchedulerHandle::open_stepped`]) on a scheduler that has claimed no slot yet.
