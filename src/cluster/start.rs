@@ -79,7 +79,8 @@ impl Node {
     /// use procsched::Scheduler;
     ///
     /// let sched = Scheduler::builder().build()?;
-    /// let node = sched.block_on(Node::start(sched.handle(), Cluster::nats("nats://127.0.0.1:4222")))?;
+    /// let cluster = Cluster::nats("nats://127.0.0.1:4222").name("orders-1");
+    /// let node = sched.block_on(Node::start(sched.handle(), cluster))?;
     /// # Ok::<(), procsched::BoxError>(())
     /// ```
     pub async fn start(sched: &SchedulerHandle, cluster: Cluster) -> Result<Node, ClusterError> {
