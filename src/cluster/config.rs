@@ -272,7 +272,10 @@ impl Cluster {
 
     /// Registers message type `M` under `name`: other nodes' messages of that name are decoded
     /// as `M` and delivered, and this node's `M`s can be sent to other nodes (which must
-    /// register the same name for the same shape).
+    /// register the same name for the same shape). A name is one type's, and a type has one
+    /// name: [`Node::start`](super::Node::start) refuses (`ClusterError::Config`, naming the
+    /// name and both types) a name registered for two types, or a type under two names;
+    /// registering the same type under the same name again changes nothing.
     ///
     /// # Examples
     ///
@@ -288,7 +291,10 @@ impl Cluster {
     /// Registers `body` as spawnable by other nodes under `name` (see
     /// [`Node::spawn_on`](super::Node::spawn_on)); its argument `A` is decoded from the
     /// request, and its output `T` encoded for whoever awaits it
-    /// ([`Node::spawn_on_with_handle`](super::Node::spawn_on_with_handle)).
+    /// ([`Node::spawn_on_with_handle`](super::Node::spawn_on_with_handle)). A name runs one
+    /// body: [`Node::start`](super::Node::start) refuses (`ClusterError::Config`) a name
+    /// registered for two bodies; the same function (or a closure that captures nothing)
+    /// registered again under its name changes nothing.
     ///
     /// # Examples
     ///
@@ -332,7 +338,7 @@ impl Cluster {
         if self.max_frame < 1024 {
             return Err("`max_frame` must be at least 1 KiB".to_owned());
         }
-        Ok(())
+        self.registry.check()
     }
 }
 

@@ -2,6 +2,7 @@
 //! item. Nothing here panics on bad input: a bad frame or item is rejected, counted and
 //! traced, and the subscription goes on.
 
+use super::departed;
 use super::links;
 use super::node::{NodeShared, PeerId, Pending};
 use super::peers::WAITER;
@@ -66,13 +67,34 @@ pub(crate) fn receive(node: &Arc<NodeShared>, bytes: &[u8]) {
         }
     };
     node.stats.received(frame.items.len(), bytes.len());
-    let Some(origin) = check_origin(node, &frame) else {
+    let Some((origin, standing)) = check_origin(node, &frame) else {
         return;
     };
     let for_me = frame.to_incarnation == node.me.incarnation;
+    let mut dropped = 0usize;
     for item in frame.items {
-        handle(node, &origin, for_me, item);
+        if standing == Standing::Peer || departed::still_handled(&item) {
+            handle(node, &origin, for_me, item);
+        } else {
+            dropped += 1;
+        }
     }
+    if dropped > 0 {
+        tracing::debug!(
+            from = %origin.name,
+            dropped,
+            "items from a node that left dropped: nobody is left to answer or close them"
+        );
+    }
+}
+
+/// What a frame's sender is to this node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Standing {
+    /// A peer (taken as one by this frame, if it was not yet).
+    Peer,
+    /// An incarnation that left: only some of its items are handled (`departed.rs`).
+    Departed,
 }
 
 /// The sender, if its claim holds: a frame from this node's own name, or from a known node at
@@ -80,8 +102,9 @@ pub(crate) fn receive(node: &Arc<NodeShared>, bytes: &[u8]) {
 /// admitted (its heartbeat may trail its first frame), kept out of placement until its
 /// heartbeat is read, and declared down like any other if none follows. A frame from a session
 /// one side has ended is dropped, and one that says its sender declared this node down ends
-/// the session here too (`severance.rs`).
-fn check_origin(node: &Arc<NodeShared>, frame: &Frame<'_>) -> Option<PeerId> {
+/// the session here too (`severance.rs`). A frame from an incarnation that left does not bring
+/// it back (`departed.rs`).
+fn check_origin(node: &Arc<NodeShared>, frame: &Frame<'_>) -> Option<(PeerId, Standing)> {
     let origin = PeerId {
         name: frame.from.as_ref().into(),
         incarnation: frame.from_incarnation,
@@ -92,10 +115,10 @@ fn check_origin(node: &Arc<NodeShared>, frame: &Frame<'_>) -> Option<PeerId> {
         return None;
     }
     match node.session_of(&origin, frame.severed, frame.seen) {
-        Some(Session::Current) => return Some(origin),
+        Some(Session::Current) => return Some((origin, Standing::Peer)),
         Some(Session::Severed) => {
             node.peer_heard(origin.clone(), frame.severed);
-            return Some(origin);
+            return Some((origin, Standing::Peer));
         }
         Some(Session::Stale) => return stale(node, frame),
         None => {}
@@ -127,14 +150,19 @@ fn check_origin(node: &Arc<NodeShared>, frame: &Frame<'_>) -> Option<PeerId> {
             if frame.seen < node.severances.count(&origin) {
                 return stale(node, frame);
             }
-            node.peer_heard(origin.clone(), frame.severed);
-            Some(origin)
+            if node.peer_heard(origin.clone(), frame.severed) {
+                Some((origin, Standing::Peer))
+            } else if node.departed.contains(&origin) {
+                Some((origin, Standing::Departed))
+            } else {
+                None
+            }
         }
     }
 }
 
 /// Drops a frame sent in a session one side has ended (`severance.rs`).
-fn stale(node: &NodeShared, frame: &Frame<'_>) -> Option<PeerId> {
+fn stale<T>(node: &NodeShared, frame: &Frame<'_>) -> Option<T> {
     node.stats.stale_frame();
     tracing::debug!(
         from = %frame.from,

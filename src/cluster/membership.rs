@@ -7,7 +7,8 @@
 //!   the node's incarnation and load. The bucket's max age is three heartbeats, so a dead node's
 //!   entry disappears by itself.
 //! - **Watch**: every node watches the whole bucket: a `Put` is a node alive (a new incarnation
-//!   of a known name: the old one is dead), a `Delete`/`Purge` a node gone (a clean stop).
+//!   of a known name: the old one is dead), a `Delete`/`Purge` a node gone (a clean stop; its
+//!   frames read after that do not bring it back: `departed.rs`).
 //! - **Down**: a node whose last heartbeat is older than `down_after` is declared down by a
 //!   sweep every half heartbeat: so a SIGKILLed node is seen down within
 //!   `down_after + heartbeat / 2` — or at once, if a frame is sent to it: its subscription

@@ -113,6 +113,8 @@ pub(crate) struct NodeShared {
     /// How many times this node declared each peer down (`severance.rs`). Locked inside
     /// `peers` (a declaration and its count are one step), never around it.
     pub(crate) severances: Severances,
+    /// The incarnations that left (`departed.rs`). Locked inside `peers`, never around it.
+    pub(crate) departed: super::departed::Departed,
     pub(crate) pending: Mutex<HashMap<u64, (PeerId, Pending)>>,
     /// Monitors other nodes hold on this node's processes: dropped (demonitored) on
     /// `Demonitor` or when their holder dies.

@@ -21,24 +21,26 @@ impl NodeShared {
     /// Adds peer `id`, first heard from in a frame that says it declared this node down
     /// `severed_us` times, if it is not known: admitted for what it sends (its heartbeat may
     /// trail its first frame), left out of placement until its membership entry is read, and
-    /// swept like any peer if none follows.
-    pub(crate) fn peer_heard(self: &Arc<Self>, id: PeerId, severed_us: u64) {
-        self.add_peer(id, None, severed_us);
+    /// swept like any peer if none follows. `false` if it is not a peer: it left
+    /// (`departed.rs`), or this node lost its name.
+    pub(crate) fn peer_heard(self: &Arc<Self>, id: PeerId, severed_us: u64) -> bool {
+        self.add_peer(id, None, severed_us)
     }
 
     /// [`peer_seen`](Self::peer_seen) (`load` given) or [`peer_heard`](Self::peer_heard). A
     /// known peer that says it declared this node down more often than this node has acted on
-    /// is declared down here too, and taken back ([`resync`](Self::resync)).
-    fn add_peer(self: &Arc<Self>, id: PeerId, load: Option<Load>, severed_us: u64) {
+    /// is declared down here too, and taken back ([`resync`](Self::resync)). An incarnation
+    /// that left is not taken again (`departed.rs`). `true` if `id` is a peer now.
+    fn add_peer(self: &Arc<Self>, id: PeerId, load: Option<Load>, severed_us: u64) -> bool {
         if id.name == self.me.name {
-            return;
+            return false;
         }
         let now = Instant::now();
         let old_incarnation = {
             let mut peers = self.peers.write().expect("peers lock");
             // A node that lost its name takes no peer again (`eviction.rs`).
             if self.is_evicted() {
-                return;
+                return false;
             }
             match peers.get_mut(&id.name) {
                 Some(peer) if peer.id.incarnation == id.incarnation => {
@@ -51,10 +53,19 @@ impl NodeShared {
                             peer.member = true;
                             self.heartbeat_count(peer, severed_us);
                         }
-                        return;
+                        return true;
                     }
                 }
                 Some(peer) => Some(peer.id.incarnation),
+                // Its late frames, or a heartbeat written as it left (`departed.rs`).
+                None if self.departed.contains(&id) => {
+                    tracing::debug!(
+                        node = %id.name,
+                        incarnation = id.incarnation,
+                        "heard from a node that left: not taken back"
+                    );
+                    return false;
+                }
                 None => {
                     let severed_it = self.severances.count(&id);
                     let to = wire::Session {
@@ -86,7 +97,7 @@ impl NodeShared {
                             out,
                         },
                     );
-                    return;
+                    return true;
                 }
             }
         };
@@ -94,7 +105,7 @@ impl NodeShared {
             // Another incarnation of a known node: the old one is dead.
             Some(old) => {
                 self.peer_down(&id.name, Some(old), "restarted with a new incarnation");
-                self.add_peer(id, load, severed_us);
+                self.add_peer(id, load, severed_us)
             }
             None => self.resync(id, load, severed_us),
         }
@@ -133,7 +144,7 @@ impl NodeShared {
     /// never echo), then takes it back as a fresh peer, as OTP's nodes reconnect after a
     /// `nodedown`. `load`: the peer's membership entry, if this news came with it (else the
     /// peer keeps what was known of it).
-    fn resync(self: &Arc<Self>, id: PeerId, load: Option<Load>, severed_us: u64) {
+    fn resync(self: &Arc<Self>, id: PeerId, load: Option<Load>, severed_us: u64) -> bool {
         let removed = {
             let mut peers = self.peers.write().expect("peers lock");
             match peers.get(&id.name) {
@@ -154,14 +165,14 @@ impl NodeShared {
             // Another path acted first.
             None => load,
         };
-        self.add_peer(id, load, severed_us);
+        self.add_peer(id, load, severed_us)
     }
 
     /// Declares node `name` down (at `incarnation`, or whichever is known) because it is gone:
     /// it left, restarted, or this node stops. Removes it and fails everything that waits on
-    /// it.
+    /// it; that incarnation is never taken back (`departed.rs`).
     pub(crate) fn peer_down(&self, name: &str, incarnation: Option<u64>, why: &str) {
-        if let Some(peer) = self.remove_peer(name, incarnation, Count::No) {
+        if let Some(peer) = self.remove_peer(name, incarnation, Count::No, true) {
             self.peer_gone(peer, why);
         }
     }
@@ -185,7 +196,7 @@ impl NodeShared {
         why: &str,
         count: Count,
     ) -> bool {
-        match self.remove_peer(name, incarnation, count) {
+        match self.remove_peer(name, incarnation, count, false) {
             Some(peer) => {
                 self.peer_gone(peer, why);
                 true
@@ -195,9 +206,16 @@ impl NodeShared {
     }
 
     /// Removes peer `name` (at `incarnation`, or whichever is known), counting the removal as
-    /// `count` says in the same step: a peer taken back concurrently gets the new count in its
-    /// lane's head.
-    fn remove_peer(&self, name: &str, incarnation: Option<u64>, count: Count) -> Option<Peer> {
+    /// `count` says, and remembering it `departed` if so, in the same step: a peer taken back
+    /// concurrently gets the new count in its lane's head, and a frame read concurrently from a
+    /// peer that left does not bring it back.
+    fn remove_peer(
+        &self,
+        name: &str,
+        incarnation: Option<u64>,
+        count: Count,
+        departed: bool,
+    ) -> Option<Peer> {
         let mut peers = self.peers.write().expect("peers lock");
         match peers.get(name) {
             Some(peer) if incarnation.is_none_or(|inc| inc == peer.id.incarnation) => {
@@ -210,6 +228,10 @@ impl NodeShared {
                 };
                 if counted {
                     self.severances.record(&peer.id);
+                }
+                if departed {
+                    let forget_after = self.down_after * super::severance::FORGET_AFTER;
+                    self.departed.record(&peer.id, forget_after);
                 }
                 peers.remove(name)
             }

@@ -30,7 +30,30 @@ pub(crate) type JoinFuture = Pin<Box<dyn Future<Output = Result<Vec<u8>, WireRea
 pub(crate) struct Registry {
     deliver: HashMap<String, Arc<DeliverFn>>,
     names: HashMap<TypeId, Arc<str>>,
+    /// The type each message name decodes as, and the body each spawnable name runs: what a
+    /// second registration of a name (or type) is checked against.
+    message_types: HashMap<String, Registered>,
+    spawn_bodies: HashMap<String, Registered>,
     spawn: HashMap<String, Arc<SpawnFn>>,
+    /// Registrations that contradict an earlier one, refused by `Node::start`
+    /// ([`check`](Self::check)): the builder's methods cannot fail.
+    conflicts: Vec<String>,
+}
+
+/// A registered type (a message type, or a spawnable body's type).
+#[derive(Clone, Copy)]
+struct Registered {
+    id: TypeId,
+    name: &'static str,
+}
+
+impl Registered {
+    fn of<T: 'static>() -> Registered {
+        Registered {
+            id: TypeId::of::<T>(),
+            name: std::any::type_name::<T>(),
+        }
+    }
 }
 
 impl std::fmt::Debug for Registry {
@@ -43,11 +66,34 @@ impl std::fmt::Debug for Registry {
 }
 
 impl Registry {
-    /// Registers message type `M` as `name`.
+    /// Registers message type `M` as `name`. Again under the same name: nothing changes. Under
+    /// a name another type has, or with `M` already under another name: a conflict
+    /// ([`check`](Self::check)) — the name would decode as one type only (the other's messages
+    /// refused `WrongType`), and `M` would be sent under one name only.
     pub(crate) fn message<M>(&mut self, name: &str)
     where
         M: DeserializeOwned + Send + 'static,
     {
+        let ty = Registered::of::<M>();
+        if let Some(earlier) = self.message_types.get(name) {
+            if earlier.id != ty.id {
+                self.conflicts.push(format!(
+                    "the message name {name:?} is registered for two types, `{}` and `{}`: \
+                     each message type needs a name of its own",
+                    earlier.name, ty.name
+                ));
+            }
+            return;
+        }
+        if let Some(earlier) = self.names.get(&ty.id) {
+            self.conflicts.push(format!(
+                "the message type `{}` is registered under two names, {earlier:?} and \
+                 {name:?}: a type is sent under one name",
+                ty.name
+            ));
+            return;
+        }
+        self.message_types.insert(name.to_owned(), ty);
         let deliver = |sched: &SchedulerHandle, pid: Pid, body: &[u8], scope: DecodeScope<'_>| {
             // Before decoding: a refused message's reply ports are never made.
             check_takes::<M>(scope.node.takes(pid))?;
@@ -76,6 +122,26 @@ impl Registry {
         T: Serialize + Send + 'static,
         E: Into<BoxError>,
     {
+        // A body that holds no state (a function, a closure that captures nothing) registered
+        // again is the same body; any other second body under the name is a conflict.
+        let kind = Registered::of::<F>();
+        if let Some(earlier) = self.spawn_bodies.get(name) {
+            if earlier.id != kind.id {
+                self.conflicts.push(format!(
+                    "the spawnable name {name:?} is registered for two bodies, `{}` and `{}`: \
+                     each body needs a name of its own",
+                    earlier.name, kind.name
+                ));
+            } else if std::mem::size_of::<F>() != 0 {
+                self.conflicts.push(format!(
+                    "the spawnable name {name:?} is registered twice with a body that captures \
+                     state (`{}`): each body needs a name of its own",
+                    kind.name
+                ));
+            }
+            return;
+        }
+        self.spawn_bodies.insert(name.to_owned(), kind);
         let body = Arc::new(body);
         let spawn = move |sched: &SchedulerHandle, args: &[u8]| {
             let args: A = rmp_serde::from_slice(args).map_err(|error| {
@@ -110,6 +176,16 @@ impl Registry {
             Ok((pid, join))
         };
         self.spawn.insert(name.to_owned(), Arc::new(spawn));
+    }
+
+    /// `Err` with every registration that contradicts an earlier one (see
+    /// [`message`](Self::message), [`spawnable`](Self::spawnable)).
+    pub(crate) fn check(&self) -> Result<(), String> {
+        if self.conflicts.is_empty() {
+            Ok(())
+        } else {
+            Err(self.conflicts.join("; "))
+        }
     }
 
     /// The registered name of message type `M`.

@@ -22,6 +22,8 @@ static STARTED: Mutex<Started> = Mutex::new(Vec::new());
 pub(super) struct Life {
     shared: Arc<NodeShared>,
     tasks: Mutex<Vec<tokio::task::AbortHandle>>,
+    /// Also in `tasks`: stopped first by [`Node::leave`].
+    heartbeat: tokio::task::AbortHandle,
     store: async_nats::jetstream::kv::Store,
 }
 
@@ -79,7 +81,8 @@ impl Node {
     /// use procsched::Scheduler;
     ///
     /// let sched = Scheduler::builder().build()?;
-    /// let node = sched.block_on(Node::start(sched.handle(), Cluster::nats("nats://127.0.0.1:4222")))?;
+    /// let cluster = Cluster::nats("nats://127.0.0.1:4222").name("orders-1");
+    /// let node = sched.block_on(Node::start(sched.handle(), cluster))?;
     /// # Ok::<(), procsched::BoxError>(())
     /// ```
     pub async fn start(sched: &SchedulerHandle, cluster: Cluster) -> Result<Node, ClusterError> {
@@ -162,6 +165,7 @@ impl Node {
             unreached: Secret::fresh(),
             peers: RwLock::new(HashMap::new()),
             severances: Severances::default(),
+            departed: Default::default(),
             pending: Mutex::new(HashMap::new()),
             served: Mutex::new(HashMap::new()),
             links: Mutex::new(HashMap::new()),
@@ -194,15 +198,13 @@ impl Node {
             .spawn(inbound::run(shared.clone(), subscriber))
             .abort_handle()];
         let store = membership.store.clone();
-        tasks.push(
-            runtime
-                .spawn(membership::heartbeat(
-                    shared.clone(),
-                    store.clone(),
-                    membership.revision,
-                ))
-                .abort_handle(),
-        );
+        let heartbeat = runtime.spawn(membership::heartbeat(
+            shared.clone(),
+            store.clone(),
+            membership.revision,
+        ));
+        tasks.push(heartbeat.abort_handle());
+        let heartbeat = heartbeat.abort_handle();
         tasks.push(
             runtime
                 .spawn(membership::watch(shared.clone(), store.clone()))
@@ -212,6 +214,7 @@ impl Node {
         let life = Arc::new(Life {
             shared: shared.clone(),
             tasks: Mutex::new(tasks),
+            heartbeat,
             store,
         });
         let mut started = lock(&STARTED);
@@ -251,7 +254,8 @@ impl Node {
 
     /// Leaves the cluster now: deletes this node's membership entry (the others declare it down
     /// at once; a node that lost its name, [`Node::is_evicted`], leaves the entry to its new
-    /// holder), stops its tasks and fails what it waits for with `NoConnection`. Its
+    /// holder; what the others read from it after that delivers its messages but does not
+    /// bring it back), stops its tasks and fails what it waits for with `NoConnection`. Its
     /// scheduler and processes keep running. Started again on the same scheduler, the node has
     /// a new incarnation: the cluster-wide PIDs of the processes still running from its
     /// previous life named that life, and are `NoProc` to others now (a node's death ends its
@@ -273,6 +277,9 @@ impl Node {
                 && membership::holder(&self.life.store, &me.name)
                     .await
                     .is_none_or(|(incarnation, _)| incarnation == me.incarnation);
+            // The heartbeat first: a beat after the delete would find the entry gone and claim
+            // the name again, and the node would seem alive until the sweep.
+            self.life.heartbeat.abort();
             if ours {
                 let _ = self.life.store.delete(&*me.name).await;
             }

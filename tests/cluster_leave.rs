@@ -1,0 +1,183 @@
+//! A node that leaves is gone for the others at once, for good: its frames read after its
+//! departure — sent before it left, read after the membership watch saw it go — deliver their
+//! messages but do not bring it back as a peer, so that asks and sends to it fail
+//! `NoConnection` at once (not after `down_after`) and `Node::nodes` never lists it again; the
+//! same name started again (a new incarnation) joins as any node does.
+#![cfg(feature = "cluster")]
+
+mod cluster_support;
+
+use cluster_support::cart::{cart_cluster, Cart};
+use cluster_support::{wait_until, NatsServer};
+use procsched::cluster::{Node, Placement};
+use procsched::prelude::*;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use std::sync::{mpsc, Mutex};
+use std::time::Duration;
+use tokio::sync::{mpsc as tokio_mpsc, oneshot};
+
+/// Hang guard, and every request's timeout: well under `DOWN_AFTER`, so that an ask that
+/// finishes failed `NoConnection` within it was failed on the departure, not by the sweep.
+const GUARD: Duration = Duration::from_secs(10);
+/// No node is declared down for silence within a test.
+const DOWN_AFTER: Duration = Duration::from_secs(30);
+/// Messages sent after the gate: they reach the receiving node after the departure.
+const BURST: u64 = 100;
+
+/// What the receiving process takes: a gate, then numbered messages.
+#[derive(Serialize, Deserialize)]
+enum Burst {
+    Gate(Gate),
+    Item(u64),
+}
+
+/// Decoding a `Gate` (on the receiving node's inbound task) holds that task until the test
+/// opens the gate: every frame behind the gate's is read after that.
+struct Gate;
+
+/// The gate's ends: told when the decoding holds, and waited on until the test opens it.
+struct GateEnds {
+    held: oneshot::Sender<()>,
+    open: mpsc::Receiver<()>,
+}
+
+static GATE: Mutex<Option<GateEnds>> = Mutex::new(None);
+
+impl Serialize for Gate {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_unit()
+    }
+}
+
+impl<'de> Deserialize<'de> for Gate {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Gate, D::Error> {
+        <()>::deserialize(deserializer)?;
+        let ends = GATE.lock().unwrap().take();
+        if let Some(GateEnds { held, open }) = ends {
+            let _ = held.send(());
+            // The inbound task's worker is handed over while it waits: the node's other tasks
+            // (its membership watch) run on.
+            tokio::task::block_in_place(|| open.recv_timeout(GUARD))
+                .expect("hang guard: the gate was never opened");
+        }
+        Ok(Gate)
+    }
+}
+
+async fn guarded<T>(what: &str, future: impl std::future::Future<Output = T>) -> T {
+    tokio::time::timeout(GUARD, future)
+        .await
+        .unwrap_or_else(|_| panic!("hang guard: {what}"))
+}
+
+async fn start_node(url: &str, name: &str) -> (Scheduler, Node) {
+    let sched = Scheduler::builder().workers(1).build().expect("scheduler");
+    let cluster = cart_cluster(url, name, DOWN_AFTER, GUARD).message::<Burst>("burst");
+    let node = Node::start(sched.handle(), cluster)
+        .await
+        .unwrap_or_else(|e| panic!("node {name} did not start: {e}"));
+    (sched, node)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_that_left_is_not_brought_back_by_its_late_frames() {
+    let server = NatsServer::start();
+    let (a_sched, a) = start_node(&server.url(), "a").await;
+    let (b_sched, b) = start_node(&server.url(), "b").await;
+    assert!(a.wait_for_nodes(1, GUARD).await, "hang guard: a sees b");
+    assert!(b.wait_for_nodes(1, GUARD).await, "hang guard: b sees a");
+
+    // On a: a process that reports each numbered message it gets.
+    let (numbers, mut received) = tokio_mpsc::unbounded_channel();
+    let receiver = a_sched
+        .spawn_fn(move |cx: ProcessCx<Burst>| async move {
+            loop {
+                if let Burst::Item(n) = cx.recv().await? {
+                    let _ = numbers.send(n);
+                }
+            }
+            #[allow(unreachable_code)]
+            Ok::<(), BoxError>(())
+        })
+        .unwrap();
+    // On b: a cart, asked from a.
+    let on_b = a
+        .spawn_on(Placement::Node("b".into()), "cart", 7u64)
+        .await
+        .unwrap();
+    assert_eq!(
+        a.addr::<Cart>(on_b.clone()).ask(Cart::Total).await.unwrap(),
+        7
+    );
+
+    // b sends the gate; once a's inbound task holds on it, b sends a burst (in frames behind
+    // the gate's), sees it published, and leaves.
+    let (held, gate_held) = oneshot::channel();
+    let (open_gate, open) = mpsc::channel();
+    *GATE.lock().unwrap() = Some(GateEnds { held, open });
+    let to_receiver = b.addr::<Burst>(a.pid(receiver.pid()));
+    let published = b.stats().items_out;
+    to_receiver.send(Burst::Gate(Gate)).unwrap();
+    guarded("a's inbound task holds on the gate", gate_held)
+        .await
+        .unwrap();
+    for n in 0..BURST {
+        to_receiver.send(Burst::Item(n)).unwrap();
+    }
+    wait_until("b published the burst", GUARD, || {
+        b.stats().items_out > published + BURST
+    });
+    let left_incarnation = b.incarnation();
+    b.leave().await;
+    wait_until("a's membership watch sees b gone", GUARD, || {
+        a.nodes().iter().all(|n| n.name != "b")
+    });
+
+    // a reads the burst now, from a node that left: the messages are delivered.
+    open_gate.send(()).unwrap();
+    for n in 0..BURST {
+        let got = guarded("the burst's messages", received.recv()).await;
+        assert_eq!(got, Some(n), "every message of the burst, in order");
+    }
+
+    // ...and b stays gone: an ask and a send to it fail at once (the guard is under
+    // `down_after`: a peer taken back would only be swept after it).
+    let ask = guarded(
+        "an ask to a node that left",
+        a.addr::<Cart>(on_b.clone()).ask(Cart::Total),
+    )
+    .await;
+    assert!(ask.as_ref().is_err_and(|e| e.is_no_connection()), "{ask:?}");
+    let send = a.addr::<Burst>(on_b.clone()).send(Burst::Item(0));
+    assert!(
+        send.as_ref().is_err_and(|e| e.error().is_no_connection()),
+        "a send to a node that left"
+    );
+    assert!(
+        a.nodes().iter().all(|n| n.name != "b"),
+        "never listed again"
+    );
+
+    // b started again: a new incarnation, a peer as any node is.
+    let (b2_sched, b2) = start_node(&server.url(), "b").await;
+    assert_ne!(b2.incarnation(), left_incarnation);
+    assert!(
+        a.wait_for_nodes(1, GUARD).await,
+        "hang guard: a sees b again"
+    );
+    assert!(a
+        .nodes()
+        .iter()
+        .any(|n| n.name == "b" && n.incarnation == b2.incarnation()));
+    let on_b2 = a
+        .spawn_on(Placement::Node("b".into()), "cart", 9u64)
+        .await
+        .unwrap();
+    assert_eq!(a.addr::<Cart>(on_b2).ask(Cart::Total).await.unwrap(), 9);
+
+    for (sched, node) in [(b2_sched, b2), (a_sched, a)] {
+        node.leave().await;
+        sched.shutdown_async(GUARD).await;
+    }
+    b_sched.shutdown_async(GUARD).await;
+}
