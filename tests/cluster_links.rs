@@ -67,6 +67,11 @@ async fn exit_signals_cross_nodes_with_otp_semantics() {
         .expect("an exit");
     assert!(exit.reason.is_killed(), "{:?}", exit.reason);
     assert_eq!(NodePid::of_exit(&exit), Some(target.clone()));
+    assert_eq!(
+        a.pid_of_exit(&exit),
+        target,
+        "a remote Exit names the other node's PID"
+    );
     guarded("down", watching).await;
 
     // Not trapping: the linked process ends with the same reason.

@@ -117,6 +117,11 @@ async fn a_gone_target_is_no_proc_a_local_one_is_watched_here_and_a_dead_watcher
     let down = guarded("the watcher", watcher).await.expect("a Down");
     assert!(down.reason.is_no_proc(), "{:?}", down.reason);
     assert_eq!(NodePid::of_down(&down), Some(pid.clone()));
+    assert_eq!(
+        a.pid_of_down(&down),
+        pid,
+        "a remote Down names the other node's PID"
+    );
 
     // From a previous life of its node.
     let b_incarnation = nodes[1].1.incarnation();
@@ -136,6 +141,11 @@ async fn a_gone_target_is_no_proc_a_local_one_is_watched_here_and_a_dead_watcher
     assert_eq!(down.monitor, monitor);
     assert!(down.reason.is_normal(), "{:?}", down.reason);
     assert!(down.node.is_none() && NodePid::of_down(&down).is_none());
+    assert_eq!(
+        a.pid_of_down(&down),
+        a.pid(local.pid()),
+        "a local Down names this node's PID"
+    );
 
     // The watcher must be a live process of this node.
     let gone = sched_a

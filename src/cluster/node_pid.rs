@@ -186,6 +186,44 @@ impl NodePid {
     }
 }
 
+impl super::Node {
+    /// The cluster-wide PID of the process a [`Down`](crate::supervision::Down) received on
+    /// this node reports: the other node's ([`NodePid::of_down`]) for a monitor across nodes,
+    /// this node's ([`pid`](super::Node::pid)) for a local one — so a watcher of processes on
+    /// any node, its own included, names each the same way.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # use procsched::prelude::*;
+    /// # async fn demo(node: procsched::cluster::Node, cx: ProcessCx) -> Result<(), BoxError> {
+    /// let down = cx.recv_down().await?;
+    /// let ended = node.pid_of_down(&down);   // `node@<incarnation>/<slot>.<generation>`
+    /// println!("{ended} ended: {}", down.reason);
+    /// # Ok(()) }
+    /// ```
+    pub fn pid_of_down(&self, down: &crate::process::Down) -> NodePid {
+        NodePid::of_down(down).unwrap_or_else(|| self.pid(down.pid))
+    }
+
+    /// The cluster-wide PID of the process an exit signal received on this node came from:
+    /// the other node's ([`NodePid::of_exit`]) for a link across nodes, this node's for a
+    /// local one.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # use procsched::prelude::*;
+    /// # async fn demo(node: procsched::cluster::Node, cx: ProcessCx) -> Result<(), BoxError> {
+    /// let exit = cx.recv_exit().await?;
+    /// println!("{} ended: {}", node.pid_of_exit(&exit), exit.reason);
+    /// # Ok(()) }
+    /// ```
+    pub fn pid_of_exit(&self, exit: &crate::process::Exit) -> NodePid {
+        NodePid::of_exit(exit).unwrap_or_else(|| self.pid(exit.pid))
+    }
+}
+
 impl fmt::Display for NodePid {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let raw = self.pid.as_u64();
