@@ -127,7 +127,7 @@ use crate::scheduler::{stepped_pid, SteppedCell};
 use crate::{Addr, ProcessCx, Scheduler, SchedulerHandle};
 use std::fmt;
 use std::future::Future;
-use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 
 /// A process and the events of its next step (module docs).
 ///
@@ -342,14 +342,18 @@ impl<P: Process> Harness<P> {
         // No cell in the context, so no waker into it: the body's asks are recorded, not sent,
         // and a foreign future it awaits alone fails its step (module docs).
         let ctx = ProcessContext::for_host(self.pid, self.host);
-        let init = self.process.init(&ctx, method, input);
-        if init.is_err() && first {
-            // As a spawn whose `init` fails: `close` runs, and the process never lived — a link
-            // or monitor its `init` made hears `NoProc`, a name it registered is released. (A
-            // second `init`, refused, leaves the process as it was.)
-            self.finish(ExitReason::NoProc);
+        let process = &mut self.process;
+        let init = catch_unwind(AssertUnwindSafe(|| process.init(&ctx, method, input)));
+        let failed = !matches!(init, Ok(Ok(())));
+        if failed && first {
+            // As a spawn whose `init` fails or panics: `close` runs (a panic in it contained),
+            // and the process never lived — a link or monitor its `init` made hears `NoProc`, a
+            // name it registered is released. (A second `init`, refused, leaves the process as
+            // it was.)
+            self.finish_as(ExitReason::NoProc, false);
         }
-        init
+        // A panic in `init` reaches the test, as a step's does.
+        init.unwrap_or_else(|panic| resume_unwind(panic))
     }
 
     /// The process's typed address on the harness's scheduler, once [`init`](Self::init) built
@@ -480,7 +484,13 @@ impl<P: Process> Harness<P> {
     /// The process ended with `reason`: `close` runs first, as on a scheduler — once, its
     /// panic contained and heard as the reason (`Panicked("in close: …")`) — then its entry
     /// in the table closes and its links and monitors hear it (`end`).
-    fn finish(&mut self, mut reason: ExitReason) {
+    fn finish(&mut self, reason: ExitReason) {
+        self.finish_as(reason, true);
+    }
+
+    /// [`finish`](Self::finish); a panic in `close` changes the reason heard only if
+    /// `close_panic_heard` (not for a process that never lived: a failed `init`'s `NoProc`).
+    fn finish_as(&mut self, mut reason: ExitReason, close_panic_heard: bool) {
         self.ended = true;
         if !self.closed {
             self.closed = true;
@@ -488,7 +498,9 @@ impl<P: Process> Harness<P> {
             if let Err(panic) = catch_unwind(AssertUnwindSafe(|| process.close())) {
                 let message = panic_message(&*panic);
                 tracing::warn!(pid = %self.pid, panic = %message, "close panicked");
-                reason = ExitReason::Panicked(format!("in close: {message}").into());
+                if close_panic_heard {
+                    reason = ExitReason::Panicked(format!("in close: {message}").into());
+                }
             }
         }
         self.end(reason);
@@ -538,9 +550,9 @@ impl<T: Send + 'static> Harness<Body<T>> {
 
 impl<P: Process> Drop for Harness<P> {
     fn drop(&mut self) {
-        if !std::thread::panicking() {
-            self.close();
-        }
+        // Also while the thread panics (a failing test): `close` runs once whatever happened,
+        // and a panic in it is contained (`finish`), so it cannot abort the process.
+        self.close();
         // Before the scheduler goes (`cell` is declared first): its links and monitors hear
         // the process's end, if no step ended it.
         self.cell.take();

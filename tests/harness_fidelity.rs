@@ -403,3 +403,79 @@ fn a_harnessed_process_pid_is_not_one_a_real_scheduler_issues() {
     assert_eq!(sched.block_on(real).unwrap(), 1);
     sched.shutdown(Duration::from_secs(5));
 }
+
+/// Registers a name, then fails or panics in `init` as told; its `close` may panic too.
+struct InitGoesWrong {
+    panics_in_init: bool,
+    panics_in_close: bool,
+    closed: mpsc::Sender<()>,
+}
+
+impl Process for InitGoesWrong {
+    type Output = ();
+    fn init(&mut self, ctx: &ProcessContext<'_>, _: &str, _: Payload) -> Result<(), InitError> {
+        ctx.scheduler()
+            .register("goes-wrong", ctx.pid())
+            .map_err(InitError::failed)?;
+        if self.panics_in_init {
+            panic!("init boom");
+        }
+        Err(InitError::failed("nope"))
+    }
+    fn step(&mut self, _: &mut Events, out: &mut StepOutput<()>) -> Result<(), BoxError> {
+        out.done(());
+        Ok(())
+    }
+    fn close(&mut self) {
+        let _ = self.closed.send(());
+        if self.panics_in_close {
+            panic!("close boom");
+        }
+    }
+}
+
+#[test]
+fn an_init_that_fails_or_panics_is_a_process_that_never_lived_whatever_its_close_does() {
+    for (panics_in_init, panics_in_close) in [(false, true), (true, false), (true, true)] {
+        let (closed_tx, closed) = mpsc::channel();
+        let mut harness = Harness::new(InitGoesWrong {
+            panics_in_init,
+            panics_in_close,
+            closed: closed_tx,
+        });
+        let init = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            harness.init("run", Payload::empty())
+        }));
+        match init {
+            Ok(result) => assert!(!panics_in_init && result.is_err()),
+            Err(_) => assert!(panics_in_init, "a panic in init reaches the test"),
+        }
+        let case = format!("init panics: {panics_in_init}, close panics: {panics_in_close}");
+        assert_eq!(closed.try_recv(), Ok(()), "{case}: close ran");
+        let sched = harness.scheduler().unwrap().clone();
+        assert_eq!(sched.whereis("goes-wrong"), None, "{case}: name released");
+        let down = wait("the Down", sched.monitor(harness.pid()));
+        assert!(down.reason.is_no_proc(), "{case}: {:?}", down.reason);
+        assert!(harness.step().is_err(), "{case}: never steps");
+        drop(harness);
+        assert!(closed.try_recv().is_err(), "{case}: close ran once");
+    }
+}
+
+#[test]
+fn a_harness_dropped_during_a_failing_test_still_runs_close_once() {
+    for panics_in_close in [false, true] {
+        let (closed_tx, closed) = mpsc::channel();
+        let failing_test = std::thread::spawn(move || {
+            let mut harness = Harness::new(ClosesLoudly {
+                closed: closed_tx,
+                panics: panics_in_close,
+            });
+            harness.init("run", Payload::empty()).unwrap();
+            panic!("the test's assertion fails");
+        });
+        assert!(failing_test.join().is_err());
+        assert_eq!(closed.try_recv(), Ok("close ran"));
+        assert!(closed.try_recv().is_err(), "once");
+    }
+}

@@ -213,7 +213,9 @@ impl<'a, M, R, F> Ask<'a, M, R, F> {
     /// poll, stands in the mailbox's line of waiting senders until room is made. The wait for
     /// room is part of the ask: an [`ask_within`](Addr::ask_within)'s timeout covers it, and
     /// an ask dropped (or timed out) while it waits gives its place in the line up and drops
-    /// its request. Set it before the ask is first polled.
+    /// its request — a request whose deadline has passed when its ask is polled is never
+    /// delivered, though one delivered at the edge of its deadline may time out waiting for
+    /// its answer, as with any `ask_within`. Set it before the ask is first polled.
     ///
     /// Under a capacity of 0, which refuses every message, the ask fails with
     /// `Undelivered(MailboxFull)` at once (no room will ever be made); a process that ends
@@ -272,8 +274,9 @@ where
                 return Poll::Ready(Err(error));
             }
         } else if let State::Held(_) = this.state {
-            // Past its deadline, a held request is given up before it could be delivered: an
-            // ask that reports `TimedOut` never reaches the process.
+            // Past its deadline when polled, a held request is given up, never delivered. (One
+            // delivered at the edge of its deadline may still time out waiting for its answer,
+            // as any `ask_within`: the check and the delivery are not one instant.)
             if let Some(deadline) = &mut this.deadline {
                 if Pin::new(deadline).poll(cx).is_ready() {
                     this.give_up();
