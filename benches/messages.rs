@@ -6,7 +6,7 @@
 //! |---|---|---|
 //! | `send_to_waiting/<form>` | a receiver that started first; [`SENDS`] `u64` sends from the bench thread, timed until the receiver has consumed all | one task receiving from an unbounded `mpsc` |
 //! | `ask_from_tokio` | [`ASKS`] asks from tokio code (the bench thread's `block_on`) to one process, each awaited before the next | a task receiving `(u64, oneshot::Sender)` |
-//! | `ask_from_task` | [`ASKS`] asks from a task spawned on a multi-thread tokio runtime to one process, each awaited before the next: every ask crosses between the runtimes twice (a thread wake-up each way when the other side is parked) | a task on the same runtime asking the native server: both ends on one worker, no wake-up crosses a thread |
+//! | `ask_from_task` | [`ASKS`] asks from a task spawned on a multi-thread tokio runtime to one process, each awaited before the next: every ask crosses between the runtimes twice (a thread wake-up each way when the other side is parked) | `ask_between`'s: a task on the same runtime asking the native server (both ends on one worker, no wake-up crosses a thread) |
 //! | `ask_between` | one process asks another [`ASKS`] times | one task asking another through `mpsc` + `oneshot` |
 //! | `ring_pids/<form>` | [`RING`] processes learn the ring's PIDs from a shared `OnceLock`; a `u64` token, forwarded with `SchedulerHandle::send` from each step, goes round until each has seen [`LAPS`]; timed from the first send until every handle is joined | tasks with `mpsc` senders in a shared `OnceLock` |
 //! | `ring_addrs/<form>` | the same ring with typed addresses (`Addr<u64>`) | — (same as above) |
@@ -257,20 +257,7 @@ fn asks(c: &mut Criterion) {
             caller.block_on(asker).expect("asker");
         })
     });
-    group.bench_function(NATIVE, |b| {
-        b.iter(|| {
-            let native = native.clone();
-            let asker = runtime.spawn(async move {
-                for n in 0..ASKS {
-                    let (tx, rx) = oneshot::channel();
-                    native.send((n, tx)).expect("server alive");
-                    let answer = rx.await.expect("answer");
-                    debug_assert_eq!(answer, n + 1);
-                }
-            });
-            runtime.block_on(asker).expect("asker");
-        })
-    });
+    // Its tokio-native peer is `ask_between`'s: a task asking the native server.
     group.finish();
 
     let mut group = c.benchmark_group("ask_between");
@@ -490,11 +477,14 @@ fn report(started: SystemTime) {
         *WORKERS
     );
     for (group, forms, units, unit) in rows {
-        let native = median_ns(group, NATIVE, started).or_else(|| {
-            (group == "ring_addrs")
-                .then(|| median_ns("ring_pids", NATIVE, started))
-                .flatten()
-        });
+        // Rows sharing another group's peer: the same tokio-native work.
+        let shared_peer = match group {
+            "ring_addrs" => Some("ring_pids"),
+            "ask_from_task" => Some("ask_between"),
+            _ => None,
+        };
+        let native = median_ns(group, NATIVE, started)
+            .or_else(|| shared_peer.and_then(|peer| median_ns(peer, NATIVE, started)));
         for form in forms {
             let Some(ours) = median_ns(group, form, started) else {
                 continue;

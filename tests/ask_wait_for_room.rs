@@ -58,6 +58,55 @@ fn bounded(workers: usize, capacity: usize) -> Scheduler {
         .unwrap()
 }
 
+/// Waits until process `pid` is `Blocked` (a hang guard bounds the wait).
+fn wait_until_blocked(sched: &Scheduler, pid: Pid) {
+    let deadline = std::time::Instant::now() + HANG_GUARD;
+    while sched.state(pid) != Some(ProcessState::Blocked) {
+        assert!(std::time::Instant::now() < deadline, "hang guard");
+        std::thread::yield_now();
+    }
+}
+
+/// Runs `asker` (given the doubler's address) as a body while the doubler's one message of
+/// room is taken; once it is `Blocked` on its held asks, cancels it: it must end cancelled
+/// (`?` on the ask's `Cancelled`), and nothing it held may reach the doubler.
+fn cancelled_while_held<Fut>(asker: impl FnOnce(Addr<Request>) -> Fut + Send + 'static)
+where
+    Fut: std::future::Future<Output = Result<(), BoxError>> + Send + 'static,
+{
+    let sched = bounded(2, 1);
+    let (doubler, go) = gated_doubler(&sched);
+    let filled = doubler.addr();
+    let filler = fill(&filled);
+    let addr = doubler.addr();
+    let asker = sched.spawn_fn(move |_: ProcessCx| asker(addr)).unwrap();
+    wait_until_blocked(&sched, asker.pid());
+    sched.cancel(asker.pid()).unwrap();
+    let ended = sched.block_on(async {
+        tokio::time::timeout(HANG_GUARD, asker)
+            .await
+            .expect("hang guard: the cancel was not heard while waiting for room")
+    });
+    assert!(
+        ended.unwrap_err().is_cancelled(),
+        "`?` on the ask's Cancelled"
+    );
+    go.send(()).unwrap();
+    let filled_answer = sched.block_on(async {
+        tokio::time::timeout(HANG_GUARD, filler)
+            .await
+            .expect("hang guard")
+    });
+    assert_eq!(filled_answer.unwrap(), 2);
+    sched.cancel(doubler.pid()).unwrap();
+    assert_eq!(
+        sched.block_on(doubler).unwrap(),
+        1,
+        "only the filler was delivered"
+    );
+    sched.shutdown(HANG_GUARD);
+}
+
 #[test]
 fn an_ask_from_tokio_waits_for_room_where_a_plain_ask_is_refused() {
     let sched = bounded(1, 1);
@@ -148,11 +197,7 @@ fn an_ask_from_a_body_waits_for_room_blocked_and_is_answered() {
         .unwrap();
     sent.recv_timeout(HANG_GUARD).expect("the asker ran");
     // Waits for room as for any answer: its worker is free.
-    let deadline = std::time::Instant::now() + HANG_GUARD;
-    while sched.state(asker.pid()) != Some(ProcessState::Blocked) {
-        assert!(std::time::Instant::now() < deadline, "hang guard");
-        std::thread::yield_now();
-    }
+    wait_until_blocked(&sched, asker.pid());
     go.send(()).unwrap();
     assert_eq!(sched.block_on(asker).unwrap(), 42);
     sched.cancel(doubler.pid()).unwrap();
@@ -243,94 +288,26 @@ fn under_capacity_zero_an_ask_that_waits_for_room_is_mailbox_full_at_once() {
 
 #[test]
 fn a_body_waiting_for_room_hears_its_cancel_and_sends_nothing() {
-    let sched = bounded(2, 1);
-    let (doubler, go) = gated_doubler(&sched);
-    let filled = doubler.addr();
-    let filler = fill(&filled);
-    let addr = doubler.addr();
-    let asker = sched
-        .spawn_fn(move |_: ProcessCx| async move {
-            Ok::<_, BoxError>(addr.ask(|reply| (21, reply)).wait_for_room().await?)
-        })
-        .unwrap();
-    let deadline = std::time::Instant::now() + HANG_GUARD;
-    while sched.state(asker.pid()) != Some(ProcessState::Blocked) {
-        assert!(std::time::Instant::now() < deadline, "hang guard");
-        std::thread::yield_now();
-    }
-    sched.cancel(asker.pid()).unwrap();
-    let ended = sched.block_on(async {
-        tokio::time::timeout(HANG_GUARD, asker)
-            .await
-            .expect("hang guard: the cancel was not heard while waiting for room")
+    cancelled_while_held(|addr| async move {
+        addr.ask(|reply| (21, reply)).wait_for_room().await?;
+        Ok(())
     });
-    assert!(
-        ended.unwrap_err().is_cancelled(),
-        "`?` on the ask's Cancelled"
-    );
-    go.send(()).unwrap();
-    let filled_answer = sched.block_on(async {
-        tokio::time::timeout(HANG_GUARD, filler)
-            .await
-            .expect("hang guard")
-    });
-    assert_eq!(filled_answer.unwrap(), 2);
-    sched.cancel(doubler.pid()).unwrap();
-    assert_eq!(
-        sched.block_on(doubler).unwrap(),
-        1,
-        "only the filler was delivered"
-    );
-    sched.shutdown(HANG_GUARD);
 }
 
 #[test]
 fn held_asks_polled_by_a_combinator_hear_their_process_cancel() {
     use futures::stream::{FuturesUnordered, StreamExt};
-    let sched = bounded(2, 1);
-    let (doubler, go) = gated_doubler(&sched);
-    let filled = doubler.addr();
-    let filler = fill(&filled);
-    let addr = doubler.addr();
-    let asker = sched
-        .spawn_fn(move |_: ProcessCx| async move {
-            // Every ask is held (the mailbox is full), each polled with the combinator's
-            // waker rather than the body's.
-            let mut asks: FuturesUnordered<_> = (0..40)
-                .map(|n| addr.ask(move |reply| (n, reply)).wait_for_room())
-                .collect();
-            while let Some(answer) = asks.next().await {
-                answer?;
-            }
-            Ok::<_, BoxError>(())
-        })
-        .unwrap();
-    let deadline = std::time::Instant::now() + HANG_GUARD;
-    while sched.state(asker.pid()) != Some(ProcessState::Blocked) {
-        assert!(std::time::Instant::now() < deadline, "hang guard");
-        std::thread::yield_now();
-    }
-    sched.cancel(asker.pid()).unwrap();
-    let ended = sched.block_on(async {
-        tokio::time::timeout(HANG_GUARD, asker)
-            .await
-            .expect("hang guard: the cancel was not heard by asks held in a FuturesUnordered")
+    cancelled_while_held(|addr| async move {
+        // Every ask is held (the mailbox is full), each polled with the combinator's waker
+        // rather than the body's.
+        let mut asks: FuturesUnordered<_> = (0..40)
+            .map(|n| addr.ask(move |reply| (n, reply)).wait_for_room())
+            .collect();
+        while let Some(answer) = asks.next().await {
+            answer?;
+        }
+        Ok(())
     });
-    assert!(ended.unwrap_err().is_cancelled());
-    go.send(()).unwrap();
-    let filled_answer = sched.block_on(async {
-        tokio::time::timeout(HANG_GUARD, filler)
-            .await
-            .expect("hang guard")
-    });
-    assert_eq!(filled_answer.unwrap(), 2);
-    sched.cancel(doubler.pid()).unwrap();
-    assert_eq!(
-        sched.block_on(doubler).unwrap(),
-        1,
-        "no held ask was delivered"
-    );
-    sched.shutdown(HANG_GUARD);
 }
 
 #[test]
