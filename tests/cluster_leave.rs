@@ -181,3 +181,37 @@ async fn a_node_that_left_is_not_brought_back_by_its_late_frames() {
     }
     b_sched.shutdown_async(GUARD).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_live_node_whose_entry_is_deleted_from_outside_is_taken_back_when_it_claims_it_again() {
+    let server = NatsServer::start();
+    let (_a_sched, a) = start_node(&server.url(), "a").await;
+    let (_b_sched, b) = start_node(&server.url(), "b").await;
+    assert!(a.wait_for_nodes(1, GUARD).await, "hang guard: a sees b");
+    assert!(b.wait_for_nodes(1, GUARD).await, "hang guard: b sees a");
+    let on_b = a
+        .spawn_on(Placement::Node("b".into()), "cart", 7u64)
+        .await
+        .unwrap();
+    // A client other than b (an operator, a script) deletes b's entry while b lives: a
+    // declares b down on reading the delete, as for a leave.
+    let down_before = a.stats().peers_down;
+    let raw = procsched::cluster::nats::connect(server.url())
+        .await
+        .unwrap();
+    let bucket = procsched::cluster::nats::jetstream::new(raw)
+        .get_key_value("procsched_nodes")
+        .await
+        .unwrap();
+    bucket.delete("b").await.unwrap();
+    wait_until("a reads the delete", GUARD, || {
+        a.stats().peers_down > down_before
+    });
+    // b's next heartbeat finds its entry gone and claims its name again, at the same
+    // incarnation: a takes it back (its entry, written by b itself, is not a late frame).
+    wait_until("a takes b back", GUARD, || {
+        a.nodes().iter().any(|n| n.name == "b")
+    });
+    assert_eq!(a.addr::<Cart>(on_b).ask(Cart::Total).await.unwrap(), 7);
+    drop(b);
+}

@@ -111,6 +111,24 @@ async fn a_name_of_two_types_or_a_type_of_two_names_is_refused_at_start() {
     .await
     .expect("a closure under a function's name is refused");
     assert!(why.contains("\"count\""), "{why}");
+
+    // Two `fn` pointers of one type may point at different functions: not comparable, refused
+    // with a message that says so and names the way out.
+    type Body = fn(
+        ProcessCx<()>,
+        u64,
+    ) -> std::pin::Pin<
+        Box<dyn std::future::Future<Output = Result<u64, BoxError>> + Send>,
+    >;
+    let pointer: Body = |cx, n| Box::pin(first(cx, n));
+    let why = refusal(
+        cluster(&url)
+            .spawnable("count", pointer)
+            .spawnable("count", pointer),
+    )
+    .await
+    .expect("a fn pointer registered twice is refused");
+    assert!(why.contains("cannot compare"), "{why}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -294,7 +294,9 @@ impl Cluster {
     /// ([`Node::spawn_on_with_handle`](super::Node::spawn_on_with_handle)). A name runs one
     /// body: [`Node::start`](super::Node::start) refuses (`ClusterError::Config`) a name
     /// registered for two bodies; the same function (or a closure that captures nothing)
-    /// registered again under its name changes nothing.
+    /// registered again under its name changes nothing. A body procsched cannot compare — a
+    /// closure with state, or a `fn` pointer (two may point at different functions) —
+    /// registered twice under one name is refused too.
     ///
     /// # Examples
     ///

@@ -26,30 +26,47 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// The incarnation of each name that left, and when.
+/// The incarnation of each name that left, and until when it is remembered.
 ///
 /// Bounded: a name keeps one entry, and an entry goes after `forget_after` (a frame later than
-/// that is admitted as any unknown name's is, and swept if nothing follows). Locked inside the
-/// peers lock (a departure and its removal are one step), never around it.
+/// that is admitted as any unknown name's is, and swept if nothing follows) — not read past
+/// then, and dropped at the next record. Locked inside the peers lock (a departure and its
+/// removal are one step), never around it.
 #[derive(Debug, Default)]
 pub(crate) struct Departed {
     by_name: Mutex<HashMap<Arc<str>, (u64, Instant)>>,
 }
 
 impl Departed {
-    /// `peer` left (or was replaced by another incarnation); first forgets departures older
-    /// than `forget_after`.
+    /// `peer` left (or was replaced by another incarnation): remembered for `forget_after`.
     pub(crate) fn record(&self, peer: &PeerId, forget_after: Duration) {
+        let now = Instant::now();
         let mut by_name = lock(&self.by_name);
-        by_name.retain(|_, (_, at)| at.elapsed() < forget_after);
-        by_name.insert(peer.name.clone(), (peer.incarnation, Instant::now()));
+        by_name.retain(|_, (_, until)| now < *until);
+        let until = now
+            .checked_add(forget_after)
+            .unwrap_or(now + Duration::from_secs(86_400));
+        by_name.insert(peer.name.clone(), (peer.incarnation, until));
     }
 
-    /// Whether `peer` (this incarnation of its name) left.
+    /// `peer` is back: its entry was put again in the membership bucket (`peers.rs`).
+    pub(crate) fn forget(&self, peer: &PeerId) {
+        let mut by_name = lock(&self.by_name);
+        if by_name
+            .get(&peer.name)
+            .is_some_and(|(incarnation, _)| *incarnation == peer.incarnation)
+        {
+            by_name.remove(&peer.name);
+        }
+    }
+
+    /// Whether `peer` (this incarnation of its name) left, within the time it is remembered.
     pub(crate) fn contains(&self, peer: &PeerId) -> bool {
         lock(&self.by_name)
             .get(&peer.name)
-            .is_some_and(|(incarnation, _)| *incarnation == peer.incarnation)
+            .is_some_and(|(incarnation, until)| {
+                *incarnation == peer.incarnation && Instant::now() < *until
+            })
     }
 }
 
@@ -85,9 +102,13 @@ mod tests {
         assert!(departed.contains(&peer("b", 1)));
         assert!(!departed.contains(&peer("b", 2)), "a restart is not");
         assert!(!departed.contains(&peer("c", 1)));
-        // Zero: "b"'s entry is old, forgotten as "c"'s is recorded.
+        // Remembered for zero: not read, and dropped at the next record.
         departed.record(&peer("c", 1), Duration::ZERO);
-        assert!(!departed.contains(&peer("b", 1)));
-        assert!(departed.contains(&peer("c", 1)));
+        assert!(
+            !departed.contains(&peer("c", 1)),
+            "past its time, without another record"
+        );
+        departed.record(&peer("d", 1), Duration::MAX);
+        assert!(departed.contains(&peer("b", 1)) && departed.contains(&peer("d", 1)));
     }
 }

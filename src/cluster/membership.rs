@@ -220,6 +220,9 @@ pub(crate) async fn holder(store: &kv::Store, name: &str) -> Option<(u64, u64)> 
 pub(crate) async fn watch(node: Arc<NodeShared>, store: kv::Store) {
     let sweep = node.runtime.spawn(sweep(Arc::downgrade(&node)));
     let _stop_sweep = AbortOnDrop(sweep.abort_handle());
+    // The incarnation in each entry's last put: a delete carries none, and must end only that
+    // incarnation (a newer one may be known from its frames already).
+    let mut last_put: std::collections::HashMap<String, u64> = std::collections::HashMap::new();
     loop {
         let mut entries = match store.watch_with_history(">").await {
             Ok(entries) => entries,
@@ -257,6 +260,7 @@ pub(crate) async fn watch(node: Arc<NodeShared>, store: kv::Store) {
                             incarnation: beat.incarnation,
                         };
                         let severed_us = severance::reported_for(&node.me, &beat.severed);
+                        last_put.insert(entry.key.clone(), beat.incarnation);
                         node.peer_seen(id, beat.load(), severed_us);
                     }
                     Err(error) => {
@@ -264,7 +268,8 @@ pub(crate) async fn watch(node: Arc<NodeShared>, store: kv::Store) {
                     }
                 },
                 Operation::Delete | Operation::Purge => {
-                    node.peer_down(&entry.key, None, "left the cluster");
+                    let left = last_put.remove(&entry.key);
+                    node.peer_down(&entry.key, left, "left the cluster");
                 }
             }
         }

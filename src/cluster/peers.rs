@@ -57,8 +57,11 @@ impl NodeShared {
                     }
                 }
                 Some(peer) => Some(peer.id.incarnation),
-                // Its late frames, or a heartbeat written as it left (`departed.rs`).
-                None if self.departed.contains(&id) => {
+                // Its late frames (`departed.rs`). Not its entry put again in the membership
+                // bucket, which only a live node writes (a leaving node stops its heartbeat
+                // before it deletes its entry): the node re-claimed its name after an outside
+                // delete, and is taken back, forgotten as departed.
+                None if load.is_none() && self.departed.contains(&id) => {
                     tracing::debug!(
                         node = %id.name,
                         incarnation = id.incarnation,
@@ -67,6 +70,9 @@ impl NodeShared {
                     return false;
                 }
                 None => {
+                    if load.is_some() {
+                        self.departed.forget(&id);
+                    }
                     let severed_it = self.severances.count(&id);
                     let to = wire::Session {
                         incarnation: id.incarnation,
@@ -172,7 +178,11 @@ impl NodeShared {
     /// it left, restarted, or this node stops. Removes it and fails everything that waits on
     /// it; that incarnation is never taken back (`departed.rs`).
     pub(crate) fn peer_down(&self, name: &str, incarnation: Option<u64>, why: &str) {
-        if let Some(peer) = self.remove_peer(name, incarnation, Count::No, true) {
+        // Only a known incarnation is remembered as departed: with `None` the one removed may
+        // be a newer one than what left (learned from its frames before the delete was read),
+        // and remembering it would shut a live node out.
+        let departed = incarnation.is_some();
+        if let Some(peer) = self.remove_peer(name, incarnation, Count::No, departed) {
             self.peer_gone(peer, why);
         }
     }

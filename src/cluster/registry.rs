@@ -122,8 +122,10 @@ impl Registry {
         T: Serialize + Send + 'static,
         E: Into<BoxError>,
     {
-        // A body that holds no state (a function, a closure that captures nothing) registered
-        // again is the same body; any other second body under the name is a conflict.
+        // A body of a zero-sized type (a function item, a closure that captures nothing)
+        // registered again is the same body. Two values of a sized type — a closure with
+        // state, a `fn` pointer (two may point at different functions) — cannot be compared:
+        // a conflict, as any other second body under the name.
         let kind = Registered::of::<F>();
         if let Some(earlier) = self.spawn_bodies.get(name) {
             if earlier.id != kind.id {
@@ -134,8 +136,9 @@ impl Registry {
                 ));
             } else if std::mem::size_of::<F>() != 0 {
                 self.conflicts.push(format!(
-                    "the spawnable name {name:?} is registered twice with a body that captures \
-                     state (`{}`): each body needs a name of its own",
+                    "the spawnable name {name:?} is registered twice with a body procsched \
+                     cannot compare (`{}`: a closure with state, or a `fn` pointer): register \
+                     it once, or the function itself (not a pointer to it)",
                     kind.name
                 ));
             }
