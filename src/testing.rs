@@ -113,6 +113,8 @@
 mod asks;
 mod body;
 mod step;
+#[cfg(all(test, not(loom)))]
+mod tests;
 
 pub use asks::{Asked, ScriptError};
 pub use body::Body;
@@ -161,7 +163,9 @@ use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 pub struct Harness<P: Process> {
     /// Boxed: a harness may be moved between steps, and an async-fn process must not be
     /// (`AsyncFnProcess`'s docs).
-    process: Box<P>,
+    /// Dropped by hand, contained (`Drop`): a body's future, or a process, whose destructor
+    /// panics must not escape the harness's drop — in a failing test that would abort.
+    process: std::mem::ManuallyDrop<Box<P>>,
     pid: Pid,
     /// The host identity of the harness's scheduler, once `init` built it (until then, one no
     /// scheduler has): the process's asks are filed under it (`asks.rs`).
@@ -217,7 +221,7 @@ impl<P: Process> Harness<P> {
     /// ```
     pub fn new(process: P) -> Harness<P> {
         Harness {
-            process: Box::new(process),
+            process: std::mem::ManuallyDrop::new(Box::new(process)),
             pid: stepped_pid(),
             host: HostId::next(),
             cell: None,
@@ -324,6 +328,12 @@ impl<P: Process> Harness<P> {
     /// # Ok::<(), BoxError>(())
     /// ```
     pub fn init(&mut self, method: &str, input: Payload) -> Result<(), InitError> {
+        if self.ended {
+            // Its first `init` failed: the process never lived, and its `close` ran.
+            return Err(InitError::failed(
+                "the process has ended (its init failed, or a step ended it): it is started no more",
+            ));
+        }
         let first = self.sched.is_none();
         if first {
             let sched = Scheduler::builder()
@@ -551,8 +561,16 @@ impl<T: Send + 'static> Harness<Body<T>> {
 impl<P: Process> Drop for Harness<P> {
     fn drop(&mut self) {
         // Also while the thread panics (a failing test): `close` runs once whatever happened,
-        // and a panic in it is contained (`finish`), so it cannot abort the process.
+        // and a panic in it is contained (`finish`), so it cannot abort the process; nor can
+        // the process's own drop (a body's future holding a value whose drop panics), run
+        // contained as the scheduler runs it.
         self.close();
+        // SAFETY: `self.process` is not used again: this is the harness's drop, it runs once,
+        // and no field's own drop reads the process.
+        let process = unsafe { std::mem::ManuallyDrop::take(&mut self.process) };
+        if crate::process::drop_contained(process) != 0 {
+            tracing::warn!(pid = %self.pid, "the process's drop panicked (contained)");
+        }
         // Before the scheduler goes (`cell` is declared first): its links and monitors hear
         // the process's end, if no step ended it.
         self.cell.take();

@@ -479,3 +479,46 @@ fn a_harness_dropped_during_a_failing_test_still_runs_close_once() {
         assert!(closed.try_recv().is_err(), "once");
     }
 }
+
+/// Panics when dropped: held by a body's future, as a local across an `.await`.
+struct Bomb;
+
+impl Drop for Bomb {
+    fn drop(&mut self) {
+        panic!("future drop boom");
+    }
+}
+
+#[test]
+fn a_body_whose_future_panics_when_dropped_is_dropped_contained_even_in_a_failing_test() {
+    let failing_test = std::thread::spawn(|| {
+        let mut harness = Harness::for_fn(|cx: ProcessCx<u8>| async move {
+            let _bomb = Bomb;
+            cx.recv().await?;
+            Ok::<_, BoxError>(())
+        });
+        harness.init("run", Payload::empty()).unwrap();
+        assert!(matches!(harness.step().unwrap().status, Status::Idle));
+        panic!("the test's assertion fails");
+    });
+    // The thread unwinds with the test's panic: the harness's drop did not abort the process.
+    assert!(failing_test.join().is_err());
+}
+
+#[test]
+fn a_state_machine_whose_init_failed_is_not_started_again() {
+    let (closed_tx, closed) = mpsc::channel();
+    let mut harness = Harness::new(InitGoesWrong {
+        panics_in_init: false,
+        panics_in_close: false,
+        closed: closed_tx,
+    });
+    assert!(harness.init("run", Payload::empty()).is_err());
+    let again = harness.init("run", Payload::empty()).unwrap_err();
+    assert!(again.to_string().contains("ended"), "{again}");
+    assert_eq!(closed.try_recv(), Ok(()));
+    assert!(
+        closed.try_recv().is_err(),
+        "its init did not run after its close"
+    );
+}

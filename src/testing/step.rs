@@ -101,7 +101,7 @@ impl<P: Process> Harness<P> {
         if self.ended {
             self.events.drain().for_each(drop);
             return Err(
-                "the process has ended (a step returned `Done` or an error, or panicked): \
+                "the process has ended (its init failed, or a step returned `Done` or an error, or panicked): \
                         a scheduler steps it no more"
                     .into(),
             );
