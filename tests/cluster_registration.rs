@@ -142,3 +142,16 @@ async fn the_same_registration_twice_is_harmless() {
         .spawnable("count", first);
     assert_eq!(refusal(twice).await, None, "the node starts");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_heartbeat_too_short_for_nats_is_refused_at_start_by_name() {
+    // Refused before any connection: no server needed.
+    let why = refusal(
+        cluster("nats://127.0.0.1:1")
+            .heartbeat(Duration::from_millis(20))
+            .down_after(Duration::from_millis(100)),
+    )
+    .await
+    .expect("a 20 ms heartbeat is refused");
+    assert!(why.contains("34 ms"), "{why}");
+}

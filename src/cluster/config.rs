@@ -158,7 +158,8 @@ impl Cluster {
     /// and kept (file storage) after every node has gone, so every node sharing a bucket uses
     /// the same heartbeat — a node whose heartbeat differs is refused at its start
     /// ([`ClusterError::Config`](super::ClusterError::Config)); another heartbeat takes another
-    /// [`bucket`](Self::bucket).
+    /// [`bucket`](Self::bucket). At least 34 ms: NATS keeps a key-value entry at least 100 ms
+    /// (a shorter heartbeat is refused at start, `ClusterError::Config`).
     ///
     /// # Examples
     ///
@@ -333,6 +334,15 @@ impl Cluster {
         }
         if self.heartbeat.is_zero() || self.down_after <= self.heartbeat {
             return Err("`down_after` must exceed a non-zero `heartbeat`".to_owned());
+        }
+        // The bucket keeps an entry for three heartbeats, and NATS refuses a key-value max age
+        // under 100 ms: refused here, typed and named, rather than by the server at start.
+        if self.heartbeat * 3 < Duration::from_millis(100) {
+            return Err(format!(
+                "`heartbeat` must be at least 34 ms (it is {:?}): the membership bucket keeps \
+                 entries for three heartbeats, and NATS keeps a key-value entry at least 100 ms",
+                self.heartbeat
+            ));
         }
         if !(1..=5).contains(&self.replicas) {
             return Err("`replicas` must be 1 to 5".to_owned());
