@@ -17,7 +17,9 @@
 //!   has run (`process/mailbox/watch.rs`, protocols 8 and 9, with their loom models).
 //! - **Supervisors** ([`Supervisor`]): restart children by a strategy (`one_for_one`,
 //!   `one_for_all`, `rest_for_one`), restart type (`Permanent`, `Transient`, `Temporary`) and
-//!   intensity; stop them by a shutdown policy; nest into trees; add dynamic children.
+//!   intensity; stop them by a shutdown policy; nest into trees; add dynamic children. A
+//!   child's own mailbox bound is set by its [`ChildOptions`]; its link is always its
+//!   supervisor's.
 //! - **Names** ([`SchedulerHandle::register`](crate::SchedulerHandle::register),
 //!   [`whereis`](crate::SchedulerHandle::whereis),
 //!   [`named`](crate::SchedulerHandle::named)): released when the process ends; a
@@ -56,7 +58,7 @@
 
 pub use crate::process::{Down, Exit, ExitNode, ExitReason, Incoming, MonitorRef, Signal};
 pub use crate::scheduler::{
-    ChildInfo, ChildShutdown, ChildSpec, Monitor, NotRunning, RegisterError, Restart, Start,
-    Strategy, Supervisor, SupervisorError, SupervisorRef, DEFAULT_MAX_RESTARTS,
+    ChildInfo, ChildOptions, ChildShutdown, ChildSpec, Monitor, NotRunning, RegisterError, Restart,
+    Start, Strategy, Supervisor, SupervisorError, SupervisorRef, DEFAULT_MAX_RESTARTS,
     DEFAULT_RESTART_WINDOW,
 };

@@ -1,7 +1,9 @@
 //! `SpawnOptions`: a process's own mailbox bound, read by every send to it (`send`,
 //! `Addr::send`, `send_wait`, an ask) instead of the scheduler's `mailbox_capacity`; an
 //! unbounded process among bounded ones; the `link` option, as `spawn_fn_linked`'s; and the
-//! scheduler-wide default, unchanged for processes spawned without options.
+//! scheduler-wide default, unchanged for processes spawned without options. `ChildOptions`: a
+//! supervised child's own bound, held by every instance its factory starts (`async fn` body and
+//! state machine). That a child's options cannot ask for a link is `tests/compile_fail/`'s.
 
 mod support;
 
@@ -294,11 +296,11 @@ fn spawn_with_gives_a_state_machine_its_bound_and_its_link() {
 
 #[test]
 fn a_supervised_child_keeps_a_bound_of_its_own_across_restarts() {
-    use procsched::supervision::{ChildSpec, Strategy, Supervisor};
+    use procsched::supervision::{ChildOptions, ChildSpec, Strategy, Supervisor};
     let sched = Scheduler::builder().workers(2).build().unwrap(); // unbounded
     let queue = ChildSpec::new("queue", |start| {
         start.spawn_fn_with(
-            SpawnOptions::new().mailbox_capacity(2),
+            ChildOptions::new().mailbox_capacity(2),
             |cx: ProcessCx<u32>| async move {
                 let Err(cancelled) = cx.cancelled().await;
                 Err::<(), BoxError>(cancelled.into())
@@ -334,6 +336,72 @@ fn a_supervised_child_keeps_a_bound_of_its_own_across_restarts() {
         );
         sched.terminate(pid).unwrap();
         killed = Some(pid);
+    }
+    sched.shutdown(HANG_GUARD);
+}
+
+/// A state machine whose first step tells `entered`, then holds until `release` says: a
+/// release fails it (its supervisor restarts it), a dropped release ends it `Normal` (a
+/// transient child is not restarted then).
+struct HeldChild {
+    entered: mpsc::Sender<()>,
+    release: mpsc::Receiver<()>,
+}
+
+impl Process for HeldChild {
+    type Output = ();
+    fn step(&mut self, _: &mut Events, out: &mut StepOutput<()>) -> Result<(), BoxError> {
+        self.entered.send(())?;
+        match self.release.recv_timeout(HANG_GUARD) {
+            Ok(()) => Err("released: fails, to be restarted".into()),
+            Err(_) => {
+                out.done(());
+                Ok(())
+            }
+        }
+    }
+}
+
+/// One instance of the held child: its PID, its first step's signal, its release.
+type Instance = (Pid, mpsc::Receiver<()>, mpsc::Sender<()>);
+
+#[test]
+fn a_supervised_state_machine_keeps_a_bound_of_its_own_across_restarts() {
+    use procsched::supervision::{ChildOptions, ChildSpec, Restart, Supervisor};
+    let sched = Scheduler::builder().workers(2).build().unwrap(); // unbounded
+    let (started_tx, started) = mpsc::channel::<Instance>();
+    let held = ChildSpec::new("held", move |start| {
+        let (entered_tx, entered) = mpsc::channel();
+        let (release, release_rx) = mpsc::channel();
+        let child = HeldChild {
+            entered: entered_tx,
+            release: release_rx,
+        };
+        let opts = ChildOptions::new().mailbox_capacity(2);
+        let pid = start.spawn_with(opts, child, "run", Payload::empty())?;
+        started_tx
+            .send((pid, entered, release))
+            .expect("the test holds the receiver");
+        Ok(pid)
+    })
+    .restart(Restart::Transient);
+    let _sup = sched
+        .block_on(Supervisor::one_for_one().child(held).start(sched.handle()))
+        .unwrap();
+    // Two restarts: within the default intensity (3 in 5 s).
+    const INSTANCES: usize = 3;
+    for instance in 0..INSTANCES {
+        let (pid, entered, release) = started.recv_timeout(HANG_GUARD).expect("hang guard");
+        entered.recv_timeout(HANG_GUARD).expect("hang guard");
+        let addr = sched.handle().addr::<u32>(pid);
+        assert_eq!(
+            fill(&addr, 10),
+            (2, SendErrorKind::MailboxFull),
+            "instance {instance}: its own bound of 2"
+        );
+        if instance + 1 < INSTANCES {
+            release.send(()).unwrap(); // it fails, and is restarted
+        } // else the release is dropped: it ends `Normal`, and is not restarted
     }
     sched.shutdown(HANG_GUARD);
 }

@@ -14,7 +14,7 @@
 //! | `error` | [`SpawnError`], [`SendError`] ([`SendErrorKind`]): why a spawn or a send did not go through |
 //! | `handle` | [`SchedulerHandle`]: spawn, send, terminate, state — from anywhere |
 //! | `cx` | async-fn processes: `spawn_fn`, and what a `ProcessCx` reaches through the scheduler |
-//! | `spawn_options` | [`SpawnOptions`]: one process's own mailbox bound and link, and the spawns that take them |
+//! | `spawn_options` | [`SpawnOptions`]: one process's own mailbox bound and link, and the spawns that take them; [`ChildOptions`]: a supervised child's (the bound only) |
 //! | `addr` | [`Addr`]: a typed address, the send path from a value to a mailbox |
 //! | `process_handle` | [`ProcessHandle`]: a process's result, and its address |
 //! | `ask` | ask/reply: the [`Ask`] future and [`AskError`] |
@@ -140,7 +140,7 @@ pub(crate) use reply::RemoteAnswer;
 pub use reply::Reply;
 pub use send_wait::SendWait;
 pub use shutdown::FORCED_STOP_WAIT;
-pub use spawn_options::SpawnOptions;
+pub use spawn_options::{ChildOptions, SpawnOptions};
 pub(crate) use stepped::{stepped_pid, Arrived, SteppedCell};
 pub use supervisor::{
     ChildInfo, ChildShutdown, ChildSpec, Restart, Start, Strategy, Supervisor, SupervisorError,

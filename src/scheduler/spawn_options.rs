@@ -1,6 +1,8 @@
 //! [`SpawnOptions`]: what one spawn sets for its process alone (its mailbox's bound, a link to
 //! a parent), and the spawns that take them. Every other spawn is one of these with default
-//! options.
+//! options. [`ChildOptions`]: the part of them a supervised child can have (its mailbox's bound:
+//! its link is its supervisor's), taken by [`Start`](crate::supervision::Start)'s spawns.
+//! `SpawnOptions` holds a `ChildOptions`, so the bound is set in one place.
 
 use super::cx::ProcessCx;
 use super::error::SpawnError;
@@ -19,6 +21,9 @@ use std::future::Future;
 /// set here is the process's for its whole life, whatever the scheduler's is: every send to it
 /// ([`send`](SchedulerHandle::send), [`Addr::send`](crate::Addr::send),
 /// [`send_wait`](crate::Addr::send_wait), an ask, a remote node's send) meets this bound.
+///
+/// A supervised child is spawned with [`ChildOptions`] instead: the bound without the link,
+/// its link being its supervisor's.
 ///
 /// # Examples
 ///
@@ -45,7 +50,8 @@ use std::future::Future;
 #[derive(Debug, Clone, Default)]
 #[must_use = "options do nothing until a spawn takes them"]
 pub struct SpawnOptions {
-    mailbox: MailboxBound,
+    /// What applies to the process itself, supervised or not (its mailbox bound).
+    process: ChildOptions,
     link: Option<Pid>,
 }
 
@@ -86,7 +92,7 @@ impl SpawnOptions {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn mailbox_capacity(mut self, capacity: usize) -> SpawnOptions {
-        self.mailbox = MailboxBound::Capacity(capacity);
+        self.process = self.process.mailbox_capacity(capacity);
         self
     }
 
@@ -111,7 +117,7 @@ impl SpawnOptions {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn unbounded_mailbox(mut self) -> SpawnOptions {
-        self.mailbox = MailboxBound::Unbounded;
+        self.process = self.process.unbounded_mailbox();
         self
     }
 
@@ -143,19 +149,137 @@ impl SpawnOptions {
     }
 
     /// The link it asks for, in the form the spawns take.
-    /// The mailbox bound asked for (a supervised child takes only this: its link is its
-    /// supervisor's).
-    pub(crate) fn mailbox_bound(&self) -> MailboxBound {
-        self.mailbox
-    }
-
-    /// The parent asked for, if any.
-    pub(crate) fn parent(&self) -> Option<Pid> {
-        self.link
-    }
-
     fn link_to(&self) -> Option<Link> {
         self.link.map(Link::to)
+    }
+}
+
+/// Options for one supervised child ([`Start::spawn_fn_with`], [`Start::spawn_with`]): its own
+/// mailbox bound, for every instance its [`ChildSpec`]'s factory starts.
+///
+/// They are [`SpawnOptions`] without the link: a supervised child's link is its supervisor's,
+/// made by [`Start`] before the child's first poll (or step), so there is no other to ask for —
+/// a child that needs another link makes it itself
+/// ([`ProcessCx::link`](crate::ProcessCx::link)). The default is what
+/// [`Start::spawn_fn`] does: the scheduler's
+/// [`mailbox_capacity`](crate::config::SchedulerBuilder::mailbox_capacity). A bound set here
+/// is each instance's for its whole life, and every send to it meets it, as with
+/// `SpawnOptions`.
+///
+/// [`Start`]: crate::supervision::Start
+/// [`Start::spawn_fn`]: crate::supervision::Start::spawn_fn
+/// [`Start::spawn_fn_with`]: crate::supervision::Start::spawn_fn_with
+/// [`Start::spawn_with`]: crate::supervision::Start::spawn_with
+/// [`ChildSpec`]: crate::supervision::ChildSpec
+///
+/// # Examples
+///
+/// A supervised queue whose every instance holds at most 2 waiting jobs, on a scheduler whose
+/// processes are otherwise unbounded:
+///
+/// ```
+/// use procsched::prelude::*;
+/// use procsched::supervision::{ChildOptions, ChildSpec, Supervisor};
+///
+/// let sched = Scheduler::builder().workers(1).build()?;
+/// let queue = ChildSpec::new("queue", |start| {
+///     let opts = ChildOptions::new().mailbox_capacity(2);
+///     start.spawn_fn_with(opts, |cx: ProcessCx<u64>| async move {
+///         let _ = cx.cancelled().await;
+///         Ok::<_, BoxError>(())
+///     })
+/// })
+/// .register_as("queue");
+/// let sup = sched.block_on(Supervisor::one_for_one().child(queue).start(sched.handle()))?;
+/// let jobs = sched.named::<u64>("queue").expect("started");
+/// jobs.send(1)?;
+/// jobs.send(2)?;
+/// assert!(jobs.send(3).unwrap_err().is_mailbox_full());
+/// # let _ = sup;
+/// # sched.shutdown(std::time::Duration::from_secs(1));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, Default)]
+#[must_use = "options do nothing until a spawn takes them"]
+pub struct ChildOptions {
+    mailbox: MailboxBound,
+}
+
+impl ChildOptions {
+    /// The defaults: the scheduler's mailbox capacity.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use procsched::prelude::*;
+    /// use procsched::supervision::{ChildOptions, ChildSpec, Supervisor};
+    ///
+    /// let sched = Scheduler::builder().workers(1).build()?;
+    /// let worker = ChildSpec::new("worker", |start| {
+    ///     // The same as `start.spawn_fn(..)`.
+    ///     start.spawn_fn_with(ChildOptions::new(), |cx: ProcessCx<u8>| async move {
+    ///         let _ = cx.cancelled().await;
+    ///         Ok::<_, BoxError>(())
+    ///     })
+    /// });
+    /// let sup = sched.block_on(Supervisor::one_for_one().child(worker).start(sched.handle()))?;
+    /// # let _ = sup;
+    /// # sched.shutdown(std::time::Duration::from_secs(1));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn new() -> ChildOptions {
+        ChildOptions::default()
+    }
+
+    /// At most `capacity` messages wait in each instance's mailbox, counted and refused as the
+    /// scheduler's [`mailbox_capacity`](crate::config::SchedulerBuilder::mailbox_capacity)
+    /// would (`MailboxFull`; `send_wait` waits for room), whatever that is. As there, 0
+    /// refuses every message (`send_wait` too, at once) and `usize::MAX` is unbounded.
+    ///
+    /// # Examples
+    ///
+    /// See [`ChildOptions`].
+    pub fn mailbox_capacity(mut self, capacity: usize) -> ChildOptions {
+        self.mailbox = MailboxBound::Capacity(capacity);
+        self
+    }
+
+    /// No bound on each instance's mailbox, whatever the scheduler's
+    /// [`mailbox_capacity`](crate::config::SchedulerBuilder::mailbox_capacity) is: for the
+    /// one child among bounded processes that must take everything sent to it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use procsched::prelude::*;
+    /// use procsched::supervision::{ChildOptions, ChildSpec, Supervisor};
+    ///
+    /// let sched = Scheduler::builder().workers(1).mailbox_capacity(1).build()?;
+    /// let sink = ChildSpec::new("sink", |start| {
+    ///     let opts = ChildOptions::new().unbounded_mailbox();
+    ///     start.spawn_fn_with(opts, |cx: ProcessCx<u8>| async move {
+    ///         let _ = cx.cancelled().await;
+    ///         Ok::<_, BoxError>(())
+    ///     })
+    /// })
+    /// .register_as("sink");
+    /// let sup = sched.block_on(Supervisor::one_for_one().child(sink).start(sched.handle()))?;
+    /// let sink = sched.named::<u8>("sink").expect("started");
+    /// for n in 0..100 {
+    ///     sink.send(n)?;
+    /// }
+    /// # let _ = sup;
+    /// # sched.shutdown(std::time::Duration::from_secs(1));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn unbounded_mailbox(mut self) -> ChildOptions {
+        self.mailbox = MailboxBound::Unbounded;
+        self
+    }
+
+    /// The mailbox bound asked for, in the form the spawns take.
+    pub(crate) fn mailbox_bound(&self) -> MailboxBound {
+        self.mailbox
     }
 }
 
@@ -194,7 +318,7 @@ impl SchedulerHandle {
         E: Into<BoxError>,
         M: Send + 'static,
     {
-        self.spawn_fn_as(body, opts.link_to(), opts.mailbox)
+        self.spawn_fn_as(body, opts.link_to(), opts.process.mailbox_bound())
     }
 
     /// [`spawn`](Self::spawn) with `opts`: a mailbox bound of the process's own, a link to a
@@ -235,7 +359,7 @@ impl SchedulerHandle {
     ) -> Result<ProcessHandle<P::Output>, SpawnError> {
         let incarnation = Incarnation {
             kind: std::any::type_name::<P>(),
-            mailbox: opts.mailbox,
+            mailbox: opts.process.mailbox_bound(),
             ..Incarnation::default()
         };
         self.spawn_as(process, method, input, incarnation, opts.link_to())

@@ -186,7 +186,8 @@ pub(crate) struct Incarnation {
     /// The message type its body declared, if one ([`MessageType::of`]).
     pub(crate) takes: Option<MessageType>,
     /// What bounds its mailbox: the scheduler's `mailbox_capacity`, or its own (a spawn's
-    /// `SpawnOptions`; a supervisor's, which is unbounded whatever `mailbox_capacity` says).
+    /// `SpawnOptions` or a supervised child's `ChildOptions`; a supervisor's, which is unbounded
+    /// whatever `mailbox_capacity` says).
     pub(crate) mailbox: MailboxBound,
 }
 

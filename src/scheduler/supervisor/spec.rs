@@ -5,8 +5,7 @@ use super::first_poll::{self, FirstPoll};
 use crate::process::mailbox::{Incarnation, MailboxBound};
 use crate::process::{BoxError, Payload, Pid, Process};
 use crate::scheduler::links::Link;
-use crate::scheduler::{ProcessCx, SchedulerHandle};
-use crate::scheduler::{SpawnError, SpawnOptions};
+use crate::scheduler::{ChildOptions, ProcessCx, SchedulerHandle, SpawnError};
 use std::fmt;
 use std::future::Future;
 use std::sync::{Arc, Mutex};
@@ -115,9 +114,9 @@ impl<'a> Start<'a> {
     }
 
     /// [`spawn`](Self::spawn) with `opts`: the child's own mailbox bound
-    /// ([`SpawnOptions::mailbox_capacity`], [`SpawnOptions::unbounded_mailbox`]). Its link is
-    /// its supervisor's: a [`SpawnOptions::link`] is not made (traced at `warn`); a child that
-    /// needs another link makes it itself.
+    /// ([`ChildOptions::mailbox_capacity`], [`ChildOptions::unbounded_mailbox`]), for every
+    /// instance the factory starts. Its link is its supervisor's: [`ChildOptions`] has no other
+    /// to ask for; a child that needs another link makes it itself.
     ///
     /// # Errors
     ///
@@ -128,12 +127,11 @@ impl<'a> Start<'a> {
     /// See [`spawn_fn_with`](Self::spawn_fn_with).
     pub fn spawn_with<P: Process>(
         &self,
-        opts: SpawnOptions,
+        opts: ChildOptions,
         process: P,
         method: &str,
         input: Payload,
     ) -> Result<Pid, SpawnError> {
-        not_linked_elsewhere(&opts);
         self.spawn_bounded(process, method, input, opts.mailbox_bound())
     }
 
@@ -176,9 +174,9 @@ impl<'a> Start<'a> {
     }
 
     /// [`spawn_fn`](Self::spawn_fn) with `opts`: the child's own mailbox bound
-    /// ([`SpawnOptions::mailbox_capacity`], [`SpawnOptions::unbounded_mailbox`]), for every
-    /// instance the factory starts. Its link is its supervisor's: a [`SpawnOptions::link`] is
-    /// not made (traced at `warn`); a child that needs another link makes it itself.
+    /// ([`ChildOptions::mailbox_capacity`], [`ChildOptions::unbounded_mailbox`]), for every
+    /// instance the factory starts. Its link is its supervisor's: [`ChildOptions`] has no other
+    /// to ask for; a child that needs another link makes it itself.
     ///
     /// # Errors
     ///
@@ -188,12 +186,12 @@ impl<'a> Start<'a> {
     ///
     /// ```
     /// use procsched::prelude::*;
-    /// use procsched::supervision::{ChildSpec, Strategy, Supervisor};
+    /// use procsched::supervision::{ChildOptions, ChildSpec, Strategy, Supervisor};
     ///
     /// let sched = Scheduler::builder().workers(1).build()?; // unbounded by default
     /// let queue = ChildSpec::new("queue", |start| {
     ///     // Every instance holds at most 2 waiting jobs.
-    ///     start.spawn_fn_with(SpawnOptions::new().mailbox_capacity(2), |cx: ProcessCx<u64>| async move {
+    ///     start.spawn_fn_with(ChildOptions::new().mailbox_capacity(2), |cx: ProcessCx<u64>| async move {
     ///         let _ = cx.cancelled().await;
     ///         Ok::<_, BoxError>(())
     ///     })
@@ -210,7 +208,7 @@ impl<'a> Start<'a> {
     /// ```
     pub fn spawn_fn_with<F, Fut, T, E, M>(
         &self,
-        opts: SpawnOptions,
+        opts: ChildOptions,
         body: F,
     ) -> Result<Pid, SpawnError>
     where
@@ -220,7 +218,6 @@ impl<'a> Start<'a> {
         E: Into<BoxError>,
         M: Send + 'static,
     {
-        not_linked_elsewhere(&opts);
         self.spawn_fn_bounded(body, opts.mailbox_bound())
     }
 
@@ -266,16 +263,6 @@ impl<'a> Start<'a> {
     /// See [`ChildSpec`].
     pub fn supervisor(&self) -> Pid {
         self.supervisor
-    }
-}
-
-/// A supervised child's link is its supervisor's: a link asked for in its options is not made.
-fn not_linked_elsewhere(opts: &SpawnOptions) {
-    if let Some(parent) = opts.parent() {
-        tracing::warn!(
-            %parent,
-            "a supervised child is linked to its supervisor only: the options' link is not made"
-        );
     }
 }
 
