@@ -1,6 +1,6 @@
 //! One message workload of `benches/messages.rs`, run a fixed number of times, for `perf` and
 //! A/B runs: `msgprobe <sm|async|native|ring_sm|ring_async|ring_addrs|ring_native|ask_between|
-//! ask_native> [iterations]`. Prints the median per-unit time.
+//! ask_task|ask_native> [iterations]`. Prints the median per-unit time.
 
 use procsched::prelude::*;
 use procsched::state_machine::{Event, Events, Process, StepOutput};
@@ -128,6 +128,29 @@ fn main() {
                     })
                     .unwrap();
                 sched.block_on(asker).unwrap();
+                let elapsed = start.elapsed() * 10; // per 100 000 units, as the sends
+                sched.terminate(server.pid()).unwrap();
+                elapsed
+            }
+            "ask_task" => {
+                let server = sched
+                    .spawn_fn(|cx: ProcessCx<(u64, Reply<u64>)>| async move {
+                        loop {
+                            let (n, reply) = cx.recv().await?;
+                            let _ = reply.send(n + 1);
+                        }
+                        #[allow(unreachable_code)]
+                        Ok::<(), BoxError>(())
+                    })
+                    .unwrap();
+                let addr = server.addr();
+                let start = Instant::now();
+                let asker = runtime.spawn(async move {
+                    for n in 0..10_000u64 {
+                        addr.ask(|reply| (n, reply)).await.unwrap();
+                    }
+                });
+                runtime.block_on(asker).unwrap();
                 let elapsed = start.elapsed() * 10; // per 100 000 units, as the sends
                 sched.terminate(server.pid()).unwrap();
                 elapsed
