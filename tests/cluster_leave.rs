@@ -43,6 +43,9 @@ struct GateEnds {
 
 static GATE: Mutex<Option<GateEnds>> = Mutex::new(None);
 
+/// Held through each test that uses the gate: there is one gate per test binary.
+static GATE_USER: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 impl Serialize for Gate {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         serializer.serialize_unit()
@@ -81,6 +84,7 @@ async fn start_node(url: &str, name: &str) -> (Scheduler, Node) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_node_that_left_is_not_brought_back_by_its_late_frames() {
+    let _gate = GATE_USER.lock().await;
     let server = NatsServer::start();
     let (a_sched, a) = start_node(&server.url(), "a").await;
     let (b_sched, b) = start_node(&server.url(), "b").await;
@@ -128,10 +132,17 @@ async fn a_node_that_left_is_not_brought_back_by_its_late_frames() {
         b.stats().items_out > published + BURST
     });
     let left_incarnation = b.incarnation();
+    let departures = a.stats().departures;
     b.leave().await;
-    wait_until("a's membership watch sees b gone", GUARD, || {
-        a.nodes().iter().all(|n| n.name != "b")
+    // a declares b down only once its inbound task has read the frames received before the
+    // departure (`inbound.rs`, "Departures").
+    wait_until("a's membership watch reads b's departure", GUARD, || {
+        a.stats().departures > departures
     });
+    assert!(
+        a.nodes().iter().any(|n| n.name == "b"),
+        "b is not down on a before a has read b's last frames"
+    );
 
     // a reads the burst now, from a node that left: the messages are delivered.
     open_gate.send(()).unwrap();
@@ -179,6 +190,67 @@ async fn a_node_that_left_is_not_brought_back_by_its_late_frames() {
         node.leave().await;
         sched.shutdown_async(GUARD).await;
     }
+    b_sched.shutdown_async(GUARD).await;
+}
+
+/// An ask answered just before its node leaves gets the answer, not `NoConnection`: the leaving
+/// node publishes its last frames before it deletes its membership entry, and the asking node
+/// reads the frames it has received before it declares the node down — here with its inbound
+/// task held (the gate) until its membership watch has read the departure.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_given_just_before_leaving_reaches_the_asker() {
+    let _gate = GATE_USER.lock().await;
+    let server = NatsServer::start();
+    let (a_sched, a) = start_node(&server.url(), "a").await;
+    let (b_sched, b) = start_node(&server.url(), "b").await;
+    assert!(a.wait_for_nodes(1, GUARD).await, "hang guard: a sees b");
+    assert!(b.wait_for_nodes(1, GUARD).await, "hang guard: b sees a");
+    let receiver = a_sched
+        .spawn_fn(move |cx: ProcessCx<Burst>| async move {
+            loop {
+                cx.recv().await?;
+            }
+            #[allow(unreachable_code)]
+            Ok::<(), BoxError>(())
+        })
+        .unwrap();
+    let on_b = a
+        .spawn_on(Placement::Node("b".into()), "cart", 7u64)
+        .await
+        .unwrap();
+
+    // a's inbound task holds on the gate; a asks b's cart; b answers (published: counted out)
+    // and leaves.
+    let (held, gate_held) = oneshot::channel();
+    let (open_gate, open) = mpsc::channel();
+    *GATE.lock().unwrap() = Some(GateEnds { held, open });
+    b.addr::<Burst>(a.pid(receiver.pid()))
+        .send(Burst::Gate(Gate))
+        .unwrap();
+    guarded("a's inbound task holds on the gate", gate_held)
+        .await
+        .unwrap();
+    let answered = b.stats().items_out;
+    let ask = tokio::spawn({
+        let addr = a.addr::<Cart>(on_b.clone());
+        async move { addr.ask(Cart::Total).await }
+    });
+    wait_until("b answered", GUARD, || b.stats().items_out > answered);
+    let departures = a.stats().departures;
+    b.leave().await;
+    wait_until("a's membership watch reads b's departure", GUARD, || {
+        a.stats().departures > departures
+    });
+
+    open_gate.send(()).unwrap();
+    let answer = guarded("the ask", ask).await.unwrap();
+    assert_eq!(answer.ok(), Some(7), "the answer b gave before it left");
+    wait_until("a declares b down", GUARD, || {
+        a.nodes().iter().all(|n| n.name != "b")
+    });
+
+    a.leave().await;
+    a_sched.shutdown_async(GUARD).await;
     b_sched.shutdown_async(GUARD).await;
 }
 

@@ -1,9 +1,10 @@
 //! Nodes that left the cluster, and their frames read after they left.
 //!
 //! Why: a node that leaves deletes its membership entry, and each peer declares it down on
-//! reading the delete. Its last frames — published before the delete, or while it stops — come
-//! through the peer's own subscription, not the membership watch, and may be read after the
-//! delete: NATS orders one subscription's messages, not two subscriptions' against each other.
+//! reading the delete, once it has read the frames received before it (`inbound.rs`,
+//! "Departures"). Its last frames still may come later — through the peer's own subscription,
+//! not the membership watch: NATS orders one subscription's messages, not two subscriptions'
+//! against each other, and across a NATS cluster's servers they take different routes.
 //! A frame from a name that is not a peer is admitted (a node's first frame may come before its
 //! heartbeat), so a late frame would bring the node back as a peer: what is sent to it would go
 //! to a node that is gone, and asks wait for the sweep (`down_after`) instead of failing
@@ -19,7 +20,7 @@
 //! monitor, a spawn, a lookup — or act for it (a stop, an exit signal, already fired
 //! `NoConnection`) is dropped: nobody is left at the other end.
 
-use super::node::PeerId;
+use super::node::{NodeShared, PeerId};
 use super::wire::Item;
 use crate::loom::lock;
 use std::collections::HashMap;
@@ -67,6 +68,23 @@ impl Departed {
             .is_some_and(|(incarnation, until)| {
                 *incarnation == peer.incarnation && Instant::now() < *until
             })
+    }
+}
+
+impl NodeShared {
+    /// Node `name` deleted its membership entry (left; `left` is the incarnation that put it
+    /// last, if known): declared down by the inbound task once it has read the frames already
+    /// received (`inbound.rs`, "Departures") — here, if that task has ended (the node lost its
+    /// name or stops), or if the incarnation is not known: a declaration without one takes
+    /// down whichever incarnation is the peer, which by the time the inbound task reads it may
+    /// be one the watch has seen join since.
+    pub(crate) fn departed(&self, name: &str, left: Option<u64>) {
+        self.stats.departure();
+        let handed = left
+            .is_some_and(|incarnation| self.departures.send((name.into(), incarnation)).is_ok());
+        if !handed {
+            self.peer_down(name, left, "left the cluster");
+        }
     }
 }
 

@@ -12,34 +12,112 @@ use super::shared_bytes;
 use super::wire::{self, Ack, Frame, Item, Refusal, WireReason};
 use crate::loom::lock;
 use crate::process::{foreign_wake, Pid};
-use futures::StreamExt;
+use futures::{FutureExt, StreamExt};
+use std::future::Future;
+use std::ops::ControlFlow;
 use std::sync::Arc;
+use std::task::Poll;
 
 /// Reads `subscriber` until it ends (the node stops).
 ///
 /// Once this node has lost its name (`eviction.rs`), the subjects are the other node's: the
 /// subscription is dropped (unsubscribed), so that NATS delivers their frames to that node
 /// alone and answers "no responders" for them once it is gone.
-pub(crate) async fn run(node: Arc<NodeShared>, mut subscriber: async_nats::Subscriber) {
+///
+/// # Departures
+///
+/// A node that leaves publishes its last frames (the answers it gave, the messages it sent),
+/// then deletes its membership entry (`Node::leave`). The delete reaches this node through the
+/// membership watch, its frames through this subscription: two subscriptions, which NATS does
+/// not order against each other, read by two tasks. Declared down by the watch, the node would
+/// fail with `NoConnection` an ask whose answer is already here, waiting to be read. So the
+/// watch hands the departure to this task (`departures`), which first handles every frame
+/// already received — the server sent the node's frames before the delete it stored after
+/// them — then declares the node down.
+pub(crate) async fn run(
+    node: Arc<NodeShared>,
+    mut subscriber: async_nats::Subscriber,
+    mut departures: Departures,
+) {
     let mut evicted = std::pin::pin!(node.on_evicted.notified());
     loop {
-        let message = match futures::future::select(subscriber.next(), evicted.as_mut()).await {
-            futures::future::Either::Left((message, _)) => message,
-            futures::future::Either::Right(((), _)) => None,
-        };
-        let Some(message) = message else {
-            break;
-        };
-        if node.is_evicted() {
-            break;
+        let next = futures::future::poll_fn(|cx| {
+            if evicted.as_mut().poll(cx).is_ready() {
+                return Poll::Ready(Next::End);
+            }
+            if let Poll::Ready(Some(departure)) = departures.poll_recv(cx) {
+                return Poll::Ready(Next::Departure(departure));
+            }
+            subscriber.poll_next_unpin(cx).map(|message| match message {
+                Some(message) => Next::Frame(message),
+                None => Next::End,
+            })
+        })
+        .await;
+        match next {
+            Next::Frame(message) => {
+                if read(&node, &message).is_break() {
+                    break;
+                }
+            }
+            Next::Departure((name, left)) => {
+                let mut ended = false;
+                for _ in 0..DRAIN_AT_DEPARTURE {
+                    match subscriber.next().now_or_never() {
+                        Some(Some(message)) => {
+                            if read(&node, &message).is_break() {
+                                ended = true;
+                                break;
+                            }
+                        }
+                        Some(None) => {
+                            ended = true;
+                            break;
+                        }
+                        None => break,
+                    }
+                }
+                node.peer_down(&name, Some(left), "left the cluster");
+                if ended {
+                    break;
+                }
+            }
+            Next::End => break,
         }
-        if message.status == Some(async_nats::StatusCode::NO_RESPONDERS) {
-            unreached(&node, &message.subject);
-            continue;
-        }
-        // `Bytes` fields marked `shared_bytes` decode as slices of this frame.
-        shared_bytes::within_frame(&message.payload, || receive(&node, &message.payload));
     }
+}
+
+/// A departure: the name whose membership entry was deleted, and the incarnation that put it
+/// last (`membership.rs`).
+pub(crate) type Departure = (Arc<str>, u64);
+/// The membership watch's departures, to the inbound task ("Departures" above).
+pub(crate) type Departures = tokio::sync::mpsc::UnboundedReceiver<Departure>;
+
+/// The most frames read at a departure before the node is declared down: the node's last
+/// frames came in before its delete, so they are among the first read; the bound keeps a flood
+/// from other nodes from holding the departure back.
+const DRAIN_AT_DEPARTURE: usize = 4096;
+
+/// What the inbound task does next.
+enum Next {
+    Frame(async_nats::Message),
+    Departure(Departure),
+    End,
+}
+
+/// One message of the subscription: a frame, or NATS's "no responders". `Break` once this
+/// node has lost its name.
+fn read(node: &Arc<NodeShared>, message: &async_nats::Message) -> ControlFlow<()> {
+    if node.is_evicted() {
+        return ControlFlow::Break(());
+    }
+    if message.status == Some(async_nats::StatusCode::NO_RESPONDERS) {
+        unreached(node, &message.subject);
+        return ControlFlow::Continue(());
+    }
+    // `Bytes` fields marked `shared_bytes` decode as slices of this frame.
+    shared_bytes::within_frame(&message.payload, || receive(node, &message.payload));
+    ControlFlow::Continue(())
 }
 
 /// NATS's "no responders" answer to one of this node's frames: the peer it was for is gone.

@@ -269,7 +269,7 @@ pub(crate) async fn watch(node: Arc<NodeShared>, store: kv::Store) {
                 },
                 Operation::Delete | Operation::Purge => {
                     let left = last_put.remove(&entry.key);
-                    node.peer_down(&entry.key, left, "left the cluster");
+                    node.departed(&entry.key, left);
                 }
             }
         }

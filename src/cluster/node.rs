@@ -128,6 +128,9 @@ pub(crate) struct NodeShared {
     /// wakes the inbound task, which unsubscribes.
     pub(crate) evicted: AtomicBool,
     pub(crate) on_evicted: tokio::sync::Notify,
+    /// To the inbound task: the nodes whose membership entry was deleted, declared down once
+    /// their frames already received are read (`inbound.rs`, "Departures").
+    pub(crate) departures: tokio::sync::mpsc::UnboundedSender<super::inbound::Departure>,
     /// This node's load at its last heartbeat, plus the processes placed here since
     /// ([`count_placed`](Self::count_placed)): what placement compares (measuring it surveys
     /// every process, once per heartbeat, not once per spawn).

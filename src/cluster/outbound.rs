@@ -157,6 +157,27 @@ impl Outbound {
         lock(&self.lane.state).closed = true;
         self.lane.wake.notify_one();
     }
+
+    /// [`close`](Self::close)s the lane and resolves once its writer has handed everything
+    /// encoded before to async-nats (and stopped), or has gone with its node: a node that
+    /// leaves publishes its last answers before it deletes its membership entry
+    /// (`Node::leave`).
+    pub(crate) fn close_and_drain(&self) -> impl std::future::Future<Output = ()> + 'static {
+        self.close();
+        let lane = self.lane.clone();
+        async move {
+            loop {
+                let finished = lane.finished.notified();
+                let mut finished = std::pin::pin!(finished);
+                // Enabled before the check: a writer finishing in between is not missed.
+                finished.as_mut().enable();
+                if lock(&lane.state).finished {
+                    return;
+                }
+                finished.await;
+            }
+        }
+    }
 }
 
 /// Starts the writer to `peer`: the lane whose frames' heads say `to` (its incarnation and
@@ -172,9 +193,11 @@ pub(crate) fn start(node: &Arc<NodeShared>, peer: &PeerId, to: wire::Session) ->
             sealed: VecDeque::new(),
             idle: false,
             closed: false,
+            finished: false,
             last_publish: Instant::now(),
         }),
         wake: Notify::new(),
+        finished: Notify::new(),
         head: wire::frame_head(&node.me.name, node.me.incarnation, to).into(),
         batch: node.max_frame.saturating_sub(FRAME_SLACK).min(BATCH_BYTES),
         max_frame: node.max_frame,
@@ -225,6 +248,8 @@ struct Lane {
     state: Mutex<LaneState>,
     /// Wakes the writer when it waits (`idle`) and something was encoded, or on close.
     wake: Notify,
+    /// Told when the writer stops (`LaneState::finished`).
+    finished: Notify,
     /// The bytes every frame of this lane starts with (`wire::frame_head`).
     head: Arc<[u8]>,
     /// The most a frame holds: [`BATCH_BYTES`], or less under a smaller frame limit (the
@@ -254,6 +279,8 @@ struct LaneState {
     /// The peer is gone: nothing more is accepted; the writer stops once it has published
     /// what was sealed.
     closed: bool,
+    /// The writer has stopped: closed and published, or its node gone.
+    finished: bool,
     /// When a publish last started, as the writer or a sender saw it (a sender publishes
     /// itself only after [`QUIET`]).
     last_publish: Instant,
@@ -405,8 +432,19 @@ impl LaneState {
     }
 }
 
+/// Marks its lane's writer stopped however it stops (returned, or dropped with its runtime).
+struct Finished(Arc<Lane>);
+
+impl Drop for Finished {
+    fn drop(&mut self) {
+        lock(&self.0.state).finished = true;
+        self.0.finished.notify_waiters();
+    }
+}
+
 /// The lane's writer: publishes its frames until the lane closes (or the node is gone).
 async fn write(node: Weak<NodeShared>, lane: Arc<Lane>) {
+    let _finished = Finished(lane.clone());
     let mut frames = VecDeque::new();
     loop {
         let closed = {

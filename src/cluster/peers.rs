@@ -7,6 +7,7 @@ use super::outbound;
 use super::wire::{self, Refusal, WireReason};
 use crate::loom::lock;
 use crate::process::foreign_wake;
+use futures::FutureExt;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -300,6 +301,19 @@ impl NodeShared {
             .keys()
             .cloned()
             .collect()
+    }
+
+    /// Closes every peer's lane (nothing more is sent to it) and resolves once each lane's
+    /// writer has handed what it held to async-nats: the last frames of a node that leaves.
+    pub(crate) fn close_lanes(&self) -> impl std::future::Future<Output = ()> + 'static {
+        let drains: Vec<_> = self
+            .peers
+            .read()
+            .expect("peers lock")
+            .values()
+            .map(|peer| peer.out.close_and_drain())
+            .collect();
+        futures::future::join_all(drains).map(|_| ())
     }
 
     /// Declares every peer down (this node stops).

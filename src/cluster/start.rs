@@ -147,6 +147,7 @@ impl Node {
             .subscribe(format!("{}.node.{name}.*", cluster.prefix))
             .await
             .map_err(|error| ClusterError::Subscribe(error.to_string()))?;
+        let (departures, departures_in) = tokio::sync::mpsc::unbounded_channel();
         let shared = Arc::new(NodeShared {
             me: PeerId {
                 name: name.clone(),
@@ -174,6 +175,7 @@ impl Node {
             stopped: AtomicBool::new(false),
             evicted: AtomicBool::new(false),
             on_evicted: tokio::sync::Notify::new(),
+            departures,
             last_load: Mutex::new(node::Load::default()),
             takes: Mutex::new(HashMap::new()),
         });
@@ -195,7 +197,7 @@ impl Node {
         })?;
         let runtime = &shared.runtime;
         let mut tasks = vec![runtime
-            .spawn(inbound::run(shared.clone(), subscriber))
+            .spawn(inbound::run(shared.clone(), subscriber, departures_in))
             .abort_handle()];
         let store = membership.store.clone();
         let heartbeat = runtime.spawn(membership::heartbeat(
@@ -252,10 +254,14 @@ impl Node {
         })
     }
 
-    /// Leaves the cluster now: deletes this node's membership entry (the others declare it down
-    /// at once; a node that lost its name, [`Node::is_evicted`], leaves the entry to its new
-    /// holder; what the others read from it after that delivers its messages but does not
-    /// bring it back), stops its tasks and fails what it waits for with `NoConnection`. Its
+    /// Leaves the cluster now: publishes what it has queued for other nodes (answers it gave,
+    /// messages its processes sent before — at most `down_after` is spent on it, as when NATS is
+    /// out of reach), then deletes this node's membership entry (the others declare it down
+    /// once they have read its frames published before; a node that lost its name,
+    /// [`Node::is_evicted`], leaves the entry to its new holder; what the others read from it
+    /// after that delivers its messages but does not bring it back), stops its tasks and fails
+    /// what it waits for with `NoConnection`. Nothing sent to other nodes once `leave` has
+    /// begun leaves this node. Its
     /// scheduler and processes keep running. Started again on the same scheduler, the node has
     /// a new incarnation: the cluster-wide PIDs of the processes still running from its
     /// previous life named that life, and are `NoProc` to others now (a node's death ends its
@@ -280,6 +286,15 @@ impl Node {
             // The heartbeat first: a beat after the delete would find the entry gone and claim
             // the name again, and the node would seem alive until the sweep.
             self.life.heartbeat.abort();
+            // Then its last frames (answers given, messages sent before `leave`), published and
+            // flushed to the server before the delete: the others read them before they read
+            // the departure (`inbound.rs`, "Departures"). Bounded: a node cut off from NATS
+            // leaves all the same.
+            let drained = async {
+                self.shared.close_lanes().await;
+                let _ = self.shared.client.flush().await;
+            };
+            let _ = tokio::time::timeout(self.shared.down_after, drained).await;
             if ours {
                 let _ = self.life.store.delete(&*me.name).await;
             }

@@ -17,6 +17,7 @@ pub(crate) struct Stats {
     publish_errors: AtomicU64,
     slow_consumers: AtomicU64,
     peers_down: AtomicU64,
+    departures: AtomicU64,
     unreached: AtomicU64,
     stale_frames: AtomicU64,
     orphans_stopped: AtomicU64,
@@ -59,6 +60,10 @@ impl Stats {
         self.peers_down.fetch_add(1, Relaxed);
     }
 
+    pub(crate) fn departure(&self) {
+        self.departures.fetch_add(1, Relaxed);
+    }
+
     pub(crate) fn unreached(&self) {
         self.unreached.fetch_add(1, Relaxed);
     }
@@ -85,6 +90,7 @@ impl Stats {
             publish_errors: self.publish_errors.load(Relaxed),
             slow_consumers: self.slow_consumers.load(Relaxed),
             peers_down: self.peers_down.load(Relaxed),
+            departures: self.departures.load(Relaxed),
             unreached: self.unreached.load(Relaxed),
             stale_frames: self.stale_frames.load(Relaxed),
             orphans_stopped: self.orphans_stopped.load(Relaxed),
@@ -132,6 +138,11 @@ pub struct NodeStats {
     pub slow_consumers: u64,
     /// Nodes declared down.
     pub peers_down: u64,
+    /// Departures read from the membership: nodes that left ([`Node::leave`]: their entry
+    /// deleted), each declared down once the frames received from it before are read.
+    ///
+    /// [`Node::leave`]: super::Node::leave
+    pub departures: u64,
     /// Frames that met no responder: the receiving node's subscription was gone (its process
     /// died, or its connection dropped), so NATS answered the frame's reply subject with "no
     /// responders". Each declares that node down at once — unless this node first saw it less
