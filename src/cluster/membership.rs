@@ -262,6 +262,8 @@ pub(crate) async fn watch(node: Arc<NodeShared>, store: kv::Store) {
                         let severed_us = severance::reported_for(&node.me, &beat.severed);
                         last_put.insert(entry.key.clone(), beat.incarnation);
                         node.peer_seen(id, beat.load(), severed_us);
+                        let known = node.peers.read().expect("peers lock").len();
+                        forget_gone(&mut last_put, known, || node.peer_names());
                     }
                     Err(error) => {
                         tracing::warn!(key = %entry.key, %error, "membership entry rejected");
@@ -275,6 +277,28 @@ pub(crate) async fn watch(node: Arc<NodeShared>, store: kv::Store) {
         }
         tokio::time::sleep(node.heartbeat / 2).await;
     }
+}
+
+/// Above this many names beyond twice the peers, [`forget_gone`] prunes the watch's map.
+const LAST_PUT_SLACK: usize = 64;
+
+/// Keeps the watch's map of last puts from growing with every name ever seen: a node that died
+/// without deleting its entry (its entry expired) is never deleted, so its name would stay for
+/// the node's life — in a cluster whose nodes are named afresh at each start, without bound.
+/// Pruned to the current peers once it holds more than twice as many names (amortised: a
+/// prune at most once per that many puts). A delete of a pruned name is declared without its
+/// incarnation, as one never seen put is (`departed.rs`).
+fn forget_gone(
+    last_put: &mut std::collections::HashMap<String, u64>,
+    peers_known: usize,
+    peer_names: impl FnOnce() -> Vec<Arc<str>>,
+) {
+    if last_put.len() <= 2 * peers_known + LAST_PUT_SLACK {
+        return;
+    }
+    let peers = peer_names();
+    let live: std::collections::HashSet<&str> = peers.iter().map(|name| &**name).collect();
+    last_put.retain(|name, _| live.contains(name.as_str()));
 }
 
 /// Declares down every peer silent for longer than `down_after`.
@@ -354,4 +378,27 @@ impl Beat {
 fn encode(beat: &Beat) -> Vec<u8> {
     // Integers and node names under named fields: encoding cannot fail.
     rmp_serde::to_vec_named(beat).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_last_puts_are_pruned_to_the_peers_once_they_outgrow_them() {
+        let mut last_put = std::collections::HashMap::new();
+        let peers: Vec<Arc<str>> = vec!["a".into(), "b".into()];
+        for n in 0..=(2 * peers.len() + LAST_PUT_SLACK) {
+            last_put.insert(format!("gone-{n}"), n as u64);
+        }
+        last_put.insert("a".to_owned(), 7);
+        last_put.insert("b".to_owned(), 8);
+        forget_gone(&mut last_put, peers.len(), || peers.clone());
+        assert_eq!(last_put.len(), 2, "only the peers' names are kept");
+        assert_eq!((last_put["a"], last_put["b"]), (7, 8));
+        // Within the bound nothing is pruned (and the names are not even asked for).
+        last_put.insert("gone".to_owned(), 1);
+        forget_gone(&mut last_put, peers.len(), || unreachable!("no prune"));
+        assert_eq!(last_put.len(), 3);
+    }
 }
