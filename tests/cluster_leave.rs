@@ -23,12 +23,16 @@ const GUARD: Duration = Duration::from_secs(10);
 const DOWN_AFTER: Duration = Duration::from_secs(30);
 /// Messages sent after the gate: they reach the receiving node after the departure.
 const BURST: u64 = 100;
+/// Frames (one `Bulk` message each) ahead of the answer in `an_answer_given_just_before_...`.
+const BULK_FRAMES: u64 = 300;
 
 /// What the receiving process takes: a gate, then numbered messages.
 #[derive(Serialize, Deserialize)]
 enum Burst {
     Gate(Gate),
     Item(u64),
+    /// Big enough to be a frame of its own.
+    Bulk(Vec<u8>),
 }
 
 /// Decoding a `Gate` (on the receiving node's inbound task) holds that task until the test
@@ -230,6 +234,16 @@ async fn an_answer_given_just_before_leaving_reaches_the_asker() {
     guarded("a's inbound task holds on the gate", gate_held)
         .await
         .unwrap();
+    // Many frames before the answer: more than a tokio task's budget of receives in one poll.
+    let bulk = b.stats().items_out;
+    for _ in 0..BULK_FRAMES {
+        b.addr::<Burst>(a.pid(receiver.pid()))
+            .send(Burst::Bulk(vec![7; 20_000]))
+            .unwrap();
+    }
+    wait_until("b published the bulk", GUARD, || {
+        b.stats().items_out >= bulk + BULK_FRAMES
+    });
     let answered = b.stats().items_out;
     let ask = tokio::spawn({
         let addr = a.addr::<Cart>(on_b.clone());
@@ -286,4 +300,24 @@ async fn a_live_node_whose_entry_is_deleted_from_outside_is_taken_back_when_it_c
     });
     assert_eq!(a.addr::<Cart>(on_b).ask(Cart::Total).await.unwrap(), 7);
     drop(b);
+}
+
+/// A node cut off from NATS still leaves: each step of `leave` (publishing its last frames,
+/// deleting its entry) is bounded by `down_after`, though async-nats holds a flush until the
+/// server is back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_cut_off_from_nats_still_leaves() {
+    let mut server = NatsServer::start();
+    let sched = Scheduler::builder().workers(1).build().expect("scheduler");
+    let down_after = Duration::from_secs(1);
+    let node = Node::start(
+        sched.handle(),
+        cart_cluster(&server.url(), "a", down_after, GUARD),
+    )
+    .await
+    .expect("node a");
+    server.stop();
+    // Hang guard only: `leave` takes at most 2 × `down_after` here.
+    guarded("leave with the server gone", node.leave()).await;
+    sched.shutdown_async(GUARD).await;
 }

@@ -80,11 +80,23 @@ impl NodeShared {
     /// be one the watch has seen join since.
     pub(crate) fn departed(&self, name: &str, left: Option<u64>) {
         self.stats.departure();
-        let handed = left
-            .is_some_and(|incarnation| self.departures.send((name.into(), incarnation)).is_ok());
-        if !handed {
-            self.peer_down(name, left, "left the cluster");
+        if let Some(incarnation) = left {
+            let name: Arc<str> = name.into();
+            lock(&self.departing).insert((name.clone(), incarnation));
+            if self.departures.send((name.clone(), incarnation)).is_ok()
+                || !self.take_departure(&name, incarnation)
+            {
+                return;
+            }
         }
+        self.peer_down(name, left, "left the cluster");
+    }
+
+    /// Takes `name`'s departure at `incarnation` if it is still to be declared: `true` once,
+    /// for whoever declares it (the inbound task reading it, or a frame of the name's next
+    /// incarnation read before it, `inbound.rs`).
+    pub(crate) fn take_departure(&self, name: &str, incarnation: u64) -> bool {
+        lock(&self.departing).remove(&(Arc::<str>::from(name), incarnation))
     }
 }
 

@@ -63,7 +63,9 @@ pub(crate) async fn run(
             Next::Departure((name, left)) => {
                 let mut ended = false;
                 for _ in 0..DRAIN_AT_DEPARTURE {
-                    match subscriber.next().now_or_never() {
+                    // Unconstrained: a receive past tokio's per-task budget reports nothing
+                    // ready, whatever is there (the drain would stop after ~126 frames).
+                    match tokio::task::unconstrained(subscriber.next()).now_or_never() {
                         Some(Some(message)) => {
                             if read(&node, &message).is_break() {
                                 ended = true;
@@ -77,7 +79,10 @@ pub(crate) async fn run(
                         None => break,
                     }
                 }
-                node.peer_down(&name, Some(left), "left the cluster");
+                // Unless a frame of the name's next incarnation declared it already.
+                if node.take_departure(&name, left) {
+                    node.peer_down(&name, Some(left), "left the cluster");
+                }
                 if ended {
                     break;
                 }
@@ -201,7 +206,16 @@ fn check_origin(node: &Arc<NodeShared>, frame: &Frame<'_>) -> Option<(PeerId, St
         Some(Session::Stale) => return stale(node, frame),
         None => {}
     }
-    match node.incarnation_of(&origin.name) {
+    let mut known = node.incarnation_of(&origin.name);
+    if let Some(left) = known.filter(|known| *known != origin.incarnation) {
+        // A new incarnation of a node whose departure waits to be declared (it left and
+        // started again): the departure first, then the frame is admitted as any new node's.
+        if node.take_departure(&origin.name, left) {
+            node.peer_down(&origin.name, Some(left), "left the cluster");
+            known = node.incarnation_of(&origin.name);
+        }
+    }
+    match known {
         Some(known) if known != origin.incarnation => {
             tracing::warn!(
                 from = %frame.from,

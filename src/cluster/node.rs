@@ -131,6 +131,8 @@ pub(crate) struct NodeShared {
     /// To the inbound task: the nodes whose membership entry was deleted, declared down once
     /// their frames already received are read (`inbound.rs`, "Departures").
     pub(crate) departures: tokio::sync::mpsc::UnboundedSender<super::inbound::Departure>,
+    /// The departures handed to the inbound task and not yet declared (`departed.rs`).
+    pub(crate) departing: Mutex<std::collections::HashSet<(Arc<str>, u64)>>,
     /// This node's load at its last heartbeat, plus the processes placed here since
     /// ([`count_placed`](Self::count_placed)): what placement compares (measuring it surveys
     /// every process, once per heartbeat, not once per spawn).
@@ -278,6 +280,7 @@ impl NodeShared {
                 tracing::error!(node = %to.name, %error, "an item did not encode: not sent");
                 Refusal::Decode(format!("did not encode: {error}"))
             }
+            PushError::Closed => Refusal::NoConnection,
             PushError::TooLarge { size, limit } => {
                 tracing::warn!(node = %to.name, size, limit, "an item over the frame limit: not sent");
                 Refusal::TooLarge {

@@ -78,6 +78,8 @@ pub(crate) enum PushError {
     /// Its frame would pass the node's frame limit, which the peer would reject: it encodes to
     /// `size` bytes, over `limit` (the frame limit less the frame's head).
     TooLarge { size: usize, limit: usize },
+    /// The lane is closed: its node is leaving (`Node::leave`) or its peer was declared down.
+    Closed,
 }
 
 /// The lane to one peer.
@@ -92,7 +94,8 @@ impl Outbound {
     ///
     /// # Errors
     ///
-    /// The item did not encode (nothing was written).
+    /// The item did not encode, or would pass the frame limit, or the lane is closed (nothing
+    /// was written).
     pub(crate) fn push(
         &self,
         node: &NodeShared,
@@ -148,8 +151,7 @@ impl Outbound {
                 items: 1,
                 kind: Kind::of_envelope(envelope),
             },
-        );
-        Ok(())
+        )
     }
 
     /// Stops the writer once it has published what is encoded.
@@ -291,8 +293,7 @@ impl Lane {
         let kind = Kind::of(item);
         let mut state = lock(&self.state);
         if state.closed {
-            // A peer just declared down: its waiters have been failed already.
-            return Ok(());
+            return Err(PushError::Closed);
         }
         if state.items > 0 && (state.open_kind != kind || state.open.len() + size > self.batch) {
             state.seal(self.head.len());
@@ -333,14 +334,15 @@ impl Lane {
     }
 
     /// Queues a lone frame (`Outbound::push_encoded`) behind what the lane holds.
-    fn push_lone(&self, node: &NodeShared, frame: Sealed) {
+    fn push_lone(&self, node: &NodeShared, frame: Sealed) -> Result<(), PushError> {
         let mut state = lock(&self.state);
         if state.closed {
-            return;
+            return Err(PushError::Closed);
         }
         state.seal(self.head.len());
         state.sealed.push_back(frame);
         self.pushed(node, state);
+        Ok(())
     }
 
     /// After a push: if the writer waits, publish from here when the lane has been quiet and

@@ -176,6 +176,7 @@ impl Node {
             evicted: AtomicBool::new(false),
             on_evicted: tokio::sync::Notify::new(),
             departures,
+            departing: Mutex::new(std::collections::HashSet::new()),
             last_load: Mutex::new(node::Load::default()),
             takes: Mutex::new(HashMap::new()),
         });
@@ -255,13 +256,14 @@ impl Node {
     }
 
     /// Leaves the cluster now: publishes what it has queued for other nodes (answers it gave,
-    /// messages its processes sent before — at most `down_after` is spent on it, as when NATS is
-    /// out of reach), then deletes this node's membership entry (the others declare it down
-    /// once they have read its frames published before; a node that lost its name,
-    /// [`Node::is_evicted`], leaves the entry to its new holder; what the others read from it
-    /// after that delivers its messages but does not bring it back), stops its tasks and fails
-    /// what it waits for with `NoConnection`. Nothing sent to other nodes once `leave` has
-    /// begun leaves this node. Its
+    /// messages its processes sent before), then deletes this node's membership entry (the
+    /// others declare it down once they have read its frames published before; a node that
+    /// lost its name, [`Node::is_evicted`], or whose entry another incarnation holds, leaves
+    /// the entry to its holder; what the others read from it after that delivers its messages
+    /// but does not bring it back), stops its tasks and fails what it waits for with
+    /// `NoConnection`. Each of the two steps takes at most `down_after` (so `leave` returns
+    /// within twice that when NATS is out of reach). Once the first has begun, a send to
+    /// another node fails `NoConnection`. Its
     /// scheduler and processes keep running. Started again on the same scheduler, the node has
     /// a new incarnation: the cluster-wide PIDs of the processes still running from its
     /// previous life named that life, and are `NoProc` to others now (a node's death ends its
@@ -276,29 +278,41 @@ impl Node {
     /// ```
     pub async fn leave(self) {
         runtime::in_runtime(&self.shared.runtime, async {
-            // Not the entry of a node that took the name after this one lost it
-            // (`eviction.rs`): that node's peers would declare it down.
             let me = &self.shared.me;
-            let ours = !self.shared.is_evicted()
-                && membership::holder(&self.life.store, &me.name)
-                    .await
-                    .is_none_or(|(incarnation, _)| incarnation == me.incarnation);
             // The heartbeat first: a beat after the delete would find the entry gone and claim
             // the name again, and the node would seem alive until the sweep.
             self.life.heartbeat.abort();
             // Then its last frames (answers given, messages sent before `leave`), published and
             // flushed to the server before the delete: the others read them before they read
-            // the departure (`inbound.rs`, "Departures"). Bounded: a node cut off from NATS
-            // leaves all the same.
+            // the departure (`inbound.rs`, "Departures"). Bounded, as every step here: a node
+            // cut off from NATS leaves all the same (async-nats holds a flush until it is back).
+            let bound = self.shared.down_after;
             let drained = async {
                 self.shared.close_lanes().await;
                 let _ = self.shared.client.flush().await;
             };
-            let _ = tokio::time::timeout(self.shared.down_after, drained).await;
-            if ours {
-                let _ = self.life.store.delete(&*me.name).await;
-            }
-            let _ = self.shared.client.flush().await;
+            let _ = tokio::time::timeout(bound, drained).await;
+            // Only this node's own entry, at the revision read: not that of a node that took
+            // the name after this one lost it (`eviction.rs`), or while the drain took longer
+            // than the entry lives — that node's peers would declare it down.
+            let delete = async {
+                if self.shared.is_evicted() {
+                    return;
+                }
+                if let Some((incarnation, revision)) =
+                    membership::holder(&self.life.store, &me.name).await
+                {
+                    if incarnation == me.incarnation {
+                        let _ = self
+                            .life
+                            .store
+                            .delete_expect_revision(&*me.name, Some(revision))
+                            .await;
+                    }
+                }
+                let _ = self.shared.client.flush().await;
+            };
+            let _ = tokio::time::timeout(bound, delete).await;
         })
         .await;
         self.life.stop("this node left");

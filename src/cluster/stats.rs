@@ -138,8 +138,9 @@ pub struct NodeStats {
     pub slow_consumers: u64,
     /// Nodes declared down.
     pub peers_down: u64,
-    /// Departures read from the membership: nodes that left ([`Node::leave`]: their entry
-    /// deleted), each declared down once the frames received from it before are read.
+    /// Deletes of membership entries read: nodes that left ([`Node::leave`]), or entries
+    /// deleted from outside. A departed node is declared down once the frames received from
+    /// it before are read.
     ///
     /// [`Node::leave`]: super::Node::leave
     pub departures: u64,
