@@ -10,7 +10,7 @@
 //! | [`YieldNow`] | `cx.yield_now()` | after other ready work had a turn |
 //! | [`Run`] | `cx.run(future)` | a future run as a task on the handler runtime |
 //! | [`Ask`] | `addr.ask(..)` | the answer of another process |
-//! | [`SendWait`] | `addr.send_wait(..)` | once the message is in a bounded mailbox (waits for room) |
+//! | [`SendWait`] | `addr.send_wait(..)` | once the message is in a bounded mailbox (waits for room; in a body, until its cancel) |
 //!
 //! Each remembers the process that made it and fails with a typed error (`OutsideProcess`)
 //! if polled anywhere else.

@@ -5,7 +5,7 @@
 //! |---|---|
 //! | [`BuildError`] | [`SchedulerBuilder::build`](crate::config::SchedulerBuilder::build) |
 //! | [`SpawnError`] | `spawn`, `spawn_fn` (shutting down, at the process limit, `init` failed) |
-//! | [`SendError`] ([`SendErrorKind`]) | `send`, [`Addr::send`](crate::Addr::send): hands the message back |
+//! | [`SendError`] ([`SendErrorKind`]) | `send`, [`Addr::send`](crate::Addr::send), [`Addr::send_wait`](crate::Addr::send_wait) (also `Cancelled`: its body's cancel): hands the message back |
 //! | [`ProcessError`] | awaiting a [`ProcessHandle`](crate::ProcessHandle): failed, panicked, terminated, cancelled |
 //! | [`CommandError`] | a yield's reply: no handler, the handler failed or panicked, timed out, cancelled |
 //! | [`RecvError`] ([`CancelReason`]) | `cx.recv()` and the other receiving futures |

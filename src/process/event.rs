@@ -78,7 +78,7 @@ pub struct TopicBudget {
 }
 
 /// Why a process received [`Event::Cancel`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum CancelReason {
     /// The scheduler is shutting down.

@@ -154,13 +154,22 @@ impl<M: Send + 'static> Addr<M> {
     /// A process ending wakes them all, to fail typed. Awaitable
     /// from tokio code, other executors and process bodies; a
     /// process awaiting room in its own full mailbox waits for ever, as a tokio task sending
-    /// on its own full channel does.
+    /// on its own full channel does — until it is cancelled: in a body, the wait ends when the
+    /// body's own process is asked to finish (a shutdown, [`cancel`](crate::SchedulerHandle::cancel),
+    /// its supervisor stopping it), as a receive or an ask does, also when a combinator polls
+    /// it with a waker of its own (`FuturesUnordered`); it gives its place in the line up.
     ///
     /// # Errors
     ///
     /// As [`send`](Self::send), never `MailboxFull` for the capacity: `NotFound` (the process
     /// finished, also while the send waited) or `Closed` (it is finishing), the message handed
-    /// back. Under a capacity of 0 (`mailbox_capacity(0)`), which refuses every message, it is
+    /// back. In a process's body, [`Cancelled`](crate::error::SendErrorKind::Cancelled) (the
+    /// message handed back, not sent; `?` ends the body as cancelled) if the body's process was
+    /// asked to finish while the send waited, or before it started and nothing had told the
+    /// body yet — as for an ask; a send started after the body was told (by a receive, an ask,
+    /// `cancelled()` or a send) is cleanup, and waits. During the scheduler's shutdown, a
+    /// body's send that the receiving process's end refused is `Cancelled` too (which of the
+    /// two heard the shutdown first is a race). Under a capacity of 0 (`mailbox_capacity(0)`), which refuses every message, it is
     /// `MailboxFull` at once: no room will ever be made. A [`Message`](crate::Message) past its topic budget
     /// ([`Message::with_budget`](crate::Message::with_budget)) is `MailboxFull` at once, as for
     /// `send`: a budget drops what is past it, it does not make senders wait.

@@ -136,7 +136,17 @@ impl<M> fmt::Display for SendError<M> {
     }
 }
 
-impl<M: Send> std::error::Error for SendError<M> {}
+impl<M: Send> std::error::Error for SendError<M> {
+    /// A cancelled send's kind ([`SendErrorKind::Cancelled`]), so that the scheduler — which
+    /// cannot name `M` to downcast to — finds the cancellation in a body's error's sources and
+    /// ends it as cancelled; `None` for the other kinds.
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self.kind {
+            SendErrorKind::Cancelled(_) => Some(&self.kind),
+            _ => None,
+        }
+    }
+}
 
 /// Why a message (or a terminate request) was not delivered: [`SendError::kind`].
 ///
@@ -180,6 +190,18 @@ pub enum SendErrorKind {
     /// is over its budget.
     #[error("mailbox full")]
     MailboxFull,
+    /// The *sending* process was asked to finish (a shutdown, or
+    /// [`cancel`](crate::SchedulerHandle::cancel): its supervisor stopping it) while its
+    /// [`send_wait`](crate::Addr::send_wait) waited for room — or before it started, and
+    /// nothing had told the body yet (as for an ask) — so the message was not sent: it is
+    /// handed back, and `?` ends the body as cancelled, as a receive's or an ask's
+    /// cancellation does. Also, during the scheduler's shutdown, a body's `send_wait` that the
+    /// receiving process's end refused (it would be `NotFound` or `Closed`): which of the two
+    /// heard the shutdown first is a race the sender's outcome does not depend on. Only a
+    /// `send_wait` polled in a process's body reports it, and not one that started after the
+    /// body was told of its cancellation (cleanup: it waits as any other).
+    #[error("the sending process was cancelled ({0:?})")]
+    Cancelled(CancelReason),
 }
 
 impl<M> SendError<M> {
@@ -317,6 +339,51 @@ impl<M> SendError<M> {
     /// ```
     pub fn is_mailbox_full(&self) -> bool {
         self.kind == SendErrorKind::MailboxFull
+    }
+
+    /// `true` if the sending process was asked to finish while its
+    /// [`send_wait`](crate::Addr::send_wait) waited ([`SendErrorKind::Cancelled`]): `?` ends its
+    /// body as cancelled.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use procsched::prelude::*;
+    /// use std::time::Duration;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), BoxError> {
+    /// let sched = Scheduler::builder().workers(1).mailbox_capacity(1).build()?;
+    /// // Takes nothing: its one message of room stays full.
+    /// let full = sched.spawn_fn(|cx: ProcessCx<u32>| async move {
+    ///     let Err(why) = cx.cancelled().await;
+    ///     Err::<(), _>(why)
+    /// })?;
+    /// full.addr().send(1)?;
+    /// let to = full.addr();
+    /// let (waiting, waits) = tokio::sync::oneshot::channel();
+    /// let sender = sched.spawn_fn(move |_: ProcessCx| async move {
+    ///     let mut sent = std::pin::pin!(to.send_wait(2));
+    ///     // Polled once, to stand in the line, before saying so.
+    ///     assert!(futures::poll!(sent.as_mut()).is_pending());
+    ///     let _ = waiting.send(());
+    ///     match sent.await {
+    ///         Err(error) if error.is_cancelled() => {
+    ///             assert_eq!(error.into_message(), Some(2)); // handed back
+    ///             Ok::<_, BoxError>("cancelled")
+    ///         }
+    ///         other => Err(format!("{other:?}").into()),
+    ///     }
+    /// })?;
+    /// waits.await?;
+    /// sched.handle().cancel(sender.pid())?;
+    /// assert_eq!(sender.await?, "cancelled");
+    /// sched.shutdown_async(Duration::from_secs(1)).await;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn is_cancelled(&self) -> bool {
+        matches!(self.kind, SendErrorKind::Cancelled(_))
     }
 
     /// The message that was not delivered, handed back (`None` for a refused `terminate`).

@@ -287,7 +287,9 @@ impl Inner {
 
 /// `true` if `error`, or an error it wraps (its `source` chain), is a receiving future's report
 /// that the process was asked to finish: [`RecvError::Cancelled`] (`recv`, `recv_message`,
-/// `cancelled`) or [`AskError::Cancelled`] (an ask in flight); or, once `shutting_down`, a
+/// `cancelled`), [`AskError::Cancelled`] (an ask in flight) or [`SendErrorKind::Cancelled`]
+/// (a `send_wait` waiting for room: a `SendError<M>`, whose `M` cannot be named here, gives
+/// its kind as its `source`); or, once `shutting_down`, a
 /// child's handle that reported its own cancellation ([`ProcessError::is_cancelled`]): every
 /// process has been asked to finish then, and which of the two heard it first is a race.
 ///
@@ -308,6 +310,9 @@ pub(super) fn is_cancellation(
             || error
                 .downcast_ref::<AskError>()
                 .is_some_and(AskError::is_cancelled)
+            || error
+                .downcast_ref::<SendErrorKind>()
+                .is_some_and(|kind| matches!(kind, SendErrorKind::Cancelled(_)))
             || error
                 .downcast_ref::<ExitReason>()
                 .is_some_and(ExitReason::is_shutdown)

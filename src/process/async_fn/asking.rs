@@ -8,7 +8,7 @@
 
 use super::scope;
 use super::state::{Arrived, Completion, CxState};
-use crate::process::context::{Owner, ProcessWake};
+use crate::process::context::{HostId, Owner, ProcessWake};
 use crate::process::{CancelReason, Tag};
 use std::task::Waker;
 
@@ -174,11 +174,11 @@ fn give_up(state: &mut CxState, arrived: &Arrived, reply_to: Option<&ProcessWake
     }
 }
 
-/// For a wait the process layer does not carry itself (an ask across nodes: its answer comes
-/// on a channel, not as a call completion): whether the body that started it has been asked to
-/// finish since. Made when the wait starts, in the body being polled; `None` outside any body.
+/// For a wait the process layer does not carry itself (an ask across nodes, whose answer comes
+/// on a channel, not as a call completion; a `send_wait` waiting for room): whether the body
+/// that started it has been asked to finish since. Made when the wait starts, in the body being
+/// polled; `None` outside any body.
 #[derive(Debug, Clone, Copy)]
-#[cfg_attr(not(feature = "cluster"), allow(dead_code))] // the cluster's asks use it
 pub(crate) struct CancelWatch {
     owner: Owner,
     /// The body had been told already that its process was asked to finish: not this wait's
@@ -186,7 +186,6 @@ pub(crate) struct CancelWatch {
     after_cancel: bool,
 }
 
-#[cfg_attr(not(feature = "cluster"), allow(dead_code))]
 impl CancelWatch {
     /// A watch for the body being polled on this thread, if any (`Ok(None)`: none); `Err` as
     /// [`start`](fn@start): the cancellation, told now, before the wait's request is sent.
@@ -206,8 +205,16 @@ impl CancelWatch {
         })
     }
 
+    /// `true` if the wait was started in a body on `host` before the body was told of its
+    /// cancellation: a wait the shutdown of `host` cuts short by ending the process waited on
+    /// is that body's cancellation (as `scheduler/ask.rs`'s `in_shutdown` says for an ask).
+    pub(crate) fn hears_shutdown_of(&self, host: HostId) -> bool {
+        !self.after_cancel && self.owner.host == host
+    }
+
     /// The reason, if the body's process was asked to finish after the watch started (read in
-    /// that body's poll, polled with `waker`; `None` anywhere else).
+    /// that body's poll, polled with `waker`; `None` anywhere else). Reported, it counts as
+    /// told.
     pub(crate) fn cancelled(&self, waker: &Waker) -> Option<CancelReason> {
         if self.after_cancel {
             return None;

@@ -56,11 +56,11 @@ impl Scope<'_> {
         }
     }
 
-    /// A wait that a cancellation ends (a remote ask's), polled with `waker`: a waker that is
-    /// not the body's own is woken when the process is asked to finish (or mail arrives: a
-    /// spurious wake). Unlike a receive's, the body does not park `Idle` for it.
+    /// A wait that a cancellation ends (a remote ask's, a `send_wait`'s), polled with `waker`:
+    /// a waker that is not the body's own is woken when the process is asked to finish (or mail
+    /// arrives: a spurious wake). Unlike a receive's, it sets no `wants`; but a body whose only
+    /// pending futures wait so parks `Idle` (its kept waker counts as a receive's).
     #[inline]
-    #[cfg_attr(not(feature = "cluster"), allow(dead_code))] // the cluster's asks use it
     pub(super) fn wait_for_cancel(&mut self, waker: &Waker) {
         if !self.is_own_waker(waker) {
             self.state.wait_for_mail_with(waker);

@@ -13,8 +13,10 @@
 //! process, its line woken by a `close`).
 //!
 //! # Protocol 12
-//! Checked by `loom_a_sender_waiting_for_room_is_woken_by_the_drain_that_makes_it` and
-//! `loom_a_woken_sender_that_gives_up_passes_the_room_on` (`process/tests/loom_mailbox.rs`).
+//! Checked by `loom_a_sender_waiting_for_room_is_woken_by_the_drain_that_makes_it`,
+//! `loom_a_woken_sender_that_gives_up_passes_the_room_on` and
+//! `loom_a_sender_that_gives_up_on_its_cancel_while_polled_passes_the_room_on`
+//! (`process/tests/loom_mailbox.rs`).
 //! Everything below runs under the mailbox lock; wakers are woken after the unlock.
 //! 1. A sender refused for the capacity calls [`ProcessCell::wait_for_room`]: if the process is
 //!    still open and its mailbox still full, it takes its place — at the back when it first
@@ -27,7 +29,8 @@
 //! 3. A waiter polled again tries again only if it was woken: one still in line keeps its
 //!    place ([`ProcessCell::still_in_line`]) — the room there is went to those before it.
 //!    Delivered, or back to step 1.
-//! 4. A waiter done waiting — delivered, or given up (its future dropped) — leaves the line
+//! 4. A waiter done waiting — delivered, or given up (its future dropped, or, in a process's
+//!    body, its process's cancel heard in a poll that found no room) — leaves the line
 //!    ([`ProcessCell::leave_room_line`]). One no longer in it was woken, and the room it was
 //!    woken for may be unused: given up, or delivered on other room (its task polled for
 //!    another reason) just before being woken. It wakes the next in line if room remains.

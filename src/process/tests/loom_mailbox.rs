@@ -201,3 +201,56 @@ fn loom_a_woken_sender_that_gives_up_passes_the_room_on() {
         assert!(first_wakes.count() <= 1);
     });
 }
+
+/// `mailbox/room.rs`, protocol 12 step 4, as a `send_wait` whose body hears its cancel gives
+/// up: two senders wait behind a full one-message mailbox; the first is polled again (for its
+/// cancel: `still_in_line`, the poll's first look) while a drain makes room for one. Still in
+/// line, it gives up; woken, it tries, and the room is its own. Whichever comes first, room
+/// made is used or reaches the second in line: a waiter leaving on its cancel never strands
+/// the one behind it.
+#[test]
+fn loom_a_sender_that_gives_up_on_its_cancel_while_polled_passes_the_room_on() {
+    use super::support::WakeCounter;
+    use crate::process::{Message, Payload};
+    model(|| {
+        let cell = Arc::new(ProcessCell::new(1));
+        let generation = cell.open();
+        let message = |n: u64| Message::new("n", Payload::new(n));
+        assert!(cell.deliver_message(generation, message(1)).is_ok());
+        let (first_wakes, second_wakes) = (
+            std::sync::Arc::new(WakeCounter::new()),
+            std::sync::Arc::new(WakeCounter::new()),
+        );
+        let (mut first, mut second) = (None, None);
+        let first_waker = futures::task::waker(first_wakes.clone());
+        let second_waker = futures::task::waker(second_wakes.clone());
+        assert!(cell.wait_for_room(generation, &first_waker, &mut first));
+        assert!(cell.wait_for_room(generation, &second_waker, &mut second));
+        let cancelled = {
+            let cell = cell.clone();
+            let ticket = first.expect("in line");
+            thread::spawn(move || {
+                let outcome = if cell.still_in_line(generation, ticket, &first_waker) {
+                    // Its body's cancel, heard while it waits: it gives up.
+                    "gave up"
+                } else {
+                    // Woken by the drain: delivery comes before the cancel, on its room.
+                    assert!(cell.deliver_message(generation, message(2)).is_ok());
+                    "delivered"
+                };
+                cell.leave_room_line(generation, ticket);
+                outcome
+            })
+        };
+        assert_eq!(drain(&cell, None), (Drained::All, 1), "the first message");
+        match cancelled.join().unwrap() {
+            "gave up" => assert_eq!(second_wakes.count(), 1, "the room reached the second"),
+            _ => assert_eq!(
+                second_wakes.count(),
+                0,
+                "the room was the first's, and used"
+            ),
+        }
+        assert!(first_wakes.count() <= 1);
+    });
+}
