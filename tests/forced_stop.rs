@@ -228,3 +228,72 @@ fn a_forced_stop_whose_close_panics_is_panicked_to_its_handle_monitors_and_metri
         );
     }
 }
+
+/// Ignores everything, its `Cancel` included: forced at the deadline; counts its closes.
+struct Stubborn(Counter);
+
+impl Process for Stubborn {
+    type Output = Payload;
+
+    fn step(&mut self, _: &mut Events, out: &mut StepOutput) -> Result<(), BoxError> {
+        out.idle();
+        Ok(())
+    }
+
+    fn close(&mut self) {
+        self.0.fetch_add(1, SeqCst);
+    }
+}
+
+/// The forced stop walks the table in pieces, bounded by its deadline (`scheduler/tasks.rs`,
+/// step 4; `closers.rs`), and the seal reads a count instead of visiting the cells: with more
+/// processes than a short forced stop can close, each is still counted once — `forced` if
+/// closed in time, else `abandoned` and closed after `shutdown` returned — and every handle
+/// resolves cancelled. (The time `shutdown` takes is the release probe's to measure:
+/// `examples/shutdown_many.rs`.)
+#[test]
+fn a_forced_stop_of_more_processes_than_it_can_close_in_time_counts_and_closes_each_once() {
+    let processes = scaled(20_000);
+    let sched = Scheduler::builder().workers(2).build().unwrap();
+    let (started, closes, drops) = (support::counter(), support::counter(), support::counter());
+    let mut bodies = Vec::with_capacity(processes / 2);
+    let mut machines = Vec::with_capacity(processes / 2);
+    for _ in 0..processes / 2 {
+        let (started, guard) = (started.clone(), DropCount(drops.clone()));
+        bodies.push(
+            sched
+                .spawn_fn(move |_cx: ProcessCx| async move {
+                    let _guard = guard;
+                    started.fetch_add(1, SeqCst);
+                    std::future::pending::<()>().await;
+                    Ok::<(), BoxError>(())
+                })
+                .unwrap(),
+        );
+        machines.push(
+            sched
+                .spawn(Stubborn(closes.clone()), "run", Payload::empty())
+                .unwrap(),
+        );
+    }
+    wait_until("every body parked", || count(&started) == processes / 2);
+    let report = sched.shutdown(Duration::ZERO);
+    assert_eq!(report.graceful, 0, "{report:?}");
+    assert_eq!(report.total(), processes, "each counted once: {report:?}");
+    assert!(sched.wait_for_abandoned(HANG_GUARD), "the rest are closed");
+    assert_eq!(count(&drops), processes / 2, "every body dropped once");
+    assert_eq!(
+        count(&closes),
+        processes / 2,
+        "every state machine closed once"
+    );
+    for handle in bodies {
+        assert!(join_typed(handle).unwrap_err().is_cancelled());
+    }
+    for handle in machines {
+        assert!(join_typed(handle).unwrap_err().is_cancelled());
+    }
+    let finished = sched.metrics().finished;
+    assert_eq!(finished.forced as usize, processes, "{finished:?}");
+    assert_eq!(sched.live_processes(), 0);
+}

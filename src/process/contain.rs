@@ -22,6 +22,16 @@
 //! metrics sum (`SchedulerMetrics::destructor_panics`). A destructor's panic never changes how
 //! a process *ended*: that is decided before its values are dropped.
 //!
+//! # After the outcome
+//! What a process leaves *unread* — messages and completions still in its mailbox, and those an
+//! `async fn` body took into its inbox and never received — is dropped only once its outcome is
+//! published: counted in the shutdown's report and the metrics, its handle resolved. A message
+//! whose destructor blocks or takes long (it closes a connection, say) then holds up nothing
+//! but the thread that drops it. The process future collects them at its finish
+//! ([`collecting`]: the adapter's inbox hands its messages to [`drop_later`] instead of
+//! dropping them) and hands them, with its mailbox's, to [`after_outcome`]; the executor runs
+//! them once it has published the task's result ([`run_after_outcome`], in its `complete`).
+//!
 //! # A user value's `Display`
 //! The scheduler formats user errors where no `catch_unwind` of the user's call surrounds it:
 //! a `debug` event after a step or `init` failed (when a subscriber formats the field), a
@@ -34,13 +44,85 @@
 //! `destructor_panics` means destructors.
 
 use super::Pid;
-use std::cell::{Cell, OnceCell};
+use std::cell::{Cell, OnceCell, RefCell};
 use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 std::thread_local! {
     /// Panics contained on this thread so far (module docs, "Counted, and told").
     static CONTAINED: Cell<u64> = const { Cell::new(0) };
+    /// Inside [`collecting`]: what [`drop_later`] was given (module docs, "After the outcome").
+    static COLLECTED: RefCell<Option<Vec<Later>>> = const { RefCell::new(None) };
+    /// What [`after_outcome`] was given, for [`run_after_outcome`].
+    static AFTER_OUTCOME: RefCell<Pending> = const { RefCell::new(Pending(Vec::new())) };
+}
+
+/// [`AFTER_OUTCOME`]'s list. Empty whenever the executor is not completing a task; if a thread
+/// ends with some left (a task dropped by something else than the executor), they run then.
+struct Pending(Vec<Later>);
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        for later in self.0.drain(..) {
+            later();
+        }
+    }
+}
+
+/// Drops user values, each contained; returns the destructor panics (module docs, "After the
+/// outcome").
+pub(crate) type Later = Box<dyn FnOnce() -> u64 + Send>;
+
+/// Runs `drop` — which drops a process's values — collecting what [`drop_later`] is given
+/// meanwhile on this thread instead of dropping it; returns `drop`'s result and the collected.
+pub(crate) fn collecting<R>(drop: impl FnOnce() -> R) -> (R, Vec<Later>) {
+    let outer = COLLECTED.with(|collected| collected.borrow_mut().replace(Vec::new()));
+    let result = drop();
+    let collected =
+        COLLECTED.with(|collected| std::mem::replace(&mut *collected.borrow_mut(), outer));
+    (result, collected.unwrap_or_default())
+}
+
+/// Drops `items` (user values a process left unread) each contained — now, or, inside
+/// [`collecting`], once the process's outcome is published. Returns the destructor panics of a
+/// drop made now (0 when deferred: counted when they happen).
+pub(crate) fn drop_later<T: Send + 'static>(
+    items: impl IntoIterator<Item = T> + Send + 'static,
+) -> u64 {
+    let later: Later = Box::new(move || drop_each(items));
+    let later = COLLECTED.with(|collected| match &mut *collected.borrow_mut() {
+        Some(collected) => {
+            collected.push(later);
+            None
+        }
+        None => Some(later),
+    });
+    later.map_or(0, |later| later())
+}
+
+/// Runs `later` once the executor has published the result of the task finishing on this
+/// thread ([`run_after_outcome`]).
+pub(crate) fn after_outcome(later: Later) {
+    let mut later = Some(later);
+    let _ = AFTER_OUTCOME.try_with(|queued| queued.borrow_mut().0.extend(later.take()));
+    if let Some(later) = later {
+        // A thread being torn down: nothing comes after, it runs now.
+        later();
+    }
+}
+
+/// Runs what [`after_outcome`] was given on this thread: called by the executor after it has
+/// published a task's result (and woken whoever awaits it).
+#[inline]
+pub(crate) fn run_after_outcome() {
+    while let Some(later) = AFTER_OUTCOME
+        .try_with(|queued| queued.borrow_mut().0.pop())
+        .ok()
+        .flatten()
+    {
+        // Each contains its own destructors' panics and counts them.
+        later();
+    }
 }
 
 /// Panics contained on this thread so far.

@@ -31,9 +31,13 @@
 //! # Finish (done, failed, panicked, terminated, or dropped by a shutdown)
 //! State → `Complete` (`state.rs`, protocol 6); the cell closes (later sends see `Closed`, then `NotFound`); outstanding
 //! handler tasks are aborted (those of calls the body drops are aborted sooner, after the step
-//! that dropped them: `outstanding.rs`); `close` runs exactly once (panics caught); the host
-//! forgets the PID and may reuse the cell for another process, so the future never touches it
-//! again.
+//! that dropped them: `outstanding.rs`); `close` runs exactly once (panics caught); the
+//! process's own values are dropped; the host counts the finish, forgets the PID and may reuse
+//! the cell for another process, so the future never touches it again. What the process left
+//! *unread* — the events its mailbox still held (taken out by the close), an async body's inbox,
+//! the events its last step did not read — is dropped last, once the executor has published its
+//! result (`contain.rs`, "After the outcome"): a destructor there that blocks or takes long
+//! holds up neither its handle nor how it is counted.
 //!
 //! # Observability
 //! The process's span (made at spawn, where it is entered around `init`) is entered for every
@@ -50,14 +54,16 @@
 //! PID, so processes that live for one step are sampled one in [`SAMPLE_EVERY`] too — is timed
 //! ([`Host::step_timed`]): a clock read costs more than an inline step.
 
+use super::contain;
 use super::exit::ExitReason;
 use super::host::{Host, Outcome, PollStats};
 use super::mailbox::{saturate, Drained, ProcessCell};
 use super::output::Status;
 use super::outstanding::Outstanding;
 use super::state::{ParkAs, TakeNotified, TransitionToParked};
+use super::unread::{take_unread, Unread};
 use super::{display_contained, drop_contained, drop_each, panic_message};
-use super::{Events, Pid, Process, ProcessError, StepOutput};
+use super::{Event, Events, Pid, Process, ProcessError, StepOutput};
 use crate::loom::Arc;
 use std::future::Future;
 use std::mem::ManuallyDrop;
@@ -100,6 +106,10 @@ pub(crate) struct ProcessFuture<P: Process, H: Host> {
     /// delivers, and with an unbounded mailbox.
     unread: Option<u32>,
     unread_counted: u32,
+    /// What the process leaves unread is dropped after the executor publishes its result
+    /// (module docs, "Finish"); `false` only for a future polled by hand (the loom models),
+    /// which drops it at once.
+    unread_after_outcome: bool,
 }
 
 // Not `Unpin` when the process is not: the async-fn adapter's body is polled in place and
@@ -110,7 +120,9 @@ impl<P: Process, H: Host> ProcessFuture<P, H> {
     /// The future of `process`, hosted by `cell` in the incarnation `pid` names (just opened).
     #[cfg(all(test, loom))]
     pub(crate) fn new(process: P, pid: Pid, cell: Arc<ProcessCell>, host: Arc<H>) -> Self {
-        Self::with_span(process, pid, cell, host, Span::none())
+        let mut future = Self::with_span(process, pid, cell, host, Span::none());
+        future.unread_after_outcome = false;
+        future
     }
 
     /// The future of `process`, hosted by `cell` in the incarnation `pid` names (just opened),
@@ -136,6 +148,7 @@ impl<P: Process, H: Host> ProcessFuture<P, H> {
             bounded,
             unread: bounded.then_some(0),
             unread_counted: 0,
+            unread_after_outcome: true,
             // The phase drawn from the PID: one-step processes are sampled one in
             // `SAMPLE_EVERY` too.
             until_timed: ((pid.as_u64().wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) % SAMPLE_EVERY)
@@ -203,8 +216,8 @@ impl<P: Process, H: Host> ProcessFuture<P, H> {
             };
             must_drain = drained == Drained::More;
             if drained == Drained::Terminate {
-                // Terminated: inline completions still buffered are dropped with the process.
-                self.cell.stats.destructors_panicked(drop_unread(events));
+                // Terminated: inline completions still buffered are left unread.
+                let unread = take_unread(events);
                 let pid = self.pid;
                 tracing::debug!(%pid, "terminated");
                 // By a linked process's exit signal, or on request.
@@ -212,7 +225,7 @@ impl<P: Process, H: Host> ProcessFuture<P, H> {
                     Some(reason) => ProcessError::exited(pid, reason),
                     None => ProcessError::terminated(pid),
                 };
-                return Poll::Ready(self.finish(Err(error), Outcome::Terminated));
+                return Poll::Ready(self.finish(Err(error), Outcome::Terminated, unread));
             }
             let events_in = if trace_steps { events.len() } else { 0 };
             self.until_timed -= 1;
@@ -241,7 +254,15 @@ impl<P: Process, H: Host> ProcessFuture<P, H> {
                     .step_timed(pid, end.saturating_duration_since(start), end);
             }
             let stats_of_cell = &self.cell.stats;
-            stats_of_cell.destructors_panicked(drop_unread(events));
+            // What the step did not read: dropped now if the process goes on, else left unread
+            // with its mailbox (module docs, "Finish").
+            let ends = !matches!(stepped, Ok(Ok(()))) || matches!(out.status(), Status::Done(_));
+            let unread = if ends {
+                take_unread(events)
+            } else {
+                stats_of_cell.destructors_panicked(drop_unread(events));
+                Vec::new()
+            };
             match stepped {
                 Ok(Ok(())) => {}
                 Ok(Err(error)) => {
@@ -254,7 +275,7 @@ impl<P: Process, H: Host> ProcessFuture<P, H> {
                         );
                         drop_contained(error);
                         let ended = ProcessError::cancelled_by(pid, self.cell.take_exit_reason());
-                        return Poll::Ready(self.finish(Err(ended), Outcome::Cancelled));
+                        return Poll::Ready(self.finish(Err(ended), Outcome::Cancelled, unread));
                     }
                     // The error's `Display` is user code, run by the subscriber, outside the
                     // step's `catch_unwind`: contained (`contain.rs`), the process stays failed.
@@ -263,17 +284,21 @@ impl<P: Process, H: Host> ProcessFuture<P, H> {
                         error = %display_contained(&*error, Some(pid)),
                         "step failed"
                     );
-                    return Poll::Ready(
-                        self.finish(Err(ProcessError::failed(pid, error)), Outcome::Failed),
-                    );
+                    return Poll::Ready(self.finish(
+                        Err(ProcessError::failed(pid, error)),
+                        Outcome::Failed,
+                        unread,
+                    ));
                 }
                 Err(panic) => {
                     let message = panic_message(&*panic);
                     stats_of_cell.destructors_panicked(discard(out) + drop_contained(panic));
                     tracing::warn!(%pid, panic = %message, "step panicked");
-                    return Poll::Ready(
-                        self.finish(Err(ProcessError::panicked(pid, message)), Outcome::Panicked),
-                    );
+                    return Poll::Ready(self.finish(
+                        Err(ProcessError::panicked(pid, message)),
+                        Outcome::Panicked,
+                        unread,
+                    ));
                 }
             }
             let status = out.take_status();
@@ -287,7 +312,7 @@ impl<P: Process, H: Host> ProcessFuture<P, H> {
                         tracing::warn!(%pid, dropped, "yields of a Done step are dropped");
                         stats_of_cell.destructors_panicked(drop_each(out.take_yields()));
                     }
-                    return Poll::Ready(self.finish(Ok(result), Outcome::Done));
+                    return Poll::Ready(self.finish(Ok(result), Outcome::Done, unread));
                 }
                 Status::Continue => None,
                 Status::Wait => Some(ParkAs::Blocked),
@@ -381,17 +406,18 @@ impl<P: Process, H: Host> ProcessFuture<P, H> {
     }
 
     /// The finish protocol (module docs). `result` (of `outcome`) is what the handle receives,
-    /// unless `close` panics.
+    /// unless `close` panics; `unread`, events the last step did not read.
     fn finish(
         &mut self,
         result: Result<P::Output, ProcessError>,
         outcome: Outcome,
+        unread: Vec<Event>,
     ) -> Result<P::Output, ProcessError> {
         debug_assert!(!self.finished);
         self.finished = true;
         let (pid, cell) = (self.pid, &self.cell);
         cell.stats.set_steps(self.steps);
-        let (mut panics, stopped_by) = cell.close_taking_exit_reason();
+        let (unread_mail, mut panics, stopped_by) = cell.close_keeping_unread();
         self.outstanding.abort_all(&*self.host);
         let process = &mut *self.process;
         let closed = catch_unwind(AssertUnwindSafe(|| process.close()));
@@ -405,9 +431,13 @@ impl<P: Process, H: Host> ProcessFuture<P, H> {
                 (result, Outcome::Panicked)
             }
         };
-        // The process's own values (its state; an async body, its inbox, kept completions) go
-        // now, whatever happened to it: their destructors' panics are counted, not an outcome.
-        panics += drop_contained(DropInPlace(&mut self.process));
+        // The process's own values (its state; an async body, kept completions) go now,
+        // whatever happened to it: their destructors' panics are counted, not an outcome. An
+        // async body's inbox — messages it never received — is collected instead, and left
+        // unread with the mailbox's.
+        let (dropped, unread_inbox) =
+            contain::collecting(|| drop_contained(DropInPlace(&mut self.process)));
+        panics += dropped;
         if panics > 0 {
             tracing::warn!(
                 %pid,
@@ -426,6 +456,12 @@ impl<P: Process, H: Host> ProcessFuture<P, H> {
             (Err(error), _) => error.exit_reason(),
         };
         let late = self.host.finished(pid, cell, outcome, reason);
+        let left = Unread {
+            mail: unread_mail,
+            inbox: unread_inbox,
+            events: unread,
+        };
+        left.leave(pid, cell, self.unread_after_outcome);
         if late && !matches!(outcome, Outcome::Panicked | Outcome::Stopped) {
             // The shutdown's report counts it forced or abandoned: the handle agrees.
             drop_contained(result);
@@ -471,7 +507,11 @@ impl<P: Process, H: Host> Drop for ProcessFuture<P, H> {
             let pid = self.pid;
             let span = self.span.take();
             let entered = span.as_deref().map(Span::enter);
-            let result = self.finish(Err(ProcessError::cancelled(pid)), Outcome::Stopped);
+            let result = self.finish(
+                Err(ProcessError::cancelled(pid)),
+                Outcome::Stopped,
+                Vec::new(),
+            );
             drop(entered);
             drop(span);
             if let Err(error) = result {

@@ -349,14 +349,17 @@ impl Scheduler {
     /// Erlang/OTP's does (the `timeout` still bounds it all). A child no longer linked to its
     /// supervisor (it trapped its supervisor's exit, or unlinked) is cancelled like any other.
     ///
-    /// Returns within `timeout + 2 ×` [`FORCED_STOP_WAIT`](super::FORCED_STOP_WAIT) (the workers'
-    /// wait, then the wait for the forced processes' `close` calls, which run on threads of their
-    /// own) with every process counted once in the [`ShutdownReport`]: `graceful` and `forced`
+    /// Returns within `timeout + 2 ×` [`FORCED_STOP_WAIT`](super::FORCED_STOP_WAIT), whatever
+    /// the number of processes (the workers' wait, then the wait for the forced processes'
+    /// `close` calls, which run on threads of their own; the processes the grace period was too
+    /// short to deliver a `Cancel` to are forced with the rest) with every process counted once
+    /// in the [`ShutdownReport`]: `graceful` and `forced`
     /// ones are closed; a process still inside `init`, a `step` or `close` then cannot be
     /// preempted and is `abandoned` — it is closed when its call returns
     /// ([`wait_for_abandoned`](Self::wait_for_abandoned) waits for that). A forced `close` that
     /// blocks is `abandoned` too, and the processes queued behind it are closed by another
-    /// thread (`abandoned` as well if that thread has not reached them in time).
+    /// thread (`abandoned` as well if that thread has not reached them in time — as are, with
+    /// many processes, the ones the forced stop had no time to close: closed after it returns).
     ///
     /// Idempotent; concurrent and later callers get the first call's report, waiting for it if
     /// it is not made yet. One exception, so that it cannot deadlock: a call from user code the
@@ -400,7 +403,7 @@ impl Scheduler {
             "Scheduler::shutdown",
             "Scheduler::shutdown_async(timeout).await",
         );
-        self.shutdown.shutdown(self.inner(), timeout)
+        self.shutdown.shutdown(&self.handle.inner, timeout)
     }
 
     /// [`shutdown`](Self::shutdown) for async code, on any executor (tokio of either flavour,
@@ -433,7 +436,9 @@ impl Scheduler {
     /// # Ok::<(), procsched::error::BuildError>(())
     /// ```
     pub async fn shutdown_async(&self, timeout: Duration) -> ShutdownReport {
-        self.shutdown.shutdown_async(self.inner(), timeout).await
+        self.shutdown
+            .shutdown_async(&self.handle.inner, timeout)
+            .await
     }
 
     /// After a shutdown: waits until every abandoned process has returned from user code and

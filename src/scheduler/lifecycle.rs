@@ -42,8 +42,8 @@ pub struct ShutdownReport {
     pub forced: usize,
     /// Processes still inside user code (`init`, a `step` or `close`) when shutdown gave up
     /// waiting ([`FORCED_STOP_WAIT`](crate::config::FORCED_STOP_WAIT) after the timeout for the
-    /// workers, and as long again for the forced processes' `close` calls) — a forced process
-    /// whose `close` had not run yet among them. Rust cannot preempt them: each is stopped when
+    /// workers, and up to twice that after it for the forced processes' `close` calls) — a forced
+    /// process whose `close` had not run yet among them (with many processes, most of them). Rust cannot preempt them: each is stopped when
     /// its call returns — its `close` runs then, on the thread that ran it, and its handle
     /// reports cancellation (a spawn still in `init` fails with
     /// [`SpawnError::ShuttingDown`]). [`Scheduler::wait_for_abandoned`](crate::Scheduler::wait_for_abandoned)

@@ -49,16 +49,18 @@
 //!
 //! **Shutdown** (`shutdown.rs`, `lifecycle.rs`):
 //! 1. Set `shutting_down` (SeqCst), fence, deliver `Cancel` to every cell in the table but
-//!    supervisors' children: each supervisor stops its own, in reverse start order (OTP).
+//!    supervisors' children: each supervisor stops its own, in reverse start order (OTP). The
+//!    walk stops at the grace period's end: the cells it has not reached by then are forced.
 //! 2. Grace: wait until `live == 0` or the deadline.
 //! 3. Set `forcing`: no process starts another step.
 //! 4. Stop the executor, waiting at most [`FORCED_STOP_WAIT`] for workers to leave their current
-//!    poll; then cancel every process task through the cells (`tasks.rs`): every process future
-//!    not being polled is dropped on a closer thread (`closers.rs`; its `close` runs, it is
-//!    counted `forced`), waiting at most [`FORCED_STOP_WAIT`] again for those closes.
-//! 5. Seal, under the tally: every cell still occupied is a process still inside `init`, `step`
-//!    or `close` (or whose forced `close` has not run yet) — `abandoned`; set `sealed`. The
-//!    report is final.
+//!    poll; then cancel every process task through the cells (`tasks.rs`, a walk in pieces):
+//!    every process future not being polled is dropped on a closer thread (`closers.rs`; its
+//!    `close` runs, it is counted `forced`), waiting for the walk and those closes until
+//!    `2 × FORCED_STOP_WAIT` after the timeout at most.
+//! 5. Seal, under the tally: every cell still occupied — the table's count of them, not a walk
+//!    — is a process still inside `init`, `step` or `close` (or whose forced `close` has not run
+//!    yet) — `abandoned`; set `sealed`. The report is final.
 //!
 //! **Finish** (`shared.rs`, the process future's `Host::finished`): after `close`, if
 //! `shutting_down` is set, under the tally: count `graceful` (before `forcing`), `forced` (before

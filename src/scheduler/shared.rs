@@ -106,9 +106,12 @@ impl Inner {
         }
     }
 
-    /// Shutdown step 1: stops admission and delivers `Cancel` to every live process, once.
-    /// Returns `false` if shutdown had begun already.
-    pub(super) fn begin_shutdown(&self) -> bool {
+    /// Shutdown step 1: stops admission and delivers `Cancel` to every live process, once —
+    /// within the grace period, which ends at `deadline`: the cells are visited in order, and
+    /// the processes the walk has not reached when it ends (a table of a million takes longer
+    /// than a short grace period) get no `Cancel`: the forced stop stops them, as it does every
+    /// process still live then. Returns `false` if shutdown had begun already.
+    pub(super) fn begin_shutdown(&self, deadline: Instant) -> bool {
         if !self.lifecycle.begin_shutdown() {
             return false;
         }
@@ -116,16 +119,35 @@ impl Inner {
         tracing::info!(live, "scheduler shutdown: cancelling every process");
         // Supervisors' children are left to their supervisors, which stop them in reverse start
         // order (OTP's shutdown of a tree); the forced pass reaches every process.
-        let cancelled = self
-            .table
-            .cells()
-            .filter_map(|cell| Some((cell, cell.shutdown_target()?)))
-            .filter(|(cell, generation)| cancel(cell, *generation) == Admission::Accepted)
-            .count();
+        let mut cancelled = 0usize;
+        let mut visited = 0usize;
+        let mut next = Some(0);
+        while let Some(from) = next {
+            // The clock is read once a piece: next to a delivery, a clock read is not free.
+            // Loom has no clock: the model delivers to every cell.
+            if visited > 0 && Instant::now() >= deadline && !cfg!(loom) {
+                tracing::info!(
+                    cancelled,
+                    "scheduler shutdown: grace period over before every process had its Cancel"
+                );
+                break;
+            }
+            next = self.table.visit_from(from, CANCEL_PIECE, |cell| {
+                if let Some(generation) = cell.shutdown_target() {
+                    if cancel(cell, generation) == Admission::Accepted {
+                        cancelled += 1;
+                    }
+                }
+            });
+            visited += 1;
+        }
         tracing::debug!(cancelled, "scheduler shutdown: Cancel delivered");
         true
     }
 }
+
+/// Cells [`Inner::begin_shutdown`] visits between two reads of the clock.
+const CANCEL_PIECE: usize = 256;
 
 /// A typed send's delivery. A `Message` sent through an `Addr<Message>` may carry a topic
 /// budget, which only the locked path counts: it goes the untyped way. Any other type's message

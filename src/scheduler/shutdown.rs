@@ -20,13 +20,19 @@ use std::pin::pin;
 use std::task::{Poll, Waker};
 use std::time::{Duration, Instant};
 
-/// How long shutdown waits, after its timeout, for workers to leave the poll they are in; and
-/// then again, at most, for the `close` calls of the processes it forces (they run on threads of
-/// their own). A process still inside user code then (a step or a `close` that blocks or loops)
-/// is *abandoned*: counted in [`ShutdownReport::abandoned`], and closed when its call returns.
-/// So [`Scheduler::shutdown`](crate::Scheduler::shutdown) returns within
-/// `timeout + 2 × FORCED_STOP_WAIT`.
+/// How long shutdown waits, after its timeout, for workers to leave the poll they are in; the
+/// `close` calls of the processes it forces (they run on threads of their own) then get the rest
+/// of `2 × FORCED_STOP_WAIT` after the timeout. A process still inside user code then (a step or
+/// a `close` that blocks or loops), or whose forced `close` has not run yet (too many to close
+/// in time), is *abandoned*: counted in [`ShutdownReport::abandoned`], and closed when its call
+/// returns, or its turn comes. So [`Scheduler::shutdown`](crate::Scheduler::shutdown) returns
+/// within `timeout + 2 × FORCED_STOP_WAIT`, whatever the number of processes.
 pub const FORCED_STOP_WAIT: Duration = Duration::from_millis(50);
+
+/// What the forced stop keeps, of its `2 × FORCED_STOP_WAIT`, for its own work after the
+/// closes' wait (the seal, the watcher's start, the report's traces): the wait ends this much
+/// earlier, so that `shutdown` returns within its bound.
+const REPORT_MARGIN: Duration = Duration::from_millis(2);
 
 /// A scheduler's threads and their shutdown: run once, its report kept for every later call.
 ///
@@ -154,13 +160,20 @@ struct Engine {
 
 impl Engine {
     /// Shutdown steps 2–5 (module docs of `scheduler`), after step 1.
-    fn stop(&self, inner: &Inner, deadline: Instant) -> ShutdownReport {
+    fn stop(&self, inner: &Arc<Inner>, deadline: Instant) -> ShutdownReport {
         inner.lifecycle.wait_idle(deadline);
-        self.force(inner)
+        self.force(inner, deadline)
     }
 
-    /// Shutdown steps 3–5.
-    fn force(&self, inner: &Inner) -> ShutdownReport {
+    /// Shutdown steps 3–5, after the grace period that ended at `deadline`: done by
+    /// `deadline + 2 × FORCED_STOP_WAIT` whatever the number of processes. The workers get
+    /// `FORCED_STOP_WAIT` at most to leave their polls, the closes what is left until
+    /// [`REPORT_MARGIN`] before the end (so a late start — a step 1 or 2 that overran its deadline
+    /// by a piece, a thread the OS ran late — shortens the closes' wait instead of the bound), and
+    /// the steps that visit every process are done in pieces within those waits (the table walk,
+    /// by the closers) or not at all (the seal reads a count).
+    fn force(&self, inner: &Arc<Inner>, deadline: Instant) -> ShutdownReport {
+        let closes_deadline = deadline + 2 * FORCED_STOP_WAIT - REPORT_MARGIN;
         let live = inner.lifecycle.live();
         if live > 0 {
             tracing::info!(
@@ -171,26 +184,29 @@ impl Engine {
         inner.lifecycle.begin_forcing();
         let stopped = self.executor.shutdown(FORCED_STOP_WAIT);
         // Process tasks are not in the executor's owned list: cancel them through their cells,
-        // their `close` calls on closer threads, so that one that blocks cannot hang us.
-        let tasks = tasks::take_all(inner.table.cells());
-        let closes_deadline = crate::deadline::after(FORCED_STOP_WAIT);
+        // their `close` calls on closer threads, so that one that blocks cannot hang us; the
+        // cells are walked by the closers too, a piece at a time (`tasks.rs`, step 4).
         let closed = closers::close_all(
             inner.host_id,
             inner.process_runtime_if_any(),
-            tasks,
+            Vec::new(),
+            Some(tasks::walk_all(inner.clone())),
             closes_deadline,
         );
         tracing::debug!(
             cancelled = closed.dropped,
             unfinished = closed.unfinished,
+            unwalked = closed.unwalked,
             "scheduler shutdown: process tasks cancelled"
         );
-        let report = inner.lifecycle.seal(|| inner.table.len());
+        // A count, not a walk of the cells: the seal holds the tally lock every finish takes.
+        let report = inner.lifecycle.seal(|| inner.table.occupied());
         if report.abandoned > 0 {
             tracing::warn!(
                 abandoned = report.abandoned,
                 stuck_workers = stopped.stuck_workers,
                 unfinished_closes = closed.unfinished,
+                unwalked = closed.unwalked,
                 "shutdown gave up on processes still inside user code; each is closed when its call returns"
             );
         }
@@ -239,9 +255,9 @@ impl Shutdown {
     }
 
     /// [`Scheduler::shutdown`](crate::Scheduler::shutdown), once the caller may block.
-    pub(super) fn shutdown(&self, inner: &Inner, timeout: Duration) -> ShutdownReport {
+    pub(super) fn shutdown(&self, inner: &Arc<Inner>, timeout: Duration) -> ShutdownReport {
         let deadline = crate::deadline::after(timeout);
-        inner.begin_shutdown();
+        inner.begin_shutdown(deadline);
         if stopping_here(inner.host_id) {
             return so_far(inner);
         }
@@ -262,9 +278,13 @@ impl Shutdown {
     }
 
     /// [`Scheduler::shutdown_async`](crate::Scheduler::shutdown_async).
-    pub(super) async fn shutdown_async(&self, inner: &Inner, timeout: Duration) -> ShutdownReport {
+    pub(super) async fn shutdown_async(
+        &self,
+        inner: &Arc<Inner>,
+        timeout: Duration,
+    ) -> ShutdownReport {
         let deadline = crate::deadline::after(timeout);
-        inner.begin_shutdown();
+        inner.begin_shutdown(deadline);
         if stopping_here(inner.host_id) {
             return so_far(inner);
         }
@@ -296,7 +316,7 @@ impl Shutdown {
             return report;
         }
         let claim = Claim::new(self, inner.host_id);
-        claim.publish(self.engine().force(inner))
+        claim.publish(self.engine().force(inner, deadline))
     }
 
     /// The `Drop` of [`Scheduler`](crate::Scheduler): a blocking shutdown with the drop timeout,
@@ -312,7 +332,7 @@ impl Shutdown {
         }
         let inner = inner.clone();
         let deadline = crate::deadline::after(self.drop_timeout);
-        inner.begin_shutdown();
+        inner.begin_shutdown(deadline);
         if blocking::async_context().is_none() {
             engine.stop(&inner, deadline);
             return;
@@ -339,7 +359,7 @@ impl Shutdown {
             tracing::warn!(%error, "could not start a shutdown thread; forcing the shutdown in place");
             let engine = lock(&slot).take();
             if let Some(engine) = engine {
-                engine.force(&inner);
+                engine.force(&inner, deadline);
             }
         }
     }

@@ -59,6 +59,10 @@ pub(crate) struct Table {
     fresh: AtomicUsize,
     /// Released slots (protocol step 2), for claims (step 1).
     free: FreeList,
+    /// Cells hosting a process: opened by a claim (step 1) and not yet released (step 2) — what
+    /// [`len`](Self::len) counts by visiting every cell, kept as a count so that shutdown's seal
+    /// reads it in constant time, whatever the table's size.
+    occupied: AtomicUsize,
     /// The mailbox capacity of new processes (`mailbox_capacity`), but those with a bound of
     /// their own (`MailboxBound`).
     mailbox_capacity: usize,
@@ -73,6 +77,7 @@ impl Table {
             grow: Mutex::new(()),
             fresh: AtomicUsize::new(0),
             free: FreeList::new(),
+            occupied: AtomicUsize::new(0),
             mailbox_capacity,
         }
     }
@@ -125,6 +130,9 @@ impl Table {
         };
         let capacity = incarnation.mailbox.capacity(self.mailbox_capacity);
         let generation = cell.open_as(incarnation, capacity, at_least);
+        // Before the spawn's later steps, which take shutdown's tally lock if it has begun: a
+        // seal that comes after them sees this count (`seal`, in `lifecycle.rs`).
+        self.occupied.fetch_add(1, AcqRel);
         Some((Pid::new(index, generation), cell))
     }
 
@@ -133,6 +141,7 @@ impl Table {
     pub(crate) fn release(&self, pid: Pid, cell: &ProcessCell) -> (Vec<Watch>, bool) {
         let (generation, watches, cancel_asked) = cell.release_asked();
         debug_assert_eq!(generation, pid.generation());
+        self.occupied.fetch_sub(1, AcqRel);
         if generation < MAX_GENERATION {
             self.free.release(pid.index());
         } else {
@@ -147,6 +156,7 @@ impl Table {
     pub(crate) fn retire(&self, pid: Pid, cell: &ProcessCell) -> (Vec<Watch>, bool) {
         let (generation, watches, cancel_asked) = cell.release_asked();
         debug_assert_eq!(generation, pid.generation());
+        self.occupied.fetch_sub(1, AcqRel);
         (watches, cancel_asked)
     }
 
@@ -175,9 +185,53 @@ impl Table {
             .filter_map(|(index, slot)| Some((index, slot_cell(slot)?)))
     }
 
-    /// Number of cells hosting a process (takes every cell's lock; for diagnostics).
+    /// Number of cells hosting a process (takes every cell's lock; for diagnostics and tests:
+    /// [`occupied`](Self::occupied) is the same count, read in constant time).
     pub(crate) fn len(&self) -> usize {
         self.cells().filter(|cell| cell.is_occupied()).count()
+    }
+
+    /// Number of cells hosting a process — opened by a claim and not yet released — without
+    /// visiting them: shutdown's seal (`lifecycle.rs`), which must not take time that grows with
+    /// the table. A claim or release that happens-before the call is counted; one concurrent
+    /// with it may or may not be (as a cell the walk of [`len`](Self::len) visits before or
+    /// after its claim).
+    pub(crate) fn occupied(&self) -> usize {
+        self.occupied.load(Acquire)
+    }
+
+    /// Visits the cells of slots `from..`, at most `slots` slot indices of allocated pages (a
+    /// page not allocated is skipped without counting); returns the index to resume from, or
+    /// `None` once past the last page. A walk in pieces, for the forced stop's closers
+    /// (`tasks.rs`): each piece is short, so the walk can stop at a deadline between two.
+    pub(crate) fn visit_from(
+        &self,
+        from: usize,
+        slots: usize,
+        mut visit: impl FnMut(&ProcessCell),
+    ) -> Option<usize> {
+        let mut index = from;
+        let mut left = slots;
+        while left > 0 {
+            if index >= MAX_SLOTS {
+                return None;
+            }
+            let (k, offset) = locate(index);
+            let Some(page) = self.page(k) else {
+                // Not allocated: skip to the next page (indices run on across pages).
+                index += (FIRST_PAGE << k) - offset;
+                continue;
+            };
+            let end = (offset + left).min(page.len());
+            for slot in &page[offset..end] {
+                if let Some(cell) = slot_cell(slot) {
+                    visit(cell);
+                }
+            }
+            left -= end - offset;
+            index += end - offset;
+        }
+        (index < MAX_SLOTS).then_some(index)
     }
 
     /// Page `k`, if allocated.
@@ -317,9 +371,11 @@ mod tests {
             assert!(std::ptr::eq(table.get(*pid).unwrap(), &**cell));
         }
         assert_eq!(table.len(), claimed.len());
+        assert_eq!(table.occupied(), claimed.len());
         let (old, cell) = &claimed[3];
         finish(&table, *old, cell);
         assert_eq!(table.len(), claimed.len() - 1);
+        assert_eq!(table.occupied(), claimed.len() - 1);
         // The freed slot is reused first, in its next generation.
         let (new, _) = table.claim().unwrap();
         assert_eq!((new.index(), new.generation()), (old.index(), 2));
@@ -342,6 +398,34 @@ mod tests {
                 .expect("every claimed slot is an entry");
             assert!(std::ptr::eq(*found, &**cell));
         }
+    }
+
+    #[test]
+    fn a_walk_in_pieces_visits_every_cell_once_across_pages() {
+        let table = Table::new(usize::MAX);
+        let claimed: Vec<_> = (0..FIRST_PAGE * 7 + 3)
+            .map(|_| table.claim().unwrap())
+            .collect();
+        for piece in [1, 5, FIRST_PAGE, FIRST_PAGE * 3 + 1] {
+            let mut visited = Vec::new();
+            let mut next = Some(0);
+            let mut pieces = 0;
+            while let Some(from) = next {
+                next = table.visit_from(from, piece, |cell| visited.push(cell as *const _));
+                pieces += 1;
+                assert!(pieces < MAX_SLOTS, "the walk ends");
+            }
+            let all: Vec<*const ProcessCell> = table.cells().map(|cell| cell as *const _).collect();
+            assert_eq!(visited, all, "pieces of {piece}");
+            assert_eq!(visited.len(), claimed.len());
+        }
+        let mut none = 0;
+        assert_eq!(
+            Table::new(1).visit_from(0, 10, |_| none += 1),
+            None,
+            "no page allocated: the walk ends at once"
+        );
+        assert_eq!(none, 0);
     }
 
     #[test]
@@ -479,5 +563,6 @@ mod tests {
         let distinct: HashSet<Pid> = all.iter().copied().collect();
         assert_eq!(distinct.len(), all.len(), "a PID was issued twice");
         assert_eq!(table.len(), 0);
+        assert_eq!(table.occupied(), 0);
     }
 }

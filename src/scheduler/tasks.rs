@@ -22,10 +22,13 @@
 //! **Finish**: `close` (`ProcessCell::close`) takes the reference out in the critical section
 //! that closes the cell, and drops it.
 //!
-//! **Forced stop** (shutdown step 4, `shutdown.rs`), [`take_all`], after `Executor::shutdown`
+//! **Forced stop** (shutdown step 4, `shutdown.rs`), [`walk_all`], after `Executor::shutdown`
 //! (which set its flag first, then stopped the workers and dropped every queued poll):
-//! 4. For every cell, take the reference out under the cell's lock; then cancel each task, on
-//!    a closer thread (`closers.rs`): a task nobody is polling — idle, parked on any waker, or
+//! 4. For every cell, take the reference out under the cell's lock — a piece of the table at a
+//!    time, by the closer threads (`closers.rs`), so that the walk of a large table is bounded
+//!    by the forced stop's deadline like the closes, and what it has not reached by then is
+//!    counted `abandoned` and closed after it, as a `close` that has not run yet is; then
+//!    cancel each task, on a closer thread: a task nobody is polling — idle, parked on any waker, or
 //!    queued — has its future dropped there (`close` runs, the process is counted `forced`, or
 //!    `abandoned` if that `close` is still running, or not reached, at the closes' deadline);
 //!    one a stuck worker is polling is marked cancelled and dropped by that worker when its poll
@@ -51,10 +54,17 @@
 //! task being polled: as with a stuck worker); through the whole scheduler by
 //! `loom_scheduler_shutdown_racing_with_a_spawn` (`tests/loom_lifecycle.rs`).
 
+use super::closers::Walk;
+use super::shared::Inner;
 use crate::executor::{self, JoinHandle, TaskRef};
+use crate::loom::Arc;
 use crate::process::mailbox::ProcessCell;
 use crate::process::Pid;
 use std::future::Future;
+
+/// Slots the forced stop's walk visits in one piece ([`walk_all`]): a few microseconds of work
+/// under the closers' queue lock, which the waiter needs at its deadline.
+const WALK_PIECE: usize = 256;
 
 /// Spawn steps 1–3 (module docs): runs `future`, the task of process `pid` hosted by `cell`.
 #[inline(always)]
@@ -87,8 +97,23 @@ where
     join
 }
 
-/// Step 4 (module docs): takes out every process task `cells` (the table's) hold, for the
-/// forced stop to cancel ([`TaskRef::shutdown`], on its closer threads: `closers.rs`).
-pub(super) fn take_all<'a>(cells: impl Iterator<Item = &'a ProcessCell>) -> Vec<TaskRef> {
-    cells.filter_map(|cell| cell.take_task(None)).collect()
+/// Step 4 (module docs): a walk over `inner`'s process table, in pieces of [`WALK_PIECE`] slots,
+/// that takes out every process task the cells hold, for the forced stop to cancel
+/// ([`TaskRef::shutdown`], on its closer threads: `closers.rs`).
+pub(super) fn walk_all(inner: Arc<Inner>) -> Walk<TaskRef> {
+    let mut next = Some(0);
+    Box::new(move |queue| {
+        let Some(from) = next else {
+            return false;
+        };
+        next = inner
+            .table
+            .visit_from(from, WALK_PIECE, |cell| queue.extend(take(cell)));
+        true
+    })
+}
+
+/// Step 4 for one cell: the process task's reference it holds, if any.
+pub(super) fn take(cell: &ProcessCell) -> Option<TaskRef> {
+    cell.take_task(None)
 }

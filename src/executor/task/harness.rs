@@ -18,6 +18,8 @@
 //!    and hand the slot back (`unset_waker_after_complete`); if the handle vanished meanwhile,
 //!    drop the waker here.
 //! 4. Drop the owned list's reference (if it held one) together with the caller's, in one RMW.
+//! 5. Drop what a finished process left unread (`process/contain.rs`, "After the outcome"):
+//!    its result is out, so those destructors hold up neither its handle nor its count.
 //!
 //! Panics from user destructors (future, output) and from the join waker are caught at every
 //! step: a task can never unwind into a worker. Those that change nothing the `JoinHandle`
@@ -208,6 +210,9 @@ where
         if last {
             raw.dealloc();
         }
+        // The result is out: what a process left unread goes now (`process/contain.rs`, "After
+        // the outcome"), on this thread — user destructors, each contained.
+        crate::process::run_after_outcome();
     }
 }
 

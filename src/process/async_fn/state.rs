@@ -32,7 +32,7 @@
 use super::live_calls::LiveCalls;
 use crate::process::exit::Signal;
 use crate::process::mailbox::saturate;
-use crate::process::{drop_contained, drop_each};
+use crate::process::{drop_contained, drop_later};
 use crate::process::{CancelReason, CommandError, Event, Message, Payload, Tag, Topic};
 use std::collections::VecDeque;
 use std::task::Waker;
@@ -340,9 +340,12 @@ impl Drop for CxState {
     /// dropped likewise by `LiveCalls`).
     fn drop(&mut self) {
         if let Some(mail) = self.mail.take() {
-            drop_each(mail.inbox);
-            // An exit reason may hold a user's error.
-            drop_each(mail.signals.into_iter().map(|(_, signal)| signal));
+            // What the body never received: dropped after the process's outcome is published
+            // when the process future is the one dropping us (`contain.rs`, "After the
+            // outcome"), else now. An exit reason may hold a user's error.
+            // The count is the thread's (`contain.rs`): whoever drops us reads it.
+            drop_later(mail.inbox);
+            drop_later(mail.signals.into_iter().map(|(_, signal)| signal));
         }
     }
 }

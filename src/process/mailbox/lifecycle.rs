@@ -7,7 +7,28 @@ use super::{blocks, Admission, Generation, Incarnation, Phase, ProcessCell, Watc
 use crate::executor::TaskRef;
 use crate::loom::atomic::Ordering::Relaxed;
 use crate::process::exit::ExitReason;
+use crate::process::queue::Queue;
 use crate::process::{drop_contained, drop_each};
+
+/// The events a closed mailbox still held ([`ProcessCell::close_keeping_unread`]): user values,
+/// for the caller to drop when it chooses.
+#[derive(Default)]
+pub(crate) struct UnreadMail {
+    events: Queue,
+    behind: Queue,
+}
+
+impl UnreadMail {
+    /// Drops every event, each contained (`contain.rs`); returns the destructor panics.
+    pub(crate) fn drop_contained(self) -> u64 {
+        drop_each(self.events.into_events()) + drop_each(self.behind.into_events())
+    }
+
+    /// `true` if there is nothing to drop.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.events.is_empty() && self.behind.is_empty()
+    }
+}
 
 impl ProcessCell {
     /// An open cell with an unbounded mailbox, for tests of the process layer.
@@ -138,6 +159,16 @@ impl ProcessCell {
     /// OTP behaviour exits with its parent's `Reason` after `terminate/2`. Taken in `close`'s
     /// critical section: no lock more per finished process.
     pub(crate) fn close_taking_exit_reason(&self) -> (u64, Option<ExitReason>) {
+        let (unread, panics, exit_reason) = self.close_keeping_unread();
+        (panics + unread.drop_contained(), exit_reason)
+    }
+
+    /// [`close_taking_exit_reason`](Self::close_taking_exit_reason), but the events still
+    /// queued — the messages and completions the process never read — are handed back, not
+    /// dropped: the process future drops them once its outcome is published
+    /// (`process/future.rs`, "Finish"), so that their destructors, user code that may block,
+    /// cannot hold up its handle or how it is counted.
+    pub(crate) fn close_keeping_unread(&self) -> (UnreadMail, u64, Option<ExitReason>) {
         self.state.transition_to_complete();
         let mut stale = Stale::new(&self.stats);
         let (events, behind, topics, waker, task, room_waiters, exit_reason) = {
@@ -175,12 +206,11 @@ impl ProcessCell {
         let _ = room_waiters.wake();
         // Outside the lock: payload destructors are user code, and freeing a large map or queue
         // is not work a concurrent (refused) producer should wait behind.
-        let mut panics = drop_each(events.into_events()) + drop_each(behind.into_events());
         drop(stale);
         drop(topics);
-        panics += drop_contained(waker);
+        let panics = drop_contained(waker);
         drop(task);
-        (panics, exit_reason)
+        (UnreadMail { events, behind }, panics, exit_reason)
     }
 
     /// [`release_asked`](Self::release_asked) without the cancel (tests).

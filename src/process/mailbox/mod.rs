@@ -44,6 +44,7 @@ mod observe;
 mod room;
 mod watch;
 
+pub(crate) use lifecycle::UnreadMail;
 pub(crate) use room::Ticket;
 // What a delivery did is logged by the scheduler (`links.rs`) and checked by the loom models.
 #[cfg(all(test, loom))]

@@ -3,39 +3,54 @@
 //! that blocks cannot hang `shutdown` and cannot hold up the closes behind it for long.
 //!
 //! # Protocol
-//! The forced stop takes every process task out of the cells (`tasks::take_all`) and hands the
-//! list to [`close_all`]: a [`Closing`], whose queue (under one mutex) holds the tasks not taken
-//! yet, `running` (closes in progress), `returned` (closes that returned, ever) and `closers`
-//! (closer threads alive).
-//! 1. A closer takes the next task and counts it `running`, in one critical section; drops its
-//!    future outside the lock (`close` runs); then, in another, moves it from `running` to
-//!    `returned` and signals `progress`. It leaves, uncounting itself, when it finds the queue
-//!    empty.
-//! 2. The waiter (the shutdown's thread) starts the first closer, then waits on `progress` until
-//!    the queue is empty and nothing runs — every close returned, each process counted `forced` by
+//! The forced stop hands [`close_all`] a *walk*: a source that takes the process tasks out of the
+//! process table's cells a piece at a time (`tasks.rs`, step 4), so that no one walks the whole
+//! table in one go — a million cells take longer than the forced stop may. A [`Closing`]'s queue
+//! (under one mutex) holds the walk (until it is exhausted), the tasks taken and not closed yet,
+//! `running` (closes in progress), `returned` (closes that returned, ever) and `closers` (closer
+//! threads alive). There is *work* while a task is queued, or the walk is not exhausted (or is
+//! being walked).
+//! 1. A closer takes the next task and counts it `running`, in one critical section. If none is
+//!    queued it walks one piece instead: it takes the walk out of the queue (`walking`: one
+//!    walker at a time), walks the piece outside the lock, and in another critical section
+//!    queues the tasks found and puts the walk back, unless exhausted; then it tries again. It
+//!    drops a task's future outside the lock (`close` runs); then, in another, moves it from
+//!    `running` to `returned` and signals `progress`. It leaves, uncounting itself, when it finds
+//!    no task queued and no walk to take (none left, or another closer walks it: that closer
+//!    closes what it finds), and signals `progress`.
+//! 2. The waiter (the shutdown's thread) first walks pieces itself until a task is queued (none
+//!    found: no closer, no thread), then starts the first closer and waits on `progress` until
+//!    there is no work and nothing runs — every close returned, each process counted `forced` by
 //!    its finish — or until its deadline.
-//! 3. Hand-off: a `close` may block for good, and the ones queued behind it must not wait for it.
-//!    When [`HANDOFF_AFTER`] passes with tasks queued, every closer inside a `close` and none
-//!    returned meanwhile, the waiter starts a fresh closer on the rest of the queue (as the
-//!    executor's monitor hands a stuck worker's queue to a spare), up to [`MAX_CLOSERS`] at once.
-//! 4. At the deadline the waiter stops waiting: a process still queued or inside its `close` is
-//!    counted `abandoned` by the seal (its cell is still occupied) and closed when its turn comes.
-//!    If tasks are still queued, a watcher thread goes on with step 3, without a deadline, until
-//!    the queue is empty: a process is closed once the closes ahead of it return or are handed off.
+//! 3. Hand-off: a `close` may block for good, and the work behind it must not wait for it. When
+//!    [`HANDOFF_AFTER`] passes with work left, every closer inside a `close` and none returned
+//!    meanwhile, the waiter starts a fresh closer on the rest (as the executor's monitor hands a
+//!    stuck worker's queue to a spare), up to [`MAX_CLOSERS`] at once.
+//! 4. At the deadline the waiter stops waiting: a process still queued, not reached by the walk,
+//!    or inside its `close` is counted `abandoned` by the seal (its cell is still occupied) and
+//!    closed when its turn comes. If work is left, a watcher thread goes on with step 3, without
+//!    a deadline, until there is none: a process is closed once the closes ahead of it return
+//!    or are handed off.
 //!
-//! **Why each task is closed once, and the waiter misses no end.** A task leaves the queue only
-//! by a closer's take, under the lock: one closer drops it. Every counter changes under that
-//! lock, and the change that may end the wait (a close returning) is followed by a notify; the
-//! waiter tests its condition under the same lock before each wait, so it cannot sleep through
-//! the last return. A closer leaves only when the queue is empty, so while tasks are queued at
-//! least one closer is alive to take them, once the closes it is in return.
+//! **Why each task is closed once, and the waiter misses no end.** A task enters the queue only
+//! by a walk (whose cell the walk took it from, once) and leaves it only by a closer's take,
+//! both under the lock: one closer drops it. Every counter changes under that lock, and every
+//! change that may end the wait (a close returning, a walk exhausted, a closer leaving) is
+//! followed by a notify; the waiter tests its condition under the same lock before each wait,
+//! so it cannot sleep through the last one. A closer leaves only when no task is queued and the
+//! walk is exhausted or in another closer's hands — which closes what it finds before it looks
+//! again — so while there is work at least one closer is alive to do it, once the closes it is
+//! in return. No lock is held across a piece of the walk: the waiter is never kept from its
+//! deadline by a walker the OS has stopped running.
 //!
 //! Closer threads are marked as running the stop of their scheduler (`shutdown.rs`, `STOPPING`),
 //! as the stopping thread is: a `shutdown` called from a forced `close` returns the report so
 //! far at once instead of waiting for the stop it is part of.
 //!
 //! Checked by `loom_forced_closes_run_once_and_the_wait_ends` (`tests/loom_closers.rs`: two
-//! closers — one started as a hand-off — racing on the queue against the waiter).
+//! closers — one started as a hand-off — racing on the queue against the waiter) and
+//! `loom_forced_closes_walked_in_pieces_run_once_and_the_wait_ends` (the same, the tasks
+//! coming from a walk in pieces).
 
 use super::shutdown::StoppingHere;
 use crate::executor::TaskRef;
@@ -72,24 +87,38 @@ pub(super) struct Closed {
     pub(super) dropped: usize,
     /// Tasks still queued or inside their `close` at the end of the wait.
     pub(super) unfinished: usize,
+    /// The walk was not exhausted at the end of the wait: tasks it has not reached are
+    /// unfinished too, uncounted here.
+    pub(super) unwalked: bool,
 }
 
-/// Closes every task of `tasks` on closer threads marked as stopping `host`, inside `context`
-/// (the tokio runtime the processes ran in, if any: a `close` or a body's drop guard may use
-/// tokio as it could on a worker), waiting until `deadline` at most (module docs). Returns at
-/// once for an empty list.
+/// A walk that yields tasks a piece at a time (module docs): called with the queue, it adds the
+/// tasks of its next piece (perhaps none) and returns `true`, or returns `false` once exhausted.
+pub(super) type Walk<T> = Box<dyn FnMut(&mut VecDeque<T>) -> bool + Send>;
+
+/// Closes every task of `tasks` and of `walk` on closer threads marked as stopping `host`,
+/// inside `context` (the tokio runtime the processes ran in, if any: a `close` or a body's drop
+/// guard may use tokio as it could on a worker), waiting until `deadline` at most (module docs).
+/// Starts no thread if there is no task at all.
 pub(super) fn close_all<T: Close>(
     host: HostId,
     context: Option<tokio::runtime::Handle>,
     tasks: Vec<T>,
+    walk: Option<Walk<T>>,
     deadline: Instant,
 ) -> Closed {
-    if tasks.is_empty() {
+    let closing = Arc::new(Closing::new(host, context, tasks).walking(walk));
+    // Step 2: the first pieces on this thread, until a task turns up — none at all (every
+    // process finished in the grace period): no thread to start.
+    while lock(&closing.queue).pending.is_empty()
+        && Instant::now() < deadline
+        && closing.walk_piece()
+    {}
+    if !lock(&closing.queue).has_work() {
         return Closed::default();
     }
-    let closing = Arc::new(Closing::new(host, context, tasks));
     let closed = Closing::wait(&closing, Some(deadline));
-    if closed.unfinished > 0 {
+    if closed.unfinished > 0 || closed.unwalked {
         Closing::watch_in_background(&closing);
     }
     closed
@@ -106,6 +135,10 @@ pub(super) struct Closing<T> {
 }
 
 struct Queue<T> {
+    /// `None` once exhausted, and while a closer walks a piece of it.
+    walk: Option<Walk<T>>,
+    /// A closer is walking a piece (outside the lock).
+    walking: bool,
     pending: VecDeque<T>,
     running: usize,
     returned: usize,
@@ -121,6 +154,8 @@ impl<T: Close> Closing<T> {
     ) -> Closing<T> {
         Closing {
             queue: Mutex::new(Queue {
+                walk: None,
+                walking: false,
                 pending: tasks.into(),
                 running: 0,
                 returned: 0,
@@ -133,15 +168,21 @@ impl<T: Close> Closing<T> {
         }
     }
 
+    /// The tasks of `walk` are closed too, after those given to [`new`](Self::new).
+    pub(super) fn walking(self, walk: Option<Walk<T>>) -> Closing<T> {
+        lock(&self.queue).walk = walk;
+        self
+    }
+
     /// Steps 2–4 (module docs): starts closers as needed and waits until every task is closed
-    /// or `deadline` passes. Without a deadline (the watcher), waits only until no task is
-    /// queued: the closes in progress end when they return, whoever waits.
+    /// or `deadline` passes. Without a deadline (the watcher), waits only until there is no work
+    /// left: the closes in progress end when they return, whoever waits.
     pub(super) fn wait(closing: &Arc<Self>, deadline: Option<Instant>) -> Closed {
         let mut queue = lock(&closing.queue);
         let mut returned_before = queue.returned;
         let mut slice_end = Instant::now() + HANDOFF_AFTER;
         loop {
-            if queue.pending.is_empty() && (queue.running == 0 || deadline.is_none()) {
+            if !queue.has_work() && (queue.running == 0 || deadline.is_none()) {
                 break;
             }
             let now = Instant::now();
@@ -186,12 +227,13 @@ impl<T: Close> Closing<T> {
         Closed {
             dropped: queue.dropped,
             unfinished: queue.pending.len() + queue.running,
+            unwalked: queue.walk.is_some() || queue.walking,
         }
     }
 
     /// Step 4's watcher: the hand-offs go on, on a thread of their own, until no task is queued.
     fn watch_in_background(closing: &Arc<Self>) {
-        if lock(&closing.queue).pending.is_empty() {
+        if !lock(&closing.queue).has_work() {
             return; // only closes in progress: they end when they return, watched or not
         }
         let watcher = closing.clone();
@@ -238,12 +280,26 @@ impl<T: Close> Closing<T> {
         loop {
             let task = {
                 let mut queue = lock(&self.queue);
-                let Some(task) = queue.pending.pop_front() else {
-                    queue.closers -= 1;
-                    return;
-                };
-                queue.running += 1;
-                task
+                match queue.pending.pop_front() {
+                    Some(task) => {
+                        queue.running += 1;
+                        Some(task)
+                    }
+                    None if queue.walk.is_some() => None,
+                    None => {
+                        queue.closers -= 1;
+                        drop(queue);
+                        // No work left for us: if nothing runs either, this may be what the
+                        // waiter waits for.
+                        self.progress.notify_all();
+                        return;
+                    }
+                }
+            };
+            let Some(task) = task else {
+                // Another closer may have taken the walk meanwhile: then we look again.
+                self.walk_piece();
+                continue;
             };
             let mut returning = Returning {
                 closing: self,
@@ -253,6 +309,39 @@ impl<T: Close> Closing<T> {
         }
     }
 
+    /// Walks the next piece of the walk into the queue, outside the lock (step 1). `false` if
+    /// there was no walk to take: exhausted, or another thread walks it.
+    fn walk_piece(&self) -> bool {
+        let mut walk = {
+            let mut queue = lock(&self.queue);
+            let Some(walk) = queue.walk.take() else {
+                return false;
+            };
+            queue.walking = true;
+            walk
+        };
+        let mut found = VecDeque::new();
+        let more = walk(&mut found);
+        let spent = {
+            let mut queue = lock(&self.queue);
+            queue.pending.extend(found);
+            queue.walking = false;
+            if more {
+                queue.walk = Some(walk);
+                None
+            } else {
+                Some(walk)
+            }
+        };
+        if spent.is_some() {
+            // Dropped outside the lock (it holds the scheduler's state); it may have been the
+            // last work: the waiter looks again.
+            drop(spent);
+            self.progress.notify_all();
+        }
+        true
+    }
+
     /// Counts a closer the model starts by hand (step 3's hand-off, without the clock).
     #[cfg(all(test, loom))]
     pub(super) fn count_closer(&self) {
@@ -260,11 +349,18 @@ impl<T: Close> Closing<T> {
     }
 }
 
+impl<T> Queue<T> {
+    /// A task queued, or a walk not exhausted.
+    fn has_work(&self) -> bool {
+        !self.pending.is_empty() || self.walk.is_some() || self.walking
+    }
+}
+
 /// Whether the waiter starts a closer now (step 3): the first one, or a hand-off when the slice
-/// is over with tasks queued, every closer inside a `close` and none returned during the slice.
+/// is over with work left, every closer inside a `close` and none returned during the slice.
 /// (A closer started but not in a `close` yet — a thread slow to start — keeps this `false`.)
 fn wants_closer<T>(queue: &Queue<T>, slice_over: bool, returned_before: usize) -> bool {
-    if queue.pending.is_empty() {
+    if !queue.has_work() {
         return false;
     }
     if queue.closers == 0 {
@@ -316,113 +412,4 @@ fn wait_timeout<'a, T>(
 }
 
 #[cfg(all(test, not(loom)))]
-mod tests {
-    use super::*;
-    use crate::scheduler::shutdown::{stopping_here, FORCED_STOP_WAIT};
-    use std::sync::mpsc;
-
-    /// A stand-in task: tells whether its closer is marked as stopping `host`, then blocks
-    /// until `release` says so (or its sender is gone).
-    struct StandIn {
-        host: HostId,
-        marked: mpsc::Sender<bool>,
-        release: Option<mpsc::Receiver<()>>,
-    }
-
-    impl Close for StandIn {
-        fn close(self) -> bool {
-            let _ = self.marked.send(stopping_here(self.host));
-            if let Some(release) = self.release {
-                let _ = release.recv();
-            }
-            true
-        }
-    }
-
-    const HANG_GUARD: Duration = Duration::from_secs(60);
-
-    #[test]
-    fn closes_run_on_closer_threads_marked_as_stopping_the_scheduler() {
-        let host = HostId::next();
-        let (marked, closed) = mpsc::channel();
-        let tasks = (0..3)
-            .map(|_| StandIn {
-                host,
-                marked: marked.clone(),
-                release: None,
-            })
-            .collect();
-        let closed_all = close_all(host, None, tasks, Instant::now() + HANG_GUARD);
-        assert_eq!(
-            closed_all,
-            Closed {
-                dropped: 3,
-                unfinished: 0
-            }
-        );
-        let marks: Vec<bool> = closed.try_iter().collect();
-        assert_eq!(marks, [true; 3], "a shutdown from a close returns at once");
-        assert!(
-            !stopping_here(host),
-            "the waiter's own thread is not marked"
-        );
-    }
-
-    #[test]
-    fn a_blocked_close_is_left_at_the_deadline_and_the_ones_behind_it_are_handed_off() {
-        let host = HostId::next();
-        let (marked, closed) = mpsc::channel();
-        let (release, blocked) = mpsc::channel();
-        let mut tasks = vec![StandIn {
-            host,
-            marked: marked.clone(),
-            release: Some(blocked),
-        }];
-        tasks.extend((0..3).map(|_| StandIn {
-            host,
-            marked: marked.clone(),
-            release: None,
-        }));
-        let closed_all = close_all(host, None, tasks, Instant::now() + FORCED_STOP_WAIT);
-        assert!(closed_all.unfinished >= 1, "{closed_all:?}");
-        // The three behind the blocked one are closed (by a fresh closer) while it blocks.
-        for _ in 0..4 {
-            assert!(closed.recv_timeout(HANG_GUARD).unwrap());
-        }
-        release.send(()).unwrap();
-    }
-
-    fn queue(pending: usize, running: usize, returned: usize, closers: usize) -> Queue<()> {
-        Queue {
-            pending: (0..pending).map(|_| ()).collect(),
-            running,
-            returned,
-            dropped: 0,
-            closers,
-        }
-    }
-
-    #[test]
-    fn the_first_closer_starts_at_once_and_none_for_an_empty_queue() {
-        assert!(wants_closer(&queue(3, 0, 0, 0), false, 0));
-        assert!(!wants_closer(&queue(0, 0, 0, 0), true, 0));
-    }
-
-    #[test]
-    fn a_hand_off_only_when_every_closer_is_inside_a_close_that_did_not_return() {
-        // Every closer blocked for the slice: hand the rest off.
-        assert!(wants_closer(&queue(3, 2, 1, 2), true, 1));
-        // Not before the slice is over.
-        assert!(!wants_closer(&queue(3, 2, 1, 2), false, 1));
-        // A close returned during the slice: the closers make progress.
-        assert!(!wants_closer(&queue(3, 2, 2, 2), true, 1));
-        // A closer not inside a close (just started, or between two): it takes the next one.
-        assert!(!wants_closer(&queue(3, 1, 1, 2), true, 1));
-        // Never past the cap.
-        assert!(!wants_closer(
-            &queue(3, MAX_CLOSERS, 0, MAX_CLOSERS),
-            true,
-            0
-        ));
-    }
-}
+mod tests;
