@@ -99,7 +99,7 @@ pub use handle::Handle;
 pub use metrics::{ExecutorMetrics, MonitorMetrics, WorkerMetrics};
 pub use monitor::{LongPoll, DEFAULT_LONG_POLL_THRESHOLD};
 pub use spare::DEFAULT_SPARE_KEEP_ALIVE;
-pub(crate) use task::{panic_message, DeferredWake};
+pub(crate) use task::{defer_after_complete, panic_message, DeferredWake};
 pub use task::{JoinError, JoinHandle};
 pub(crate) use unowned::TaskRef;
 pub use yield_now::yield_now;

@@ -30,7 +30,7 @@
 //! but the thread that drops it. The process future collects them at its finish
 //! ([`collecting`]: the adapter's inbox hands its messages to [`drop_later`] instead of
 //! dropping them) and hands them, with its mailbox's, to [`after_outcome`]; the executor runs
-//! them once it has published the task's result ([`run_after_outcome`], in its `complete`).
+//! them once it has published the task's result (`executor/task/after_complete.rs`).
 //!
 //! # A user value's `Display`
 //! The scheduler formats user errors where no `catch_unwind` of the user's call surrounds it:
@@ -53,20 +53,6 @@ std::thread_local! {
     static CONTAINED: Cell<u64> = const { Cell::new(0) };
     /// Inside [`collecting`]: what [`drop_later`] was given (module docs, "After the outcome").
     static COLLECTED: RefCell<Option<Vec<Later>>> = const { RefCell::new(None) };
-    /// What [`after_outcome`] was given, for [`run_after_outcome`].
-    static AFTER_OUTCOME: RefCell<Pending> = const { RefCell::new(Pending(Vec::new())) };
-}
-
-/// [`AFTER_OUTCOME`]'s list. Empty whenever the executor is not completing a task; if a thread
-/// ends with some left (a task dropped by something else than the executor), they run then.
-struct Pending(Vec<Later>);
-
-impl Drop for Pending {
-    fn drop(&mut self) {
-        for later in self.0.drain(..) {
-            later();
-        }
-    }
 }
 
 /// Drops user values, each contained; returns the destructor panics (module docs, "After the
@@ -101,28 +87,11 @@ pub(crate) fn drop_later<T: Send + 'static>(
 }
 
 /// Runs `later` once the executor has published the result of the task finishing on this
-/// thread ([`run_after_outcome`]).
+/// thread (`executor/task/after_complete.rs`); it contains and counts its own panics.
 pub(crate) fn after_outcome(later: Later) {
-    let mut later = Some(later);
-    let _ = AFTER_OUTCOME.try_with(|queued| queued.borrow_mut().0.extend(later.take()));
-    if let Some(later) = later {
-        // A thread being torn down: nothing comes after, it runs now.
+    crate::executor::defer_after_complete(Box::new(move || {
         later();
-    }
-}
-
-/// Runs what [`after_outcome`] was given on this thread: called by the executor after it has
-/// published a task's result (and woken whoever awaits it).
-#[inline]
-pub(crate) fn run_after_outcome() {
-    while let Some(later) = AFTER_OUTCOME
-        .try_with(|queued| queued.borrow_mut().0.pop())
-        .ok()
-        .flatten()
-    {
-        // Each contains its own destructors' panics and counts them.
-        later();
-    }
+    }));
 }
 
 /// Panics contained on this thread so far.

@@ -18,8 +18,9 @@
 //!    and hand the slot back (`unset_waker_after_complete`); if the handle vanished meanwhile,
 //!    drop the waker here.
 //! 4. Drop the owned list's reference (if it held one) together with the caller's, in one RMW.
-//! 5. Drop what a finished process left unread (`process/contain.rs`, "After the outcome"):
-//!    its result is out, so those destructors hold up neither its handle nor its count.
+//! 5. Run the work its future deferred until its result is out (`after_complete.rs`: a
+//!    process's unread messages, whose destructors then hold up neither its handle nor its
+//!    count).
 //!
 //! Panics from user destructors (future, output) and from the join waker are caught at every
 //! step: a task can never unwind into a worker. Those that change nothing the `JoinHandle`
@@ -210,9 +211,8 @@ where
         if last {
             raw.dealloc();
         }
-        // The result is out: what a process left unread goes now (`process/contain.rs`, "After
-        // the outcome"), on this thread — user destructors, each contained.
-        crate::process::run_after_outcome();
+        // The result is out: the work the future deferred runs now, on this thread.
+        super::after_complete::run();
     }
 }
 

@@ -13,6 +13,7 @@
 //! A [`Task`] can wake its task too ([`Task::wake_by_broadcast`]): the owned-task list's
 //! `wake_all` does, for a condition its tasks check on every poll.
 
+mod after_complete;
 mod deferred_wake;
 mod error;
 mod harness;
@@ -24,6 +25,7 @@ mod waker;
 #[cfg(test)]
 pub(super) mod tests;
 
+pub(crate) use after_complete::defer as defer_after_complete;
 pub(crate) use deferred_wake::DeferredWake;
 pub(crate) use error::panic_message;
 pub use error::JoinError;

@@ -54,20 +54,22 @@ fn loom_forced_closes_run_once_and_the_wait_ends() {
 /// table): the waiter's first closer and a hand-off's closer race to walk the pieces and take
 /// the tasks; each task is closed exactly once, the wait ends once the walk is exhausted and
 /// every close returned, and both closers leave.
+/// The walk the closers are given: fills their queue with the next piece; `false` once done.
+type Walk = Box<dyn FnMut(&mut VecDeque<StandIn>) -> bool + Send>;
+
 #[test]
 fn loom_forced_closes_walked_in_pieces_run_once_and_the_wait_ends() {
     model(|| {
         let closes = Arc::new(AtomicUsize::new(0));
         let mut pieces =
             vec![vec![StandIn(closes.clone())], vec![StandIn(closes.clone())]].into_iter();
-        let walk: Box<dyn FnMut(&mut VecDeque<StandIn>) -> bool + Send> =
-            Box::new(move |queue| match pieces.next() {
-                Some(piece) => {
-                    queue.extend(piece);
-                    true
-                }
-                None => false,
-            });
+        let walk: Walk = Box::new(move |queue| match pieces.next() {
+            Some(piece) => {
+                queue.extend(piece);
+                true
+            }
+            None => false,
+        });
         let closing = Arc::new(Closing::new(HostId::next(), None, Vec::new()).walking(Some(walk)));
         let hand_off = {
             let closing = closing.clone();
