@@ -12,11 +12,10 @@ mod support;
 use futures::stream::{FuturesUnordered, StreamExt};
 use procsched::error::{CancelReason, SendErrorKind};
 use procsched::prelude::*;
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::sync::{mpsc, Arc};
-use std::task::{Context, Poll, Wake, Waker};
+use std::task::Poll;
+use support::polled::Waiting;
 use support::HANG_GUARD;
 
 /// A process with a one-message mailbox that reads nothing until given a token, then takes
@@ -436,42 +435,4 @@ fn senders_cancelled_while_others_wait_lose_and_duplicate_nothing() {
     await_guarded(sink).unwrap();
     assert!(taken.try_recv().is_err(), "nothing more than was sent");
     sched.shutdown(HANG_GUARD);
-}
-
-/// A waker that counts its wakes.
-#[derive(Default)]
-struct Wakes(AtomicUsize);
-
-impl Wake for Wakes {
-    fn wake(self: Arc<Self>) {
-        self.0.fetch_add(1, SeqCst);
-    }
-}
-
-/// A waiting send polled by hand, with its own counting waker.
-struct Waiting<F> {
-    future: Pin<Box<F>>,
-    wakes: Arc<Wakes>,
-    waker: Waker,
-}
-
-impl<F: Future> Waiting<F> {
-    fn new(future: F) -> Waiting<F> {
-        let wakes = Arc::new(Wakes::default());
-        Waiting {
-            future: Box::pin(future),
-            waker: Waker::from(wakes.clone()),
-            wakes,
-        }
-    }
-
-    fn poll(&mut self) -> Poll<F::Output> {
-        self.future
-            .as_mut()
-            .poll(&mut Context::from_waker(&self.waker))
-    }
-
-    fn wakes(&self) -> usize {
-        self.wakes.0.load(SeqCst)
-    }
 }

@@ -11,50 +11,10 @@
 mod support;
 
 use procsched::prelude::*;
-use std::future::Future;
-use std::pin::Pin;
-use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
-use std::sync::{mpsc, Arc};
-use std::task::{Context, Poll, Wake, Waker};
+use std::sync::mpsc;
+use std::task::Poll;
+use support::polled::Waiting;
 use support::HANG_GUARD;
-
-/// A waker that counts its wakes.
-#[derive(Default)]
-struct Wakes(AtomicUsize);
-
-impl Wake for Wakes {
-    fn wake(self: Arc<Self>) {
-        self.0.fetch_add(1, SeqCst);
-    }
-}
-
-/// A waiting send polled by hand, with its own counting waker.
-struct Waiting<F> {
-    future: Pin<Box<F>>,
-    wakes: Arc<Wakes>,
-    waker: Waker,
-}
-
-impl<F: Future> Waiting<F> {
-    fn new(future: F) -> Waiting<F> {
-        let wakes = Arc::new(Wakes::default());
-        Waiting {
-            future: Box::pin(future),
-            waker: Waker::from(wakes.clone()),
-            wakes,
-        }
-    }
-
-    fn poll(&mut self) -> Poll<F::Output> {
-        self.future
-            .as_mut()
-            .poll(&mut Context::from_waker(&self.waker))
-    }
-
-    fn wakes(&self) -> usize {
-        self.wakes.0.load(SeqCst)
-    }
-}
 
 /// A process with a one-message mailbox that takes a message each time it is given a token,
 /// and reports it.

@@ -1,7 +1,8 @@
 //! Shared helpers of the process-layer tests: hang guards, counters, a seeded PRNG, a quiet panic
 //! hook for expected panics, and a closure-driven test process. Fixtures shared by a few test
 //! files only live in submodules, imported by name: the `Counter` process ([`inc_counter`]), one
-//! command per handler kind ([`handler_kinds`]) and the churning commands ([`churn`]).
+//! command per handler kind ([`handler_kinds`]), the churning commands ([`churn`]) and a
+//! future polled by hand with a counting waker ([`polled`]).
 //!
 //! Deadlines here are hang guards only: a test that would hang fails with a message instead.
 #![allow(dead_code)]
@@ -20,6 +21,7 @@ use std::time::{Duration, Instant};
 pub(crate) mod churn;
 pub(crate) mod handler_kinds;
 pub(crate) mod inc_counter;
+pub(crate) mod polled;
 
 /// Generous bound for "this should happen": only a hang guard, never a timing assertion.
 pub(crate) const HANG_GUARD: Duration = Duration::from_secs(60);
