@@ -264,3 +264,37 @@ fn a_body_that_returns_on_a_shutdowns_cancel_is_graceful_whatever_its_unread_mes
     case.open_and_check(MESSAGES);
     assert_eq!(join_typed(body).unwrap(), 42);
 }
+
+/// A process forced at shutdown (its body ignores the cancel) is a stop whatever its unread
+/// messages' destructors take: they are dropped before its end is counted, so
+/// `wait_for_abandoned` waits for them — they are user code the process left behind.
+#[test]
+fn wait_for_abandoned_waits_for_the_unread_messages_of_a_forced_process() {
+    let sched = Scheduler::builder().workers(2).build().unwrap();
+    let case = Case::new();
+    let body = sched
+        .spawn_fn(move |_: ProcessCx<Slow>| async move {
+            std::future::pending::<()>().await;
+            Ok::<u64, BoxError>(0)
+        })
+        .unwrap();
+    for _ in 0..MESSAGES {
+        assert!(body.addr().send(case.slow()).is_ok());
+    }
+    wait_until("the messages in the body's mailbox", || {
+        sched
+            .process_info(body.pid())
+            .is_some_and(|info| info.unread_messages == MESSAGES)
+    });
+    let report = sched.shutdown(Duration::ZERO);
+    assert_eq!(report.graceful, 0, "{report:?}");
+    assert!(
+        !sched.wait_for_abandoned(Duration::from_millis(20)),
+        "not done while a destructor of its unread messages waits at the gate"
+    );
+    case.gate.open();
+    assert!(sched.wait_for_abandoned(HANG_GUARD), "hang guard");
+    assert_eq!(count(&case.dropped), MESSAGES, "every message dropped once");
+    assert_eq!(count(&case.early), 0, "a destructor waited out its guard");
+    assert!(join_typed(body).unwrap_err().is_cancelled());
+}

@@ -30,7 +30,10 @@
 //! but the thread that drops it. The process future collects them at its finish
 //! ([`collecting`]: the adapter's inbox hands its messages to [`drop_later`] instead of
 //! dropping them) and hands them, with its mailbox's, to [`after_outcome`]; the executor runs
-//! them once it has published the task's result (`executor/task/after_complete.rs`).
+//! them once it has published the task's result (`executor/task/after_complete.rs`). A process
+//! future dropped unfinished (a forced stop, an abort) is a stop whatever its destructors take:
+//! it drops them before its end is counted, so that `wait_for_abandoned`, which waits for the
+//! forced processes to be closed, waits for them too.
 //!
 //! # A user value's `Display`
 //! The scheduler formats user errors where no `catch_unwind` of the user's call surrounds it:

@@ -455,13 +455,22 @@ impl<P: Process, H: Host> ProcessFuture<P, H> {
             (Ok(_), None) => ExitReason::Normal,
             (Err(error), _) => error.exit_reason(),
         };
-        let late = self.host.finished(pid, cell, outcome, reason);
         let left = Unread {
             mail: unread_mail,
             inbox: unread_inbox,
             events: unread,
         };
-        left.leave(pid, cell, self.unread_after_outcome);
+        // After the outcome is out, or (a future dropped unfinished, or polled by hand) before
+        // the end is counted: then whoever waits for the process to be closed
+        // (`wait_for_abandoned`) waits for these destructors too.
+        let late = if self.unread_after_outcome {
+            let late = self.host.finished(pid, cell, outcome, reason);
+            left.leave(pid, cell, true);
+            late
+        } else {
+            left.leave(pid, cell, false);
+            self.host.finished(pid, cell, outcome, reason)
+        };
         if late && !matches!(outcome, Outcome::Panicked | Outcome::Stopped) {
             // The shutdown's report counts it forced or abandoned: the handle agrees.
             drop_contained(result);
@@ -504,6 +513,11 @@ impl<P: Process, H: Host> Drop for ProcessFuture<P, H> {
         // runs exactly once; whoever awaits the handle sees the cancellation — unless `close`
         // panicked, which its links, monitors and metrics hear as the reason.
         if !self.finished {
+            // Dropped unfinished (forced, aborted): its outcome is a stop whatever its messages'
+            // destructors take, so what it left unread is dropped before its end is counted —
+            // `wait_for_abandoned` then waits for those destructors too (the closer that drops
+            // it returns from user code only once they ran).
+            self.unread_after_outcome = false;
             let pid = self.pid;
             let span = self.span.take();
             let entered = span.as_deref().map(Span::enter);
