@@ -92,6 +92,23 @@ fn block_on_inside_a_current_thread_runtime_panics_instead_of_hanging() {
 }
 
 #[test]
+fn nested_block_on_from_sync_code_names_the_nesting_not_a_tokio_runtime() {
+    // The outer call enters the processes' runtime for its future; the message must not blame
+    // a tokio runtime the caller never started.
+    let message = panic_of(|| {
+        let sched = Scheduler::builder().workers(1).build().unwrap();
+        sched.block_on(async { sched.block_on(async {}) });
+    })
+    .expect("a nested block_on must panic");
+    assert!(message.contains("nested"), "{message}");
+    assert!(!message.contains("tokio runtime"), "{message}");
+    assert!(
+        message.contains(".await"),
+        "names the alternative: {message}"
+    );
+}
+
+#[test]
 fn sync_shutdown_inside_a_runtime_panics_and_names_shutdown_async() {
     let message = panic_of(|| {
         let runtime = tokio::runtime::Builder::new_current_thread()

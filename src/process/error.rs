@@ -278,7 +278,12 @@ impl ProcessError {
         matches!(self.repr, Repr::Panicked(_))
     }
 
-    /// The process was terminated.
+    /// The process was terminated
+    /// ([`SchedulerHandle::terminate`](crate::SchedulerHandle::terminate)).
+    ///
+    /// A process ended by a linked process's exit signal reads [`is_exited`](Self::is_exited)
+    /// instead, though the metrics count both under `finished.terminated` (the metrics count
+    /// how processes were stopped; the handle says by what).
     ///
     /// # Examples
     ///

@@ -21,6 +21,28 @@ crate::loom::thread_local_const! {
     static MAY_BLOCK: Cell<bool> = Cell::new(false);
 }
 
+crate::loom::thread_local_const! {
+    /// Set while the thread runs the future of a
+    /// [`Scheduler::block_on`](crate::Scheduler::block_on): that call entered the processes' tokio runtime for the future, so a nested blocking call
+    /// would otherwise be told it is "in a tokio runtime" by code that never started one.
+    static IN_BLOCK_ON: Cell<bool> = Cell::new(false);
+}
+
+/// Marks the current thread as running a `Scheduler::block_on` future, until dropped.
+pub(crate) struct InBlockOn(bool);
+
+impl InBlockOn {
+    pub(crate) fn mark() -> InBlockOn {
+        InBlockOn(IN_BLOCK_ON.with(|inside| inside.replace(true)))
+    }
+}
+
+impl Drop for InBlockOn {
+    fn drop(&mut self) {
+        IN_BLOCK_ON.with(|inside| inside.set(self.0));
+    }
+}
+
 /// Marks the current thread as one that may block though it has a runtime context, until
 /// dropped.
 pub(crate) struct MayBlockHere(bool);
@@ -41,6 +63,8 @@ impl Drop for MayBlockHere {
 pub(crate) fn async_context() -> Option<&'static str> {
     if MAY_BLOCK.with(Cell::get) {
         None
+    } else if IN_BLOCK_ON.with(Cell::get) {
+        Some("running the future of a `Scheduler::block_on` (a nested blocking call)")
     } else if executor::Handle::try_current().is_some() {
         Some("a procsched worker thread (inside a process step or task)")
     } else if tokio::runtime::Handle::try_current().is_ok() {

@@ -424,7 +424,9 @@ pub enum AskError {
     #[error("the request was not delivered: {0}")]
     Undelivered(SendErrorKind),
     /// The reply port was dropped unanswered (by the process, or with its mailbox when it
-    /// ended).
+    /// ended). An asker outside any process (tokio code, a plain thread) whose request was
+    /// still unread when a shutdown forced its process gets this too: `Cancelled` is the
+    /// *asking* process's cancel, and such an asker has none.
     #[error("the process dropped the reply port without answering")]
     NoReply,
     /// No answer within the ask's timeout ([`Addr::ask_within`](crate::Addr::ask_within)).

@@ -52,9 +52,11 @@ impl<P: Process> Harness<P> {
     /// Runs one step with the queued events — those scripted ([`push`](Self::push),
     /// [`send`](Self::send), answers to asks), then what arrived in the process's mailbox since
     /// the last step (messages, exit signals and `Down`s sent to its [`pid`](Self::pid)) —
-    /// dropping those it leaves unread, as the scheduler does. The yields of a step that ends
-    /// the process (`Done`) are dropped, as the scheduler drops them (with a warning): nothing
-    /// would complete them.
+    /// dropping those it leaves unread at the step's end (a scheduler drops them too, but after
+    /// a step that ends the process only once its outcome is published, so that slow
+    /// destructors do not delay its handle: here, before this returns). The yields of a step
+    /// that ends the process (`Done`) are dropped, as the scheduler drops them (with a
+    /// warning): nothing would complete them.
     ///
     /// A step that ends the process ends it as on a scheduler: its name is released, its links
     /// get its exit signal and its monitors their `Down` — `Normal` for `Done`; `Shutdown` for
