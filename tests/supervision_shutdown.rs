@@ -13,7 +13,10 @@
 //! which stops its children in reverse start order, each by its policy, before it ends itself;
 //! children that end on their cancel within the grace period — at once, waiting in
 //! `cx.recv().await?`, or after a while (released by the test) — are counted graceful, exactly
-//! as a plain process is, and every one of them, the supervisors included, ends `Shutdown`.
+//! as a plain process is, and every one of them, the supervisors included, ends `Shutdown`. A
+//! shutdown that begins while a supervisor starts its children refuses the starts left: the
+//! supervisor keeps those children as not running, as it does a refused restart, and ends
+//! `Shutdown` too, not `Failed`.
 
 mod supervision_common;
 
@@ -511,4 +514,76 @@ fn nested_supervisors_with_bounded_children_end_gracefully() {
         .map(|id| (id.to_owned(), true))
         .collect();
     assert_eq!(ended, expected, "the tree stopped in reverse start order");
+}
+
+/// Waits (spinning, hang-guarded) until `sched`'s shutdown has begun.
+fn wait_until_shutting_down(sched: &Scheduler) {
+    let deadline = std::time::Instant::now() + GUARD;
+    while !sched.handle().is_shutting_down() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "hang guard: the shutdown never began"
+        );
+        std::thread::yield_now();
+    }
+}
+
+/// A shutdown that begins while a supervisor starts its children: the starts it refuses (nothing
+/// spawns in a shutdown) leave those children not running, as a restart refused then does; the
+/// supervisor stops the ones it started and ends as stopped by the shutdown (`Shutdown`), not as
+/// failed.
+fn a_shutdown_during_the_first_starts_is_a_graceful_stop(strategy: Strategy) {
+    let sched = scheduler(2);
+    let (ended, heard) = mpsc::channel();
+    let (in_factory, entered) = mpsc::channel();
+    let (open, gate) = mpsc::channel::<()>();
+    let gate = Arc::new(std::sync::Mutex::new(gate));
+    // `c1`'s factory holds the supervisor's start until the test has begun the shutdown.
+    let gated = ChildSpec::new("c1", move |start| {
+        let _ = in_factory.send(());
+        let _ = gate.lock().unwrap().recv_timeout(GUARD);
+        start.spawn_fn(|cx: ProcessCx<()>| async move { Ok::<(), BoxError>(cx.recv().await?) })
+    });
+    let supervisor = Supervisor::new(strategy)
+        .child(waiting("c0".to_owned(), &ended))
+        .child(gated)
+        .child(waiting("c2".to_owned(), &ended))
+        .spawn(sched.handle())
+        .expect("the supervisor spawned");
+    let supervisor_down = sched.monitor(supervisor.pid());
+    entered.recv_timeout(GUARD).expect("c1's start began");
+    let report = std::thread::scope(|scope| {
+        let shutdown = scope.spawn(|| sched.shutdown(Duration::from_secs(5)));
+        wait_until_shutting_down(&sched);
+        open.send(()).unwrap();
+        shutdown.join().unwrap()
+    });
+    assert_eq!(
+        (report.graceful, report.forced, report.abandoned),
+        (2, 0, 0),
+        "the supervisor and c0, the one child it started: {report:?}"
+    );
+    let down = run(supervisor_down);
+    assert!(
+        down.reason.is_shutdown(),
+        "the supervisor was stopped by the shutdown, it did not fail: {down:?}"
+    );
+    let ended: Vec<Ended> = heard.try_iter().collect();
+    assert_eq!(ended, [("c0".to_owned(), true)], "c0 stopped by its cancel");
+    assert_eq!(sched.live_processes(), 0);
+}
+
+#[test]
+fn one_for_one_a_shutdown_during_the_first_starts_is_a_graceful_stop() {
+    a_shutdown_during_the_first_starts_is_a_graceful_stop(Strategy::OneForOne);
+}
+
+#[test]
+fn one_for_all_a_shutdown_during_the_first_starts_is_a_graceful_stop() {
+    a_shutdown_during_the_first_starts_is_a_graceful_stop(Strategy::OneForAll);
+}
+
+#[test]
+fn rest_for_one_a_shutdown_during_the_first_starts_is_a_graceful_stop() {
+    a_shutdown_during_the_first_starts_is_a_graceful_stop(Strategy::RestForOne);
 }
