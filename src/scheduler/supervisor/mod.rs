@@ -224,7 +224,10 @@ impl Supervisor {
     /// # Errors
     ///
     /// [`SupervisorError::Start`] if the supervisor could not be spawned or one of its
-    /// children could not be started (the supervisor then stops those it started, and ends);
+    /// children could not be started (the supervisor then stops those it started, and ends) —
+    /// except during a scheduler shutdown, which refuses every spawn: then the children not
+    /// started are kept as not running until the supervisor is stopped, and this returns the
+    /// supervisor, or `Start` if it has ended on the shutdown's cancel already;
     /// [`SupervisorError::Unreachable`], at once, if the wait itself failed (the caller, a
     /// process, was asked to finish): the supervisor, which no one holds then, is stopped.
     ///

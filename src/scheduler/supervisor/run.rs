@@ -94,13 +94,30 @@ pub(super) async fn supervise(
         cancelled: None,
         retrying: HashSet::new(),
     };
+    // Set once a start failed during a scheduler shutdown: the rest are kept as not running.
+    let mut refused = false;
     for spec in supervisor.children {
         let id = spec.id.clone();
         state.children.push(Child { spec, pid: None });
+        if refused {
+            continue;
+        }
         let at = state.children.len() - 1;
         let started = state.start(at).await;
         if state.cancelled.is_some() {
             break; // asked to finish meanwhile: `run` ends at once, and the started are stopped
+        }
+        if started.is_err() && state.cx.scheduler().is_shutting_down() {
+            // Nothing spawns in a shutdown: a start refused then is no fault of the child's, and
+            // no reason for the supervisor to end `Failed` (it would read as a crash in its
+            // parent, its monitors and its metrics). As a restart refused then (`restart_from`),
+            // the child is kept as not running, and so are the ones after it (their starts
+            // would be refused too: their factories are not called); the supervisor waits for
+            // its own stop — the shutdown's cancel, or its parent's turn — and then stops the
+            // started ones in reverse start order and ends `Shutdown`.
+            tracing::debug!(child = %id, "not started: the scheduler is shutting down");
+            refused = true;
+            continue;
         }
         if let Err(error) = started {
             tracing::warn!(child = %id, %error, "a child could not be started: the supervisor ends");
