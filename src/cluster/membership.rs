@@ -50,6 +50,7 @@ pub(crate) async fn join(
     patience: Duration,
 ) -> Result<Membership, JoinError> {
     let started = Instant::now();
+    let incarnation = load.incarnation;
     let value = encode(&Beat::new(load, Vec::new()));
     let taken_deadline = started + heartbeat * 5;
     let mut backoff = Duration::from_millis(20);
@@ -61,6 +62,12 @@ pub(crate) async fn join(
                 Ok(()) => match store.create(name, value.clone().into()).await {
                     Ok(revision) => return Ok(Membership { store, revision }),
                     Err(error) if error.kind() == kv::CreateErrorKind::AlreadyExists => {
+                        // Our own entry: an earlier attempt's create landed and its answer
+                        // was lost (a timeout, a reconnection). Waiting for it to expire would
+                        // delay the join by three heartbeats, or fail it `Taken`.
+                        if let Some(revision) = own_claim(holder(&store, name).await, incarnation) {
+                            return Ok(Membership { store, revision });
+                        }
                         if Instant::now() >= taken_deadline {
                             return Err(JoinError::Taken);
                         }
@@ -81,6 +88,12 @@ pub(crate) async fn join(
             .min(heartbeat / 2)
             .max(Duration::from_millis(1));
     }
+}
+
+/// The revision of `holder` (the name's entry: its incarnation and revision) if it is this
+/// node's own claim, `incarnation` being this node's.
+fn own_claim(holder: Option<(u64, u64)>, incarnation: u64) -> Option<u64> {
+    holder.and_then(|(held_by, revision)| (held_by == incarnation).then_some(revision))
 }
 
 /// Why [`join`] failed.
@@ -400,5 +413,14 @@ mod tests {
         last_put.insert("gone".to_owned(), 1);
         forget_gone(&mut last_put, peers.len(), || unreachable!("no prune"));
         assert_eq!(last_put.len(), 3);
+    }
+
+    #[test]
+    fn a_name_held_at_this_nodes_incarnation_is_its_own_claim() {
+        // An earlier create whose answer was lost: ours, joined at its revision.
+        assert_eq!(own_claim(Some((41, 9)), 41), Some(9));
+        // Another life of the name (or unreadable, or expired): not ours, wait or fail Taken.
+        assert_eq!(own_claim(Some((40, 9)), 41), None);
+        assert_eq!(own_claim(None, 41), None);
     }
 }
