@@ -402,6 +402,13 @@ impl Lane {
         };
         let mut state = lock(&self.state);
         if let Some(sealed) = handed_back {
+            if state.finished {
+                // The lane closed while we held it (`Node::leave`, or its peer declared down)
+                // and its writer has stopped: pushed back, the frame would never be written.
+                drop(state);
+                self.publish_late(node, sealed);
+                return;
+            }
             state.sealed.push_front(sealed);
         }
         if state.items > 0 || !state.sealed.is_empty() {
@@ -410,6 +417,34 @@ impl Lane {
         } else {
             state.idle = true;
         }
+    }
+}
+
+impl Lane {
+    /// Publishes a frame its stopped writer can no longer take, from a task of its own: its
+    /// messages were accepted before the lane closed, and a peer reads a departed node's last
+    /// frames (their messages are delivered). Counted as the writer counts.
+    fn publish_late(&self, node: &NodeShared, sealed: Sealed) {
+        let subject = self.subjects[sealed.kind as usize].clone();
+        let (client, stats, reply) = (
+            node.client.clone(),
+            node.stats.clone(),
+            self.unreached.clone(),
+        );
+        node.runtime.spawn(async move {
+            let len = sealed.frame.len();
+            match client
+                .publish_with_reply(subject.clone(), reply, sealed.frame)
+                .await
+            {
+                Ok(()) => stats.sent(sealed.items as usize, len),
+                Err(error) => {
+                    stats.publish_error();
+                    let items = sealed.items;
+                    tracing::warn!(%subject, %error, items, "a frame could not be published");
+                }
+            }
+        });
     }
 }
 
@@ -456,6 +491,13 @@ async fn write(node: Weak<NodeShared>, lane: Arc<Lane>) {
             if frames.is_empty() {
                 if !state.closed {
                     state.idle = true;
+                } else {
+                    // Set under the lock that saw nothing left (and again, with the
+                    // notification, by `_finished`): a sender publishing from its thread
+                    // (`publish_here`) that must hand its frame back reads it under this same
+                    // lock, so it either queued the frame before this check or sees the writer
+                    // gone and publishes the frame itself.
+                    state.finished = true;
                 }
             } else {
                 state.last_publish = Instant::now();
