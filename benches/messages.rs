@@ -25,6 +25,7 @@
 use criterion::Criterion;
 use procsched::prelude::*;
 use procsched::state_machine::{Event, Events, Process, StepOutput};
+use procsched_benches::ask::{spawn_native_server, spawn_server};
 use procsched_benches::ring::{self, wait_until_waiting, Form};
 use procsched_benches::{format_ns, format_ratio, median_ns, publish_report, WORKERS};
 use std::time::{Duration, Instant, SystemTime};
@@ -172,34 +173,6 @@ fn send_to_waiting(c: &mut Criterion) {
 // ---------------------------------------------------------------------------------------------
 // ask_from_tokio, ask_between
 // ---------------------------------------------------------------------------------------------
-
-/// Answers `(n, reply)` with `n + 1`, until cancelled.
-fn spawn_server(sched: &Scheduler) -> Addr<(u64, Reply<u64>)> {
-    sched
-        .spawn_fn(|cx: ProcessCx<(u64, Reply<u64>)>| async move {
-            loop {
-                let (n, reply) = cx.recv().await?;
-                let _ = reply.send(n + 1);
-            }
-            #[allow(unreachable_code)]
-            Ok::<(), BoxError>(())
-        })
-        .expect("spawn")
-        .addr()
-}
-
-/// The tokio-native server: a task answering `(n, oneshot)` requests with `n + 1`.
-fn spawn_native_server(
-    runtime: &tokio::runtime::Runtime,
-) -> mpsc::UnboundedSender<(u64, oneshot::Sender<u64>)> {
-    let (tx, mut rx) = mpsc::unbounded_channel::<(u64, oneshot::Sender<u64>)>();
-    runtime.spawn(async move {
-        while let Some((n, reply)) = rx.recv().await {
-            let _ = reply.send(n + 1);
-        }
-    });
-    tx
-}
 
 fn asks(c: &mut Criterion) {
     let mut group = c.benchmark_group("ask_from_tokio");

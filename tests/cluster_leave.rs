@@ -9,7 +9,7 @@ mod cluster_support;
 
 use cluster_support::cart::{cart_cluster, Cart};
 use cluster_support::{wait_until, NatsServer};
-use procsched::cluster::{Node, Placement};
+use procsched::cluster::{Node, Placement, RemoteAddr};
 use procsched::prelude::*;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::sync::{mpsc, Mutex};
@@ -86,14 +86,33 @@ async fn start_node(url: &str, name: &str) -> (Scheduler, Node) {
     (sched, node)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_node_that_left_is_not_brought_back_by_its_late_frames() {
-    let _gate = GATE_USER.lock().await;
-    let server = NatsServer::start();
+/// Nodes "a" and "b" on `server`, started one after the other, each seeing the other.
+async fn start_a_and_b(server: &NatsServer) -> ((Scheduler, Node), (Scheduler, Node)) {
     let (a_sched, a) = start_node(&server.url(), "a").await;
     let (b_sched, b) = start_node(&server.url(), "b").await;
     assert!(a.wait_for_nodes(1, GUARD).await, "hang guard: a sees b");
     assert!(b.wait_for_nodes(1, GUARD).await, "hang guard: b sees a");
+    ((a_sched, a), (b_sched, b))
+}
+
+/// Arms the gate and sends it with `to` (from b to a's receiver); returns once a's inbound task
+/// holds on it, with the sender that opens it.
+async fn hold_a_on_the_gate(to: &RemoteAddr<Burst>) -> mpsc::Sender<()> {
+    let (held, gate_held) = oneshot::channel();
+    let (open_gate, open) = mpsc::channel();
+    *GATE.lock().unwrap() = Some(GateEnds { held, open });
+    to.send(Burst::Gate(Gate)).unwrap();
+    guarded("a's inbound task holds on the gate", gate_held)
+        .await
+        .unwrap();
+    open_gate
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_that_left_is_not_brought_back_by_its_late_frames() {
+    let _gate = GATE_USER.lock().await;
+    let server = NatsServer::start();
+    let ((a_sched, a), (b_sched, b)) = start_a_and_b(&server).await;
 
     // On a: a process that reports each numbered message it gets.
     let (numbers, mut received) = tokio_mpsc::unbounded_channel();
@@ -120,15 +139,9 @@ async fn a_node_that_left_is_not_brought_back_by_its_late_frames() {
 
     // b sends the gate; once a's inbound task holds on it, b sends a burst (in frames behind
     // the gate's), sees it published, and leaves.
-    let (held, gate_held) = oneshot::channel();
-    let (open_gate, open) = mpsc::channel();
-    *GATE.lock().unwrap() = Some(GateEnds { held, open });
     let to_receiver = b.addr::<Burst>(a.pid(receiver.pid()));
     let published = b.stats().items_out;
-    to_receiver.send(Burst::Gate(Gate)).unwrap();
-    guarded("a's inbound task holds on the gate", gate_held)
-        .await
-        .unwrap();
+    let open_gate = hold_a_on_the_gate(&to_receiver).await;
     for n in 0..BURST {
         to_receiver.send(Burst::Item(n)).unwrap();
     }
@@ -205,10 +218,7 @@ async fn a_node_that_left_is_not_brought_back_by_its_late_frames() {
 async fn an_answer_given_just_before_leaving_reaches_the_asker() {
     let _gate = GATE_USER.lock().await;
     let server = NatsServer::start();
-    let (a_sched, a) = start_node(&server.url(), "a").await;
-    let (b_sched, b) = start_node(&server.url(), "b").await;
-    assert!(a.wait_for_nodes(1, GUARD).await, "hang guard: a sees b");
-    assert!(b.wait_for_nodes(1, GUARD).await, "hang guard: b sees a");
+    let ((a_sched, a), (b_sched, b)) = start_a_and_b(&server).await;
     let receiver = a_sched
         .spawn_fn(move |cx: ProcessCx<Burst>| async move {
             loop {
@@ -225,15 +235,7 @@ async fn an_answer_given_just_before_leaving_reaches_the_asker() {
 
     // a's inbound task holds on the gate; a asks b's cart; b answers (published: counted out)
     // and leaves.
-    let (held, gate_held) = oneshot::channel();
-    let (open_gate, open) = mpsc::channel();
-    *GATE.lock().unwrap() = Some(GateEnds { held, open });
-    b.addr::<Burst>(a.pid(receiver.pid()))
-        .send(Burst::Gate(Gate))
-        .unwrap();
-    guarded("a's inbound task holds on the gate", gate_held)
-        .await
-        .unwrap();
+    let open_gate = hold_a_on_the_gate(&b.addr::<Burst>(a.pid(receiver.pid()))).await;
     // Many frames before the answer: more than a tokio task's budget of receives in one poll.
     let bulk = b.stats().items_out;
     for _ in 0..BULK_FRAMES {
@@ -271,10 +273,7 @@ async fn an_answer_given_just_before_leaving_reaches_the_asker() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_live_node_whose_entry_is_deleted_from_outside_is_taken_back_when_it_claims_it_again() {
     let server = NatsServer::start();
-    let (_a_sched, a) = start_node(&server.url(), "a").await;
-    let (_b_sched, b) = start_node(&server.url(), "b").await;
-    assert!(a.wait_for_nodes(1, GUARD).await, "hang guard: a sees b");
-    assert!(b.wait_for_nodes(1, GUARD).await, "hang guard: b sees a");
+    let ((_a_sched, a), (_b_sched, b)) = start_a_and_b(&server).await;
     let on_b = a
         .spawn_on(Placement::Node("b".into()), "cart", 7u64)
         .await

@@ -104,26 +104,39 @@ impl Case {
 
 const MESSAGES: usize = 3;
 
-#[test]
-fn a_body_that_returns_resolves_its_handle_before_its_unread_inbox_is_dropped() {
-    let sched = Scheduler::builder().workers(2).build().unwrap();
-    let case = Case::new();
-    let body = sched
-        .spawn_fn(move |cx: ProcessCx<Slow>| async move {
-            // Files every message in the inbox (a state of its own, unread), then returns.
-            let _ = cx.cancelled().await;
-            Ok::<u64, BoxError>(42)
-        })
-        .unwrap();
+/// Sends `body` [`MESSAGES`] slow messages of `case` and waits until `process_info` shows them
+/// all held unread (`place`: where the body holds them).
+fn send_held_unread(sched: &Scheduler, body: &ProcessHandle<u64, Slow>, case: &Case, place: &str) {
     for _ in 0..MESSAGES {
         assert!(body.addr().send(case.slow()).is_ok());
     }
-    // The body's steps move them into its inbox; `process_info` shows them held unread.
-    wait_until("the messages in the body's inbox", || {
+    wait_until(&format!("the messages in the body's {place}"), || {
         sched
             .process_info(body.pid())
             .is_some_and(|info| info.unread_messages == MESSAGES)
     });
+}
+
+/// A two-worker scheduler with a body holding [`MESSAGES`] slow messages of `case` unread in
+/// its inbox; once cancelled, the body returns `output`.
+fn body_holding_unread_inbox(case: &Case, output: u64) -> (Scheduler, ProcessHandle<u64, Slow>) {
+    let sched = Scheduler::builder().workers(2).build().unwrap();
+    let body = sched
+        .spawn_fn(move |cx: ProcessCx<Slow>| async move {
+            // Files every message in the inbox (a state of its own, unread), then returns.
+            let _ = cx.cancelled().await;
+            Ok::<u64, BoxError>(output)
+        })
+        .unwrap();
+    // The body's steps move them into its inbox; `process_info` shows them held unread.
+    send_held_unread(&sched, &body, case, "inbox");
+    (sched, body)
+}
+
+#[test]
+fn a_body_that_returns_resolves_its_handle_before_its_unread_inbox_is_dropped() {
+    let case = Case::new();
+    let (sched, body) = body_holding_unread_inbox(&case, 42);
     sched.cancel(body.pid()).unwrap();
     assert_eq!(join_typed(body).unwrap(), 42);
     wait_until("the finish counted", || {
@@ -202,22 +215,8 @@ fn a_state_machine_done_resolves_its_handle_before_its_unread_messages_are_dropp
 
 #[test]
 fn a_terminated_body_resolves_its_handle_before_its_unread_messages_are_dropped() {
-    let sched = Scheduler::builder().workers(2).build().unwrap();
     let case = Case::new();
-    let body = sched
-        .spawn_fn(move |cx: ProcessCx<Slow>| async move {
-            let _ = cx.cancelled().await;
-            Ok::<u64, BoxError>(1)
-        })
-        .unwrap();
-    for _ in 0..MESSAGES {
-        assert!(body.addr().send(case.slow()).is_ok());
-    }
-    wait_until("the messages in the body's inbox", || {
-        sched
-            .process_info(body.pid())
-            .is_some_and(|info| info.unread_messages == MESSAGES)
-    });
+    let (sched, body) = body_holding_unread_inbox(&case, 1);
     sched.terminate(body.pid()).unwrap();
     let ended = join_typed(body).unwrap_err();
     assert!(ended.is_terminated(), "{ended:?}");
@@ -230,22 +229,8 @@ fn a_terminated_body_resolves_its_handle_before_its_unread_messages_are_dropped(
 
 #[test]
 fn a_body_that_returns_on_a_shutdowns_cancel_is_graceful_whatever_its_unread_messages_take() {
-    let sched = Scheduler::builder().workers(2).build().unwrap();
     let case = Case::new();
-    let body = sched
-        .spawn_fn(move |cx: ProcessCx<Slow>| async move {
-            let _ = cx.cancelled().await;
-            Ok::<u64, BoxError>(42)
-        })
-        .unwrap();
-    for _ in 0..MESSAGES {
-        assert!(body.addr().send(case.slow()).is_ok());
-    }
-    wait_until("the messages in the body's inbox", || {
-        sched
-            .process_info(body.pid())
-            .is_some_and(|info| info.unread_messages == MESSAGES)
-    });
+    let (sched, body) = body_holding_unread_inbox(&case, 42);
     // A grace period the destructors, blocked until after the report, would overrun if they
     // came before the finish was counted.
     let report = sched.shutdown(Duration::from_millis(200));
@@ -278,14 +263,7 @@ fn wait_for_abandoned_waits_for_the_unread_messages_of_a_forced_process() {
             Ok::<u64, BoxError>(0)
         })
         .unwrap();
-    for _ in 0..MESSAGES {
-        assert!(body.addr().send(case.slow()).is_ok());
-    }
-    wait_until("the messages in the body's mailbox", || {
-        sched
-            .process_info(body.pid())
-            .is_some_and(|info| info.unread_messages == MESSAGES)
-    });
+    send_held_unread(&sched, &body, &case, "mailbox");
     let report = sched.shutdown(Duration::ZERO);
     assert_eq!(report.graceful, 0, "{report:?}");
     assert!(

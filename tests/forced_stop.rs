@@ -6,7 +6,7 @@ mod support;
 
 use procsched::metrics::ProcessState;
 use procsched::state_machine::{Events, Process, StepOutput};
-use procsched::{BoxError, Payload, ProcessCx, Scheduler};
+use procsched::{BoxError, Payload, ProcessCx, ProcessHandle, Scheduler};
 use std::sync::atomic::Ordering::SeqCst;
 use std::sync::{Arc, Barrier};
 use std::time::Duration;
@@ -21,23 +21,31 @@ impl Drop for DropCount {
     }
 }
 
+/// A body parked on a waker nobody fires: it counts its start in `started`, holds a
+/// [`DropCount`] of `drops`, and ignores its Cancel.
+fn spawn_parked_forever(
+    sched: &Scheduler,
+    started: &Counter,
+    drops: &Counter,
+) -> ProcessHandle<()> {
+    let (started, guard) = (started.clone(), DropCount(drops.clone()));
+    sched
+        .spawn_fn(move |_cx: ProcessCx| async move {
+            let _guard = guard;
+            started.fetch_add(1, SeqCst);
+            // Ignores its Cancel: nothing will ever wake this await.
+            std::future::pending::<()>().await;
+            Ok::<(), BoxError>(())
+        })
+        .unwrap()
+}
+
 #[test]
 fn a_forced_shutdown_drops_processes_parked_on_a_waker_nobody_fires_and_closes_each_once() {
     let sched = Scheduler::builder().workers(2).build().unwrap();
     let (started, drops) = (support::counter(), support::counter());
     let handles: Vec<_> = (0..20)
-        .map(|_| {
-            let (started, guard) = (started.clone(), DropCount(drops.clone()));
-            sched
-                .spawn_fn(move |_cx: ProcessCx| async move {
-                    let _guard = guard;
-                    started.fetch_add(1, SeqCst);
-                    // Ignores its Cancel: nothing will ever wake this await.
-                    std::future::pending::<()>().await;
-                    Ok::<(), BoxError>(())
-                })
-                .unwrap()
-        })
+        .map(|_| spawn_parked_forever(&sched, &started, &drops))
         .collect();
     wait_until("every body parked", || count(&started) == 20);
     let report = sched.shutdown(Duration::from_millis(50));
@@ -259,17 +267,7 @@ fn a_forced_stop_of_more_processes_than_it_can_close_in_time_counts_and_closes_e
     let mut bodies = Vec::with_capacity(processes / 2);
     let mut machines = Vec::with_capacity(processes / 2);
     for _ in 0..processes / 2 {
-        let (started, guard) = (started.clone(), DropCount(drops.clone()));
-        bodies.push(
-            sched
-                .spawn_fn(move |_cx: ProcessCx| async move {
-                    let _guard = guard;
-                    started.fetch_add(1, SeqCst);
-                    std::future::pending::<()>().await;
-                    Ok::<(), BoxError>(())
-                })
-                .unwrap(),
-        );
+        bodies.push(spawn_parked_forever(&sched, &started, &drops));
         machines.push(
             sched
                 .spawn(Stubborn(closes.clone()), "run", Payload::empty())

@@ -63,6 +63,12 @@ impl Gated {
         self.tokens.send(()).unwrap();
         self.taken.recv_timeout(HANG_GUARD).expect("hang guard")
     }
+
+    /// Cancels it; returns its output, how many messages it took.
+    fn stop(self, sched: &Scheduler) -> usize {
+        sched.cancel(self.handle.pid()).unwrap();
+        await_guarded(self.handle).unwrap()
+    }
 }
 
 fn bounded(workers: usize) -> Scheduler {
@@ -101,18 +107,24 @@ fn await_guarded<T: Send + 'static, M>(
         })
 }
 
-#[test]
-fn cancel_by_pid_ends_a_body_waiting_in_send_wait_cancelled() {
-    let sched = bounded(2);
-    let gated = Gated::start(&sched);
-    let to = gated.handle.addr();
+/// A body that awaits `to.send_wait(1)` and propagates its error with `?`; returned once the
+/// body is `Blocked` in that send (`to`'s mailbox is full).
+fn sender_blocked_on(sched: &Scheduler, to: Addr<u64>) -> ProcessHandle<(), Message> {
     let sender = sched
         .spawn_fn(move |_: ProcessCx| async move {
             to.send_wait(1).await?;
             Ok::<_, BoxError>(())
         })
         .unwrap();
-    wait_until(&sched, sender.pid(), ProcessState::Blocked);
+    wait_until(sched, sender.pid(), ProcessState::Blocked);
+    sender
+}
+
+#[test]
+fn cancel_by_pid_ends_a_body_waiting_in_send_wait_cancelled() {
+    let sched = bounded(2);
+    let gated = Gated::start(&sched);
+    let sender = sender_blocked_on(&sched, gated.handle.addr());
     sched.cancel(sender.pid()).unwrap();
     let ended = await_guarded(sender).unwrap_err();
     assert!(
@@ -123,8 +135,7 @@ fn cancel_by_pid_ends_a_body_waiting_in_send_wait_cancelled() {
     assert_eq!(sched.metrics().finished.cancelled, 1);
     // Nothing it waited to send arrived: the gated process takes the filler only.
     assert_eq!(gated.take_one(), 0);
-    sched.cancel(gated.handle.pid()).unwrap();
-    assert_eq!(await_guarded(gated.handle).unwrap(), 1);
+    assert_eq!(gated.stop(&sched), 1);
     sched.shutdown(HANG_GUARD);
 }
 
@@ -163,14 +174,7 @@ fn a_shutdown_counts_a_body_waiting_in_send_wait_graceful() {
         })
         .unwrap();
     full.addr().send(0).unwrap();
-    let to = full.addr();
-    let sender = sched
-        .spawn_fn(move |_: ProcessCx| async move {
-            to.send_wait(1).await?;
-            Ok::<_, BoxError>(())
-        })
-        .unwrap();
-    wait_until(&sched, sender.pid(), ProcessState::Blocked);
+    let sender = sender_blocked_on(&sched, full.addr());
     let report = std::thread::scope(|scope| {
         let shutdown = scope.spawn(|| sched.shutdown(HANG_GUARD));
         let ended = await_guarded(sender).unwrap_err();
@@ -198,14 +202,7 @@ fn a_shutdown_that_ends_the_receiver_first_still_ends_the_waiting_sender_cancell
             })
             .unwrap();
         full.addr().send(0).unwrap();
-        let to = full.addr();
-        let sender = sched
-            .spawn_fn(move |_: ProcessCx| async move {
-                to.send_wait(1).await?;
-                Ok::<_, BoxError>(())
-            })
-            .unwrap();
-        wait_until(&sched, sender.pid(), ProcessState::Blocked);
+        let sender = sender_blocked_on(&sched, full.addr());
         let report = sched.shutdown(HANG_GUARD);
         assert_eq!((report.graceful, report.forced), (2, 0), "{report:?}");
         let ended = await_guarded(sender).unwrap_err();
@@ -218,14 +215,7 @@ fn a_shutdown_that_ends_the_receiver_first_still_ends_the_waiting_sender_cancell
 fn a_sender_that_left_the_line_on_its_cancel_leaves_the_next_room_to_the_one_behind() {
     let sched = bounded(2);
     let gated = Gated::start(&sched);
-    let to = gated.handle.addr();
-    let first = sched
-        .spawn_fn(move |_: ProcessCx| async move {
-            to.send_wait(1).await?;
-            Ok::<_, BoxError>(())
-        })
-        .unwrap();
-    wait_until(&sched, first.pid(), ProcessState::Blocked);
+    let first = sender_blocked_on(&sched, gated.handle.addr());
     // Second in line: a send from outside, polled by hand.
     let addr = gated.handle.addr();
     let mut second = Waiting::new(addr.send_wait(2));
@@ -238,8 +228,7 @@ fn a_sender_that_left_the_line_on_its_cancel_leaves_the_next_room_to_the_one_beh
     assert_eq!(second.wakes(), 1, "the room went to the one behind");
     assert!(matches!(second.poll(), Poll::Ready(Ok(()))));
     assert_eq!(gated.take_one(), 2);
-    sched.cancel(gated.handle.pid()).unwrap();
-    assert_eq!(await_guarded(gated.handle).unwrap(), 2);
+    assert_eq!(gated.stop(&sched), 2);
     sched.shutdown(HANG_GUARD);
 }
 
@@ -266,12 +255,7 @@ fn send_waits_polled_by_a_combinator_hear_their_process_cancel() {
     let ended = await_guarded(sender).unwrap_err();
     assert!(ended.is_cancelled(), "{ended}");
     assert_eq!(gated.take_one(), 0);
-    sched.cancel(gated.handle.pid()).unwrap();
-    assert_eq!(
-        await_guarded(gated.handle).unwrap(),
-        1,
-        "none of the 40 arrived"
-    );
+    assert_eq!(gated.stop(&sched), 1, "none of the 40 arrived");
     sched.shutdown(HANG_GUARD);
 }
 

@@ -4,6 +4,7 @@
 
 use procsched::prelude::*;
 use procsched::state_machine::{Event, Events, Process, StepOutput};
+use procsched_benches::ask::{spawn_native_server, spawn_server};
 use procsched_benches::ring::{self, wait_until_waiting, Form};
 use std::time::{Duration, Instant};
 
@@ -107,17 +108,8 @@ fn main() {
                 start.elapsed()
             }
             "ask_between" => {
-                let server = sched
-                    .spawn_fn(|cx: ProcessCx<(u64, Reply<u64>)>| async move {
-                        loop {
-                            let (n, reply) = cx.recv().await?;
-                            let _ = reply.send(n + 1);
-                        }
-                        #[allow(unreachable_code)]
-                        Ok::<(), BoxError>(())
-                    })
-                    .unwrap();
-                let addr = server.addr();
+                let addr = spawn_server(&sched);
+                let server = addr.pid();
                 let start = Instant::now();
                 let asker = sched
                     .spawn_fn(move |_: ProcessCx| async move {
@@ -129,21 +121,12 @@ fn main() {
                     .unwrap();
                 sched.block_on(asker).unwrap();
                 let elapsed = start.elapsed() * 10; // per 100 000 units, as the sends
-                sched.terminate(server.pid()).unwrap();
+                sched.terminate(server).unwrap();
                 elapsed
             }
             "ask_task" => {
-                let server = sched
-                    .spawn_fn(|cx: ProcessCx<(u64, Reply<u64>)>| async move {
-                        loop {
-                            let (n, reply) = cx.recv().await?;
-                            let _ = reply.send(n + 1);
-                        }
-                        #[allow(unreachable_code)]
-                        Ok::<(), BoxError>(())
-                    })
-                    .unwrap();
-                let addr = server.addr();
+                let addr = spawn_server(&sched);
+                let server = addr.pid();
                 let start = Instant::now();
                 let asker = runtime.spawn(async move {
                     for n in 0..10_000u64 {
@@ -152,22 +135,14 @@ fn main() {
                 });
                 runtime.block_on(asker).unwrap();
                 let elapsed = start.elapsed() * 10; // per 100 000 units, as the sends
-                sched.terminate(server.pid()).unwrap();
+                sched.terminate(server).unwrap();
                 elapsed
             }
             "ring_sm" => ring::run(&sched, Form::StateMachine, RING, LAPS),
             "ring_async" => ring::run(&sched, Form::AsyncPids, RING, LAPS),
             "ring_addrs" => ring::run(&sched, Form::AsyncAddrs, RING, LAPS),
             "ask_native" => {
-                let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(
-                    u64,
-                    tokio::sync::oneshot::Sender<u64>,
-                )>();
-                runtime.spawn(async move {
-                    while let Some((n, reply)) = rx.recv().await {
-                        let _ = reply.send(n + 1);
-                    }
-                });
+                let tx = spawn_native_server(&runtime);
                 let start = Instant::now();
                 let asker = runtime.spawn(async move {
                     for n in 0..10_000u64 {

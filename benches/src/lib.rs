@@ -12,12 +12,15 @@
 //! - [`memory`]: the resident-set figures of `/proc/self/status`.
 //! - [`native_ring`] and [`ring`]: the tokio-native ring of the messages bench and procsched's
 //!   in its three forms (both also run by `examples/msgprobe.rs`).
+//! - [`ask`]: the ask servers of the messages bench, on procsched and on tokio-native (also
+//!   run by `examples/msgprobe.rs`).
 //! - [`blocked`]: the receiver of the process bench's `send_to_blocked`, on procsched and on
 //!   tokio-native (also run by `examples/send_size.rs`).
 //!
 //! The benchmarks are a workspace member of their own so that `cargo test` and the examples
 //! at the root never build criterion, plotters or the peer runtimes.
 
+pub mod ask;
 pub mod blocked;
 pub mod countdown;
 pub mod memory;

@@ -6,9 +6,10 @@
 use super::support::{drain, Polled};
 use crate::loom::model::model;
 use crate::loom::{thread, Arc};
-use crate::process::mailbox::{Admission, Drained, ProcessCell};
+use crate::process::mailbox::{Admission, Drained, Generation, ProcessCell, Ticket};
 use crate::process::state::{ParkAs, TransitionToParked};
 use crate::process::{CommandError, Event, Events, Pid};
+use std::task::Waker;
 
 /// An open cell and the PID of its first incarnation.
 fn open_cell() -> (Arc<ProcessCell>, Pid) {
@@ -164,41 +165,61 @@ fn loom_a_sender_waiting_for_room_is_woken_by_the_drain_that_makes_it() {
     });
 }
 
+/// A sender waiting in a mailbox's line for room: the wakes of its waker, the waker, and its
+/// place in the line.
+struct InLine {
+    wakes: std::sync::Arc<super::support::WakeCounter>,
+    waker: Waker,
+    ticket: Ticket,
+}
+
+/// A cell hosting a process whose one-message mailbox is full (message 1, unread), and two
+/// senders waiting in its line for room: the first, then the second.
+fn two_in_line_behind_a_full_mailbox() -> (Arc<ProcessCell>, Generation, InLine, InLine) {
+    use super::support::WakeCounter;
+    use crate::process::{Message, Payload};
+    let cell = Arc::new(ProcessCell::new(1));
+    let generation = cell.open();
+    assert!(cell
+        .deliver_message(generation, Message::new("n", Payload::new(1u64)))
+        .is_ok());
+    let in_line = || {
+        let wakes = std::sync::Arc::new(WakeCounter::new());
+        let waker = futures::task::waker(wakes.clone());
+        let mut ticket = None;
+        assert!(cell.wait_for_room(generation, &waker, &mut ticket));
+        InLine {
+            wakes,
+            waker,
+            ticket: ticket.expect("in line"),
+        }
+    };
+    let first = in_line();
+    let second = in_line();
+    (cell, generation, first, second)
+}
+
 /// `mailbox/room.rs`, protocol 12 step 4: two senders wait behind a full one-message mailbox;
 /// a drain makes room for one, and the first in line gives up as that happens. Whichever comes
 /// first, the room reaches the second: woken by the drain (the first had left the line), or by
 /// the first, passing on the room it was woken for. Never both in line and room unused.
 #[test]
 fn loom_a_woken_sender_that_gives_up_passes_the_room_on() {
-    use super::support::WakeCounter;
-    use crate::process::{Message, Payload};
     model(|| {
-        let cell = Arc::new(ProcessCell::new(1));
-        let generation = cell.open();
-        let message = |n: u64| Message::new("n", Payload::new(n));
-        assert!(cell.deliver_message(generation, message(1)).is_ok());
-        let (first_wakes, second_wakes) = (
-            std::sync::Arc::new(WakeCounter::new()),
-            std::sync::Arc::new(WakeCounter::new()),
-        );
-        let (mut first, mut second) = (None, None);
-        let first_waker = futures::task::waker(first_wakes.clone());
-        let second_waker = futures::task::waker(second_wakes.clone());
-        assert!(cell.wait_for_room(generation, &first_waker, &mut first));
-        assert!(cell.wait_for_room(generation, &second_waker, &mut second));
+        let (cell, generation, first, second) = two_in_line_behind_a_full_mailbox();
         let quitter = {
             let cell = cell.clone();
-            let ticket = first.expect("in line");
+            let ticket = first.ticket;
             thread::spawn(move || cell.leave_room_line(generation, ticket))
         };
         assert_eq!(drain(&cell, None), (Drained::All, 1), "the first message");
         quitter.join().unwrap();
         assert_eq!(
-            second_wakes.count(),
+            second.wakes.count(),
             1,
             "the room reached the second in line"
         );
-        assert!(first_wakes.count() <= 1);
+        assert!(first.wakes.count() <= 1);
     });
 }
 
@@ -210,25 +231,13 @@ fn loom_a_woken_sender_that_gives_up_passes_the_room_on() {
 /// the one behind it.
 #[test]
 fn loom_a_sender_that_gives_up_on_its_cancel_while_polled_passes_the_room_on() {
-    use super::support::WakeCounter;
     use crate::process::{Message, Payload};
     model(|| {
-        let cell = Arc::new(ProcessCell::new(1));
-        let generation = cell.open();
+        let (cell, generation, first, second) = two_in_line_behind_a_full_mailbox();
         let message = |n: u64| Message::new("n", Payload::new(n));
-        assert!(cell.deliver_message(generation, message(1)).is_ok());
-        let (first_wakes, second_wakes) = (
-            std::sync::Arc::new(WakeCounter::new()),
-            std::sync::Arc::new(WakeCounter::new()),
-        );
-        let (mut first, mut second) = (None, None);
-        let first_waker = futures::task::waker(first_wakes.clone());
-        let second_waker = futures::task::waker(second_wakes.clone());
-        assert!(cell.wait_for_room(generation, &first_waker, &mut first));
-        assert!(cell.wait_for_room(generation, &second_waker, &mut second));
         let cancelled = {
             let cell = cell.clone();
-            let ticket = first.expect("in line");
+            let (ticket, first_waker) = (first.ticket, first.waker);
             thread::spawn(move || {
                 let outcome = if cell.still_in_line(generation, ticket, &first_waker) {
                     // Its body's cancel, heard while it waits: it gives up.
@@ -244,13 +253,13 @@ fn loom_a_sender_that_gives_up_on_its_cancel_while_polled_passes_the_room_on() {
         };
         assert_eq!(drain(&cell, None), (Drained::All, 1), "the first message");
         match cancelled.join().unwrap() {
-            "gave up" => assert_eq!(second_wakes.count(), 1, "the room reached the second"),
+            "gave up" => assert_eq!(second.wakes.count(), 1, "the room reached the second"),
             _ => assert_eq!(
-                second_wakes.count(),
+                second.wakes.count(),
                 0,
                 "the room was the first's, and used"
             ),
         }
-        assert!(first_wakes.count() <= 1);
+        assert!(first.wakes.count() <= 1);
     });
 }

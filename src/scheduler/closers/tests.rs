@@ -24,17 +24,39 @@ impl Close for StandIn {
 
 const HANG_GUARD: Duration = Duration::from_secs(60);
 
-#[test]
-fn closes_run_on_closer_threads_marked_as_stopping_the_scheduler() {
-    let host = HostId::next();
-    let (marked, closed) = mpsc::channel();
-    let tasks = (0..3)
+/// `n` stand-ins for `host` that report on `marked` and return at once.
+fn stand_ins(host: HostId, marked: &mpsc::Sender<bool>, n: usize) -> Vec<StandIn> {
+    (0..n)
         .map(|_| StandIn {
             host,
             marked: marked.clone(),
             release: None,
         })
-        .collect();
+        .collect()
+}
+
+/// A stand-in for `host` whose close blocks until the returned sender says so, followed by `n`
+/// that return at once; all report on `marked`.
+fn blocked_then(
+    host: HostId,
+    marked: &mpsc::Sender<bool>,
+    n: usize,
+) -> (Vec<StandIn>, mpsc::Sender<()>) {
+    let (release, blocked) = mpsc::channel();
+    let mut tasks = vec![StandIn {
+        host,
+        marked: marked.clone(),
+        release: Some(blocked),
+    }];
+    tasks.extend(stand_ins(host, marked, n));
+    (tasks, release)
+}
+
+#[test]
+fn closes_run_on_closer_threads_marked_as_stopping_the_scheduler() {
+    let host = HostId::next();
+    let (marked, closed) = mpsc::channel();
+    let tasks = stand_ins(host, &marked, 3);
     let closed_all = close_all(host, None, tasks, None, Instant::now() + HANG_GUARD);
     assert_eq!(
         closed_all,
@@ -56,17 +78,7 @@ fn closes_run_on_closer_threads_marked_as_stopping_the_scheduler() {
 fn a_blocked_close_is_left_at_the_deadline_and_the_ones_behind_it_are_handed_off() {
     let host = HostId::next();
     let (marked, closed) = mpsc::channel();
-    let (release, blocked) = mpsc::channel();
-    let mut tasks = vec![StandIn {
-        host,
-        marked: marked.clone(),
-        release: Some(blocked),
-    }];
-    tasks.extend((0..3).map(|_| StandIn {
-        host,
-        marked: marked.clone(),
-        release: None,
-    }));
+    let (tasks, release) = blocked_then(host, &marked, 3);
     let closed_all = close_all(host, None, tasks, None, Instant::now() + FORCED_STOP_WAIT);
     assert!(closed_all.unfinished >= 1, "{closed_all:?}");
     // The three behind the blocked one are closed (by a fresh closer) while it blocks.
@@ -111,13 +123,7 @@ fn an_empty_walk_starts_no_closer() {
 fn the_tasks_of_a_walk_in_pieces_are_each_closed_once() {
     let host = HostId::next();
     let (marked, closed) = mpsc::channel();
-    let tasks: Vec<_> = (0..10)
-        .map(|_| StandIn {
-            host,
-            marked: marked.clone(),
-            release: None,
-        })
-        .collect();
+    let tasks = stand_ins(host, &marked, 10);
     let pieces = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let walk = walk_of(tasks, 3, pieces.clone());
     let closed_all = close_all(
@@ -144,18 +150,8 @@ fn the_tasks_of_a_walk_in_pieces_are_each_closed_once() {
 fn a_walk_not_done_at_the_deadline_is_finished_in_the_background() {
     let host = HostId::next();
     let (marked, closed) = mpsc::channel();
-    let (release, blocked) = mpsc::channel();
     // The first task blocks until released: the deadline passes with the walk unfinished.
-    let mut tasks = vec![StandIn {
-        host,
-        marked: marked.clone(),
-        release: Some(blocked),
-    }];
-    tasks.extend((0..20).map(|_| StandIn {
-        host,
-        marked: marked.clone(),
-        release: None,
-    }));
+    let (tasks, release) = blocked_then(host, &marked, 20);
     let pieces = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let walk = walk_of(tasks, 1, pieces);
     let closed_all = close_all(host, None, Vec::new(), Some(walk), Instant::now());
