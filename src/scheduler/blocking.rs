@@ -23,8 +23,9 @@ crate::loom::thread_local_const! {
 
 crate::loom::thread_local_const! {
     /// Set while the thread runs the future of a
-    /// [`Scheduler::block_on`](crate::Scheduler::block_on): that call entered the processes' tokio runtime for the future, so a nested blocking call
-    /// would otherwise be told it is "in a tokio runtime" by code that never started one.
+    /// [`Scheduler::block_on`](crate::Scheduler::block_on): that call entered the processes'
+    /// tokio runtime for the future, so a nested blocking call would otherwise be told it is
+    /// "in a tokio runtime" by code that never started one.
     static IN_BLOCK_ON: Cell<bool> = Cell::new(false);
 }
 
