@@ -14,64 +14,63 @@
 use crate::executor;
 use std::cell::Cell;
 
-crate::loom::thread_local_const! {
-    /// Set on threads that enter a tokio runtime's context without driving it: the forced
+/// What the current thread has been marked as, by the innermost live [`ThreadMark`].
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Mark {
+    /// Nothing marked it: ask the runtimes whose context it has.
+    None,
+    /// It entered a tokio runtime's context without driving it, and may block: the forced
     /// stop's closers (`closers.rs`), which enter the processes' runtime so that a `close` may
     /// use tokio, and may block as the thread that ran the closes before them could.
-    static MAY_BLOCK: Cell<bool> = Cell::new(false);
+    MayBlock,
+    /// It runs the future of a [`Scheduler::block_on`](crate::Scheduler::block_on): that call
+    /// entered the processes' tokio runtime for the future, so a nested blocking call would
+    /// otherwise be told it is "in a tokio runtime" by code that never started one.
+    InBlockOn,
 }
 
 crate::loom::thread_local_const! {
-    /// Set while the thread runs the future of a
-    /// [`Scheduler::block_on`](crate::Scheduler::block_on): that call entered the processes'
-    /// tokio runtime for the future, so a nested blocking call would otherwise be told it is
-    /// "in a tokio runtime" by code that never started one.
-    static IN_BLOCK_ON: Cell<bool> = Cell::new(false);
+    static MARK: Cell<Mark> = Cell::new(Mark::None);
 }
 
-/// Marks the current thread as running a `Scheduler::block_on` future, until dropped.
-pub(crate) struct InBlockOn(bool);
+/// Marks the current thread until dropped, then restores the mark it had: marks nest, and
+/// the innermost one decides (a `block_on` on a closer thread is a `block_on` first).
+pub(crate) struct ThreadMark(Mark);
 
-impl InBlockOn {
-    pub(crate) fn mark() -> InBlockOn {
-        InBlockOn(IN_BLOCK_ON.with(|inside| inside.replace(true)))
+impl ThreadMark {
+    /// The current thread runs a `Scheduler::block_on` future.
+    pub(crate) fn in_block_on() -> ThreadMark {
+        ThreadMark::set(Mark::InBlockOn)
+    }
+
+    /// The current thread may block though it has a runtime context.
+    pub(crate) fn may_block() -> ThreadMark {
+        ThreadMark::set(Mark::MayBlock)
+    }
+
+    fn set(mark: Mark) -> ThreadMark {
+        ThreadMark(MARK.with(|current| current.replace(mark)))
     }
 }
 
-impl Drop for InBlockOn {
+impl Drop for ThreadMark {
     fn drop(&mut self) {
-        IN_BLOCK_ON.with(|inside| inside.set(self.0));
-    }
-}
-
-/// Marks the current thread as one that may block though it has a runtime context, until
-/// dropped.
-pub(crate) struct MayBlockHere(bool);
-
-impl MayBlockHere {
-    pub(crate) fn mark() -> MayBlockHere {
-        MayBlockHere(MAY_BLOCK.with(|may| may.replace(true)))
-    }
-}
-
-impl Drop for MayBlockHere {
-    fn drop(&mut self) {
-        MAY_BLOCK.with(|may| may.set(self.0));
+        MARK.with(|current| current.set(self.0));
     }
 }
 
 /// Why the current thread must not block, if it must not.
 pub(crate) fn async_context() -> Option<&'static str> {
-    if MAY_BLOCK.with(Cell::get) {
-        None
-    } else if IN_BLOCK_ON.with(Cell::get) {
-        Some("running the future of a `Scheduler::block_on` (a nested blocking call)")
-    } else if executor::Handle::try_current().is_some() {
-        Some("a procsched worker thread (inside a process step or task)")
-    } else if tokio::runtime::Handle::try_current().is_ok() {
-        Some("a tokio runtime")
-    } else {
-        None
+    match MARK.with(Cell::get) {
+        Mark::MayBlock => None,
+        Mark::InBlockOn => {
+            Some("running the future of a `Scheduler::block_on` (a nested blocking call)")
+        }
+        Mark::None if executor::Handle::try_current().is_some() => {
+            Some("a procsched worker thread (inside a process step or task)")
+        }
+        Mark::None if tokio::runtime::Handle::try_current().is_ok() => Some("a tokio runtime"),
+        Mark::None => None,
     }
 }
 

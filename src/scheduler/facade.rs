@@ -348,7 +348,7 @@ impl Scheduler {
                 .process_runtime()
                 .map(|runtime| runtime.enter()),
         };
-        let _inside = blocking::InBlockOn::mark();
+        let _inside = blocking::ThreadMark::in_block_on();
         self.shutdown.executor().block_on(future)
     }
 
@@ -410,7 +410,7 @@ impl Scheduler {
     #[track_caller]
     pub fn shutdown(&self, timeout: Duration) -> ShutdownReport {
         // A forced process's cleanup calling this runs on a closer thread, which may block
-        // (`blocking.rs`, `MayBlockHere`); this scheduler's own stop then returns at once.
+        // (`blocking.rs`, `ThreadMark::may_block`); this scheduler's own stop then returns at once.
         blocking::assert_may_block(
             "Scheduler::shutdown",
             "Scheduler::shutdown_async(timeout).await",

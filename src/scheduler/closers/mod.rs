@@ -276,7 +276,7 @@ impl<T: Close> Closing<T> {
         let _context = self.context.as_ref().map(tokio::runtime::Handle::enter);
         // Entered, not driven: blocking calls in a `close` wait as they did on the thread that
         // shut down, before the closes had threads of their own (`blocking.rs`).
-        let _may_block = super::blocking::MayBlockHere::mark();
+        let _may_block = super::blocking::ThreadMark::may_block();
         loop {
             let task = {
                 let mut queue = lock(&self.queue);
