@@ -11,31 +11,32 @@
 //! (`--node <name> --nats <url>`), and joins the cluster itself as node `driver`, which places
 //! the ring and drives it.
 
-use procsched::cluster::{Cluster, Node, NodePid, Placement};
+use procsched::cluster::{Cluster, Node, NodePid, Placement, RemoteAddr};
 use procsched::prelude::*;
 use serde::{Deserialize, Serialize};
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// A ring member's messages: its next member (a PID on another node), the token, the end of
-/// the run back to the first member, and the count of hops it saw.
+/// A ring member's messages: its next member (an address on another node), the token, the end
+/// of the run back to the first member, and the count of hops it saw. Addresses travel inside
+/// messages and decode on the receiving node as addresses through it.
 #[derive(Serialize, Deserialize)]
 enum Ring {
-    Next(NodePid),
+    Next(RemoteAddr<Ring>),
     Start { hops: u64, done: Reply<u64> },
-    Token { left: u64, first: NodePid },
+    Token { left: u64, first: RemoteAddr<Ring> },
     Finished,
     Count(Reply<u64>),
 }
 
 async fn member(cx: ProcessCx<Ring>, (): ()) -> Result<(), BoxError> {
     let node = Node::for_scheduler(&cx.scheduler()).ok_or("not a node")?;
-    let me = node.pid(cx.pid());
+    let me = node.addr::<Ring>(node.pid(cx.pid()));
     let (mut next, mut seen, mut done) = (None, 0u64, None);
     loop {
         match cx.recv().await? {
-            Ring::Next(pid) => next = Some(node.addr::<Ring>(pid)),
+            Ring::Next(addr) => next = Some(addr),
             Ring::Start { hops, done: reply } => {
                 done = Some(reply);
                 let first = me.clone();
@@ -46,7 +47,7 @@ async fn member(cx: ProcessCx<Ring>, (): ()) -> Result<(), BoxError> {
             }
             Ring::Token { left: 0, first } => {
                 seen += 1;
-                node.addr::<Ring>(first).send(Ring::Finished)?;
+                first.send(Ring::Finished)?;
             }
             Ring::Token { left, first } => {
                 seen += 1;
@@ -134,7 +135,7 @@ async fn drive(hops: u64) -> Result<(), BoxError> {
         members.push(driver.spawn_on(on, "member", ()).await?);
     }
     for (n, pid) in members.iter().enumerate() {
-        let next = members[(n + 1) % members.len()].clone();
+        let next = driver.addr::<Ring>(members[(n + 1) % members.len()].clone());
         driver
             .addr::<Ring>(pid.clone())
             .send_acked(Ring::Next(next))

@@ -2,11 +2,11 @@
 //! item. Nothing here panics on bad input: a bad frame or item is rejected, counted and
 //! traced, and the subscription goes on.
 
+use super::decoding::DecodeScope;
 use super::departed;
 use super::links;
 use super::node::{NodeShared, PeerId, Pending};
 use super::peers::WAITER;
-use super::reply::DecodeScope;
 use super::severance::Session;
 use super::shared_bytes;
 use super::wire::{self, Ack, Frame, Item, Refusal, WireReason};
@@ -275,7 +275,7 @@ fn handle(node: &Arc<NodeShared>, origin: &PeerId, for_me: bool, item: Item<'_>)
             } else {
                 match Pid::from_raw(to) {
                     Some(pid) => {
-                        let scope = DecodeScope { node, origin };
+                        let scope = DecodeScope::message(node, origin);
                         node.registry.deliver(&node.sched, &ty, pid, &body, scope)
                     }
                     None => Err(Refusal::NotFound),
@@ -331,7 +331,8 @@ fn handle(node: &Arc<NodeShared>, origin: &PeerId, for_me: bool, item: Item<'_>)
             join,
         } => {
             let spawned = if for_me {
-                node.registry.spawn(&node.sched, &name, &args)
+                node.registry
+                    .spawn(&node.sched, &name, &args, DecodeScope::node(node))
             } else {
                 Err(Refusal::NoProc)
             };

@@ -95,6 +95,7 @@
 //!   its node dies).
 
 mod config;
+mod decoding;
 mod departed;
 mod error;
 mod eviction;

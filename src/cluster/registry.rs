@@ -1,7 +1,8 @@
 //! What a node accepts from others: the message types it decodes and the bodies it spawns, by
 //! registered name. Fixed when the node starts, so lookups take no lock.
 
-use super::reply::{self, DecodeScope};
+use super::decoding::DecodeScope;
+use super::reply;
 use super::wire::{Refusal, WireReason};
 use crate::process::take_panic_message;
 use crate::process::{BoxError, MessageType, Pid};
@@ -20,7 +21,9 @@ type DeliverFn =
     dyn Fn(&SchedulerHandle, Pid, &[u8], DecodeScope<'_>) -> Result<(), Refusal> + Send + Sync;
 /// Decodes a spawn's argument and spawns one registered body: its PID, and its outcome to
 /// await (the output encoded, or the exit reason) if someone asked to join it.
-type SpawnFn = dyn Fn(&SchedulerHandle, &[u8]) -> Result<(Pid, JoinFuture), Refusal> + Send + Sync;
+type SpawnFn = dyn Fn(&SchedulerHandle, &[u8], DecodeScope<'_>) -> Result<(Pid, JoinFuture), Refusal>
+    + Send
+    + Sync;
 
 /// A spawned body's outcome: its output encoded, or why it ended without one.
 pub(crate) type JoinFuture = Pin<Box<dyn Future<Output = Result<Vec<u8>, WireReason>> + Send>>;
@@ -146,13 +149,15 @@ impl Registry {
         }
         self.spawn_bodies.insert(name.to_owned(), kind);
         let body = Arc::new(body);
-        let spawn = move |sched: &SchedulerHandle, args: &[u8]| {
-            let args: A = rmp_serde::from_slice(args).map_err(|error| {
-                Refusal::Decode(format!(
-                    "the argument did not decode as `{}`: {error}",
-                    std::any::type_name::<A>()
-                ))
-            })?;
+        let spawn = move |sched: &SchedulerHandle, args: &[u8], scope: DecodeScope<'_>| {
+            let args: A = scope
+                .decode(|| rmp_serde::from_slice(args))
+                .map_err(|error| {
+                    Refusal::Decode(format!(
+                        "the argument did not decode as `{}`: {error}",
+                        std::any::type_name::<A>()
+                    ))
+                })?;
             let body = body.clone();
             let handle = sched
                 .spawn_fn(move |cx: ProcessCx<M>| body(cx, args))
@@ -217,9 +222,10 @@ impl Registry {
         sched: &SchedulerHandle,
         name: &str,
         args: &[u8],
+        scope: DecodeScope<'_>,
     ) -> Result<(Pid, JoinFuture), Refusal> {
         match self.spawn.get(name) {
-            Some(spawn) => catching("a spawn's argument", || spawn(sched, args)),
+            Some(spawn) => catching("a spawn's argument", || spawn(sched, args, scope)),
             None => Err(Refusal::Unregistered(name.to_owned())),
         }
     }

@@ -5,6 +5,7 @@
 //! to another node's, the message is encoded on the caller's thread (so encoding errors and
 //! unregistered types are the caller's errors, at once) and queued for that node's writer.
 
+use super::decoding::{self, DecodeScope};
 use super::error::{RemoteError, RemoteSendError};
 use super::node::{NodeShared, PeerId, Pending};
 use super::reply::AskTicket;
@@ -13,7 +14,8 @@ use super::NodePid;
 use crate::process::async_fn::asking::CancelWatch;
 use crate::scheduler::{AskError, Reply};
 use serde::de::DeserializeOwned;
-use serde::Serialize;
+use serde::de::Error as _;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::fmt;
 use std::future::Future;
 use std::marker::PhantomData;
@@ -35,6 +37,12 @@ use tokio::sync::oneshot;
 /// `ProcessCx<Message>`, declared no one type and takes any registered one (its receive decides,
 /// as locally). (Locally, [`SchedulerHandle::addr`](crate::SchedulerHandle::addr)`::<M>(pid)`
 /// is not checked: there, keep the address its spawn returned.)
+///
+/// An address travels: it is `Serialize` and `Deserialize` (as its [`NodePid`]), so a message,
+/// an ask's answer, a spawn's argument or a process's output may carry one (a reply-to, a
+/// subscriber, the next member of a ring), and the node that receives it decodes an address
+/// that sends through that node. Decoded anywhere else (no node decoding), it fails with a
+/// serde error: decode a [`NodePid`] there and call [`Node::addr`](super::Node::addr).
 ///
 /// # Examples
 ///
@@ -92,6 +100,31 @@ impl<M> std::hash::Hash for RemoteAddr<M> {
 impl<M> fmt::Debug for RemoteAddr<M> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_tuple("RemoteAddr").field(&self.pid).finish()
+    }
+}
+
+/// An address crosses nodes as its [`NodePid`]: inside a message, an ask's answer, a spawn's
+/// argument or a process's output, it decodes on the receiving node as an address through that
+/// node (see the type's docs).
+impl<M> Serialize for RemoteAddr<M> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.pid.serialize(serializer)
+    }
+}
+
+/// Decodes only where a node decodes (a message, an answer, a spawn's argument or an output it
+/// received): elsewhere there is no node to address through, and decoding fails (decode the
+/// [`NodePid`] instead and call [`Node::addr`](super::Node::addr)).
+impl<'de, M: Serialize + Send + 'static> Deserialize<'de> for RemoteAddr<M> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<RemoteAddr<M>, D::Error> {
+        let pid = NodePid::deserialize(deserializer)?;
+        match decoding::decoding_node() {
+            Some(node) => Ok(RemoteAddr::new(node, pid)),
+            None => Err(D::Error::custom(format!(
+                "the address of {pid} is decoded only by a node (inside a message, an answer, a \
+                 spawn's argument or an output it received)"
+            ))),
+        }
     }
 }
 
@@ -381,7 +414,8 @@ impl<M: Serialize + Send + 'static> RemoteAddr<M> {
                 return Err(error);
             }
         };
-        super::shared_bytes::within_frame(&bytes, || rmp_serde::from_slice(&bytes))
+        DecodeScope::node(&self.node)
+            .decode(|| super::shared_bytes::within_frame(&bytes, || rmp_serde::from_slice(&bytes)))
             .map_err(|error| RemoteError::Decode(error.to_string()))
     }
 

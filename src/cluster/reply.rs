@@ -3,7 +3,7 @@
 //!
 //! On the asking node the closure given to `ask` gets a *placeholder* port that serializes as
 //! the ask's id (`AskTicket`). The answering node decodes the message inside a
-//! [`DecodeScope`] (a thread-local naming the node and the frame's origin), where the port's
+//! [`DecodeScope`](super::decoding::DecodeScope) naming the node and the frame's origin, where the port's
 //! `Deserialize` builds a `WireAnswer`: `send` encodes the reply and queues it for the origin;
 //! dropped unanswered, it queues `NoReply` — unless the message itself was refused (then the
 //! asker hears the refusal instead: [`quietly`]).
@@ -15,42 +15,13 @@ use crate::scheduler::{RemoteAnswer, Reply};
 use serde::de::Error as _;
 use serde::ser::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
-use std::cell::{Cell, RefCell};
+use std::cell::Cell;
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::Arc;
 
 thread_local! {
-    /// The node and origin of the frame being decoded on this thread.
-    static SCOPE: RefCell<Option<(Arc<NodeShared>, PeerId)>> = const { RefCell::new(None) };
     /// Ports dropped now stay silent (their message was refused: the refusal is the answer).
     static QUIET: Cell<bool> = const { Cell::new(false) };
-}
-
-/// Where the messages being decoded came from: reply ports decoded inside answer there.
-#[derive(Clone, Copy)]
-pub(crate) struct DecodeScope<'a> {
-    pub(crate) node: &'a Arc<NodeShared>,
-    pub(crate) origin: &'a PeerId,
-}
-
-impl DecodeScope<'_> {
-    /// Runs `decode` with this scope installed for the reply ports it meets.
-    /// The scope is taken down even if `decode` panics (a registered type's `Deserialize`).
-    pub(crate) fn decode<T>(self, decode: impl FnOnce() -> T) -> T {
-        struct Restore(Option<(Arc<NodeShared>, PeerId)>);
-        impl Drop for Restore {
-            fn drop(&mut self) {
-                let previous = self.0.take();
-                SCOPE.with(|scope| *scope.borrow_mut() = previous);
-            }
-        }
-        let _restore = Restore(SCOPE.with(|scope| {
-            scope
-                .borrow_mut()
-                .replace((self.node.clone(), self.origin.clone()))
-        }));
-        decode()
-    }
 }
 
 /// Runs `f` (which drops a refused message) with its reply ports silenced; they speak again
@@ -168,8 +139,7 @@ impl<R> Serialize for Reply<R> {
 impl<'de, R: Serialize + Send + 'static> Deserialize<'de> for Reply<R> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Reply<R>, D::Error> {
         let ask = u64::deserialize(deserializer)?;
-        let scope = SCOPE.with(|scope| scope.borrow().clone());
-        let Some((node, origin)) = scope else {
+        let Some((node, origin)) = super::decoding::decoding_message() else {
             return Err(D::Error::custom(
                 "a reply port is decoded only by a node receiving a remote ask",
             ));

@@ -1,6 +1,7 @@
 //! Spawning on any node by registered name ([`Node::spawn_on`]) where a [`Placement`] says, and
 //! awaiting what was spawned there ([`RemoteHandle`]).
 
+use super::decoding::DecodeScope;
 use super::node::{NodeShared, PeerId, Pending};
 use super::registry::JoinFuture;
 use super::wire::{self, Item, WireReason};
@@ -140,6 +141,7 @@ impl Node {
         let (pid, joining) = self.spawn_joining(placement, name, args, true).await?;
         let joining = joining.ok_or_else(|| RemoteError::Decode("no outcome to join".into()))?;
         Ok(RemoteHandle {
+            node: self.shared.clone(),
             pid,
             joining: Some(joining),
             _output: PhantomData,
@@ -169,7 +171,7 @@ impl Node {
         let Some(peer) = target else {
             let (pid, outcome) = node
                 .registry
-                .spawn(&node.sched, name, &args)
+                .spawn(&node.sched, name, &args, DecodeScope::node(node))
                 .map_err(spawn_refused)?;
             return Ok((node.node_pid(pid), join.then(|| Joining::Local(outcome))));
         };
@@ -352,6 +354,8 @@ fn encode_args<A: Serialize>(args: &A) -> Result<Vec<u8>, RemoteError> {
 /// ```
 #[must_use = "a handle reports the process's outcome only when awaited"]
 pub struct RemoteHandle<T> {
+    /// The node whose caller awaits: the output decodes there (addresses inside it).
+    node: Arc<NodeShared>,
     pid: NodePid,
     joining: Option<Joining>,
     _output: PhantomData<fn() -> T>,
@@ -392,7 +396,8 @@ impl<T: DeserializeOwned> Future for RemoteHandle<T> {
         };
         self.joining = None;
         Poll::Ready(match outcome {
-            Ok(bytes) => rmp_serde::from_slice(&bytes)
+            Ok(bytes) => DecodeScope::node(&self.node)
+                .decode(|| rmp_serde::from_slice(&bytes))
                 .map_err(|error| RemoteError::Decode(error.to_string())),
             Err(WireReason::NoConnection) => Err(RemoteError::NoConnection),
             Err(reason) => Err(RemoteError::Ended(reason.into_reason())),
