@@ -83,6 +83,12 @@ impl Queue {
         }
     }
 
+    /// `true` if it holds no event and no buffer: nothing to take, nothing to free.
+    #[inline]
+    pub(crate) fn is_inline_empty(&self) -> bool {
+        matches!(self, Queue::Inline(None))
+    }
+
     /// The newest event.
     pub(crate) fn back(&self) -> Option<&Event> {
         match self {

@@ -435,8 +435,9 @@ impl Host for Inner {
                 (Outcome::Cancelled, Tallied::Untallied) => Counter::Cancelled,
                 (Outcome::Terminated, Tallied::Untallied) => Counter::Terminated,
             };
-            self.counters.add(counter);
-            self.counters.add(match &reason {
+            let counters = self.counters.local();
+            counters.add(counter);
+            counters.add(match &reason {
                 ExitReason::Normal => Counter::ExitNormal,
                 ExitReason::Failed(_) => Counter::ExitFailed,
                 ExitReason::Panicked(_) => Counter::ExitPanicked,

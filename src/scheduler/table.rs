@@ -34,6 +34,7 @@ use crate::loom::atomic::{fence, AtomicPtr, AtomicUsize, Ordering::*};
 use crate::loom::{lock, Arc, Mutex};
 use crate::process::mailbox::{Incarnation, ProcessCell, Watch};
 use crate::process::{Pid, INDEX_BITS, MAX_GENERATION};
+use crossbeam_utils::CachePadded;
 use std::ptr;
 
 /// Slots in page 0 (a power of two); page `k` holds `FIRST_PAGE << k`. Tiny under loom, so
@@ -59,10 +60,14 @@ pub(crate) struct Table {
     fresh: AtomicUsize,
     /// Released slots (protocol step 2), for claims (step 1).
     free: FreeList,
-    /// Cells hosting a process: opened by a claim (step 1) and not yet released (step 2) — what
-    /// [`len`](Self::len) counts by visiting every cell, kept as a count so that shutdown's seal
-    /// reads it in constant time, whatever the table's size.
-    occupied: AtomicUsize,
+    /// Claims (step 1) and releases (step 2) so far: their difference is the cells hosting a
+    /// process — what [`len`](Self::len) counts by visiting every cell — so that shutdown's seal
+    /// reads it in constant time, whatever the table's size ([`occupied`](Self::occupied)). Two
+    /// counts on lines of their own, not one: a thread that spawns and a worker that finishes
+    /// each write only their own, where one count's line went back and forth between them at
+    /// every process (`probe spawn_from_thread`: the release's decrement was most of its time).
+    claimed: CachePadded<AtomicUsize>,
+    released: CachePadded<AtomicUsize>,
     /// The mailbox capacity of new processes (`mailbox_capacity`), but those with a bound of
     /// their own (`MailboxBound`).
     mailbox_capacity: usize,
@@ -77,7 +82,8 @@ impl Table {
             grow: Mutex::new(()),
             fresh: AtomicUsize::new(0),
             free: FreeList::new(),
-            occupied: AtomicUsize::new(0),
+            claimed: CachePadded::new(AtomicUsize::new(0)),
+            released: CachePadded::new(AtomicUsize::new(0)),
             mailbox_capacity,
         }
     }
@@ -132,7 +138,7 @@ impl Table {
         let generation = cell.open_as(incarnation, capacity, at_least);
         // Before the spawn's later steps, which take shutdown's tally lock if it has begun: a
         // seal that comes after them sees this count (`seal`, in `lifecycle.rs`).
-        self.occupied.fetch_add(1, AcqRel);
+        self.claimed.fetch_add(1, AcqRel);
         Some((Pid::new(index, generation), cell))
     }
 
@@ -141,7 +147,7 @@ impl Table {
     pub(crate) fn release(&self, pid: Pid, cell: &ProcessCell) -> (Vec<Watch>, bool) {
         let (generation, watches, cancel_asked) = cell.release_asked();
         debug_assert_eq!(generation, pid.generation());
-        self.occupied.fetch_sub(1, AcqRel);
+        self.released.fetch_add(1, AcqRel);
         if generation < MAX_GENERATION {
             self.free.release(pid.index());
         } else {
@@ -156,7 +162,7 @@ impl Table {
     pub(crate) fn retire(&self, pid: Pid, cell: &ProcessCell) -> (Vec<Watch>, bool) {
         let (generation, watches, cancel_asked) = cell.release_asked();
         debug_assert_eq!(generation, pid.generation());
-        self.occupied.fetch_sub(1, AcqRel);
+        self.released.fetch_add(1, AcqRel);
         (watches, cancel_asked)
     }
 
@@ -197,7 +203,11 @@ impl Table {
     /// with it may or may not be (as a cell the walk of [`len`](Self::len) visits before or
     /// after its claim).
     pub(crate) fn occupied(&self) -> usize {
-        self.occupied.load(Acquire)
+        // Releases first: every release read here acquires its claim (which happens-before it:
+        // the cell passes from claim to release through the process), so the claims read next
+        // count it, and the difference never underflows.
+        let released = self.released.load(Acquire);
+        self.claimed.load(Acquire) - released
     }
 
     /// Visits the cells of slots `from..`, at most `slots` slot indices of allocated pages (a

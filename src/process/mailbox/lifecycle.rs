@@ -3,6 +3,7 @@
 //! a `cancel`'s mark). The phases and generations are described in the module above.
 
 use super::intake::Stale;
+use super::room::ToWake;
 use super::{blocks, Admission, Generation, Incarnation, Phase, ProcessCell, Watch};
 use crate::executor::TaskRef;
 use crate::loom::atomic::Ordering::Relaxed;
@@ -12,21 +13,35 @@ use crate::process::{drop_contained, drop_each};
 
 /// The events a closed mailbox still held ([`ProcessCell::close_keeping_unread`]): user values,
 /// for the caller to drop when it chooses.
-#[derive(Default)]
 pub(crate) struct UnreadMail {
     events: Queue,
     behind: Queue,
 }
 
 impl UnreadMail {
+    /// Takes the queues, unless both are inline and empty: most processes finish having read
+    /// all their mail, and then nothing is taken, boxed or moved (the two queues are two events
+    /// wide). A buffer is taken even empty, to be freed outside the lock ([`Self::keep_unread`]),
+    /// so a flood never stays allocated in the pooled cell.
+    fn take(events: &mut Queue, behind: &mut Queue) -> Option<Box<UnreadMail>> {
+        if events.is_inline_empty() && behind.is_inline_empty() {
+            return None;
+        }
+        Some(Box::new(UnreadMail {
+            events: std::mem::take(events),
+            behind: std::mem::take(behind),
+        }))
+    }
+
+    /// What [`take`](Self::take) took, if it holds events; an empty one is dropped here (its
+    /// buffers freed: outside the mailbox's lock).
+    fn keep_unread(taken: Option<Box<UnreadMail>>) -> Option<Box<UnreadMail>> {
+        taken.filter(|mail| !(mail.events.is_empty() && mail.behind.is_empty()))
+    }
+
     /// Drops every event, each contained (`contain.rs`); returns the destructor panics.
     pub(crate) fn drop_contained(self) -> u64 {
         drop_each(self.events.into_events()) + drop_each(self.behind.into_events())
-    }
-
-    /// `true` if there is nothing to drop.
-    pub(crate) fn is_empty(&self) -> bool {
-        self.events.is_empty() && self.behind.is_empty()
     }
 }
 
@@ -160,7 +175,10 @@ impl ProcessCell {
     /// critical section: no lock more per finished process.
     pub(crate) fn close_taking_exit_reason(&self) -> (u64, Option<ExitReason>) {
         let (unread, panics, exit_reason) = self.close_keeping_unread();
-        (panics + unread.drop_contained(), exit_reason)
+        (
+            panics + unread.map_or(0, |unread| unread.drop_contained()),
+            exit_reason,
+        )
     }
 
     /// [`close_taking_exit_reason`](Self::close_taking_exit_reason), but the events still
@@ -168,10 +186,12 @@ impl ProcessCell {
     /// dropped: the process future drops them once its outcome is published
     /// (`process/future.rs`, "Finish"), so that their destructors, user code that may block,
     /// cannot hold up its handle or how it is counted.
-    pub(crate) fn close_keeping_unread(&self) -> (UnreadMail, u64, Option<ExitReason>) {
+    pub(crate) fn close_keeping_unread(
+        &self,
+    ) -> (Option<Box<UnreadMail>>, u64, Option<ExitReason>) {
         self.state.transition_to_complete();
         let mut stale = Stale::new(&self.stats);
-        let (events, behind, topics, waker, task, room_waiters, exit_reason) = {
+        let (unread, topics, waker, task, room_waiters, exit_reason) = {
             let mut inner = self.mailbox.inner.lock();
             let (generation, phase) = self.mailbox.gate.load();
             debug_assert_eq!(phase, Phase::Open);
@@ -191,26 +211,29 @@ impl ProcessCell {
             inner.queued_messages = 0;
             inner.unread = 0;
             inner.abandoned = None;
+            let inner = &mut *inner;
             (
-                std::mem::take(&mut inner.events),
-                std::mem::take(&mut inner.behind),
+                UnreadMail::take(&mut inner.events, &mut inner.behind),
                 std::mem::take(&mut inner.topics),
                 inner.waker.take(),
                 inner.task.take(),
                 // They try again, and hear that the process is gone.
-                inner.take_all_waiters(),
+                inner.room_waiters.take(),
                 inner.watch.as_mut().and_then(|state| state.take_exit()),
             )
         };
         // Every waiter: the process is gone, there is no room to pass on.
-        let _ = room_waiters.wake();
+        if let Some(line) = room_waiters {
+            let _ = ToWake::All(*line).wake();
+        }
         // Outside the lock: payload destructors are user code, and freeing a large map or queue
         // is not work a concurrent (refused) producer should wait behind.
         drop(stale);
         drop(topics);
-        let panics = drop_contained(waker);
+        // Usually none: the process was running, not waiting.
+        let panics = waker.map_or(0, drop_contained);
         drop(task);
-        (UnreadMail { events, behind }, panics, exit_reason)
+        (UnreadMail::keep_unread(unread), panics, exit_reason)
     }
 
     /// [`release_asked`](Self::release_asked) without the cancel (tests).

@@ -80,7 +80,16 @@ impl ToWake {
     /// `close` — goes on. Room made for a waiter whose waker broke is passed on by
     /// [`Mailbox::wake_room`].
     #[must_use]
+    #[inline]
     pub(super) fn wake(self) -> usize {
+        match self {
+            ToWake::None => 0,
+            to_wake => to_wake.wake_some(),
+        }
+    }
+
+    /// [`wake`](Self::wake) with waiters to wake.
+    fn wake_some(self) -> usize {
         let wake = |waker: Waker| {
             usize::from(foreign_wake("a sender waiting for room", move || waker.wake()).is_none())
         };
@@ -234,7 +243,17 @@ impl Mailbox {
     /// will not run to use its room (its task's waker is what broke), so the room goes on to
     /// the next in line — as a waiter that gives up passes its room on (step 4) — while the
     /// process is open (a `close` wakes the whole line, to hear it is gone).
-    pub(super) fn wake_room(&self, mut to_wake: ToWake) {
+    #[inline]
+    pub(super) fn wake_room(&self, to_wake: ToWake) {
+        match to_wake {
+            // Nearly every drain: no one waits for room.
+            ToWake::None => {}
+            to_wake => self.wake_room_some(to_wake),
+        }
+    }
+
+    /// [`wake_room`](Self::wake_room) with waiters to wake.
+    fn wake_room_some(&self, mut to_wake: ToWake) {
         loop {
             let broken = to_wake.wake();
             if broken == 0 {

@@ -74,3 +74,37 @@ fn loom_stale_pid_racing_with_the_slots_reuse_never_reaches_the_next_process() {
         ));
     });
 }
+
+/// `Table::occupied` — claims minus releases, two counters — read while a process is claimed
+/// on one thread and released on another (the cell handed over as a process is) is 0 or 1,
+/// never a wrapped-around difference: the release read first acquires its claim.
+#[test]
+fn loom_occupied_read_racing_with_a_claim_and_its_release_never_underflows() {
+    use crate::loom::atomic::{AtomicU64, Ordering::*};
+    model(|| {
+        let table = Arc::new(Table::new(usize::MAX));
+        let handoff = Arc::new(AtomicU64::new(0));
+        let spawner = {
+            let (table, handoff) = (table.clone(), handoff.clone());
+            thread::spawn(move || {
+                let (pid, _) = table.claim().unwrap();
+                handoff.store(pid.as_u64(), Release);
+            })
+        };
+        let worker = {
+            let (table, handoff) = (table.clone(), handoff.clone());
+            thread::spawn(move || loop {
+                if let Some(pid) = Pid::from_raw(handoff.load(Acquire)) {
+                    finish(&table, pid);
+                    return;
+                }
+                thread::yield_now();
+            })
+        };
+        let seen = table.occupied();
+        assert!(seen <= 1, "occupied read {seen}");
+        spawner.join().unwrap();
+        worker.join().unwrap();
+        assert_eq!(table.occupied(), 0);
+    });
+}
