@@ -117,6 +117,22 @@ async fn an_address_inside_a_message_and_an_answer_reaches_a_third_nodes_process
     stop_nodes(nodes, GUARD).await;
 }
 
+/// Spawns `relay` on node `on` from `from`, given `echo`, and awaits its output.
+async fn relay_on(from: &Node, on: &str, echo: &RemoteAddr<Echo>) -> (RemoteAddr<Echo>, String) {
+    let handle = from
+        .spawn_on_with_handle::<(RemoteAddr<Echo>, String), _>(
+            Placement::Node(on.into()),
+            "relay",
+            echo.clone(),
+        )
+        .await
+        .unwrap();
+    tokio::time::timeout(GUARD, handle)
+        .await
+        .expect("hang guard")
+        .unwrap()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_address_as_a_spawns_argument_and_in_its_output_decodes_where_it_arrives() {
     let server = NatsServer::start();
@@ -129,18 +145,7 @@ async fn an_address_as_a_spawns_argument_and_in_its_output_decodes_where_it_arri
     let echo = a.addr::<Echo>(echo_pid);
 
     // Remote: the argument decodes on b, the output on a.
-    let remote = a
-        .spawn_on_with_handle::<(RemoteAddr<Echo>, String), _>(
-            Placement::Node("b".into()),
-            "relay",
-            echo.clone(),
-        )
-        .await
-        .unwrap();
-    let (back, answer) = tokio::time::timeout(GUARD, remote)
-        .await
-        .expect("hang guard")
-        .unwrap();
+    let (back, answer) = relay_on(&a, "b", &echo).await;
     assert_eq!(answer, "c");
     assert_eq!(back, echo);
     let again = tokio::time::timeout(GUARD, back.ask(Echo::WhereAreYou))
@@ -150,18 +155,7 @@ async fn an_address_as_a_spawns_argument_and_in_its_output_decodes_where_it_arri
     assert_eq!(again, "c", "the returned address sends from a");
 
     // Local: a spawn on a itself takes the same encoded path.
-    let here = a
-        .spawn_on_with_handle::<(RemoteAddr<Echo>, String), _>(
-            Placement::Node("a".into()),
-            "relay",
-            echo.clone(),
-        )
-        .await
-        .unwrap();
-    let (back, answer) = tokio::time::timeout(GUARD, here)
-        .await
-        .expect("hang guard")
-        .unwrap();
+    let (back, answer) = relay_on(&a, "a", &echo).await;
     assert_eq!((back, answer.as_str()), (echo, "c"));
     stop_nodes(nodes, GUARD).await;
 }
