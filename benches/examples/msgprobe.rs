@@ -1,6 +1,12 @@
 //! One message workload of `benches/messages.rs`, run a fixed number of times, for `perf` and
 //! A/B runs: `msgprobe <sm|async|native|ring_sm|ring_async|ring_addrs|ring_native|ask_between|
-//! ask_task|ask_native> [iterations]`. Prints the median per-unit time.
+//! ask_task|ask_native|ask_tasks64|ask_native64> [iterations]`. Prints the median per-unit time.
+//!
+//! `ask_task` / `ask_native`: one tokio task asks 10 000 times, one ask after the other;
+//! `ask_tasks64` / `ask_native64`: 64 tasks ask at once (156 asks each). The pair shows the
+//! trade any asker-side spin would make: a spin on the asker's thread turns the first from a
+//! thread wake-up per ask into a cache-line exchange, and the second, where the askers' spins
+//! take the cores the answering worker needs, into a timeout per ask.
 
 use procsched::prelude::*;
 use procsched::state_machine::{Event, Events, Process, StepOutput};
@@ -137,6 +143,47 @@ fn main() {
                 let elapsed = start.elapsed() * 10; // per 100 000 units, as the sends
                 sched.terminate(server).unwrap();
                 elapsed
+            }
+            "ask_tasks64" => {
+                let addr = spawn_server(&sched);
+                let server = addr.pid();
+                let start = Instant::now();
+                let askers: Vec<_> = (0..64)
+                    .map(|_| {
+                        let addr = addr.clone();
+                        runtime.spawn(async move {
+                            for n in 0..10_000u64 / 64 {
+                                addr.ask(|reply| (n, reply)).await.unwrap();
+                            }
+                        })
+                    })
+                    .collect();
+                for asker in askers {
+                    runtime.block_on(asker).unwrap();
+                }
+                let elapsed = start.elapsed() * 10;
+                sched.terminate(server).unwrap();
+                elapsed
+            }
+            "ask_native64" => {
+                let tx = spawn_native_server(&runtime);
+                let start = Instant::now();
+                let askers: Vec<_> = (0..64)
+                    .map(|_| {
+                        let tx = tx.clone();
+                        runtime.spawn(async move {
+                            for n in 0..10_000u64 / 64 {
+                                let (reply, answer) = tokio::sync::oneshot::channel();
+                                tx.send((n, reply)).unwrap();
+                                answer.await.unwrap();
+                            }
+                        })
+                    })
+                    .collect();
+                for asker in askers {
+                    runtime.block_on(asker).unwrap();
+                }
+                start.elapsed() * 10
             }
             "ring_sm" => ring::run(&sched, Form::StateMachine, RING, LAPS),
             "ring_async" => ring::run(&sched, Form::AsyncPids, RING, LAPS),
