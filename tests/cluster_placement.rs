@@ -3,7 +3,8 @@
 //! placement target; a node name is claimed once; and a spawn across nodes is refused with the
 //! same `SpawnError` a local spawn gives (an argument the body cannot take, the process limit,
 //! a scheduler shutting down), as a send to a full mailbox is `MailboxFull` — at the bound of
-//! the receiving process's own (`SpawnOptions`) as at its scheduler's.
+//! the receiving process's own (`SpawnOptions`, or the options its body was registered with:
+//! `Cluster::spawnable_with`) as at its scheduler's.
 #![cfg(feature = "cluster")]
 
 mod cluster_support;
@@ -13,6 +14,7 @@ use cluster_support::{start_nodes, steady_cluster, stop_nodes, wait_until, NatsS
 use procsched::cluster::{nats, Cluster, ClusterError, Node, Placement, RemoteError};
 use procsched::error::{InitError, SpawnError};
 use procsched::prelude::*;
+use procsched::supervision::ChildOptions;
 use std::time::Duration;
 
 const GUARD: Duration = Duration::from_secs(30);
@@ -34,6 +36,12 @@ fn cluster(url: &str, name: &str) -> Cluster {
         .message::<u64>("n")
         .spawnable("idle", idle)
         .spawnable("numbered", numbered)
+        .spawnable_with("idle_1", ChildOptions::new().mailbox_capacity(1), idle)
+        .spawnable_with(
+            "idle_unbounded",
+            ChildOptions::new().unbounded_mailbox(),
+            idle,
+        )
 }
 
 /// Spawns `count` idle processes on `node`'s own scheduler.
@@ -323,6 +331,22 @@ async fn a_remote_send_meets_the_receivers_own_mailbox_bound() {
     for n in 0..20 {
         unbounded.send_acked(n).await.unwrap();
     }
+
+    // The same bounds registered with the body (`spawnable_with`): b's registration decides
+    // them, spawned from a as from b itself.
+    let on_b = Placement::Node("b".into());
+    let one = a.addr::<u64>(a.spawn_on(on_b.clone(), "idle_1", ()).await.unwrap());
+    one.send_acked(1).await.unwrap();
+    let full = one.send_acked(2).await;
+    assert!(matches!(full, Err(RemoteError::MailboxFull)), "{full:?}");
+    let unbounded = a.addr::<u64>(a.spawn_on(on_b, "idle_unbounded", ()).await.unwrap());
+    for n in 0..20 {
+        unbounded.send_acked(n).await.unwrap();
+    }
+    let local = b.spawn_on(Placement::Local, "idle_1", ()).await.unwrap();
+    let local = nodes[1].0.addr::<u64>(local.local());
+    local.send(1).unwrap();
+    assert!(local.send(2).unwrap_err().is_mailbox_full());
 
     stop_nodes(nodes, GUARD).await;
 }

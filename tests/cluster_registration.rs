@@ -10,6 +10,7 @@ mod cluster_support;
 use cluster_support::NatsServer;
 use procsched::cluster::{Cluster, ClusterError, Node};
 use procsched::prelude::*;
+use procsched::supervision::ChildOptions;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
@@ -112,6 +113,17 @@ async fn a_name_of_two_types_or_a_type_of_two_names_is_refused_at_start() {
     .expect("a closure under a function's name is refused");
     assert!(why.contains("\"count\""), "{why}");
 
+    let why = refusal(
+        cluster(&url)
+            .spawnable_with("count", ChildOptions::new().mailbox_capacity(8), first)
+            .spawnable("count", first),
+    )
+    .await
+    .expect("one body under one name with two mailbox bounds is refused");
+    for part in ["\"count\"", "different options", "Capacity(8)"] {
+        assert!(why.contains(part), "{part} in: {why}");
+    }
+
     // Two `fn` pointers of one type may point at different functions: not comparable, refused
     // with a message that says so and names the way out.
     type Body = fn(
@@ -139,7 +151,9 @@ async fn the_same_registration_twice_is_harmless() {
         .message::<Other>("other")
         .message::<Wrapper<u64>>("wrapper")
         .spawnable("count", first)
-        .spawnable("count", first);
+        .spawnable("count", first)
+        .spawnable_with("bounded", ChildOptions::new().mailbox_capacity(8), first)
+        .spawnable_with("bounded", ChildOptions::new().mailbox_capacity(8), first);
     assert_eq!(refusal(twice).await, None, "the node starts");
 }
 

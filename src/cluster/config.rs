@@ -3,7 +3,7 @@
 
 use super::registry::Registry;
 use crate::process::BoxError;
-use crate::scheduler::ProcessCx;
+use crate::scheduler::{ChildOptions, ProcessCx};
 use serde::de::DeserializeOwned;
 use std::future::Future;
 use std::time::Duration;
@@ -302,7 +302,7 @@ impl Cluster {
     /// # Examples
     ///
     /// See [`Cluster`].
-    pub fn spawnable<A, M, F, Fut, T, E>(mut self, name: &str, body: F) -> Cluster
+    pub fn spawnable<A, M, F, Fut, T, E>(self, name: &str, body: F) -> Cluster
     where
         A: DeserializeOwned + Send + 'static,
         M: Send + 'static,
@@ -311,7 +311,52 @@ impl Cluster {
         T: serde::Serialize + Send + 'static,
         E: Into<BoxError>,
     {
-        self.registry.spawnable(name, body);
+        self.spawnable_with(name, ChildOptions::new(), body)
+    }
+
+    /// [`spawnable`](Self::spawnable), each instance spawned with `options`: a mailbox bound
+    /// of its own, whoever asks for it ([`Node::spawn_on`](super::Node::spawn_on) from any
+    /// node, a [`RemoteChild`](super::RemoteChild) placed here, or this node itself). The
+    /// node that runs a body decides what its instances may hold: the bound is this node's
+    /// registration, not the request's. Registered twice under one name with different
+    /// options is refused by [`Node::start`](super::Node::start), as two bodies are.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use procsched::cluster::Cluster;
+    /// use procsched::prelude::*;
+    /// use procsched::supervision::ChildOptions;
+    ///
+    /// // A session holds at most 64 waiting events: past that, a send is refused
+    /// // `MailboxFull` (which `send_acked` reports to a sender on another node).
+    /// let cluster = Cluster::nats("nats://127.0.0.1:4222")
+    ///     .message::<String>("event")
+    ///     .spawnable_with(
+    ///         "session",
+    ///         ChildOptions::new().mailbox_capacity(64),
+    ///         |cx: ProcessCx<String>, user: String| async move {
+    ///             let first = cx.recv().await?;
+    ///             Ok::<_, BoxError>(format!("{user}: {first}"))
+    ///         },
+    ///     );
+    /// # let _ = cluster;
+    /// ```
+    pub fn spawnable_with<A, M, F, Fut, T, E>(
+        mut self,
+        name: &str,
+        options: ChildOptions,
+        body: F,
+    ) -> Cluster
+    where
+        A: DeserializeOwned + Send + 'static,
+        M: Send + 'static,
+        F: Fn(ProcessCx<M>, A) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<T, E>> + Send + 'static,
+        T: serde::Serialize + Send + 'static,
+        E: Into<BoxError>,
+    {
+        self.registry.spawnable(name, options, body);
         self
     }
 

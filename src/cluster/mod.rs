@@ -79,7 +79,10 @@
 //!   find at once is registered by the spawner (`SchedulerHandle::register(name, pid)`).
 //! - **Spawn refusals** are the local ones: [`RemoteError::Spawn`] carries the far node's
 //!   [`SpawnError`](crate::error::SpawnError) (`Limit`, `ShuttingDown`, `Init` — an unregistered
-//!   name is `UnknownMethod`, an argument the body cannot decode `Failed`).
+//!   name is `UnknownMethod`, an argument the body cannot decode `Failed`). A remote spawn's
+//!   mailbox bound is the one its body was registered with on the node that runs it
+//!   ([`Cluster::spawnable_with`]), else that node's scheduler's: the host decides what its
+//!   processes may hold, not the request.
 //! - **Security**: [`Cluster::connect_options`] passes `async-nats`'s credentials, tokens, NKeys
 //!   and TLS (client certificates included) through; NATS accounts and permissions are what
 //!   keep a client that is no node from forging frames.

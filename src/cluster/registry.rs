@@ -6,7 +6,7 @@ use super::reply;
 use super::wire::{Refusal, WireReason};
 use crate::process::take_panic_message;
 use crate::process::{BoxError, MessageType, Pid};
-use crate::scheduler::{ProcessCx, SchedulerHandle, SendErrorKind, SpawnError};
+use crate::scheduler::{ChildOptions, ProcessCx, SchedulerHandle, SendErrorKind, SpawnError};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use std::any::TypeId;
@@ -36,7 +36,7 @@ pub(crate) struct Registry {
     /// The type each message name decodes as, and the body each spawnable name runs: what a
     /// second registration of a name (or type) is checked against.
     message_types: HashMap<String, Registered>,
-    spawn_bodies: HashMap<String, Registered>,
+    spawn_bodies: HashMap<String, (Registered, ChildOptions)>,
     spawn: HashMap<String, Arc<SpawnFn>>,
     /// Registrations that contradict an earlier one, refused by `Node::start`
     /// ([`check`](Self::check)): the builder's methods cannot fail.
@@ -115,9 +115,14 @@ impl Registry {
         self.names.insert(TypeId::of::<M>(), name.into());
     }
 
-    /// Registers `body` as spawnable by `name`, with an argument of type `A`.
-    pub(crate) fn spawnable<A, M, F, Fut, T, E>(&mut self, name: &str, body: F)
-    where
+    /// Registers `body` as spawnable by `name`, with an argument of type `A`, each instance
+    /// spawned with `options`.
+    pub(crate) fn spawnable<A, M, F, Fut, T, E>(
+        &mut self,
+        name: &str,
+        options: ChildOptions,
+        body: F,
+    ) where
         A: DeserializeOwned + Send + 'static,
         M: Send + 'static,
         F: Fn(ProcessCx<M>, A) -> Fut + Send + Sync + 'static,
@@ -130,7 +135,7 @@ impl Registry {
         // state, a `fn` pointer (two may point at different functions) — cannot be compared:
         // a conflict, as any other second body under the name.
         let kind = Registered::of::<F>();
-        if let Some(earlier) = self.spawn_bodies.get(name) {
+        if let Some((earlier, earlier_options)) = self.spawn_bodies.get(name) {
             if earlier.id != kind.id {
                 self.conflicts.push(format!(
                     "the spawnable name {name:?} is registered for two bodies, `{}` and `{}`: \
@@ -144,10 +149,16 @@ impl Registry {
                      it once, or the function itself (not a pointer to it)",
                     kind.name
                 ));
+            } else if *earlier_options != options {
+                self.conflicts.push(format!(
+                    "the spawnable name {name:?} is registered twice with different options \
+                     ({earlier_options:?} and {options:?}): its instances are spawned with one"
+                ));
             }
             return;
         }
-        self.spawn_bodies.insert(name.to_owned(), kind);
+        self.spawn_bodies
+            .insert(name.to_owned(), (kind, options.clone()));
         let body = Arc::new(body);
         let spawn = move |sched: &SchedulerHandle, args: &[u8], scope: DecodeScope<'_>| {
             let args: A = scope
@@ -160,7 +171,9 @@ impl Registry {
                 })?;
             let body = body.clone();
             let handle = sched
-                .spawn_fn(move |cx: ProcessCx<M>| body(cx, args))
+                .spawn_fn_with(options.clone().into(), move |cx: ProcessCx<M>| {
+                    body(cx, args)
+                })
                 .map_err(|error| refusal_of_spawn(&error))?;
             let pid = handle.pid();
             let join: JoinFuture = Box::pin(async move {

@@ -199,7 +199,7 @@ impl SpawnOptions {
 /// # sched.shutdown(std::time::Duration::from_secs(1));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[must_use = "options do nothing until a spawn takes them"]
 pub struct ChildOptions {
     mailbox: MailboxBound,
@@ -280,6 +280,17 @@ impl ChildOptions {
     /// The mailbox bound asked for, in the form the spawns take.
     pub(crate) fn mailbox_bound(&self) -> MailboxBound {
         self.mailbox
+    }
+}
+
+/// What applies to the process itself, and no link: `SpawnOptions::new()` with `child`'s
+/// mailbox bound.
+impl From<ChildOptions> for SpawnOptions {
+    fn from(child: ChildOptions) -> SpawnOptions {
+        SpawnOptions {
+            process: child,
+            link: None,
+        }
     }
 }
 
