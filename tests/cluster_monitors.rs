@@ -222,8 +222,8 @@ async fn a_monitor_made_from_a_thread_outside_any_runtime_reports_as_any_other()
         })
         .expect("watcher");
     let (node, remote, watcher_pid) = (a.clone(), target.clone(), watcher.pid());
-    // A plain thread: no tokio context of its own (as a state machine's step on a scheduler
-    // built outside any runtime); the node runs the monitor's task in its own runtime.
+    // A plain thread: no tokio context of its own; the node runs the monitor's task in its
+    // own runtime.
     let monitor = std::thread::spawn(move || node.monitor_from(watcher_pid, &remote))
         .join()
         .expect("no panic")

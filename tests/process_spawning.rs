@@ -229,3 +229,37 @@ fn handles_await_in_a_separate_tokio_runtime_with_the_owned_handler_runtime() {
     });
     assert_eq!(sum, (0..scaled(200) as u64).map(|i| 2 * i).sum::<u64>());
 }
+
+/// Calls tokio from its step: whether a runtime's context is there, and a `tokio::spawn`.
+#[cfg(not(loom))]
+struct TokioInStep;
+
+#[cfg(not(loom))]
+impl Process for TokioInStep {
+    type Output = bool;
+    fn step(&mut self, _: &mut Events, out: &mut StepOutput<bool>) -> Result<(), BoxError> {
+        let inside = tokio::runtime::Handle::try_current().is_ok();
+        if inside {
+            drop(tokio::spawn(async {}));
+        }
+        out.done(inside);
+        Ok(())
+    }
+}
+
+/// A scheduler built outside any runtime, with no handler: a state machine spawned first —
+/// before any async-fn body, `cx.run` or `Scheduler::block_on` could have built the runtime
+/// the scheduler makes for its processes — still steps inside a tokio context, and awaited
+/// from an executor that is not tokio's. (Its step saw one or not depending on what else had
+/// run first: the same program passing or panicking from one run to the next.)
+#[test]
+#[cfg(not(loom))]
+fn a_state_machine_spawned_first_outside_tokio_steps_inside_a_tokio_context() {
+    assert!(tokio::runtime::Handle::try_current().is_err());
+    for _ in 0..scaled(20) {
+        let sched = Scheduler::builder().workers(1).build().unwrap();
+        let handle = sched.spawn(TokioInStep, "run", Payload::empty()).unwrap();
+        let inside = futures::executor::block_on(handle).expect("finished");
+        assert!(inside, "the step ran without a tokio context");
+    }
+}

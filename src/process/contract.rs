@@ -77,13 +77,12 @@ pub trait Process: Send + 'static {
     /// Advances the state machine with the events that arrived since the previous step, writing
     /// yields and the new status into `out` (default: [`Status::Continue`](super::Status::Continue)).
     ///
-    /// A step is synchronous: work that needs tokio (timers, I/O) is a yield to an async
-    /// handler. A step runs inside a tokio runtime's context only once its scheduler has one
-    /// (built inside a multi-thread runtime, given one with `tokio_handle`, with an async or
-    /// blocking handler, or once it built its own at a first `spawn_fn`, `ProcessCx::run` or
-    /// `block_on`); a step that ran before that had none, so tokio calls made directly in a
-    /// step (`tokio::spawn`, `Handle::current`) may fail (a panic, contained: the process ends
-    /// panicked).
+    /// A step is synchronous: work that waits on tokio (timers, I/O) is a yield to an async
+    /// handler. A step always runs inside a tokio runtime's context — its scheduler's (built
+    /// inside a multi-thread runtime, given one with `tokio_handle`, or with an async or
+    /// blocking handler), or else the small one the scheduler builds at its first spawn — so
+    /// `tokio::spawn` or `Handle::current()` in a step work, whichever process was spawned
+    /// first.
     ///
     /// # Errors
     ///

@@ -131,6 +131,9 @@ impl SchedulerHandle {
             inner.contained(drop_contained(input) + drop_contained(process));
             return Err(refused);
         }
+        // A body may await tokio directly, and a step may call it: every process runs inside a
+        // runtime's context, whatever spawned it first (`lazy_runtime.rs`). A check once built.
+        let _ = inner.process_runtime();
         incarnation.spawned_at = coarse_now();
         let Some((pid, cell)) = inner.table.claim_as(incarnation) else {
             inner.lifecycle.leave(Leave::Refused, || {});

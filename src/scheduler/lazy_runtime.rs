@@ -5,13 +5,17 @@
 //! given one (`tokio_handle`), or with an async or blocking handler registered, runs its workers
 //! inside that runtime's context from the start. One built outside any runtime — or inside a
 //! current-thread one, which the builder does not adopt: its timers and I/O run only while its
-//! own `block_on` does — with none of those would have none, so the first `spawn_fn` (or
-//! `ProcessCx::run`, or `Scheduler::block_on` called outside any runtime, whose future may await
-//! tokio too) builds a small runtime of its own (one worker thread, timers and I/O), and every
-//! worker enters its context before its next poll (`executor/late_context.rs`). A scheduler
-//! that only ever runs state machines, and is awaited from async code, never pays for one; a
-//! state machine's step polled before the runtime was built runs without a tokio context (the
-//! `Process::step` docs say so: tokio work in a state machine is a yield to an async handler).
+//! own `block_on` does — with none of those would have none, so its first spawn of any kind
+//! (or `ProcessCx::run`, or `Scheduler::block_on` called outside any runtime, whose future may
+//! await tokio too) builds a small runtime of its own (one worker thread, timers and I/O), and
+//! every worker enters its context before its next poll (`executor/late_context.rs`).
+//!
+//! At the first spawn of any kind, not only of an async-fn body: a state machine's step that
+//! calls `tokio::spawn` or `Handle::current()` would otherwise see a runtime or not depending on
+//! whether some other call had built it before the step ran — the same program passing or
+//! panicking from one run to the next. A scheduler built where a runtime is supplied never
+//! builds one; one that only runs state machines outside tokio pays one idle thread for a
+//! behaviour that does not depend on timing.
 
 use crate::executor::{self, late_context::LateContext};
 use std::any::Any;
@@ -30,6 +34,12 @@ impl LazyRuntime {
     /// on the first call. `None` if the operating system refused its thread (then every body
     /// awaiting tokio fails as it would without a runtime; the error was traced).
     pub(super) fn get_or_build(&self, executor: &executor::Handle) -> Option<&Handle> {
+        // Not in a loom model (which spawns processes on schedulers built without one): tokio
+        // built with `--cfg loom` runs on loom's primitives, and its threads would join the
+        // model's interleavings.
+        if cfg!(loom) {
+            return None;
+        }
         self.runtime
             .get_or_init(|| {
                 let built = tokio::runtime::Builder::new_multi_thread()

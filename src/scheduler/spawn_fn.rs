@@ -111,8 +111,6 @@ impl SchedulerHandle {
         E: Into<BoxError>,
         M: Send + 'static,
     {
-        // A body may await tokio directly: make sure its workers have a runtime's context.
-        let _ = self.inner.process_runtime();
         // Named after the body: `AsyncFnProcess<..>`'s own name would bury it in generics.
         let sched = self.clone();
         let start = move |owner: Owner| body(ProcessCx::new(owner, sched));
