@@ -154,6 +154,26 @@ fn a_child_that_fails_or_panics_in_its_first_poll_fails_its_start() {
     sched.shutdown(GUARD);
 }
 
+/// A supervisor started as a child whose own child fails to start fails its parent's start
+/// with the whole chain — which supervisor, which child, and the child's error — as OTP's
+/// nested `{shutdown, {failed_to_start_child, ..}}` keeps it, not only "could not start".
+#[test]
+fn a_nested_supervisors_failed_start_names_the_grandchild_and_its_error() {
+    let sched = scheduler(2);
+    let fails = ChildSpec::new("fails", |start| {
+        start.spawn_fn(|_: ProcessCx<()>| async { Err::<(), BoxError>("no config".into()) })
+    });
+    let inner = Supervisor::one_for_one().child(fails).into_child("inner");
+    let error = run(Supervisor::one_for_one().child(inner).start(sched.handle())).unwrap_err();
+    let SupervisorError::Start(why) = &error else {
+        panic!("{error:?}");
+    };
+    for part in ["`inner`", "`fails`", "no config"] {
+        assert!(why.contains(part), "{part} in: {why}");
+    }
+    assert_eq!(sched.shutdown(GUARD).total(), 0, "nothing left running");
+}
+
 #[test]
 fn a_child_that_never_returns_from_its_first_poll_fails_its_start_instead_of_holding_the_supervisor(
 ) {

@@ -42,7 +42,10 @@ pub struct Pid(NonZeroU64);
 
 impl Pid {
     /// A `Pid` from its numeric value (`None` for 0). Useful for logs and wire formats; a `Pid`
-    /// that was never assigned simply names no process.
+    /// that was never assigned simply names no process. A made-up value may be a real one:
+    /// `1 << 26` (slot 0, generation 1, `<0.1>`) is the first PID a scheduler hands out, so a
+    /// test's "nobody" taken after a spawn should be one no scheduler reaches soon (a high
+    /// generation: `999 << 26 | 1000`).
     ///
     /// # Examples
     ///

@@ -342,15 +342,54 @@ impl Supervising {
                     self.cancelled = Some(RecvError::Cancelled(reason));
                 }
                 Err(_) => {
+                    // It ended (its port went with its mailbox): why is its exit reason,
+                    // whose chain names the grandchild that failed and how.
                     self.children[at].pid = None;
+                    let why = match self.reason_of_end(pid).await {
+                        Some(reason) => format!(
+                            ": {}",
+                            crate::process::display_contained(&reason, Some(pid))
+                        ),
+                        None => String::new(),
+                    };
                     return Err(SupervisorError::Start(format!(
-                        "supervisor `{}` could not start its children",
+                        "supervisor `{}` could not start its children{why}",
                         self.children[at].spec.id
                     )));
                 }
             }
         }
         Ok(pid)
+    }
+
+    /// The exit reason of the child `pid`, which has ended or is ending: its exit signal (or
+    /// its monitor's `Down`, unless that says only that it was gone). Other children's exits
+    /// wait in `pending`. `None` if this supervisor is cancelled first (recorded) or its
+    /// receive fails.
+    async fn reason_of_end(&mut self, pid: Pid) -> Option<ExitReason> {
+        let monitor = self.cx.monitor(pid);
+        let reason = loop {
+            match self.cx.recv_signal().await {
+                Ok(Signal::Exit(exit)) if exit.pid == pid => break Some(exit.reason),
+                // Monitors are signalled before links: a `NoProc` says it was gone when
+                // monitored, and its exit signal is on its way.
+                Ok(Signal::Down(down)) if down.monitor == monitor && !down.reason.is_no_proc() => {
+                    break Some(down.reason)
+                }
+                Ok(Signal::Exit(exit)) => self.pending.push_back(exit),
+                Ok(_) => {}
+                Err(cancelled) if cancelled.is_cancelled() => {
+                    self.cancelled = Some(cancelled);
+                    break None;
+                }
+                Err(error) => {
+                    tracing::warn!(%error, "a supervisor's receive failed");
+                    break None;
+                }
+            }
+        };
+        self.cx.demonitor(monitor);
+        reason
     }
 
     /// Waits for the first poll of the new instance `pid` to return (`first_poll.rs`). A
