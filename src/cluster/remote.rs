@@ -337,7 +337,8 @@ impl<M: Serialize + Send + 'static> RemoteAddr<M> {
     }
 
     /// [`ask`](Self::ask) with its own timeout (a timer's: an answer that comes before the
-    /// timer fires is taken, even for `Duration::ZERO`).
+    /// timer fires is taken; `Duration::ZERO` has fired at the first poll, before any answer
+    /// can come, so it always fails `TimedOut`).
     ///
     /// # Errors
     ///

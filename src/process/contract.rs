@@ -94,7 +94,10 @@ pub trait Process: Send + 'static {
         out: &mut StepOutput<Self::Output>,
     ) -> Result<(), BoxError>;
 
-    /// Releases resources. Called exactly once, however the process ends.
+    /// Releases resources. Called exactly once, however the process ends once `spawn` has
+    /// called [`init`](Self::init) (an `init` that fails included). A spawn refused before
+    /// that (`SpawnError::Limit`, `SpawnError::ShuttingDown`) drops the value and calls
+    /// neither: release what a constructor took in `Drop`, or take it in `init`.
     fn close(&mut self) {}
 
     /// Messages this process took in earlier steps and has not handled yet, or `None` (the

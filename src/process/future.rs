@@ -266,6 +266,7 @@ impl<P: Process, H: Host> ProcessFuture<P, H> {
             match stepped {
                 Ok(Ok(())) => {}
                 Ok(Err(error)) => {
+                    let dropped_yields = out.yield_count();
                     stats_of_cell.destructors_panicked(discard(out));
                     if self.host.is_cancellation(&error) {
                         tracing::debug!(
@@ -282,6 +283,7 @@ impl<P: Process, H: Host> ProcessFuture<P, H> {
                     tracing::debug!(
                         %pid,
                         error = %display_contained(&*error, Some(pid)),
+                        dropped_yields,
                         "step failed"
                     );
                     return Poll::Ready(self.finish(
@@ -292,8 +294,9 @@ impl<P: Process, H: Host> ProcessFuture<P, H> {
                 }
                 Err(panic) => {
                     let message = panic_message(&*panic);
+                    let dropped_yields = out.yield_count();
                     stats_of_cell.destructors_panicked(discard(out) + drop_contained(panic));
-                    tracing::warn!(%pid, panic = %message, "step panicked");
+                    tracing::warn!(%pid, panic = %message, dropped_yields, "step panicked");
                     return Poll::Ready(self.finish(
                         Err(ProcessError::panicked(pid, message)),
                         Outcome::Panicked,

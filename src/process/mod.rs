@@ -10,7 +10,8 @@
 //!
 //! # Rules
 //! - **Yields** are dispatched whatever the status, except with `Done` (then they are dropped and
-//!   a warning is traced). Each completes, exactly once, as an [`Event::YieldComplete`] with the
+//!   a warning is traced) and from a step that fails or panics (dropped with the process, counted
+//!   in its trace). Each completes, exactly once, as an [`Event::YieldComplete`] with the
 //!   tag the process chose.
 //! - **Any event wakes** a `Blocked` or `Idle` process: a completion wakes an idle process too, and
 //!   a message wakes a blocked one.
