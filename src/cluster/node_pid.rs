@@ -27,14 +27,16 @@ use std::sync::Arc;
 /// A process anywhere in the cluster: its node, the node's incarnation, and its local [`Pid`].
 ///
 /// Serializable (MessagePack: a 3-element record), so a PID can be passed inside a message to
-/// a third node, which can then address the process directly.
+/// a third node, which can then address the process directly. Decoding refuses what [`FromStr`]
+/// refuses (a name no node can claim, incarnation 0, local PID 0): a frame carrying one is
+/// rejected as malformed.
 ///
 /// # Layout and limits
 /// - **node**: the name the node claimed in the membership bucket, 1 to 64 bytes of
 ///   `[A-Za-z0-9_-]` (a second live node cannot claim it);
-/// - **incarnation**: a random 64-bit number drawn each time the node starts, so a PID from a
-///   node's previous life fails at once with `NoProc` instead of reaching a stranger (two lives
-///   of one name collide with probability 2⁻⁶⁴);
+/// - **incarnation**: a random non-zero 64-bit number drawn each time the node starts, so a
+///   PID from a node's previous life fails at once with `NoProc` instead of reaching a
+///   stranger (two lives of one name collide with probability 2⁻⁶⁴);
 /// - **local PID**: the node's own [`Pid`] (a slot of its process table, at most 2²⁶ live
 ///   processes, and that slot's generation: a slot retires after 2³⁸ of them, so a PID is
 ///   never reused by its scheduler).
@@ -84,7 +86,15 @@ impl From<NodePid> for WirePid {
 impl TryFrom<WirePid> for NodePid {
     type Error = String;
 
+    /// Refuses what the string form refuses, so every decoded `NodePid` prints a form
+    /// [`FromStr`] reads back, and names a node that could exist.
     fn try_from(wire: WirePid) -> Result<NodePid, String> {
+        if !could_be_claimed(&wire.node, wire.incarnation) {
+            return Err(format!(
+                "a node PID of a node no node can be: name {:?}, incarnation {}",
+                wire.node, wire.incarnation
+            ));
+        }
         // A raw 0 names no process: refused, so a decoded `NodePid` always holds a real `Pid`.
         let pid = Pid::from_raw(wire.pid).ok_or("a node PID with local PID 0")?;
         Ok(NodePid {
@@ -93,6 +103,14 @@ impl TryFrom<WirePid> for NodePid {
             pid,
         })
     }
+}
+
+/// Whether a node could have claimed this name and drawn this incarnation: a name is a token
+/// (what `Cluster::name` accepts) and an incarnation is never 0 (`start.rs` draws it
+/// non-zero). Both decoders hold a `NodePid` from outside to it, so a peer's frame cannot hand
+/// us a PID whose string form we could not read back or whose subject is not a node's.
+fn could_be_claimed(node: &str, incarnation: u64) -> bool {
+    incarnation != 0 && super::config::is_token(node)
 }
 
 impl NodePid {
@@ -254,8 +272,9 @@ impl FromStr for NodePid {
     type Err = ParseNodePidError;
 
     /// Only the canonical form [`Display`](fmt::Display) writes parses: a node name as a node
-    /// can claim, 16 lowercase hex digits, decimal slot and generation without sign or leading
-    /// zeros — so a string and its PID round-trip, and no PID parses that no node could have.
+    /// can claim, 16 lowercase hex digits not all zero, decimal slot and generation without
+    /// sign or leading zeros — so a string and its PID round-trip, and no PID parses that no
+    /// node could have.
     fn from_str(s: &str) -> Result<NodePid, ParseNodePidError> {
         let bad = || ParseNodePidError(s.to_owned());
         let decimal = |digits: &str| {
@@ -271,10 +290,13 @@ impl FromStr for NodePid {
             && incarnation
                 .bytes()
                 .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
-        if !super::config::is_token(node) || !hex {
+        if !hex {
             return Err(bad());
         }
         let incarnation = u64::from_str_radix(incarnation, 16).map_err(|_| bad())?;
+        if !could_be_claimed(node, incarnation) {
+            return Err(bad());
+        }
         let slot = decimal(slot).ok_or_else(bad)?;
         let generation = decimal(generation).ok_or_else(bad)?;
         if slot >> crate::process::pid::INDEX_BITS != 0 {
@@ -315,6 +337,8 @@ mod tests {
             "a@000000000000000000001/1.1",
             "a@+1/1.1",
             "a@000000000000000A/1.1",
+            // No node draws incarnation 0.
+            "a@0000000000000000/1.1",
             "a@0000000000000001/+1.1",
             "a@0000000000000001/01.1",
             "a@0000000000000001/1.+1",
@@ -336,5 +360,19 @@ mod tests {
         };
         let bytes = rmp_serde::to_vec_named(&zero).unwrap();
         assert!(rmp_serde::from_slice::<NodePid>(&bytes).is_err());
+        // What the string form refuses, the wire form refuses: a name no node can claim (empty,
+        // dotted, which would also be another subject), incarnation 0.
+        for (node, incarnation) in [("", 1), ("a.b", 1), ("a*", 1), ("a", 0)] {
+            let wire = WirePid {
+                node: node.into(),
+                incarnation,
+                pid: 5 << 26 | 9,
+            };
+            let bytes = rmp_serde::to_vec_named(&wire).unwrap();
+            assert!(
+                rmp_serde::from_slice::<NodePid>(&bytes).is_err(),
+                "{node:?} {incarnation}"
+            );
+        }
     }
 }
