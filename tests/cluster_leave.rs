@@ -9,7 +9,7 @@ mod cluster_support;
 
 use cluster_support::cart::{cart_cluster, Cart};
 use cluster_support::{wait_until, NatsServer};
-use procsched::cluster::{Node, Placement, RemoteAddr};
+use procsched::cluster::{Node, Placement, RemoteAddr, RemoteError};
 use procsched::prelude::*;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::sync::{mpsc, Mutex};
@@ -299,6 +299,59 @@ async fn a_live_node_whose_entry_is_deleted_from_outside_is_taken_back_when_it_c
     });
     assert_eq!(a.addr::<Cart>(on_b).ask(Cart::Total).await.unwrap(), 7);
     drop(b);
+}
+
+/// A clone of a node that left is out of the cluster: whatever needs another node fails
+/// `NoConnection` at once (not `NoNode`, as for a name never seen), a spawn by load too (it
+/// would hand out a PID of the life its peers declared down); what is this node's own works.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_clone_of_a_node_that_left_knows_no_node() {
+    let server = NatsServer::start();
+    let ((a_sched, a), (b_sched, b)) = start_a_and_b(&server).await;
+    let on_b = a
+        .spawn_on(Placement::Node("b".into()), "cart", 7u64)
+        .await
+        .unwrap();
+    let clone = a.clone();
+    a.leave().await;
+
+    let no_connection = |what: &str, result: Result<(), RemoteError>| {
+        assert!(
+            matches!(result, Err(RemoteError::NoConnection)),
+            "{what}: {result:?}"
+        );
+    };
+    for placement in [
+        Placement::LeastLoaded,
+        Placement::Node("b".into()),
+        Placement::AnyOf(vec!["b".into()]),
+    ] {
+        let spawned = clone.spawn_on(placement.clone(), "cart", 1u64).await;
+        no_connection(&format!("spawn {placement:?}"), spawned.map(drop));
+    }
+    no_connection(
+        "whereis on b",
+        clone.whereis("b", "inventory").await.map(drop),
+    );
+    no_connection(
+        "ask b's cart",
+        clone.addr::<Cart>(on_b).ask(Cart::Total).await.map(drop),
+    );
+    // Its own processes: placed here by name, found here.
+    let here = guarded(
+        "a local spawn",
+        clone.spawn_on(Placement::Local, "cart", 3u64),
+    )
+    .await
+    .unwrap();
+    assert_eq!(here.node(), "a");
+    assert_eq!(clone.addr::<Cart>(here).ask(Cart::Total).await.unwrap(), 3);
+    assert_eq!(clone.whereis("a", "nobody").await.unwrap(), None);
+
+    drop(clone);
+    b.leave().await;
+    a_sched.shutdown_async(GUARD).await;
+    b_sched.shutdown_async(GUARD).await;
 }
 
 /// A node cut off from NATS still leaves: each step of `leave` (publishing its last frames,

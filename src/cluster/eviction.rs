@@ -57,6 +57,14 @@ impl NodeShared {
         self.evicted.load(SeqCst)
     }
 
+    /// `true` once this node is out of the cluster: it lost its name, or it left
+    /// ([`Node::leave`]) while a clone of it is still in use. Either way it knows no node:
+    /// an operation that needs one (a placement by load or by name, a `whereis` elsewhere)
+    /// fails `NoConnection` at once, as sends and asks to other nodes do.
+    pub(crate) fn is_detached(&self) -> bool {
+        self.is_evicted() || self.stopped.load(std::sync::atomic::Ordering::Acquire)
+    }
+
     /// What an operation on a PID of another incarnation of this node's name fails with:
     /// `NoProc` for a previous life's; `NoConnection` once this node lost its name — the PID
     /// may be a live process of the new holder, which this node cannot reach.

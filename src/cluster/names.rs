@@ -30,7 +30,8 @@ impl Node {
     ///
     /// `NoNode` if no live node is called `node`; `NoConnection` if it dies (or is declared
     /// down) before it answers, or at once once this node has lost its name
-    /// ([`Node::is_evicted`]); `TimedOut` after
+    /// ([`Node::is_evicted`]) or left ([`Node::leave`], for a clone still in use); `TimedOut`
+    /// after
     /// [`Cluster::request_timeout`](super::Cluster::request_timeout).
     ///
     /// # Examples
@@ -59,8 +60,8 @@ impl Node {
                 name: node.into(),
                 incarnation,
             },
-            // A node that lost its name knows no node (`eviction.rs`).
-            None if shared.is_evicted() => return Err(RemoteError::NoConnection),
+            // A node that lost its name, or left, knows no node (`eviction.rs`).
+            None if shared.is_detached() => return Err(RemoteError::NoConnection),
             None => return Err(RemoteError::NoNode(format!("no live node `{node}`"))),
         };
         let id = shared.next_id();

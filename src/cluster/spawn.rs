@@ -44,7 +44,8 @@ pub enum Placement {
     Node(String),
     /// On the node with the least load (live processes and runnable queue, from the
     /// heartbeats, plus the processes this node placed on each since: a burst spreads),
-    /// this one included; a tie goes to this node.
+    /// this one included; a tie goes to this node. A node out of the cluster (it lost its
+    /// name, or left) knows no load: `NoConnection`.
     LeastLoaded,
     /// On the least loaded of the live nodes named (this one may be among them), loads
     /// counted as for `LeastLoaded`: what this node placed since the last heartbeats counts.
@@ -75,7 +76,9 @@ impl Node {
     /// spawn gives (an unregistered name is `Init(UnknownMethod)`; an argument the registered
     /// body's type does not decode from is `Init(Failed)`, as an `init` rejecting its input),
     /// `NoNode` for an unknown node, `NoConnection` / `TimedOut` if the node does not answer
-    /// (`NoConnection` at once once this node has lost its name: [`Node::is_evicted`]).
+    /// (`NoConnection` at once once this node has lost its name, [`Node::is_evicted`], or left,
+    /// [`Node::leave`], for a clone still in use: a node out of the cluster places locally
+    /// only by [`Placement::Local`] or its own name).
     ///
     /// A spawn given up on — `TimedOut`, or this future dropped before it resolved — may still
     /// have started the process on the far node: when that node's answer arrives, this node
@@ -289,14 +292,17 @@ fn place(node: &NodeShared, placement: Placement) -> Result<Option<PeerId>, Remo
                 name: target.as_str().into(),
                 incarnation,
             }),
-            // A node that lost its name knows no node (`eviction.rs`).
-            None if node.is_evicted() => return Err(RemoteError::NoConnection),
+            // A node that lost its name, or left, knows no node (`eviction.rs`).
+            None if node.is_detached() => return Err(RemoteError::NoConnection),
             None => {
                 return Err(RemoteError::NoNode(format!(
                     "no live node `{target}` (a node is a target once its membership entry is read)"
                 )))
             }
         },
+        // Out of the cluster, a node knows no load but its own, and a PID it would hand out
+        // names a life its peers declared down.
+        Placement::LeastLoaded if node.is_detached() => return Err(RemoteError::NoConnection),
         Placement::LeastLoaded => node.least_loaded(node.cached_load()),
         Placement::AnyOf(names) => {
             let mine = names
@@ -304,7 +310,7 @@ fn place(node: &NodeShared, placement: Placement) -> Result<Option<PeerId>, Remo
                 .any(|name| **name == *node.me.name)
                 .then(|| node.cached_load());
             node.least_loaded_of(&names, mine)
-                .map_err(|()| match node.is_evicted() {
+                .map_err(|()| match node.is_detached() {
                     true => RemoteError::NoConnection,
                     false => RemoteError::NoNode(format!("no live node among {names:?}")),
                 })?
