@@ -283,8 +283,8 @@ impl<P: Process> Harness<P> {
     }
 
     /// Runs `init(method, input)`, as `spawn` does. Once: a process is initialised once in its
-    /// life (a state machine's own `init` would run again; an `async fn` body's fails with
-    /// "already started").
+    /// life, and a second `init` is refused ("already started") without running the process's
+    /// own, which leaves it as it was.
     ///
     /// # Errors
     ///
@@ -334,32 +334,35 @@ impl<P: Process> Harness<P> {
                 "the process has ended (its init failed, or a step ended it): it is started no more",
             ));
         }
-        let first = self.sched.is_none();
-        if first {
-            let sched = Scheduler::builder()
-                .workers(1)
-                .build()
-                .map_err(|error| InitError::failed(format!("the harness's scheduler: {error}")))?;
-            // Its first claim: the slot and generation `new` gave the PID.
-            let cell = sched
-                .handle()
-                .open_stepped(self.pid, std::any::type_name::<P>())
-                .ok_or_else(|| InitError::failed("the harness's scheduler refused its process"))?;
-            self.host = ProcessContext::new(self.pid, sched.handle()).host_id();
-            self.cell = Some(cell);
-            self.sched = Some(sched);
+        if self.sched.is_some() {
+            // A scheduler runs `init` once: a script that runs it again is at fault, and a
+            // state machine's own `init` would reset what its steps built.
+            return Err(InitError::failed(
+                "the process was already started: `spawn` runs `init` once in a process's life",
+            ));
         }
+        let sched = Scheduler::builder()
+            .workers(1)
+            .build()
+            .map_err(|error| InitError::failed(format!("the harness's scheduler: {error}")))?;
+        // Its first claim: the slot and generation `new` gave the PID.
+        let cell = sched
+            .handle()
+            .open_stepped(self.pid, std::any::type_name::<P>())
+            .ok_or_else(|| InitError::failed("the harness's scheduler refused its process"))?;
+        self.host = ProcessContext::new(self.pid, sched.handle()).host_id();
+        self.cell = Some(cell);
+        self.sched = Some(sched);
         // No cell in the context, so no waker into it: the body's asks are recorded, not sent,
         // and a foreign future it awaits alone fails its step (module docs).
         let ctx = ProcessContext::for_host(self.pid, self.host);
         let process = &mut self.process;
         let init = catch_unwind(AssertUnwindSafe(|| process.init(&ctx, method, input)));
         let failed = !matches!(init, Ok(Ok(())));
-        if failed && first {
+        if failed {
             // As a spawn whose `init` fails or panics: `close` runs (a panic in it contained),
             // and the process never lived — a link or monitor its `init` made hears `NoProc`, a
-            // name it registered is released. (A second `init`, refused, leaves the process as
-            // it was.)
+            // name it registered is released.
             self.finish_as(ExitReason::NoProc, false);
         }
         // A panic in `init` reaches the test, as a step's does.

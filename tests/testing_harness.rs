@@ -209,3 +209,60 @@ fn a_body_awaiting_a_tokio_timer_fails_its_step_outside_any_runtime() {
     let error = harness.step().unwrap_err().to_string();
     assert!(error.contains("nothing wakes it"), "{error}");
 }
+
+/// Counts its `init`s and the messages its steps saw.
+struct Tally {
+    inits: Arc<AtomicU32>,
+    seen: usize,
+}
+
+impl Process for Tally {
+    type Output = usize;
+
+    fn init(
+        &mut self,
+        _: &procsched::state_machine::ProcessContext<'_>,
+        _: &str,
+        _: Payload,
+    ) -> Result<(), procsched::error::InitError> {
+        self.inits.fetch_add(1, Ordering::Relaxed);
+        self.seen = 0;
+        Ok(())
+    }
+
+    fn step(&mut self, events: &mut Events, out: &mut StepOutput<usize>) -> Result<(), BoxError> {
+        self.seen += events.drain().count();
+        match self.seen {
+            2.. => out.done(self.seen),
+            _ => out.idle(),
+        }
+        Ok(())
+    }
+}
+
+/// A scheduler steps a process only after its `init`, and runs `init` once: the harness
+/// refuses a script that does otherwise, and leaves the state machine as it was.
+#[test]
+fn a_state_machine_is_not_stepped_before_init_nor_initialised_twice() {
+    let inits = Arc::new(AtomicU32::new(0));
+    let mut harness = Harness::new(Tally {
+        inits: inits.clone(),
+        seen: 0,
+    });
+    harness.send(Message::new("tick", Payload::empty()));
+    let early = harness.step().unwrap_err();
+    assert!(early.to_string().contains("call `init` first"), "{early}");
+
+    harness.init("run", Payload::empty()).unwrap();
+    // The message scripted before `init` waits for the first step.
+    assert!(matches!(harness.step().unwrap().status, Status::Idle));
+    let again = harness.init("run", Payload::empty()).unwrap_err();
+    assert!(again.to_string().contains("already started"), "{again}");
+    assert_eq!(
+        inits.load(Ordering::Relaxed),
+        1,
+        "the second init did not run"
+    );
+    harness.send(Message::new("tick", Payload::empty()));
+    assert!(matches!(harness.step().unwrap().status, Status::Done(2)));
+}

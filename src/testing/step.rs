@@ -68,9 +68,10 @@ impl<P: Process> Harness<P> {
     /// The step's own error. A linked process's exit signal (the process does not trap exits)
     /// ends it before its step, which does not run: the error is then the
     /// [`ProcessError`](crate::error::ProcessError) a scheduler would report. A panic in the
-    /// step propagates (catch it with `std::panic::catch_unwind` to test it). Once a step ended
-    /// the process (`Done`, an error, or a panic), every later step is an error saying so: a
-    /// scheduler steps it no more. A completion [`complete`](Self::complete) refused is the
+    /// step propagates (catch it with `std::panic::catch_unwind` to test it). A step before
+    /// [`init`](Self::init) is an error (the process is not stepped: a scheduler steps only a
+    /// started process). Once a step ended the process (`Done`, an error, or a panic), every
+    /// later step is an error saying so: a scheduler steps it no more. A completion [`complete`](Self::complete) refused is the
     /// next step's error (the process is not stepped; the events stay queued).
     ///
     /// # Examples
@@ -99,6 +100,10 @@ impl<P: Process> Harness<P> {
         if let Some(refused) = self.misscripted.take() {
             // Not stepped: the test's script is at fault, not the process.
             return Err(refused.into());
+        }
+        if self.sched.is_none() && !self.ended {
+            // A scheduler steps only a process whose `init` succeeded.
+            return Err("the process was not started: call `init` first, as `spawn` would".into());
         }
         if self.ended {
             self.events.drain().for_each(drop);
