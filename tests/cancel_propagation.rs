@@ -82,3 +82,34 @@ fn an_error_whose_source_chain_is_a_cycle_ends_the_process_failed() {
     assert_eq!(sched.block_on(next).unwrap(), 7);
     sched.shutdown(Duration::ZERO);
 }
+
+/// A cancel goes ahead of the messages queued before it, which stay readable after it (drained
+/// with `now_or_never` until `None`), and a body not started yet runs all the same: its first
+/// receive reports the cancel.
+#[test]
+fn a_cancel_goes_ahead_of_queued_messages_which_stay_readable() {
+    use futures::FutureExt;
+    let sched = Scheduler::builder().workers(1).build().unwrap();
+    let parent = sched
+        .spawn_fn(|cx: ProcessCx<()>| async move {
+            // The one worker runs this body: the child is spawned, sent to and cancelled
+            // before its first poll.
+            let child = cx.spawn_fn(|cx: ProcessCx<u32>| async move {
+                let first = cx.recv().await;
+                let mut drained = Vec::new();
+                while let Some(Ok(n)) = cx.recv().now_or_never() {
+                    drained.push(n);
+                }
+                Ok::<_, BoxError>((matches!(first, Err(RecvError::Cancelled(_))), drained))
+            })?;
+            child.addr().send(1)?;
+            child.addr().send(2)?;
+            cx.scheduler().cancel(child.pid())?;
+            Ok::<_, BoxError>(child.await?)
+        })
+        .unwrap();
+    let (cancelled_first, drained) = sched.block_on(parent).unwrap();
+    assert!(cancelled_first, "the first receive reports the cancel");
+    assert_eq!(drained, [1, 2], "then the queued messages, in order");
+    sched.shutdown(HANG_GUARD);
+}

@@ -30,6 +30,10 @@ use std::marker::PhantomData;
 /// from inside it ([`ProcessCx::addr`](crate::ProcessCx::addr)), or from a PID
 /// ([`SchedulerHandle::addr`](crate::SchedulerHandle::addr)).
 ///
+/// An address does not keep its process alive, and dropping the last one does not stop it
+/// (as an Erlang PID, unlike kameo's `ActorRef`): a process runs until its body returns or its
+/// state machine is done, or it is cancelled or terminated — or its scheduler shuts down.
+///
 /// # Examples
 ///
 /// ```

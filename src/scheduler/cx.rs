@@ -151,7 +151,10 @@ impl<M: 'static> ProcessCx<M> {
     ///
     /// A cancel is reported as soon as it arrives, ahead of messages still queued: shutdown
     /// does not wait for a backlog. A body that must handle those can go on receiving after
-    /// the `Cancelled`: the next receives return them, then wait (until the grace period ends).
+    /// the `Cancelled`: the next receives return them, then wait — until a shutdown's grace
+    /// period ends, and outside a shutdown (a [`cancel`](crate::SchedulerHandle::cancel)) for
+    /// as long as the process lives, so drain with `cx.recv().now_or_never()` (from
+    /// `futures::FutureExt`) until it gives `None`.
     ///
     /// # Examples
     ///

@@ -285,7 +285,10 @@ impl SchedulerHandle {
     /// outstanding handler tasks are aborted, its `close` runs, and its handle resolves to
     /// [`ProcessError::is_terminated`](crate::error::ProcessError::is_terminated) — unless the
     /// step running when the request came ends the process itself (it finishes, fails or
-    /// panics): then that end is its handle's, and the metrics' and monitors'.
+    /// panics): then that end is its handle's, and the metrics' and monitors'. Messages still
+    /// queued are dropped unread. A process whose body has not started yet (spawned, not yet
+    /// polled) ends without running it: a guard its body would build never exists (a state
+    /// machine's `close` runs all the same; to clean up whatever happens, `cancel` first).
     ///
     /// # Errors
     ///

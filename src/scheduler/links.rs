@@ -177,6 +177,14 @@ impl SchedulerHandle {
     /// cancelled, with exit reason `Shutdown`. A supervisor stops its children this way
     /// before it terminates those that do not finish in time.
     ///
+    /// The cancel goes **ahead of messages still queued** (as an exit signal does in OTP, not
+    /// as kameo's `stop_gracefully` or ractor's `drain`): the process's next receive reports
+    /// it. Those messages stay readable — receives after the `Cancelled` return them, and then
+    /// wait: outside a shutdown nothing ends that wait but the process (drain with
+    /// `cx.recv().now_or_never()` until `None`, or stop on a message of your own, sent behind
+    /// the others, for a drain-then-stop). A body not started yet runs all the same, and its
+    /// first receive reports the cancel.
+    ///
     /// # Errors
     ///
     /// A [`SendError`] of kind `NotFound` if `pid` is gone, `Closed`
@@ -599,6 +607,15 @@ impl Future for Monitor {
             // scheduler dropped it unsent (it was torn down): the target is gone.
             down.unwrap_or_else(|_| Down::new(monitor, target, ExitReason::NoProc))
         })
+    }
+}
+
+/// `true` once the `Down` was returned: like tokio's `JoinHandle` (and ours,
+/// [`ProcessHandle`](crate::ProcessHandle)), a monitor polled again after that panics, and
+/// `futures::select!` reads this to skip it.
+impl futures::future::FusedFuture for Monitor {
+    fn is_terminated(&self) -> bool {
+        self.down.is_terminated()
     }
 }
 

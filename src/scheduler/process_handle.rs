@@ -23,6 +23,8 @@ use std::task::{Context, Poll};
 /// `M` of its `ProcessCx<M>`; [`Message`], untyped, for a state machine).
 ///
 /// Dropping the handle does **not** stop the process; it runs on and its result is dropped.
+/// Like tokio's `JoinHandle`, it resolves once: polled again after that, it panics (wrap it in
+/// `futures::FutureExt::fuse` for `futures::select!`; `tokio::select!` polls a branch once).
 ///
 /// A `tokio::time::timeout` around a handle is a fine hang guard, except under tokio's paused
 /// clock (`#[tokio::test(start_paused = true)]`, `tokio::time::pause`): tokio then jumps its
