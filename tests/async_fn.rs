@@ -393,3 +393,45 @@ fn block_on_outside_tokio_can_await_tokio_timers() {
     let joined = sched.block_on(async { tokio::time::timeout(limit, handle).await });
     assert_eq!(joined.expect("hang guard").unwrap(), 7);
 }
+
+/// A receive polled and then dropped in the same step (a `select!`'s losing branch) does not
+/// leave the body `Idle`: waiting only on a foreign future, it is `Blocked`, whichever receive
+/// it was.
+#[test]
+fn a_receive_that_lost_a_select_does_not_leave_the_body_idle() {
+    use futures::FutureExt;
+    for receive in ["recv", "recv_message", "cancelled", "recv_any", "recv_down"] {
+        let sched = scheduler(2);
+        let (waiting, body_waits) = mpsc::channel();
+        let (release, released) = futures::channel::oneshot::channel::<()>();
+        let handle = sched
+            .spawn_fn(move |cx: ProcessCx<u32>| async move {
+                let lost = std::future::ready(());
+                match receive {
+                    "recv" => futures::select_biased! { _ = cx.recv().fuse() => {}, _ = lost.fuse() => {} },
+                    "recv_message" => futures::select_biased! { _ = cx.recv_message().fuse() => {}, _ = lost.fuse() => {} },
+                    "cancelled" => futures::select_biased! { _ = cx.cancelled().fuse() => {}, _ = lost.fuse() => {} },
+                    "recv_any" => futures::select_biased! { _ = cx.recv_any().fuse() => {}, _ = lost.fuse() => {} },
+                    _ => futures::select_biased! { _ = cx.recv_down().fuse() => {}, _ = lost.fuse() => {} },
+                }
+                waiting.send(()).unwrap();
+                released.await?;
+                Ok::<_, BoxError>(())
+            })
+            .unwrap();
+        recv(&body_waits);
+        wait_until("the body parks", || {
+            matches!(
+                sched.state(handle.pid()),
+                Some(ProcessState::Idle | ProcessState::Blocked)
+            )
+        });
+        assert_eq!(
+            sched.state(handle.pid()),
+            Some(ProcessState::Blocked),
+            "{receive}: waits only on a channel"
+        );
+        release.send(()).unwrap();
+        join_typed(handle).unwrap();
+    }
+}

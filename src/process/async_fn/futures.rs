@@ -5,6 +5,7 @@
 //! with a typed error (`CommandError::OutsideProcess`, `RecvError::OutsideProcess`), or, for
 //! `yield_now`, just yields, and never touches another process's state.
 
+use super::pending_mark::PendingMark;
 use super::scope;
 use crate::process::context::{Owner, ProcessWake};
 use crate::process::output::push_yield;
@@ -241,10 +242,14 @@ enum Received<T> {
 /// memory, written in pieces and read back whole — a store-forwarding stall that was 8 % of a
 /// ring hop (`docs/bench-messages.md`).
 #[inline(always)]
-fn poll_received<T: 'static>(owner: Owner, waker: &Waker) -> Poll<Result<T, RecvError>> {
+fn poll_received<T: 'static>(
+    owner: Owner,
+    waker: &Waker,
+    mark: &mut PendingMark,
+) -> Poll<Result<T, RecvError>> {
     match scope::with(owner, received_in::<T>) {
         Poll::Pending => {
-            scope::note_mail_waiter(owner, waker);
+            scope::note_mail_waiter(owner, waker, mark);
             Poll::Pending
         }
         Poll::Ready(found) => Poll::Ready(converted(owner, found)),
@@ -280,8 +285,7 @@ fn received_in<T: 'static>(
         Some(Ok(value)) => Received::Value(value),
         Some(Err(message)) => Received::Message(message),
         None => {
-            // The waker's half: `poll_received`.
-            state.wants.message = true;
+            // Counted pending, and the waker's half: `poll_received`.
             return Poll::Pending;
         }
     };
@@ -364,6 +368,7 @@ fn count_destructor_panics(owner: Owner, panics: u64) {
 #[derive(Debug)]
 pub struct Recv<T> {
     owner: Owner,
+    pending: PendingMark,
     _type: PhantomData<fn() -> T>,
 }
 
@@ -371,8 +376,16 @@ impl<T> Recv<T> {
     pub(crate) fn new(owner: Owner) -> Recv<T> {
         Recv {
             owner,
+            pending: PendingMark::default(),
             _type: PhantomData,
         }
+    }
+}
+
+/// A receive dropped while it waited (a `select!`'s loser) waits no more (`pending_mark.rs`).
+impl<T> Drop for Recv<T> {
+    fn drop(&mut self) {
+        self.pending.forget(self.owner);
     }
 }
 
@@ -382,7 +395,8 @@ impl<T: 'static> Future for Recv<T> {
     // Inlined into the body's poll (`poll_received`).
     #[inline(always)]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        poll_received::<T>(self.owner, cx.waker())
+        let this = self.get_mut();
+        poll_received::<T>(this.owner, cx.waker(), &mut this.pending)
     }
 }
 
@@ -417,11 +431,21 @@ impl<T: 'static> Future for Recv<T> {
 #[derive(Debug)]
 pub struct RecvMessage {
     owner: Owner,
+    pending: PendingMark,
 }
 
 impl RecvMessage {
     pub(crate) fn new(owner: Owner) -> RecvMessage {
-        RecvMessage { owner }
+        RecvMessage {
+            owner,
+            pending: PendingMark::default(),
+        }
+    }
+}
+
+impl Drop for RecvMessage {
+    fn drop(&mut self) {
+        self.pending.forget(self.owner);
     }
 }
 
@@ -429,7 +453,8 @@ impl Future for RecvMessage {
     type Output = Result<Message, RecvError>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        poll_received::<Message>(self.owner, cx.waker())
+        let this = self.get_mut();
+        poll_received::<Message>(this.owner, cx.waker(), &mut this.pending)
     }
 }
 
@@ -470,11 +495,21 @@ impl Future for RecvMessage {
 #[derive(Debug)]
 pub struct Cancelled {
     owner: Owner,
+    pending: PendingMark,
 }
 
 impl Cancelled {
     pub(crate) fn new(owner: Owner) -> Cancelled {
-        Cancelled { owner }
+        Cancelled {
+            owner,
+            pending: PendingMark::default(),
+        }
+    }
+}
+
+impl Drop for Cancelled {
+    fn drop(&mut self) {
+        self.pending.forget(self.owner);
     }
 }
 
@@ -482,7 +517,8 @@ impl Future for Cancelled {
     type Output = Result<Infallible, RecvError>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        scope::with(self.owner, |scope| match scope {
+        let this = self.get_mut();
+        scope::with(this.owner, |scope| match scope {
             Some(mut scope) => match scope.state.cancelled {
                 Some(reason) => {
                     // The body has been told: what it asks next is cleanup.
@@ -490,7 +526,7 @@ impl Future for Cancelled {
                     Poll::Ready(Err(RecvError::Cancelled(reason)))
                 }
                 None => {
-                    scope.wait_for_mail(cx.waker());
+                    scope.wait_for_mail(cx.waker(), &mut this.pending);
                     Poll::Pending
                 }
             },

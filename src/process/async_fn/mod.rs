@@ -29,6 +29,7 @@ pub(crate) mod asking;
 mod futures;
 mod lazy_waker;
 mod live_calls;
+mod pending_mark;
 mod scope;
 mod signals;
 mod state;
@@ -240,6 +241,7 @@ where
             None => Vec::new(),
         };
         state.wants = Default::default();
+        state.poll_mark = state.poll_mark.wrapping_add(1).max(1);
         state.publish_unread = waker.target().is_some_and(|target| target.is_bounded());
         let polled = catch_unwind(AssertUnwindSafe(|| {
             // Before the poll, outside the scope: the combinators holding them poll them in it.
@@ -294,7 +296,7 @@ where
                     out.set_status(Status::Continue);
                 } else if state.has_outstanding_calls() {
                     out.wait();
-                } else if wants.message || state.has_mail_waiters() {
+                } else if wants.receives > 0 || state.has_mail_waiters() {
                     // A receive polled with its own waker in an earlier poll waits too.
                     out.idle();
                 } else if waker.can_wake() {

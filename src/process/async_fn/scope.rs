@@ -13,6 +13,7 @@
 //! others fail with a typed error, never touching another process's state (its completions,
 //! its tags, its inbox).
 
+use super::pending_mark::PendingMark;
 use super::state::{Arrived, CxState};
 use crate::process::context::{Owner, ProcessWake};
 use crate::process::output::Yields;
@@ -49,8 +50,8 @@ impl Scope<'_> {
     /// A receive (or `cancelled`, a signal's receive) polled with `waker` waits: the body may
     /// park `Idle`, and a waker that is not the body's own is woken when mail arrives.
     #[inline]
-    pub(super) fn wait_for_mail(&mut self, waker: &Waker) {
-        self.state.wants.message = true;
+    pub(super) fn wait_for_mail(&mut self, waker: &Waker, mark: &mut PendingMark) {
+        mark.count(self.state);
         if !self.is_own_waker(waker) {
             self.state.wait_for_mail_with(waker);
         }
@@ -132,11 +133,12 @@ pub(crate) fn current_owner() -> Option<Owner> {
 /// A future of `owner`, polled with `waker`, waits for mail: [`Scope::wait_for_mail`]'s
 /// waker half, for a receive whose scope work ran in a named function without the waker (a
 /// closure capturing it was left out of line, and returned the message through memory: the
-/// store-forwarding stall `futures.rs` avoids). The body's `wants` are already set.
+/// store-forwarding stall `futures.rs` avoids): counts it pending (`mark`) too.
 #[inline]
-pub(super) fn note_mail_waiter(owner: Owner, waker: &Waker) {
+pub(super) fn note_mail_waiter(owner: Owner, waker: &Waker, mark: &mut PendingMark) {
     with(owner, |scope| {
         if let Some(scope) = scope {
+            mark.count(scope.state);
             if !scope.is_own_waker(waker) {
                 scope.state.wait_for_mail_with(waker);
             }

@@ -11,6 +11,7 @@
 //! process's cancellation, once.
 
 use super::futures::publish_unread;
+use super::pending_mark::PendingMark;
 use super::scope::{self, Scope};
 use super::state::Received;
 use super::RecvError;
@@ -118,11 +119,21 @@ fn cancellation(scope: &mut Scope<'_>) -> Option<RecvError> {
 #[derive(Debug)]
 pub struct RecvSignal {
     owner: Owner,
+    pending: PendingMark,
 }
 
 impl RecvSignal {
     pub(crate) fn new(owner: Owner) -> RecvSignal {
-        RecvSignal { owner }
+        RecvSignal {
+            owner,
+            pending: PendingMark::default(),
+        }
+    }
+}
+
+impl Drop for RecvSignal {
+    fn drop(&mut self) {
+        self.pending.forget(self.owner);
     }
 }
 
@@ -130,7 +141,8 @@ impl Future for RecvSignal {
     type Output = Result<Signal, RecvError>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        scope::with(self.owner, |scope| {
+        let this = self.get_mut();
+        scope::with(this.owner, |scope| {
             let Some(mut scope) = scope else {
                 return Poll::Ready(Err(RecvError::OutsideProcess));
             };
@@ -140,7 +152,7 @@ impl Future for RecvSignal {
             if let Some(signal) = scope.state.take_signal(|_| true) {
                 return Poll::Ready(Ok(signal));
             }
-            scope.wait_for_mail(cx.waker());
+            scope.wait_for_mail(cx.waker(), &mut this.pending);
             Poll::Pending
         })
     }
@@ -175,11 +187,21 @@ impl Future for RecvSignal {
 #[derive(Debug)]
 pub struct RecvDown {
     owner: Owner,
+    pending: PendingMark,
 }
 
 impl RecvDown {
     pub(crate) fn new(owner: Owner) -> RecvDown {
-        RecvDown { owner }
+        RecvDown {
+            owner,
+            pending: PendingMark::default(),
+        }
+    }
+}
+
+impl Drop for RecvDown {
+    fn drop(&mut self) {
+        self.pending.forget(self.owner);
     }
 }
 
@@ -187,7 +209,8 @@ impl Future for RecvDown {
     type Output = Result<Down, RecvError>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        scope::with(self.owner, |scope| {
+        let this = self.get_mut();
+        scope::with(this.owner, |scope| {
             let Some(mut scope) = scope else {
                 return Poll::Ready(Err(RecvError::OutsideProcess));
             };
@@ -200,7 +223,7 @@ impl Future for RecvDown {
             {
                 Some(Signal::Down(down)) => Poll::Ready(Ok(down)),
                 _ => {
-                    scope.wait_for_mail(cx.waker());
+                    scope.wait_for_mail(cx.waker(), &mut this.pending);
                     Poll::Pending
                 }
             }
@@ -230,11 +253,21 @@ impl Future for RecvDown {
 #[derive(Debug)]
 pub struct RecvExit {
     owner: Owner,
+    pending: PendingMark,
 }
 
 impl RecvExit {
     pub(crate) fn new(owner: Owner) -> RecvExit {
-        RecvExit { owner }
+        RecvExit {
+            owner,
+            pending: PendingMark::default(),
+        }
+    }
+}
+
+impl Drop for RecvExit {
+    fn drop(&mut self) {
+        self.pending.forget(self.owner);
     }
 }
 
@@ -242,7 +275,8 @@ impl Future for RecvExit {
     type Output = Result<Exit, RecvError>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        scope::with(self.owner, |scope| {
+        let this = self.get_mut();
+        scope::with(this.owner, |scope| {
             let Some(mut scope) = scope else {
                 return Poll::Ready(Err(RecvError::OutsideProcess));
             };
@@ -255,7 +289,7 @@ impl Future for RecvExit {
             {
                 Some(Signal::Exit(exit)) => Poll::Ready(Ok(exit)),
                 _ => {
-                    scope.wait_for_mail(cx.waker());
+                    scope.wait_for_mail(cx.waker(), &mut this.pending);
                     Poll::Pending
                 }
             }
@@ -299,6 +333,7 @@ impl Future for RecvExit {
 #[derive(Debug)]
 pub struct RecvAny<M> {
     owner: Owner,
+    pending: PendingMark,
     _type: PhantomData<fn() -> M>,
 }
 
@@ -306,8 +341,15 @@ impl<M> RecvAny<M> {
     pub(crate) fn new(owner: Owner) -> RecvAny<M> {
         RecvAny {
             owner,
+            pending: PendingMark::default(),
             _type: PhantomData,
         }
+    }
+}
+
+impl<M> Drop for RecvAny<M> {
+    fn drop(&mut self) {
+        self.pending.forget(self.owner);
     }
 }
 
@@ -315,7 +357,8 @@ impl<M: 'static> Future for RecvAny<M> {
     type Output = Result<Incoming<M>, RecvError>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let found = scope::with(self.owner, |scope| {
+        let this = self.get_mut();
+        let found = scope::with(this.owner, |scope| {
             let Some(mut scope) = scope else {
                 return Poll::Ready(Err(RecvError::OutsideProcess));
             };
@@ -340,7 +383,7 @@ impl<M: 'static> Future for RecvAny<M> {
                 Some(Ok(value)) => Found::Value(value),
                 Some(Err(message)) => Found::Message(message),
                 None => {
-                    scope.wait_for_mail(cx.waker());
+                    scope.wait_for_mail(cx.waker(), &mut this.pending);
                     return Poll::Pending;
                 }
             };

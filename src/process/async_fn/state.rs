@@ -54,8 +54,9 @@ pub(super) type Arrived = Option<(Tag, Completion)>;
 /// What the body's pending futures wait for, gathered during one poll (reset before each).
 #[derive(Debug, Default, Clone, Copy)]
 pub(super) struct Wants {
-    /// A `recv` (or `cancelled`) is pending: park `Idle` if nothing else is.
-    pub(super) message: bool,
+    /// Receives (`recv`, `cancelled`, the signal receives) pending: polled in this poll, not
+    /// ready, and not dropped since (`pending_mark.rs`). Park `Idle` if nothing else waits.
+    pub(super) receives: u32,
     /// `yield_now`: run again after other ready work (`Continue`).
     pub(super) yield_now: bool,
 }
@@ -77,6 +78,9 @@ pub(super) struct CxState {
     /// `cancelled()`: the asks it starts after that are cleanup, and proceed (`asking.rs`).
     pub(super) cancel_told: bool,
     pub(super) wants: Wants,
+    /// Which poll of the body this is (wrapping, never 0): what a receive's `PendingMark`
+    /// compares with (`pending_mark.rs`).
+    pub(super) poll_mark: u32,
     /// The process's mailbox is bounded: a receive that takes the last message the body held
     /// publishes that it holds none (one lock then, not per message), so that its senders are
     /// not refused for messages it has taken. Set for each

@@ -1,0 +1,68 @@
+//! Which of the body's polls counted a receive pending, so that a receive dropped during that
+//! same poll — the losing branch of a `select!` — is taken back out of the count: a body then
+//! left waiting on a timer or a socket parks `Blocked`, as one that never received, not `Idle`
+//! (`mod.rs`, the status a poll ends with).
+//!
+//! A receive (`recv`, `recv_message`, `cancelled`, the signal receives) counts itself in
+//! `Wants::receives` when it returns `Pending`, once per poll, and remembers the poll
+//! (`CxState::poll_mark`). Dropped, it looks at the scope: in the same poll, the count goes
+//! down; in a later poll (it was counted in an earlier one, which the reset of `wants` already
+//! forgot) or outside any (the body dropped at its end), nothing happens. A receive that
+//! never waited does not look at all.
+
+use super::scope;
+use super::state::CxState;
+use crate::process::context::Owner;
+
+/// A mail-waiting future's mark: the body's poll that counted it pending (0: none).
+#[derive(Debug, Default)]
+pub(super) struct PendingMark(u32);
+
+impl PendingMark {
+    /// The future returns `Pending` in the poll `state` runs: counted once in it.
+    #[inline]
+    pub(super) fn count(&mut self, state: &mut CxState) {
+        if self.0 != state.poll_mark {
+            self.0 = state.poll_mark;
+            state.wants.receives += 1;
+        }
+    }
+
+    /// The future of `owner` is dropped: if the poll running now counted it, it waits no more.
+    #[inline]
+    pub(super) fn forget(&self, owner: Owner) {
+        if self.0 == 0 {
+            return;
+        }
+        scope::with(owner, |scope| {
+            if let Some(scope) = scope {
+                if scope.state.poll_mark == self.0 {
+                    scope.state.wants.receives -= 1;
+                }
+            }
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_receive_is_counted_once_per_poll() {
+        let mut state = CxState::default();
+        let mut mark = PendingMark::default();
+        state.poll_mark = 1;
+        mark.count(&mut state);
+        mark.count(&mut state);
+        assert_eq!(
+            state.wants.receives, 1,
+            "polled twice in one poll: counted once"
+        );
+        // The next poll resets the count; the same receive pending again is counted again.
+        state.poll_mark = 2;
+        state.wants = Default::default();
+        mark.count(&mut state);
+        assert_eq!(state.wants.receives, 1);
+    }
+}
