@@ -116,6 +116,14 @@ impl Builder {
     /// [`workers`](Self::workers)). Spare threads start on first need and then sleep between
     /// uses; 0 disables hand-off (long polls are still reported).
     ///
+    /// The cap is what keeps blocking polls from growing threads without bound, and it is
+    /// also where they stop being handed off: with as many polls blocked at once as workers
+    /// and spares together, the rest of the work waits for one to return. A program whose
+    /// blocking steps can outnumber its workers — including a step still running after a
+    /// terminate, beside its replacement — sets a cap that covers them. On a machine with
+    /// fewer cores than workers and spares, a worker the OS has taken off its core mid-poll
+    /// looks stuck too, so spares may stay up while the load lasts.
+    ///
     /// # Examples
     ///
     /// ```

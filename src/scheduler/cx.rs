@@ -231,7 +231,9 @@ impl<M: 'static> ProcessCx<M> {
     }
 
     /// Lets other ready work run before the body continues (a `Continue` step): for long
-    /// computations split into parts.
+    /// computations split into parts. It does not report a cancel (nor does a call): a body
+    /// that never receives runs on after one — await [`cancelled`](Self::cancelled) beside
+    /// its work (`select!`) to stop on it.
     ///
     /// # Examples
     ///

@@ -52,7 +52,10 @@ pub struct ShutdownReport {
 }
 
 impl ShutdownReport {
-    /// Every process counted: `graceful + forced + abandoned`.
+    /// Every process counted: `graceful + forced + abandoned`. Each once — including a
+    /// process whose spawn was still inside `init` when the shutdown came: it is counted
+    /// `abandoned` though its `spawn` returned [`SpawnError::ShuttingDown`], so the total can
+    /// exceed the handles the spawning code holds.
     ///
     /// # Examples
     ///
