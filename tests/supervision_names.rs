@@ -278,3 +278,21 @@ fn no_down_is_heard_while_the_name_still_gives_the_dead_pid() {
         "{stale} of {iterations}: whereis gave the dead PID after its Down"
     );
 }
+
+/// `process_info` names a supervised child after its body (here the function `counter`), not
+/// the wrapper the supervisor starts it in, and the supervisor as one.
+#[test]
+fn a_supervised_child_is_named_after_its_body_in_process_info() {
+    let sched = scheduler(2);
+    let spec = ChildSpec::new("counter", |start| start.spawn_fn(counter)).register_as("counter");
+    let supervisor = run(Supervisor::one_for_one().child(spec).start(sched.handle())).unwrap();
+    let child = sched
+        .handle()
+        .whereis("counter")
+        .expect("registered at start");
+    let kind = sched.process_info(child).expect("live").kind;
+    assert!(kind.ends_with("::counter"), "{kind}");
+    let kind = sched.process_info(supervisor.pid()).expect("live").kind;
+    assert_eq!(kind, "procsched::supervision::Supervisor");
+    let _ = sched.shutdown(GUARD);
+}

@@ -6,7 +6,9 @@ use super::reply;
 use super::wire::{Refusal, WireReason};
 use crate::process::take_panic_message;
 use crate::process::{BoxError, MessageType, Pid};
-use crate::scheduler::{ChildOptions, ProcessCx, SchedulerHandle, SendErrorKind, SpawnError};
+use crate::scheduler::{
+    ChildOptions, ProcessCx, SchedulerHandle, SendErrorKind, SpawnError, SpawnOptions,
+};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use std::any::TypeId;
@@ -171,9 +173,10 @@ impl Registry {
                 })?;
             let body = body.clone();
             let handle = sched
-                .spawn_fn_with(options.clone().into(), move |cx: ProcessCx<M>| {
-                    body(cx, args)
-                })
+                .spawn_fn_with(
+                    SpawnOptions::from(options.clone()).kind_of::<F>(),
+                    move |cx: ProcessCx<M>| body(cx, args),
+                )
                 .map_err(|error| refusal_of_spawn(&error))?;
             let pid = handle.pid();
             let join: JoinFuture = Box::pin(async move {

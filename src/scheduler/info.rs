@@ -47,7 +47,9 @@ pub struct ProcessInfo {
     /// Its PID.
     pub pid: Pid,
     /// Its type name (`std::any::type_name`): the [`Process`](crate::state_machine::Process) type, or for a
-    /// process spawned with `spawn_fn`, its body's (closure) type.
+    /// process spawned with `spawn_fn`, its body's (closure or function) type — also for a
+    /// supervised child and a cluster's registered body, whatever procsched wraps them in; a
+    /// supervisor is `procsched::supervision::Supervisor`.
     pub kind: &'static str,
     /// Its state.
     pub state: ProcessState,

@@ -97,12 +97,13 @@ impl SchedulerHandle {
 
     /// [`spawn_fn`](Self::spawn_fn) with an optional link made before the first poll, its
     /// mailbox bounded by `mailbox` (a supervisor's is unbounded, whatever `mailbox_capacity`
-    /// says).
+    /// says), named `kind` in `process_info` (the user's body's type: `body` may wrap it).
     pub(crate) fn spawn_fn_as<F, Fut, T, E, M>(
         &self,
         body: F,
         link: Option<Link>,
         mailbox: MailboxBound,
+        kind: &'static str,
     ) -> Result<ProcessHandle<T, M>, SpawnError>
     where
         F: FnOnce(ProcessCx<M>) -> Fut + Send + 'static,
@@ -115,7 +116,7 @@ impl SchedulerHandle {
         let sched = self.clone();
         let start = move |owner: Owner| body(ProcessCx::new(owner, sched));
         let incarnation = Incarnation {
-            kind: std::any::type_name::<F>(),
+            kind,
             takes: MessageType::of::<M>(),
             mailbox,
             ..Incarnation::default()

@@ -53,6 +53,10 @@ pub struct SpawnOptions {
     /// What applies to the process itself, supervised or not (its mailbox bound).
     process: ChildOptions,
     link: Option<Pid>,
+    /// What `process_info` names the process (`ProcessInfo::kind`) when the crate spawns a
+    /// user's body inside a wrapper of its own (a cluster's registered body): the body's type,
+    /// not the wrapper closure's. `None`: the spawned closure's type.
+    kind: Option<&'static str>,
 }
 
 impl SpawnOptions {
@@ -151,6 +155,13 @@ impl SpawnOptions {
     /// The link it asks for, in the form the spawns take.
     fn link_to(&self) -> Option<Link> {
         self.link.map(Link::to)
+    }
+
+    /// The process is named after `B` (a body the spawned closure wraps) in `process_info`.
+    #[cfg_attr(not(feature = "cluster"), allow(dead_code))]
+    pub(crate) fn kind_of<B>(mut self) -> SpawnOptions {
+        self.kind = Some(std::any::type_name::<B>());
+        self
     }
 }
 
@@ -289,7 +300,7 @@ impl From<ChildOptions> for SpawnOptions {
     fn from(child: ChildOptions) -> SpawnOptions {
         SpawnOptions {
             process: child,
-            link: None,
+            ..SpawnOptions::default()
         }
     }
 }
@@ -329,7 +340,8 @@ impl SchedulerHandle {
         E: Into<BoxError>,
         M: Send + 'static,
     {
-        self.spawn_fn_as(body, opts.link_to(), opts.process.mailbox_bound())
+        let kind = opts.kind.unwrap_or(std::any::type_name::<F>());
+        self.spawn_fn_as(body, opts.link_to(), opts.process.mailbox_bound(), kind)
     }
 
     /// [`spawn`](Self::spawn) with `opts`: a mailbox bound of the process's own, a link to a

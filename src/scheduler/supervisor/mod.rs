@@ -215,6 +215,7 @@ impl Supervisor {
             move |cx| run::supervise(cx, self, None),
             None,
             MailboxBound::Unbounded,
+            "procsched::supervision::Supervisor",
         )
     }
 

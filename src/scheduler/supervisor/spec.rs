@@ -238,8 +238,10 @@ impl<'a> Start<'a> {
         let link = Some(Link::supervised_by(self.supervisor));
         let first_poll = Arc::new(FirstPoll::default());
         let reporting = Arc::clone(&first_poll);
+        // Named after the child's body, not the wrapper that reports its first poll.
+        let kind = std::any::type_name::<F>();
         let body = move |cx| first_poll::reporting(body(cx), reporting);
-        let pid = self.sched.spawn_fn_as(body, link, mailbox)?.pid();
+        let pid = self.sched.spawn_fn_as(body, link, mailbox, kind)?.pid();
         *self
             .first_poll
             .lock()
