@@ -252,7 +252,10 @@ fn poll_received<T: 'static>(
             scope::note_mail_waiter(owner, waker, mark);
             Poll::Pending
         }
-        Poll::Ready(found) => Poll::Ready(converted(owner, found)),
+        Poll::Ready(found) => {
+            mark.settle();
+            Poll::Ready(converted(owner, found))
+        }
     }
 }
 

@@ -8,7 +8,10 @@
 //! (`CxState::poll_mark`). Dropped, it looks at the scope: in the same poll, the count goes
 //! down; in a later poll (it was counted in an earlier one, which the reset of `wants` already
 //! forgot) or outside any (the body dropped at its end), nothing happens. A receive that
-//! never waited does not look at all.
+//! never waited, or that became ready (`settle`), does not look at all: a thread-local read
+//! per message on the ring's hop was +2.8 % of its instructions (callgrind, `msgprobe
+//! ring_async 1`: 170.0 M before the marks, 174.7 M); with `settle`, the marks cost +1.0 %
+//! (171.7 M).
 
 use super::scope;
 use super::state::CxState;
@@ -26,6 +29,14 @@ impl PendingMark {
             self.0 = state.poll_mark;
             state.wants.receives += 1;
         }
+    }
+
+    /// The future is ready: its drop needs no look at the scope (`recv`'s, whose drop follows
+    /// every message). Were it counted in the poll running now (a combinator polled it again
+    /// within one poll), it stays counted until that poll ends: the step reads `Idle` at worst.
+    #[inline]
+    pub(super) fn settle(&mut self) {
+        self.0 = 0;
     }
 
     /// The future of `owner` is dropped: if the poll running now counted it, it waits no more.
