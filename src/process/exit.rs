@@ -385,7 +385,8 @@ impl fmt::Display for MonitorRef {
 }
 
 /// What a process hears of the processes it links to and monitors: what
-/// [`ProcessCx::recv_signal`](crate::ProcessCx::recv_signal) resolves to.
+/// [`ProcessCx::recv_signal`](crate::ProcessCx::recv_signal) resolves to. `#[non_exhaustive]`:
+/// a `match` needs a `_` arm (a later version may add a kind of signal).
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Signal {

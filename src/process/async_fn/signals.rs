@@ -25,6 +25,10 @@ use std::task::{Context, Poll};
 
 /// A message or a signal: what [`RecvAny`] resolves to.
 ///
+/// `#[non_exhaustive]`, as [`Signal`] is: a later version may add a kind of signal (or of
+/// incoming), so a `match` on either needs a `_` arm — the place to ignore what a process
+/// does not act on.
+///
 /// # Examples
 ///
 /// ```

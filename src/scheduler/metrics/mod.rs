@@ -186,6 +186,10 @@ impl FinishCounts {
 /// or `abandoned` in its report) reads cancelled on its handle whatever its last call
 /// returned, and is counted `exits.shutdown` unless it panicked or was stopped.
 ///
+/// The two totals are equal once the processes counted have finished; a snapshot taken while
+/// processes end is not atomic across fields (counters are per-thread shards), so under load
+/// `exits.total()` and `finished.total()` may differ by the ends in flight.
+///
 /// # Examples
 ///
 /// ```

@@ -325,7 +325,9 @@ impl ChildSpec {
     /// machine's `init` fails inside the spawn, an `Err` from the factory) is a start that
     /// failed: [`SupervisorError::Start`](super::SupervisorError::Start)
     /// to whoever started the child, or, on a restart, another restart spent from the
-    /// supervisor's intensity — never the supervisor's own end.
+    /// supervisor's intensity — never the supervisor's own end. A factory that fails for a
+    /// reason of its own (a resource it could not get) says so with
+    /// `Err(SpawnError::Init(InitError::failed(why)))`, as an `init` would.
     ///
     /// The factory spawns one instance through its [`Start`] and returns that PID. Spawn it
     /// last: a process the factory started through `Start` before it failed is linked to the
