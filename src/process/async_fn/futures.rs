@@ -370,25 +370,16 @@ fn count_destructor_panics(owner: Owner, panics: u64) {
 #[must_use = "a receive does nothing unless awaited"]
 #[derive(Debug)]
 pub struct Recv<T> {
-    owner: Owner,
-    pending: PendingMark,
+    mark: PendingMark,
     _type: PhantomData<fn() -> T>,
 }
 
 impl<T> Recv<T> {
     pub(crate) fn new(owner: Owner) -> Recv<T> {
         Recv {
-            owner,
-            pending: PendingMark::default(),
+            mark: PendingMark::new(owner),
             _type: PhantomData,
         }
-    }
-}
-
-/// A receive dropped while it waited (a `select!`'s loser) waits no more (`pending_mark.rs`).
-impl<T> Drop for Recv<T> {
-    fn drop(&mut self) {
-        self.pending.forget(self.owner);
     }
 }
 
@@ -399,7 +390,7 @@ impl<T: 'static> Future for Recv<T> {
     #[inline(always)]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.get_mut();
-        poll_received::<T>(this.owner, cx.waker(), &mut this.pending)
+        poll_received::<T>(this.mark.owner(), cx.waker(), &mut this.mark)
     }
 }
 
@@ -433,22 +424,14 @@ impl<T: 'static> Future for Recv<T> {
 #[must_use = "a receive does nothing unless awaited"]
 #[derive(Debug)]
 pub struct RecvMessage {
-    owner: Owner,
-    pending: PendingMark,
+    mark: PendingMark,
 }
 
 impl RecvMessage {
     pub(crate) fn new(owner: Owner) -> RecvMessage {
         RecvMessage {
-            owner,
-            pending: PendingMark::default(),
+            mark: PendingMark::new(owner),
         }
-    }
-}
-
-impl Drop for RecvMessage {
-    fn drop(&mut self) {
-        self.pending.forget(self.owner);
     }
 }
 
@@ -457,7 +440,7 @@ impl Future for RecvMessage {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.get_mut();
-        poll_received::<Message>(this.owner, cx.waker(), &mut this.pending)
+        poll_received::<Message>(this.mark.owner(), cx.waker(), &mut this.mark)
     }
 }
 
@@ -497,22 +480,14 @@ impl Future for RecvMessage {
 #[must_use = "does nothing unless awaited"]
 #[derive(Debug)]
 pub struct Cancelled {
-    owner: Owner,
-    pending: PendingMark,
+    mark: PendingMark,
 }
 
 impl Cancelled {
     pub(crate) fn new(owner: Owner) -> Cancelled {
         Cancelled {
-            owner,
-            pending: PendingMark::default(),
+            mark: PendingMark::new(owner),
         }
-    }
-}
-
-impl Drop for Cancelled {
-    fn drop(&mut self) {
-        self.pending.forget(self.owner);
     }
 }
 
@@ -521,7 +496,7 @@ impl Future for Cancelled {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.get_mut();
-        scope::with(this.owner, |scope| match scope {
+        scope::with(this.mark.owner(), |scope| match scope {
             Some(mut scope) => match scope.state.cancelled {
                 Some(reason) => {
                     // The body has been told: what it asks next is cleanup.
@@ -529,7 +504,7 @@ impl Future for Cancelled {
                     Poll::Ready(Err(RecvError::Cancelled(reason)))
                 }
                 None => {
-                    scope.wait_for_mail(cx.waker(), &mut this.pending);
+                    scope.wait_for_mail(cx.waker(), &mut this.mark);
                     Poll::Pending
                 }
             },

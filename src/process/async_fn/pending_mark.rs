@@ -3,30 +3,50 @@
 //! left waiting on a timer or a socket parks `Blocked`, as one that never received, not `Idle`
 //! (`mod.rs`, the status a poll ends with).
 //!
-//! A receive (`recv`, `recv_message`, `cancelled`, the signal receives) counts itself in
+//! A receive (`recv`, `recv_message`, `cancelled`, the signal receives) holds a
+//! [`PendingMark`] in place of its bare owner, and counts itself in
 //! `Wants::receives` when it returns `Pending`, once per poll, and remembers the poll
 //! (`CxState::poll_mark`). Dropped, it looks at the scope: in the same poll, the count goes
 //! down; in a later poll (it was counted in an earlier one, which the reset of `wants` already
 //! forgot) or outside any (the body dropped at its end), nothing happens. A receive that
 //! never waited, or that became ready (`settle`), does not look at all: a thread-local read
 //! per message on the ring's hop was +2.8 % of its instructions (callgrind, `msgprobe
-//! ring_async 1`: 170.0 M before the marks, 174.7 M); with `settle`, the marks cost +1.0 %
-//! (171.7 M).
+//! ring_async 1`: 170.0 M before the marks, 174.7 M); with `settle`, the marks cost +1.3 %
+//! (172.2 M).
 
 use super::scope;
 use super::state::CxState;
 use crate::process::context::Owner;
 
-/// A mail-waiting future's mark: the body's poll that counted it pending (0: none).
-#[derive(Debug, Default)]
-pub(super) struct PendingMark(u32);
+/// A mail-waiting future's owner, and the body's poll that counted it pending (0: none).
+/// Held by every receive in place of its bare owner: its drop takes the receive out of the
+/// count.
+#[derive(Debug)]
+pub(super) struct PendingMark {
+    owner: Owner,
+    counted_in: u32,
+}
 
 impl PendingMark {
+    /// A receive of `owner`'s, not counted yet.
+    pub(super) fn new(owner: Owner) -> PendingMark {
+        PendingMark {
+            owner,
+            counted_in: 0,
+        }
+    }
+
+    /// The process the receive belongs to.
+    #[inline]
+    pub(super) fn owner(&self) -> Owner {
+        self.owner
+    }
+
     /// The future returns `Pending` in the poll `state` runs: counted once in it.
     #[inline]
     pub(super) fn count(&mut self, state: &mut CxState) {
-        if self.0 != state.poll_mark {
-            self.0 = state.poll_mark;
+        if self.counted_in != state.poll_mark {
+            self.counted_in = state.poll_mark;
             state.wants.receives += 1;
         }
     }
@@ -36,18 +56,21 @@ impl PendingMark {
     /// within one poll), it stays counted until that poll ends: the step reads `Idle` at worst.
     #[inline]
     pub(super) fn settle(&mut self) {
-        self.0 = 0;
+        self.counted_in = 0;
     }
+}
 
-    /// The future of `owner` is dropped: if the poll running now counted it, it waits no more.
+/// The receive is dropped: if the poll running now counted it, it waits no more.
+impl Drop for PendingMark {
     #[inline]
-    pub(super) fn forget(&self, owner: Owner) {
-        if self.0 == 0 {
+    fn drop(&mut self) {
+        if self.counted_in == 0 {
             return;
         }
-        scope::with(owner, |scope| {
+        let counted_in = self.counted_in;
+        scope::with(self.owner, |scope| {
             if let Some(scope) = scope {
-                if scope.state.poll_mark == self.0 {
+                if scope.state.poll_mark == counted_in {
                     scope.state.wants.receives -= 1;
                 }
             }
@@ -62,7 +85,11 @@ mod tests {
     #[test]
     fn a_receive_is_counted_once_per_poll() {
         let mut state = CxState::default();
-        let mut mark = PendingMark::default();
+        let owner = Owner {
+            host: crate::process::context::HostId::next(),
+            pid: crate::Pid::from_raw(1 << 26).unwrap(),
+        };
+        let mut mark = PendingMark::new(owner);
         state.poll_mark = 1;
         mark.count(&mut state);
         mark.count(&mut state);
@@ -74,6 +101,9 @@ mod tests {
         state.poll_mark = 2;
         state.wants = Default::default();
         mark.count(&mut state);
+        assert_eq!(state.wants.receives, 1);
+        // Dropped outside any poll of its process (here: outside any): nothing to take back.
+        drop(mark);
         assert_eq!(state.wants.receives, 1);
     }
 }

@@ -122,22 +122,14 @@ fn cancellation(scope: &mut Scope<'_>) -> Option<RecvError> {
 #[must_use = "a receive does nothing unless awaited"]
 #[derive(Debug)]
 pub struct RecvSignal {
-    owner: Owner,
-    pending: PendingMark,
+    mark: PendingMark,
 }
 
 impl RecvSignal {
     pub(crate) fn new(owner: Owner) -> RecvSignal {
         RecvSignal {
-            owner,
-            pending: PendingMark::default(),
+            mark: PendingMark::new(owner),
         }
-    }
-}
-
-impl Drop for RecvSignal {
-    fn drop(&mut self) {
-        self.pending.forget(self.owner);
     }
 }
 
@@ -146,7 +138,7 @@ impl Future for RecvSignal {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.get_mut();
-        scope::with(this.owner, |scope| {
+        scope::with(this.mark.owner(), |scope| {
             let Some(mut scope) = scope else {
                 return Poll::Ready(Err(RecvError::OutsideProcess));
             };
@@ -156,7 +148,7 @@ impl Future for RecvSignal {
             if let Some(signal) = scope.state.take_signal(|_| true) {
                 return Poll::Ready(Ok(signal));
             }
-            scope.wait_for_mail(cx.waker(), &mut this.pending);
+            scope.wait_for_mail(cx.waker(), &mut this.mark);
             Poll::Pending
         })
     }
@@ -190,22 +182,14 @@ impl Future for RecvSignal {
 #[must_use = "a receive does nothing unless awaited"]
 #[derive(Debug)]
 pub struct RecvDown {
-    owner: Owner,
-    pending: PendingMark,
+    mark: PendingMark,
 }
 
 impl RecvDown {
     pub(crate) fn new(owner: Owner) -> RecvDown {
         RecvDown {
-            owner,
-            pending: PendingMark::default(),
+            mark: PendingMark::new(owner),
         }
-    }
-}
-
-impl Drop for RecvDown {
-    fn drop(&mut self) {
-        self.pending.forget(self.owner);
     }
 }
 
@@ -214,7 +198,7 @@ impl Future for RecvDown {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.get_mut();
-        scope::with(this.owner, |scope| {
+        scope::with(this.mark.owner(), |scope| {
             let Some(mut scope) = scope else {
                 return Poll::Ready(Err(RecvError::OutsideProcess));
             };
@@ -227,7 +211,7 @@ impl Future for RecvDown {
             {
                 Some(Signal::Down(down)) => Poll::Ready(Ok(down)),
                 _ => {
-                    scope.wait_for_mail(cx.waker(), &mut this.pending);
+                    scope.wait_for_mail(cx.waker(), &mut this.mark);
                     Poll::Pending
                 }
             }
@@ -256,22 +240,14 @@ impl Future for RecvDown {
 #[must_use = "a receive does nothing unless awaited"]
 #[derive(Debug)]
 pub struct RecvExit {
-    owner: Owner,
-    pending: PendingMark,
+    mark: PendingMark,
 }
 
 impl RecvExit {
     pub(crate) fn new(owner: Owner) -> RecvExit {
         RecvExit {
-            owner,
-            pending: PendingMark::default(),
+            mark: PendingMark::new(owner),
         }
-    }
-}
-
-impl Drop for RecvExit {
-    fn drop(&mut self) {
-        self.pending.forget(self.owner);
     }
 }
 
@@ -280,7 +256,7 @@ impl Future for RecvExit {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.get_mut();
-        scope::with(this.owner, |scope| {
+        scope::with(this.mark.owner(), |scope| {
             let Some(mut scope) = scope else {
                 return Poll::Ready(Err(RecvError::OutsideProcess));
             };
@@ -293,7 +269,7 @@ impl Future for RecvExit {
             {
                 Some(Signal::Exit(exit)) => Poll::Ready(Ok(exit)),
                 _ => {
-                    scope.wait_for_mail(cx.waker(), &mut this.pending);
+                    scope.wait_for_mail(cx.waker(), &mut this.mark);
                     Poll::Pending
                 }
             }
@@ -336,24 +312,16 @@ impl Future for RecvExit {
 #[must_use = "a receive does nothing unless awaited"]
 #[derive(Debug)]
 pub struct RecvAny<M> {
-    owner: Owner,
-    pending: PendingMark,
+    mark: PendingMark,
     _type: PhantomData<fn() -> M>,
 }
 
 impl<M> RecvAny<M> {
     pub(crate) fn new(owner: Owner) -> RecvAny<M> {
         RecvAny {
-            owner,
-            pending: PendingMark::default(),
+            mark: PendingMark::new(owner),
             _type: PhantomData,
         }
-    }
-}
-
-impl<M> Drop for RecvAny<M> {
-    fn drop(&mut self) {
-        self.pending.forget(self.owner);
     }
 }
 
@@ -362,7 +330,7 @@ impl<M: 'static> Future for RecvAny<M> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.get_mut();
-        let found = scope::with(this.owner, |scope| {
+        let found = scope::with(this.mark.owner(), |scope| {
             let Some(mut scope) = scope else {
                 return Poll::Ready(Err(RecvError::OutsideProcess));
             };
@@ -387,7 +355,7 @@ impl<M: 'static> Future for RecvAny<M> {
                 Some(Ok(value)) => Found::Value(value),
                 Some(Err(message)) => Found::Message(message),
                 None => {
-                    scope.wait_for_mail(cx.waker(), &mut this.pending);
+                    scope.wait_for_mail(cx.waker(), &mut this.mark);
                     return Poll::Pending;
                 }
             };
