@@ -265,10 +265,11 @@ impl Node {
     /// within twice that when NATS is out of reach). Once the first has begun, a send to
     /// another node fails `NoConnection`; after `leave`, so does everything a clone of this
     /// `Node` still in use asks of another node (a spawn placed by load or on another node, a
-    /// `whereis` there). Its scheduler and processes keep running. Started again on the same scheduler, the node has
-    /// a new incarnation: the cluster-wide PIDs of the processes still running from its
-    /// previous life named that life, and are `NoProc` to others now (a node's death ends its
-    /// processes' reachability, as a restarted node's would); hand out [`Node::pid`]s afresh.
+    /// `whereis` there). Its scheduler and processes keep running. Started again on the same
+    /// scheduler, the node has a new incarnation: the cluster-wide PIDs of the processes still
+    /// running from its previous life named that life, and are `NoProc` to others now (a
+    /// node's death ends its processes' reachability, as a restarted node's would); hand out
+    /// [`Node::pid`]s afresh.
     ///
     /// # Examples
     ///
