@@ -4,6 +4,7 @@ use super::exit::{Down, Exit};
 use super::queue::Queue;
 use super::{CommandError, Payload, Pid};
 use std::borrow::Cow;
+use std::collections::VecDeque;
 
 /// The correlation tag of a yield, chosen by the process and returned unchanged with its
 /// completion. Keep a process's outstanding tags distinct: the scheduler does not check them,
@@ -345,6 +346,15 @@ impl Events {
     #[inline(always)]
     pub(crate) fn push_completion(&mut self, tag: Tag, result: Result<Payload, CommandError>) {
         self.queue.push_completion(tag, result);
+    }
+
+    /// Hands every event to `inbox` (empty) by exchanging buffers, if they are all messages
+    /// and more than one: an `async fn` body's step files a batch of messages this way instead
+    /// of moving each (`async_fn/state.rs`, `CxState::file_messages`). Returns how many.
+    #[inline]
+    pub(crate) fn give_messages(&mut self, inbox: &mut VecDeque<Event>) -> Option<usize> {
+        self.queue
+            .give_buffer_if_all(inbox, |event| matches!(event, Event::Message(_)))
     }
 
     /// Moves every event to the front of `queue`, ahead of its own.

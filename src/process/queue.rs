@@ -242,6 +242,29 @@ impl Queue {
         }
     }
 
+    /// Hands every event to `into` by exchanging buffers, if `into` is empty, this queue holds
+    /// its events in a buffer and `all` accepts each of them; returns how many moved. The
+    /// buffer `into` gave back stays here for [`release_buffer`](Self::release_buffer) to park —
+    /// unless it never allocated, since parking it would free the thread's spare.
+    #[inline]
+    pub(crate) fn give_buffer_if_all(
+        &mut self,
+        into: &mut VecDeque<Event>,
+        all: impl Fn(&Event) -> bool,
+    ) -> Option<usize> {
+        let Queue::Spilled(buffer) = self else {
+            return None;
+        };
+        if !into.is_empty() || !buffer.iter().all(all) {
+            return None;
+        }
+        std::mem::swap(buffer, into);
+        if buffer.capacity() == 0 {
+            *self = Queue::Inline(None);
+        }
+        Some(into.len())
+    }
+
     /// Moves every event of `front` ahead of this queue's, in their order.
     pub(crate) fn prepend(&mut self, front: &mut Queue) {
         if self.is_empty() {

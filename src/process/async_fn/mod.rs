@@ -224,8 +224,10 @@ where
                 None
             }
             _ => {
-                for event in events.drain() {
-                    panics += state.route(event);
+                if !state.file_messages(events) {
+                    for event in events.drain() {
+                        panics += state.route(event);
+                    }
                 }
                 None
             }

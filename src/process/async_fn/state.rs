@@ -33,7 +33,7 @@ use super::live_calls::LiveCalls;
 use crate::process::exit::Signal;
 use crate::process::mailbox::saturate;
 use crate::process::{drop_contained, drop_later};
-use crate::process::{CancelReason, CommandError, Event, Message, Payload, Tag, Topic};
+use crate::process::{CancelReason, CommandError, Event, Events, Message, Payload, Tag, Topic};
 use std::collections::VecDeque;
 use std::task::Waker;
 
@@ -98,7 +98,7 @@ impl CxState {
             Event::YieldComplete { tag, result } => return self.keep(tag, result),
             Event::Message(message) => {
                 let mail = self.mail();
-                mail.inbox.push_back(message);
+                mail.inbox.push_back(Event::Message(message));
                 mail.arrived += 1;
             }
             Event::Cancel { reason } => self.cancelled = Some(reason),
@@ -116,6 +116,21 @@ impl CxState {
         let signals = &mut self.mail.as_mut()?.signals;
         let at = signals.iter().position(|(_, signal)| wanted(signal))?;
         signals.remove(at).map(|(_, signal)| signal)
+    }
+
+    /// Files a step's batch of messages (two or more, nothing else among them) behind an empty
+    /// inbox by taking the step's buffer whole: one exchange instead of a move per message,
+    /// which `route` costs (`msgprobe async`: a fifth of the worker's instructions per message).
+    /// `false`, and nothing filed, otherwise.
+    pub(super) fn file_messages(&mut self, events: &mut Events) -> bool {
+        let mail = self.mail();
+        match events.give_messages(&mut mail.inbox) {
+            Some(filed) => {
+                mail.arrived += filed as u64;
+                true
+            }
+            None => false,
+        }
     }
 
     /// Takes the oldest signal if it arrived before every message still in the inbox (a
@@ -357,8 +372,9 @@ impl Drop for CxState {
 /// What arrived for the body's `recv`s.
 #[derive(Debug, Default)]
 pub(super) struct Mail {
-    /// Messages not yet received by the body.
-    pub(super) inbox: VecDeque<Message>,
+    /// Messages not yet received by the body: only `Event::Message`s, held as events so that a
+    /// step's batch of them is filed by exchanging buffers ([`CxState::file_messages`]).
+    pub(super) inbox: VecDeque<Event>,
     /// Topics whose overflow marker the body has not yet received.
     pub(super) overflows: VecDeque<Topic>,
     /// Exit signals (when trapping) and monitors' `Down`s not yet received (`signals.rs`),
@@ -395,7 +411,9 @@ impl Mail {
     /// every message a body receives from its inbox).
     #[inline(always)]
     pub(super) fn pop_message(&mut self) -> Option<Message> {
-        let message = self.inbox.pop_front()?;
+        let Event::Message(message) = self.inbox.pop_front()? else {
+            unreachable!("the inbox holds only messages (`Mail::inbox`)")
+        };
         self.taken += 1;
         Some(message)
     }

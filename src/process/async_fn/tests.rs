@@ -395,6 +395,39 @@ fn messages_are_received_in_arrival_order_whether_held_or_queued() {
     }
 }
 
+#[test]
+fn a_batch_of_messages_is_received_in_arrival_order_whether_handed_over_whole_or_filed() {
+    // The body is in a call. Three messages arrive in one step behind an empty inbox (the step
+    // hands their buffer to the inbox whole), two more in one step while the inbox still holds
+    // those (filed behind them one by one), then a message beside the call's completion (a
+    // mixed batch: filed one by one). All are received, in arrival order.
+    let mut harness = driver(|cx: Cx<u64>| async move {
+        let _ = cx.call(Add(0, 0)).await;
+        let mut order = Vec::new();
+        for _ in 0..6 {
+            order.push(cx.recv().await?);
+        }
+        Ok::<_, BoxError>(order)
+    });
+    harness.init("run", Payload::empty()).unwrap();
+    let tag = harness.step().unwrap().yields[0].0;
+    for n in 1..=3u64 {
+        harness.send(Message::new("n", Payload::new(n)));
+    }
+    assert!(matches!(harness.step().unwrap().status, Status::Wait));
+    assert_eq!(harness.process.unread_messages(), Some(3));
+    harness.send(Message::new("n", Payload::new(4u64)));
+    harness.send(Message::new("n", Payload::new(5u64)));
+    assert!(matches!(harness.step().unwrap().status, Status::Wait));
+    assert_eq!(harness.process.unread_messages(), Some(5));
+    harness.send(Message::new("n", Payload::new(6u64)));
+    harness.complete(tag, Ok(Payload::new(0u64)));
+    match harness.step().unwrap().status {
+        Status::Done(order) => assert_eq!(order, [1, 2, 3, 4, 5, 6]),
+        other => panic!("unexpected {other:?}"),
+    }
+}
+
 /// A call and a receive made by one process and awaited in another's body (handed over through
 /// a channel): each fails with its typed error there, and the other process's state is
 /// untouched — no yield of its own is taken, its message stays for its own receive.
