@@ -85,6 +85,7 @@
 mod addr;
 mod ask;
 mod ask_room;
+mod ask_spin;
 mod blocking;
 mod builder;
 mod closers;
