@@ -307,17 +307,22 @@ where
                     None
                 }
             },
-            State::Outside(receiver) => match Pin::new(&mut *receiver).poll(cx) {
-                Poll::Ready(Ok(value)) => Some(Ok(value)),
-                Poll::Ready(Err(_closed)) => Some(Err(AskError::NoReply)),
-                // Just sent: a short spin may find the answer before this thread parks.
-                Poll::Pending if sent_now => match this.sched.inner.ask_spin.wait(receiver) {
+            State::Outside(receiver) => {
+                // Just sent: a short spin may find the answer before this thread parks — before
+                // the waker is registered, so that an answer taken by the spin wakes no one.
+                let spun = sent_now
+                    .then(|| this.sched.inner.ask_spin.wait(receiver))
+                    .flatten();
+                match spun {
                     Some(Spun::Answered(value)) => Some(Ok(value)),
                     Some(Spun::Closed) => Some(Err(AskError::NoReply)),
-                    None => None,
-                },
-                Poll::Pending => None,
-            },
+                    None => match Pin::new(receiver).poll(cx) {
+                        Poll::Ready(Ok(value)) => Some(Ok(value)),
+                        Poll::Ready(Err(_closed)) => Some(Err(AskError::NoReply)),
+                        Poll::Pending => None,
+                    },
+                }
+            }
             State::Held(held) => {
                 // A body's ask hears its process's cancel while it waits for room, also when
                 // polled with a waker of its own (`FuturesUnordered`): the cancel wakes the

@@ -34,7 +34,7 @@
 //!
 //! # No protocol here
 //! Nothing the ask returns depends on the gate: the answer is taken from the ask's own
-//! channel (`try_recv`, the channel the poll reads, its waker already registered), and a race
+//! channel (`try_recv`, the channel the poll then reads, registering its waker), and a race
 //! on `spinning` only decides whether some ask spins — two spinners at once, or none — never
 //! what it gets. So it is `Relaxed`, and no loom model is needed.
 
@@ -100,8 +100,10 @@ impl AskSpin {
     }
 
     /// Spins for the answer on `receiver` (just sent), if the gate lets this ask spin; `None`
-    /// if it did not spin or found nothing, and the caller parks as usual (its waker is
-    /// registered: the poll that sent polled the channel first).
+    /// if it did not spin or found nothing, and the caller polls the channel as usual (which
+    /// registers its waker). Called before that poll: an answer the spin takes then finds no
+    /// waker to wake — a remote schedule of the asking task, and perhaps an unpark of another
+    /// of its runtime's threads, saved.
     pub(super) fn wait<R>(&self, receiver: &mut oneshot::Receiver<R>) -> Option<Spun<R>> {
         if !self.enabled {
             return None;
