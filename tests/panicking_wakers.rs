@@ -177,7 +177,12 @@ fn a_body_whose_answer_wakes_a_panicking_asker_waker_goes_on() {
     enum Request {
         Get(Reply<u32>),
     }
-    let sched = Scheduler::builder().workers(2).build().unwrap();
+    // No spin: the first poll must register the waker for the answer to wake.
+    let sched = Scheduler::builder()
+        .workers(2)
+        .spin_waits(false)
+        .build()
+        .unwrap();
     let server = sched
         .spawn_fn(|cx: ProcessCx<Request>| async move {
             let mut answered = 0;

@@ -188,6 +188,14 @@ pub(crate) fn current() -> Option<Rc<Core>> {
         .flatten()
 }
 
+/// `true` on a worker's thread (any executor's): where a wait must not spin, since the thread
+/// has other tasks to run (`scheduler/spin_wait.rs`).
+pub(crate) fn on_worker_thread() -> bool {
+    CURRENT
+        .try_with(|current| current.borrow().is_some())
+        .unwrap_or(false)
+}
+
 /// The executor whose worker runs on the current thread, if any.
 pub(crate) fn current_shared() -> Option<Arc<Shared>> {
     CURRENT

@@ -48,11 +48,11 @@
 
 use super::addr::Addr;
 use super::ask_room::{Held, Room, Sent, Then};
-use super::ask_spin::Spun;
 use super::deadline::Deadline;
 use super::error::{AskError, SendErrorKind};
 use super::handle::SchedulerHandle;
 use super::reply::{Elsewhere, Reply, ReplyTo};
+use super::spin_wait::Spun;
 use crate::process::async_fn::asking::{self, AskCall, AskPoll};
 use crate::process::async_fn::unhosted::{self, UnhostedAsk};
 use crate::process::{drop_contained, CancelReason, CommandError, Payload, Pid};
@@ -311,7 +311,7 @@ where
                 // Just sent: a short spin may find the answer before this thread parks — before
                 // the waker is registered, so that an answer taken by the spin wakes no one.
                 let spun = sent_now
-                    .then(|| this.sched.inner.ask_spin.wait(receiver))
+                    .then(|| this.sched.inner.spin_gate.wait_answer(receiver))
                     .flatten();
                 match spun {
                     Some(Spun::Answered(value)) => Some(Ok(value)),

@@ -85,7 +85,6 @@
 mod addr;
 mod ask;
 mod ask_room;
-mod ask_spin;
 mod blocking;
 mod builder;
 mod closers;
@@ -112,6 +111,7 @@ mod shared;
 mod shutdown;
 mod spawn_fn;
 mod spawn_options;
+mod spin_wait;
 mod stepped;
 mod supervisor;
 mod table;

@@ -71,6 +71,8 @@ pub struct ProcessHandle<T = Payload, M = Message> {
     join: JoinHandle<Result<T, ProcessError>>,
     /// The process's scheduler, for [`addr`](Self::addr).
     sched: SchedulerHandle,
+    /// Polled before: only the first poll may spin for the end (`spin_wait.rs`).
+    polled: bool,
     _receives: PhantomData<fn(M)>,
 }
 
@@ -84,6 +86,7 @@ impl<T, M> ProcessHandle<T, M> {
             pid,
             join,
             sched,
+            polled: false,
             _receives: PhantomData,
         }
     }
@@ -153,6 +156,15 @@ impl<T, M> Future for ProcessHandle<T, M> {
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let pid = self.pid;
+        if !std::mem::replace(&mut self.polled, true) {
+            // A process that ends within microseconds of its first poll (a short one awaited
+            // from a tokio task) is taken without parking this thread (`spin_wait.rs`).
+            let join = &self.join;
+            self.sched
+                .inner
+                .spin_gate
+                .wait_finished(|| join.is_finished());
+        }
         Pin::new(&mut self.join)
             .poll(cx)
             .map(|joined| match joined {

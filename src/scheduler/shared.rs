@@ -38,8 +38,8 @@ pub(crate) struct Inner {
     step_budget: usize,
     /// Named processes (`names.rs`).
     pub(super) names: Names,
-    /// Which ask from outside a process may spin for its answer (`ask_spin.rs`).
-    pub(super) ask_spin: super::ask_spin::AskSpin,
+    /// Which wait from outside the scheduler may spin before it parks (`spin_wait.rs`).
+    pub(super) spin_gate: super::spin_wait::SpinGate,
     /// The hooks of monitors whose `Down` the cluster delivers (`held_monitors.rs`).
     #[cfg(feature = "cluster")]
     pub(super) held: super::held_monitors::HeldMonitors,
@@ -75,7 +75,7 @@ impl Inner {
             max_batch,
             step_budget,
             names: Names::default(),
-            ask_spin: super::ask_spin::AskSpin::new(),
+            spin_gate: super::spin_wait::SpinGate::new(true),
             #[cfg(feature = "cluster")]
             held: Default::default(),
         }
