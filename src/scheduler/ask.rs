@@ -72,7 +72,9 @@ impl<M: Send + 'static> Addr<M> {
     /// answer for a few microseconds before it returns `Pending`: an answer usually comes
     /// within one, and a task that parked meanwhile would pay two thread wake-ups per ask. One
     /// ask at a time spins, yielding its core after 2 µs, and a thread whose spins miss backs
-    /// off; a machine with one core never spins.
+    /// off; a machine with one core never spins, nor a scheduler built with
+    /// [`spin_waits(false)`](crate::config::SchedulerBuilder::spin_waits) — the setting for
+    /// code that joins many asks from one task, which the spins would send one at a time.
     ///
     /// # Errors
     ///

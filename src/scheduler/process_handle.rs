@@ -31,6 +31,12 @@ use std::task::{Context, Poll};
 /// clock forward whenever its own threads are idle, and the scheduler's workers are not tokio's,
 /// so the timeout elapses at once, however soon the process would finish.
 ///
+/// Awaited from outside the scheduler (a tokio task, a thread), the handle's first poll may
+/// look for the process's end for a few microseconds before its thread parks, so that a short
+/// process spawned and awaited in a loop costs no thread wake-ups
+/// ([`spin_waits`](crate::config::SchedulerBuilder::spin_waits) turns it off; never from a
+/// process's body).
+///
 /// # Examples
 ///
 /// ```
