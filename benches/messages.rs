@@ -7,6 +7,7 @@
 //! | `send_to_waiting/<form>` | a receiver that started first; [`SENDS`] `u64` sends from the bench thread, timed until the receiver has consumed all | one task receiving from an unbounded `mpsc` |
 //! | `ask_from_tokio` | [`ASKS`] asks from tokio code (the bench thread's `block_on`) to one process, each awaited before the next | a task receiving `(u64, oneshot::Sender)` |
 //! | `ask_from_task` | [`ASKS`] asks from a task spawned on a multi-thread tokio runtime to one process, each awaited before the next: every ask crosses between the runtimes twice (a thread wake-up each way when the other side is parked) | `ask_between`'s: a task on the same runtime asking the native server (both ends on one worker, no wake-up crosses a thread) |
+//! | `spawn_await_from_task` | [`SPAWNS`] short processes spawned and awaited one after the other from a task spawned on a multi-thread tokio runtime | the task `tokio::spawn`s and awaits a task each time |
 //! | `ask_between` | one process asks another [`ASKS`] times | one task asking another through `mpsc` + `oneshot` |
 //! | `ring_pids/<form>` | [`RING`] processes learn the ring's PIDs from a shared `OnceLock`; a `u64` token, forwarded with `SchedulerHandle::send` from each step, goes round until each has seen [`LAPS`]; timed from the first send until every handle is joined | tasks with `mpsc` senders in a shared `OnceLock` |
 //! | `ring_addrs/<form>` | the same ring with typed addresses (`Addr<u64>`) | — (same as above) |
@@ -35,6 +36,8 @@ use tokio::sync::{mpsc, oneshot};
 const SENDS: u64 = 100_000;
 /// Asks per `ask_*` iteration.
 const ASKS: u64 = 10_000;
+/// Processes spawned and awaited one after the other by `spawn_await_from_task`.
+const SPAWNS: u64 = 10_000;
 /// Tokio tasks sending in `send_wait_<cap>`.
 const WAITING_SENDERS: u64 = 10;
 /// Mailbox / channel capacities of the `send_wait_<cap>` groups.
@@ -233,6 +236,40 @@ fn asks(c: &mut Criterion) {
     // Its tokio-native peer is `ask_between`'s: a task asking the native server.
     group.finish();
 
+    // A short process spawned and awaited, one after the other, from a spawned task: the
+    // same crossing between the runtimes, with a spawn where the ask had a message.
+    let mut group = c.benchmark_group("spawn_await_from_task");
+    group
+        .sample_size(10)
+        .measurement_time(Duration::from_secs(4));
+    group.bench_function("procsched", |b| {
+        b.iter(|| {
+            let spawner = sched.handle().clone();
+            let task = caller.spawn(async move {
+                for n in 0..SPAWNS {
+                    let handle = spawner
+                        .spawn_fn(move |_: ProcessCx| async move { Ok::<_, BoxError>(n + 1) })
+                        .expect("spawn");
+                    let output = handle.await.expect("output");
+                    debug_assert_eq!(output, n + 1);
+                }
+            });
+            caller.block_on(task).expect("spawner");
+        })
+    });
+    group.bench_function(NATIVE, |b| {
+        b.iter(|| {
+            let task = runtime.spawn(async move {
+                for n in 0..SPAWNS {
+                    let output = tokio::spawn(async move { n + 1 }).await.expect("output");
+                    debug_assert_eq!(output, n + 1);
+                }
+            });
+            runtime.block_on(task).expect("spawner");
+        })
+    });
+    group.finish();
+
     let mut group = c.benchmark_group("ask_between");
     group
         .sample_size(20)
@@ -429,10 +466,16 @@ mod harness {
 
 /// The report: medians, per-unit cost, and the ratio to tokio-native of each row.
 fn report(started: SystemTime) {
-    let rows: [(&str, &[&str], f64, &str); 8] = [
+    let rows: [(&str, &[&str], f64, &str); 9] = [
         ("send_to_waiting", &["sm", "async"], SENDS as f64, "send"),
         ("ask_from_tokio", &["procsched"], ASKS as f64, "ask"),
         ("ask_from_task", &["procsched"], ASKS as f64, "ask"),
+        (
+            "spawn_await_from_task",
+            &["procsched"],
+            SPAWNS as f64,
+            "spawn",
+        ),
         ("ask_between", &["procsched"], ASKS as f64, "ask"),
         (
             "ring_pids",
