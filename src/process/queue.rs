@@ -243,9 +243,11 @@ impl Queue {
     }
 
     /// Hands every event to `into` by exchanging buffers, if `into` is empty, this queue holds
-    /// its events in a buffer and `all` accepts each of them; returns how many moved. The
-    /// buffer `into` gave back stays here for [`release_buffer`](Self::release_buffer) to park —
-    /// unless it never allocated, since parking it would free the thread's spare.
+    /// its events in a buffer no larger than a spare may be ([`SPARE_MAX`]: a buffer grown by
+    /// a past flood would stay with `into`'s owner) and `all` accepts each of them; returns how
+    /// many moved. The buffer `into` gave back stays here for
+    /// [`release_buffer`](Self::release_buffer) to park — unless it never allocated, since
+    /// parking it would free the thread's spare.
     #[inline]
     pub(crate) fn give_buffer_if_all(
         &mut self,
@@ -255,7 +257,7 @@ impl Queue {
         let Queue::Spilled(buffer) = self else {
             return None;
         };
-        if !into.is_empty() || !buffer.iter().all(all) {
+        if !into.is_empty() || buffer.capacity() > SPARE_MAX || !buffer.iter().all(all) {
             return None;
         }
         std::mem::swap(buffer, into);
@@ -337,6 +339,41 @@ impl Queue {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
+
+    fn message(n: u64) -> Event {
+        Event::Message(super::super::Message::new("n", Payload::new(n)))
+    }
+
+    #[test]
+    fn a_buffer_of_messages_is_given_whole_unless_grown_past_a_spare_or_mixed() {
+        let mut queue = Queue::default();
+        for n in 0..3 {
+            queue.push_back(message(n));
+        }
+        let is_message = |event: &Event| matches!(event, Event::Message(_));
+        let mut inbox = std::collections::VecDeque::new();
+        assert_eq!(queue.give_buffer_if_all(&mut inbox, is_message), Some(3));
+        assert!(queue.is_empty() && inbox.len() == 3);
+        // `into` not empty: refused.
+        queue.push_back(message(3));
+        queue.push_back(message(4));
+        assert_eq!(queue.give_buffer_if_all(&mut inbox, is_message), None);
+        inbox.clear();
+        // Not all messages: refused, nothing moved.
+        queue.push_back(Event::Woken);
+        assert_eq!(queue.give_buffer_if_all(&mut inbox, is_message), None);
+        assert_eq!(queue.len(), 3);
+        // A buffer grown past what a spare may hold stays where it is.
+        let mut flooded = Queue::default();
+        for n in 0..(SPARE_MAX as u64 + 1) {
+            flooded.push_back(message(n));
+        }
+        while flooded.len() > 2 {
+            drop(flooded.pop_front());
+        }
+        assert_eq!(flooded.give_buffer_if_all(&mut inbox, is_message), None);
+        assert!(inbox.is_empty());
+    }
 
     fn drained(queue: &mut Queue) -> Vec<u64> {
         std::iter::from_fn(|| queue.pop_front())
