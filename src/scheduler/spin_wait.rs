@@ -50,21 +50,22 @@ use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
 
-/// How long one ask spins for its answer at most.
+/// How long one wait spins at most.
 const SPIN_FOR: Duration = Duration::from_micros(20);
 /// Spinning longer than this, the spinner yields its core between looks.
 const YIELD_AFTER: Duration = Duration::from_micros(2);
-/// Polls of the channel between two looks at the clock.
+/// Looks (at a channel, at a task's state) between two looks at the clock.
 const TRIES_PER_CLOCK: u32 = 32;
-/// Outside asks that skip spinning after one found another ask spinning.
+/// Waits a thread skips spinning for after one of its waits found another spinning.
 const CONTENDED_SKIP: u32 = 64;
-/// The most consecutive misses counted: a backoff of at most 2^10 asks.
+/// The most consecutive misses counted: a backoff of at most 2^10 waits.
 const MAX_BACKOFF_SHIFT: u32 = 10;
 
 /// The spin gate of one scheduler (module docs).
 #[derive(Debug)]
 pub(super) struct SpinGate {
-    /// More than one core: an answer can come while the waiter spins.
+    /// More than one core (an answer can come while the waiter spins), and spinning not
+    /// turned off (`spin_waits(false)`).
     enabled: bool,
     /// A wait is spinning now.
     spinning: AtomicBool,
