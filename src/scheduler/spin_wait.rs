@@ -27,8 +27,10 @@
 //! - **A spin that misses backs off**: after `k` misses in a row ([`SPIN_FOR`] without an
 //!   answer) the thread's next `2^k` waits (at most 2^[`MAX_BACKOFF_SHIFT`]) do not spin; a hit
 //!   resets it. The backoff is per thread: a wait that does not spin writes no shared memory.
-//! - **Never on a worker's thread** (a process's body awaiting a handle, say): that thread has
-//!   other processes to run. **Nor on one core**, where the answer cannot come meanwhile, nor
+//! - **Never on a worker's thread, nor in a process's body** (one awaiting a handle, say): a
+//!   worker's thread has other processes to run, and a body driven by `testing::Harness` would
+//!   see a child's result or not depending on timing, where it must fail its step the same way
+//!   every time. **Nor on one core**, where the answer cannot come meanwhile, nor
 //!   when the scheduler was built with `spin_waits(false)`: in a join of many asks from one
 //!   task each spin holds back its siblings' requests until its answer (`msgprobe`-style
 //!   `join_all` of 1 000 asks: 0.76–0.83 µs an ask without spinning, 1.00–1.04 with).
@@ -45,6 +47,7 @@
 //! spinners at once, or none — never what it gets. So it is `Relaxed`, and no loom model is
 //! needed.
 
+use crate::process::async_fn::asking;
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::time::{Duration, Instant};
@@ -126,7 +129,7 @@ impl SpinGate {
     }
 
     fn wait_for<T>(&self, look: impl FnMut() -> Option<T>) -> Option<T> {
-        if !self.enabled || crate::executor::on_worker_thread() {
+        if !self.enabled || crate::executor::on_worker_thread() || asking::in_body() {
             return None;
         }
         BACKOFF

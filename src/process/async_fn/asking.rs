@@ -67,6 +67,13 @@ fn untold_cancel(state: &mut CxState) -> Result<(), CancelReason> {
     }
 }
 
+/// `true` while an `async fn` body is polled on this thread, hosted by a scheduler or driven by
+/// hand: a wait there must not spin (`scheduler/spin_wait.rs`) — on a worker it holds up other
+/// processes, and under a harness it would make a step's outcome depend on timing.
+pub(crate) fn in_body() -> bool {
+    scope::current_owner().is_some()
+}
+
 /// `true` in a body that runs without a scheduler (a test harness's: [`start`] found no cell
 /// to answer into). Off the path of an ask between processes: asked only when `start` failed.
 pub(crate) fn in_unhosted_body() -> bool {
