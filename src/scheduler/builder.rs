@@ -2,8 +2,7 @@
 //! registration: `handlers.rs`).
 
 use super::facade::Scheduler;
-use super::shared::Inner;
-use super::spin_wait::SpinGate;
+use super::shared::{Inner, Settings};
 use crate::dispatch::HandlerSet;
 use crate::executor::{self, Executor};
 use crate::loom::Arc;
@@ -427,17 +426,18 @@ impl SchedulerBuilder {
             });
         }
         let executor = executor.build()?;
-        let mut inner = Inner::new(
+        let inner = Arc::new(Inner::new(
             executor.handle().clone(),
             handlers,
             runtime,
-            self.mailbox_capacity,
-            self.max_batch,
-            self.step_budget,
-            self.max_processes,
-        );
-        inner.spin_gate = SpinGate::new(self.spin_waits);
-        let inner = Arc::new(inner);
+            Settings {
+                mailbox_capacity: self.mailbox_capacity,
+                max_batch: self.max_batch,
+                step_budget: self.step_budget,
+                max_processes: self.max_processes,
+                spin_waits: self.spin_waits,
+            },
+        ));
         table_link.set(&inner);
         super::hosts::register(&inner);
         Ok(Scheduler::from_parts(

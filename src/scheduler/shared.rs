@@ -51,15 +51,21 @@ impl Drop for Inner {
     }
 }
 
+/// The builder's settings that [`Inner`] keeps.
+pub(super) struct Settings {
+    pub(super) mailbox_capacity: usize,
+    pub(super) max_batch: usize,
+    pub(super) step_budget: usize,
+    pub(super) max_processes: usize,
+    pub(super) spin_waits: bool,
+}
+
 impl Inner {
     pub(super) fn new(
         executor: executor::Handle,
         handlers: HandlerSet,
         runtime: Option<tokio::runtime::Handle>,
-        mailbox_capacity: usize,
-        max_batch: usize,
-        step_budget: usize,
-        max_processes: usize,
+        settings: Settings,
     ) -> Inner {
         // The bridge runs pending async handlers on this executor (`dispatch/bridge.rs`).
         let runtime = runtime.map(|tokio| HandlerRuntime::new(tokio, executor.clone()));
@@ -69,13 +75,13 @@ impl Inner {
             handlers,
             runtime,
             lazy_runtime: LazyRuntime::default(),
-            table: Table::new(mailbox_capacity),
-            lifecycle: Lifecycle::new(max_processes),
+            table: Table::new(settings.mailbox_capacity),
+            lifecycle: Lifecycle::new(settings.max_processes),
             counters: Counters::new(),
-            max_batch,
-            step_budget,
+            max_batch: settings.max_batch,
+            step_budget: settings.step_budget,
             names: Names::default(),
-            spin_gate: super::spin_wait::SpinGate::new(true),
+            spin_gate: super::spin_wait::SpinGate::new(settings.spin_waits),
             #[cfg(feature = "cluster")]
             held: Default::default(),
         }
