@@ -113,3 +113,36 @@ fn a_cancel_goes_ahead_of_queued_messages_which_stay_readable() {
     assert_eq!(drained, [1, 2], "then the queued messages, in order");
     sched.shutdown(HANG_GUARD);
 }
+
+/// The same drain after a cancel heard through `cx.cancelled()` rather than a receive: the
+/// messages queued while the body waited for something else (not receiving) are readable at
+/// once.
+#[test]
+fn messages_queued_while_a_body_awaits_cancelled_stay_readable_after_it() {
+    use futures::FutureExt;
+    let sched = Scheduler::builder().workers(2).build().unwrap();
+    let (waiting, waits) = std::sync::mpsc::channel();
+    let body = sched
+        .spawn_fn(move |cx: ProcessCx<u32>| async move {
+            waiting.send(()).unwrap();
+            let reason = cx.cancelled().await.unwrap_err();
+            let mut drained = Vec::new();
+            while let Some(Ok(n)) = cx.recv().now_or_never() {
+                drained.push(n);
+            }
+            Ok::<_, BoxError>((reason, drained))
+        })
+        .unwrap();
+    waits.recv_timeout(HANG_GUARD).unwrap();
+    for n in 0..5 {
+        body.addr().send(n).unwrap();
+    }
+    sched.handle().cancel(body.pid()).unwrap();
+    let (reason, drained) = sched.block_on(body).unwrap();
+    assert!(matches!(
+        reason,
+        RecvError::Cancelled(procsched::error::CancelReason::Stop)
+    ));
+    assert_eq!(drained, [0, 1, 2, 3, 4], "the queued messages, in order");
+    sched.shutdown(HANG_GUARD);
+}

@@ -207,7 +207,11 @@ impl<M: 'static> ProcessCx<M> {
 
     /// Resolves when the process is asked to finish (shutdown), with the reason, as often as it
     /// is awaited. Having resolved, it has told the body: the asks the body starts after it are
-    /// cleanup, and proceed (its receives still report the cancellation, once).
+    /// cleanup, and proceed, and its receives no longer report the cancellation — they return
+    /// the messages still queued (drain them with `cx.recv().now_or_never()` until `None`),
+    /// then wait. (An ask or a `send_wait` that fails with the cancellation does not spare the
+    /// receives their report: a body that handles that error and goes back to `recv().await?`
+    /// still ends on it.)
     ///
     /// # Examples
     ///

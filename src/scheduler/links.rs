@@ -179,7 +179,8 @@ impl SchedulerHandle {
     ///
     /// The cancel goes **ahead of messages still queued** (as an exit signal does in OTP, not
     /// as kameo's `stop_gracefully` or ractor's `drain`): the process's next receive reports
-    /// it. Those messages stay readable — receives after the `Cancelled` return them, and then
+    /// it. Those messages stay readable — receives after the `Cancelled` (or after
+    /// [`cx.cancelled()`](crate::ProcessCx::cancelled) resolved) return them, and then
     /// wait: outside a shutdown nothing ends that wait but the process (drain with
     /// `cx.recv().now_or_never()` until `None`, or stop on a message of your own, sent behind
     /// the others, for a drain-then-stop). A body not started yet runs all the same, and its

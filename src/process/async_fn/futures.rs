@@ -195,8 +195,10 @@ impl<C: Command> Drop for Call<C> {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum RecvError {
-    /// The process was asked to finish (shutdown). Reported once; receiving again waits for
-    /// messages as usual (ignoring the request is allowed, and ends as a forced stop).
+    /// The process was asked to finish (shutdown). Reported once, by the first receive to
+    /// meet it — none at all if [`cancelled`](crate::ProcessCx::cancelled) told the body
+    /// first; receiving again returns what is queued, then waits for messages as usual
+    /// (ignoring the request is allowed, and ends as a forced stop).
     #[error("the process was cancelled ({0:?})")]
     Cancelled(CancelReason),
     /// Messages on this topic were dropped by its budget (see
@@ -499,8 +501,11 @@ impl Future for Cancelled {
         scope::with(this.mark.owner(), |scope| match scope {
             Some(mut scope) => match scope.state.cancelled {
                 Some(reason) => {
-                    // The body has been told: what it asks next is cleanup.
+                    // The body has been told: what it asks next is cleanup, and its receives
+                    // return what is queued instead of telling it again (the drain after a
+                    // cancel, `SchedulerHandle::cancel`).
                     scope.state.cancel_told = true;
+                    scope.state.cancel_reported = true;
                     Poll::Ready(Err(RecvError::Cancelled(reason)))
                 }
                 None => {

@@ -72,7 +72,8 @@ pub(super) struct CxState {
     pub(super) mail: Option<Box<Mail>>,
     /// Latched when `Cancel` arrives.
     pub(super) cancelled: Option<CancelReason>,
-    /// `recv` has reported the cancellation (each receive does so once).
+    /// The receives have reported the cancellation (the first to meet it does), or
+    /// `cancelled()` has: they return what is queued instead.
     pub(super) cancel_reported: bool,
     /// The body has been told of the cancellation, by any future — a receive, an ask, or
     /// `cancelled()`: the asks it starts after that are cleanup, and proceed (`asking.rs`).
