@@ -296,3 +296,39 @@ fn a_supervised_child_is_named_after_its_body_in_process_info() {
     assert_eq!(kind, "procsched::supervision::Supervisor");
     let _ = sched.shutdown(GUARD);
 }
+
+/// A named child whose shutdown timeout is `Duration::MAX` ("as long as it takes") starts and
+/// restarts: the wait for its name is bounded by that timeout without overflowing an `Instant`.
+#[test]
+fn a_named_child_with_an_unbounded_shutdown_timeout_starts_and_restarts() {
+    use procsched::supervision::ChildShutdown;
+    let sched = scheduler(2);
+    let spec = ChildSpec::new("counter", |start| start.spawn_fn(counter))
+        .shutdown(ChildShutdown::Timeout(std::time::Duration::MAX))
+        .register_as("counter");
+    let supervisor = run(Supervisor::one_for_one()
+        .max_restarts(100, GUARD)
+        .child(spec)
+        .start(sched.handle()))
+    .unwrap();
+    let first = sched
+        .handle()
+        .whereis("counter")
+        .expect("registered at start");
+    let ended = sched.monitor(first);
+    sched.terminate(first).unwrap();
+    assert!(run(ended).reason.is_killed());
+    let restarted = run(async {
+        loop {
+            match sched.handle().whereis("counter") {
+                Some(pid) if pid != first => return pid,
+                _ => tokio::task::yield_now().await,
+            }
+        }
+    });
+    let addr = sched.handle().named::<Counter>("counter").unwrap();
+    assert_eq!(addr.pid(), restarted);
+    addr.send(Counter::Add(3)).unwrap();
+    assert_eq!(run(addr.ask(Counter::Get)).unwrap(), 3);
+    drop(supervisor);
+}

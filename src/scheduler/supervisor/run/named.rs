@@ -28,7 +28,7 @@ impl Supervising {
         patience: Option<std::time::Duration>,
     ) -> Result<(), SupervisorError> {
         let sched = self.cx.scheduler();
-        let deadline = patience.map(|patience| Instant::now() + patience);
+        let deadline = patience.map(crate::deadline::after);
         while let Some(holder) = sched.whereis(name) {
             if !sched.is_ending(holder) {
                 let taken = RegisterError::Taken {
