@@ -81,3 +81,40 @@ fn worker_stacks_are_configurable() {
     assert_eq!(sched.block_on(deep).unwrap(), 16 << 20);
     sched.shutdown(GUARD);
 }
+
+/// A stack too small for a worker is refused at `build` with a typed error, rather than
+/// aborting the program at the first poll; the least one accepted runs processes — a panicking
+/// one included, whose unwinding and report take the most of a worker's own stack.
+#[test]
+fn a_worker_stack_below_the_minimum_is_refused_and_the_minimum_runs_processes() {
+    use procsched::error::BuildError;
+    use procsched::executor::MIN_STACK_SIZE;
+    for bytes in [0, 4 << 10, MIN_STACK_SIZE - 1] {
+        match Scheduler::builder().thread_stack_size(bytes).build() {
+            Err(BuildError::Io(error)) => {
+                assert_eq!(error.kind(), std::io::ErrorKind::InvalidInput, "{error}")
+            }
+            other => panic!("{bytes} bytes: expected InvalidInput, got {other:?}"),
+        }
+    }
+    let sched = Scheduler::builder()
+        .workers(1)
+        .thread_stack_size(MIN_STACK_SIZE)
+        .build()
+        .unwrap();
+    let fine = sched
+        .spawn_fn(|cx: ProcessCx<u32>| async move { Ok::<_, BoxError>(cx.recv().await? + 1) })
+        .unwrap();
+    fine.addr().send(41).unwrap();
+    assert_eq!(sched.block_on(fine).unwrap(), 42);
+    let panicking = sched
+        .spawn_fn(|_: ProcessCx| async move {
+            if std::hint::black_box(true) {
+                panic!("a panic on a small stack");
+            }
+            Ok::<_, BoxError>(())
+        })
+        .unwrap();
+    assert!(sched.block_on(panicking).unwrap_err().is_panicked());
+    sched.shutdown(GUARD);
+}

@@ -5,7 +5,7 @@ use super::shared::{self, DestructorPanicFn, Remote, Shared};
 use super::spare::{Spares, DEFAULT_SPARE_KEEP_ALIVE};
 use super::start;
 use super::threads::{ThreadConfig, WorkerContext};
-use super::{park, queue, Executor, DEFAULT_STACK_SIZE, DROP_SHUTDOWN_TIMEOUT};
+use super::{park, queue, Executor, DEFAULT_STACK_SIZE, DROP_SHUTDOWN_TIMEOUT, MIN_STACK_SIZE};
 use crate::loom::{thread, Arc};
 use std::time::Duration;
 
@@ -211,6 +211,10 @@ impl Builder {
     /// a release build takes one copy; std's 2 MiB default for spawned threads overflowed there.
     /// The size is reserved address space: only the pages a thread touches are resident.
     ///
+    /// Below [`MIN_STACK_SIZE`] (256 KiB: a worker's own loop, a panic's unwinding and its
+    /// report), [`build`](Self::build) fails with [`std::io::ErrorKind::InvalidInput`] rather
+    /// than start threads that would overflow, which aborts the program.
+    ///
     /// # Examples
     ///
     /// ```
@@ -275,6 +279,17 @@ impl Builder {
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn build(&mut self) -> std::io::Result<Executor> {
+        if self.stack_size < MIN_STACK_SIZE {
+            // A thread that overflows its stack aborts the whole program: refused here, where
+            // the caller can still act on it, rather than at the first poll.
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!(
+                    "a worker stack of {} bytes is below the least a worker runs on ({MIN_STACK_SIZE} bytes)",
+                    self.stack_size
+                ),
+            ));
+        }
         let workers = self.workers;
         let max_spare = self.max_spare_workers.unwrap_or(workers);
         // Bad input is an error, not an overflow's panic: the slots are counted, then their

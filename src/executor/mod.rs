@@ -118,6 +118,20 @@ pub const DROP_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(1);
 /// ([`Builder::thread_stack_size`] says why more than std's 2 MiB for spawned threads).
 pub const DEFAULT_STACK_SIZE: usize = 8 << 20;
 
+/// The smallest worker stack [`Builder::build`] accepts, in bytes (256 KiB): enough for a
+/// worker's own loop and a panic's unwinding and report (a backtrace included) in an
+/// unoptimised build; what the processes need comes on top.
+///
+/// # Examples
+///
+/// ```
+/// use procsched::executor::{Executor, MIN_STACK_SIZE};
+/// let refused = Executor::builder().thread_stack_size(MIN_STACK_SIZE - 1).build();
+/// assert_eq!(refused.err().map(|e| e.kind()), Some(std::io::ErrorKind::InvalidInput));
+/// assert!(Executor::builder().thread_stack_size(MIN_STACK_SIZE).build().is_ok());
+/// ```
+pub const MIN_STACK_SIZE: usize = 256 << 10;
+
 /// A work-stealing executor: one worker thread per core, each with its own run queue.
 ///
 /// Dropping the executor shuts it down (waiting at most [`DROP_SHUTDOWN_TIMEOUT`] for workers to

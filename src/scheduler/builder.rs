@@ -126,7 +126,9 @@ impl SchedulerBuilder {
 
     /// Stack size of every worker thread, in bytes (default
     /// [`executor::DEFAULT_STACK_SIZE`], 8 MiB): steps and
-    /// bodies run on these stacks. See [`executor::Builder::thread_stack_size`].
+    /// bodies run on these stacks. See [`executor::Builder::thread_stack_size`]: below
+    /// [`executor::MIN_STACK_SIZE`] (256 KiB), `build` fails with [`BuildError::Io`] of kind
+    /// `InvalidInput`.
     ///
     /// # Examples
     ///
