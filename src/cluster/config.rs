@@ -32,6 +32,9 @@ pub const DEFAULT_JOIN_TIMEOUT: Duration = Duration::from_secs(30);
 /// The largest frame a node sends or accepts, by default (NATS's own default payload limit is
 /// 1 MiB).
 pub const DEFAULT_MAX_FRAME: usize = 1 << 20;
+/// How deep a value a node decodes may nest, by default (see [`Cluster::max_nesting`]): serde's
+/// JSON decoder stops at the same depth.
+pub const DEFAULT_MAX_NESTING: usize = 128;
 
 /// How a node joins its cluster: give it to [`Node::start`](super::Node::start).
 ///
@@ -70,6 +73,7 @@ pub struct Cluster {
     pub(crate) request_timeout: Duration,
     pub(crate) join_timeout: Duration,
     pub(crate) max_frame: usize,
+    pub(crate) max_nesting: usize,
     pub(crate) replicas: usize,
     pub(crate) options: Option<async_nats::ConnectOptions>,
     pub(crate) registry: Registry,
@@ -111,6 +115,7 @@ impl Cluster {
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
             join_timeout: DEFAULT_JOIN_TIMEOUT,
             max_frame: DEFAULT_MAX_FRAME,
+            max_nesting: DEFAULT_MAX_NESTING,
             replicas: 1,
             options: None,
             registry: Registry::default(),
@@ -237,6 +242,27 @@ impl Cluster {
     /// ```
     pub fn max_frame(mut self, bytes: usize) -> Cluster {
         self.max_frame = bytes;
+        self
+    }
+
+    /// How deep a value this node decodes may nest (default [`DEFAULT_MAX_NESTING`], 128):
+    /// arrays, maps and enum variants inside one another, in a message, a spawn's argument, an
+    /// ask's answer or a remote process's output. A deeper one is refused as undecodable
+    /// (`Decode`, counted and traced) before serde reads it: serde decodes by recursion, and a
+    /// value thousands of levels deep — one message of a recursive type, from a peer or forged
+    /// by any client of the server — would overflow the decoding thread's stack, which aborts
+    /// the whole program. Raise it only for types that nest that deep, and keep the decoding
+    /// threads' stacks in proportion (a few hundred bytes a level in a release build, a few KiB
+    /// in a debug one).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let cluster = procsched::cluster::Cluster::nats("nats://127.0.0.1:4222").max_nesting(256);
+    /// # let _ = cluster;
+    /// ```
+    pub fn max_nesting(mut self, levels: usize) -> Cluster {
+        self.max_nesting = levels;
         self
     }
 

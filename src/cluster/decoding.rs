@@ -64,6 +64,20 @@ impl<'a> DecodeScope<'a> {
     }
 }
 
+impl DecodeScope<'_> {
+    /// Decodes a user's type from its MessagePack `bytes` with this scope installed, after
+    /// checking that they nest no deeper than the node's `max_nesting` (`nesting.rs`: serde
+    /// would recurse once a level, and a stack overflow aborts the program).
+    pub(crate) fn decode_msgpack<'de, T: serde::Deserialize<'de>>(
+        self,
+        bytes: &'de [u8],
+    ) -> Result<T, String> {
+        super::nesting::check(bytes, self.node.max_nesting).map_err(|deep| deep.to_string())?;
+        self.decode(|| rmp_serde::from_slice(bytes))
+            .map_err(|error| error.to_string())
+    }
+}
+
 /// The node decoding on this thread, if one is.
 pub(crate) fn decoding_node() -> Option<Arc<NodeShared>> {
     SCOPE.with(|scope| scope.borrow().as_ref().map(|(node, _)| node.clone()))

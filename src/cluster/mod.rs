@@ -106,6 +106,7 @@ mod inbound;
 mod links;
 mod membership;
 mod names;
+mod nesting;
 mod node;
 mod node_pid;
 mod outbound;
@@ -130,7 +131,7 @@ mod wire;
 pub use async_nats as nats;
 pub use config::{
     Cluster, DEFAULT_DOWN_AFTER, DEFAULT_HEARTBEAT, DEFAULT_JOIN_TIMEOUT, DEFAULT_MAX_FRAME,
-    DEFAULT_REQUEST_TIMEOUT,
+    DEFAULT_MAX_NESTING, DEFAULT_REQUEST_TIMEOUT,
 };
 pub use error::{ClusterError, RemoteError, RemoteSendError};
 pub use node_pid::{NodePid, ParseNodePidError};

@@ -106,6 +106,8 @@ pub(crate) struct NodeShared {
     pub(crate) down_after: Duration,
     pub(crate) request_timeout: Duration,
     pub(crate) max_frame: usize,
+    /// The deepest value this node decodes (`nesting.rs`).
+    pub(crate) max_nesting: usize,
     pub(crate) replicas: usize,
     /// The secret in the reply subject of this node's frames (`unreached.rs`).
     pub(crate) unreached: super::unreached::Secret,

@@ -102,9 +102,7 @@ impl Registry {
         let deliver = |sched: &SchedulerHandle, pid: Pid, body: &[u8], scope: DecodeScope<'_>| {
             // Before decoding: a refused message's reply ports are never made.
             check_takes::<M>(scope.node.takes(pid))?;
-            let message: M = scope
-                .decode(|| rmp_serde::from_slice(body))
-                .map_err(|error| Refusal::Decode(error.to_string()))?;
+            let message: M = scope.decode_msgpack(body).map_err(Refusal::Decode)?;
             sched.addr::<M>(pid).send(message).map_err(|refused| {
                 let refusal = refusal_of(refused.kind());
                 // The message is dropped here, unanswered: a reply port inside it must not
@@ -163,14 +161,12 @@ impl Registry {
             .insert(name.to_owned(), (kind, options.clone()));
         let body = Arc::new(body);
         let spawn = move |sched: &SchedulerHandle, args: &[u8], scope: DecodeScope<'_>| {
-            let args: A = scope
-                .decode(|| rmp_serde::from_slice(args))
-                .map_err(|error| {
-                    Refusal::Decode(format!(
-                        "the argument did not decode as `{}`: {error}",
-                        std::any::type_name::<A>()
-                    ))
-                })?;
+            let args: A = scope.decode_msgpack(args).map_err(|error| {
+                Refusal::Decode(format!(
+                    "the argument did not decode as `{}`: {error}",
+                    std::any::type_name::<A>()
+                ))
+            })?;
             let body = body.clone();
             let handle = sched
                 .spawn_fn_with(

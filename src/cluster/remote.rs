@@ -415,9 +415,10 @@ impl<M: Serialize + Send + 'static> RemoteAddr<M> {
                 return Err(error);
             }
         };
-        DecodeScope::node(&self.node)
-            .decode(|| super::shared_bytes::within_frame(&bytes, || rmp_serde::from_slice(&bytes)))
-            .map_err(|error| RemoteError::Decode(error.to_string()))
+        super::shared_bytes::within_frame(&bytes, || {
+            DecodeScope::node(&self.node).decode_msgpack(&bytes)
+        })
+        .map_err(RemoteError::Decode)
     }
 
     async fn wait<T>(

@@ -403,8 +403,8 @@ impl<T: DeserializeOwned> Future for RemoteHandle<T> {
         self.joining = None;
         Poll::Ready(match outcome {
             Ok(bytes) => DecodeScope::node(&self.node)
-                .decode(|| rmp_serde::from_slice(&bytes))
-                .map_err(|error| RemoteError::Decode(error.to_string())),
+                .decode_msgpack(&bytes)
+                .map_err(RemoteError::Decode),
             Err(WireReason::NoConnection) => Err(RemoteError::NoConnection),
             Err(reason) => Err(RemoteError::Ended(reason.into_reason())),
         })

@@ -162,6 +162,7 @@ impl Node {
             down_after: cluster.down_after,
             request_timeout: cluster.request_timeout,
             max_frame: cluster.max_frame,
+            max_nesting: cluster.max_nesting,
             replicas: cluster.replicas,
             unreached: Secret::fresh(),
             peers: RwLock::new(HashMap::new()),
