@@ -101,6 +101,51 @@ async fn least_loaded_picks_the_node_with_the_fewest_processes() {
     stop_nodes(nodes, GUARD).await;
 }
 
+/// A node whose scheduler shut down (its `Node` still held, still heartbeating with no
+/// processes) would be the least loaded, and refuse every spawn: placement passes it over, as
+/// soon as its heartbeat says so — and a node placing from a scheduler shutting down places
+/// elsewhere.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_whose_scheduler_shuts_down_is_no_placement_target() {
+    let server = NatsServer::start();
+    let nodes = start_nodes(&["a", "b", "c"], |name| cluster(&server.url(), name), GUARD).await;
+    let (a, b, c) = (&nodes[0].1, &nodes[1].1, &nodes[2].1);
+    load(a, 3).await;
+    load(b, 3).await;
+    wait_for_load(a, "b", 3);
+    nodes[2].0.shutdown_async(GUARD).await;
+    wait_until("a reads c's heartbeat: shutting down", GUARD, || {
+        a.nodes()
+            .iter()
+            .any(|peer| peer.name == "c" && peer.shutting_down)
+    });
+    for _ in 0..6 {
+        let placed = a
+            .spawn_on(Placement::LeastLoaded, "idle", ())
+            .await
+            .unwrap();
+        assert_ne!(placed.node(), "c");
+        let among = Placement::AnyOf(vec!["b".into(), "c".into()]);
+        let placed = a.spawn_on(among, "idle", ()).await.unwrap();
+        assert_eq!(placed.node(), "b", "c is named, but shutting down");
+    }
+    // From the node shutting down: another one, though it runs fewer processes itself.
+    let placed = c
+        .spawn_on(Placement::LeastLoaded, "idle", ())
+        .await
+        .unwrap();
+    assert_ne!(placed.node(), "c");
+    // Named alone, it is tried, and refuses as a local spawn would.
+    let only_c = c
+        .spawn_on(Placement::AnyOf(vec!["c".into()]), "idle", ())
+        .await;
+    assert!(
+        matches!(only_c, Err(RemoteError::Spawn(SpawnError::ShuttingDown))),
+        "{only_c:?}"
+    );
+    stop_nodes(nodes, GUARD).await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_burst_of_least_loaded_spawns_spreads_over_the_nodes() {
     let server = NatsServer::start();

@@ -367,6 +367,9 @@ struct Beat {
     /// Absent in an entry from a node that predates it: none.
     #[serde(default)]
     severed: Vec<Severed>,
+    /// Absent in an entry from a node that predates it: not shutting down.
+    #[serde(default)]
+    shutting_down: bool,
 }
 
 impl Beat {
@@ -376,6 +379,7 @@ impl Beat {
             live: load.live,
             runnable: load.runnable,
             severed,
+            shutting_down: load.shutting_down,
         }
     }
 
@@ -384,6 +388,7 @@ impl Beat {
             incarnation: self.incarnation,
             live: self.live,
             runnable: self.runnable,
+            shutting_down: self.shutting_down,
         }
     }
 }

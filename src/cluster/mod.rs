@@ -171,6 +171,10 @@ pub struct NodeInfo {
     pub live: u64,
     /// Processes ready to run at its last heartbeat.
     pub runnable: u64,
+    /// Its scheduler was shutting down at its last heartbeat: it spawns nothing more, and
+    /// placement (`LeastLoaded`, `AnyOf`) passes it over; its processes still take messages
+    /// until they end.
+    pub shutting_down: bool,
 }
 
 /// A scheduler joined to a cluster. Cheap to clone; the node leaves the cluster when the last
@@ -455,6 +459,7 @@ impl Node {
                 incarnation: peer.id.incarnation,
                 live: peer.load.live,
                 runnable: peer.load.runnable,
+                shutting_down: peer.load.shutting_down,
             })
             .collect();
         nodes.sort_by(|a, b| a.name.cmp(&b.name));

@@ -44,6 +44,10 @@ pub(crate) struct Load {
     pub(crate) live: u64,
     /// Processes ready to run (queued).
     pub(crate) runnable: u64,
+    /// Its scheduler is shutting down: it spawns nothing more, so it is no placement target
+    /// (absent from a node that predates it: not shutting down).
+    #[serde(default)]
+    pub(crate) shutting_down: bool,
 }
 
 impl Load {
@@ -340,14 +344,15 @@ impl NodeShared {
         None
     }
 
-    /// The member with the lowest load, this node included (`None` for this node).
+    /// The member with the lowest load, this node included (`None` for this node). A node
+    /// whose scheduler is shutting down is no candidate (this one: any other is better).
     pub(crate) fn least_loaded(&self, mine: Load) -> Option<PeerId> {
         let peers = self.peers.read().expect("peers lock");
         let best = peers
             .values()
-            .filter(|peer| peer.member)
+            .filter(|peer| peer.member && !peer.load.shutting_down)
             .min_by_key(|peer| peer.load.score())?;
-        (best.load.score() < mine.score()).then(|| best.id.clone())
+        (mine.shutting_down || best.load.score() < mine.score()).then(|| best.id.clone())
     }
 
     /// The least loaded live member among `names` (`Ok(None)` for this node, if `mine` — its
@@ -360,10 +365,18 @@ impl NodeShared {
         let peers = self.peers.read().expect("peers lock");
         let best = peers
             .values()
-            .filter(|peer| peer.member && names.iter().any(|name| **name == *peer.id.name))
+            .filter(|peer| {
+                peer.member
+                    && !peer.load.shutting_down
+                    && names.iter().any(|name| **name == *peer.id.name)
+            })
             .min_by_key(|peer| peer.load.score());
         match (best, mine) {
-            (Some(best), Some(mine)) if best.load.score() >= mine.score() => Ok(None),
+            (Some(best), Some(mine))
+                if !mine.shutting_down && best.load.score() >= mine.score() =>
+            {
+                Ok(None)
+            }
             (Some(best), _) => Ok(Some(best.id.clone())),
             (None, Some(_)) => Ok(None),
             (None, None) => Err(()),
@@ -393,9 +406,12 @@ impl NodeShared {
         }
     }
 
-    /// This node's load at its last heartbeat, and what was placed on it since.
+    /// This node's load at its last heartbeat, and what was placed on it since; shutting down
+    /// as soon as its scheduler is.
     pub(crate) fn cached_load(&self) -> Load {
-        *lock(&self.last_load)
+        let mut load = *lock(&self.last_load);
+        load.shutting_down |= self.sched.is_shutting_down();
+        load
     }
 
     /// The message type live local process `pid` declared (`Some(None)`: none; `None`: no
@@ -427,6 +443,7 @@ impl NodeShared {
             incarnation: self.me.incarnation,
             live: self.sched.live_processes() as u64,
             runnable: metrics.processes.ready as u64,
+            shutting_down: self.sched.is_shutting_down(),
         }
     }
 
