@@ -63,7 +63,9 @@ pub enum RemoteError {
     WrongType {
         /// The type the process declared.
         takes: String,
-        /// The type sent.
+        /// The type sent; refused by a remote node, the type that node registered under the
+        /// message's name, and the name (`Picky (sent as "picky")`): a name registered for
+        /// different types on two nodes shows there.
         sent: String,
     },
     /// The message is larger than a frame may be (also: a remote spawn's argument, or the

@@ -99,18 +99,28 @@ impl Registry {
             return;
         }
         self.message_types.insert(name.to_owned(), ty);
-        let deliver = |sched: &SchedulerHandle, pid: Pid, body: &[u8], scope: DecodeScope<'_>| {
-            // Before decoding: a refused message's reply ports are never made.
-            check_takes::<M>(scope.node.takes(pid))?;
-            let message: M = scope.decode_msgpack(body).map_err(Refusal::Decode)?;
-            sched.addr::<M>(pid).send(message).map_err(|refused| {
-                let refusal = refusal_of(refused.kind());
-                // The message is dropped here, unanswered: a reply port inside it must not
-                // race a `NoReply` ahead of the refusal the asker gets instead.
-                reply::quietly(|| drop(refused));
-                refusal
-            })
-        };
+        let wire_name: Arc<str> = name.into();
+        let deliver =
+            move |sched: &SchedulerHandle, pid: Pid, body: &[u8], scope: DecodeScope<'_>| {
+                // Before decoding: a refused message's reply ports are never made. The sender's
+                // type is known here only by its name: the refusal says both, so that a name
+                // registered for different types on two nodes shows.
+                check_takes::<M>(scope.node.takes(pid)).map_err(|refusal| match refusal {
+                    Refusal::WrongType { takes, sent } => Refusal::WrongType {
+                        takes,
+                        sent: format!("{sent} (sent as {wire_name:?})"),
+                    },
+                    other => other,
+                })?;
+                let message: M = scope.decode_msgpack(body).map_err(Refusal::Decode)?;
+                sched.addr::<M>(pid).send(message).map_err(|refused| {
+                    let refusal = refusal_of(refused.kind());
+                    // The message is dropped here, unanswered: a reply port inside it must not
+                    // race a `NoReply` ahead of the refusal the asker gets instead.
+                    reply::quietly(|| drop(refused));
+                    refusal
+                })
+            };
         self.deliver.insert(name.to_owned(), Arc::new(deliver));
         self.names.insert(TypeId::of::<M>(), name.into());
     }
