@@ -568,4 +568,27 @@ fn worker_counts_that_cannot_be_met_are_errors_not_panics() {
         .workers(usize::MAX / 2)
         .build();
     assert!(matches!(sched, Err(procsched::error::BuildError::Io(_))));
+    // Past the idle set's count, and spares no cap would start: refused before anything is
+    // reserved (they had panicked, and reserved gigabytes).
+    use procsched::executor::MAX_THREADS;
+    for (workers, spares) in [(100_000, 0), (2, 10_000_000), (MAX_THREADS, 1)] {
+        let refused = Executor::builder()
+            .workers(workers)
+            .max_spare_workers(spares)
+            .build();
+        assert_eq!(
+            refused.err().map(|error| error.kind()),
+            Some(std::io::ErrorKind::InvalidInput),
+            "{workers} + {spares}"
+        );
+    }
+    let at_the_cap = Executor::builder()
+        .workers(1)
+        .max_spare_workers(MAX_THREADS - 1)
+        .build()
+        .unwrap();
+    assert_eq!(
+        at_the_cap.block_on(at_the_cap.spawn(async { 7 })).unwrap(),
+        7
+    );
 }

@@ -5,7 +5,9 @@ use super::shared::{self, DestructorPanicFn, Remote, Shared};
 use super::spare::{Spares, DEFAULT_SPARE_KEEP_ALIVE};
 use super::start;
 use super::threads::{ThreadConfig, WorkerContext};
-use super::{park, queue, Executor, DEFAULT_STACK_SIZE, DROP_SHUTDOWN_TIMEOUT, MIN_STACK_SIZE};
+use super::{
+    park, queue, Executor, DEFAULT_STACK_SIZE, DROP_SHUTDOWN_TIMEOUT, MAX_THREADS, MIN_STACK_SIZE,
+};
 use crate::loom::{thread, Arc};
 use std::time::Duration;
 
@@ -268,8 +270,9 @@ impl Builder {
     /// # Errors
     ///
     /// Fails if the operating system refuses to start a thread (the workers already started are
-    /// stopped again), or if the workers and spare workers asked for cannot be counted or their
-    /// queues do not fit in memory (`workers(usize::MAX)`: `InvalidInput` / `OutOfMemory`).
+    /// stopped again), or if the workers and spare workers asked for are more than
+    /// [`MAX_THREADS`] together (`InvalidInput`) or their queues do not fit in memory
+    /// (`OutOfMemory`).
     ///
     /// # Examples
     ///
@@ -294,12 +297,18 @@ impl Builder {
         let max_spare = self.max_spare_workers.unwrap_or(workers);
         // Bad input is an error, not an overflow's panic: the slots are counted, then their
         // memory reserved before any is touched.
-        let slots = workers.checked_add(max_spare).ok_or_else(|| {
-            std::io::Error::new(
-                std::io::ErrorKind::InvalidInput,
-                format!("{workers} workers and {max_spare} spare workers: too many threads"),
-            )
-        })?;
+        let slots = workers
+            .checked_add(max_spare)
+            .filter(|&slots| slots <= MAX_THREADS)
+            .ok_or_else(|| {
+                std::io::Error::new(
+                    std::io::ErrorKind::InvalidInput,
+                    format!(
+                        "{workers} workers and {max_spare} spare workers: more than \
+                         {MAX_THREADS} threads"
+                    ),
+                )
+            })?;
         let mut locals: Vec<queue::Local<shared::Notified>> = Vec::new();
         locals.try_reserve_exact(slots).map_err(|_| {
             std::io::Error::new(

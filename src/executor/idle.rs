@@ -56,6 +56,9 @@ use crate::loom::{lock, Mutex};
 const UNPARKED_SHIFT: usize = 16;
 const SEARCHING_MASK: usize = (1 << UNPARKED_SHIFT) - 1;
 const UNPARKED_ONE: usize = 1 << UNPARKED_SHIFT;
+// `Builder::build` refuses more threads than this counts (the assert in `Idle::new` is then
+// never reached from user input).
+const _: () = assert!(super::MAX_THREADS < SEARCHING_MASK);
 
 pub(crate) struct Idle {
     /// `num_unparked << 16 | num_searching`.

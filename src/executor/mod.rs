@@ -132,6 +132,21 @@ pub const DEFAULT_STACK_SIZE: usize = 8 << 20;
 /// ```
 pub const MIN_STACK_SIZE: usize = 256 << 10;
 
+/// The most worker threads, spares included (`workers + max_spare_workers`), one executor
+/// starts: 4 096. Every slot's queues are made at `build` (about 4 KiB each, spares' too, so
+/// that a spare starts without allocating), and the idle set counts them in 16 bits; past
+/// this, [`Builder::build`] fails with `InvalidInput` instead of reserving gigabytes for
+/// spares a cap would never start, or panicking.
+///
+/// # Examples
+///
+/// ```
+/// use procsched::executor::{Executor, MAX_THREADS};
+/// let refused = Executor::builder().workers(2).max_spare_workers(MAX_THREADS).build();
+/// assert_eq!(refused.err().map(|e| e.kind()), Some(std::io::ErrorKind::InvalidInput));
+/// ```
+pub const MAX_THREADS: usize = 4096;
+
 /// A work-stealing executor: one worker thread per core, each with its own run queue.
 ///
 /// Dropping the executor shuts it down (waiting at most [`DROP_SHUTDOWN_TIMEOUT`] for workers to

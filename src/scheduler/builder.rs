@@ -356,7 +356,8 @@ impl SchedulerBuilder {
     ///
     /// [`BuildError::DuplicateHandler`] if two handlers share a command type;
     /// [`BuildError::Io`] if a thread could not be started, or the workers and spare workers
-    /// asked for cannot be had (`workers(usize::MAX)`: `InvalidInput` / `OutOfMemory`).
+    /// asked for are more than [`executor::MAX_THREADS`] together (`InvalidInput`) or cannot
+    /// be had (`OutOfMemory`).
     ///
     /// # Examples
     ///
