@@ -536,6 +536,13 @@ impl<M: Send + 'static> ProcessCx<M> {
     /// Futures that only need a tokio *context* (timers, I/O) can also be awaited directly in
     /// the body: the workers run inside the handler runtime's context.
     ///
+    /// Unlike [`call`](Self::call), a run is not a yield: it is a tokio task the body awaits
+    /// like any other future, so the metrics count it in neither `yields` nor
+    /// `handler_panics` (its panic is the run's `Err`), and a
+    /// [`testing::Harness`](crate::testing::Harness), which steps the body by hand with no
+    /// runtime to wake it, cannot drive it (the step fails, naming a future that is not
+    /// procsched's own): script a `call` instead where a test must see the work.
+    ///
     /// # Examples
     ///
     /// ```
