@@ -16,7 +16,8 @@ use futures::{FutureExt, StreamExt};
 use std::future::Future;
 use std::ops::ControlFlow;
 use std::sync::Arc;
-use std::task::Poll;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
 
 /// Reads `subscriber` until it ends (the node stops).
 ///
@@ -40,8 +41,10 @@ pub(crate) async fn run(
     mut departures: Departures,
 ) {
     let mut evicted = std::pin::pin!(node.on_evicted.notified());
+    let mut linger = Linger::new(node.sched.spins_waiting());
+    let mut asked = false;
     loop {
-        let next = futures::future::poll_fn(|cx| {
+        let mut poll_next = |cx: &mut Context<'_>| {
             if evicted.as_mut().poll(cx).is_ready() {
                 return Poll::Ready(Next::End);
             }
@@ -52,14 +55,17 @@ pub(crate) async fn run(
                 Some(message) => Next::Frame(message),
                 None => Next::End,
             })
-        })
-        .await;
+        };
+        let next = if std::mem::take(&mut asked) && linger.admits() {
+            linger.wait(&node, &mut poll_next).await
+        } else {
+            futures::future::poll_fn(poll_next).await
+        };
         match next {
-            Next::Frame(message) => {
-                if read(&node, &message).is_break() {
-                    break;
-                }
-            }
+            Next::Frame(message) => match read(&node, &message) {
+                ControlFlow::Break(()) => break,
+                ControlFlow::Continue(delivered_ask) => asked = delivered_ask,
+            },
             Next::Departure((name, left)) => {
                 let mut ended = false;
                 for _ in 0..DRAIN_AT_DEPARTURE {
@@ -92,6 +98,91 @@ pub(crate) async fn run(
     }
 }
 
+/// How long the inbound task stays awake after delivering an ask, for its answer (`Linger`).
+const LINGER: Duration = Duration::from_micros(30);
+/// The most consecutive lingers that missed counted: a backoff of at most 2^10 asks.
+const MAX_LINGER_BACKOFF: u32 = 10;
+
+/// After delivering an ask to a process here, the inbound task keeps its tokio thread awake
+/// (yielding) until the answer is published, a frame comes, or [`LINGER`] passes.
+///
+/// Why: the answer is published from the scheduler's worker, into async-nats's connection task
+/// (or this node's writer task), which then has to be woken on a tokio thread. With both tokio
+/// threads parked, that is a second cross-thread wake-up per remote ask on this node (the first
+/// woke the worker), where async-nats's own request/reply makes none: its responder is a tokio
+/// task, woken on the connection's thread. A tokio thread kept awake takes the woken task from
+/// its queue at its next yield. It costs the thread's time only while an answer is due, and a
+/// linger that misses (a slow step, a busy worker) makes the next 2^k asks skip it, as a wait
+/// from outside the scheduler that misses its answer (`scheduler/spin_wait.rs`). Never on one
+/// core or with `spin_waits(false)`: the same setting.
+struct Linger {
+    enabled: bool,
+    /// Consecutive lingers that missed (capped at [`MAX_LINGER_BACKOFF`]).
+    misses: u32,
+    /// Asks still to skip lingering for.
+    skip: u32,
+}
+
+impl Linger {
+    fn new(enabled: bool) -> Linger {
+        Linger {
+            enabled,
+            misses: 0,
+            skip: 0,
+        }
+    }
+
+    /// May the task linger for this ask's answer?
+    fn admits(&mut self) -> bool {
+        if !self.enabled {
+            return false;
+        }
+        if self.skip > 0 {
+            self.skip -= 1;
+            return false;
+        }
+        true
+    }
+
+    /// The answer went out while the task lingered.
+    fn answered(&mut self) {
+        self.misses = 0;
+    }
+
+    /// [`LINGER`] passed first: the next 2^k - 1 asks do not linger.
+    fn missed(&mut self) {
+        self.misses = (self.misses + 1).min(MAX_LINGER_BACKOFF);
+        self.skip = (1 << self.misses) - 1;
+    }
+
+    /// Yields until `poll_next` has something (returned), this node publishes a frame (the
+    /// answer, most likely), or [`LINGER`] passes; then waits for `poll_next` as usual.
+    async fn wait(
+        &mut self,
+        node: &NodeShared,
+        poll_next: &mut impl FnMut(&mut Context<'_>) -> Poll<Next>,
+    ) -> Next {
+        let published = node.stats.frames_out();
+        let deadline = Instant::now() + LINGER;
+        loop {
+            let polled = futures::future::poll_fn(|cx| Poll::Ready(poll_next(cx))).await;
+            if let Poll::Ready(next) = polled {
+                return next;
+            }
+            if node.stats.frames_out() != published {
+                self.answered();
+                break;
+            }
+            if Instant::now() >= deadline {
+                self.missed();
+                break;
+            }
+            tokio::task::yield_now().await;
+        }
+        futures::future::poll_fn(poll_next).await
+    }
+}
+
 /// A departure: the name whose membership entry was deleted, and the incarnation that put it
 /// last (`membership.rs`).
 pub(crate) type Departure = (Arc<str>, u64);
@@ -111,18 +202,19 @@ enum Next {
 }
 
 /// One message of the subscription: a frame, or NATS's "no responders". `Break` once this
-/// node has lost its name.
-fn read(node: &Arc<NodeShared>, message: &async_nats::Message) -> ControlFlow<()> {
+/// node has lost its name; else whether the frame delivered an ask to a process here (its
+/// answer is on its way: `Linger`).
+fn read(node: &Arc<NodeShared>, message: &async_nats::Message) -> ControlFlow<(), bool> {
     if node.is_evicted() {
         return ControlFlow::Break(());
     }
     if message.status == Some(async_nats::StatusCode::NO_RESPONDERS) {
         unreached(node, &message.subject);
-        return ControlFlow::Continue(());
+        return ControlFlow::Continue(false);
     }
     // `Bytes` fields marked `shared_bytes` decode as slices of this frame.
-    shared_bytes::within_frame(&message.payload, || receive(node, &message.payload));
-    ControlFlow::Continue(())
+    let asked = shared_bytes::within_frame(&message.payload, || receive(node, &message.payload));
+    ControlFlow::Continue(asked)
 }
 
 /// NATS's "no responders" answer to one of this node's frames: the peer it was for is gone.
@@ -139,25 +231,26 @@ fn unreached(node: &NodeShared, subject: &str) {
     }
 }
 
-/// One frame.
-pub(crate) fn receive(node: &Arc<NodeShared>, bytes: &[u8]) {
+/// One frame; `true` if it delivered an ask to a process here.
+pub(crate) fn receive(node: &Arc<NodeShared>, bytes: &[u8]) -> bool {
     let frame = match wire::decode(bytes, node.max_frame) {
         Ok(frame) => frame,
         Err(rejected) => {
             node.stats.rejected_frame();
             tracing::warn!(%rejected, bytes = bytes.len(), "frame rejected");
-            return;
+            return false;
         }
     };
     node.stats.received(frame.items.len(), bytes.len());
     let Some((origin, standing)) = check_origin(node, &frame) else {
-        return;
+        return false;
     };
     let for_me = frame.to_incarnation == node.me.incarnation;
     let mut dropped = 0usize;
+    let mut asked = false;
     for item in frame.items {
         if standing == Standing::Peer || departed::still_handled(&item) {
-            handle(node, &origin, for_me, item);
+            asked |= handle(node, &origin, for_me, item);
         } else {
             dropped += 1;
         }
@@ -169,6 +262,7 @@ pub(crate) fn receive(node: &Arc<NodeShared>, bytes: &[u8]) {
             "items from a node that left dropped: nobody is left to answer or close them"
         );
     }
+    asked
 }
 
 /// What a frame's sender is to this node.
@@ -266,8 +360,10 @@ fn stale<T>(node: &NodeShared, frame: &Frame<'_>) -> Option<T> {
     None
 }
 
-/// One item from `origin`. `for_me`: the frame named this incarnation of this node.
-fn handle(node: &Arc<NodeShared>, origin: &PeerId, for_me: bool, item: Item<'_>) {
+/// One item from `origin`. `for_me`: the frame named this incarnation of this node. `true`
+/// for an ask delivered to a process here.
+fn handle(node: &Arc<NodeShared>, origin: &PeerId, for_me: bool, item: Item<'_>) -> bool {
+    let mut asked = false;
     match item {
         Item::Message { to, ty, body, ack } => {
             let result = if !for_me {
@@ -298,7 +394,9 @@ fn handle(node: &Arc<NodeShared>, origin: &PeerId, for_me: bool, item: Item<'_>)
                 Some(Ack::Refused(id)) if result.is_err() => {
                     answer(node, origin, Item::Ack { id, result });
                 }
-                _ => {}
+                // An ask, delivered: its answer will be published from here.
+                Some(Ack::Refused(_)) => asked = true,
+                None => {}
             }
         }
         Item::Ack { id, result } => match node.take_pending(id, origin) {
@@ -431,6 +529,7 @@ fn handle(node: &Arc<NodeShared>, origin: &PeerId, for_me: bool, item: Item<'_>)
             }
         }
     }
+    asked
 }
 
 /// Watches local process `target` for `origin`'s monitor `id`: one `Down` back when it ends.
@@ -510,5 +609,41 @@ pub(crate) fn stop_orphan(node: &NodeShared, origin: &PeerId, orphan: u64) {
 fn answer(node: &NodeShared, origin: &PeerId, item: Item<'static>) {
     if let Err(refusal) = node.send_control(origin, item) {
         tracing::debug!(to = %origin.name, ?refusal, "an answer found its node gone");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Linger, MAX_LINGER_BACKOFF};
+
+    /// How many of the next `asks` the linger admits.
+    fn admitted(linger: &mut Linger, asks: usize) -> usize {
+        (0..asks).filter(|_| linger.admits()).count()
+    }
+
+    #[test]
+    fn a_linger_turned_off_admits_nothing() {
+        let mut linger = Linger::new(false);
+        assert_eq!(admitted(&mut linger, 10), 0);
+    }
+
+    #[test]
+    fn misses_back_off_exponentially_up_to_the_cap_and_an_answer_resets_them() {
+        let mut linger = Linger::new(true);
+        assert_eq!(admitted(&mut linger, 5), 5, "no miss yet: every ask");
+        for k in 1..=MAX_LINGER_BACKOFF + 2 {
+            linger.missed();
+            let skipped = (1usize << k.min(MAX_LINGER_BACKOFF)) - 1;
+            assert_eq!(admitted(&mut linger, skipped), 0, "after miss {k}");
+            assert!(linger.admits(), "the ask after the backoff lingers");
+        }
+        linger.answered();
+        linger.missed();
+        assert_eq!(
+            admitted(&mut linger, 1),
+            0,
+            "an answer reset the backoff to 2^1"
+        );
+        assert_eq!(admitted(&mut linger, 3), 3);
     }
 }

@@ -30,6 +30,11 @@ impl Stats {
         self.bytes_out.fetch_add(bytes as u64, Relaxed);
     }
 
+    /// Frames published so far.
+    pub(crate) fn frames_out(&self) -> u64 {
+        self.frames_out.load(Relaxed)
+    }
+
     pub(crate) fn received(&self, items: usize, bytes: usize) {
         self.frames_in.fetch_add(1, Relaxed);
         self.items_in.fetch_add(items as u64, Relaxed);

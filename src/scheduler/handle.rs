@@ -365,6 +365,14 @@ impl SchedulerHandle {
         self.inner.process_runtime().cloned()
     }
 
+    /// `true` if a wait for this scheduler's processes may spin or linger before it parks:
+    /// more than one core, and not built with `spin_waits(false)` (`spin_wait.rs`; the
+    /// cluster's inbound task lingers for an ask's answer by the same setting).
+    #[cfg(feature = "cluster")]
+    pub(crate) fn spins_waiting(&self) -> bool {
+        self.inner.spin_gate.is_enabled()
+    }
+
     /// The message type live process `pid` declared (`ProcessCx<M>`; `Some(None)` for a state
     /// machine or an untyped body), or `None` if no live process has the PID: for senders
     /// whose type the compiler could not check (the cluster's, holding only a PID; a

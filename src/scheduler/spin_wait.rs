@@ -111,6 +111,12 @@ impl SpinGate {
         }
     }
 
+    /// `true` unless waits never spin here (one core, or `spin_waits(false)`).
+    #[cfg(feature = "cluster")]
+    pub(super) fn is_enabled(&self) -> bool {
+        self.enabled
+    }
+
     /// Spins for the answer on `receiver` (just sent), if the gate lets this wait spin; `None`
     /// if it did not spin or found nothing, and the caller polls the channel as usual (which
     /// registers its waker).
