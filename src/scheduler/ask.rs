@@ -85,6 +85,10 @@ impl<M: Send + 'static> Addr<M> {
     /// detected: both wait until a timeout of `ask_within`, a cancel or the shutdown ends one
     /// ask (as with OTP's `gen_server:call`).
     ///
+    /// The request is sent on the first poll: an ask dropped after it (a `select!` loser, a
+    /// timeout) has still delivered its request, which takes a place in a bounded mailbox and
+    /// is handled; only the answer is dropped.
+    ///
     /// # Examples
     ///
     /// From tokio code (any executor), see [`Reply`]. From inside a process, the same call is a

@@ -23,6 +23,10 @@ use std::task::{Context, Poll};
 /// `M` of its `ProcessCx<M>`; [`Message`], untyped, for a state machine).
 ///
 /// Dropping the handle does **not** stop the process; it runs on and its result is dropped.
+/// A process that awaits its own handle waits for ever — until a cancel it hears elsewhere,
+/// a terminate, or a shutdown that forces it (its wait does not end on the cancel): unlike
+/// an ask to itself ([`AskError::AskedItself`](crate::error::AskError::AskedItself)), this
+/// is not detected.
 /// Like tokio's `JoinHandle`, it resolves once: polled again after that, it panics (wrap it in
 /// `futures::FutureExt::fuse` for `futures::select!`; `tokio::select!` polls a branch once).
 ///
