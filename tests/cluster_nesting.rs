@@ -140,3 +140,27 @@ async fn a_value_nested_past_the_limit_is_refused_typed_and_counted_and_the_node
     assert_eq!(depths, [LIMIT - 2]);
     stop_nodes(nodes, GUARD).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_limit_of_zero_is_refused_at_start_before_any_connection() {
+    // Zero would refuse every struct and enum sent: a mistake, named at start. No server is
+    // needed: the settings are checked before the node connects.
+    let sched = Scheduler::builder().workers(1).build().unwrap();
+    let started = Node::start(
+        sched.handle(),
+        Cluster::nats("nats://127.0.0.1:1")
+            .name("zero")
+            .max_nesting(0),
+    )
+    .await;
+    match started {
+        Err(procsched::cluster::ClusterError::Config(why)) => {
+            assert!(why.contains("max_nesting"), "{why}")
+        }
+        other => panic!(
+            "refused, not {:?}",
+            other.map(|node| node.name().to_owned())
+        ),
+    }
+    sched.shutdown_async(GUARD).await;
+}

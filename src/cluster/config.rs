@@ -253,7 +253,7 @@ impl Cluster {
     /// by any client of the server — would overflow the decoding thread's stack, which aborts
     /// the whole program. Raise it only for types that nest that deep, and keep the decoding
     /// threads' stacks in proportion (a few hundred bytes a level in a release build, a few KiB
-    /// in a debug one).
+    /// in a debug one). Zero is refused at start (`ClusterError::Config`).
     ///
     /// # Examples
     ///
@@ -420,6 +420,11 @@ impl Cluster {
         }
         if self.max_frame < 1024 {
             return Err("`max_frame` must be at least 1 KiB".to_owned());
+        }
+        // Zero would refuse every struct, enum and collection a user sends: a setting that can
+        // only be a mistake, refused at start rather than as every message's `Decode` error.
+        if self.max_nesting == 0 {
+            return Err("`max_nesting` must be at least 1".to_owned());
         }
         self.registry.check()
     }
