@@ -122,8 +122,8 @@ pub use step::Step;
 
 use crate::process::context::HostId;
 use crate::process::{
-    into_message, panic_message, BoxError, CancelReason, Event, Events, ExitReason, InitError,
-    Message, Payload, Pid, Process, ProcessContext, StepOutput,
+    close_panic_message, into_message, panic_message, BoxError, CancelReason, Event, Events,
+    ExitReason, InitError, Message, Payload, Pid, Process, ProcessContext, StepOutput,
 };
 use crate::scheduler::{stepped_pid, SteppedCell};
 use crate::{Addr, ProcessCx, Scheduler, SchedulerHandle};
@@ -512,7 +512,9 @@ impl<P: Process> Harness<P> {
                 let message = panic_message(&*panic);
                 tracing::warn!(pid = %self.pid, panic = %message, "close panicked");
                 if close_panic_heard {
-                    reason = ExitReason::Panicked(format!("in close: {message}").into());
+                    let ending = (reason != ExitReason::Normal).then_some(&reason);
+                    let message = close_panic_message(&message, ending);
+                    reason = ExitReason::Panicked(message.into());
                 }
             }
         }

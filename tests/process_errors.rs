@@ -306,3 +306,23 @@ fn step_errors_step_panics_and_close_panics_are_reported_and_the_worker_survives
     assert_eq!(sched.live_processes(), 0);
     assert_eq!(sched.handle().registered_processes(), 0);
 }
+
+#[test]
+fn a_close_that_panics_after_a_failed_step_reports_both() {
+    // The panic is the outcome (as a crashing OTP `terminate/2` replaces the reason), but the
+    // step's error — often what `close` tripped over — is still in the report.
+    quiet_panics();
+    let sched = counter_sched(1);
+    let closes = support::counter();
+    let failing = FnProcess::new(&closes, |_, _| Err("out of cheese".into()))
+        .on_close(|| panic!("{EXPECTED_PANIC}: in close"));
+    let err = join(sched.spawn(failing, "run", Payload::empty()).unwrap()).unwrap_err();
+    assert!(err.is_panicked(), "{err:?}");
+    let message = err.panic_message().unwrap();
+    assert!(
+        message.contains(&format!("{EXPECTED_PANIC}: in close"))
+            && message.contains("failed: out of cheese"),
+        "{message}"
+    );
+    assert_eq!(count(&closes), 1, "close ran once");
+}

@@ -98,6 +98,10 @@ pub trait Process: Send + 'static {
     /// called [`init`](Self::init) (an `init` that fails included). A spawn refused before
     /// that (`SpawnError::Limit`, `SpawnError::ShuttingDown`) drops the value and calls
     /// neither: release what a constructor took in `Drop`, or take it in `init`.
+    ///
+    /// A panic here is caught: the process ends as panicked, with the message `in close: …`,
+    /// followed by the reason it was already ending with if that was not a normal end
+    /// (`(closing after it ended failed: …)`), so a fault `close` tripped over stays visible.
     fn close(&mut self) {}
 
     /// Messages this process took in earlier steps and has not handled yet, or `None` (the

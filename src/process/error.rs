@@ -488,6 +488,17 @@ impl std::error::Error for ProcessError {
     }
 }
 
+/// What a process whose `close` panicked is reported as having panicked with: the panic's
+/// message and, if it was already ending with an error, that error. The panic replaces the
+/// outcome (as an OTP `terminate/2` that crashes replaces the exit reason), but must not hide
+/// why the process was ending — often the fault the `close` tripped over.
+pub(crate) fn close_panic_message(message: &str, ending: Option<&ExitReason>) -> String {
+    match ending {
+        Some(reason) => format!("in close: {message} (closing after it ended {reason})"),
+        None => format!("in close: {message}"),
+    }
+}
+
 /// The message of a caught panic payload.
 pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
     crate::executor::panic_message(payload)

@@ -62,7 +62,7 @@ use super::output::Status;
 use super::outstanding::Outstanding;
 use super::state::{ParkAs, TakeNotified, TransitionToParked};
 use super::unread::{take_unread, Unread};
-use super::{display_contained, drop_contained, drop_each, panic_message};
+use super::{close_panic_message, display_contained, drop_contained, drop_each, panic_message};
 use super::{Event, Events, Pid, Process, ProcessError, StepOutput};
 use crate::loom::Arc;
 use std::future::Future;
@@ -430,7 +430,9 @@ impl<P: Process, H: Host> ProcessFuture<P, H> {
                 let message = panic_message(&*panic);
                 panics += drop_contained(panic);
                 tracing::warn!(%pid, panic = %message, "close panicked");
-                let result = Err(ProcessError::panicked(pid, format!("in close: {message}")));
+                let ending = result.as_ref().err().map(ProcessError::exit_reason);
+                let message = close_panic_message(&message, ending.as_ref());
+                let result = Err(ProcessError::panicked(pid, message));
                 (result, Outcome::Panicked)
             }
         };

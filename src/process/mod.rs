@@ -71,7 +71,7 @@ pub use pid::Pid;
 pub use state::ProcessState;
 
 pub(crate) use contain::{contained, display_contained, drop_contained, drop_each, drop_later};
-pub(crate) use error::{panic_message, take_panic_message};
+pub(crate) use error::{close_panic_message, panic_message, take_panic_message};
 pub(crate) use foreign_wake::{foreign_wake, wake_foreign};
 pub(crate) use typed::{from_message, from_message_counted, into_message, take_lone, MessageType};
 
