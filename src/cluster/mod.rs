@@ -71,7 +71,11 @@
 //!   loses its NATS connection keeps running its processes and reconnects (async-nats retries
 //!   forever by default); one that finds its name claimed by another node meanwhile has lost
 //!   it ([`Node::is_evicted`]): every peer is down to it, its remote operations fail
-//!   `NoConnection`.
+//!   `NoConnection`. A node whose NATS client drops frames because it read them too slowly
+//!   (a slow consumer: `ConnectOptions::subscription_capacity`; `NodeStats::slow_consumers`)
+//!   declares every peer down the same way: a dropped frame may have held a `Down` or an exit
+//!   signal, which would otherwise be waited for forever; the peers take each other back as
+//!   fresh sessions with their next frames.
 //! - **Names** ([`Node::whereis`], [`Node::named`]): a process registered on its own node is
 //!   looked up from any node by the node's name and its own, as OTP's `{Name, Node}`; there is
 //!   no cluster-wide registry. A name is visible once registered: a body's own
@@ -100,6 +104,7 @@
 mod config;
 mod decoding;
 mod departed;
+mod dropped_frames;
 mod error;
 mod eviction;
 mod inbound;

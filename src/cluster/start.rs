@@ -5,7 +5,7 @@
 use super::node::{self, NodeShared, PeerId, Pending};
 use super::severance::Severances;
 use super::unreached::Secret;
-use super::{inbound, membership, runtime, stats};
+use super::{dropped_frames, inbound, membership, runtime, stats};
 use super::{Cluster, ClusterError, Node};
 use crate::loom::lock;
 use crate::scheduler::SchedulerHandle;
@@ -109,17 +109,21 @@ impl Node {
         let incarnation = fresh_incarnation();
         let stats = Arc::new(stats::Stats::default());
         let events = stats.clone();
+        // Dropped frames end the sessions with every peer (`dropped_frames.rs`).
+        let dropped = Arc::new(tokio::sync::Notify::new());
+        let drops = dropped.clone();
         let options = cluster
             .options
             .unwrap_or_default()
             .name(format!("procsched-{name}"))
             .event_callback(move |event| {
-                let stats = events.clone();
+                let (stats, drops) = (events.clone(), drops.clone());
                 async move {
                     match event {
                         async_nats::Event::SlowConsumer(sid) => {
                             stats.slow_consumer();
-                            tracing::warn!(sid, "NATS slow consumer: a frame was dropped");
+                            drops.notify_one();
+                            tracing::debug!(sid, "NATS slow consumer: a frame was dropped");
                         }
                         async_nats::Event::Disconnected => tracing::warn!("NATS disconnected"),
                         async_nats::Event::Connected => tracing::info!("NATS connected"),
@@ -212,6 +216,11 @@ impl Node {
         tasks.push(
             runtime
                 .spawn(membership::watch(shared.clone(), store.clone()))
+                .abort_handle(),
+        );
+        tasks.push(
+            runtime
+                .spawn(dropped_frames::sever_peers(shared.clone(), dropped))
                 .abort_handle(),
         );
         tracing::info!(node = %name, incarnation, "node started");

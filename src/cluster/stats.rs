@@ -61,6 +61,10 @@ impl Stats {
         self.slow_consumers.fetch_add(1, Relaxed);
     }
 
+    pub(crate) fn slow_consumers(&self) -> u64 {
+        self.slow_consumers.load(Relaxed)
+    }
+
     pub(crate) fn peer_down(&self) {
         self.peers_down.fetch_add(1, Relaxed);
     }
@@ -138,8 +142,12 @@ pub struct NodeStats {
     /// Publishes that failed (the frame is lost; acked sends and asks in it time out or fail
     /// when the node is declared down).
     pub publish_errors: u64,
-    /// NATS slow-consumer events: messages the client dropped because this node did not read
-    /// its subscription fast enough.
+    /// NATS slow-consumer events: frames the client dropped because this node did not read
+    /// its subscription fast enough (`ConnectOptions::subscription_capacity`). Each burst of
+    /// them declares every peer down (`NoConnection`; counted in `peers_down`): a dropped frame
+    /// may have carried a signal its waiters would otherwise wait for forever. A node the
+    /// *server* cuts off as a slow consumer (past the server's `max_pending`) is not counted
+    /// here: it is disconnected, and its peers declare it down as for any lost connection.
     pub slow_consumers: u64,
     /// Nodes declared down.
     pub peers_down: u64,
