@@ -5,9 +5,10 @@
 //! `unlink` removes both directions; links work both ways; a linked child that fails in its
 //! very first step is never missed.
 //!
-//! Where a test must know that a process's end has been fully signalled, it waits for a
-//! monitor's `Down` registered *after* the link: the end signals its watches in registration
-//! order, so a wrong exit signal would have arrived first. Deadlines appear only as hang guards.
+//! Where a test must know how a process's end was signalled, it waits for a monitor's `Down`
+//! and then checks that nothing else arrives: an end signals its monitors, then its links, in
+//! one pass (`src/scheduler/links.rs`, `ended`), so a wrong exit signal would follow the `Down`.
+//! Deadlines appear only as hang guards.
 
 mod supervision_common;
 mod support;
@@ -362,4 +363,45 @@ fn a_child_spawned_linked_to_a_dead_parent_gets_noproc() {
     let ended = join_typed(child).unwrap_err();
     assert!(ended.is_exited(), "{ended:?}");
     assert!(ended.exit_reason().is_no_proc(), "{ended:?}");
+}
+
+#[test]
+fn a_process_whose_last_step_ends_it_while_a_linked_exit_arrives_reports_one_reason_to_all() {
+    // A linked process's exit that arrives while a step runs asks the process to end at the
+    // step's boundary; a step that returns first has ended the process on its own. Its
+    // handle has the output, and its monitors must hear the same end: `Normal`, not the
+    // linked reason (a supervisor would restart a transient child that returned `Ok`).
+    let sched = scheduler(2);
+    let crasher = sched
+        .spawn_fn(|cx: ProcessCx<()>| async move {
+            cx.recv().await?;
+            Err::<(), BoxError>("crashed".into())
+        })
+        .unwrap();
+    let crasher_pid = crasher.pid();
+    let (linked_tx, linked) = std::sync::mpsc::channel();
+    let (go, go_rx) = std::sync::mpsc::channel::<()>();
+    let linker = sched
+        .spawn_fn(move |cx: ProcessCx<()>| async move {
+            cx.link(crasher_pid);
+            linked_tx.send(()).unwrap();
+            // One step from the link to the end: the exit arrives while it runs.
+            go_rx.recv_timeout(support::HANG_GUARD).unwrap();
+            Ok::<u32, BoxError>(1)
+        })
+        .unwrap();
+    let linker_down = sched.monitor(linker.pid());
+    linked.recv_timeout(support::HANG_GUARD).unwrap();
+    crasher.addr().send(()).unwrap();
+    assert!(join_typed(crasher).unwrap_err().is_failed());
+    // Its slot is free once its end took its watches; the link's exit signal follows at once
+    // (usually before this returns, so the linker is asked to end while its step runs). Either
+    // way, the linker's handle and its monitor must tell the same end.
+    support::wait_until("the crasher is gone", || {
+        sched.handle().state(crasher_pid).is_none()
+    });
+    go.send(()).unwrap();
+    assert_eq!(join_typed(linker).unwrap(), 1);
+    let down = run(linker_down);
+    assert!(down.reason.is_normal(), "{down:?}");
 }

@@ -23,7 +23,10 @@
 //! trapping, reason not `Normal`), under the same lock that [`ProcessCell::set_trap_exit`] writes
 //! the flag under: a signal racing a toggle is handled wholly by the old value or wholly by the
 //! new one. An abnormal signal to a process already asked to end keeps the first reason.
-//! Checked by `loom_trap_exit_toggled_during_delivery_takes_the_signal_once`.
+//! Checked by `loom_trap_exit_toggled_during_delivery_takes_the_signal_once`. A process asked
+//! to end whose running step ends it first (done) ended on its own: its handle has the output,
+//! and its links and monitors hear `Normal` — one reason per end. Only a supervisor's end,
+//! which a trapping child finishes on, gives the reason whatever the child's result.
 //!
 //! # Monitors a process holds
 //! A process that monitors others keeps the references it holds (`monitors`). A [`Down`] is
@@ -103,6 +106,12 @@ pub(crate) struct WatchState {
     monitors: HashSet<MonitorRef>,
     /// Why this process was asked to end by a linked process's exit (protocol 9).
     exit: Option<ExitReason>,
+    /// `exit` is its supervisor's end, which a trapping child finishes on (`Stopped`): it ends
+    /// with that reason even if its cleanup ends well. Otherwise (`Ending`) the process is
+    /// terminated at its next step boundary — and one whose step ended it first (done, in the
+    /// same step that the signal came during) ended on its own: its handle has its output, so
+    /// its links and monitors hear `Normal`, the same end (one reason per end).
+    exit_stands: bool,
     /// A supervisor's child, while linked to it: a scheduler shutdown leaves stopping it to
     /// its supervisor, which stops its children in reverse start order
     /// ([`ProcessCell::shutdown_target`]). Cleared when that link goes (the supervisor's exit
@@ -127,10 +136,10 @@ pub(crate) enum ExitDelivery {
 }
 
 impl WatchState {
-    /// Why a linked process's exit asked this process to end, if one did (protocol 9); taken
-    /// once.
+    /// The reason a finishing process ends with whatever its result, if a linked process's
+    /// exit gave it one (protocol 9; only a supervisor's end, `exit_stands`); taken once.
     pub(super) fn take_exit(&mut self) -> Option<ExitReason> {
-        self.exit.take()
+        self.exit.take().filter(|_| self.exit_stands)
     }
 
     /// The link to `other` is gone; if `other` was the supervisor, so is its claim to stop
@@ -375,7 +384,9 @@ impl ProcessCell {
             // on their parent's `EXIT` (`terminate/2`, then exit with the parent's reason) —
             // asked to finish, so that its cleanup runs, and ending with that reason.
             if !inner.terminate {
-                inner.watch_state().exit = Some(exit.reason);
+                let state = inner.watch_state();
+                state.exit = Some(exit.reason);
+                state.exit_stands = true;
             }
             inner.cancel_asked = true;
             // Its one cancel of a shutdown too: a shutdown's first pass, which left it to its
@@ -395,7 +406,9 @@ impl ProcessCell {
             return ExitDelivery::Ignored;
         } else {
             if !inner.terminate {
-                inner.watch_state().exit = Some(exit.reason);
+                let state = inner.watch_state();
+                state.exit = Some(exit.reason);
+                state.exit_stands = false;
             }
             inner.terminate = true;
             (self.wake_if_waiting(&inner), ExitDelivery::Ending)
