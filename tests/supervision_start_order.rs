@@ -12,7 +12,7 @@
 mod supervision_common;
 
 use procsched::prelude::*;
-use procsched::supervision::{ChildShutdown, ChildSpec, Supervisor, SupervisorError};
+use procsched::supervision::{ChildShutdown, ChildSpec, ExitReason, Supervisor, SupervisorError};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::Duration;
 use supervision_common::*;
@@ -171,6 +171,9 @@ fn a_nested_supervisors_failed_start_names_the_grandchild_and_its_error() {
     for part in ["`inner`", "`fails`", "no config"] {
         assert!(why.contains(part), "{part} in: {why}");
     }
+    // Named once, not behind a preamble that says it again.
+    assert_eq!(error.to_string(), *why);
+    assert_eq!(why.matches("could not be started").count(), 2, "{why}");
     assert_eq!(sched.shutdown(GUARD).total(), 0, "nothing left running");
 }
 
@@ -199,4 +202,65 @@ fn a_child_that_never_returns_from_its_first_poll_fails_its_start_instead_of_hol
     release.send(()).unwrap();
     assert!(run(supervisor.which_children()).unwrap().is_empty());
     sched.shutdown(GUARD);
+}
+
+#[test]
+fn a_start_whose_children_all_started_succeeds_even_if_one_crashes_past_the_intensity_at_once() {
+    // OTP's `start_link` returns `{ok, Pid}` once `init` has; a child crashing right after its
+    // start is the running supervisor's business (here: past an intensity of 0, it ends).
+    let sched = scheduler(2);
+    for _ in 0..ROUNDS {
+        let crashes = ChildSpec::new("crashes", |start| {
+            start.spawn_fn(|cx: ProcessCx<()>| async move {
+                cx.yield_now().await; // its first poll returned: started
+                Err::<(), BoxError>("crashed right after its start".into())
+            })
+        });
+        let waits = ChildSpec::new("waits", |start| {
+            start.spawn_fn(|cx: ProcessCx<()>| async move {
+                cx.recv().await?;
+                Ok::<(), BoxError>(())
+            })
+        });
+        let started = run(Supervisor::one_for_one()
+            .max_restarts(0, Duration::from_secs(60))
+            .child(crashes)
+            .child(waits)
+            .start(sched.handle()));
+        let supervisor = started.expect("every child started");
+        // Then the crash ends it (intensity 0), as OTP's supervisor exits `shutdown` (gone
+        // already, or ending so).
+        let down = run(sched.handle().monitor(supervisor.pid()));
+        assert!(
+            matches!(down.reason, ExitReason::Shutdown | ExitReason::NoProc),
+            "{down:?}"
+        );
+    }
+}
+
+#[test]
+fn two_children_of_one_id_are_refused_before_anything_starts() {
+    // As OTP's `duplicate_child_name`: `start` refuses, and nothing was started.
+    let sched = scheduler(2);
+    let log = Log::default();
+    let error = run(Supervisor::one_for_one()
+        .child(logging("a", &log))
+        .child(logging("b", &log))
+        .child(logging("a", &log))
+        .start(sched.handle()))
+    .unwrap_err();
+    assert_eq!(error, SupervisorError::DuplicateId("a".into()));
+    assert!(take(&log).is_empty(), "nothing started");
+    // As a subtree (or spawned without waiting), the supervisor ends failed, naming the id.
+    let inner = Supervisor::one_for_one()
+        .child(logging("a", &log))
+        .child(logging("a", &log))
+        .into_child("inner");
+    let error = run(Supervisor::one_for_one().child(inner).start(sched.handle())).unwrap_err();
+    assert!(
+        matches!(&error, SupervisorError::Start(why) if why.contains("`inner`") && why.contains("two children have the id `a`")),
+        "{error:?}"
+    );
+    assert!(take(&log).is_empty(), "nothing started");
+    assert_eq!(sched.shutdown(GUARD).total(), 0, "nothing left running");
 }

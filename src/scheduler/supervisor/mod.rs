@@ -48,6 +48,7 @@ use crate::process::exit::ExitReason;
 use crate::process::mailbox::MailboxBound;
 use crate::process::{MessageType, Pid};
 use crate::scheduler::{SendErrorKind, SpawnError};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -170,7 +171,10 @@ impl Supervisor {
         self
     }
 
-    /// Adds a child, started after the ones added before it.
+    /// Adds a child, started after the ones added before it. Its id must be unique among the
+    /// supervisor's children: a supervisor given two children of one id does not start
+    /// ([`SupervisorError::DuplicateId`] from [`start`](Self::start); as OTP's
+    /// `duplicate_child_name`).
     ///
     /// # Examples
     ///
@@ -197,7 +201,7 @@ impl Supervisor {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn spawn(self, sched: &SchedulerHandle) -> Result<SupervisorRef, SpawnError> {
-        let handle = self.spawn_process(sched)?;
+        let handle = self.spawn_process(sched, None)?;
         Ok(SupervisorRef {
             addr: handle.addr(),
         })
@@ -210,9 +214,10 @@ impl Supervisor {
     fn spawn_process(
         self,
         sched: &SchedulerHandle,
+        started: Option<Arc<AtomicBool>>,
     ) -> Result<ProcessHandle<(), Request>, SpawnError> {
         sched.spawn_fn_as(
-            move |cx| run::supervise(cx, self, None),
+            move |cx| run::supervise(cx, self, None, started),
             None,
             MailboxBound::Unbounded,
             "procsched::supervision::Supervisor",
@@ -220,10 +225,13 @@ impl Supervisor {
     }
 
     /// Starts the supervisor and waits until its children have started (OTP's
-    /// `start_link`, without the link).
+    /// `start_link`, without the link). Once they have, this returns the supervisor whatever
+    /// happens next: a child that crashes right after its start is the running supervisor's to
+    /// handle, even if that ends it (past its restart intensity) before this returns.
     ///
     /// # Errors
     ///
+    /// [`SupervisorError::DuplicateId`], before anything starts, if two children have one id;
     /// [`SupervisorError::Start`] if the supervisor could not be spawned or one of its
     /// children could not be started (the supervisor then stops those it started, and ends) —
     /// except during a scheduler shutdown, which refuses every spawn: then the children not
@@ -236,8 +244,16 @@ impl Supervisor {
     ///
     /// See [`Supervisor`].
     pub async fn start(self, sched: &SchedulerHandle) -> Result<SupervisorRef, SupervisorError> {
+        // Set by the supervisor once every child started: its answer to `started` may never
+        // come even so — an exit queued meanwhile may end it first (past its restart
+        // intensity) — and then it did start, as OTP's `start_link` returns `{ok, Pid}` once
+        // `init` has, whatever happens next.
+        if let Some(id) = self.duplicate_id() {
+            return Err(SupervisorError::DuplicateId(id));
+        }
+        let started = Arc::new(AtomicBool::new(false));
         let handle = self
-            .spawn_process(sched)
+            .spawn_process(sched, Some(started.clone()))
             .map_err(|error| SupervisorError::Start(error.to_string()))?;
         let supervisor = SupervisorRef {
             addr: handle.addr(),
@@ -248,6 +264,9 @@ impl Supervisor {
                 AskError::NoReply
                     | AskError::Undelivered(SendErrorKind::NotFound | SendErrorKind::Closed)
             );
+            if ended && started.load(Ordering::Acquire) {
+                return Ok(supervisor);
+            }
             if !ended {
                 // Not its end (the caller, a process, was asked to finish while it waited; or
                 // the request was refused): the supervisor it started has no owner, so it is
@@ -268,6 +287,15 @@ impl Supervisor {
         Ok(supervisor)
     }
 
+    /// The first id given to two of the children, if any.
+    pub(super) fn duplicate_id(&self) -> Option<Arc<str>> {
+        let mut seen = std::collections::HashSet::new();
+        self.children
+            .iter()
+            .find(|spec| !seen.insert(&spec.id))
+            .map(|spec| spec.id.clone())
+    }
+
     /// This supervisor as a child of another (a subtree): a permanent child that is stopped
     /// with `ChildShutdown::Infinity`.
     ///
@@ -284,12 +312,22 @@ impl Supervisor {
             let parent = start.supervisor();
             // Unbounded, as a root supervisor's (`spawn_process`).
             start.spawn_fn_bounded(
-                move |cx| run::supervise(cx, supervisor, Some(parent)),
+                move |cx| run::supervise(cx, supervisor, Some(parent), None),
                 MailboxBound::Unbounded,
             )
         })
         .shutdown(ChildShutdown::Infinity)
         .marked_supervisor()
+    }
+}
+
+/// [`SupervisorError::Start`]'s text: its cause behind a preamble, unless the cause names the
+/// child already (a supervisor's failed start: "child `db` could not be started: …").
+fn start_failure(why: &str) -> std::borrow::Cow<'_, str> {
+    if why.starts_with(run::NAMED_CHILD_NOT_STARTED) {
+        why.into()
+    } else {
+        format!("the child could not be started: {why}").into()
     }
 }
 
@@ -334,7 +372,7 @@ pub enum SupervisorError {
     #[error("no child with id `{0}`")]
     NoChild(Arc<str>),
     /// The child could not be started.
-    #[error("the child could not be started: {0}")]
+    #[error("{}", start_failure(.0))]
     Start(String),
     /// The request got no answer, for the reason in the message: the supervisor has ended
     /// (or the PID is not a supervisor's), or the ask failed on the caller's side — a process

@@ -14,6 +14,7 @@ use futures::future::{select, Either};
 use std::collections::{HashSet, VecDeque};
 use std::panic::AssertUnwindSafe;
 use std::pin::pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -74,13 +75,23 @@ enum End {
     Exit(ExitReason),
 }
 
+/// How a supervisor's failed start begins its exit reason: "child `<id>` could not be
+/// started: …" (`SupervisorError::Start` shows it without its own preamble).
+pub(super) const NAMED_CHILD_NOT_STARTED: &str = "child `";
+
 /// The supervisor process: starts `supervisor`'s children in order, then supervises them.
 pub(super) async fn supervise(
     cx: ProcessCx<Request>,
     supervisor: Supervisor,
     parent: Option<Pid>,
+    started: Option<Arc<AtomicBool>>,
 ) -> Result<(), BoxError> {
     cx.trap_exit(true);
+    // `start` refuses this before spawning; `spawn` and a subtree's start get here.
+    if let Some(id) = supervisor.duplicate_id() {
+        tracing::warn!(child = %id, "two children have one id: the supervisor does not start");
+        return Err(ExitReason::failed(format!("two children have the id `{id}`")).into());
+    }
     let mut state = Supervising {
         cx,
         strategy: supervisor.strategy,
@@ -123,11 +134,16 @@ pub(super) async fn supervise(
             tracing::warn!(child = %id, %error, "a child could not be started: the supervisor ends");
             state.stop_all().await;
             return Err(ExitReason::failed(format!(
-                "child `{id}` could not be started: {}",
+                "{NAMED_CHILD_NOT_STARTED}{id}` could not be started: {}",
                 cause(&error)
             ))
             .into());
         }
+    }
+    // Every child started (not refused by a shutdown, not asked to finish meanwhile): what
+    // `Supervisor::start` reports, whatever the exits queued meanwhile do next.
+    if let Some(started) = started.filter(|_| !refused && state.cancelled.is_none()) {
+        started.store(true, Ordering::Release);
     }
     let end = state.run().await;
     state.stop_all().await;
