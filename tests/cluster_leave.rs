@@ -71,6 +71,13 @@ impl<'de> Deserialize<'de> for Gate {
     }
 }
 
+/// A process whose argument's decoding holds on the gate.
+async fn gated(cx: ProcessCx<Burst>, _gate: Gate) -> Result<(), BoxError> {
+    loop {
+        cx.recv().await?;
+    }
+}
+
 async fn guarded<T>(what: &str, future: impl std::future::Future<Output = T>) -> T {
     tokio::time::timeout(GUARD, future)
         .await
@@ -79,7 +86,9 @@ async fn guarded<T>(what: &str, future: impl std::future::Future<Output = T>) ->
 
 async fn start_node(url: &str, name: &str) -> (Scheduler, Node) {
     let sched = Scheduler::builder().workers(1).build().expect("scheduler");
-    let cluster = cart_cluster(url, name, DOWN_AFTER, GUARD).message::<Burst>("burst");
+    let cluster = cart_cluster(url, name, DOWN_AFTER, GUARD)
+        .message::<Burst>("burst")
+        .spawnable("gated", gated);
     let node = Node::start(sched.handle(), cluster)
         .await
         .unwrap_or_else(|e| panic!("node {name} did not start: {e}"));
@@ -372,4 +381,47 @@ async fn a_node_cut_off_from_nats_still_leaves() {
     // Hang guard only: `leave` takes at most 2 × `down_after` here.
     guarded("leave with the server gone", node.leave()).await;
     sched.shutdown_async(GUARD).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_spawn_read_while_the_node_leaves_leaves_no_process_nobody_can_address() {
+    let _gate = GATE_USER.lock().await;
+    let server = NatsServer::start();
+    let ((a_sched, a), (b_sched, b)) = start_a_and_b(&server).await;
+    // b's inbound task holds on the spawn's argument, and b leaves meanwhile: the spawn is
+    // made once its lanes are closed, so its answer cannot go.
+    let live = b_sched.live_processes();
+    let (held, gate_held) = oneshot::channel();
+    let (open_gate, open) = mpsc::channel();
+    *GATE.lock().unwrap() = Some(GateEnds { held, open });
+    let spawn = tokio::spawn({
+        let a = a.clone();
+        async move { a.spawn_on(Placement::Node("b".into()), "gated", Gate).await }
+    });
+    guarded("b's inbound task holds on the argument", gate_held)
+        .await
+        .unwrap();
+    let departures = a.stats().departures;
+    let left = b.clone();
+    let leaving = tokio::spawn(b.leave());
+    wait_until("a reads b's departure", GUARD, || {
+        a.stats().departures > departures
+    });
+    guarded("b leaves", leaving).await.unwrap();
+    open_gate.send(()).unwrap();
+    let spawned = guarded("the spawn", spawn).await.unwrap();
+    assert!(
+        matches!(spawned, Err(RemoteError::NoConnection)),
+        "{spawned:?}"
+    );
+    // Nobody could ever address the process: it does not run on.
+    wait_until("the orphan is stopped", GUARD, || {
+        left.stats().orphans_stopped == 1
+    });
+    wait_until("no process of the spawn runs on b", GUARD, || {
+        b_sched.live_processes() == live
+    });
+    a.leave().await;
+    a_sched.shutdown_async(GUARD).await;
+    b_sched.shutdown_async(GUARD).await;
 }

@@ -459,7 +459,16 @@ fn handle(node: &Arc<NodeShared>, origin: &PeerId, for_me: bool, item: Item<'_>)
                 Refusal::Decode(why) => Refusal::SpawnInit(why),
                 other => other,
             });
-            answer(node, origin, Item::Spawned { id, result });
+            let spawned = result.as_ref().ok().copied();
+            if let Err(refusal) = node.send_control(origin, Item::Spawned { id, result }) {
+                // Its answer cannot go (this node is leaving, or the spawner was declared down
+                // meanwhile): nobody will hold the PID, so the process must not run on.
+                tracing::debug!(to = %origin.name, ?refusal, "a spawn's answer found its node gone");
+                if let Some(pid) = spawned.and_then(Pid::from_raw) {
+                    node.stats.orphan_stopped();
+                    let _ = links::stop_local(node, pid, true);
+                }
+            }
         }
         Item::Spawned { id, result } => {
             let unwanted = match node.take_pending(id, origin) {

@@ -170,7 +170,9 @@ pub struct NodeStats {
     pub stale_frames: u64,
     /// Processes another node spawned for this one's `spawn_on` after it had given up on the
     /// answer (timed out, or its future dropped), which this node then terminated: nobody
-    /// held their PIDs, and a retry would have run a second instance.
+    /// held their PIDs, and a retry would have run a second instance. Also processes this node
+    /// spawned for another whose answer could not be sent (this node was leaving, or the
+    /// spawner was declared down meanwhile): terminated here for the same reason.
     pub orphans_stopped: u64,
     /// Monitors that processes of other nodes hold on this node's processes, now (a gauge):
     /// each ends with its `Down`, a demonitor, or its watcher's node going down.
