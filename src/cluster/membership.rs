@@ -13,7 +13,9 @@
 //!   sweep every half heartbeat: so a SIGKILLed node is seen down within
 //!   `down_after + heartbeat / 2` — or at once, if a frame is sent to it: its subscription
 //!   died with it, and NATS answers the frame's reply subject "no responders"
-//!   (`NodeShared::peer_unreached`). The heartbeat also says how many times the node declared
+//!   (`NodeShared::peer_unreached`). A sweep that runs a heartbeat late finds this node was
+//!   stalled itself (paused, starved), and gives every peer a fresh `down_after` instead of
+//!   judging them by a silence it caused (`sweep`). The heartbeat also says how many times the node declared
 //!   each of its peers down, so that a peer declared down while alive hears of it
 //!   (`severance.rs`).
 //! - **Evicted**: a node cut off for longer than its entry lives may find its name claimed by
@@ -315,16 +317,38 @@ fn forget_gone(
 }
 
 /// Declares down every peer silent for longer than `down_after`.
+///
+/// Unless this node was itself stalled: a sweep that runs a heartbeat or more late (the
+/// process was paused — SIGSTOP, a VM migration — or its runtime starved) has not been
+/// reading either, and its peers' heartbeats wait unread in its subscription. Judging them
+/// by the silence it caused, it declared every peer down at once on waking, after they had
+/// taken it back — a second teardown of every link and monitor between them. Such a sweep gives
+/// each peer a fresh `down_after` from now instead (a peer that died meanwhile is declared
+/// down that much later; a frame to it still meets no responder at once).
 async fn sweep(node: std::sync::Weak<NodeShared>) {
-    let every = match node.upgrade() {
-        Some(node) => node.heartbeat / 2,
+    let (every, heartbeat) = match node.upgrade() {
+        Some(node) => (node.heartbeat / 2, node.heartbeat),
         None => return,
     };
+    let mut last = Instant::now();
     loop {
         tokio::time::sleep(every).await;
         let Some(node) = node.upgrade() else {
             return;
         };
+        let now = Instant::now();
+        let slept = now.duration_since(last);
+        last = now;
+        if was_stalled(slept, heartbeat) {
+            tracing::warn!(
+                late = ?slept.saturating_sub(every),
+                "this node was stalled: its peers' silence is not theirs; each gets a fresh down_after"
+            );
+            for peer in node.peers.write().expect("peers lock").values_mut() {
+                peer.last_seen = now;
+            }
+            continue;
+        }
         let silent: Vec<PeerId> = node
             .peers
             .read()
@@ -337,6 +361,12 @@ async fn sweep(node: std::sync::Weak<NodeShared>) {
             node.sever(&peer.name, Some(peer.incarnation), "no heartbeat");
         }
     }
+}
+
+/// Whether a sweep that slept `slept` (it asked for half a heartbeat) was held up a
+/// heartbeat or more: this node was not running, nor reading its peers' heartbeats.
+fn was_stalled(slept: Duration, heartbeat: Duration) -> bool {
+    slept > heartbeat / 2 + heartbeat
 }
 
 /// Aborts a task when dropped.
@@ -401,6 +431,17 @@ fn encode(beat: &Beat) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_sweep_held_up_a_heartbeat_or_more_finds_its_node_stalled() {
+        let heartbeat = Duration::from_millis(500);
+        // On time, or late by less than a heartbeat (a busy runtime): peers are judged.
+        assert!(!was_stalled(Duration::from_millis(250), heartbeat));
+        assert!(!was_stalled(Duration::from_millis(700), heartbeat));
+        // A pause of a heartbeat or more (SIGSTOP, a VM migration): they are not.
+        assert!(was_stalled(Duration::from_millis(800), heartbeat));
+        assert!(was_stalled(Duration::from_secs(3), heartbeat));
+    }
 
     #[test]
     fn the_last_puts_are_pruned_to_the_peers_once_they_outgrow_them() {
