@@ -114,7 +114,11 @@ fn could_be_claimed(node: &str, incarnation: u64) -> bool {
 }
 
 impl NodePid {
-    /// The PID of local process `pid` on node `node`, incarnation `incarnation`.
+    /// The PID of local process `pid` on node `node`, incarnation `incarnation`. Nothing is
+    /// checked: a name [`Cluster::name`](super::Cluster::name) would refuse, or incarnation 0,
+    /// makes a PID no node has — its string form does not parse back, and a node that
+    /// receives it refuses it as malformed. PIDs come from [`Node::pid`](super::Node::pid), a
+    /// spawn, or parsing one's string form ([`FromStr`]).
     ///
     /// # Examples
     ///
@@ -299,7 +303,8 @@ impl FromStr for NodePid {
         }
         let slot = decimal(slot).ok_or_else(bad)?;
         let generation = decimal(generation).ok_or_else(bad)?;
-        if slot >> crate::process::pid::INDEX_BITS != 0 {
+        // Generation 0 is never handed out (`Pid::new` starts at 1).
+        if generation == 0 || slot >> crate::process::pid::INDEX_BITS != 0 {
             return Err(bad());
         }
         let raw = generation
@@ -343,6 +348,9 @@ mod tests {
             "a@0000000000000001/01.1",
             "a@0000000000000001/1.+1",
             "a@0000000000000001/1.01",
+            // Generation 0 is never handed out.
+            "a@0000000000000001/9.0",
+            "n@00000000000000ff/9.0",
         ] {
             assert!(bad.parse::<NodePid>().is_err(), "{bad}");
         }

@@ -240,6 +240,17 @@ impl Inner {
                 }
                 Err((Admission::Dropped, refused)) => {
                     message = from_message(refused).unwrap_or_else(|_| unreachable!("ours"));
+                    // A sender outside the scheduler (a tokio task) about to wait for the
+                    // first time looks for room a few microseconds first: the consumer is
+                    // usually draining, and waiting costs a wake-up of a parked thread each
+                    // way per message (`spin_wait.rs`).
+                    if ticket.is_none()
+                        && self
+                            .spin_gate
+                            .wait_finished(|| cell.room_or_gone(pid.generation()))
+                    {
+                        continue;
+                    }
                     if cell.wait_for_room(pid.generation(), waker, ticket) {
                         return Ok(Some(message));
                     }

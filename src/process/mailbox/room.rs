@@ -189,6 +189,15 @@ impl ProcessCell {
         true
     }
 
+    /// Whether a sender of `generation` refused for the capacity would be let in now (room was
+    /// made) or refused for good (the process ended): what a spinning sender looks for before
+    /// it waits in line (`scheduler/spin_wait.rs`). Only a look: the send that follows decides.
+    pub(crate) fn room_or_gone(&self, generation: Generation) -> bool {
+        let inner = self.mailbox.inner.lock();
+        self.mailbox.gate.admission(Some(generation)) != Admission::Accepted
+            || inner.used() < self.mailbox.capacity()
+    }
+
     /// Step 3's first half: `true` if the sender of `generation` that waits with `ticket` is
     /// still in line (not woken since it last waited): it must not try yet — the room there is
     /// was given to the senders before it — and keeps its place, with `waker` as its waker.
