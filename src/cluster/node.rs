@@ -348,11 +348,21 @@ impl NodeShared {
     /// whose scheduler is shutting down is no candidate (this one: any other is better).
     pub(crate) fn least_loaded(&self, mine: Load) -> Option<PeerId> {
         let peers = self.peers.read().expect("peers lock");
+        let quiet = self.quiet_after();
         let best = peers
             .values()
             .filter(|peer| peer.member && !peer.load.shutting_down)
-            .min_by_key(|peer| peer.load.score())?;
-        (mine.shutting_down || best.load.score() < mine.score()).then(|| best.id.clone())
+            .min_by_key(|peer| (quiet(peer), peer.load.score()))?;
+        let better = !quiet(best) && best.load.score() < mine.score();
+        (mine.shutting_down || better).then(|| best.id.clone())
+    }
+
+    /// Whether a peer has been silent for two heartbeats: paused, overloaded or dying, but not
+    /// yet declared down (`down_after`). Placement prefers any peer that is not, and this node
+    /// over one that is: a spawn sent there would wait, and fail `NoConnection` if it dies.
+    fn quiet_after(&self) -> impl Fn(&Peer) -> bool {
+        let (now, after) = (Instant::now(), self.heartbeat * 2);
+        move |peer| now.saturating_duration_since(peer.last_seen) > after
     }
 
     /// The least loaded live member among `names` (`Ok(None)` for this node, if `mine` — its
@@ -363,6 +373,7 @@ impl NodeShared {
         mine: Option<Load>,
     ) -> Result<Option<PeerId>, ()> {
         let peers = self.peers.read().expect("peers lock");
+        let quiet = self.quiet_after();
         let best = peers
             .values()
             .filter(|peer| {
@@ -370,10 +381,10 @@ impl NodeShared {
                     && !peer.load.shutting_down
                     && names.iter().any(|name| **name == *peer.id.name)
             })
-            .min_by_key(|peer| peer.load.score());
+            .min_by_key(|peer| (quiet(peer), peer.load.score()));
         match (best, mine) {
             (Some(best), Some(mine))
-                if !mine.shutting_down && best.load.score() >= mine.score() =>
+                if !mine.shutting_down && (quiet(best) || best.load.score() >= mine.score()) =>
             {
                 Ok(None)
             }

@@ -46,12 +46,15 @@ pub enum Placement {
     /// heartbeats, plus the processes this node placed on each since: a burst spreads),
     /// this one included; a tie goes to this node. A node whose scheduler is shutting down
     /// (its heartbeat says so; this one, as soon as its shutdown starts) is passed over: it
-    /// would refuse the spawn (`ShuttingDown`). A node out of the cluster (it lost its name,
-    /// or left) knows no load: `NoConnection`.
+    /// would refuse the spawn (`ShuttingDown`). A node silent for two heartbeats (paused,
+    /// overloaded, dying, but not yet declared down) is chosen only if no other is live, and
+    /// never over this one. A node out of the cluster (it lost its name, or left) knows no
+    /// load: `NoConnection`.
     LeastLoaded,
     /// On the least loaded of the live nodes named (this one may be among them), loads
     /// counted as for `LeastLoaded`: what this node placed since the last heartbeats counts,
-    /// and a node shutting down is passed over (this one too, for another named one).
+    /// and a node shutting down is passed over (this one too, for another named one), and a
+    /// node silent for two heartbeats is chosen only if no other named one is live.
     ///
     /// Load is a count, not room: a node at its `max_processes` may be picked, and its refusal
     /// (`RemoteError::Spawn(SpawnError::Limit)`) comes back as it is — the spawn is not tried
