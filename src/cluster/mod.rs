@@ -54,7 +54,9 @@
 //!   monitors, exits, `Down`, replies) arrive in the order they were sent, as in OTP — a
 //!   process's last message arrives before its `Down`, and a monitor set before the message
 //!   that stops its target sees the real exit.
-//! - **Delivery**: at most once for [`RemoteAddr::send`]; [`RemoteAddr::send_acked`] reports
+//! - **Delivery**: at most once for [`RemoteAddr::send`], which never waits (a sender faster
+//!   than the link queues frames in memory: the lane to that node, then async-nats's client
+//!   buffer; pace a producer with `send_acked` or an ask); [`RemoteAddr::send_acked`] reports
 //!   the receiving node's `NotFound` / `MailboxFull` / `Closed`, or `NoConnection`; asks time
 //!   out typed. A PID carries no message type, so the process's node checks [`Node::addr`]'s
 //!   `M` against the type its body declared: another is refused
