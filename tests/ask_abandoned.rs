@@ -306,3 +306,41 @@ fn answers_racing_the_timeouts_of_asks_from_tokio_are_received_exactly_when_sent
     drop(answerer);
     sched.shutdown(HANG_GUARD);
 }
+
+#[test]
+fn an_answer_sent_before_a_bodys_ask_timed_out_is_its_answer_not_lost() {
+    // The answer is queued in the asking process's mailbox during the step in which the ask's
+    // deadline passes: `Reply::send` said `Ok`, so the ask must return it, not `TimedOut` (the
+    // answer then dropped unread: the answerer thinks it delivered, the asker that it failed).
+    let sched = Scheduler::builder().workers(2).build().unwrap();
+    let (answered, answered_ok) = mpsc::channel::<bool>();
+    let server = sched
+        .spawn_fn(move |cx: ProcessCx<Reply<u64>>| async move {
+            let reply = cx.recv().await?;
+            answered.send(reply.send(7).is_ok()).unwrap();
+            Ok::<_, BoxError>(())
+        })
+        .unwrap();
+    let addr = server.addr();
+    let timeout = Duration::from_millis(1);
+    let asker = sched
+        .spawn_fn(move |_: ProcessCx<()>| async move {
+            let mut ask = pin!(addr.ask_within(timeout, |reply| reply));
+            assert!(
+                futures::poll!(&mut ask).is_pending(),
+                "sent, not answered yet"
+            );
+            // Within this step: the server answers, and then the deadline passes.
+            let sent_ok = answered_ok.recv_timeout(HANG_GUARD).unwrap();
+            let answered_at = std::time::Instant::now();
+            while answered_at.elapsed() <= timeout {
+                std::thread::yield_now();
+            }
+            Ok::<_, BoxError>((sent_ok, ask.await))
+        })
+        .unwrap();
+    let (sent_ok, answer) = sched.block_on(asker).unwrap();
+    assert!(sent_ok, "the answerer was told it delivered");
+    assert_eq!(answer.unwrap(), 7);
+    sched.block_on(server).unwrap();
+}

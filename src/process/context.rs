@@ -203,6 +203,11 @@ impl ProcessWake {
         self.cell.abandon_ask(self.generation, tag);
     }
 
+    /// [`ProcessCell::time_out_ask`] for this process.
+    pub(crate) fn time_out_ask(&self, tag: Tag) -> bool {
+        self.cell.time_out_ask(self.generation, tag)
+    }
+
     /// `true` if the process's mailbox has a capacity.
     pub(crate) fn is_bounded(&self) -> bool {
         self.cell.is_bounded()

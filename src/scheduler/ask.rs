@@ -44,7 +44,9 @@
 //! - **Cancellation.** An ask in flight in a body whose process is asked to finish
 //!   (shutdown) fails with [`AskError::Cancelled`]: `?` then ends the body as cancelled.
 //! - **Once.** A port answers once ([`Reply::send`] consumes it); an answer that comes after
-//!   the asker gave up (timed out, dropped its ask, ended) is handed back to the answerer.
+//!   the asker gave up (timed out, dropped its ask, ended) is handed back to the answerer, and
+//!   one that `Reply::send` delivered (`Ok`) before a timeout is the ask's answer, even if the
+//!   asker looks only after its deadline (from tokio code, and in a body: `time_out_ask`).
 
 use super::addr::Addr;
 use super::ask_room::{Held, Room, Sent, Then};
@@ -120,8 +122,10 @@ impl<M: Send + 'static> Addr<M> {
     }
 
     /// [`ask`](Self::ask) with a timeout: past it the ask fails with [`AskError::TimedOut`]
-    /// (an answer that comes later is handed back to the answerer). The timer needs no
-    /// runtime: it works on any executor.
+    /// (an answer that comes later is handed back to the answerer; one delivered before it —
+    /// its `Reply::send` returned `Ok` — is returned, never dropped). The timer needs no
+    /// runtime: it works on any executor. A zero timeout is no "try": the request is still
+    /// sent at the first poll, and its answer is returned only if it is there by then.
     ///
     /// # Errors
     ///
@@ -360,6 +364,16 @@ where
                         this.state = State::Done;
                         return Poll::Ready(Ok(value));
                     }
+                }
+                // In a body, the same: an answer queued in its mailbox since this step began
+                // was sent `Ok`, and is taken at the next step.
+                if let State::InProcess(call) = &this.state {
+                    if asking::time_out(call) {
+                        asking::note_waiter(call, cx.waker());
+                        return Poll::Pending;
+                    }
+                    this.state = State::Done;
+                    return Poll::Ready(Err(AskError::TimedOut));
                 }
                 this.give_up();
                 return Poll::Ready(Err(AskError::TimedOut));

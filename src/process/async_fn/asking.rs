@@ -161,6 +161,26 @@ pub(crate) fn forget(call: &AskCall) {
     });
 }
 
+/// The ask `call` timed out: `false` if it is given up (as [`forget`]), `true` if its answer
+/// came in time after all — queued in the mailbox since the step began, the answerer told
+/// `Ok` — and the ask takes it at the process's next step (which that answer's arrival has
+/// asked for) instead of timing out.
+pub(crate) fn time_out(call: &AskCall) -> bool {
+    scope::with(call.owner, |scope| {
+        let Some(scope) = scope else {
+            return false;
+        };
+        let waits = scope.state.awaits_completion(scope.arrived, call.tag);
+        match scope.reply_to {
+            Some(reply_to) if waits && reply_to.time_out_ask(call.tag) => true,
+            _ => {
+                scope.state.forget_call(call.tag);
+                false
+            }
+        }
+    })
+}
+
 /// An ask that was never sent (no reply port exists): its call is simply no longer live.
 pub(crate) fn forget_unsent(call: &AskCall) {
     scope::with(call.owner, |scope| {

@@ -19,7 +19,9 @@
 //! thousands of asks whose answers wait in its mailbox must not scan the queue once per ask.
 //! Which of refused and queued happens is decided under the lock:
 //! `loom_an_answer_racing_its_asks_abandonment_is_refused_or_queued_never_both`
-//! (`process/tests/loom_mailbox.rs`).
+//! (`process/tests/loom_mailbox.rs`). An ask that *times out* is the exception
+//! ([`ProcessCell::time_out_ask`]): an answer queued in time was sent `Ok`, and the ask takes
+//! it rather than report a timeout — one scan, for a rare event.
 //!
 //! The set is boxed and absent while empty: an ask given up on is rare, and every cell would
 //! otherwise pay for it.
@@ -48,6 +50,30 @@ impl ProcessCell {
             .get_or_insert_with(Box::default)
             .0
             .insert(tag);
+    }
+
+    /// The process of `generation` timed out waiting for the answer to its ask `tag`: `true`
+    /// if that answer is queued already — delivered in time, the answerer told `Ok`: the ask
+    /// takes it at the process's next step instead of timing out, and nothing is recorded —
+    /// else it is given up as [`abandon_ask`](Self::abandon_ask) does, in the same critical
+    /// section (a timeout is rare: the queue is scanned, as a mass drop must not be). Checked
+    /// by `loom_an_answer_racing_its_asks_timeout_is_taken_or_refused_never_lost`.
+    pub(crate) fn time_out_ask(&self, generation: Generation, tag: Tag) -> bool {
+        let mut inner = self.mailbox.inner.lock();
+        if self.mailbox.gate.admission(Some(generation)) != Admission::Accepted {
+            return false; // finishing or gone: every answer is refused anyway
+        }
+        let answers =
+            |event: &Event| matches!(event, Event::YieldComplete { tag: of, .. } if *of == tag);
+        if inner.events.iter().any(answers) || inner.behind.iter().any(answers) {
+            return true;
+        }
+        inner
+            .abandoned
+            .get_or_insert_with(Box::default)
+            .0
+            .insert(tag);
+        false
     }
 
     /// `true` if the process of `generation` lives and has not given up on its ask `tag`.

@@ -126,6 +126,37 @@ fn loom_an_answer_racing_its_asks_abandonment_is_refused_or_queued_never_both() 
     });
 }
 
+/// `mailbox/abandoned.rs`: an answer racing its ask's timeout. Decided under the lock,
+/// exactly one of: the answer was queued first (its `Reply::send` was `Ok`) and the timeout
+/// finds it — the ask takes it — or the timeout came first and the answer is refused (handed
+/// back). Never delivered and then dropped unread.
+#[test]
+fn loom_an_answer_racing_its_asks_timeout_is_taken_or_refused_never_lost() {
+    model(|| {
+        let (cell, pid) = open_cell();
+        let answerer = {
+            let cell = cell.clone();
+            thread::spawn(move || {
+                let answer = Event::YieldComplete {
+                    tag: 7,
+                    result: Err(CommandError::Cancelled),
+                };
+                cell.deliver_or_return(pid.generation(), answer).is_ok()
+            })
+        };
+        let taken = cell.time_out_ask(pid.generation(), 7);
+        let delivered = answerer.join().unwrap();
+        assert_eq!(
+            taken, delivered,
+            "the ask takes exactly the answers sent Ok"
+        );
+        let mut events = Events::default();
+        let _ = cell.drain_into(&mut events, 8, None);
+        assert_eq!(events.len(), usize::from(delivered), "queued iff delivered");
+        assert!(cell.awaits_answer(pid.generation(), 7));
+    });
+}
+
 /// `mailbox/room.rs`, protocol 12: a sender refused by a full bounded mailbox racing the drain
 /// that makes room. Decided under the lock, exactly one of: it finds the room (its wait is
 /// refused, and its retry is delivered), or its waker is kept and the drain takes and wakes
