@@ -158,12 +158,14 @@ fn run<T>(sched: &Scheduler, future: impl std::future::Future<Output = T>) -> T 
     sched.block_on(future)
 }
 
-/// A state machine whose first step fails with [`PanickyDisplay`]; counts its `close`s.
-struct FailingStep(Arc<AtomicUsize>);
+/// A state machine whose first step fails with [`PanickyDisplay`] once told to go (so that a
+/// monitor can be set first); counts its `close`s.
+struct FailingStep(Arc<AtomicUsize>, mpsc::Receiver<()>);
 
 impl Process for FailingStep {
     type Output = ();
     fn step(&mut self, _: &mut Events, _: &mut StepOutput<()>) -> Result<(), BoxError> {
+        let _ = self.1.recv_timeout(support::HANG_GUARD);
         Err(Box::new(PanickyDisplay))
     }
     fn close(&mut self) {
@@ -200,10 +202,13 @@ fn a_step_error_whose_display_panics_fails_the_process() {
     let _exclusive = exclusive();
     let sched = Scheduler::builder().workers(1).build().unwrap();
     let closes = Arc::new(AtomicUsize::new(0));
+    let (go_tx, go) = mpsc::channel();
     let handle = sched
-        .spawn(FailingStep(closes.clone()), "run", Payload::empty())
+        .spawn(FailingStep(closes.clone(), go), "run", Payload::empty())
         .unwrap();
+    // Set before the step fails: a monitor set after the end hears `NoProc`.
     let down = sched.monitor(handle.pid());
+    go_tx.send(()).unwrap();
     assert_failed(&sched, handle, down);
     assert_eq!(closes.load(SeqCst), 1);
     // The worker lives on.
