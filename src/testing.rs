@@ -240,7 +240,9 @@ impl<P: Process> Harness<P> {
     /// spawns never share it, and unique among every harness's in the program (two harnessed
     /// processes can ask each other). What is sent to it through that scheduler — a message
     /// (`cx.addr().send(..)`, [`addr`](Self::addr)), a linked process's exit signal, a
-    /// monitor's `Down` — reaches its next step, as on a scheduler.
+    /// monitor's `Down` — reaches its next step, as on a scheduler. Unlike a scheduler's
+    /// steps, a harness step is given everything that arrived since the last (no
+    /// `max_batch`), and runs in no `process` span.
     ///
     /// # Examples
     ///

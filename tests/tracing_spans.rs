@@ -196,6 +196,40 @@ fn the_process_span_is_current_in_init_every_step_and_close() {
     assert_eq!(finished[0].field("outcome"), Some("done"));
 }
 
+#[test]
+fn a_process_span_is_a_root_not_a_child_of_its_spawners_span() {
+    // A process outlives the request (or process) that spawned it: its events are filed under
+    // its own span alone, however deep a chain of spawns goes.
+    let _exclusive = exclusive();
+    let sched = Scheduler::builder().workers(2).build().unwrap();
+    let handle = {
+        let request = tracing::info_span!("http_request", req_id = 42);
+        let _in_request = request.enter();
+        sched
+            .spawn_fn(|cx: ProcessCx| async move {
+                tracing::info!(marker = "spawned-in-a-request");
+                let child = cx.spawn_fn(|_: ProcessCx| async move {
+                    tracing::info!(marker = "spawned-by-a-process");
+                    Ok::<_, BoxError>(())
+                })?;
+                child.await?;
+                Ok::<_, BoxError>(())
+            })
+            .unwrap()
+    };
+    let pid = handle.pid();
+    sched.block_on(handle).unwrap();
+    let event = marked("spawned-in-a-request");
+    assert_eq!(event.scope.len(), 1, "{event:?}");
+    assert_eq!(
+        event.scope[0].fields.get("pid").map(String::as_str),
+        Some(pid.to_string().as_str())
+    );
+    let event = marked("spawned-by-a-process");
+    assert_eq!(event.scope.len(), 1, "{event:?}");
+    assert_eq!(event.scope[0].name, "process");
+}
+
 struct AsyncTraced;
 struct BlockingTraced;
 struct Unhandled;

@@ -166,7 +166,8 @@ pub enum ProcessState {
     Ready,
     /// A worker is stepping it.
     Running,
-    /// Waiting for yield completions.
+    /// Waiting for yield completions — for an `async fn` body, for anything it awaits that is
+    /// not a receive: a call or an ask, a tokio timer, `cx.run`, a `send_wait` for room.
     Blocked,
     /// Waiting for messages.
     Idle,

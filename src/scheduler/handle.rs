@@ -145,7 +145,11 @@ impl SchedulerHandle {
         // until its task is kept (`tasks::spawn`; `mailbox/observe.rs`). The process's span is
         // entered around `init` (and `close` if it fails), then around every poll of the
         // process future.
-        let span = tracing::info_span!("process", pid = %pid, kind, method);
+        // A root span: a process outlives the request, task or process that spawned it, and
+        // inheriting that span would file its logs under the spawner for its whole life (and
+        // nest a chain of spawns ever deeper). The spawner is linked, not a parent.
+        let span = tracing::info_span!(parent: None, "process", pid = %pid, kind, method);
+        span.follows_from(tracing::Span::current());
         let entered = span.enter();
         let ctx = ProcessContext::new(pid, self).with_cell(&cell);
         let initialised = catch_unwind(AssertUnwindSafe(|| process.init(&ctx, method, input)));

@@ -342,7 +342,10 @@ impl<P: Process> Harness<P> {
     /// Queues the timeout of the ask `tag` (made with `ask_within`) for the next step: the body
     /// gets [`AskError::TimedOut`](crate::error::AskError::TimedOut). Under a harness an ask's
     /// timeout does not run on the clock — the test decides when it passes — so a test never
-    /// waits for one, and never races it.
+    /// waits for one, and never races it. The same holds for a call's timeout
+    /// (`cx.call_within`), which is a yield, not an ask: script it by completing the call with
+    /// `Err(CommandError::TimedOut)` ([`complete`](Self::complete)); `time_out` of its tag is
+    /// `NotAsked`.
     ///
     /// # Errors
     ///

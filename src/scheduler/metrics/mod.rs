@@ -68,7 +68,9 @@ pub struct SchedulerMetrics {
     /// Destructors of user values (messages, payloads, completions, commands, a process's own
     /// state, an unread result, an aborted handler's future) that panicked when the scheduler
     /// dropped them. Each was contained and traced (`warn`, with the PID where one is known);
-    /// none changes how its process ended.
+    /// none changes how its process ended. Includes
+    /// `ExecutorMetrics::destructor_panics` (those of
+    /// executor tasks' outputs): do not add the two.
     pub destructor_panics: u64,
     /// Most events ever queued at once in one process's mailbox: the peak of its
     /// [`ProcessInfo::mailbox_depth`](crate::metrics::ProcessInfo::mailbox_depth) over the
@@ -106,7 +108,8 @@ pub struct ProcessCounts {
     pub ready: usize,
     /// Being stepped.
     pub running: usize,
-    /// Waiting for yield completions.
+    /// Waiting for yield completions (or, for a body, anything it awaits that is not a
+    /// receive: [`ProcessState::Blocked`](crate::metrics::ProcessState::Blocked)).
     pub blocked: usize,
     /// Waiting for messages.
     pub idle: usize,
@@ -181,8 +184,11 @@ impl FinishCounts {
 /// monitors hear, one field per variant. Every process started is counted in exactly one field
 /// once it has finished, as in [`FinishCounts`], which classes the same ends by how the
 /// scheduler ended them: a process killed by a linked process's `Failed` exit is
-/// `finished.terminated` and `exits.failed`; one that ended on its cancel during a shutdown is
-/// `finished.cancelled` and `exits.shutdown`. A process past a shutdown's deadline (`forced`
+/// `finished.terminated` and `exits.failed`; one that propagated its cancel during a shutdown
+/// (`recv().await?`) is `finished.cancelled` and `exits.shutdown`, while one that heard it and
+/// returned `Ok` is `finished.cancelled` and `exits.normal` (its handle has `Ok`, its monitors
+/// hear `Normal`). The `outcome` of the `process finished` trace event names how the process
+/// future ended (`done`, `terminated`, `stopped`…), not these classes. A process past a shutdown's deadline (`forced`
 /// or `abandoned` in its report) reads cancelled on its handle whatever its last call
 /// returned, and is counted `exits.shutdown` unless it panicked or was stopped.
 ///
