@@ -96,6 +96,23 @@ fn loom_close_racing_an_event() {
     });
 }
 
+/// A thread that delivers the answer to ask `tag` of the process `pid` in `cell`; joined, it
+/// says whether the answer was queued (the answerer's `Reply::send` would be `Ok`).
+fn answer_from_another_thread(
+    cell: &Arc<ProcessCell>,
+    pid: Pid,
+    tag: u64,
+) -> thread::JoinHandle<bool> {
+    let cell = cell.clone();
+    thread::spawn(move || {
+        let answer = Event::YieldComplete {
+            tag,
+            result: Err(CommandError::Cancelled),
+        };
+        cell.deliver_or_return(pid.generation(), answer).is_ok()
+    })
+}
+
 /// `mailbox/abandoned.rs`: an ask's answer racing the asking body giving up on it. Decided
 /// under the lock, exactly one of: the answer was queued first (the answerer's `Ok`; the body
 /// finds it queued and records nothing), or the body gave up first (the answer is refused and
@@ -105,16 +122,7 @@ fn loom_close_racing_an_event() {
 fn loom_an_answer_racing_its_asks_abandonment_is_refused_or_queued_never_both() {
     model(|| {
         let (cell, pid) = open_cell();
-        let answerer = {
-            let cell = cell.clone();
-            thread::spawn(move || {
-                let answer = Event::YieldComplete {
-                    tag: 7,
-                    result: Err(CommandError::Cancelled),
-                };
-                cell.deliver_or_return(pid.generation(), answer).is_ok()
-            })
-        };
+        let answerer = answer_from_another_thread(&cell, pid, 7);
         cell.abandon_ask(pid.generation(), 7);
         let delivered = answerer.join().unwrap();
         let mut events = Events::default();
@@ -134,16 +142,7 @@ fn loom_an_answer_racing_its_asks_abandonment_is_refused_or_queued_never_both() 
 fn loom_an_answer_racing_its_asks_timeout_is_taken_or_refused_never_lost() {
     model(|| {
         let (cell, pid) = open_cell();
-        let answerer = {
-            let cell = cell.clone();
-            thread::spawn(move || {
-                let answer = Event::YieldComplete {
-                    tag: 7,
-                    result: Err(CommandError::Cancelled),
-                };
-                cell.deliver_or_return(pid.generation(), answer).is_ok()
-            })
-        };
+        let answerer = answer_from_another_thread(&cell, pid, 7);
         let taken = cell.time_out_ask(pid.generation(), 7);
         let delivered = answerer.join().unwrap();
         assert_eq!(

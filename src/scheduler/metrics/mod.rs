@@ -188,8 +188,8 @@ impl FinishCounts {
 /// (`recv().await?`) is `finished.cancelled` and `exits.shutdown`, while one that heard it and
 /// returned `Ok` is `finished.cancelled` and `exits.normal` (its handle has `Ok`, its monitors
 /// hear `Normal`). The `outcome` of the `process finished` trace event names how the process
-/// future ended (`done`, `terminated`, `stopped`…), not these classes. A process past a shutdown's deadline (`forced`
-/// or `abandoned` in its report) reads cancelled on its handle whatever its last call
+/// future ended (`done`, `terminated`, `stopped`…), not these classes. A process past a
+/// shutdown's deadline (`forced` or `abandoned` in its report) reads cancelled on its handle whatever its last call
 /// returned, and is counted `exits.shutdown` unless it panicked or was stopped.
 ///
 /// The two totals are equal once the processes counted have finished; a snapshot taken while
