@@ -21,18 +21,30 @@ static GATE: AtomicBool = AtomicBool::new(true);
 static WAITING: AtomicBool = AtomicBool::new(false);
 
 /// A message whose decoding — on the receiving node's inbound task — waits while [`GATE`] is
-/// closed: what a slow `Deserialize` or a starved runtime does to a node's reading.
+/// closed: what a slow `Deserialize` or a starved runtime does to a node's reading. Each is
+/// 20 KB, a frame of its own (a sender batches small messages into few frames, which a loaded
+/// machine did: then nothing overflowed).
 struct Gated;
 
 impl Serialize for Gated {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        ().serialize(serializer)
+        serializer.serialize_bytes(&[0; 20_000])
+    }
+}
+
+/// Opens the gate when dropped: a test that fails with it closed must not leave the inbound
+/// task waiting at it for every message queued.
+struct OpenOnDrop;
+
+impl Drop for OpenOnDrop {
+    fn drop(&mut self) {
+        GATE.store(true, Ordering::SeqCst);
     }
 }
 
 impl<'de> Deserialize<'de> for Gated {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Gated, D::Error> {
-        <()>::deserialize(deserializer)?;
+        serde::de::IgnoredAny::deserialize(deserializer)?;
         let deadline = Instant::now() + GUARD;
         while !GATE.load(Ordering::SeqCst) && Instant::now() < deadline {
             WAITING.store(true, Ordering::SeqCst);
@@ -106,6 +118,7 @@ async fn a_down_dropped_by_a_slow_consumer_resolves_no_connection_and_the_nodes_
     // b's inbound task gets stuck decoding; a floods it past its queue, then ends the target:
     // the `Down` b owes its monitor is behind the flood, and dropped with it.
     GATE.store(false, Ordering::SeqCst);
+    let _open_on_drop = OpenOnDrop;
     let to_sink = a.addr::<Gated>(sink);
     to_sink.send(Gated).unwrap();
     wait_until("b's inbound task is stuck", GUARD, || {
