@@ -39,6 +39,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+pub use crate::dispatch::AskCommand;
 pub use crate::process::{
     Event, EventDrain, Events, InitError, Process, ProcessContext, Status, StepOutput, Tag, Topic,
 };

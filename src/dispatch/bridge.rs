@@ -207,6 +207,9 @@ pub(crate) enum HandlerTask {
     Tokio(tokio::task::AbortHandle),
     /// A pending async handler on the scheduler's executor (module docs).
     Local(executor::JoinHandle<()>),
+    /// A state machine's ask with a deadline: its task, and its channel, closed at once by an
+    /// abort (`ask.rs`).
+    Ask(tokio::task::AbortHandle, StdArc<super::ask::AskInFlight>),
 }
 
 impl HandlerTask {
@@ -216,13 +219,17 @@ impl HandlerTask {
         match self {
             HandlerTask::Tokio(task) => task.abort(),
             HandlerTask::Local(task) => task.abort(),
+            HandlerTask::Ask(task, channel) => {
+                channel.close();
+                task.abort();
+            }
         }
     }
 
     /// `true` once the handler's task has finished.
     pub(crate) fn is_finished(&self) -> bool {
         match self {
-            HandlerTask::Tokio(task) => task.is_finished(),
+            HandlerTask::Tokio(task) | HandlerTask::Ask(task, _) => task.is_finished(),
             HandlerTask::Local(task) => task.is_finished(),
         }
     }

@@ -9,7 +9,7 @@
 //! | blocking | on tokio's blocking pool | likewise |
 //!
 //! A command with no handler completes at once with [`CommandError::NoHandler`] (and a `warn`
-//! event); a handler that panics completes its yield with [`CommandError::Panicked`] (and a
+//! event) — except a state machine's ask ([`AskCommand`], `ask.rs`), which needs none; a handler that panics completes its yield with [`CommandError::Panicked`] (and a
 //! `warn` event with the PID and the message). Either way the process sees it.
 //!
 //! # Spans
@@ -26,6 +26,7 @@
 //! drops the timer too. The deadline needs a runtime with timers: on one without, the yield
 //! completes at once with [`CommandError::NoTimer`] ([`TimerProbe`]).
 
+mod ask;
 mod async_job;
 mod blocking_job;
 mod bridge;
@@ -35,6 +36,8 @@ mod registry;
 mod run;
 mod sentinel;
 
+pub use ask::AskCommand;
+pub(crate) use ask::{AnswerChannel, AnswerTo, AskStarted};
 pub(crate) use bridge::{HandlerRuntime, HandlerTask};
 pub(crate) use completer::YieldCompleter;
 pub(crate) use handler::{Handler, SpawnFn};
@@ -59,6 +62,8 @@ pub(crate) enum Dispatched {
     Async(Option<HandlerTask>),
     /// Handed to a blocking handler: its task, unless it completed at once.
     Blocking(Option<HandlerTask>),
+    /// A state machine's ask (`ask.rs`): its deadline's task, if it has one.
+    Ask(Option<HandlerTask>),
     /// No handler for the command's type: completed with `NoHandler`.
     NoHandler,
 }
@@ -67,7 +72,7 @@ impl Dispatched {
     /// The abort handle of the handler task, for async and blocking handlers.
     pub(crate) fn into_task(self) -> Option<HandlerTask> {
         match self {
-            Dispatched::Async(task) | Dispatched::Blocking(task) => task,
+            Dispatched::Async(task) | Dispatched::Blocking(task) | Dispatched::Ask(task) => task,
             Dispatched::Inline(_) | Dispatched::NoHandler => None,
         }
     }
@@ -109,7 +114,7 @@ pub(crate) fn dispatch(
             yielded,
             completions,
         ),
-        None => no_handler(pid, cell, yielded, completions),
+        None => no_handler(handlers, pid, cell, yielded, completions),
     }
 }
 
@@ -117,12 +122,19 @@ pub(crate) fn dispatch(
 #[cold]
 #[inline(never)]
 fn no_handler(
+    handlers: &HandlerSet,
     pid: Pid,
-    cell: &ProcessCell,
+    cell: &Arc<ProcessCell>,
     yielded: YieldSlot<'_>,
     completions: &mut Events,
 ) -> Dispatched {
+    let timeout = yielded.timeout();
     let YieldSlot { tag, command, .. } = yielded;
+    // The one command that needs no handler.
+    let command = match ask::dispatch(handlers, pid, cell, tag, command, timeout, completions) {
+        Ok(dispatched) => return dispatched,
+        Err(command) => command,
+    };
     // The name is a call (the payload's vtable holds a function): only on the cold paths.
     let type_name = command.type_name();
     tracing::warn!(%pid, command = type_name, "no handler registered for the command's type");

@@ -185,6 +185,17 @@ pub(crate) struct ProcessWake {
 }
 
 impl ProcessWake {
+    /// What wakes the process of `generation` in `cell` (a state machine's ask: its answer's
+    /// way into the asker's mailbox, `dispatch/ask.rs`).
+    pub(crate) fn new(cell: Arc<ProcessCell>, generation: u64) -> ProcessWake {
+        ProcessWake { cell, generation }
+    }
+
+    /// `true` if this wakes `pid`, a process of `cell` (the asker is the asked).
+    pub(crate) fn is(&self, cell: &ProcessCell, pid: crate::process::Pid) -> bool {
+        std::ptr::eq(&*self.cell, cell) && self.generation == pid.generation()
+    }
+
     /// A waker delivering `Event::Woken` to this target (one allocation).
     pub(crate) fn waker(self) -> Waker {
         Waker::from(std::sync::Arc::new(self))
@@ -201,6 +212,13 @@ impl ProcessWake {
     /// `tag`: the answer is refused when it comes (`mailbox/abandoned.rs`).
     pub(crate) fn abandon_ask(&self, tag: Tag) {
         self.cell.abandon_ask(self.generation, tag);
+    }
+
+    /// Takes back an [`abandon_ask`](Self::abandon_ask) of `tag` whose answer has not come:
+    /// `true` if it was still recorded (now forgotten), `false` if the answer came, and was
+    /// refused (`mailbox/abandoned.rs`).
+    pub(crate) fn forget_abandoned(&self, tag: Tag) -> bool {
+        self.cell.forget_abandoned(self.generation, tag)
     }
 
     /// [`ProcessCell::time_out_ask`] for this process.

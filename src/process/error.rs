@@ -31,6 +31,11 @@ pub enum CommandError {
     /// The handler's task was dropped before completing (its runtime shut down).
     #[error("command was cancelled before it completed")]
     Cancelled,
+    /// An ask's reply port was dropped unanswered (by the asked process, or with its mailbox
+    /// when it ended): the completion of a state machine's
+    /// [`AskCommand`](crate::state_machine::AskCommand).
+    #[error("the asked process dropped the reply port without answering")]
+    NoReply,
     /// The handler reported an error.
     #[error("command failed: {0}")]
     Failed(#[source] BoxError),
@@ -62,6 +67,17 @@ impl CommandError {
     /// ```
     pub fn is_cancelled(&self) -> bool {
         matches!(self, CommandError::Cancelled)
+    }
+
+    /// `true` for [`CommandError::NoReply`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert!(procsched::error::CommandError::NoReply.is_no_reply());
+    /// ```
+    pub fn is_no_reply(&self) -> bool {
+        matches!(self, CommandError::NoReply)
     }
 
     /// `true` for [`CommandError::Panicked`].

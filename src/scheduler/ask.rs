@@ -35,6 +35,9 @@
 //!   is a oneshot channel. Asked from inside a process's body, the ask is a *yield*: the port
 //!   answers into the asking process's own mailbox as the completion of a call, the process is
 //!   `Blocked` meanwhile and its worker free — no channel, no task, no waker allocation.
+//! - **From a state machine's step**, which cannot await: the ask is yielded as a command
+//!   ([`Addr::ask_command`]) and its answer comes as that yield's completion
+//!   (`src/scheduler/step_ask.rs`, `src/dispatch/ask.rs`).
 //! - **Under a test harness** (`testing::Harness`), an ask from the body is recorded, not
 //!   sent: the step reports it and the test scripts its answer, or its timeout.
 //! - **Never a hang.** A port dropped unanswered (by the answering process, or with its mailbox

@@ -112,6 +112,7 @@ mod shutdown;
 mod spawn_fn;
 mod spawn_options;
 mod spin_wait;
+mod step_ask;
 mod stepped;
 mod supervisor;
 mod table;

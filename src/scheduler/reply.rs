@@ -245,7 +245,7 @@ impl<R> Drop for Reply<R> {
             Some(Port::Process { asker, tag }) => {
                 let no_reply = Event::YieldComplete {
                     tag,
-                    result: Err(CommandError::Cancelled),
+                    result: Err(CommandError::NoReply),
                 };
                 let _ = asker.deliver(no_reply);
             }

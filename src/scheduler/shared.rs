@@ -413,7 +413,7 @@ impl Host for Inner {
                     HandlerOutcome::Other => {}
                 }
             }
-            Dispatched::Async(_) => stats.asynchronous += 1,
+            Dispatched::Async(_) | Dispatched::Ask(_) => stats.asynchronous += 1,
             Dispatched::Blocking(_) => stats.blocking += 1,
             Dispatched::NoHandler => stats.no_handler += 1,
         }

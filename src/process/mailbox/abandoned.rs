@@ -76,6 +76,27 @@ impl ProcessCell {
         false
     }
 
+    /// Takes back the [`abandon_ask`](Self::abandon_ask) of `tag` by the process of
+    /// `generation`: `true` if it was still recorded (its answer has not come; it is now
+    /// forgotten, so that answer will be queued), `false` if that answer came and was refused.
+    /// A state machine's ask whose request was refused abandons its tag around the request's
+    /// drop, so that a port inside it does not complete the yield a second time
+    /// (`scheduler/step_ask.rs`); a port the request did not hold is taken back here.
+    pub(crate) fn forget_abandoned(&self, generation: Generation, tag: Tag) -> bool {
+        let mut inner = self.mailbox.inner.lock();
+        if self.mailbox.gate.admission(Some(generation)) != Admission::Accepted {
+            return false; // finishing or gone: every answer is refused anyway
+        }
+        let Some(abandoned) = &mut inner.abandoned else {
+            return false;
+        };
+        let recorded = abandoned.0.remove(&tag);
+        if abandoned.0.is_empty() {
+            inner.abandoned = None;
+        }
+        recorded
+    }
+
     /// `true` if the process of `generation` lives and has not given up on its ask `tag`.
     pub(crate) fn awaits_answer(&self, generation: Generation, tag: Tag) -> bool {
         let inner = self.mailbox.inner.lock();
