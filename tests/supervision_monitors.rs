@@ -109,6 +109,40 @@ fn demonitor_guarantees_no_down_is_delivered_afterwards() {
 }
 
 #[test]
+fn a_demonitor_of_a_monitor_someone_else_holds_changes_nothing() {
+    let sched = scheduler(2);
+    let probe = Probe::spawn(sched.handle());
+    let stranger = Probe::spawn(sched.handle());
+    let target = spawn_puppet(sched.handle());
+    let held = probe.monitor(target.pid());
+    let outside = sched.monitor(target.pid());
+    for monitor in [held, outside.reference()] {
+        assert_eq!(
+            stranger.order(Order::Demonitor(monitor)),
+            Heard::Demonitored(false),
+            "the stranger holds no such monitor"
+        );
+        assert!(!sched.handle().demonitor_from(stranger.pid(), monitor));
+    }
+    // Both monitors still stand: each hears the target's one end.
+    target.addr().send(Cmd::Fail("crashed")).unwrap();
+    assert!(
+        run(outside).reason.is_failed(),
+        "the outside monitor was kept"
+    );
+    let down = next_down(&probe);
+    assert_eq!(down.monitor, held);
+    assert!(down.reason.is_failed(), "{down:?}");
+    probe.assert_hears_nothing_else(1);
+    stranger.assert_hears_nothing_else(1);
+    for probe in [probe, stranger] {
+        probe.tell(Order::Finish);
+        join_typed(probe.handle).unwrap();
+    }
+    let _ = join_typed(target);
+}
+
+#[test]
 fn demonitor_removes_a_down_already_queued_but_not_yet_received() {
     let sched = scheduler(2);
     let target = spawn_puppet(sched.handle());

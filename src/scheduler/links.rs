@@ -428,7 +428,9 @@ impl SchedulerHandle {
     }
 
     /// Ends the monitor `monitor` held by `watcher`: no `Down` of it is delivered afterwards
-    /// (one already queued in `watcher`'s mailbox is removed). `true` if it was active.
+    /// (one already queued in `watcher`'s mailbox is removed). `true` if it was active;
+    /// `false`, and nothing changes, if `watcher` does not hold it (a monitor of another
+    /// process, or of tokio code, stands).
     ///
     /// # Examples
     ///
@@ -461,7 +463,12 @@ impl SchedulerHandle {
             .table
             .get(watcher)
             .is_some_and(|cell| cell.forget_monitor(watcher.generation(), monitor));
-        inner.unwatch_target(monitor);
+        // Only the watcher's own: a reference `watcher` does not hold is someone else's
+        // monitor, which must stand. (A watcher that ended takes its monitors off their
+        // targets itself, `Watch::Monitoring`; one whose `Down` came, its target is gone.)
+        if held {
+            inner.unwatch_target(monitor);
+        }
         held
     }
 
