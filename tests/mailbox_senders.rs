@@ -299,6 +299,26 @@ fn what_the_collector_saw(
 }
 
 #[test]
+fn declared_sizes_past_usize_max_overflow_the_budget_instead_of_wrapping() {
+    // `max_bytes: usize::MAX` is "no byte limit": two messages declaring more than half of it
+    // each add up past `usize::MAX`, which fits no budget (the sum once panicked the sender).
+    let sched = Scheduler::builder().workers(1).build().unwrap();
+    let (handle, gate, blocker) = a_collector_that_cannot_drain(&sched);
+    let pid = handle.pid();
+    let huge = usize::MAX / 2 + 1;
+    let send = || {
+        sched.send(
+            pid,
+            Message::new("big", Payload::empty()).with_budget(LOOSE, huge),
+        )
+    };
+    assert!(send().is_ok());
+    assert!(matches!(send(), Err(e) if e.is_mailbox_full()));
+    let seen = what_the_collector_saw(&sched, gate, blocker, handle);
+    assert_eq!(seen, ["big", "overflow:big"]);
+}
+
+#[test]
 fn topic_budgets_drop_with_one_overflow_marker_and_send_says_so() {
     let sched = Scheduler::builder().workers(1).build().unwrap();
     let (handle, gate, blocker) = a_collector_that_cannot_drain(&sched);

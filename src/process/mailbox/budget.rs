@@ -52,16 +52,25 @@ impl Inner {
         if usage.overflowed {
             return (Admission::OverBudget, None);
         }
-        if usage.items + 1 > budget.max_items || usage.bytes.saturating_add(size) > budget.max_bytes
-        {
+        // Checked: sizes are the senders' declarations, and a sum past `usize::MAX` fits no
+        // budget (a `max_bytes` of `usize::MAX` says "no byte limit", not "wrap around").
+        let items = usage
+            .items
+            .checked_add(1)
+            .filter(|&n| n <= budget.max_items);
+        let bytes = usage
+            .bytes
+            .checked_add(size)
+            .filter(|&n| n <= budget.max_bytes);
+        let (Some(items), Some(bytes)) = (items, bytes) else {
             usage.overflowed = true;
             let marker = Event::MailboxOverflow {
                 topic: message.topic.clone(),
             };
             return (Admission::OverBudget, Some(marker));
-        }
-        usage.items += 1;
-        usage.bytes += size;
+        };
+        usage.items = items;
+        usage.bytes = bytes;
         (Admission::Accepted, None)
     }
 
