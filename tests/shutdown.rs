@@ -18,6 +18,7 @@ use procsched::{
     state_machine::{Events, StepOutput},
     BoxError,
 };
+use std::future::Future;
 use std::sync::atomic::Ordering::SeqCst;
 use std::sync::{mpsc, Arc, Barrier};
 use std::thread;
@@ -532,4 +533,65 @@ fn a_process_awaiting_its_own_schedulers_shutdown_is_counted_abandoned_and_its_h
         (3, 1),
         "{finished:?}"
     );
+}
+
+// ---------------------------------------------------------------------------------------------
+// concurrent calls
+// ---------------------------------------------------------------------------------------------
+
+/// A body that, once cancelled, cleans up until the test releases it; says when its cancel
+/// came.
+fn slow_cleaner(
+    sched: &Scheduler,
+) -> (
+    procsched::ProcessHandle<&'static str, ()>,
+    mpsc::Receiver<()>,
+    tokio::sync::oneshot::Sender<()>,
+) {
+    let (cancelled, cancel_seen) = mpsc::channel();
+    let (release, released) = tokio::sync::oneshot::channel::<()>();
+    let handle = sched
+        .spawn_fn(move |cx: procsched::ProcessCx<()>| async move {
+            let _ = cx.cancelled().await;
+            cancelled.send(()).unwrap();
+            let _ = released.await;
+            Ok::<_, BoxError>("cleaned up")
+        })
+        .unwrap();
+    (handle, cancel_seen, release)
+}
+
+#[test]
+fn a_concurrent_shutdown_with_a_shorter_timeout_keeps_to_the_first_calls() {
+    // The first call grants a long grace period; a second one asks for none while the first
+    // waits. Polled once, the second must not force the process (it did: `shutdown_async`
+    // callers each kept to their own deadline); both get the first call's report.
+    for second_is_async in [true, false] {
+        let sched = Arc::new(Scheduler::builder().workers(2).build().unwrap());
+        let (handle, cancel_seen, release) = slow_cleaner(&sched);
+        let first = {
+            let sched = sched.clone();
+            thread::spawn(move || futures::executor::block_on(sched.shutdown_async(HANG_GUARD)))
+        };
+        recv(&cancel_seen); // the first call is in its grace period
+        let second = if second_is_async {
+            let mut second = Box::pin(sched.shutdown_async(Duration::ZERO));
+            let waker = futures::task::noop_waker();
+            let polled = second
+                .as_mut()
+                .poll(&mut std::task::Context::from_waker(&waker));
+            assert!(polled.is_pending(), "the second call forced the stop");
+            release.send(()).unwrap();
+            futures::executor::block_on(second)
+        } else {
+            let sched_for_second = sched.clone();
+            let second = thread::spawn(move || sched_for_second.shutdown(Duration::ZERO));
+            release.send(()).unwrap();
+            second.join().unwrap()
+        };
+        let first = first.join().unwrap();
+        assert_eq!((first.graceful, first.forced), (1, 0), "{first:?}");
+        assert_eq!(second, first);
+        assert_eq!(sched.block_on(handle).unwrap(), "cleaned up");
+    }
 }

@@ -374,7 +374,9 @@ impl Scheduler {
     /// many processes, the ones the forced stop had no time to close: closed after it returns).
     ///
     /// Idempotent; concurrent and later callers get the first call's report, waiting for it if
-    /// it is not made yet. One exception, so that it cannot deadlock: a call from user code the
+    /// it is not made yet — and keep to the first call's `timeout` while it is in progress: a
+    /// concurrent call with a shorter one (a signal handler's) does not cut its grace period
+    /// short (a first `shutdown_async` dropped before it resolved gives its timeout up). One exception, so that it cannot deadlock: a call from user code the
     /// forced stop runs (a drop guard or `close` of a forced process that shuts the application
     /// down with it) returns at once with the report *so far* — the processes finished until
     /// then, and every one not yet closed, its own among them, counted `abandoned`, so

@@ -60,6 +60,28 @@ struct Stop {
     claimed: bool,
     /// `shutdown_async` callers waiting for the claimant's report.
     waiters: Vec<Waker>,
+    /// The deadlines of the calls in progress, first call first (each holds a [`Grant`]).
+    grants: Vec<(u64, Instant)>,
+    /// The next grant's id.
+    next_grant: u64,
+}
+
+/// A shutdown call in progress: while it lasts, later calls keep to its deadline rather than
+/// their own, so that a concurrent call with a shorter timeout (a signal handler's, a library's)
+/// cannot cut short the grace period the first call gave ("concurrent callers get the first
+/// call's report"). A call dropped before it resolves (`shutdown_async` under a timeout) gives
+/// its deadline up, so the call that finishes the shutdown keeps to its own.
+struct Grant<'a> {
+    shutdown: &'a Shutdown,
+    id: u64,
+}
+
+impl Drop for Grant<'_> {
+    fn drop(&mut self) {
+        lock(&self.shutdown.state)
+            .grants
+            .retain(|(id, _)| *id != self.id);
+    }
 }
 
 crate::loom::thread_local_const! {
@@ -254,9 +276,23 @@ impl Shutdown {
         &self.engine().executor
     }
 
+    /// The deadline a call with `timeout` keeps to — the first call in progress's, else its
+    /// own — and its [`Grant`].
+    fn grant(&self, timeout: Duration) -> (Instant, Grant<'_>) {
+        let mut state = lock(&self.state);
+        let deadline = match state.grants.first() {
+            Some(&(_, first)) => first,
+            None => crate::deadline::after(timeout),
+        };
+        let id = state.next_grant;
+        state.next_grant += 1;
+        state.grants.push((id, deadline));
+        (deadline, Grant { shutdown: self, id })
+    }
+
     /// [`Scheduler::shutdown`](crate::Scheduler::shutdown), once the caller may block.
     pub(super) fn shutdown(&self, inner: &Arc<Inner>, timeout: Duration) -> ShutdownReport {
-        let deadline = crate::deadline::after(timeout);
+        let (deadline, _grant) = self.grant(timeout);
         inner.begin_shutdown(deadline);
         if stopping_here(inner.host_id) {
             return so_far(inner);
@@ -283,7 +319,7 @@ impl Shutdown {
         inner: &Arc<Inner>,
         timeout: Duration,
     ) -> ShutdownReport {
-        let deadline = crate::deadline::after(timeout);
+        let (deadline, _grant) = self.grant(timeout);
         inner.begin_shutdown(deadline);
         if stopping_here(inner.host_id) {
             return so_far(inner);
