@@ -150,6 +150,20 @@ impl Process for Asker {
     }
 }
 
+/// Runs an [`Asker`] of `asks` to its end.
+fn asked(sched: &Scheduler, expected: usize, asks: MakeAsks) -> Vec<(Tag, Completion)> {
+    run(sched, Asker::new(sched, expected, asks))
+}
+
+/// A [`server`] that has ended.
+fn ended_server(sched: &Scheduler) -> Addr<Server> {
+    let server = server(sched);
+    let addr = server.addr();
+    addr.send(Server::Stop).unwrap();
+    join_typed(server).unwrap();
+    addr
+}
+
 fn run(sched: &Scheduler, asker: Asker) -> Vec<(Tag, Completion)> {
     let handle = sched.spawn(asker, "run", Payload::empty()).unwrap();
     join_typed(handle).expect("the asker ends")
@@ -164,23 +178,20 @@ fn answers_come_back_as_completions_with_their_tags() {
     let sched = sched();
     let server = server(&sched);
     let addr = server.addr();
-    let mut seen = run(
+    let mut seen = asked(
         &sched,
-        Asker::new(
-            &sched,
-            3,
-            Box::new(move |_| {
-                (1..=3)
-                    .map(|n| {
-                        (
-                            n,
-                            addr.ask_command(move |r| Server::Double(n * 10, r)),
-                            None,
-                        )
-                    })
-                    .collect()
-            }),
-        ),
+        3,
+        Box::new(move |_| {
+            (1..=3)
+                .map(|n| {
+                    (
+                        n,
+                        addr.ask_command(move |r| Server::Double(n * 10, r)),
+                        None,
+                    )
+                })
+                .collect()
+        }),
     );
     seen.sort_by_key(|(tag, _)| *tag);
     assert_eq!(
@@ -198,13 +209,10 @@ fn a_port_dropped_unanswered_completes_with_no_reply() {
     let sched = sched();
     let server = server(&sched);
     let addr = server.addr();
-    let seen = run(
+    let seen = asked(
         &sched,
-        Asker::new(
-            &sched,
-            1,
-            Box::new(move |_| vec![(7, addr.ask_command(Server::Drop), None)]),
-        ),
+        1,
+        Box::new(move |_| vec![(7, addr.ask_command(Server::Drop), None)]),
     );
     assert_eq!(seen, vec![(7, Completion::NoReply)]);
 }
@@ -212,26 +220,20 @@ fn a_port_dropped_unanswered_completes_with_no_reply() {
 #[test]
 fn an_ask_to_a_finished_process_fails_not_found_once() {
     let sched = sched();
-    let server = server(&sched);
-    let addr = server.addr();
-    addr.send(Server::Stop).unwrap();
-    join_typed(server).unwrap();
-    let seen = run(
+    let addr = ended_server(&sched);
+    let seen = asked(
         &sched,
-        Asker::new(
-            &sched,
-            2,
-            Box::new(move |_| {
-                vec![
-                    (1, addr.ask_command(|r| Server::Double(1, r)), None),
-                    (
-                        2,
-                        addr.ask_command(|r| Server::Double(1, r)),
-                        Some(HANG_GUARD),
-                    ),
-                ]
-            }),
-        ),
+        2,
+        Box::new(move |_| {
+            vec![
+                (1, addr.ask_command(|r| Server::Double(1, r)), None),
+                (
+                    2,
+                    addr.ask_command(|r| Server::Double(1, r)),
+                    Some(HANG_GUARD),
+                ),
+            ]
+        }),
     );
     assert_eq!(
         seen,
@@ -247,23 +249,17 @@ fn a_port_its_request_does_not_hold_completes_the_refused_ask_once() {
     // The request's constructor drops the port (it answers `NoReply` at once), and the request
     // is refused: the yield completes with the port's `NoReply`, not twice.
     let sched = sched();
-    let server = server(&sched);
-    let addr = server.addr();
-    addr.send(Server::Stop).unwrap();
-    join_typed(server).unwrap();
-    let seen = run(
+    let addr = ended_server(&sched);
+    let seen = asked(
         &sched,
-        Asker::new(
-            &sched,
-            1,
-            Box::new(move |_| {
-                let ask = addr.ask_command(|reply: Reply<u64>| {
-                    drop(reply);
-                    Server::Stop
-                });
-                vec![(3, ask, None)]
-            }),
-        ),
+        1,
+        Box::new(move |_| {
+            let ask = addr.ask_command(|reply: Reply<u64>| {
+                drop(reply);
+                Server::Stop
+            });
+            vec![(3, ask, None)]
+        }),
     );
     assert_eq!(seen, vec![(3, Completion::NoReply)]);
 }
@@ -271,18 +267,15 @@ fn a_port_its_request_does_not_hold_completes_the_refused_ask_once() {
 #[test]
 fn a_process_asking_itself_is_refused_at_once() {
     let sched = sched();
-    let seen = run(
+    let seen = asked(
         &sched,
-        Asker::new(
-            &sched,
-            2,
-            Box::new(|me| {
-                vec![
-                    (1, me.ask_command(|reply| reply), None),
-                    (2, me.ask_command(|reply| reply), Some(HANG_GUARD)),
-                ]
-            }),
-        ),
+        2,
+        Box::new(|me| {
+            vec![
+                (1, me.ask_command(|reply| reply), None),
+                (2, me.ask_command(|reply| reply), Some(HANG_GUARD)),
+            ]
+        }),
     );
     assert_eq!(
         seen,
@@ -297,19 +290,16 @@ fn a_timed_ask_times_out_and_its_late_answer_is_handed_back() {
     let addr = server.addr();
     let asks = addr.clone();
     // The server keeps the port until told to answer: only the timeout can complete the ask.
-    let seen = run(
+    let seen = asked(
         &sched,
-        Asker::new(
-            &sched,
-            1,
-            Box::new(move |_| {
-                vec![(
-                    5,
-                    asks.ask_command(Server::Keep),
-                    Some(Duration::from_millis(5)),
-                )]
-            }),
-        ),
+        1,
+        Box::new(move |_| {
+            vec![(
+                5,
+                asks.ask_command(Server::Keep),
+                Some(Duration::from_millis(5)),
+            )]
+        }),
     );
     assert_eq!(seen, vec![(5, Completion::TimedOut)]);
     let taken = sched.block_on(addr.ask(Server::AnswerKept)).unwrap();
@@ -325,19 +315,16 @@ fn a_timed_ask_answered_in_time_completes_with_the_answer() {
     let sched = sched();
     let server = server(&sched);
     let addr = server.addr();
-    let seen = run(
+    let seen = asked(
         &sched,
-        Asker::new(
-            &sched,
-            1,
-            Box::new(move |_| {
-                vec![(
-                    9,
-                    addr.ask_command(|r| Server::Double(21, r)),
-                    Some(HANG_GUARD),
-                )]
-            }),
-        ),
+        1,
+        Box::new(move |_| {
+            vec![(
+                9,
+                addr.ask_command(|r| Server::Double(21, r)),
+                Some(HANG_GUARD),
+            )]
+        }),
     );
     assert_eq!(seen, vec![(9, Completion::Answer(42))]);
 }
@@ -387,13 +374,10 @@ fn a_full_mailbox_refuses_the_ask() {
     let addr = stalled.addr();
     addr.send(1).unwrap(); // the one message it has room for
     let asks = addr.retyped::<Reply<u64>>();
-    let seen = run(
+    let seen = asked(
         &sched,
-        Asker::new(
-            &sched,
-            1,
-            Box::new(move |_| vec![(4, asks.ask_command(|reply| reply), None)]),
-        ),
+        1,
+        Box::new(move |_| vec![(4, asks.ask_command(|reply| reply), None)]),
     );
     assert_eq!(
         seen,
@@ -409,21 +393,18 @@ fn thousands_of_asks_in_flight_each_complete_once() {
     let sched = sched();
     let server = server(&sched);
     let addr = server.addr();
-    let mut seen = run(
+    let mut seen = asked(
         &sched,
-        Asker::new(
-            &sched,
-            asks as usize,
-            Box::new(move |_| {
-                (0..asks)
-                    .map(|n| {
-                        let ask = addr.ask_command(move |r| Server::Double(n, r));
-                        // Every other one with a deadline: the channel path.
-                        (n, ask, (n % 2 == 1).then_some(HANG_GUARD))
-                    })
-                    .collect()
-            }),
-        ),
+        asks as usize,
+        Box::new(move |_| {
+            (0..asks)
+                .map(|n| {
+                    let ask = addr.ask_command(move |r| Server::Double(n, r));
+                    // Every other one with a deadline: the channel path.
+                    (n, ask, (n % 2 == 1).then_some(HANG_GUARD))
+                })
+                .collect()
+        }),
     );
     seen.sort_by_key(|(tag, _)| *tag);
     let expected: Vec<_> = (0..asks).map(|n| (n, Completion::Answer(n * 2))).collect();
