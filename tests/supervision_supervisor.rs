@@ -379,6 +379,40 @@ fn start_child_and_terminate_child_manage_dynamic_children_with_typed_errors() {
 }
 
 #[test]
+fn a_factory_returning_a_pid_it_did_not_spawn_through_its_start_fails_to_start() {
+    let sched = scheduler(2);
+    let log = log();
+    let sup = start(&sched, Supervisor::one_for_one());
+    let bystander = spawn_puppet(sched.handle());
+    let bystander_pid = bystander.pid();
+    let never = Pid::from_raw(1 << 26).unwrap();
+    // Another process's PID (with a spawn of its own, stopped), and a PID nobody has.
+    let (spawned_tx, spawned_rx) = std::sync::mpsc::channel();
+    let adopts = ChildSpec::new("adopts", move |start| {
+        let own = start.spawn_fn(|cx: ProcessCx<Cmd>| async move {
+            let _ = cx.recv().await?;
+            Ok::<(), BoxError>(())
+        })?;
+        spawned_tx.send(own).unwrap();
+        Ok(bystander_pid)
+    });
+    let invents = ChildSpec::new("invents", move |_| Ok(never));
+    for spec in [adopts, invents] {
+        match run(sup.start_child(spec)) {
+            Err(SupervisorError::Start(why)) => assert!(why.contains("neither spawned"), "{why}"),
+            other => panic!("expected a failed start, got {other:?}"),
+        }
+    }
+    assert!(children(&sup).is_empty(), "neither is a child");
+    // What the factory did spawn is terminated (else this would wait for ever: hang-guarded).
+    let _ = run(sched.monitor(spawned_rx.recv().unwrap()));
+    // The bystander was not touched: it ends when told.
+    tell(&sched, bystander_pid, Cmd::Finish);
+    support::join_typed(bystander).expect("the bystander lived on");
+    assert!(take(&log).is_empty());
+}
+
+#[test]
 fn shutdown_timeout_kills_a_child_that_ignores_cancellation_after_the_timeout() {
     let sched = scheduler(2);
     let log = log();

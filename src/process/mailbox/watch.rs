@@ -204,6 +204,17 @@ impl ProcessCell {
         Ok(())
     }
 
+    /// `true` if the process of `generation` lives and is linked to `other` (a supervisor's
+    /// check of what its child factory returned).
+    pub(crate) fn is_linked_to(&self, generation: Generation, other: Pid) -> bool {
+        let inner = self.mailbox.inner.lock();
+        self.watchable(generation)
+            && inner
+                .watch
+                .as_ref()
+                .is_some_and(|state| state.links.contains(&other))
+    }
+
     /// Removes the link to `other` from the process of `generation`, if any (`unlink`).
     pub(crate) fn unwatch_link(&self, generation: Generation, other: Pid) {
         let mut inner = self.mailbox.inner.lock();

@@ -459,6 +459,26 @@ impl Supervising {
             .map_err(|error| {
                 SupervisorError::Start(crate::process::display_contained(&error, None).to_string())
             })?;
+        let spawned = start.spawned();
+        let linked = || {
+            let supervisor = self.cx.pid();
+            sched
+                .inner
+                .table
+                .get(pid)
+                .is_some_and(|cell| cell.is_linked_to(pid.generation(), supervisor))
+        };
+        if !spawned.contains(&pid) && !linked() {
+            // Not a child it can supervise: its exits do not reach this supervisor, and stopping
+            // it would stop a bystander. What the factory did spawn through `Start` is stopped.
+            for orphan in spawned {
+                let _ = sched.terminate(orphan);
+            }
+            return Err(SupervisorError::Start(format!(
+                "the child's factory returned {pid}, which it neither spawned through its \
+                 `Start` nor linked to its supervisor"
+            )));
+        }
         let first_poll = start.first_poll_of(pid);
         Ok((pid, first_poll))
     }

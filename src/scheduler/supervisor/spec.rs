@@ -6,6 +6,7 @@ use crate::process::mailbox::{Incarnation, MailboxBound};
 use crate::process::{BoxError, Payload, Pid, Process};
 use crate::scheduler::links::Link;
 use crate::scheduler::{ChildOptions, ProcessCx, SchedulerHandle, SpawnError};
+use smallvec::SmallVec;
 use std::fmt;
 use std::future::Future;
 use std::sync::{Arc, Mutex};
@@ -72,6 +73,8 @@ pub struct Start<'a> {
     /// The last body spawned through [`spawn_fn`](Self::spawn_fn), and what its first poll
     /// tells (`first_poll.rs`): the supervisor waits for it if the factory returns that PID.
     first_poll: Mutex<Option<(Pid, Arc<FirstPoll>)>>,
+    /// Every process spawned through it (what the factory returns is checked against them).
+    spawned: Mutex<SmallVec<[Pid; 1]>>,
 }
 
 impl<'a> Start<'a> {
@@ -80,11 +83,25 @@ impl<'a> Start<'a> {
             sched,
             supervisor,
             first_poll: Mutex::new(None),
+            spawned: Mutex::new(SmallVec::new()),
         }
     }
 
     /// What the first poll of `pid`, a body spawned through this start, tells (`None` for a
     /// state machine, or a PID spawned otherwise).
+    /// The processes spawned through it.
+    pub(super) fn spawned(&self) -> SmallVec<[Pid; 1]> {
+        std::mem::take(&mut *self.spawned.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    fn record(&self, pid: Pid) -> Pid {
+        self.spawned
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
+            .push(pid);
+        pid
+    }
+
     pub(super) fn first_poll_of(&self, pid: Pid) -> Option<Arc<FirstPoll>> {
         let last = self
             .first_poll
@@ -150,7 +167,7 @@ impl<'a> Start<'a> {
         let link = Some(Link::supervised_by(self.supervisor));
         self.sched
             .spawn_as(process, method, input, incarnation, link)
-            .map(|handle| handle.pid())
+            .map(|handle| self.record(handle.pid()))
     }
 
     /// Spawns `body` (an `async fn`) linked to the supervisor.
@@ -246,7 +263,7 @@ impl<'a> Start<'a> {
             .first_poll
             .lock()
             .unwrap_or_else(|poison| poison.into_inner()) = Some((pid, first_poll));
-        Ok(pid)
+        Ok(self.record(pid))
     }
 
     /// The scheduler.
@@ -329,8 +346,11 @@ impl ChildSpec {
     /// reason of its own (a resource it could not get) says so with
     /// `Err(SpawnError::Init(InitError::failed(why)))`, as an `init` would.
     ///
-    /// The factory spawns one instance through its [`Start`] and returns that PID. Spawn it
-    /// last: a process the factory started through `Start` before it failed is linked to the
+    /// The factory spawns one instance through its [`Start`] and returns that PID (or a
+    /// process it spawned otherwise and linked to [`Start::supervisor`], such as a nested
+    /// supervisor): any other PID — another process's, or none — is refused, a failed start
+    /// ([`SupervisorError::Start`](crate::supervision::SupervisorError::Start)), and what the
+    /// factory did spawn through its `Start` is terminated. Spawn it last: a process the factory started through `Start` before it failed is linked to the
     /// supervisor (its exit signals reach it) but is none of its children — never restarted,
     /// never stopped by it.
     ///
