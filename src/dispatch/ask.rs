@@ -117,8 +117,8 @@ pub(super) fn dispatch<'a>(
         completions.push(Event::YieldComplete { tag, result });
         Ok(Dispatched::Ask(None))
     };
+    let asker = ProcessWake::new(cell.clone(), pid.generation());
     let Some(timeout) = timeout else {
-        let asker = ProcessWake::new(cell.clone(), pid.generation());
         return match (ask.start)(AnswerTo::Process { asker, tag }) {
             AskStarted::Sent | AskStarted::Awaiting(_) => Ok(Dispatched::Ask(None)),
             AskStarted::Refused(error) => complete_now(completions, Err(error)),
@@ -129,12 +129,10 @@ pub(super) fn dispatch<'a>(
         Ok(runtime) if handlers.timers().has_timers(&runtime) => runtime,
         _ => {
             tracing::debug!(%pid, "an ask's deadline on a runtime without timers");
-            cell.stats
-                .destructors_panicked(drop_contained(Payload::new(ask)));
+            cell.stats.destructors_panicked(drop_contained(ask));
             return complete_now(completions, Err(CommandError::NoTimer));
         }
     };
-    let asker = ProcessWake::new(cell.clone(), pid.generation());
     let answer = match (ask.start)(AnswerTo::Channel { asker }) {
         AskStarted::Awaiting(answer) => answer,
         AskStarted::Refused(error) => return complete_now(completions, Err(error)),

@@ -9,8 +9,9 @@
 //! | blocking | on tokio's blocking pool | likewise |
 //!
 //! A command with no handler completes at once with [`CommandError::NoHandler`] (and a `warn`
-//! event) — except a state machine's ask ([`AskCommand`], `ask.rs`), which needs none; a handler that panics completes its yield with [`CommandError::Panicked`] (and a
-//! `warn` event with the PID and the message). Either way the process sees it.
+//! event) — except a state machine's ask ([`AskCommand`], `ask.rs`), which needs none; a
+//! handler that panics completes its yield with [`CommandError::Panicked`] (and a `warn` event
+//! with the PID and the message). Either way the process sees it.
 //!
 //! # Spans
 //! Dispatch runs inside the process's span. An async handler's task is instrumented with a

@@ -2,7 +2,7 @@
 //! (the port and the request; dispatch says where the answer goes).
 
 use super::addr::Addr;
-use super::error::{AskError, SendErrorKind};
+use super::error::AskError;
 use super::reply::{Elsewhere, Reply, ReplyTo};
 use crate::dispatch::{AnswerChannel, AnswerTo, AskCommand, AskStarted};
 use crate::process::{drop_contained, CommandError, Payload};
@@ -134,7 +134,7 @@ where
             match addr.send(request(port)) {
                 Ok(()) => AskStarted::Awaiting(Box::new(Answer(receiver))),
                 Err(refused_request) => {
-                    let kind: SendErrorKind = refused_request.kind();
+                    let kind = refused_request.kind();
                     inner.contained(drop_contained(refused_request));
                     refused(AskError::Undelivered(kind))
                 }
