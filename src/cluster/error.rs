@@ -139,6 +139,18 @@ impl RemoteError {
         }
     }
 
+    /// A local ask's error, as a remote ask's (`timeout`: the ask's, for `TimedOut`).
+    pub(crate) fn from_ask(error: AskError, timeout: Duration) -> RemoteError {
+        match error {
+            AskError::Undelivered(kind) => RemoteError::from_kind(kind),
+            AskError::TimedOut => RemoteError::TimedOut(timeout),
+            cancelled @ AskError::Cancelled(_) => RemoteError::Cancelled(cancelled),
+            AskError::AskedItself => RemoteError::AskedItself,
+            AskError::OutsideProcess => RemoteError::OutsideProcess,
+            AskError::NoReply => RemoteError::NoReply,
+        }
+    }
+
     pub(crate) fn from_kind(kind: SendErrorKind) -> RemoteError {
         match kind {
             SendErrorKind::NotFound => RemoteError::NotFound,

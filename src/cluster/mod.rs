@@ -121,6 +121,7 @@ mod peers;
 mod process_monitor;
 mod registry;
 mod remote;
+mod remote_ask_command;
 mod remote_child;
 mod remote_monitor;
 mod reply;

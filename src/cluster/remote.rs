@@ -129,7 +129,7 @@ impl<'de, M: Serialize + Send + 'static> Deserialize<'de> for RemoteAddr<M> {
 }
 
 /// Where a [`NodePid`] lives, seen from this node.
-enum Route {
+pub(super) enum Route {
     Local(crate::process::Pid),
     Remote(PeerId),
 }
@@ -152,7 +152,12 @@ impl<M: Serialize + Send + 'static> RemoteAddr<M> {
         &self.pid
     }
 
-    fn route(&self) -> Result<Route, RemoteError> {
+    /// The node this address sends through.
+    pub(super) fn node(&self) -> &Arc<NodeShared> {
+        &self.node
+    }
+
+    pub(super) fn route(&self) -> Result<Route, RemoteError> {
         if **self.pid.node_arc() == *self.node.me.name {
             if self.pid.incarnation() != self.node.me.incarnation {
                 return Err(self.node.other_life_error());
@@ -176,7 +181,7 @@ impl<M: Serialize + Send + 'static> RemoteAddr<M> {
     ///
     /// The body is encoded into a per-thread scratch buffer and copied once, into the frame
     /// (`outbound.rs`): no allocation per message once the buffer has grown.
-    fn queue(
+    pub(super) fn queue(
         &self,
         peer: &PeerId,
         message: &M,
@@ -369,14 +374,7 @@ impl<M: Serialize + Send + 'static> RemoteAddr<M> {
                     .addr::<M>(pid)
                     .ask_within(timeout, request)
                     .await
-                    .map_err(|error| match error {
-                        AskError::Undelivered(kind) => RemoteError::from_kind(kind),
-                        AskError::TimedOut => RemoteError::TimedOut(timeout),
-                        cancelled @ AskError::Cancelled(_) => RemoteError::Cancelled(cancelled),
-                        AskError::AskedItself => RemoteError::AskedItself,
-                        AskError::OutsideProcess => RemoteError::OutsideProcess,
-                        AskError::NoReply => RemoteError::NoReply,
-                    });
+                    .map_err(|error| RemoteError::from_ask(error, timeout));
             }
             Route::Remote(peer) => peer,
         };

@@ -19,6 +19,10 @@
 //!   and closes its channel there and then ([`AskInFlight`]), so that an answer sent once the
 //!   asker has ended is handed back, as it is on the straight path (the task itself is dropped
 //!   later, on its runtime).
+//! - **Through another node** (`RemoteAddr::ask_command`, feature `cluster`) the answer can only
+//!   come through a channel, with or without a deadline: the start returns one that ends the
+//!   wait itself (its node's request timeout) when no deadline was given, and the command
+//!   brings its node's runtime for the task that awaits it.
 //! - **Refused** (the request undelivered, or the process asked itself) it completes at once
 //!   with [`CommandError::Failed`] holding the [`AskError`](crate::error::AskError).
 
@@ -50,6 +54,9 @@ pub struct AskCommand {
     start: StartAsk,
     /// The request's type name, for `Debug` and traces.
     request: &'static str,
+    /// The runtime its answer is awaited on, when the ask brings one (a remote ask: its node's,
+    /// which has timers); otherwise the step's.
+    runtime: Option<tokio::runtime::Handle>,
 }
 
 /// The scheduler layer's half of an ask: makes the port `to` says, builds the request around it
@@ -79,7 +86,9 @@ pub(crate) trait AnswerChannel: Send {
 pub(crate) enum AskStarted {
     /// Sent; the answer goes into the asker's mailbox.
     Sent,
-    /// Sent; the answer comes through this channel.
+    /// Sent; the answer comes through this channel. Asked for with [`AnswerTo::Channel`], or
+    /// for an ask whose answer can only come through one (a remote ask, whose channel then
+    /// ends the wait itself: its node's request timeout).
     Awaiting(Box<dyn AnswerChannel>),
     /// Not sent: the ask completes at once with this.
     Refused(CommandError),
@@ -88,7 +97,27 @@ pub(crate) enum AskStarted {
 impl AskCommand {
     /// The command whose dispatch runs `start`.
     pub(crate) fn new(request: &'static str, start: StartAsk) -> AskCommand {
-        AskCommand { start, request }
+        AskCommand {
+            start,
+            request,
+            runtime: None,
+        }
+    }
+
+    /// Runs the command's start, outside dispatch (a remote address's command that takes the
+    /// local route runs the local one's).
+    #[cfg(feature = "cluster")]
+    pub(crate) fn start_with(self, to: AnswerTo) -> AskStarted {
+        (self.start)(to)
+    }
+
+    /// The command, its answer awaited on `runtime` (which has timers) rather than the step's.
+    #[cfg(feature = "cluster")]
+    pub(crate) fn on_runtime(self, runtime: tokio::runtime::Handle) -> AskCommand {
+        AskCommand {
+            runtime: Some(runtime),
+            ..self
+        }
     }
 }
 
@@ -112,32 +141,67 @@ pub(super) fn dispatch<'a>(
     timeout: Option<Duration>,
     completions: &mut Events,
 ) -> Result<Dispatched, PayloadSlot<'a>> {
-    let ask = command.downcast::<AskCommand>()?;
+    let AskCommand { start, runtime, .. } = command.downcast::<AskCommand>()?;
     let complete_now = |completions: &mut Events, result| {
         completions.push(Event::YieldComplete { tag, result });
         Ok(Dispatched::Ask(None))
     };
     let asker = ProcessWake::new(cell.clone(), pid.generation());
     let Some(timeout) = timeout else {
-        return match (ask.start)(AnswerTo::Process { asker, tag }) {
-            AskStarted::Sent | AskStarted::Awaiting(_) => Ok(Dispatched::Ask(None)),
+        return match start(AnswerTo::Process { asker, tag }) {
+            AskStarted::Sent => Ok(Dispatched::Ask(None)),
+            // A remote ask: its channel has its own timer, on its own runtime (`on_runtime`).
+            AskStarted::Awaiting(mut answer) => {
+                match runtime.or_else(|| tokio::runtime::Handle::try_current().ok()) {
+                    Some(runtime) => Ok(awaited(&runtime, None, answer, cell, pid, tag)),
+                    None => {
+                        debug_assert!(
+                            false,
+                            "an ask answered through a channel brings its runtime"
+                        );
+                        cell.stats
+                            .destructors_panicked(drop_contained(answer.close()));
+                        complete_now(completions, Err(CommandError::NoTimer))
+                    }
+                }
+            }
             AskStarted::Refused(error) => complete_now(completions, Err(error)),
         };
     };
-    // The step runs inside its tokio runtime's context (the scheduler's workers enter it).
-    let runtime = match tokio::runtime::Handle::try_current() {
-        Ok(runtime) if handlers.timers().has_timers(&runtime) => runtime,
-        _ => {
+    // The ask's own runtime has timers (`on_runtime`); otherwise the step's, which runs inside
+    // its tokio runtime's context (the scheduler's workers enter it).
+    let runtime = runtime.or_else(|| {
+        tokio::runtime::Handle::try_current()
+            .ok()
+            .filter(|runtime| handlers.timers().has_timers(runtime))
+    });
+    let runtime = match runtime {
+        Some(runtime) => runtime,
+        None => {
             tracing::debug!(%pid, "an ask's deadline on a runtime without timers");
-            cell.stats.destructors_panicked(drop_contained(ask));
+            cell.stats.destructors_panicked(drop_contained(start));
             return complete_now(completions, Err(CommandError::NoTimer));
         }
     };
-    let answer = match (ask.start)(AnswerTo::Channel { asker }) {
-        AskStarted::Awaiting(answer) => answer,
-        AskStarted::Refused(error) => return complete_now(completions, Err(error)),
+    match start(AnswerTo::Channel { asker }) {
+        AskStarted::Awaiting(answer) => {
+            Ok(awaited(&runtime, Some(timeout), answer, cell, pid, tag))
+        }
+        AskStarted::Refused(error) => complete_now(completions, Err(error)),
         AskStarted::Sent => unreachable!("an ask to a channel awaits it"),
-    };
+    }
+}
+
+/// Awaits `answer` (within `timeout`, if any) in a task on `runtime` that completes the yield
+/// `tag`; the task is the yield's outstanding handle.
+fn awaited(
+    runtime: &tokio::runtime::Handle,
+    timeout: Option<Duration>,
+    answer: Box<dyn AnswerChannel>,
+    cell: &Arc<ProcessCell>,
+    pid: Pid,
+    tag: Tag,
+) -> Dispatched {
     let completer = YieldCompleter::new(cell.clone(), pid, tag, "AskCommand");
     let in_flight = std::sync::Arc::new(AskInFlight(Mutex::new(answer)));
     let channel = in_flight.clone();
@@ -145,10 +209,7 @@ pub(super) fn dispatch<'a>(
         let result = answered_within(timeout, &channel).await;
         completer.complete(result);
     });
-    Ok(Dispatched::Ask(Some(HandlerTask::Ask(
-        task.abort_handle(),
-        in_flight,
-    ))))
+    Dispatched::Ask(Some(HandlerTask::Ask(task.abort_handle(), in_flight)))
 }
 
 /// The channel of an ask with a deadline, shared by its task and the asking process's
@@ -177,21 +238,26 @@ impl fmt::Debug for AskInFlight {
     }
 }
 
-/// The answer on `channel`, or [`CommandError::TimedOut`] if none was sent within `timeout`: an
+/// The answer on `channel`, or [`CommandError::TimedOut`] if none was sent within `timeout` (if
+/// any: without, the channel ends the wait itself): an
 /// answer sent before the deadline is taken even if the timer is seen first (the channel is
 /// closed before it is looked at a last time, so an answer is either taken or handed back to
 /// its sender, never lost between the two).
 async fn answered_within(
-    timeout: Duration,
+    timeout: Option<Duration>,
     channel: &AskInFlight,
 ) -> Result<Payload, CommandError> {
-    let mut timer = std::pin::pin!(tokio::time::sleep(timeout));
+    let mut timer = std::pin::pin!(timeout.map(tokio::time::sleep));
     std::future::poll_fn(|cx| {
         let mut channel = channel.lock();
         if let Poll::Ready(answer) = channel.poll_answer(cx) {
             return Poll::Ready(answer);
         }
-        if timer.as_mut().poll(cx).is_pending() {
+        let fired = timer
+            .as_mut()
+            .as_pin_mut()
+            .is_some_and(|timer| timer.poll(cx).is_ready());
+        if !fired {
             return Poll::Pending;
         }
         Poll::Ready(channel.close().ok_or(CommandError::TimedOut))

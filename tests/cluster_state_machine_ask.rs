@@ -1,0 +1,361 @@
+//! A state machine's ask through a `RemoteAddr` (`RemoteAddr::ask_command`,
+//! `src/cluster/remote_ask_command.rs`): yielded like a command, answered as the yield's
+//! completion with its tag — another node's answer, a dropped port (`NoReply`), the yield's
+//! timeout or the node's request timeout (`TimedOut`), a finished process (`NotFound`), a node
+//! declared down mid-ask (`NoConnection`) — and, for a process of the asker's own node, the
+//! local command's. Each yield completes exactly once: every asker ends only after a message
+//! it sends itself once its completions are in, so a second completion of any tag, queued
+//! before that message, would be in its output.
+#![cfg(feature = "cluster")]
+
+mod cluster_support;
+
+use cluster_support::{start_nodes, steady_cluster, stop_nodes, NatsServer};
+use procsched::cluster::{Cluster, Node, NodePid, Placement, RemoteAddr, RemoteError};
+use procsched::error::CommandError;
+use procsched::prelude::*;
+use procsched::state_machine::{
+    AskCommand, Event, Events, Process, ProcessContext, StepOutput, Tag,
+};
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+const GUARD: Duration = Duration::from_secs(30);
+
+/// Answers `Double`, drops `Drop`'s port, keeps `Keep`'s (never answering; `Kept` counts them),
+/// ends at `Stop`.
+#[derive(Serialize, Deserialize)]
+enum Server {
+    Double(u64, Reply<u64>),
+    Drop(Reply<u64>),
+    Keep(Reply<u64>),
+    Kept(Reply<usize>),
+    Stop,
+}
+
+async fn server(cx: ProcessCx<Server>, (): ()) -> Result<(), BoxError> {
+    let mut kept = Vec::new();
+    loop {
+        match cx.recv().await? {
+            Server::Double(n, reply) => {
+                let _ = reply.send(n * 2);
+            }
+            Server::Drop(reply) => drop(reply),
+            Server::Keep(reply) => kept.push(reply),
+            Server::Kept(count) => {
+                let _ = count.send(kept.len());
+            }
+            Server::Stop => return Ok(()),
+        }
+    }
+}
+
+fn cluster(url: &str, name: &str, request_timeout: Duration) -> Cluster {
+    steady_cluster(url, name, GUARD)
+        .request_timeout(request_timeout)
+        .message::<Server>("server")
+        .spawnable("server", server)
+}
+
+/// Nodes `a` and `b` (a's requests time out after `a_timeout`), and a server on `on`.
+async fn nodes_and_server(
+    server: &NatsServer,
+    a_timeout: Duration,
+    on: &str,
+) -> (Vec<(Scheduler, Node)>, RemoteAddr<Server>) {
+    let url = server.url();
+    let nodes = start_nodes(
+        &["a", "b"],
+        |name| cluster(&url, name, if name == "a" { a_timeout } else { GUARD }),
+        GUARD,
+    )
+    .await;
+    let a = &nodes[0].1;
+    let pid = a
+        .spawn_on(Placement::Node(on.into()), "server", ())
+        .await
+        .unwrap();
+    let addr = a.addr::<Server>(pid);
+    (nodes, addr)
+}
+
+/// How one ask's yield completed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Completion {
+    Answer(u64),
+    NoReply,
+    TimedOut,
+    NotFound,
+    NoConnection,
+    AskedItself,
+    Other(String),
+}
+
+fn completion(result: Result<Payload, CommandError>) -> Completion {
+    match result {
+        Ok(payload) => Completion::Answer(payload.take::<u64>().expect("a u64 answer")),
+        Err(CommandError::NoReply) => Completion::NoReply,
+        Err(CommandError::TimedOut) => Completion::TimedOut,
+        Err(CommandError::Failed(error)) => match error.downcast_ref::<RemoteError>() {
+            Some(RemoteError::NotFound) => Completion::NotFound,
+            Some(RemoteError::NoConnection) => Completion::NoConnection,
+            Some(RemoteError::AskedItself) => Completion::AskedItself,
+            _ => Completion::Other(error.to_string()),
+        },
+        Err(other) => Completion::Other(other.to_string()),
+    }
+}
+
+/// The asks an [`Asker`] yields in its first step, given its own PID on its node.
+type MakeAsks = Box<dyn FnOnce(NodePid) -> Vec<(Tag, AskCommand, Option<Duration>)> + Send>;
+
+/// Yields its asks in its first step, waits `Blocked` for their completions, then sends itself
+/// a `u64` and ends at it with every completion it saw, in order of arrival.
+struct Asker {
+    node: Node,
+    sched: SchedulerHandle,
+    me: Option<Addr<u64>>,
+    asks: Option<MakeAsks>,
+    expected: usize,
+    seen: Vec<(Tag, Completion)>,
+}
+
+impl Process for Asker {
+    type Output = Vec<(Tag, Completion)>;
+
+    fn init(
+        &mut self,
+        ctx: &ProcessContext<'_>,
+        _method: &str,
+        _input: Payload,
+    ) -> Result<(), procsched::state_machine::InitError> {
+        self.me = Some(self.sched.addr::<u64>(ctx.pid()));
+        Ok(())
+    }
+
+    fn step(
+        &mut self,
+        events: &mut Events,
+        out: &mut StepOutput<Self::Output>,
+    ) -> Result<(), BoxError> {
+        let me = self.me.clone().expect("init ran");
+        if let Some(asks) = self.asks.take() {
+            for (tag, ask, timeout) in asks(self.node.pid(me.pid())) {
+                match timeout {
+                    Some(timeout) => out.yield_command_within(tag, ask, timeout),
+                    None => out.yield_command(tag, ask),
+                }
+            }
+        }
+        for event in events.drain() {
+            match event {
+                Event::YieldComplete { tag, result } => {
+                    self.seen.push((tag, completion(result)));
+                    if self.seen.len() == self.expected {
+                        me.send(0)?;
+                    }
+                }
+                Event::Message(_) => {
+                    out.done(std::mem::take(&mut self.seen));
+                    return Ok(());
+                }
+                _ => {}
+            }
+        }
+        out.wait();
+        Ok(())
+    }
+}
+
+/// Spawns an [`Asker`] of `asks` on `node`'s scheduler.
+fn spawn_asker(
+    node: &Node,
+    sched: &Scheduler,
+    expected: usize,
+    asks: MakeAsks,
+) -> ProcessHandle<Vec<(Tag, Completion)>> {
+    let asker = Asker {
+        node: node.clone(),
+        sched: sched.handle().clone(),
+        me: None,
+        asks: Some(asks),
+        expected,
+        seen: Vec::new(),
+    };
+    sched.spawn(asker, "run", Payload::empty()).unwrap()
+}
+
+/// Runs an [`Asker`] to its end and returns what it saw, sorted by tag.
+async fn asked(
+    node: &Node,
+    sched: &Scheduler,
+    expected: usize,
+    asks: MakeAsks,
+) -> Vec<(Tag, Completion)> {
+    let handle = spawn_asker(node, sched, expected, asks);
+    finished(handle).await
+}
+
+async fn finished(handle: ProcessHandle<Vec<(Tag, Completion)>>) -> Vec<(Tag, Completion)> {
+    let mut seen = tokio::time::timeout(GUARD, handle)
+        .await
+        .expect("hang guard: the asker ends")
+        .expect("the asker ends well");
+    seen.sort_by_key(|(tag, _)| *tag);
+    seen
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_nodes_answers_come_back_as_completions_with_their_tags() {
+    let nats = NatsServer::start();
+    let (nodes, server) = nodes_and_server(&nats, GUARD, "b").await;
+    let (sched, a) = (&nodes[0].0, &nodes[0].1);
+    const ASKS: u64 = 500;
+    let seen = asked(
+        a,
+        sched,
+        ASKS as usize,
+        Box::new(move |_| {
+            (1..=ASKS)
+                .map(|n| (n, server.ask_command(move |r| Server::Double(n, r)), None))
+                .collect()
+        }),
+    )
+    .await;
+    let expected: Vec<_> = (1..=ASKS).map(|n| (n, Completion::Answer(2 * n))).collect();
+    assert_eq!(
+        seen, expected,
+        "each ask completed once, with its own answer"
+    );
+    stop_nodes(nodes, GUARD).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dropped_port_a_deadline_and_a_finished_process_complete_typed() {
+    let nats = NatsServer::start();
+    let (nodes, server) = nodes_and_server(&nats, GUARD, "b").await;
+    let (sched, a) = (&nodes[0].0, &nodes[0].1);
+    let ended = a
+        .spawn_on(Placement::Node("b".into()), "server", ())
+        .await
+        .unwrap();
+    let ended = a.addr::<Server>(ended);
+    // Acked: it reached the process; asked after its end is known, below.
+    ended.send_acked(Server::Stop).await.unwrap();
+    let gone = a.monitor(ended.pid().clone());
+    tokio::time::timeout(GUARD, gone)
+        .await
+        .expect("hang guard: the server ends");
+
+    let seen = asked(
+        a,
+        sched,
+        4,
+        Box::new(move |_| {
+            vec![
+                (1, server.ask_command(Server::Drop), None),
+                (
+                    2,
+                    server.ask_command(Server::Keep),
+                    Some(Duration::from_millis(50)),
+                ),
+                (3, ended.ask_command(|r| Server::Double(1, r)), None),
+                (
+                    4,
+                    server.ask_command(|r| Server::Double(21, r)),
+                    Some(GUARD),
+                ),
+            ]
+        }),
+    )
+    .await;
+    assert_eq!(
+        seen,
+        vec![
+            (1, Completion::NoReply),
+            (2, Completion::TimedOut),
+            (3, Completion::NotFound),
+            (4, Completion::Answer(42)),
+        ]
+    );
+    stop_nodes(nodes, GUARD).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_deadline_the_nodes_request_timeout_ends_the_wait() {
+    let nats = NatsServer::start();
+    let (nodes, server) = nodes_and_server(&nats, Duration::from_millis(200), "b").await;
+    let (sched, a) = (&nodes[0].0, &nodes[0].1);
+    let seen = asked(
+        a,
+        sched,
+        1,
+        Box::new(move |_| vec![(7, server.ask_command(Server::Keep), None)]),
+    )
+    .await;
+    assert_eq!(seen, vec![(7, Completion::TimedOut)]);
+    stop_nodes(nodes, GUARD).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_declared_down_fails_the_asks_in_flight_to_it() {
+    let nats = NatsServer::start();
+    let (nodes, server) = nodes_and_server(&nats, GUARD, "b").await;
+    let (sched, a) = (&nodes[0].0, &nodes[0].1);
+    let kept = server.clone();
+    let handle = spawn_asker(
+        a,
+        sched,
+        3,
+        Box::new(move |_| {
+            (1..=3)
+                .map(|tag| (tag, kept.ask_command(Server::Keep), None))
+                .collect()
+        }),
+    );
+    // The three asks reached the server (messages from one node to another keep their order:
+    // an ask answered after them was read after them).
+    let deadline = tokio::time::Instant::now() + GUARD;
+    while server.ask(Server::Kept).await.unwrap() < 3 {
+        assert!(tokio::time::Instant::now() < deadline, "hang guard");
+        tokio::task::yield_now().await;
+    }
+    assert!(a.disconnect("b"), "b was a peer");
+    assert_eq!(
+        finished(handle).await,
+        (1..=3)
+            .map(|tag| (tag, Completion::NoConnection))
+            .collect::<Vec<_>>()
+    );
+    stop_nodes(nodes, GUARD).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_the_askers_own_node_it_is_the_local_command() {
+    let nats = NatsServer::start();
+    let (nodes, server) = nodes_and_server(&nats, GUARD, "a").await;
+    let (sched, a) = (&nodes[0].0, &nodes[0].1);
+    let node = a.clone();
+    let seen = asked(
+        a,
+        sched,
+        3,
+        Box::new(move |me| {
+            vec![
+                (1, server.ask_command(|r| Server::Double(5, r)), None),
+                (2, server.ask_command(Server::Drop), Some(GUARD)),
+                (3, node.addr::<Server>(me).ask_command(Server::Drop), None),
+            ]
+        }),
+    )
+    .await;
+    assert_eq!(
+        seen,
+        vec![
+            (1, Completion::Answer(10)),
+            (2, Completion::NoReply),
+            (3, Completion::AskedItself),
+        ]
+    );
+    stop_nodes(nodes, GUARD).await;
+}
