@@ -8,7 +8,7 @@
 //! | `ask_from_tokio` | [`ASKS`] asks from tokio code (the bench thread's `block_on`) to one process, each awaited before the next | a task receiving `(u64, oneshot::Sender)` |
 //! | `ask_from_task` | [`ASKS`] asks from a task spawned on a multi-thread tokio runtime to one process, each awaited before the next: every ask crosses between the runtimes twice (a thread wake-up each way when the other side is parked) | `ask_between`'s: a task on the same runtime asking the native server (both ends on one worker, no wake-up crosses a thread) |
 //! | `spawn_await_from_task` | [`SPAWNS`] short processes spawned and awaited one after the other from a task spawned on a multi-thread tokio runtime | the task `tokio::spawn`s and awaits a task each time |
-//! | `ask_between` | one process asks another [`ASKS`] times | one task asking another through `mpsc` + `oneshot` |
+//! | `ask_between` | one process asks another [`ASKS`] times: an `async fn` body (`procsched`) awaiting `ask`, or a state machine (`sm`) yielding `ask_command` and reading each answer as its yield's completion | one task asking another through `mpsc` + `oneshot` |
 //! | `ring_pids/<form>` | [`RING`] processes learn the ring's PIDs from a shared `OnceLock`; a `u64` token, forwarded with `SchedulerHandle::send` from each step, goes round until each has seen [`LAPS`]; timed from the first send until every handle is joined | tasks with `mpsc` senders in a shared `OnceLock` |
 //! | `ring_addrs/<form>` | the same ring with typed addresses (`Addr<u64>`) | — (same as above) |
 //! | `send_wait_<cap>/async` | [`WAITING_SENDERS`] tokio tasks each `send_wait` [`SENDS`] / [`WAITING_SENDERS`] `u64`s to an `async fn` body whose mailbox holds `<cap>`, timed until it has received all | the tasks `send(..).await` on a bounded `mpsc` of `<cap>` to a receiving task, in the same runtime |
@@ -26,7 +26,7 @@
 use criterion::Criterion;
 use procsched::prelude::*;
 use procsched::state_machine::{Event, Events, Process, StepOutput};
-use procsched_benches::ask::{spawn_native_server, spawn_server};
+use procsched_benches::ask::{spawn_native_server, spawn_server, StepAsker};
 use procsched_benches::ring::{self, wait_until_waiting, Form};
 use procsched_benches::{format_ns, format_ratio, median_ns, publish_report, WORKERS};
 use std::time::{Duration, Instant, SystemTime};
@@ -289,6 +289,16 @@ fn asks(c: &mut Criterion) {
             sched.block_on(asker).expect("asker");
         })
     });
+    // The same asks from a state machine: each yielded as a command, read back as its yield's
+    // completion.
+    group.bench_function("sm", |b| {
+        b.iter(|| {
+            let asker = StepAsker::new(server.clone(), ASKS);
+            let asker = sched.spawn(asker, "run", Payload::empty()).expect("spawn");
+            let answered = sched.block_on(asker).expect("asker");
+            debug_assert_eq!(answered, ASKS);
+        })
+    });
     group.bench_function(NATIVE, |b| {
         b.iter(|| {
             let native = native.clone();
@@ -476,7 +486,7 @@ fn report(started: SystemTime) {
             SPAWNS as f64,
             "spawn",
         ),
-        ("ask_between", &["procsched"], ASKS as f64, "ask"),
+        ("ask_between", &["procsched", "sm"], ASKS as f64, "ask"),
         (
             "ring_pids",
             &["sm", "async"],

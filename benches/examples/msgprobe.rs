@@ -1,6 +1,6 @@
 //! One message workload of `benches/messages.rs`, run a fixed number of times, for `perf` and
 //! A/B runs: `msgprobe <sm|async|native|ring_sm|ring_async|ring_addrs|ring_native|ask_between|
-//! ask_task|ask_native|ask_tasks64|ask_native64> [iterations]`. Prints the median per-unit time.
+//! ask_sm|ask_task|ask_native|ask_tasks64|ask_native64> [iterations]`. Prints the median per-unit time.
 //!
 //! `ask_task` / `ask_native`: one tokio task asks 10 000 times, one ask after the other;
 //! `ask_tasks64` / `ask_native64`: 64 tasks ask at once (156 asks each). The pair shows the
@@ -10,7 +10,7 @@
 
 use procsched::prelude::*;
 use procsched::state_machine::{Event, Events, Process, StepOutput};
-use procsched_benches::ask::{spawn_native_server, spawn_server};
+use procsched_benches::ask::{spawn_native_server, spawn_server, StepAsker};
 use procsched_benches::ring::{self, wait_until_waiting, Form};
 use std::time::{Duration, Instant};
 
@@ -124,6 +124,18 @@ fn main() {
                         }
                         Ok::<_, BoxError>(())
                     })
+                    .unwrap();
+                sched.block_on(asker).unwrap();
+                let elapsed = start.elapsed() * 10; // per 100 000 units, as the sends
+                sched.terminate(server).unwrap();
+                elapsed
+            }
+            "ask_sm" => {
+                let addr = spawn_server(&sched);
+                let server = addr.pid();
+                let start = Instant::now();
+                let asker = sched
+                    .spawn(StepAsker::new(addr, 10_000), "run", Payload::empty())
                     .unwrap();
                 sched.block_on(asker).unwrap();
                 let elapsed = start.elapsed() * 10; // per 100 000 units, as the sends
