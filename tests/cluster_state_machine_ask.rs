@@ -3,22 +3,24 @@
 //! completion with its tag — another node's answer, a dropped port (`NoReply`), the yield's
 //! timeout or the node's request timeout (`TimedOut`), a finished process (`NotFound`), a node
 //! declared down mid-ask (`NoConnection`) — and, for a process of the asker's own node, the
-//! local command's. Each yield completes exactly once: every asker ends only after a message
-//! it sends itself once its completions are in, so a second completion of any tag, queued
-//! before that message, would be in its output.
+//! local command's. Each yield completes exactly once: every asker (`support/step_asker.rs`)
+//! ends only after a message it sends itself once its completions are in, so a second
+//! completion of any tag, queued before that message, would be in its output.
 #![cfg(feature = "cluster")]
 
 mod cluster_support;
+#[allow(dead_code)]
+#[path = "support/step_asker.rs"]
+mod step_asker;
 
 use cluster_support::{start_nodes, steady_cluster, stop_nodes, NatsServer};
 use procsched::cluster::{Cluster, Node, NodePid, Placement, RemoteAddr, RemoteError};
 use procsched::error::CommandError;
 use procsched::prelude::*;
-use procsched::state_machine::{
-    AskCommand, Event, Events, Process, ProcessContext, StepOutput, Tag,
-};
+use procsched::state_machine::Tag;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
+use step_asker::{Asks, StepAsker};
 
 const GUARD: Duration = Duration::from_secs(30);
 
@@ -106,91 +108,26 @@ fn completion(result: Result<Payload, CommandError>) -> Completion {
     }
 }
 
-/// The asks an [`Asker`] yields in its first step, given its own PID on its node.
-type MakeAsks = Box<dyn FnOnce(NodePid) -> Vec<(Tag, AskCommand, Option<Duration>)> + Send>;
-
-/// Yields its asks in its first step, waits `Blocked` for their completions, then sends itself
-/// a `u64` and ends at it with every completion it saw, in order of arrival.
-struct Asker {
-    node: Node,
-    sched: SchedulerHandle,
-    me: Option<Addr<u64>>,
-    asks: Option<MakeAsks>,
-    expected: usize,
-    seen: Vec<(Tag, Completion)>,
-}
-
-impl Process for Asker {
-    type Output = Vec<(Tag, Completion)>;
-
-    fn init(
-        &mut self,
-        ctx: &ProcessContext<'_>,
-        _method: &str,
-        _input: Payload,
-    ) -> Result<(), procsched::state_machine::InitError> {
-        self.me = Some(self.sched.addr::<u64>(ctx.pid()));
-        Ok(())
-    }
-
-    fn step(
-        &mut self,
-        events: &mut Events,
-        out: &mut StepOutput<Self::Output>,
-    ) -> Result<(), BoxError> {
-        let me = self.me.clone().expect("init ran");
-        if let Some(asks) = self.asks.take() {
-            for (tag, ask, timeout) in asks(self.node.pid(me.pid())) {
-                match timeout {
-                    Some(timeout) => out.yield_command_within(tag, ask, timeout),
-                    None => out.yield_command(tag, ask),
-                }
-            }
-        }
-        for event in events.drain() {
-            match event {
-                Event::YieldComplete { tag, result } => {
-                    self.seen.push((tag, completion(result)));
-                    if self.seen.len() == self.expected {
-                        me.send(0)?;
-                    }
-                }
-                Event::Message(_) => {
-                    out.done(std::mem::take(&mut self.seen));
-                    return Ok(());
-                }
-                _ => {}
-            }
-        }
-        out.wait();
-        Ok(())
-    }
-}
-
-/// Spawns an [`Asker`] of `asks` on `node`'s scheduler.
+/// Spawns a [`StepAsker`] on `node`'s scheduler of the asks `asks` makes, given the asker's
+/// own PID on its node.
 fn spawn_asker(
     node: &Node,
     sched: &Scheduler,
     expected: usize,
-    asks: MakeAsks,
+    asks: impl FnOnce(NodePid) -> Asks + Send + 'static,
 ) -> ProcessHandle<Vec<(Tag, Completion)>> {
-    let asker = Asker {
-        node: node.clone(),
-        sched: sched.handle().clone(),
-        me: None,
-        asks: Some(asks),
-        expected,
-        seen: Vec::new(),
-    };
+    let node = node.clone();
+    let make = move |me| asks(node.pid(me));
+    let asker = StepAsker::new(sched.handle(), expected, completion, Box::new(make));
     sched.spawn(asker, "run", Payload::empty()).unwrap()
 }
 
-/// Runs an [`Asker`] to its end and returns what it saw, sorted by tag.
+/// Runs a [`StepAsker`] to its end and returns what it saw, sorted by tag.
 async fn asked(
     node: &Node,
     sched: &Scheduler,
     expected: usize,
-    asks: MakeAsks,
+    asks: impl FnOnce(NodePid) -> Asks + Send + 'static,
 ) -> Vec<(Tag, Completion)> {
     let handle = spawn_asker(node, sched, expected, asks);
     finished(handle).await
@@ -211,16 +148,11 @@ async fn another_nodes_answers_come_back_as_completions_with_their_tags() {
     let (nodes, server) = nodes_and_server(&nats, GUARD, "b").await;
     let (sched, a) = (&nodes[0].0, &nodes[0].1);
     const ASKS: u64 = 500;
-    let seen = asked(
-        a,
-        sched,
-        ASKS as usize,
-        Box::new(move |_| {
-            (1..=ASKS)
-                .map(|n| (n, server.ask_command(move |r| Server::Double(n, r)), None))
-                .collect()
-        }),
-    )
+    let seen = asked(a, sched, ASKS as usize, move |_| {
+        (1..=ASKS)
+            .map(|n| (n, server.ask_command(move |r| Server::Double(n, r)), None))
+            .collect()
+    })
     .await;
     let expected: Vec<_> = (1..=ASKS).map(|n| (n, Completion::Answer(2 * n))).collect();
     assert_eq!(
@@ -247,27 +179,22 @@ async fn a_dropped_port_a_deadline_and_a_finished_process_complete_typed() {
         .await
         .expect("hang guard: the server ends");
 
-    let seen = asked(
-        a,
-        sched,
-        4,
-        Box::new(move |_| {
-            vec![
-                (1, server.ask_command(Server::Drop), None),
-                (
-                    2,
-                    server.ask_command(Server::Keep),
-                    Some(Duration::from_millis(50)),
-                ),
-                (3, ended.ask_command(|r| Server::Double(1, r)), None),
-                (
-                    4,
-                    server.ask_command(|r| Server::Double(21, r)),
-                    Some(GUARD),
-                ),
-            ]
-        }),
-    )
+    let seen = asked(a, sched, 4, move |_| {
+        vec![
+            (1, server.ask_command(Server::Drop), None),
+            (
+                2,
+                server.ask_command(Server::Keep),
+                Some(Duration::from_millis(50)),
+            ),
+            (3, ended.ask_command(|r| Server::Double(1, r)), None),
+            (
+                4,
+                server.ask_command(|r| Server::Double(21, r)),
+                Some(GUARD),
+            ),
+        ]
+    })
     .await;
     assert_eq!(
         seen,
@@ -286,12 +213,9 @@ async fn without_a_deadline_the_nodes_request_timeout_ends_the_wait() {
     let nats = NatsServer::start();
     let (nodes, server) = nodes_and_server(&nats, Duration::from_millis(200), "b").await;
     let (sched, a) = (&nodes[0].0, &nodes[0].1);
-    let seen = asked(
-        a,
-        sched,
-        1,
-        Box::new(move |_| vec![(7, server.ask_command(Server::Keep), None)]),
-    )
+    let seen = asked(a, sched, 1, move |_| {
+        vec![(7, server.ask_command(Server::Keep), None)]
+    })
     .await;
     assert_eq!(seen, vec![(7, Completion::TimedOut)]);
     stop_nodes(nodes, GUARD).await;
@@ -303,16 +227,11 @@ async fn a_node_declared_down_fails_the_asks_in_flight_to_it() {
     let (nodes, server) = nodes_and_server(&nats, GUARD, "b").await;
     let (sched, a) = (&nodes[0].0, &nodes[0].1);
     let kept = server.clone();
-    let handle = spawn_asker(
-        a,
-        sched,
-        3,
-        Box::new(move |_| {
-            (1..=3)
-                .map(|tag| (tag, kept.ask_command(Server::Keep), None))
-                .collect()
-        }),
-    );
+    let handle = spawn_asker(a, sched, 3, move |_| {
+        (1..=3)
+            .map(|tag| (tag, kept.ask_command(Server::Keep), None))
+            .collect()
+    });
     // The three asks reached the server (messages from one node to another keep their order:
     // an ask answered after them was read after them).
     let deadline = tokio::time::Instant::now() + GUARD;
@@ -336,18 +255,13 @@ async fn on_the_askers_own_node_it_is_the_local_command() {
     let (nodes, server) = nodes_and_server(&nats, GUARD, "a").await;
     let (sched, a) = (&nodes[0].0, &nodes[0].1);
     let node = a.clone();
-    let seen = asked(
-        a,
-        sched,
-        3,
-        Box::new(move |me| {
-            vec![
-                (1, server.ask_command(|r| Server::Double(5, r)), None),
-                (2, server.ask_command(Server::Drop), Some(GUARD)),
-                (3, node.addr::<Server>(me).ask_command(Server::Drop), None),
-            ]
-        }),
-    )
+    let seen = asked(a, sched, 3, move |me| {
+        vec![
+            (1, server.ask_command(|r| Server::Double(5, r)), None),
+            (2, server.ask_command(Server::Drop), Some(GUARD)),
+            (3, node.addr::<Server>(me).ask_command(Server::Drop), None),
+        ]
+    })
     .await;
     assert_eq!(
         seen,

@@ -9,10 +9,9 @@ mod support;
 
 use procsched::error::{AskError, CommandError, SendErrorKind};
 use procsched::prelude::*;
-use procsched::state_machine::{
-    AskCommand, Event, Events, Process, ProcessContext, StepOutput, Tag,
-};
+use procsched::state_machine::Tag;
 use std::time::Duration;
+use support::step_asker::{Asks, StepAsker};
 use support::*;
 
 /// A process that answers `Double` asks, drops `Drop` ports unanswered, keeps `Keep` ports
@@ -77,82 +76,26 @@ fn completion(result: Result<Payload, CommandError>) -> Completion {
     }
 }
 
-/// The asks an [`Asker`] yields in its first step, given its own address.
-type MakeAsks =
-    Box<dyn FnOnce(&Addr<Reply<u64>>) -> Vec<(Tag, AskCommand, Option<Duration>)> + Send>;
+type Asker = StepAsker<Completion>;
 
-/// Yields its asks in its first step, waits `Blocked` for their completions, then sends itself
-/// a `u64` and ends at it with every completion it saw, in order of arrival.
-struct Asker {
-    sched: SchedulerHandle,
-    me: Option<Addr<u64>>,
-    asks: Option<MakeAsks>,
+/// An [`Asker`] on `sched` of the asks `asks` makes, given the asker's own address.
+fn asker(
+    sched: &Scheduler,
     expected: usize,
-    seen: Vec<(Tag, Completion)>,
-}
-
-impl Asker {
-    fn new(sched: &Scheduler, expected: usize, asks: MakeAsks) -> Asker {
-        Asker {
-            sched: sched.handle().clone(),
-            me: None,
-            asks: Some(asks),
-            expected,
-            seen: Vec::new(),
-        }
-    }
-}
-
-impl Process for Asker {
-    type Output = Vec<(Tag, Completion)>;
-
-    fn init(
-        &mut self,
-        ctx: &ProcessContext<'_>,
-        _method: &str,
-        _input: Payload,
-    ) -> Result<(), procsched::state_machine::InitError> {
-        self.me = Some(self.sched.addr::<u64>(ctx.pid()));
-        Ok(())
-    }
-
-    fn step(
-        &mut self,
-        events: &mut Events,
-        out: &mut StepOutput<Self::Output>,
-    ) -> Result<(), BoxError> {
-        let me = self.me.clone().expect("init ran");
-        if let Some(asks) = self.asks.take() {
-            for (tag, ask, timeout) in asks(&me.retyped()) {
-                match timeout {
-                    Some(timeout) => out.yield_command_within(tag, ask, timeout),
-                    None => out.yield_command(tag, ask),
-                }
-            }
-        }
-        for event in events.drain() {
-            match event {
-                Event::YieldComplete { tag, result } => {
-                    self.seen.push((tag, completion(result)));
-                    if self.seen.len() == self.expected {
-                        me.send(0)?;
-                    }
-                }
-                Event::Message(_) => {
-                    out.done(std::mem::take(&mut self.seen));
-                    return Ok(());
-                }
-                _ => {}
-            }
-        }
-        out.wait();
-        Ok(())
-    }
+    asks: impl FnOnce(&Addr<Reply<u64>>) -> Asks + Send + 'static,
+) -> Asker {
+    let handle = sched.handle().clone();
+    let make = move |me| asks(&handle.addr::<Reply<u64>>(me));
+    StepAsker::new(sched.handle(), expected, completion, Box::new(make))
 }
 
 /// Runs an [`Asker`] of `asks` to its end.
-fn asked(sched: &Scheduler, expected: usize, asks: MakeAsks) -> Vec<(Tag, Completion)> {
-    run(sched, Asker::new(sched, expected, asks))
+fn asked(
+    sched: &Scheduler,
+    expected: usize,
+    asks: impl FnOnce(&Addr<Reply<u64>>) -> Asks + Send + 'static,
+) -> Vec<(Tag, Completion)> {
+    run(sched, asker(sched, expected, asks))
 }
 
 /// A [`server`] that has ended.
@@ -178,21 +121,17 @@ fn answers_come_back_as_completions_with_their_tags() {
     let sched = sched();
     let server = server(&sched);
     let addr = server.addr();
-    let mut seen = asked(
-        &sched,
-        3,
-        Box::new(move |_| {
-            (1..=3)
-                .map(|n| {
-                    (
-                        n,
-                        addr.ask_command(move |r| Server::Double(n * 10, r)),
-                        None,
-                    )
-                })
-                .collect()
-        }),
-    );
+    let mut seen = asked(&sched, 3, move |_| {
+        (1..=3)
+            .map(|n| {
+                (
+                    n,
+                    addr.ask_command(move |r| Server::Double(n * 10, r)),
+                    None,
+                )
+            })
+            .collect()
+    });
     seen.sort_by_key(|(tag, _)| *tag);
     assert_eq!(
         seen,
@@ -209,11 +148,9 @@ fn a_port_dropped_unanswered_completes_with_no_reply() {
     let sched = sched();
     let server = server(&sched);
     let addr = server.addr();
-    let seen = asked(
-        &sched,
-        1,
-        Box::new(move |_| vec![(7, addr.ask_command(Server::Drop), None)]),
-    );
+    let seen = asked(&sched, 1, move |_| {
+        vec![(7, addr.ask_command(Server::Drop), None)]
+    });
     assert_eq!(seen, vec![(7, Completion::NoReply)]);
 }
 
@@ -221,20 +158,16 @@ fn a_port_dropped_unanswered_completes_with_no_reply() {
 fn an_ask_to_a_finished_process_fails_not_found_once() {
     let sched = sched();
     let addr = ended_server(&sched);
-    let seen = asked(
-        &sched,
-        2,
-        Box::new(move |_| {
-            vec![
-                (1, addr.ask_command(|r| Server::Double(1, r)), None),
-                (
-                    2,
-                    addr.ask_command(|r| Server::Double(1, r)),
-                    Some(HANG_GUARD),
-                ),
-            ]
-        }),
-    );
+    let seen = asked(&sched, 2, move |_| {
+        vec![
+            (1, addr.ask_command(|r| Server::Double(1, r)), None),
+            (
+                2,
+                addr.ask_command(|r| Server::Double(1, r)),
+                Some(HANG_GUARD),
+            ),
+        ]
+    });
     assert_eq!(
         seen,
         vec![
@@ -250,33 +183,25 @@ fn a_port_its_request_does_not_hold_completes_the_refused_ask_once() {
     // is refused: the yield completes with the port's `NoReply`, not twice.
     let sched = sched();
     let addr = ended_server(&sched);
-    let seen = asked(
-        &sched,
-        1,
-        Box::new(move |_| {
-            let ask = addr.ask_command(|reply: Reply<u64>| {
-                drop(reply);
-                Server::Stop
-            });
-            vec![(3, ask, None)]
-        }),
-    );
+    let seen = asked(&sched, 1, move |_| {
+        let ask = addr.ask_command(|reply: Reply<u64>| {
+            drop(reply);
+            Server::Stop
+        });
+        vec![(3, ask, None)]
+    });
     assert_eq!(seen, vec![(3, Completion::NoReply)]);
 }
 
 #[test]
 fn a_process_asking_itself_is_refused_at_once() {
     let sched = sched();
-    let seen = asked(
-        &sched,
-        2,
-        Box::new(|me| {
-            vec![
-                (1, me.ask_command(|reply| reply), None),
-                (2, me.ask_command(|reply| reply), Some(HANG_GUARD)),
-            ]
-        }),
-    );
+    let seen = asked(&sched, 2, |me| {
+        vec![
+            (1, me.ask_command(|reply| reply), None),
+            (2, me.ask_command(|reply| reply), Some(HANG_GUARD)),
+        ]
+    });
     assert_eq!(
         seen,
         vec![(1, Completion::AskedItself), (2, Completion::AskedItself)]
@@ -290,17 +215,13 @@ fn a_timed_ask_times_out_and_its_late_answer_is_handed_back() {
     let addr = server.addr();
     let asks = addr.clone();
     // The server keeps the port until told to answer: only the timeout can complete the ask.
-    let seen = asked(
-        &sched,
-        1,
-        Box::new(move |_| {
-            vec![(
-                5,
-                asks.ask_command(Server::Keep),
-                Some(Duration::from_millis(5)),
-            )]
-        }),
-    );
+    let seen = asked(&sched, 1, move |_| {
+        vec![(
+            5,
+            asks.ask_command(Server::Keep),
+            Some(Duration::from_millis(5)),
+        )]
+    });
     assert_eq!(seen, vec![(5, Completion::TimedOut)]);
     let taken = sched.block_on(addr.ask(Server::AnswerKept)).unwrap();
     assert_eq!(
@@ -315,17 +236,13 @@ fn a_timed_ask_answered_in_time_completes_with_the_answer() {
     let sched = sched();
     let server = server(&sched);
     let addr = server.addr();
-    let seen = asked(
-        &sched,
-        1,
-        Box::new(move |_| {
-            vec![(
-                9,
-                addr.ask_command(|r| Server::Double(21, r)),
-                Some(HANG_GUARD),
-            )]
-        }),
-    );
+    let seen = asked(&sched, 1, move |_| {
+        vec![(
+            9,
+            addr.ask_command(|r| Server::Double(21, r)),
+            Some(HANG_GUARD),
+        )]
+    });
     assert_eq!(seen, vec![(9, Completion::Answer(42))]);
 }
 
@@ -335,15 +252,15 @@ fn an_answer_to_an_asker_that_ended_is_handed_back() {
     let server = server(&sched);
     let addr = server.addr();
     let asks = addr.clone();
-    let asker = Asker::new(
+    let asker = asker(
         &sched,
         usize::MAX, // never sends itself the end: the test does
-        Box::new(move |_| {
+        move |_| {
             vec![
                 (1, asks.ask_command(Server::Keep), None),
                 (2, asks.ask_command(Server::Keep), Some(HANG_GUARD)),
             ]
-        }),
+        },
     );
     let handle = sched.spawn(asker, "run", Payload::empty()).unwrap();
     let me = sched.handle().addr::<u64>(handle.pid());
@@ -374,11 +291,9 @@ fn a_full_mailbox_refuses_the_ask() {
     let addr = stalled.addr();
     addr.send(1).unwrap(); // the one message it has room for
     let asks = addr.retyped::<Reply<u64>>();
-    let seen = asked(
-        &sched,
-        1,
-        Box::new(move |_| vec![(4, asks.ask_command(|reply| reply), None)]),
-    );
+    let seen = asked(&sched, 1, move |_| {
+        vec![(4, asks.ask_command(|reply| reply), None)]
+    });
     assert_eq!(
         seen,
         vec![(4, Completion::Undelivered(SendErrorKind::MailboxFull))]
@@ -393,19 +308,15 @@ fn thousands_of_asks_in_flight_each_complete_once() {
     let sched = sched();
     let server = server(&sched);
     let addr = server.addr();
-    let mut seen = asked(
-        &sched,
-        asks as usize,
-        Box::new(move |_| {
-            (0..asks)
-                .map(|n| {
-                    let ask = addr.ask_command(move |r| Server::Double(n, r));
-                    // Every other one with a deadline: the channel path.
-                    (n, ask, (n % 2 == 1).then_some(HANG_GUARD))
-                })
-                .collect()
-        }),
-    );
+    let mut seen = asked(&sched, asks as usize, move |_| {
+        (0..asks)
+            .map(|n| {
+                let ask = addr.ask_command(move |r| Server::Double(n, r));
+                // Every other one with a deadline: the channel path.
+                (n, ask, (n % 2 == 1).then_some(HANG_GUARD))
+            })
+            .collect()
+    });
     seen.sort_by_key(|(tag, _)| *tag);
     let expected: Vec<_> = (0..asks).map(|n| (n, Completion::Answer(n * 2))).collect();
     assert_eq!(seen, expected);

@@ -1,8 +1,9 @@
 //! Shared helpers of the process-layer tests: hang guards, counters, a seeded PRNG, a quiet panic
 //! hook for expected panics, and a closure-driven test process. Fixtures shared by a few test
 //! files only live in submodules, imported by name: the `Counter` process ([`inc_counter`]), one
-//! command per handler kind ([`handler_kinds`]), the churning commands ([`churn`]) and a
-//! future polled by hand with a counting waker ([`polled`]).
+//! command per handler kind ([`handler_kinds`]), the churning commands ([`churn`]), a future
+//! polled by hand with a counting waker ([`polled`]) and a state machine that asks
+//! ([`step_asker`]).
 //!
 //! Deadlines here are hang guards only: a test that would hang fails with a message instead.
 #![allow(dead_code)]
@@ -22,6 +23,7 @@ pub(crate) mod churn;
 pub(crate) mod handler_kinds;
 pub(crate) mod inc_counter;
 pub(crate) mod polled;
+pub(crate) mod step_asker;
 
 /// Generous bound for "this should happen": only a hang guard, never a timing assertion.
 pub(crate) const HANG_GUARD: Duration = Duration::from_secs(60);
