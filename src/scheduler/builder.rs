@@ -229,6 +229,13 @@ impl SchedulerBuilder {
     /// `tokio::time::sleep` advances with that clock; a scheduler left to its own runtime sleeps
     /// in real time.
     ///
+    /// The scheduler may outlive a runtime it adopted (this one, or the one `build` was called
+    /// in): a `static` scheduler shared by several `#[tokio::test]`s, each on a runtime of its
+    /// own, say. A spawn or [`Scheduler::block_on`] called from outside that runtime then finds
+    /// it shut down, and from then on the processes run in a small runtime of the scheduler's
+    /// own, as if none had been given; handlers stay on the one that shut down (they complete
+    /// `Cancelled`).
+    ///
     /// # Examples
     ///
     /// ```
@@ -439,6 +446,7 @@ impl SchedulerBuilder {
                 step_budget: self.step_budget,
                 max_processes: self.max_processes,
                 spin_waits: self.spin_waits,
+                adopted_runtime: owned_runtime.is_none(),
             },
         ));
         table_link.set(&inner);

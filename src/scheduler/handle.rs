@@ -132,9 +132,11 @@ impl SchedulerHandle {
             return Err(refused);
         }
         // A body may await tokio directly, and a step may call it: every process runs inside a
-        // runtime's context, whatever spawned it first (`lazy_runtime.rs`). A check once built.
-        let _ = inner.process_runtime();
-        incarnation.spawned_at = coarse_now();
+        // runtime's context, whatever spawned it first (`lazy_runtime.rs`), and one that has not
+        // shut down (`outlived.rs`). A check once built.
+        let now = coarse_now();
+        let _ = inner.process_runtime_looking(super::outlived::From::Spawn(now));
+        incarnation.spawned_at = now;
         let Some((pid, cell)) = inner.table.claim_as(incarnation) else {
             inner.lifecycle.leave(Leave::Refused, || {});
             inner.contained(drop_contained(input) + drop_contained(process));

@@ -24,6 +24,7 @@
 //! | `blocking` | the guard that keeps blocking calls off async threads and workers |
 //! | `deadline` | a runtime-agnostic deadline future for the async waits |
 //! | `lazy_runtime` | the tokio runtime a scheduler builds for its processes when nothing else supplies one |
+//! | `outlived` | an adopted tokio runtime that shut down before the scheduler: its processes move to the scheduler's own |
 //! | `table` | the process table: pooled cells indexed by PID (its own protocol doc) |
 //! | `free_list` | the table's free slots, traded between threads in batches |
 //! | `tasks` | process tasks: spawned unowned, their references kept in the cells, cancelled by the forced stop (its own protocol doc) |
@@ -104,6 +105,7 @@ mod lifecycle;
 mod links;
 mod metrics;
 mod names;
+mod outlived;
 mod process_handle;
 mod reply;
 mod send_wait;

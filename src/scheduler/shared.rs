@@ -8,6 +8,7 @@ use super::lazy_runtime::LazyRuntime;
 use super::lifecycle::{Leave, Lifecycle, Tallied};
 use super::metrics::{Counter, Counters, COUNTING_OFF};
 use super::names::Names;
+use super::outlived::{self, Outlived};
 use super::table::Table;
 use crate::dispatch::{self, Dispatched, HandlerRuntime, HandlerSet, HandlerTask};
 use crate::executor;
@@ -27,9 +28,12 @@ pub(crate) struct Inner {
     pub(super) executor: executor::Handle,
     handlers: HandlerSet,
     runtime: Option<HandlerRuntime>,
-    /// Without a handler runtime: the one built for the processes on first need
-    /// (`lazy_runtime.rs`).
+    /// Without a handler runtime, or once an adopted one shut down (`outlived`): the one
+    /// built for the processes on first need (`lazy_runtime.rs`).
     lazy_runtime: LazyRuntime,
+    /// Whether the handler runtime, when adopted rather than owned, shut down first
+    /// (`outlived.rs`).
+    outlived: Option<Outlived>,
     pub(super) table: Table,
     pub(super) lifecycle: Lifecycle,
     /// The hot paths' counters (`metrics/counters.rs`).
@@ -58,6 +62,9 @@ pub(super) struct Settings {
     pub(super) step_budget: usize,
     pub(super) max_processes: usize,
     pub(super) spin_waits: bool,
+    /// The handler runtime is the caller's (ambient or `tokio_handle`), not one the builder
+    /// built and the scheduler owns: it may shut down first (`outlived.rs`).
+    pub(super) adopted_runtime: bool,
 }
 
 impl Inner {
@@ -67,6 +74,10 @@ impl Inner {
         runtime: Option<tokio::runtime::Handle>,
         settings: Settings,
     ) -> Inner {
+        let outlived = runtime
+            .as_ref()
+            .filter(|_| settings.adopted_runtime)
+            .map(Outlived::new);
         // The bridge runs pending async handlers on this executor (`dispatch/bridge.rs`).
         let runtime = runtime.map(|tokio| HandlerRuntime::new(tokio, executor.clone()));
         Inner {
@@ -75,6 +86,7 @@ impl Inner {
             handlers,
             runtime,
             lazy_runtime: LazyRuntime::default(),
+            outlived,
             table: Table::new(settings.mailbox_capacity),
             lifecycle: Lifecycle::new(settings.max_processes),
             counters: Counters::new(),
@@ -101,17 +113,35 @@ impl Inner {
     /// on the first call (`lazy_runtime.rs`).
     pub(super) fn process_runtime(&self) -> Option<&tokio::runtime::Handle> {
         match &self.runtime {
-            Some(runtime) => Some(runtime.tokio()),
-            None => self.lazy_runtime.get_or_build(&self.executor),
+            Some(runtime) if !self.outlived() => Some(runtime.tokio()),
+            _ => self.lazy_runtime.get_or_build(&self.executor),
         }
+    }
+
+    /// [`process_runtime`](Self::process_runtime), after a look at whether an adopted handler
+    /// runtime shut down (`outlived.rs`): at a spawn, or a `block_on`.
+    pub(super) fn process_runtime_looking(
+        &self,
+        from: outlived::From,
+    ) -> Option<&tokio::runtime::Handle> {
+        if let (Some(runtime), Some(outlived)) = (&self.runtime, &self.outlived) {
+            outlived.look(runtime.tokio(), from);
+        }
+        self.process_runtime()
+    }
+
+    /// `true` once an adopted handler runtime was found shut down (`outlived.rs`).
+    #[inline]
+    fn outlived(&self) -> bool {
+        self.outlived.as_ref().is_some_and(Outlived::is_gone)
     }
 
     /// [`process_runtime`](Self::process_runtime) if there is one, never building it: the
     /// context the forced stop's closer threads enter, as the workers do (`closers.rs`).
     pub(super) fn process_runtime_if_any(&self) -> Option<tokio::runtime::Handle> {
         match &self.runtime {
-            Some(runtime) => Some(runtime.tokio().clone()),
-            None => self.lazy_runtime.get().cloned(),
+            Some(runtime) if !self.outlived() => Some(runtime.tokio().clone()),
+            _ => self.lazy_runtime.get().cloned(),
         }
     }
 
