@@ -127,7 +127,8 @@ impl<M: Send + 'static> Addr<M> {
     /// [`ask`](Self::ask) with a timeout: past it the ask fails with [`AskError::TimedOut`]
     /// (an answer that comes later is handed back to the answerer; one delivered before it —
     /// its `Reply::send` returned `Ok` — is returned, never dropped). The timer needs no
-    /// runtime: it works on any executor. A zero timeout is no "try": the request is still
+    /// runtime: it works on any executor, and keeps real time — under tokio's paused clock too
+    /// (where `call_within` and a step's `yield_command_within` follow tokio's clock). A zero timeout is no "try": the request is still
     /// sent at the first poll, and its answer is returned only if it is there by then.
     ///
     /// # Errors

@@ -37,8 +37,10 @@ pub struct ShutdownReport {
     /// Processes that finished on their own during the grace period (after their `Cancel`).
     pub graceful: usize,
     /// Processes still live at the timeout and not inside user code: stopped before their next
-    /// step, their `close` run before `shutdown` returned. Their handles report
-    /// [`ProcessError::is_cancelled`](crate::error::ProcessError::is_cancelled).
+    /// step, their `close` run before `shutdown` returned — and those inside a step at the
+    /// timeout that returned from it within the wait for the workers. Their handles report
+    /// [`ProcessError::is_cancelled`](crate::error::ProcessError::is_cancelled), unless that
+    /// last step panicked: then `is_panicked`, as the metrics count it (`finished.panicked`).
     pub forced: usize,
     /// Processes still inside user code (`init`, a `step` or `close`) when shutdown gave up
     /// waiting ([`FORCED_STOP_WAIT`](crate::config::FORCED_STOP_WAIT) after the timeout for the
