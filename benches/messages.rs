@@ -8,6 +8,7 @@
 //! | `ask_from_tokio` | [`ASKS`] asks from tokio code (the bench thread's `block_on`) to one process, each awaited before the next | a task receiving `(u64, oneshot::Sender)` |
 //! | `ask_from_task` | [`ASKS`] asks from a task spawned on a multi-thread tokio runtime to one process, each awaited before the next: every ask crosses between the runtimes twice (a thread wake-up each way when the other side is parked) | `ask_between`'s: a task on the same runtime asking the native server (both ends on one worker, no wake-up crosses a thread) |
 //! | `spawn_await_from_task` | [`SPAWNS`] short processes spawned and awaited one after the other from a task spawned on a multi-thread tokio runtime | the task `tokio::spawn`s and awaits a task each time |
+//! | `ask_join_from_task` | the same 10 000 asks from one spawned task, all sent before any answer is awaited (`futures::future::join_all`) | the same join of `mpsc` + `oneshot` requests on its own runtime |
 //! | `ask_between` | one process asks another [`ASKS`] times: an `async fn` body (`procsched`) awaiting `ask`, or a state machine (`sm`) yielding `ask_command` and reading each answer as its yield's completion | one task asking another through `mpsc` + `oneshot` |
 //! | `ring_pids/<form>` | [`RING`] processes learn the ring's PIDs from a shared `OnceLock`; a `u64` token, forwarded with `SchedulerHandle::send` from each step, goes round until each has seen [`LAPS`]; timed from the first send until every handle is joined | tasks with `mpsc` senders in a shared `OnceLock` |
 //! | `ring_addrs/<form>` | the same ring with typed addresses (`Addr<u64>`) | — (same as above) |
@@ -270,6 +271,42 @@ fn asks(c: &mut Criterion) {
     });
     group.finish();
 
+    // The same asks joined from one spawned task (`join_all`): every request goes out before
+    // the first answer is awaited.
+    let mut group = c.benchmark_group("ask_join_from_task");
+    group
+        .sample_size(10)
+        .measurement_time(Duration::from_secs(4));
+    group.bench_function("procsched", |b| {
+        b.iter(|| {
+            let server = server.clone();
+            let asker = caller.spawn(async move {
+                let asks = (0..ASKS).map(|n| server.ask(move |reply| (n, reply)));
+                for answer in futures::future::join_all(asks).await {
+                    answer.expect("answer");
+                }
+            });
+            caller.block_on(asker).expect("asker");
+        })
+    });
+    group.bench_function(NATIVE, |b| {
+        b.iter(|| {
+            let native = native.clone();
+            let asker = runtime.spawn(async move {
+                let asks = (0..ASKS).map(|n| {
+                    let (tx, rx) = oneshot::channel();
+                    native.send((n, tx)).expect("server alive");
+                    rx
+                });
+                for answer in futures::future::join_all(asks).await {
+                    answer.expect("answer");
+                }
+            });
+            runtime.block_on(asker).expect("asker");
+        })
+    });
+    group.finish();
+
     let mut group = c.benchmark_group("ask_between");
     group
         .sample_size(20)
@@ -476,10 +513,11 @@ mod harness {
 
 /// The report: medians, per-unit cost, and the ratio to tokio-native of each row.
 fn report(started: SystemTime) {
-    let rows: [(&str, &[&str], f64, &str); 9] = [
+    let rows: [(&str, &[&str], f64, &str); 10] = [
         ("send_to_waiting", &["sm", "async"], SENDS as f64, "send"),
         ("ask_from_tokio", &["procsched"], ASKS as f64, "ask"),
         ("ask_from_task", &["procsched"], ASKS as f64, "ask"),
+        ("ask_join_from_task", &["procsched"], ASKS as f64, "ask"),
         (
             "spawn_await_from_task",
             &["procsched"],

@@ -1,12 +1,14 @@
 //! One message workload of `benches/messages.rs`, run a fixed number of times, for `perf` and
 //! A/B runs: `msgprobe <sm|async|native|ring_sm|ring_async|ring_addrs|ring_native|ask_between|
-//! ask_sm|ask_task|ask_native|ask_tasks64|ask_native64> [iterations]`. Prints the median per-unit time.
+//! ask_sm|ask_task|ask_native|ask_tasks64|ask_native64|ask_join|ask_join_native> [iterations]`. Prints the median per-unit time.
 //!
 //! `ask_task` / `ask_native`: one tokio task asks 10 000 times, one ask after the other;
 //! `ask_tasks64` / `ask_native64`: 64 tasks ask at once (156 asks each). The pair shows the
 //! trade any asker-side spin would make: a spin on the asker's thread turns the first from a
 //! thread wake-up per ask into a cache-line exchange, and the second, where the askers' spins
-//! take the cores the answering worker needs, into a timeout per ask.
+//! take the cores the answering worker needs, into a timeout per ask. `ask_join` /
+//! `ask_join_native`: one task joins 10 000 asks (`join_all`), the shape a spin must stay out
+//! of (`spin_wait.rs`, "Joined waits").
 
 use procsched::prelude::*;
 use procsched::state_machine::{Event, Events, Process, StepOutput};
@@ -46,7 +48,13 @@ fn main() {
     let mut args = std::env::args().skip(1);
     let mode = args.next().unwrap_or_else(|| "sm".to_owned());
     let iterations: usize = args.next().map_or(50, |n| n.parse().expect("a count"));
-    let sched = Scheduler::builder().workers(2).build().expect("scheduler");
+    // `MSGPROBE_SPIN=0`: waits from outside never spin (`Builder::spin_waits(false)`).
+    let spin = std::env::var("MSGPROBE_SPIN").map_or(true, |spin| spin != "0");
+    let sched = Scheduler::builder()
+        .workers(2)
+        .spin_waits(spin)
+        .build()
+        .expect("scheduler");
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -208,6 +216,37 @@ fn main() {
                         let (reply, answer) = tokio::sync::oneshot::channel();
                         tx.send((n, reply)).unwrap();
                         answer.await.unwrap();
+                    }
+                });
+                runtime.block_on(asker).unwrap();
+                start.elapsed() * 10 // per 100 000 units, as the sends
+            }
+            "ask_join" => {
+                let addr = spawn_server(&sched);
+                let server = addr.pid();
+                let start = Instant::now();
+                let asker = runtime.spawn(async move {
+                    let asks = (0..10_000u64).map(|n| addr.ask(move |reply| (n, reply)));
+                    for answer in futures::future::join_all(asks).await {
+                        answer.unwrap();
+                    }
+                });
+                runtime.block_on(asker).unwrap();
+                let elapsed = start.elapsed() * 10; // per 100 000 units, as the sends
+                sched.terminate(server).unwrap();
+                elapsed
+            }
+            "ask_join_native" => {
+                let tx = spawn_native_server(&runtime);
+                let start = Instant::now();
+                let asker = runtime.spawn(async move {
+                    let asks = (0..10_000u64).map(|n| {
+                        let (reply, answer) = tokio::sync::oneshot::channel();
+                        tx.send((n, reply)).unwrap();
+                        answer
+                    });
+                    for answer in futures::future::join_all(asks).await {
+                        answer.unwrap();
                     }
                 });
                 runtime.block_on(asker).unwrap();

@@ -325,7 +325,7 @@ where
                 // Just sent: a short spin may find the answer before this thread parks — before
                 // the waker is registered, so that an answer taken by the spin wakes no one.
                 let spun = sent_now
-                    .then(|| this.sched.inner.spin_gate.wait_answer(receiver))
+                    .then(|| this.sched.inner.spin_gate.wait_answer(receiver, cx.waker()))
                     .flatten();
                 match spun {
                     Some(Spun::Answered(value)) => Some(Ok(value)),

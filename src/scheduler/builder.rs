@@ -270,12 +270,12 @@ impl SchedulerBuilder {
     /// first poll for the process's end, for up to 20 µs (yielding the core after 2), one such
     /// wait at a time per scheduler, backing off where spins miss — never on a worker's thread
     /// or a single core. An ask loop in a tokio task then costs about a microsecond an ask
-    /// instead of two thread wake-ups (13–26 µs on a 2-core VM). The cost: in a join of many
-    /// asks from one task (`join_all`), each ask's spin waits for its answer before the next is
-    /// sent (about 1.3× slower than without spinning there on a quiet machine, and up to
-    /// several times slower when other work holds the cores: a review measured 10 000 asks
-    /// joined from one task at 7–8 µs an ask with spinning, 0.6–0.8 µs without); turn it off if
-    /// that is your shape.
+    /// instead of two thread wake-ups (13–26 µs on a 2-core VM). A join of many waits from one
+    /// task (`join_all` of more than 30 asks, a `FuturesUnordered`) does not spin: its futures
+    /// have wakers of their own, and each one's first poll comes right after the last's. A
+    /// small join polled with its task's waker (`join!`, a `join_all` of at most 30) spins at
+    /// each ask, each spin waiting for its answer before the next request is sent: turn
+    /// spinning off if that is your shape.
     ///
     /// # Examples
     ///

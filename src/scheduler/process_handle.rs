@@ -173,7 +173,7 @@ impl<T, M> Future for ProcessHandle<T, M> {
             self.sched
                 .inner
                 .spin_gate
-                .wait_finished(|| join.is_finished());
+                .wait_finished(cx.waker(), || join.is_finished());
         }
         Pin::new(&mut self.join)
             .poll(cx)

@@ -277,7 +277,7 @@ impl Inner {
                     if ticket.is_none()
                         && self
                             .spin_gate
-                            .wait_finished(|| cell.room_or_gone(pid.generation()))
+                            .wait_finished(waker, || cell.room_or_gone(pid.generation()))
                     {
                         continue;
                     }
