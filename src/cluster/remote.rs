@@ -445,8 +445,11 @@ pub(crate) async fn wait_for<T>(
     timeout: Duration,
 ) -> Result<T, RemoteError> {
     // Awaited anywhere (`runtime.rs`): the timer is made, in the first poll, in the node's
-    // runtime.
-    let answered = async { tokio::time::timeout(timeout, answer).await };
+    // runtime. Outside tokio's cooperative budget, as a local ask's answer is read
+    // (`scheduler/ask.rs`): in a join of many, a budgeted poll past the task's 128th re-woke
+    // its future, and every tick re-polled the whole join.
+    let answered =
+        async { tokio::task::unconstrained(tokio::time::timeout(timeout, answer)).await };
     match super::runtime::in_runtime(&node.runtime, answered).await {
         Ok(Ok(result)) => result.map_err(RemoteError::from_refusal),
         // The node stopped and dropped what it waited for.
