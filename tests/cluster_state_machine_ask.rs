@@ -24,14 +24,16 @@ use step_asker::{Asks, StepAsker};
 
 const GUARD: Duration = Duration::from_secs(30);
 
-/// Answers `Double`, drops `Drop`'s port, keeps `Keep`'s (never answering; `Kept` counts them),
-/// ends at `Stop`.
+/// Answers `Double`, drops `Drop`'s port, keeps `Keep`'s (`Kept` counts them) until
+/// `AnswerKept`, ends at `Stop`.
 #[derive(Serialize, Deserialize)]
 enum Server {
     Double(u64, Reply<u64>),
     Drop(Reply<u64>),
     Keep(Reply<u64>),
     Kept(Reply<usize>),
+    /// Answers every kept port with 0 (those whose asker is gone are refused).
+    AnswerKept(Reply<usize>),
     Stop,
 }
 
@@ -46,6 +48,10 @@ async fn server(cx: ProcessCx<Server>, (): ()) -> Result<(), BoxError> {
             Server::Keep(reply) => kept.push(reply),
             Server::Kept(count) => {
                 let _ = count.send(kept.len());
+            }
+            Server::AnswerKept(done) => {
+                let answered = kept.drain(..).map(|port: Reply<u64>| port.send(0)).count();
+                let _ = done.send(answered);
             }
             Server::Stop => return Ok(()),
         }
@@ -213,12 +219,82 @@ async fn without_a_deadline_the_nodes_request_timeout_ends_the_wait() {
     let nats = NatsServer::start();
     let (nodes, server) = nodes_and_server(&nats, Duration::from_millis(200), "b").await;
     let (sched, a) = (&nodes[0].0, &nodes[0].1);
-    let seen = asked(a, sched, 1, move |_| {
-        vec![(7, server.ask_command(Server::Keep), None)]
+    // On the asker's own node too, as `RemoteAddr::ask` is bounded there.
+    let here = a
+        .spawn_on(Placement::Node("a".into()), "server", ())
+        .await
+        .unwrap();
+    let here = a.addr::<Server>(here);
+    let seen = asked(a, sched, 2, move |_| {
+        vec![
+            (7, server.ask_command(Server::Keep), None),
+            (8, here.ask_command(Server::Keep), None),
+        ]
     })
     .await;
-    assert_eq!(seen, vec![(7, Completion::TimedOut)]);
+    assert_eq!(
+        seen,
+        vec![(7, Completion::TimedOut), (8, Completion::TimedOut)]
+    );
     stop_nodes(nodes, GUARD).await;
+}
+
+/// Panics whose message says a tokio `oneshot` was polled after it completed, counted by a
+/// hook that passes every panic on to the one it replaced.
+static POLLED_AFTER_COMPLETE: std::sync::atomic::AtomicUsize =
+    std::sync::atomic::AtomicUsize::new(0);
+
+fn count_polls_after_complete() {
+    static HOOK: std::sync::Once = std::sync::Once::new();
+    HOOK.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if info.to_string().contains("called after complete") {
+                POLLED_AFTER_COMPLETE.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            }
+            previous(info);
+        }));
+    });
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_asker_ended_mid_ask_leaves_its_answers_to_no_one() {
+    count_polls_after_complete();
+    let nats = NatsServer::start();
+    let (nodes, server) = nodes_and_server(&nats, GUARD, "b").await;
+    let (sched, a) = (&nodes[0].0, &nodes[0].1);
+    for round in 0..20 {
+        let kept = server.clone();
+        let handle = spawn_asker(a, sched, 2, move |_| {
+            vec![
+                (1, kept.ask_command(Server::Keep), None),
+                (2, kept.ask_command(Server::Keep), Some(GUARD)),
+            ]
+        });
+        let deadline = tokio::time::Instant::now() + GUARD;
+        while server.ask(Server::Kept).await.unwrap() < 2 {
+            assert!(tokio::time::Instant::now() < deadline, "hang guard");
+            tokio::task::yield_now().await;
+        }
+        sched.terminate(handle.pid()).unwrap();
+        let ended = tokio::time::timeout(GUARD, handle)
+            .await
+            .expect("hang guard");
+        assert!(ended.unwrap_err().is_terminated(), "round {round}");
+        // The late answers reach no one (and wake no task that reads a closed channel).
+        assert_eq!(server.ask(Server::AnswerKept).await.unwrap(), 2);
+    }
+    // The node still answers a state machine's ask.
+    let seen = asked(a, sched, 1, move |_| {
+        vec![(9, server.ask_command(|r| Server::Double(4, r)), None)]
+    })
+    .await;
+    assert_eq!(seen, vec![(9, Completion::Answer(8))]);
+    stop_nodes(nodes, GUARD).await;
+    assert_eq!(
+        POLLED_AFTER_COMPLETE.load(std::sync::atomic::Ordering::SeqCst),
+        0
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -15,7 +15,7 @@ use super::remote::{RemoteAddr, Route};
 use super::reply::AskTicket;
 use super::wire::{Ack, Refusal};
 use crate::dispatch::{AnswerChannel, AnswerTo, AskCommand, AskStarted};
-use crate::process::{panic_message, CommandError, Payload};
+use crate::process::{drop_contained, panic_message, CommandError, Payload};
 use crate::scheduler::Reply;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -104,8 +104,18 @@ where
     let peer = match addr.route() {
         Err(error) => return refused(error),
         Ok(Route::Local(pid)) => {
+            // Through a channel, so that the node's request timeout bounds an ask without a
+            // deadline here too, as it bounds a remote ask's (and `RemoteAddr::ask`'s).
+            let bounded = matches!(to, AnswerTo::Process { .. });
+            let to = match to {
+                AnswerTo::Process { asker, .. } => AnswerTo::Channel { asker },
+                to @ AnswerTo::Channel { .. } => to,
+            };
             let local = node.sched.addr::<M>(pid).ask_command(request);
             return match local.start_with(to) {
+                AskStarted::Awaiting(answer) if bounded => {
+                    AskStarted::Awaiting(Box::new(Bounded::new(answer, node.request_timeout)))
+                }
                 AskStarted::Refused(CommandError::Failed(error)) => match error.downcast() {
                     Ok(error) => refused(RemoteError::from_ask(*error, Duration::ZERO)),
                     Err(error) => AskStarted::Refused(CommandError::Failed(error)),
@@ -126,19 +136,17 @@ where
         node.forget_pending(id);
         return refused(error);
     }
-    let timeout = match to {
-        // The yield's deadline bounds the wait: its task closes the channel when it passes.
-        AnswerTo::Channel { .. } => None,
-        AnswerTo::Process { .. } => Some(node.request_timeout),
-    };
-    AskStarted::Awaiting(Box::new(RemoteAnswer::<R> {
+    let answer = Box::new(RemoteAnswer::<R> {
         node: node.clone(),
         id,
         replied,
-        timeout,
-        timer: None,
         _reply: PhantomData,
-    }))
+    });
+    AskStarted::Awaiting(match to {
+        // The yield's deadline bounds the wait: its task closes the channel when it passes.
+        AnswerTo::Channel { .. } => answer,
+        AnswerTo::Process { .. } => Box::new(Bounded::new(answer, node.request_timeout)),
+    })
 }
 
 fn refused(error: RemoteError) -> AskStarted {
@@ -150,11 +158,46 @@ struct RemoteAnswer<R> {
     node: Arc<NodeShared>,
     id: u64,
     replied: oneshot::Receiver<Result<bytes::Bytes, Refusal>>,
-    /// Its own bound, when the yield has none (the node's request timeout).
-    timeout: Option<Duration>,
-    /// That bound's timer, made at the first poll (inside the node's runtime: the task's).
-    timer: Option<Pin<Box<tokio::time::Sleep>>>,
     _reply: PhantomData<fn() -> R>,
+}
+
+/// An answer channel bounded by the node's request timeout: an ask yielded without a deadline.
+struct Bounded {
+    answer: Box<dyn AnswerChannel>,
+    timeout: Duration,
+    /// The timeout's timer, made at the first poll (inside the node's runtime: the task's).
+    timer: Option<Pin<Box<tokio::time::Sleep>>>,
+}
+
+impl Bounded {
+    fn new(answer: Box<dyn AnswerChannel>, timeout: Duration) -> Bounded {
+        Bounded {
+            answer,
+            timeout,
+            timer: None,
+        }
+    }
+}
+
+impl AnswerChannel for Bounded {
+    fn poll_answer(&mut self, cx: &mut Context<'_>) -> Poll<Result<Payload, CommandError>> {
+        if let Poll::Ready(answer) = self.answer.poll_answer(cx) {
+            return Poll::Ready(answer);
+        }
+        let timeout = self.timeout;
+        let timer = self
+            .timer
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep(timeout)));
+        if timer.as_mut().poll(cx).is_pending() {
+            return Poll::Pending;
+        }
+        // Closed before a last look: an answer sent in time is taken, a later one refused.
+        Poll::Ready(self.answer.close().ok_or(CommandError::TimedOut))
+    }
+
+    fn close(&mut self) -> Option<Payload> {
+        self.answer.close()
+    }
 }
 
 impl<R: DeserializeOwned + Send + 'static> RemoteAnswer<R> {
@@ -170,10 +213,14 @@ impl<R: DeserializeOwned + Send + 'static> RemoteAnswer<R> {
         match decoded {
             Ok(Ok(value)) => Ok(Payload::new(value)),
             Ok(Err(error)) => Err(failed(RemoteError::Decode(error))),
-            Err(panic) => Err(failed(RemoteError::Decode(format!(
-                "the reply's `Deserialize` panicked: {}",
-                panic_message(&panic)
-            )))),
+            Err(panic) => {
+                let error = RemoteError::Decode(format!(
+                    "the reply's `Deserialize` panicked: {}",
+                    panic_message(&*panic)
+                ));
+                drop_contained(panic);
+                Err(failed(error))
+            }
         }
     }
 }
@@ -190,24 +237,11 @@ fn failed(error: RemoteError) -> CommandError {
 impl<R: DeserializeOwned + Send + 'static> AnswerChannel for RemoteAnswer<R> {
     fn poll_answer(&mut self, cx: &mut Context<'_>) -> Poll<Result<Payload, CommandError>> {
         match Pin::new(&mut self.replied).poll(cx) {
-            Poll::Ready(Ok(answer)) => return Poll::Ready(self.decoded(answer)),
+            Poll::Ready(Ok(answer)) => Poll::Ready(self.decoded(answer)),
             // The node stopped and dropped what it waited for.
-            Poll::Ready(Err(_)) => return Poll::Ready(Err(failed(RemoteError::NoConnection))),
-            Poll::Pending => {}
+            Poll::Ready(Err(_)) => Poll::Ready(Err(failed(RemoteError::NoConnection))),
+            Poll::Pending => Poll::Pending,
         }
-        let Some(timeout) = self.timeout else {
-            return Poll::Pending;
-        };
-        let timer = self
-            .timer
-            .get_or_insert_with(|| Box::pin(tokio::time::sleep(timeout)));
-        if timer.as_mut().poll(cx).is_pending() {
-            return Poll::Pending;
-        }
-        Poll::Ready(match self.close() {
-            Some(answer) => Ok(answer),
-            None => Err(CommandError::TimedOut),
-        })
     }
 
     fn close(&mut self) -> Option<Payload> {

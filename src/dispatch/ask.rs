@@ -203,7 +203,7 @@ fn awaited(
     tag: Tag,
 ) -> Dispatched {
     let completer = YieldCompleter::new(cell.clone(), pid, tag, "AskCommand");
-    let in_flight = std::sync::Arc::new(AskInFlight(Mutex::new(answer)));
+    let in_flight = std::sync::Arc::new(AskInFlight::new(answer));
     let channel = in_flight.clone();
     let task = runtime.spawn(async move {
         let result = answered_within(timeout, &channel).await;
@@ -214,12 +214,37 @@ fn awaited(
 
 /// The channel of an ask with a deadline, shared by its task and the asking process's
 /// outstanding handle, which closes it when the process ends (module docs).
-pub(crate) struct AskInFlight(Mutex<Box<dyn AnswerChannel>>);
+pub(crate) struct AskInFlight(Mutex<InFlight>);
+
+/// The channel, and whether it was closed: a closed channel is never polled again (a tokio
+/// `oneshot` read by `try_recv` after `close` panics if polled).
+struct InFlight {
+    channel: Box<dyn AnswerChannel>,
+    closed: bool,
+}
+
+impl InFlight {
+    /// Closes the channel, once: the answer sent before, if any.
+    fn close(&mut self) -> Option<Payload> {
+        if std::mem::replace(&mut self.closed, true) {
+            return None;
+        }
+        self.channel.close()
+    }
+}
 
 impl AskInFlight {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Box<dyn AnswerChannel>> {
-        // Poisoned only by a panic inside `poll_answer` or `close` (none of ours panics): the
-        // channel is still usable.
+    fn new(channel: Box<dyn AnswerChannel>) -> AskInFlight {
+        AskInFlight(Mutex::new(InFlight {
+            channel,
+            closed: false,
+        }))
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, InFlight> {
+        // Poisoned only by a panic inside `poll_answer` or `close` (user code: a reply's
+        // `Deserialize` is caught inside; a destructor): the flag and the channel are still
+        // consistent.
         self.0
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -250,7 +275,11 @@ async fn answered_within(
     let mut timer = std::pin::pin!(timeout.map(tokio::time::sleep));
     std::future::poll_fn(|cx| {
         let mut channel = channel.lock();
-        if let Poll::Ready(answer) = channel.poll_answer(cx) {
+        if channel.closed {
+            // The asker ended (its task is being aborted): nobody reads this.
+            return Poll::Ready(Err(CommandError::Cancelled));
+        }
+        if let Poll::Ready(answer) = channel.channel.poll_answer(cx) {
             return Poll::Ready(answer);
         }
         let fired = timer
