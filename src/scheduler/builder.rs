@@ -234,7 +234,9 @@ impl SchedulerBuilder {
     /// own, say. A spawn or [`Scheduler::block_on`] called from outside that runtime then finds
     /// it shut down, and from then on the processes run in a small runtime of the scheduler's
     /// own, as if none had been given; handlers stay on the one that shut down (they complete
-    /// `Cancelled`).
+    /// `Cancelled`), and processes alive when it died meet it in their next tokio call. Tests
+    /// that share a scheduler in parallel should give it a runtime that outlives them all (a
+    /// `static` one).
     ///
     /// # Examples
     ///

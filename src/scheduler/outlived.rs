@@ -31,8 +31,13 @@
 //! # Not covered
 //! Handlers stay on the adopted runtime (once it is gone they complete `Cancelled`,
 //! `dispatch/bridge.rs`); tokio resources a process made before the switch belong to the dead
-//! runtime; processes spawned from outside the adopted runtime within a tick of a look that
-//! found it alive still start in it if it shut down meanwhile (the next look moves them).
+//! runtime, and a process that only receives messages after the runtime died (no spawn or
+//! `block_on` looked since) meets it in its next tokio call; a process spawned from outside the
+//! adopted runtime within a tick of a spawn's look that found it alive (a `block_on` in
+//! between clears that) still starts in it if it shut down meanwhile; and tests run in parallel
+//! that share a `static` scheduler built in one of them see that test's runtime die under
+//! their processes. A scheduler shared that way should be given a runtime that outlives every
+//! user (`tokio_handle` of a `static` runtime).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering::*};
 use std::sync::Arc;
@@ -93,6 +98,11 @@ impl Outlived {
             }
         }
         if !shut_down(adopted) {
+            if from == From::BlockOn {
+                // The next spawn looks again: a `block_on` often awaits what was just spawned,
+                // and the runtime may be dropped right after it returns.
+                self.last_look.store(u64::MAX, Relaxed);
+            }
             return false;
         }
         if !self.gone.swap(true, AcqRel) {
@@ -156,6 +166,20 @@ mod tests {
         drop(runtime);
         assert!(outlived.look(&handle, From::BlockOn));
         assert!(outlived.is_gone());
+    }
+
+    #[test]
+    fn a_spawn_after_a_block_on_looks_again_within_the_tick() {
+        let runtime = runtime();
+        let handle = runtime.handle().clone();
+        let outlived = Outlived::new(&handle);
+        assert!(!outlived.look(&handle, From::Spawn(1)));
+        assert!(!outlived.look(&handle, From::BlockOn));
+        drop(runtime);
+        assert!(
+            outlived.look(&handle, From::Spawn(2)),
+            "the same tick, after a block_on"
+        );
     }
 
     #[test]
