@@ -7,10 +7,41 @@ use std::fmt;
 use std::sync::Arc;
 
 /// A boxed error from user code (a failing `step`, `init` or handler).
+///
+/// # Examples
+///
+/// ```
+/// use procsched::BoxError;
+///
+/// fn parse(text: &str) -> Result<u64, BoxError> {
+///     Ok(text.trim().parse::<u64>()?) // any `Error + Send + Sync` converts with `?`
+/// }
+/// assert_eq!(parse(" 42 ").unwrap(), 42);
+/// assert!(parse("x").is_err());
+/// ```
 pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 
 /// Why a yield completed without a result. Delivered to the process in
 /// [`Event::YieldComplete`](crate::state_machine::Event::YieldComplete).
+///
+/// # Examples
+///
+/// ```
+/// use procsched::error::CommandError;
+///
+/// // How a step reads a completion that carries no result.
+/// fn describe(error: &CommandError) -> &'static str {
+///     if error.is_timed_out() {
+///         "no result within the yield's timeout"
+///     } else if error.is_no_handler() {
+///         "nothing handles this command type"
+///     } else {
+///         "the handler failed"
+///     }
+/// }
+/// assert_eq!(describe(&CommandError::TimedOut), "no result within the yield's timeout");
+/// assert_eq!(describe(&CommandError::failed("disk full")), "the handler failed");
+/// ```
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum CommandError {
@@ -127,6 +158,34 @@ impl CommandError {
 }
 
 /// Why `init` refused to start a process; returned by `spawn` inside a [`SpawnError`](crate::error::SpawnError).
+///
+/// # Examples
+///
+/// ```
+/// use procsched::prelude::*;
+/// use procsched::state_machine::{Events, InitError, Process, ProcessContext, StepOutput};
+///
+/// struct Greeter;
+///
+/// impl Process for Greeter {
+///     type Output = ();
+///     fn init(&mut self, _: &ProcessContext<'_>, method: &str, _: Payload) -> Result<(), InitError> {
+///         match method {
+///             "greet" => Ok(()),
+///             other => Err(InitError::UnknownMethod(other.to_owned())),
+///         }
+///     }
+///     fn step(&mut self, _: &mut Events, out: &mut StepOutput<()>) -> Result<(), BoxError> {
+///         out.done(());
+///         Ok(())
+///     }
+/// }
+///
+/// let sched = Scheduler::builder().workers(1).build()?;
+/// let refused = sched.spawn(Greeter, "wave", Payload::empty());
+/// assert!(matches!(refused, Err(SpawnError::Init(InitError::UnknownMethod(_)))));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum InitError {

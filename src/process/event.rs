@@ -10,12 +10,68 @@ use std::collections::VecDeque;
 /// completion. Keep a process's outstanding tags distinct: the scheduler does not check them,
 /// and two yields with one tag complete as two events with that tag, which the process cannot
 /// tell apart. (An `async fn` body's calls get distinct tags by construction.)
+///
+/// # Examples
+///
+/// ```
+/// use procsched::state_machine::{Event, Tag};
+///
+/// const FETCH: Tag = 1;
+/// const STORE: Tag = 2;
+///
+/// // A step tells its completions apart by tag.
+/// fn which(event: &Event) -> Option<&'static str> {
+///     match event {
+///         Event::YieldComplete { tag: FETCH, .. } => Some("fetched"),
+///         Event::YieldComplete { tag: STORE, .. } => Some("stored"),
+///         _ => None,
+///     }
+/// }
+/// assert_eq!(which(&Event::YieldComplete { tag: STORE, result: Ok(procsched::Payload::empty()) }), Some("stored"));
+/// ```
 pub type Tag = u64;
 
 /// The topic of a message: a static string (no allocation) or an owned one.
 pub type Topic = Cow<'static, str>;
 
 /// One input to a process's `step`.
+///
+/// # Examples
+///
+/// ```
+/// use procsched::prelude::*;
+/// use procsched::state_machine::{Event, Events, Process, StepOutput};
+///
+/// /// Sums the `u64` messages it receives; finishes with the sum when asked to finish.
+/// struct Summer(u64);
+///
+/// impl Process for Summer {
+///     type Output = u64;
+///     fn step(&mut self, events: &mut Events, out: &mut StepOutput<u64>) -> Result<(), BoxError> {
+///         for event in events.drain() {
+///             match event {
+///                 Event::Message(message) => self.0 += message.payload.take::<u64>()?,
+///                 Event::Cancel { .. } => {
+///                     out.done(self.0);
+///                     return Ok(());
+///                 }
+///                 _ => {}
+///             }
+///         }
+///         out.wait();
+///         Ok(())
+///     }
+/// }
+///
+/// let sched = Scheduler::builder().workers(1).build()?;
+/// let summer = sched.spawn(Summer(0), "run", Payload::empty())?;
+/// let addr = sched.handle().addr::<u64>(summer.pid());
+/// addr.send(2)?;
+/// addr.send(3)?;
+/// sched.cancel(summer.pid())?;
+/// assert_eq!(sched.block_on(summer)?, 5);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum Event {
@@ -79,6 +135,23 @@ pub struct TopicBudget {
 }
 
 /// Why a process received [`Event::Cancel`].
+///
+/// # Examples
+///
+/// ```
+/// use procsched::prelude::*;
+///
+/// let sched = Scheduler::builder().workers(1).build()?;
+/// let worker = sched.spawn_fn(|cx: ProcessCx<()>| async move {
+///     // `cancelled()` says why the process is asked to finish.
+///     let Err(why) = cx.cancelled().await;
+///     Ok::<_, BoxError>(why.to_string())
+/// })?;
+/// sched.cancel(worker.pid())?;
+/// let why = sched.block_on(worker)?;
+/// assert!(!why.is_empty());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum CancelReason {

@@ -221,6 +221,25 @@ impl Eq for ExitReason {}
 /// A linked process ended: what a process that traps exits receives instead of ending too
 /// ([`Event::Exit`](crate::state_machine::Event::Exit), or
 /// [`ProcessCx::recv_signal`](crate::ProcessCx::recv_signal) in an `async fn` body).
+///
+/// # Examples
+///
+/// ```
+/// use procsched::prelude::*;
+/// use procsched::supervision::Signal;
+///
+/// let sched = Scheduler::builder().workers(1).build()?;
+/// let parent = sched.spawn_fn(|cx: ProcessCx| async move {
+///     cx.trap_exit(true); // hear a linked process's end instead of ending with it
+///     let child = cx.spawn_link(|_: ProcessCx| async { Err::<(), BoxError>("crashed".into()) })?;
+///     match cx.recv_signal().await? {
+///         Signal::Exit(exit) => Ok::<_, BoxError>((exit.pid == child, exit.node.is_none())),
+///         other => Err(format!("{other:?}").into()),
+///     }
+/// })?;
+/// assert_eq!(sched.block_on(parent)?, (true, true));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Exit {
@@ -235,6 +254,18 @@ pub struct Exit {
 
 /// The node of a linked or monitored process on another node: its name and incarnation (with
 /// [`Exit::pid`] or [`Down::pid`], a `cluster::NodePid`).
+///
+/// # Examples
+///
+/// ```
+/// use procsched::supervision::{Down, ExitNode};
+///
+/// // A `Down` from across nodes says which node; one from this scheduler says none.
+/// fn node_of(down: &Down) -> Option<&ExitNode> {
+///     down.node.as_ref()
+/// }
+/// # let _ = node_of;
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub struct ExitNode {
@@ -267,6 +298,25 @@ impl Exit {
 /// A monitored process ended (or was already gone: `NoProc`): delivered exactly once per
 /// monitor ([`Event::Down`](crate::state_machine::Event::Down), or
 /// [`ProcessCx::recv_signal`](crate::ProcessCx::recv_signal)).
+///
+/// # Examples
+///
+/// ```
+/// use procsched::prelude::*;
+/// use procsched::supervision::Signal;
+///
+/// let sched = Scheduler::builder().workers(1).build()?;
+/// let watcher = sched.spawn_fn(|cx: ProcessCx| async move {
+///     let watched = cx.spawn_fn(|_: ProcessCx| async { Ok::<_, BoxError>(()) })?.pid();
+///     let monitor = cx.monitor(watched);
+///     match cx.recv_signal().await? {
+///         Signal::Down(down) => Ok::<_, BoxError>(down.monitor == monitor && down.pid == watched),
+///         other => Err(format!("{other:?}").into()),
+///     }
+/// })?;
+/// assert!(sched.block_on(watcher)?);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Down {
@@ -387,6 +437,10 @@ impl fmt::Display for MonitorRef {
 /// What a process hears of the processes it links to and monitors: what
 /// [`ProcessCx::recv_signal`](crate::ProcessCx::recv_signal) resolves to. `#[non_exhaustive]`:
 /// a `match` needs a `_` arm (a later version may add a kind of signal).
+///
+/// # Examples
+///
+/// See [`ProcessCx::recv_signal`](crate::ProcessCx::recv_signal), and [`Exit`] and [`Down`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Signal {

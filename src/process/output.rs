@@ -7,6 +7,21 @@ use std::mem::ManuallyDrop;
 use std::time::Duration;
 
 /// What a process wants after a step. `O` is the process's [`Output`](crate::state_machine::Process::Output).
+///
+/// # Examples
+///
+/// ```
+/// use procsched::state_machine::{Events, StepOutput, Status};
+///
+/// // A step sets the status through its `StepOutput`: `wait()`, `done(..)`, or nothing (run again).
+/// fn step(countdown: &mut u32, out: &mut StepOutput<&'static str>) {
+///     *countdown -= 1;
+///     if *countdown == 0 {
+///         out.done("lift-off");
+///     }
+/// }
+/// # let _ = (step, std::marker::PhantomData::<(Events, Status)>);
+/// ```
 #[derive(Debug, Default)]
 #[non_exhaustive]
 pub enum Status<O = Payload> {

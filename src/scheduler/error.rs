@@ -416,6 +416,27 @@ impl<M> fmt::Debug for SendError<M> {
 }
 
 /// Why an ask got no answer.
+///
+/// # Examples
+///
+/// ```
+/// use procsched::prelude::*;
+/// use std::time::Duration;
+///
+/// let sched = Scheduler::builder().workers(1).build()?;
+/// let silent = sched.spawn_fn(|cx: ProcessCx<Reply<u8>>| async move {
+///     let _kept = cx.recv().await?; // keeps the port, never answers
+///     let Err(why) = cx.cancelled().await;
+///     Err::<(), _>(why)
+/// })?;
+/// let addr = silent.addr();
+/// let asked = sched.block_on(addr.ask_within(Duration::from_millis(5), |reply| reply));
+/// match asked {
+///     Err(error) if error.is_timed_out() => {}
+///     other => panic!("{other:?}"),
+/// }
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum AskError {

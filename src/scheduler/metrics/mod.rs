@@ -141,7 +141,9 @@ impl ProcessCounts {
 #[non_exhaustive]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct FinishCounts {
-    /// Finished with a result ([`Status::Done`](crate::state_machine::Status::Done)).
+    /// Finished with a result ([`Status::Done`](crate::state_machine::Status::Done)) outside
+    /// a shutdown (one that ends with a result after its shutdown `Cancel` counts as
+    /// `cancelled`, its handle still holding the result).
     pub done: u64,
     /// A step returned an error.
     pub failed: u64,

@@ -344,12 +344,51 @@ pub(crate) enum Request {
 }
 
 /// A running supervisor: add and remove children, look at them.
+///
+/// # Examples
+///
+/// ```
+/// use procsched::prelude::*;
+/// use procsched::supervision::Supervisor;
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), BoxError> {
+/// let sched = Scheduler::builder().workers(1).build()?;
+/// let pool = Supervisor::one_for_one().spawn(sched.handle())?;
+/// // Any number of clones reach the same supervisor; its PID can be linked to or monitored.
+/// let also = pool.clone();
+/// assert_eq!(also.pid(), pool.pid());
+/// assert!(pool.which_children().await?.is_empty());
+/// # sched.shutdown_async(std::time::Duration::from_secs(5)).await;
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone)]
 pub struct SupervisorRef {
     addr: Addr<Request>,
 }
 
 /// One child, as [`SupervisorRef::which_children`] reports it.
+///
+/// # Examples
+///
+/// ```
+/// use procsched::prelude::*;
+/// use procsched::supervision::{ChildSpec, Restart, Supervisor};
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), BoxError> {
+/// let sched = Scheduler::builder().workers(1).build()?;
+/// let sup = Supervisor::one_for_one()
+///     .child(ChildSpec::new("cache", |start| {
+///         start.spawn_fn(|cx: ProcessCx<()>| async move { Ok::<_, BoxError>(cx.recv().await?) })
+///     }))
+///     .start(sched.handle())
+///     .await?;
+/// let children = sup.which_children().await?;
+/// assert_eq!(&*children[0].id, "cache");
+/// assert!(children[0].pid.is_some());
+/// assert_eq!(children[0].restart, Restart::Permanent);
+/// # sched.shutdown_async(std::time::Duration::from_secs(5)).await;
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ChildInfo {
@@ -362,6 +401,21 @@ pub struct ChildInfo {
 }
 
 /// Why a request to a supervisor failed.
+///
+/// # Examples
+///
+/// ```
+/// use procsched::prelude::*;
+/// use procsched::supervision::{Supervisor, SupervisorError};
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), BoxError> {
+/// let sched = Scheduler::builder().workers(1).build()?;
+/// let pool = Supervisor::one_for_one().spawn(sched.handle())?;
+/// let missing = pool.terminate_child("nobody").await;
+/// assert!(matches!(missing, Err(SupervisorError::NoChild(id)) if &*id == "nobody"));
+/// # sched.shutdown_async(std::time::Duration::from_secs(5)).await;
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum SupervisorError {

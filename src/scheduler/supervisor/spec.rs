@@ -13,6 +13,20 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// When a child that ended is started again (OTP's restart types).
+///
+/// # Examples
+///
+/// ```
+/// use procsched::prelude::*;
+/// use procsched::supervision::{ChildSpec, Restart};
+///
+/// // Restarted after a failure, not after it finished normally.
+/// let session = ChildSpec::new("session", |start| {
+///     start.spawn_fn(|cx: ProcessCx<()>| async move { Ok::<_, BoxError>(cx.recv().await?) })
+/// })
+/// .restart(Restart::Transient);
+/// # let _ = session;
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub enum Restart {
@@ -26,6 +40,21 @@ pub enum Restart {
 }
 
 /// How a supervisor stops a child (OTP's shutdown values).
+///
+/// # Examples
+///
+/// ```
+/// use procsched::prelude::*;
+/// use procsched::supervision::{ChildShutdown, ChildSpec};
+/// use std::time::Duration;
+///
+/// // Given 100 ms to finish its work once asked to, then terminated.
+/// let writer = ChildSpec::new("writer", |start| {
+///     start.spawn_fn(|cx: ProcessCx<()>| async move { Ok::<_, BoxError>(cx.recv().await?) })
+/// })
+/// .shutdown(ChildShutdown::Timeout(Duration::from_millis(100)));
+/// # let _ = writer;
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum ChildShutdown {
@@ -46,6 +75,16 @@ impl Default for ChildShutdown {
 }
 
 /// Which children a supervisor restarts when one ends (OTP's strategies).
+///
+/// # Examples
+///
+/// ```
+/// use procsched::supervision::{Strategy, Supervisor};
+///
+/// // The same as `Supervisor::rest_for_one()`.
+/// let pipeline = Supervisor::new(Strategy::RestForOne);
+/// # let _ = pipeline;
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub enum Strategy {
@@ -67,6 +106,25 @@ pub enum Strategy {
 /// once this one has started — a state machine's `init` has returned (it runs inside the
 /// spawn), an `async fn` body's first poll has returned (it reached its first `.await` that
 /// waits, or finished).
+///
+/// # Examples
+///
+/// ```
+/// use procsched::prelude::*;
+/// use procsched::supervision::ChildSpec;
+///
+/// // The factory is called at every (re)start, with a `Start` to spawn the child through.
+/// let worker = ChildSpec::new("worker", |start| {
+///     start.spawn_fn(|cx: ProcessCx<u64>| async move {
+///         let mut sum = 0;
+///         while sum < 100 {
+///             sum += cx.recv().await?;
+///         }
+///         Ok::<_, BoxError>(sum)
+///     })
+/// });
+/// # let _ = worker;
+/// ```
 pub struct Start<'a> {
     sched: &'a SchedulerHandle,
     supervisor: Pid,
