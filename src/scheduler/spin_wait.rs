@@ -65,7 +65,7 @@
 //! needed.
 
 use crate::process::async_fn::asking;
-use std::cell::{Cell, RefCell};
+use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::task::Waker;
 use std::time::{Duration, Instant};
@@ -103,14 +103,28 @@ struct Backoff {
     misses: Cell<u32>,
     /// Waits still to skip spinning before the next try.
     skip: Cell<u32>,
-    /// The waker of this thread's last wait, and when the gate let it go: a wait that comes
-    /// within [`JOINED_WITHIN`] with another waker is one of a join's (module docs).
-    last: RefCell<Option<(Waker, Instant)>>,
+    /// The waker of this thread's last wait (its data and vtable pointers, what
+    /// `Waker::will_wake` compares: no clone, and nothing to drop at the thread's exit), and
+    /// when the gate let it go: a wait that comes within [`JOINED_WITHIN`] with another waker
+    /// is one of a join's (module docs).
+    last: Cell<Option<(WakerId, Instant)>>,
+}
+
+/// A waker's identity: its data and vtable pointers, as `Waker::will_wake` compares them (a
+/// waker freed and another made at the same address reads as the same: the wait spins, as any
+/// wait of one task may).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+struct WakerId(*const (), *const std::task::RawWakerVTable);
+
+impl WakerId {
+    fn of(waker: &Waker) -> WakerId {
+        WakerId(waker.data(), waker.vtable())
+    }
 }
 
 std::thread_local! {
     static BACKOFF: Backoff = const {
-        Backoff { misses: Cell::new(0), skip: Cell::new(0), last: RefCell::new(None) }
+        Backoff { misses: Cell::new(0), skip: Cell::new(0), last: Cell::new(None) }
     };
 }
 
@@ -177,7 +191,7 @@ impl SpinGate {
                 } else {
                     self.gated(backoff, look)
                 };
-                *backoff.last.borrow_mut() = Some((waker.clone(), Instant::now()));
+                backoff.last.set(Some((WakerId::of(waker), Instant::now())));
                 found
             })
             .ok()
@@ -214,9 +228,8 @@ impl Backoff {
     /// thread's last wait, which had another waker (module docs, "Joined waits").
     fn joined(&self, waker: &Waker) -> bool {
         self.last
-            .borrow()
-            .as_ref()
-            .is_some_and(|(last, at)| !waker.will_wake(last) && at.elapsed() < JOINED_WITHIN)
+            .get()
+            .is_some_and(|(last, at)| WakerId::of(waker) != last && at.elapsed() < JOINED_WITHIN)
     }
 }
 
@@ -249,7 +262,7 @@ mod tests {
         BACKOFF.with(|backoff| {
             backoff.misses.set(0);
             backoff.skip.set(0);
-            *backoff.last.borrow_mut() = None;
+            backoff.last.set(None);
         });
         SpinGate::with_cores(2)
     }
