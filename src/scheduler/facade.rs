@@ -345,7 +345,7 @@ impl Scheduler {
             Ok(_) => None,
             Err(_) => self
                 .inner()
-                .process_runtime_looking(super::outlived::From::BlockOn)
+                .process_runtime_looking(super::outlived::Caller::BlockOn)
                 .map(|runtime| runtime.enter()),
         };
         let _inside = blocking::ThreadMark::in_block_on();

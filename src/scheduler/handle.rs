@@ -135,7 +135,7 @@ impl SchedulerHandle {
         // runtime's context, whatever spawned it first (`lazy_runtime.rs`), and one that has not
         // shut down (`outlived.rs`). A check once built.
         let now = coarse_now();
-        let _ = inner.process_runtime_looking(super::outlived::From::Spawn(now));
+        let _ = inner.process_runtime_looking(super::outlived::Caller::Spawn(now));
         incarnation.spawned_at = now;
         let Some((pid, cell)) = inner.table.claim_as(incarnation) else {
             inner.lifecycle.leave(Leave::Refused, || {});

@@ -17,10 +17,11 @@
 //!
 //! # Cost
 //! A spawn from a process: a thread-local read; from a task of the adopted runtime: a
-//! `Handle::try_current` and an id comparison. From elsewhere (another runtime, a plain thread): a look at most once per tick
-//! of the coarse clock (a few milliseconds), and `block_on` looks every time: a look spawns a
-//! task on the adopted runtime that ends at its first poll — a runtime that shut down drops it
-//! unpolled, there and then (as `dispatch/bridge.rs`'s sentinel relies on).
+//! `Handle::try_current` and an id comparison. From elsewhere (another runtime, a plain
+//! thread): a look at most once per tick of the coarse clock (a few milliseconds), and
+//! `block_on` looks every time (and lets the next spawn look): a look spawns a task on the
+//! adopted runtime that ends at its first poll — a runtime that shut down drops it unpolled,
+//! there and then (as `dispatch/bridge.rs`'s sentinel relies on).
 //!
 //! # No protocol here
 //! `gone` only ever goes from `false` to `true`, and what it decides — which runtime
@@ -54,7 +55,7 @@ pub(super) struct Outlived {
 
 /// Where a look comes from.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub(super) enum From {
+pub(super) enum Caller {
     /// A spawn at this coarse-clock time: at most one look per tick.
     Spawn(u64),
     /// A `block_on`: a look every time.
@@ -79,18 +80,18 @@ impl Outlived {
 
     /// Looks, unless the caller runs inside the adopted runtime, whether `adopted` (the
     /// runtime this watches) shut down; `true` if it did, now or before.
-    pub(super) fn look(&self, adopted: &Handle, from: From) -> bool {
+    pub(super) fn look(&self, adopted: &Handle, from: Caller) -> bool {
         if self.is_gone() {
             return true;
         }
         // A process spawning another: its worker runs inside the processes' runtime.
-        if matches!(from, From::Spawn(_)) && crate::executor::on_worker_thread() {
+        if matches!(from, Caller::Spawn(_)) && crate::executor::on_worker_thread() {
             return false;
         }
         if Handle::try_current().is_ok_and(|current| current.id() == self.adopted) {
             return false;
         }
-        if let From::Spawn(now) = from {
+        if let Caller::Spawn(now) = from {
             // Read first: concurrent spawns in one tick share the line without writing it.
             let tick = now / TICK_NANOS;
             if self.last_look.load(Relaxed) == tick || self.last_look.swap(tick, Relaxed) == tick {
@@ -98,7 +99,7 @@ impl Outlived {
             }
         }
         if !shut_down(adopted) {
-            if from == From::BlockOn {
+            if from == Caller::BlockOn {
                 // The next spawn looks again: a `block_on` often awaits what was just spawned,
                 // and the runtime may be dropped right after it returns.
                 self.last_look.store(u64::MAX, Relaxed);
@@ -158,13 +159,13 @@ mod tests {
         let runtime = runtime();
         let handle = runtime.handle().clone();
         let outlived = Outlived::new(&handle);
-        assert!(!outlived.look(&handle, From::BlockOn), "alive");
+        assert!(!outlived.look(&handle, Caller::BlockOn), "alive");
         assert!(
-            !runtime.block_on(async { outlived.look(&handle, From::BlockOn) }),
+            !runtime.block_on(async { outlived.look(&handle, Caller::BlockOn) }),
             "not looked at from inside"
         );
         drop(runtime);
-        assert!(outlived.look(&handle, From::BlockOn));
+        assert!(outlived.look(&handle, Caller::BlockOn));
         assert!(outlived.is_gone());
     }
 
@@ -173,11 +174,11 @@ mod tests {
         let runtime = runtime();
         let handle = runtime.handle().clone();
         let outlived = Outlived::new(&handle);
-        assert!(!outlived.look(&handle, From::Spawn(1)));
-        assert!(!outlived.look(&handle, From::BlockOn));
+        assert!(!outlived.look(&handle, Caller::Spawn(1)));
+        assert!(!outlived.look(&handle, Caller::BlockOn));
         drop(runtime);
         assert!(
-            outlived.look(&handle, From::Spawn(2)),
+            outlived.look(&handle, Caller::Spawn(2)),
             "the same tick, after a block_on"
         );
     }
@@ -187,9 +188,9 @@ mod tests {
         let runtime = runtime();
         let handle = runtime.handle().clone();
         let outlived = Outlived::new(&handle);
-        assert!(!outlived.look(&handle, From::Spawn(1)));
+        assert!(!outlived.look(&handle, Caller::Spawn(1)));
         drop(runtime);
-        assert!(!outlived.look(&handle, From::Spawn(2)), "the same tick");
-        assert!(outlived.look(&handle, From::Spawn(TICK_NANOS + 2)));
+        assert!(!outlived.look(&handle, Caller::Spawn(2)), "the same tick");
+        assert!(outlived.look(&handle, Caller::Spawn(TICK_NANOS + 2)));
     }
 }

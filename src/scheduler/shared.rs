@@ -122,7 +122,7 @@ impl Inner {
     /// runtime shut down (`outlived.rs`): at a spawn, or a `block_on`.
     pub(super) fn process_runtime_looking(
         &self,
-        from: outlived::From,
+        from: outlived::Caller,
     ) -> Option<&tokio::runtime::Handle> {
         if let (Some(runtime), Some(outlived)) = (&self.runtime, &self.outlived) {
             outlived.look(runtime.tokio(), from);
