@@ -25,6 +25,18 @@ macro_rules! counters {
         }
 
         /// A snapshot of one worker's counters.
+        ///
+        /// # Examples
+        ///
+        /// ```
+        /// let executor = procsched::executor::Executor::builder().workers(1).build()?;
+        /// let polled = executor.spawn(async { 6 * 7 });
+        /// assert_eq!(executor.block_on(polled).unwrap(), 42);
+        /// let worker = executor.metrics().workers()[0];
+        /// let copy = worker; // a plain snapshot: copy it, compare it
+        /// assert_eq!(copy, worker);
+        /// # Ok::<(), std::io::Error>(())
+        /// ```
         #[non_exhaustive]
         #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
         pub struct WorkerMetrics {

@@ -32,6 +32,17 @@ use std::collections::VecDeque;
 pub type Tag = u64;
 
 /// The topic of a message: a static string (no allocation) or an owned one.
+///
+/// # Examples
+///
+/// ```
+/// use procsched::{Message, Payload};
+///
+/// let fixed = Message::new("orders", Payload::empty()); // borrowed: no allocation
+/// let made = Message::new(format!("orders/{}", 7), Payload::empty()); // owned
+/// assert_eq!(fixed.topic, "orders");
+/// assert_eq!(made.topic, "orders/7");
+/// ```
 pub type Topic = Cow<'static, str>;
 
 /// One input to a process's `step`.
@@ -258,6 +269,21 @@ impl Message {
 ///
 /// Popping (rather than a buffer's `drain`) keeps the per-event cost of the common
 /// one-completion step to a single `pop_front`, with no drop guard to run.
+///
+/// # Examples
+///
+/// ```
+/// use procsched::state_machine::{Event, Events};
+///
+/// // A step reads its events this way; what it does not read stays for the next step.
+/// fn count_messages(events: &mut Events) -> usize {
+///     events
+///         .drain()
+///         .filter(|event| matches!(event, Event::Message(_)))
+///         .count()
+/// }
+/// # let _ = count_messages;
+/// ```
 #[derive(Debug)]
 pub struct EventDrain<'a> {
     events: &'a mut Events,
