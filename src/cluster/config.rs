@@ -35,6 +35,9 @@ pub const DEFAULT_MAX_FRAME: usize = 1 << 20;
 /// How deep a value a node decodes may nest, by default (see [`Cluster::max_nesting`]): serde's
 /// JSON decoder stops at the same depth.
 pub const DEFAULT_MAX_NESTING: usize = 128;
+/// The most a node holds unsent for one other node before it refuses a fire-and-forget
+/// message, by default (see [`Cluster::max_backlog`]): 256 MiB.
+pub const DEFAULT_MAX_BACKLOG: usize = 256 << 20;
 
 /// How a node joins its cluster: give it to [`Node::start`](super::Node::start).
 ///
@@ -74,6 +77,7 @@ pub struct Cluster {
     pub(crate) join_timeout: Duration,
     pub(crate) max_frame: usize,
     pub(crate) max_nesting: usize,
+    pub(crate) max_backlog: usize,
     pub(crate) replicas: usize,
     pub(crate) options: Option<async_nats::ConnectOptions>,
     pub(crate) registry: Registry,
@@ -116,6 +120,7 @@ impl Cluster {
             join_timeout: DEFAULT_JOIN_TIMEOUT,
             max_frame: DEFAULT_MAX_FRAME,
             max_nesting: DEFAULT_MAX_NESTING,
+            max_backlog: DEFAULT_MAX_BACKLOG,
             replicas: 1,
             options: None,
             registry: Registry::default(),
@@ -386,6 +391,30 @@ impl Cluster {
         self
     }
 
+    /// The most this node holds encoded for one other node and not yet taken by async-nats
+    /// (default [`DEFAULT_MAX_BACKLOG`], 256 MiB), in bytes. Once a lane holds that much, a
+    /// fire-and-forget [`send`](super::RemoteAddr::send) on it is refused with
+    /// [`RemoteError::Backlogged`](super::RemoteError::Backlogged), its message handed back,
+    /// and counted ([`NodeStats::backlogged`](super::NodeStats::backlogged)):
+    /// without a bound, a sender faster than the network — or any sender while the NATS
+    /// connection is down — grows the node's memory until it dies.
+    /// [`send_wait`](super::RemoteAddr::send_wait) waits for room instead; acked sends, asks,
+    /// replies and the cluster's own signals (links, monitors, exits) are never refused for it
+    /// (each of the first two waits for an answer, which bounds them; the others must not be
+    /// lost to a flood). The message that reaches the limit is taken: a lane passes it by at
+    /// most one message (and those of senders that waited together). At least [`max_frame`](Self::max_frame), else refused at start (`ClusterError::Config`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let cluster = procsched::cluster::Cluster::nats("nats://127.0.0.1:4222").max_backlog(16 << 20);
+    /// # let _ = cluster;
+    /// ```
+    pub fn max_backlog(mut self, bytes: usize) -> Cluster {
+        self.max_backlog = bytes;
+        self
+    }
+
     /// Checks what `Node::start` needs, before any connection.
     pub(crate) fn validate(&self) -> Result<(), String> {
         let token = |what: &str, value: &str| {
@@ -420,6 +449,12 @@ impl Cluster {
         }
         if self.max_frame < 1024 {
             return Err("`max_frame` must be at least 1 KiB".to_owned());
+        }
+        if self.max_backlog < self.max_frame {
+            return Err(format!(
+                "`max_backlog` ({} bytes) must be at least `max_frame` ({} bytes)",
+                self.max_backlog, self.max_frame
+            ));
         }
         // Zero would refuse every struct, enum and collection a user sends: a setting that can
         // only be a mistake, refused at start rather than as every message's `Decode` error.

@@ -88,6 +88,16 @@ pub enum RemoteError {
     /// The awaited process ended without an output ([`RemoteHandle`](super::RemoteHandle)).
     #[error("the process ended: {0}")]
     Ended(ExitReason),
+    /// A fire-and-forget [`send`](super::RemoteAddr::send) found the lane to the process's
+    /// node holding more than [`Cluster::max_backlog`](super::Cluster::max_backlog) bytes the
+    /// network has not taken yet (a sender faster than the network, or a connection down):
+    /// the message was not sent and comes back with the error.
+    /// [`send_wait`](super::RemoteAddr::send_wait) waits for room instead.
+    #[error("over {limit} bytes wait to be sent to that node: not sent")]
+    Backlogged {
+        /// The node's backlog limit, in bytes.
+        limit: usize,
+    },
 }
 
 impl RemoteError {
@@ -113,6 +123,19 @@ impl RemoteError {
         matches!(self, RemoteError::NotFound)
     }
 
+    /// `true` for [`Backlogged`](Self::Backlogged): the message was not sent because the
+    /// network is behind; [`RemoteAddr::send_wait`](super::RemoteAddr::send_wait) would wait.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let error = procsched::cluster::RemoteError::Backlogged { limit: 1 << 20 };
+    /// assert!(error.is_backlogged());
+    /// ```
+    pub fn is_backlogged(&self) -> bool {
+        matches!(self, RemoteError::Backlogged { .. })
+    }
+
     pub(crate) fn from_refusal(refusal: Refusal) -> RemoteError {
         match refusal {
             Refusal::NotFound => RemoteError::NotFound,
@@ -134,6 +157,9 @@ impl RemoteError {
             )),
             Refusal::TooLarge { size, limit } => RemoteError::TooLarge {
                 size: usize::try_from(size).unwrap_or(usize::MAX),
+                limit: usize::try_from(limit).unwrap_or(usize::MAX),
+            },
+            Refusal::Backlogged { limit } => RemoteError::Backlogged {
                 limit: usize::try_from(limit).unwrap_or(usize::MAX),
             },
         }

@@ -138,8 +138,8 @@ mod wire;
 /// The NATS client this crate uses, for [`Cluster::connect_options`].
 pub use async_nats as nats;
 pub use config::{
-    Cluster, DEFAULT_DOWN_AFTER, DEFAULT_HEARTBEAT, DEFAULT_JOIN_TIMEOUT, DEFAULT_MAX_FRAME,
-    DEFAULT_MAX_NESTING, DEFAULT_REQUEST_TIMEOUT,
+    Cluster, DEFAULT_DOWN_AFTER, DEFAULT_HEARTBEAT, DEFAULT_JOIN_TIMEOUT, DEFAULT_MAX_BACKLOG,
+    DEFAULT_MAX_FRAME, DEFAULT_MAX_NESTING, DEFAULT_REQUEST_TIMEOUT,
 };
 pub use error::{ClusterError, RemoteError, RemoteSendError};
 pub use node_pid::{NodePid, ParseNodePidError};
@@ -561,6 +561,7 @@ impl Node {
     pub fn stats(&self) -> NodeStats {
         let mut stats = self.shared.stats.snapshot();
         stats.monitors_served = lock(&self.shared.served).len() as u64;
+        stats.backlog_bytes = self.shared.backlog() as u64;
         stats
     }
 }

@@ -15,7 +15,7 @@
 //! it: asks, acked sends and spawns with `NoConnection`, monitors with `Down(NoConnection)`;
 //! monitors it held here are dropped. Nothing waits on a dead peer past that bound.
 
-use super::outbound::{self, Outbound, PushError};
+use super::outbound::{self, Admission, Outbound, PushError};
 use super::registry::Registry;
 use super::severance::{self, Session, Severances};
 use super::stats::Stats;
@@ -110,6 +110,9 @@ pub(crate) struct NodeShared {
     pub(crate) down_after: Duration,
     pub(crate) request_timeout: Duration,
     pub(crate) max_frame: usize,
+    /// The most a lane to one peer holds unsent before it refuses a fire-and-forget message
+    /// ([`Cluster::max_backlog`](super::Cluster::max_backlog)).
+    pub(crate) max_backlog: usize,
     /// The deepest value this node decodes (`nesting.rs`).
     pub(crate) max_nesting: usize,
     pub(crate) replicas: usize,
@@ -250,21 +253,50 @@ impl NodeShared {
     /// node, else `NoConnection`).
     /// An item that does not encode (a control item with an unencodable text: a bug, not a
     /// network condition) is refused as `Decode`, counted and traced.
+    /// Never refused for the lane's backlog ([`Admission::Always`]).
     pub(crate) fn send_item(&self, to: &PeerId, item: Item<'_>) -> Result<(), Refusal> {
-        self.push_to(to, |out| out.push(self, &item, outbound::item_size(&item)))
+        self.push_to(to, |out| {
+            out.push(self, &item, outbound::item_size(&item), Admission::Always)
+        })
     }
 
     /// Queues the item of `envelope` whose body is encoded in `buffer` behind
     /// [`gap`](Self::gap) bytes (`Outbound::push_encoded`: a big body goes out as a frame of
-    /// its own, with no copy), if `to` is live; refusals as [`send_item`](Self::send_item).
+    /// its own, with no copy), if `to` is live; refusals as [`send_item`](Self::send_item),
+    /// and `Backlogged` for an [`Admission::Bounded`] item the lane has no room for.
     pub(crate) fn send_encoded(
         &self,
         to: &PeerId,
         envelope: &wire::Envelope<'_>,
         buffer: &mut Vec<u8>,
         gap: usize,
+        admission: Admission,
     ) -> Result<(), Refusal> {
-        self.push_to(to, |out| out.push_encoded(self, envelope, buffer, gap))
+        self.push_to(to, |out| {
+            out.push_encoded(self, envelope, buffer, gap, admission)
+        })
+    }
+
+    /// Resolves once the lane to `to` has room under its backlog limit (or closed): see
+    /// `Outbound::room`. `Err` as [`send_item`](Self::send_item) if `to` is not live.
+    pub(crate) fn room_to(
+        &self,
+        to: &PeerId,
+    ) -> Result<impl std::future::Future<Output = ()> + Send + 'static, Refusal> {
+        let peers = self.peers.read().expect("peers lock");
+        let Some(peer) = peers.get(&to.name) else {
+            return Err(Refusal::NoConnection);
+        };
+        if peer.id.incarnation != to.incarnation {
+            return Err(Refusal::NoProc);
+        }
+        Ok(peer.out.room())
+    }
+
+    /// The bytes queued on every lane and not yet handed to async-nats.
+    pub(crate) fn backlog(&self) -> usize {
+        let peers = self.peers.read().expect("peers lock");
+        peers.values().map(|peer| peer.out.backlog()).sum()
     }
 
     /// Runs `push` on the lane to `to`, if it is live.
@@ -287,6 +319,13 @@ impl NodeShared {
                 Refusal::Decode(format!("did not encode: {error}"))
             }
             PushError::Closed => Refusal::NoConnection,
+            PushError::Backlogged { limit } => {
+                self.stats.backlogged();
+                tracing::debug!(node = %to.name, limit, "the lane's backlog is full: a send refused");
+                Refusal::Backlogged {
+                    limit: limit as u64,
+                }
+            }
             PushError::TooLarge { size, limit } => {
                 tracing::warn!(node = %to.name, size, limit, "an item over the frame limit: not sent");
                 Refusal::TooLarge {

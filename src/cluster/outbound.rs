@@ -34,6 +34,23 @@
 //! last), fills the gap, and the buffer itself becomes a frame of its own, queued behind the
 //! open frame (which is sealed first, so order holds). At 16 KiB that copy into a frame was the
 //! costliest of the sender's three (into memory not yet in cache).
+//!
+//! # Backlog
+//!
+//! A lane holds what its senders encoded until async-nats takes it. A fire-and-forget `send`
+//! cannot wait, so a sender faster than the network — or any sender while the connection is
+//! down and async-nats's own queue is full — would grow the lane without end. The lane counts
+//! its *backlog* (the open frame and the sealed frames not yet handed to async-nats, in
+//! bytes) and refuses a fire-and-forget message that would take it past the node's
+//! [`max_backlog`](super::Cluster::max_backlog) once the backlog has reached it
+//! ([`PushError::Backlogged`]; the message is handed back), as a bounded mailbox refuses a
+//! local `send`. Everything else is
+//! [`Admission::Always`]: a control item (a reply, a `Down`, a link's exit) must not be lost to
+//! a flood of messages, and an acked send or an ask waits for its answer, which bounds how
+//! many of them one caller has in flight. A sender that would rather wait than be refused
+//! waits for [`room`](Outbound::room) first (`RemoteAddr::send_wait`), as Erlang suspends a
+//! process that sends to a busy distribution port. The message that reaches the limit is
+//! taken, so the backlog passes it by at most one message (and the waiters woken together).
 
 use super::node::{NodeShared, PeerId};
 use super::wire::{self, Item};
@@ -80,6 +97,20 @@ pub(crate) enum PushError {
     TooLarge { size: usize, limit: usize },
     /// The lane is closed: its node is leaving (`Node::leave`) or its peer was declared down.
     Closed,
+    /// A fire-and-forget message would take the lane's backlog past `limit` bytes (see the
+    /// module doc, "Backlog").
+    Backlogged { limit: usize },
+}
+
+/// Whether a push may be refused for the lane's backlog (see the module doc, "Backlog").
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Admission {
+    /// Refused ([`PushError::Backlogged`]) if it would take the backlog past the limit: a
+    /// fire-and-forget message.
+    Bounded,
+    /// Always taken: a control item, a message whose sender waits for an answer, or one whose
+    /// sender waited for [`room`](Outbound::room).
+    Always,
 }
 
 /// The lane to one peer.
@@ -95,14 +126,15 @@ impl Outbound {
     /// # Errors
     ///
     /// The item did not encode, or would pass the frame limit, or the lane is closed (nothing
-    /// was written).
+    /// was written); or, [`Admission::Bounded`], it would take the backlog past its limit.
     pub(crate) fn push(
         &self,
         node: &NodeShared,
         item: &Item<'_>,
         size: usize,
+        admission: Admission,
     ) -> Result<(), PushError> {
-        self.lane.push(node, item, size)
+        self.lane.push(node, item, size, admission)
     }
 
     /// Queues an item whose body is already encoded in `buffer`, behind `gap` bytes left for
@@ -123,6 +155,7 @@ impl Outbound {
         envelope: &wire::Envelope<'_>,
         buffer: &mut Vec<u8>,
         gap: usize,
+        admission: Admission,
     ) -> Result<(), PushError> {
         debug_assert_eq!(
             gap,
@@ -137,7 +170,7 @@ impl Outbound {
         }
         let (true, Ok(body_len)) = (body >= LONE_BODY, u32::try_from(body)) else {
             let item = envelope.item(&buffer[gap..]);
-            return self.lane.push(node, &item, item_size(&item));
+            return self.lane.push(node, &item, item_size(&item), admission);
         };
         wire::write_lone_prefix(&mut buffer[..gap], &self.lane.head, envelope, body_len);
         // The buffer goes with its frame; its successor is sized for a frame like this one
@@ -151,13 +184,44 @@ impl Outbound {
                 items: 1,
                 kind: Kind::of_envelope(envelope),
             },
+            admission,
         )
     }
 
-    /// Stops the writer once it has published what is encoded.
+    /// Stops the writer once it has published what is encoded (and wakes whoever waits for
+    /// [`room`](Self::room): their push will find the lane closed).
     pub(crate) fn close(&self) {
         lock(&self.lane.state).closed = true;
         self.lane.wake.notify_one();
+        self.lane.room.notify_waiters();
+    }
+
+    /// Resolves once the lane's backlog is under its limit (or the lane is closed): a sender
+    /// that then pushes with [`Admission::Always`] is not refused. Several waiters woken at
+    /// once may together pass the limit by their messages.
+    pub(crate) fn room(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let lane = self.lane.clone();
+        async move {
+            loop {
+                let room = lane.room.notified();
+                let mut room = std::pin::pin!(room);
+                // Enabled before the check: room made in between is not missed.
+                room.as_mut().enable();
+                {
+                    let mut state = lock(&lane.state);
+                    if state.closed || state.finished || state.backlog() < lane.max_backlog {
+                        return;
+                    }
+                    state.room_wanted = true;
+                }
+                room.await;
+            }
+        }
+    }
+
+    /// The bytes the lane holds that async-nats has not taken yet.
+    pub(crate) fn backlog(&self) -> usize {
+        lock(&self.lane.state).backlog()
     }
 
     /// [`close`](Self::close)s the lane and resolves once its writer has handed everything
@@ -193,6 +257,8 @@ pub(crate) fn start(node: &Arc<NodeShared>, peer: &PeerId, to: wire::Session) ->
             open_kind: Kind::Data,
             last_len: 0,
             sealed: VecDeque::new(),
+            queued: 0,
+            room_wanted: false,
             idle: false,
             closed: false,
             finished: false,
@@ -200,9 +266,11 @@ pub(crate) fn start(node: &Arc<NodeShared>, peer: &PeerId, to: wire::Session) ->
         }),
         wake: Notify::new(),
         finished: Notify::new(),
+        room: Notify::new(),
         head: wire::frame_head(&node.me.name, node.me.incarnation, to).into(),
         batch: node.max_frame.saturating_sub(FRAME_SLACK).min(BATCH_BYTES),
         max_frame: node.max_frame,
+        max_backlog: node.max_backlog,
         subjects: [
             node.subject(&peer.name, false).into(),
             node.subject(&peer.name, true).into(),
@@ -252,6 +320,9 @@ struct Lane {
     wake: Notify,
     /// Told when the writer stops (`LaneState::finished`).
     finished: Notify,
+    /// Told when the backlog falls under its limit while someone waits for
+    /// [`room`](Outbound::room) (`LaneState::room_wanted`), and on close.
+    room: Notify,
     /// The bytes every frame of this lane starts with (`wire::frame_head`).
     head: Arc<[u8]>,
     /// The most a frame holds: [`BATCH_BYTES`], or less under a smaller frame limit (the
@@ -259,6 +330,8 @@ struct Lane {
     batch: usize,
     /// The node's frame limit: no frame of this lane is longer.
     max_frame: usize,
+    /// The node's backlog limit ([`Admission::Bounded`]).
+    max_backlog: usize,
     /// The peer's data and control subjects, by [`Kind`].
     subjects: [async_nats::Subject; 2],
     /// Every frame's reply subject: NATS answers it "no responders" if the peer's subscription
@@ -276,6 +349,12 @@ struct LaneState {
     last_len: usize,
     /// Sealed frames, oldest first.
     sealed: VecDeque<Sealed>,
+    /// The bytes of the frames sealed and not yet handed to async-nats (in `sealed`, or held by
+    /// the writer or a sender publishing): with the open frame, the lane's backlog.
+    queued: usize,
+    /// Someone waits for [`room`](Outbound::room): the writer tells [`Lane::room`] when the
+    /// backlog falls under the limit.
+    room_wanted: bool,
     /// The writer found nothing to publish and waits for a wake.
     idle: bool,
     /// The peer is gone: nothing more is accepted; the writer stops once it has published
@@ -289,12 +368,19 @@ struct LaneState {
 }
 
 impl Lane {
-    fn push(&self, node: &NodeShared, item: &Item<'_>, size: usize) -> Result<(), PushError> {
+    fn push(
+        &self,
+        node: &NodeShared,
+        item: &Item<'_>,
+        size: usize,
+        admission: Admission,
+    ) -> Result<(), PushError> {
         let kind = Kind::of(item);
         let mut state = lock(&self.state);
         if state.closed {
             return Err(PushError::Closed);
         }
+        self.admit(&state, admission)?;
         if state.items > 0 && (state.open_kind != kind || state.open.len() + size > self.batch) {
             state.seal(self.head.len());
         }
@@ -334,15 +420,46 @@ impl Lane {
     }
 
     /// Queues a lone frame (`Outbound::push_encoded`) behind what the lane holds.
-    fn push_lone(&self, node: &NodeShared, frame: Sealed) -> Result<(), PushError> {
+    fn push_lone(
+        &self,
+        node: &NodeShared,
+        frame: Sealed,
+        admission: Admission,
+    ) -> Result<(), PushError> {
         let mut state = lock(&self.state);
         if state.closed {
             return Err(PushError::Closed);
         }
+        self.admit(&state, admission)?;
         state.seal(self.head.len());
+        state.queued += frame.frame.len();
         state.sealed.push_back(frame);
         self.pushed(node, state);
         Ok(())
+    }
+
+    /// Refuses a [`Admission::Bounded`] item once the backlog has reached the limit: the
+    /// condition [`room`](Outbound::room) waits out, so a `send` is refused exactly when a
+    /// `send_wait` would wait. (The item that reaches it is taken: the backlog passes the limit
+    /// by at most one item, and an empty lane takes any.)
+    fn admit(&self, state: &LaneState, admission: Admission) -> Result<(), PushError> {
+        if admission == Admission::Bounded && state.backlog() >= self.max_backlog {
+            return Err(PushError::Backlogged {
+                limit: self.max_backlog,
+            });
+        }
+        Ok(())
+    }
+
+    /// `len` bytes of frames were handed to async-nats (or failed to be): off the backlog, and
+    /// whoever waits for room is told once it is under the limit.
+    fn published(&self, state: &mut LaneState, len: usize) -> bool {
+        state.queued = state.queued.saturating_sub(len);
+        if state.room_wanted && state.backlog() < self.max_backlog {
+            state.room_wanted = false;
+            return true;
+        }
+        false
     }
 
     /// After a push: if the writer waits, publish from here when the lane has been quiet and
@@ -380,6 +497,7 @@ impl Lane {
     /// complete was sent.
     fn publish_here(&self, node: &NodeShared, sealed: Sealed) {
         let subject = &self.subjects[sealed.kind as usize];
+        let len = sealed.frame.len();
         let handed_back = match node
             .client
             .publish_with_reply(
@@ -401,21 +519,30 @@ impl Lane {
             None => Some(sealed),
         };
         let mut state = lock(&self.state);
-        if let Some(sealed) = handed_back {
-            if state.finished {
+        let room = handed_back.is_none() && self.published(&mut state, len);
+        match handed_back {
+            Some(sealed) if state.finished => {
                 // The lane closed while we held it (`Node::leave`, or its peer declared down)
                 // and its writer has stopped: pushed back, the frame would never be written.
                 drop(state);
                 self.publish_late(node, sealed);
-                return;
             }
-            state.sealed.push_front(sealed);
+            handed_back => {
+                if let Some(sealed) = handed_back {
+                    state.sealed.push_front(sealed);
+                }
+                if state.items > 0 || !state.sealed.is_empty() {
+                    drop(state);
+                    self.wake.notify_one();
+                } else {
+                    state.idle = true;
+                    drop(state);
+                }
+            }
         }
-        if state.items > 0 || !state.sealed.is_empty() {
-            drop(state);
-            self.wake.notify_one();
-        } else {
-            state.idle = true;
+        // After the unlock: a woken waiter's next step is to lock the lane.
+        if room {
+            self.room.notify_waiters();
         }
     }
 }
@@ -449,6 +576,12 @@ impl Lane {
 }
 
 impl LaneState {
+    /// The bytes encoded and not yet handed to async-nats: the open frame and the frames
+    /// sealed ([`queued`](Self::queued)).
+    fn backlog(&self) -> usize {
+        self.queued + self.open.len()
+    }
+
     /// Closes the open frame, if any, and queues it for the writer.
     fn seal(&mut self, head_len: usize) {
         if self.items > 0 {
@@ -461,6 +594,7 @@ impl LaneState {
     fn take_open(&mut self, head_len: usize) -> Sealed {
         wire::seal(&mut self.open, head_len, self.items);
         self.last_len = self.open.len();
+        self.queued += self.open.len();
         Sealed {
             frame: self.open.split().freeze(),
             items: std::mem::take(&mut self.items),
@@ -476,6 +610,8 @@ impl Drop for Finished {
     fn drop(&mut self) {
         lock(&self.0.state).finished = true;
         self.0.finished.notify_waiters();
+        // A writer gone with its node leaves no one to make room.
+        self.0.room.notify_waiters();
     }
 }
 
@@ -528,6 +664,12 @@ async fn write(node: Weak<NodeShared>, lane: Arc<Lane>) {
                     node.stats.publish_error();
                     tracing::warn!(%subject, %error, items, "a frame could not be published");
                 }
+            }
+            // Off the backlog frame by frame, not once the batch is out: a batch can be all of
+            // it, and senders waiting for room would wait for the last frame.
+            let room = lane.published(&mut lock(&lane.state), len);
+            if room {
+                lane.room.notify_waiters();
             }
         }
     }

@@ -8,6 +8,7 @@
 use super::decoding::{self, DecodeScope};
 use super::error::{RemoteError, RemoteSendError};
 use super::node::{NodeShared, PeerId, Pending};
+use super::outbound::Admission;
 use super::reply::AskTicket;
 use super::wire::{Ack, Envelope, Refusal};
 use super::NodePid;
@@ -177,7 +178,8 @@ impl<M: Serialize + Send + 'static> RemoteAddr<M> {
 
     /// Encodes `message` and queues it for the process, with `ack`, on `peer`'s data lane
     /// (`before` runs first, once the message has encoded: it registers what waits for the
-    /// answer, so an answer can never arrive before its waiter).
+    /// answer, so an answer can never arrive before its waiter). `admission`: whether the
+    /// lane's backlog may refuse it (`outbound.rs`, "Backlog").
     ///
     /// The body is encoded into a per-thread scratch buffer and copied once, into the frame
     /// (`outbound.rs`): no allocation per message once the buffer has grown.
@@ -186,6 +188,7 @@ impl<M: Serialize + Send + 'static> RemoteAddr<M> {
         peer: &PeerId,
         message: &M,
         ack: Option<Ack>,
+        admission: Admission,
         before: impl FnOnce(),
     ) -> Result<(), RemoteError> {
         let Some(ty) = self.node.registry.name_of::<M>() else {
@@ -208,7 +211,7 @@ impl<M: Serialize + Send + 'static> RemoteAddr<M> {
             // Over the frame limit, the lane refuses it (`TooLarge`, nothing queued).
             before();
             self.node
-                .send_encoded(peer, &envelope, buffer, gap)
+                .send_encoded(peer, &envelope, buffer, gap, admission)
                 .map_err(RemoteError::from_refusal)
         })
     }
@@ -221,7 +224,9 @@ impl<M: Serialize + Send + 'static> RemoteAddr<M> {
     /// # Errors
     ///
     /// `NoConnection` (node unknown or down), `NoProc` (another life of the node),
-    /// `Unregistered`, `Encode`, `TooLarge`; for a local process, as
+    /// `Unregistered`, `Encode`, `TooLarge`, `Backlogged` (the lane to that node holds more
+    /// than [`Cluster::max_backlog`](super::Cluster::max_backlog) unsent: the network is
+    /// behind; [`send_wait`](Self::send_wait) waits instead); for a local process, as
     /// [`Addr::send`](crate::Addr::send), and `WrongType`.
     ///
     /// # Examples
@@ -255,10 +260,74 @@ impl<M: Serialize + Send + 'static> RemoteAddr<M> {
                         }
                     })
             }
-            Ok(Route::Remote(peer)) => match self.queue(&peer, &message, None, || {}) {
-                Ok(()) => Ok(()),
-                Err(error) => Err(back(error, message)),
-            },
+            Ok(Route::Remote(peer)) => {
+                match self.queue(&peer, &message, None, Admission::Bounded, || {}) {
+                    Ok(()) => Ok(()),
+                    Err(error) => Err(back(error, message)),
+                }
+            }
+        }
+    }
+
+    /// Sends `message` as [`send`](Self::send) does, but where `send` would be refused
+    /// because the lane to the process's node is backlogged
+    /// ([`Cluster::max_backlog`](super::Cluster::max_backlog)), waits until the network has
+    /// taken enough of it: backpressure for a sender that may outrun the network, as a bounded
+    /// local mailbox's [`Addr::send_wait`](crate::Addr::send_wait) gives. Senders that waited
+    /// together may pass the limit by their messages. A process of this node is sent to as
+    /// [`Addr::send_wait`](crate::Addr::send_wait) sends (waiting for room in a bounded
+    /// mailbox).
+    ///
+    /// Cancel-safe: dropped while it waits, the message was not sent (it is dropped with the
+    /// future).
+    ///
+    /// # Errors
+    ///
+    /// As [`send`](Self::send), never `Backlogged`; `NoConnection` if the node is declared
+    /// down (or this one leaves) while it waits.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn demo(node: procsched::cluster::Node, pid: procsched::cluster::NodePid) {
+    /// let addr = node.addr::<u64>(pid);
+    /// for n in 0..1_000_000 {
+    ///     // Never `Backlogged`: waits while the network is behind.
+    ///     addr.send_wait(n).await.expect("sent");
+    /// }
+    /// # }
+    /// ```
+    pub async fn send_wait(&self, message: M) -> Result<(), RemoteSendError<M>> {
+        let back = |error, message| RemoteSendError {
+            error,
+            message: Some(message),
+        };
+        let peer = match self.route() {
+            Err(error) => return Err(back(error, message)),
+            Ok(Route::Local(pid)) => {
+                return self
+                    .node
+                    .sched
+                    .addr::<M>(pid)
+                    .send_wait(message)
+                    .await
+                    .map_err(|error| {
+                        let kind = error.kind();
+                        RemoteSendError {
+                            error: RemoteError::from_kind(kind),
+                            message: error.into_message(),
+                        }
+                    });
+            }
+            Ok(Route::Remote(peer)) => peer,
+        };
+        match self.node.room_to(&peer) {
+            Ok(room) => room.await,
+            Err(refusal) => return Err(back(RemoteError::from_refusal(refusal), message)),
+        }
+        match self.queue(&peer, &message, None, Admission::Always, || {}) {
+            Ok(()) => Ok(()),
+            Err(error) => Err(back(error, message)),
         }
     }
 
@@ -301,7 +370,13 @@ impl<M: Serialize + Send + 'static> RemoteAddr<M> {
         let id = self.node.next_id();
         let (ack, acked) = oneshot::channel();
         let expect = || self.node.expect(id, peer.clone(), Pending::Ack(ack));
-        if let Err(error) = self.queue(&peer, &message, Some(Ack::Always(id)), expect) {
+        if let Err(error) = self.queue(
+            &peer,
+            &message,
+            Some(Ack::Always(id)),
+            Admission::Always,
+            expect,
+        ) {
             self.node.forget_pending(id);
             return Err(error);
         }
@@ -386,7 +461,13 @@ impl<M: Serialize + Send + 'static> RemoteAddr<M> {
         let message = request(Reply::remote(Box::new(AskTicket(id))));
         let (reply, replied) = oneshot::channel();
         let expect = || self.node.expect(id, peer.clone(), Pending::Ask(reply));
-        let queued = self.queue(&peer, &message, Some(Ack::Refused(id)), expect);
+        let queued = self.queue(
+            &peer,
+            &message,
+            Some(Ack::Refused(id)),
+            Admission::Always,
+            expect,
+        );
         drop(message);
         if let Err(error) = queued {
             self.node.forget_pending(id);

@@ -11,6 +11,7 @@
 use super::decoding::DecodeScope;
 use super::error::RemoteError;
 use super::node::{NodeShared, Pending};
+use super::outbound::Admission;
 use super::remote::{RemoteAddr, Route};
 use super::reply::AskTicket;
 use super::wire::{Ack, Refusal};
@@ -130,7 +131,13 @@ where
     let message = request(Reply::remote(Box::new(AskTicket(id))));
     let (reply, replied) = oneshot::channel();
     let expect = || node.expect(id, peer.clone(), Pending::Ask(reply));
-    let queued = addr.queue(&peer, &message, Some(Ack::Refused(id)), expect);
+    let queued = addr.queue(
+        &peer,
+        &message,
+        Some(Ack::Refused(id)),
+        Admission::Always,
+        expect,
+    );
     drop(message);
     if let Err(error) = queued {
         node.forget_pending(id);

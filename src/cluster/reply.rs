@@ -9,6 +9,7 @@
 //! asker hears the refusal instead: [`quietly`]).
 
 use super::node::{NodeShared, PeerId};
+use super::outbound::Admission;
 use super::wire::{Envelope, Item, Refusal};
 use crate::process::panic_message;
 use crate::scheduler::{RemoteAnswer, Reply};
@@ -82,7 +83,13 @@ impl<R: Send + 'static> RemoteAnswer<R> for WireAnswer<R> {
             // once (not at its timeout), and the panic goes on to the answering process.
             let encoded = panic::catch_unwind(AssertUnwindSafe(|| (self.encode)(buffer, &value)));
             let refusal = match encoded {
-                Ok(Ok(())) => match self.node.send_encoded(&self.origin, &envelope, buffer, gap) {
+                Ok(Ok(())) => match self.node.send_encoded(
+                    &self.origin,
+                    &envelope,
+                    buffer,
+                    gap,
+                    Admission::Always,
+                ) {
                     // Over the frame limit: nothing was queued, the asker is told below.
                     Err(refusal @ Refusal::TooLarge { .. }) => refusal,
                     sent => return sent,

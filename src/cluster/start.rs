@@ -166,6 +166,7 @@ impl Node {
             down_after: cluster.down_after,
             request_timeout: cluster.request_timeout,
             max_frame: cluster.max_frame,
+            max_backlog: cluster.max_backlog,
             max_nesting: cluster.max_nesting,
             replicas: cluster.replicas,
             unreached: Secret::fresh(),

@@ -21,6 +21,7 @@ pub(crate) struct Stats {
     unreached: AtomicU64,
     stale_frames: AtomicU64,
     orphans_stopped: AtomicU64,
+    backlogged: AtomicU64,
 }
 
 impl Stats {
@@ -85,6 +86,10 @@ impl Stats {
         self.orphans_stopped.fetch_add(1, Relaxed);
     }
 
+    pub(crate) fn backlogged(&self) {
+        self.backlogged.fetch_add(1, Relaxed);
+    }
+
     pub(crate) fn snapshot(&self) -> NodeStats {
         NodeStats {
             frames_out: self.frames_out.load(Relaxed),
@@ -104,6 +109,8 @@ impl Stats {
             stale_frames: self.stale_frames.load(Relaxed),
             orphans_stopped: self.orphans_stopped.load(Relaxed),
             monitors_served: 0,
+            backlogged: self.backlogged.load(Relaxed),
+            backlog_bytes: 0,
         }
     }
 }
@@ -177,4 +184,11 @@ pub struct NodeStats {
     /// Monitors that processes of other nodes hold on this node's processes, now (a gauge):
     /// each ends with its `Down`, a demonitor, or its watcher's node going down.
     pub monitors_served: u64,
+    /// Fire-and-forget sends refused because the lane to their node held more than
+    /// [`Cluster::max_backlog`](super::Cluster::max_backlog) bytes unsent
+    /// ([`RemoteError::Backlogged`](super::RemoteError::Backlogged)).
+    pub backlogged: u64,
+    /// The bytes encoded for other nodes that async-nats has not taken yet, over every lane,
+    /// now (a gauge): near the limit times the peers, the network is not keeping up.
+    pub backlog_bytes: u64,
 }

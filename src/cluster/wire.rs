@@ -176,6 +176,9 @@ pub(crate) enum Refusal {
     NoConnection,
     /// The answer would not fit a frame: it encodes to `size` bytes, over `limit`.
     TooLarge { size: u64, limit: u64 },
+    /// A fire-and-forget message would take the lane to its node past `limit` bytes unsent
+    /// (said by the sending side only, as `NoConnection`: never on the wire).
+    Backlogged { limit: u64 },
 }
 
 /// An [`ExitReason`](crate::supervision::ExitReason) on the wire (errors travel as their text).
