@@ -56,7 +56,9 @@
 //!   that stops its target sees the real exit.
 //! - **Delivery**: at most once for [`RemoteAddr::send`], which never waits (a sender faster
 //!   than the link queues frames in memory: the lane to that node, then async-nats's client
-//!   buffer; pace a producer with `send_acked` or an ask); [`RemoteAddr::send_acked`] reports
+//!   buffer; past [`Cluster::max_backlog`] a send is refused, [`RemoteError::Backlogged`] with
+//!   its message; [`RemoteAddr::send_wait`] waits for room instead, and `send_acked` and asks
+//!   are never refused for it); [`RemoteAddr::send_acked`] reports
 //!   the receiving node's `NotFound` / `MailboxFull` / `Closed`, or `NoConnection`; asks time
 //!   out typed. A PID carries no message type, so the process's node checks [`Node::addr`]'s
 //!   `M` against the type its body declared: another is refused
