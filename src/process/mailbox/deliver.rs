@@ -2,6 +2,7 @@
 //! the lock or — a message to a mailbox with a backlog — the intake queue (`intake.rs`,
 //! protocol 7), and the wake of a process that waits (`state.rs`, protocol 2 step 2).
 
+use super::drain::SETTLE_AT_MOST;
 use super::intake::{IntakeQueue, Stale, Stamped, INTAKE_INSTALL_DEPTH};
 use super::{Admission, Generation, Inner, Lane, Phase, ProcessCell};
 use crate::executor::DeferredWake;
@@ -141,7 +142,9 @@ impl ProcessCell {
         let mut inner = self.mailbox.inner.lock();
         if self.mailbox.gate.load().1 == Phase::Open {
             // A later process's: its events move to the locked queue, ours are stale.
-            let _ = self.mailbox.settle_intake(&mut inner, &mut stale);
+            let _ = self
+                .mailbox
+                .settle_intake(&mut inner, &mut stale, usize::MAX);
         } else {
             self.mailbox.intake.set_aside_all(&mut stale);
         }
@@ -190,7 +193,10 @@ impl ProcessCell {
         }
         // The intake queue's events were sent before this one (or concurrently): they go first.
         // Past a slot a sender has not written yet, this one goes behind it instead.
-        let lane = if self.mailbox.settle_intake(&mut inner, &mut stale) {
+        let lane = if self
+            .mailbox
+            .settle_intake(&mut inner, &mut stale, SETTLE_AT_MOST)
+        {
             Lane::Queue
         } else {
             Lane::Behind

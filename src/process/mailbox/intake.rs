@@ -101,8 +101,9 @@
 //! takes the locked queue, then the intake queue, then the diverted events (`Inner::behind`),
 //! and a locked push first moves the intake queue into the locked one. That move stops at a
 //! slot claimed and not yet written (the sender preempted between its claim and its write: 16
-//! senders on 2 cores), and then — rather than wait for that sender under the lock — the push
-//! starts a *diversion*:
+//! senders on 2 cores), or after `SETTLE_AT_MOST` events (`drain.rs`: a push must not pay for
+//! a backlog of millions under the lock), and then — rather than wait for that sender, or move
+//! the rest, under the lock — the push starts a *diversion*:
 //! - it sets the gate's `DIVERTED` bit (under the lock) and queues its event in `behind`;
 //! - while the bit is set, every sender that reads it takes the locked path, whose events join
 //!   `behind` too (a sender that read the gate before the bit was set is concurrent with the

@@ -203,7 +203,10 @@ impl ProcessCell {
             // and not yet written is waited for (its sender writes next; the one wait on the
             // intake queue, once per process), else what it holds would outlive the process.
             let mut backoff = blocks::Backoff::default();
-            while !self.mailbox.settle_intake(&mut inner, &mut stale) {
+            while !self
+                .mailbox
+                .settle_intake(&mut inner, &mut stale, usize::MAX)
+            {
                 backoff.snooze();
             }
             // An idle cell keeps one block of its intake queue, not two (`intake.rs`).

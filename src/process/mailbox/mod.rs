@@ -36,7 +36,7 @@ mod abandoned;
 pub(crate) mod blocks;
 mod budget;
 mod deliver;
-mod drain;
+pub(crate) mod drain;
 pub(crate) mod intake;
 mod lifecycle;
 mod lock;

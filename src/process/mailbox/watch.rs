@@ -35,6 +35,7 @@
 //! ([`ProcessCell::forget_monitor`], a demonitor). Checked by
 //! `loom_a_demonitor_racing_the_targets_end_leaves_no_down_behind`.
 
+use super::drain::SETTLE_AT_MOST;
 use super::intake::Stale;
 use super::{Generation, Inner, Lane, Phase, ProcessCell};
 use crate::process::exit::{Down, Exit, ExitReason, MonitorRef};
@@ -161,7 +162,7 @@ impl Inner {
 impl ProcessCell {
     /// Where a locked push goes: behind the intake queue's events (`Mailbox::settle_intake`).
     fn lane_for(&self, inner: &mut Inner, stale: &mut Stale<'_>) -> Lane {
-        if self.mailbox.settle_intake(inner, stale) {
+        if self.mailbox.settle_intake(inner, stale, SETTLE_AT_MOST) {
             Lane::Queue
         } else {
             Lane::Behind

@@ -4,6 +4,7 @@
 
 use crate::loom::atomic::{AtomicUsize, Ordering::SeqCst};
 use crate::process::mailbox::blocks::BLOCK_CAP;
+use crate::process::mailbox::drain::SETTLE_AT_MOST;
 use crate::process::mailbox::intake::{Stamped, INTAKE_INSTALL_DEPTH};
 use crate::process::mailbox::{Admission, Drained, Generation, Incarnation, ProcessCell};
 use crate::process::Payload;
@@ -360,6 +361,45 @@ fn an_unwritten_slot_stops_the_drain_and_diverts_later_locked_pushes_without_wai
     send(&cell, generation, 5);
     assert_eq!(cell.mailbox.intake_len(), Some(1), "lock-free again");
     assert_eq!(drain_all(&cell, 8), [5]);
+}
+
+/// A locked push into a long backlog moves at most `SETTLE_AT_MOST` of it under the lock and
+/// goes behind the rest (a diversion): one push never pays for the whole backlog, and the
+/// order holds — later senders queue behind the push until the drain reaches it.
+#[test]
+fn a_locked_push_into_a_long_backlog_moves_a_bounded_part_and_keeps_the_order() {
+    let (cell, generation) = ProcessCell::new_open();
+    install_intake(&cell, generation);
+    let backlog = SETTLE_AT_MOST as u64 * 3 + 7;
+    for n in 0..backlog {
+        send(&cell, generation, n);
+    }
+    assert_eq!(cell.mailbox.intake_len(), Some(backlog as usize));
+    let completion = Event::YieldComplete {
+        tag: backlog,
+        result: Err(CommandError::Cancelled),
+    };
+    assert_eq!(cell.deliver(generation, completion), Admission::Accepted);
+    assert_eq!(
+        cell.mailbox.intake_len(),
+        Some(backlog as usize - SETTLE_AT_MOST),
+        "one push moved no more than its bound"
+    );
+    assert!(cell.mailbox.is_diverted(), "the push went behind the rest");
+    // Diverted: a message sent now takes the lock and queues behind the completion; another
+    // locked push moves the next part.
+    send(&cell, generation, backlog + 1);
+    assert_eq!(
+        cell.mailbox.intake_len(),
+        Some(backlog as usize - 2 * SETTLE_AT_MOST)
+    );
+    let mut expected: Vec<u64> = (0..backlog).collect();
+    expected.extend([1000 + backlog, backlog + 1]);
+    assert_eq!(drain_all(&cell, 64), expected);
+    assert!(!cell.mailbox.is_diverted(), "the drain ended the diversion");
+    send(&cell, generation, 0);
+    assert_eq!(cell.mailbox.intake_len(), Some(1), "lock-free again");
+    assert_eq!(drain_all(&cell, 8), [0]);
 }
 
 /// A locked push that finds the slot written since moves the intake queue and the diverted
