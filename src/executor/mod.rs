@@ -102,7 +102,7 @@ pub use spare::DEFAULT_SPARE_KEEP_ALIVE;
 pub(crate) use task::{defer_after_complete, panic_message, DeferredWake};
 pub use task::{JoinError, JoinHandle};
 pub(crate) use unowned::TaskRef;
-pub(crate) use worker::on_worker_thread;
+pub(crate) use worker::{on_worker_thread, yield_requested};
 pub use yield_now::yield_now;
 
 use crate::loom::{lock, thread, Arc, Mutex};

@@ -62,6 +62,21 @@
 //! follows at the threshold as always. Checked by
 //! `loom_lone_task_behind_a_blocked_poll_runs_after_the_nudge` (`executor/tests/loom_park.rs`).
 //!
+//! # Preemption request (monitor tick)
+//! Go's sysmon flags a goroutine that has run for 10 ms, and the goroutine yields at its next
+//! check. A future cannot be stopped mid-poll, but one that loops over units of work within a
+//! poll (a process stepping message after message) can look between two units: each tick, the
+//! monitor stores the sequence of every poll it found slow or long (a tick or more) in the
+//! slot's `preempt` word, and [`yield_requested`](super::worker::yield_requested) on that
+//! worker reads `true` while the poll it names runs — a later poll has another sequence, so the
+//! request expires by itself and the worker never writes the word. The process future requeues
+//! (as on a spent step budget) at the first step boundary after the request: a process whose
+//! steps each take a while (CPU work per message) no longer holds its worker for its whole
+//! budget — 64 steps of up to 64 messages — while processes queued behind it wait.
+//! A hint, not a protocol: a request read late costs one more step, one read early (a stale
+//! sequence can only name an older poll, never a later one) cannot happen, and the reader needs
+//! nothing else the monitor wrote; so it needs no ordering and no loom model.
+//!
 //! # Retirement (an active spare, at a safe point: between two polls)
 //! 1. The spare sees `active spares > needed` (surplus: a stuck poll returned, the monitor's next
 //!    tick recounted), or it found no work in its deque, the injector or any other queue (idle).
@@ -209,6 +224,18 @@ pub(crate) struct Activity {
     pub(crate) seq: AtomicU64,
     /// The label of the task polled (or last polled).
     pub(crate) label: AtomicU64,
+    /// The sequence of the poll the monitor asked to yield (module docs, "Preemption request");
+    /// written by the monitor only.
+    pub(crate) preempt: AtomicU64,
+}
+
+impl Activity {
+    /// `true` if the monitor asked the poll now running in this slot to yield (called by the
+    /// slot's worker, whose own store `seq` is).
+    pub(crate) fn yield_requested(&self) -> bool {
+        let seq = self.seq.load(Relaxed);
+        seq % 2 == 1 && self.preempt.load(Relaxed) == seq
+    }
 }
 
 /// What the monitor needs from the executor it watches (module docs, "Below the shared state").
@@ -380,6 +407,11 @@ impl<T> Monitor<T> {
             } else {
                 Class::Running
             };
+            if matches!(seen.class, Class::Slow | Class::Long)
+                && activity.preempt.load(Relaxed) != seq
+            {
+                activity.preempt.store(seq, Relaxed);
+            }
             // A configured worker (the first slots) between polls or in a short one.
             if !self.spares.is_spare(index) && seen.class == Class::Running {
                 saturated = false;

@@ -188,6 +188,21 @@ pub(crate) fn current() -> Option<Rc<Core>> {
         .flatten()
 }
 
+/// `true` if the executor's monitor asks the task being polled on this thread to yield: its poll
+/// has run for a monitor tick or more (`monitor.rs`, "Preemption request"). A future that loops
+/// over units of work within one poll checks it between two units and, if set, wakes itself
+/// and returns `Pending`. `false` off a worker's thread and with the monitor off.
+pub(crate) fn yield_requested() -> bool {
+    CURRENT
+        .try_with(|current| {
+            current.try_borrow().is_ok_and(|core| {
+                core.as_ref()
+                    .is_some_and(|core| core.activity().yield_requested())
+            })
+        })
+        .unwrap_or(false)
+}
+
 /// `true` on a worker's thread (any executor's): where a wait must not spin, since the thread
 /// has other tasks to run (`scheduler/spin_wait.rs`).
 pub(crate) fn on_worker_thread() -> bool {

@@ -18,7 +18,8 @@
 //!    for `Continue`: the drain never waits for that sender, and the process polls again after
 //!    the other ready work; otherwise try to park (protocol 2 step 4): parked → `Pending`; an
 //!    event landed → step again. Every extra step spends one unit of the step budget; when it
-//!    is spent, re-queue as for `Continue`.
+//!    is spent, or the executor's monitor asks the poll to yield (it has run for a monitor tick
+//!    or more: `executor/monitor.rs`, "Preemption request"), re-queue as for `Continue`.
 //!
 //! # Buffers
 //! The step's [`Events`] and [`StepOutput`] belong to the poll, not to the process: they are
@@ -363,7 +364,10 @@ impl<P: Process, H: Host> ProcessFuture<P, H> {
                 }
                 return Poll::Pending;
             }
-            if budget == 0 {
+            // Spent, or the executor's monitor saw this poll run for a tick or more: behind the
+            // other ready work (`executor/monitor.rs`, "Preemption request"). Only between
+            // steps of one poll: a poll of one step (most) never reads it.
+            if budget == 0 || crate::executor::yield_requested() {
                 return self.requeue(cx, events);
             }
         }
