@@ -400,7 +400,7 @@ impl SchedulerHandle {
     /// Number of live processes: spawned (admitted) and not yet finished — a process still
     /// inside `init`, or finishing, included, which [`processes`](Self::processes),
     /// [`state`](Self::state) and the metrics' process gauges leave out. It is the count
-    /// `max_processes` admits against.
+    /// `max_processes` admits against, and never reads above it.
     ///
     /// # Examples
     ///
@@ -410,7 +410,7 @@ impl SchedulerHandle {
     /// # Ok::<(), procsched::error::BuildError>(())
     /// ```
     pub fn live_processes(&self) -> usize {
-        self.inner.lifecycle.live()
+        self.inner.lifecycle.admitted()
     }
 
     /// `true` once shutdown has begun.

@@ -186,6 +186,14 @@ impl Lifecycle {
         self.live.load(Acquire)
     }
 
+    /// [`live`](Self::live) as a user reads it: never above the limit. A spawn refused at the
+    /// limit reserves its place and gives it back (steps 1–2 of [`admit`](Self::admit)), so the
+    /// counter itself may read a few over while refused spawns race; no process is admitted
+    /// past the limit.
+    pub(crate) fn admitted(&self) -> usize {
+        self.live().min(self.max_processes)
+    }
+
     /// Shutdown step 1 (the flag and its fence; the caller then cancels every cell). Returns
     /// `false` if shutdown had begun already.
     pub(crate) fn begin_shutdown(&self) -> bool {
@@ -323,5 +331,28 @@ impl std::fmt::Debug for Lifecycle {
             .field("shutting_down", &self.shutting_down.load(Relaxed))
             .field("forcing", &self.forcing.load(Relaxed))
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refused_spawns_reservation_never_shows_above_the_limit() {
+        let lifecycle = Lifecycle::new(2);
+        lifecycle.admit().unwrap();
+        lifecycle.admit().unwrap();
+        // A third spawn between its reservation and its refusal (`admit`, steps 1–2).
+        lifecycle.live.fetch_add(1, AcqRel);
+        assert_eq!(lifecycle.live(), 3);
+        assert_eq!(
+            lifecycle.admitted(),
+            2,
+            "what a user reads stays at the limit"
+        );
+        lifecycle.live.fetch_sub(1, AcqRel);
+        assert!(matches!(lifecycle.admit(), Err(SpawnError::Limit(2))));
+        assert_eq!(lifecycle.admitted(), 2);
     }
 }
