@@ -30,8 +30,9 @@ pub enum RemoteError {
     /// No answer within the timeout.
     #[error("no answer within {0:?}")]
     TimedOut(Duration),
-    /// The process dropped the reply port unanswered.
-    #[error("the process dropped the reply port without answering")]
+    /// The reply port was dropped unanswered: by the process, or unread with its mailbox when
+    /// it ended (a shutdown, say).
+    #[error("the reply port was dropped unanswered (by the process, or unread with its mailbox when it ended)")]
     NoReply,
     /// The message type is not registered (here, or on the receiving node). (A spawnable name
     /// that is not is [`Spawn`](Self::Spawn)`(Init(UnknownMethod))`, as a local spawn says it.)

@@ -65,7 +65,7 @@ pub enum CommandError {
     /// An ask's reply port was dropped unanswered (by the asked process, or with its mailbox
     /// when it ended): the completion of a state machine's
     /// [`AskCommand`](crate::state_machine::AskCommand).
-    #[error("the asked process dropped the reply port without answering")]
+    #[error("the reply port was dropped unanswered (by the asked process, or unread with its mailbox when it ended)")]
     NoReply,
     /// The handler reported an error.
     #[error("command failed: {0}")]

@@ -448,7 +448,7 @@ pub enum AskError {
     /// ended). An asker outside any process (tokio code, a plain thread) whose request was
     /// still unread when a shutdown forced its process gets this too: `Cancelled` is the
     /// *asking* process's cancel, and such an asker has none.
-    #[error("the process dropped the reply port without answering")]
+    #[error("the reply port was dropped unanswered (by the process, or unread with its mailbox when it ended)")]
     NoReply,
     /// No answer within the ask's timeout ([`Addr::ask_within`](crate::Addr::ask_within)).
     #[error("no answer within the ask's timeout")]
