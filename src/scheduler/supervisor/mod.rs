@@ -509,7 +509,8 @@ impl SupervisorRef {
         self.ask(|reply| Request::StartChild(spec, reply)).await?
     }
 
-    /// Stops the child `id` by its shutdown policy and forgets its spec.
+    /// Stops the child `id` by its shutdown policy and forgets its spec — also the spec of a
+    /// child no longer running (a `Transient` one that ended cleanly: OTP's `delete_child`).
     ///
     /// # Errors
     ///

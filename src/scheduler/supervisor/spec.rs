@@ -33,7 +33,12 @@ pub enum Restart {
     /// Always.
     #[default]
     Permanent,
-    /// Only after an abnormal end: not after `Normal` or `Shutdown`.
+    /// Only after an abnormal end: not after `Normal` or `Shutdown`. A child that ended
+    /// cleanly keeps its spec (listed by `which_children` with no PID, its id taken), as OTP
+    /// keeps a transient child's until `delete_child`: here
+    /// [`terminate_child`](super::SupervisorRef::terminate_child) forgets it. A pool of
+    /// one-shot children started with `start_child` should be `Temporary`, whose specs go
+    /// with them; transient ones left to end pile up, and each start and exit scans the list.
     Transient,
     /// Never (and its spec is forgotten when it ends).
     Temporary,
