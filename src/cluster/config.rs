@@ -402,7 +402,11 @@ impl Cluster {
     /// replies and the cluster's own signals (links, monitors, exits) are never refused for it
     /// (each of the first two waits for an answer, which bounds them; the others must not be
     /// lost to a flood). The message that reaches the limit is taken: a lane passes it by at
-    /// most one message (and those of senders that waited together). At least [`max_frame`](Self::max_frame), else refused at start (`ClusterError::Config`).
+    /// most one message (and those of senders that waited together). The bound is this node's
+    /// lane only: async-nats queues up to `ConnectOptions::client_capacity` publishes of its
+    /// own behind it (2 048 by default, each a frame of up to 32 KiB: up to 64 MiB more, not
+    /// in [`NodeStats::backlog_bytes`](super::NodeStats::backlog_bytes)), and the receiving
+    /// node holds what it has read and not yet delivered. At least [`max_frame`](Self::max_frame), else refused at start (`ClusterError::Config`).
     ///
     /// # Examples
     ///
