@@ -200,23 +200,17 @@ impl Outbound {
     /// that then pushes with [`Admission::Always`] is not refused. Several waiters woken at
     /// once may together pass the limit by their messages.
     pub(crate) fn room(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
-        let lane = self.lane.clone();
-        async move {
-            loop {
-                let room = lane.room.notified();
-                let mut room = std::pin::pin!(room);
-                // Enabled before the check: room made in between is not missed.
-                room.as_mut().enable();
-                {
-                    let mut state = lock(&lane.state);
-                    if state.closed || state.finished || state.backlog() < lane.max_backlog {
-                        return;
-                    }
-                    state.room_wanted = true;
+        until(
+            self.lane.clone(),
+            |lane| &lane.room,
+            |lane, state| {
+                if state.closed || state.finished || state.backlog() < lane.max_backlog {
+                    return true;
                 }
-                room.await;
-            }
-        }
+                state.room_wanted = true;
+                false
+            },
+        )
     }
 
     /// The bytes the lane holds that async-nats has not taken yet.
@@ -230,19 +224,29 @@ impl Outbound {
     /// (`Node::leave`).
     pub(crate) fn close_and_drain(&self) -> impl std::future::Future<Output = ()> + 'static {
         self.close();
-        let lane = self.lane.clone();
-        async move {
-            loop {
-                let finished = lane.finished.notified();
-                let mut finished = std::pin::pin!(finished);
-                // Enabled before the check: a writer finishing in between is not missed.
-                finished.as_mut().enable();
-                if lock(&lane.state).finished {
-                    return;
-                }
-                finished.await;
-            }
+        until(
+            self.lane.clone(),
+            |lane| &lane.finished,
+            |_, state| state.finished,
+        )
+    }
+}
+
+/// Resolves once `ready` holds, checked under the lane's lock each time `notify` is told (the
+/// wait is enabled before the check: a notification in between is not missed).
+async fn until(
+    lane: Arc<Lane>,
+    notify: fn(&Lane) -> &Notify,
+    ready: fn(&Lane, &mut LaneState) -> bool,
+) {
+    loop {
+        let told = notify(&lane).notified();
+        let mut told = std::pin::pin!(told);
+        told.as_mut().enable();
+        if ready(&lane, &mut lock(&lane.state)) {
+            return;
         }
+        told.await;
     }
 }
 
