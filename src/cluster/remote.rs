@@ -216,6 +216,36 @@ impl<M: Serialize + Send + 'static> RemoteAddr<M> {
         })
     }
 
+    /// Sends the request `request` builds around a remote [`Reply`] port to `peer`, its answer
+    /// expected under a new id: the id and where the answer comes (nothing is left pending if
+    /// it could not be queued). `request` and the message's drop are user code.
+    pub(super) fn send_ask<R>(
+        &self,
+        peer: &PeerId,
+        request: impl FnOnce(Reply<R>) -> M,
+    ) -> Result<(u64, oneshot::Receiver<Result<bytes::Bytes, Refusal>>), RemoteError>
+    where
+        R: Serialize + DeserializeOwned + Send + 'static,
+    {
+        let id = self.node.next_id();
+        let message = request(Reply::remote(Box::new(AskTicket(id))));
+        let (reply, replied) = oneshot::channel();
+        let expect = || self.node.expect(id, peer.clone(), Pending::Ask(reply));
+        let queued = self.queue(
+            peer,
+            &message,
+            Some(Ack::Refused(id)),
+            Admission::Always,
+            expect,
+        );
+        drop(message);
+        if let Err(error) = queued {
+            self.node.forget_pending(id);
+            return Err(error);
+        }
+        Ok((id, replied))
+    }
+
     /// Sends `message`, at most once, without waiting: order is kept per sending node and
     /// receiving node. Errors known here come back at once with the message; a refusal on the
     /// receiving node is counted there ([`NodeStats::undelivered`](super::NodeStats)) — use
@@ -457,22 +487,7 @@ impl<M: Serialize + Send + 'static> RemoteAddr<M> {
         // that arrived before and was not told yet fails the ask before it is sent.
         let watch = CancelWatch::start()
             .map_err(|reason| RemoteError::Cancelled(AskError::Cancelled(reason)))?;
-        let id = self.node.next_id();
-        let message = request(Reply::remote(Box::new(AskTicket(id))));
-        let (reply, replied) = oneshot::channel();
-        let expect = || self.node.expect(id, peer.clone(), Pending::Ask(reply));
-        let queued = self.queue(
-            &peer,
-            &message,
-            Some(Ack::Refused(id)),
-            Admission::Always,
-            expect,
-        );
-        drop(message);
-        if let Err(error) = queued {
-            self.node.forget_pending(id);
-            return Err(error);
-        }
+        let (id, replied) = self.send_ask(&peer, request)?;
         let mut waiting = std::pin::pin!(self.wait_for(id, replied, timeout));
         let answered = std::future::poll_fn(|cx| {
             if let Poll::Ready(answer) = waiting.as_mut().poll(cx) {

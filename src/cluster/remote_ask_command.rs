@@ -10,11 +10,9 @@
 
 use super::decoding::DecodeScope;
 use super::error::RemoteError;
-use super::node::{NodeShared, Pending};
-use super::outbound::Admission;
+use super::node::NodeShared;
 use super::remote::{RemoteAddr, Route};
-use super::reply::AskTicket;
-use super::wire::{Ack, Refusal};
+use super::wire::Refusal;
 use crate::dispatch::{AnswerChannel, AnswerTo, AskCommand, AskStarted};
 use crate::process::{drop_contained, panic_message, CommandError, Payload};
 use crate::scheduler::Reply;
@@ -126,23 +124,11 @@ where
         }
         Ok(Route::Remote(peer)) => peer,
     };
-    let id = node.next_id();
     // User code (the request's constructor and its drop).
-    let message = request(Reply::remote(Box::new(AskTicket(id))));
-    let (reply, replied) = oneshot::channel();
-    let expect = || node.expect(id, peer.clone(), Pending::Ask(reply));
-    let queued = addr.queue(
-        &peer,
-        &message,
-        Some(Ack::Refused(id)),
-        Admission::Always,
-        expect,
-    );
-    drop(message);
-    if let Err(error) = queued {
-        node.forget_pending(id);
-        return refused(error);
-    }
+    let (id, replied) = match addr.send_ask(&peer, request) {
+        Ok(sent) => sent,
+        Err(error) => return refused(error),
+    };
     let answer = Box::new(RemoteAnswer::<R> {
         node: node.clone(),
         id,
