@@ -1,7 +1,7 @@
 //! The supervisor's body: start the children, then react to their ends and to requests.
 
 use super::first_poll::{self, FirstPoll, Waited};
-use super::spec::{ChildShutdown, ChildSpec, Restart, Start, Strategy};
+use super::spec::{ChildShutdown, Restart, Start, Strategy};
 use super::{gave_up, ChildInfo, Request, Supervisor, SupervisorError, SupervisorRef};
 use crate::process::async_fn::Incoming;
 use crate::process::exit::{Exit, ExitReason, MonitorRef, Signal};
@@ -18,7 +18,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
+mod children;
 mod named;
+
+use children::{Child, Children, Key};
 
 /// How long a start waits for a name held by a process on its way out (`named.rs`)
 /// before it fails as OTP's `already_started`, and for an `async fn` child's first poll
@@ -40,19 +43,13 @@ fn patience(shutdown: ChildShutdown) -> Option<std::time::Duration> {
     }
 }
 
-/// A child: its spec and its running instance.
-struct Child {
-    spec: ChildSpec,
-    pid: Option<Pid>,
-}
-
 /// The supervisor's state.
 struct Supervising {
     cx: ProcessCx<Request>,
     strategy: Strategy,
     max_restarts: u32,
     within: std::time::Duration,
-    children: Vec<Child>,
+    children: Children,
     /// When the last restarts happened (at most `max_restarts` kept).
     restarts_at: VecDeque<Instant>,
     restarts: u64,
@@ -97,7 +94,7 @@ pub(super) async fn supervise(
         strategy: supervisor.strategy,
         max_restarts: supervisor.max_restarts,
         within: supervisor.within,
-        children: Vec::new(),
+        children: Children::default(),
         restarts_at: VecDeque::new(),
         restarts: 0,
         parent,
@@ -109,11 +106,10 @@ pub(super) async fn supervise(
     let mut refused = false;
     for spec in supervisor.children {
         let id = spec.id.clone();
-        state.children.push(Child { spec, pid: None });
+        let at = state.children.push(spec);
         if refused {
             continue;
         }
-        let at = state.children.len() - 1;
         let started = state.start(at).await;
         if state.cancelled.is_some() {
             break; // asked to finish meanwhile: `run` ends at once, and the started are stopped
@@ -189,12 +185,9 @@ impl Supervising {
         if Some(exit.pid) == self.parent && exit.reason.is_abnormal() {
             return Some(End::Exit(exit.reason));
         }
-        let at = self
-            .children
-            .iter()
-            .position(|child| child.pid == Some(exit.pid))?;
-        self.children[at].pid = None;
-        let restart = match self.children[at].spec.restart {
+        let at = self.children.by_pid(exit.pid)?;
+        self.children.set_pid(at, None);
+        let restart = match self.children.spec(at).restart {
             Restart::Permanent => true,
             Restart::Transient => !exit.reason.is_clean(),
             Restart::Temporary => false,
@@ -202,10 +195,10 @@ impl Supervising {
         // The reason may hold the child's error, whose `Display` is user code: contained, so
         // that it cannot end the supervisor (`process/contain.rs`).
         let reason = crate::process::display_contained(&exit.reason, Some(exit.pid));
-        tracing::debug!(child = %self.children[at].spec.id, pid = %exit.pid, %reason, restart, "child ended");
+        tracing::debug!(child = %self.children.spec(at).id, pid = %exit.pid, %reason, restart, "child ended");
         drop(reason); // its `warn`, if its `Display` panicked
         if !restart {
-            if self.children[at].spec.restart == Restart::Temporary {
+            if self.children.spec(at).restart == Restart::Temporary {
                 self.children.remove(at);
             }
             return None;
@@ -226,9 +219,9 @@ impl Supervising {
     /// supervisor waits for its own stop (its parent's turn, or the shutdown's cancel; or the
     /// forced end of the grace period) to stop the rest in reverse start order. Ending at once
     /// instead would stop its other children before their turn in the tree.
-    async fn restart_from(&mut self, at: usize) -> Option<End> {
+    async fn restart_from(&mut self, at: Key) -> Option<End> {
         if self.cx.scheduler().is_shutting_down() {
-            tracing::debug!(child = %self.children[at].spec.id, "not restarted: the scheduler is shutting down");
+            tracing::debug!(child = %self.children.spec(at).id, "not restarted: the scheduler is shutting down");
             return None;
         }
         if !self.allow_restart() {
@@ -239,36 +232,40 @@ impl Supervising {
             );
             return Some(End::Exit(gave_up()));
         }
-        let again: Vec<usize> = match self.strategy {
+        let again: Vec<Key> = match self.strategy {
             Strategy::OneForOne => vec![at],
-            Strategy::OneForAll => {
-                self.stop_range(0..self.children.len()).await;
-                (0..self.children.len()).collect()
-            }
-            Strategy::RestForOne => {
-                self.stop_range(at..self.children.len()).await;
-                (at..self.children.len()).collect()
-            }
+            Strategy::OneForAll => self.children.keys(),
+            Strategy::RestForOne => self.children.keys_from(at),
         };
+        if self.strategy != Strategy::OneForOne {
+            self.stop_each(&again).await;
+        }
         self.restarts += 1;
         // Children stopped by the strategy that are temporary are not restarted (OTP).
         let mut failed = None;
-        for index in again {
+        for &index in &again {
             if self.cancelled.is_some() {
                 break; // asked to finish meanwhile: the ones started are stopped
             }
-            let child = &self.children[index];
-            if child.pid.is_some() || (index != at && child.spec.restart == Restart::Temporary) {
+            let temporary = self.children.spec(index).restart == Restart::Temporary;
+            if self.children.pid(index).is_some() || (index != at && temporary) {
                 continue;
             }
             if let Err(error) = self.start(index).await {
-                tracing::warn!(child = %self.children[index].spec.id, %error, "restart failed");
-                failed = Some(Arc::clone(&self.children[index].spec.id));
+                tracing::warn!(child = %self.children.spec(index).id, %error, "restart failed");
+                failed = Some(Arc::clone(&self.children.spec(index).id));
                 break;
             }
         }
-        self.children
-            .retain(|child| child.pid.is_some() || child.spec.restart != Restart::Temporary);
+        // Temporary children the strategy stopped are forgotten (only those can have become
+        // temporary and not running here: one that ends is forgotten at its end).
+        for index in again {
+            if self.children.pid(index).is_none()
+                && self.children.spec(index).restart == Restart::Temporary
+            {
+                self.children.remove(index);
+            }
+        }
         let failed = failed?;
         if self.cx.scheduler().is_shutting_down() {
             // The shutdown began during the restart: nothing can start any more, and a retry
@@ -293,8 +290,8 @@ impl Supervising {
     async fn restart_child(&mut self, id: &str) -> Option<End> {
         let at = self
             .children
-            .iter()
-            .position(|child| &*child.spec.id == id && child.pid.is_none())?;
+            .by_id(id)
+            .filter(|&at| self.children.pid(at).is_none())?;
         Box::pin(self.restart_from(at)).await
     }
 
@@ -328,9 +325,9 @@ impl Supervising {
     ///
     /// Asked to finish while a child starts, it still counts that child as started
     /// (`self.cancelled` is set): the stop that follows stops it, before this one ends.
-    async fn start(&mut self, at: usize) -> Result<Pid, SupervisorError> {
-        let patience = patience(self.children[at].spec.shutdown);
-        let name = self.children[at].spec.name.clone();
+    async fn start(&mut self, at: Key) -> Result<Pid, SupervisorError> {
+        let patience = patience(self.children.spec(at).shutdown);
+        let name = self.children.spec(at).name.clone();
         if let Some(name) = &name {
             self.await_name(name, patience).await?;
         }
@@ -338,17 +335,17 @@ impl Supervising {
         if let Some(name) = name {
             self.register_child(pid, name, patience).await?;
         }
-        self.children[at].pid = Some(pid);
+        self.children.set_pid(at, Some(pid));
         if let Some(first_poll) = first_poll {
             if let Err(error) = self.await_first_poll(pid, &first_poll, patience).await {
-                self.children[at].pid = None;
+                self.children.set_pid(at, None);
                 return Err(error);
             }
             if self.cancelled.is_some() {
                 return Ok(pid); // counted as started: the stop that follows stops it
             }
         }
-        if self.children[at].spec.supervisor {
+        if self.children.spec(at).supervisor {
             let started = SupervisorRef::from_pid(&self.cx.scheduler(), pid)
                 .started()
                 .await;
@@ -360,7 +357,7 @@ impl Supervising {
                 Err(_) => {
                     // It ended (its port went with its mailbox): why is its exit reason,
                     // whose chain names the grandchild that failed and how.
-                    self.children[at].pid = None;
+                    self.children.set_pid(at, None);
                     let why = match self.reason_of_end(pid).await {
                         Some(reason) => format!(
                             ": {}",
@@ -370,7 +367,7 @@ impl Supervising {
                     };
                     return Err(SupervisorError::Start(format!(
                         "supervisor `{}` could not start its children{why}",
-                        self.children[at].spec.id
+                        self.children.spec(at).id
                     )));
                 }
             }
@@ -441,14 +438,14 @@ impl Supervising {
 
     /// Spawns an instance of the child at `at`; for an `async fn` body, what its first poll
     /// tells comes with it.
-    fn spawn_child(&mut self, at: usize) -> Result<(Pid, Option<Arc<FirstPoll>>), SupervisorError> {
+    fn spawn_child(&mut self, at: Key) -> Result<(Pid, Option<Arc<FirstPoll>>), SupervisorError> {
         let sched = self.cx.scheduler();
-        let child = &self.children[at];
+        let child = self.children.spec(at);
         let start = Start::new(&sched, self.cx.pid());
         // The factory is user code: a panic in it is a start that failed (reported to whoever
         // started the child, or spent from the intensity on a restart), never the supervisor's
         // end — its other children live on.
-        let pid = std::panic::catch_unwind(AssertUnwindSafe(|| (child.spec.factory)(&start)))
+        let pid = std::panic::catch_unwind(AssertUnwindSafe(|| (child.factory)(&start)))
             .map_err(|panic| {
                 SupervisorError::Start(format!(
                     "the child's factory panicked: {}",
@@ -483,29 +480,30 @@ impl Supervising {
         Ok((pid, first_poll))
     }
 
-    /// Stops the children in `range`, last started first.
-    async fn stop_range(&mut self, range: std::ops::Range<usize>) {
-        for index in range.rev() {
-            self.stop(index).await;
+    /// Stops the children `keys` (in start order), last started first.
+    async fn stop_each(&mut self, keys: &[Key]) {
+        for &key in keys.iter().rev() {
+            self.stop(key).await;
         }
     }
 
     /// Stops every child, last started first.
     async fn stop_all(&mut self) {
-        self.stop_range(0..self.children.len()).await;
+        let keys = self.children.keys();
+        self.stop_each(&keys).await;
     }
 
     /// Stops the child at `at` by its shutdown policy and waits for its end.
     ///
     /// The end is heard through the link, or through a monitor set for the stop (OTP's
     /// `monitor_child`): a child that unlinked itself still ends the wait.
-    async fn stop(&mut self, at: usize) {
-        let Some(pid) = self.children[at].pid.take() else {
+    async fn stop(&mut self, at: Key) {
+        let Some(pid) = self.children.set_pid(at, None) else {
             return;
         };
         let sched = self.cx.scheduler();
         let monitor = self.cx.monitor(pid);
-        match self.children[at].spec.shutdown {
+        match self.children.spec(at).shutdown {
             ChildShutdown::BrutalKill => {
                 let _ = sched.terminate(pid);
                 self.wait_for_end(pid, monitor, None, false).await;
@@ -582,21 +580,20 @@ impl Supervising {
     async fn on_request(&mut self, request: Request) -> Option<End> {
         match request {
             Request::StartChild(spec, reply) => {
-                let answer = if self.children.iter().any(|child| child.spec.id == spec.id) {
+                let answer = if self.children.contains_id(&spec.id) {
                     Err(SupervisorError::DuplicateId(spec.id.clone()))
                 } else {
-                    self.children.push(Child { spec, pid: None });
-                    let at = self.children.len() - 1;
+                    let at = self.children.push(spec);
                     let started = self.start(at).await;
                     if started.is_err() {
-                        self.children.pop();
+                        self.children.remove(at);
                     }
                     started
                 };
                 let _ = reply.send(answer);
             }
             Request::TerminateChild(id, reply) => {
-                let answer = match self.children.iter().position(|child| child.spec.id == id) {
+                let answer = match self.children.by_id(&id) {
                     Some(at) => {
                         self.stop(at).await;
                         self.children.remove(at);
@@ -610,7 +607,7 @@ impl Supervising {
                 let children = self
                     .children
                     .iter()
-                    .map(|child| ChildInfo {
+                    .map(|child: &Child| ChildInfo {
                         id: Arc::clone(&child.spec.id),
                         pid: child.pid,
                         restart: child.spec.restart,
