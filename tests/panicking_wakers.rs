@@ -263,7 +263,14 @@ fn a_panicking_waker_leaves_the_deadline_timer_running() {
     enum Request {
         Hold(Reply<u32>),
     }
-    let sched = Scheduler::builder().workers(1).build().unwrap();
+    // No spin on the ask's first poll: a spin that lost its core under load for longer than
+    // the timeout saw the deadline pass and returned `TimedOut` from that poll, before the
+    // broken waker was ever registered.
+    let sched = Scheduler::builder()
+        .workers(1)
+        .spin_waits(false)
+        .build()
+        .unwrap();
     let server = sched
         .spawn_fn(|cx: ProcessCx<Request>| async move {
             let mut held = Vec::new();
@@ -278,7 +285,7 @@ fn a_panicking_waker_leaves_the_deadline_timer_running() {
     let addr = server.addr();
     // An ask whose timer fires into a broken waker (the process-wide deadline thread wakes it).
     let (broken, broken_waker) = waker(true);
-    let mut broken_ask = pin!(addr.ask_within(std::time::Duration::from_millis(1), Request::Hold));
+    let mut broken_ask = pin!(addr.ask_within(std::time::Duration::from_millis(20), Request::Hold));
     assert!(poll_once(broken_ask.as_mut(), &broken_waker).is_pending());
     wait_for_wake(&broken, "hang guard: no timeout");
     // A later ask's deadline still fires: driven by an executor with no timer of its own, so
