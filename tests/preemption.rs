@@ -1,7 +1,8 @@
 //! A poll that runs on (a process that always has another event and a budget that never runs
 //! out) yields its worker once the executor's monitor has seen it run for a tick: the processes
 //! queued behind it run, with no spare thread to run them (Go's sysmon preemption request,
-//! `executor/monitor.rs`).
+//! `executor/monitor.rs`). So does one step of an `async fn` body that receives a long batch
+//! of messages, between two of its receives.
 
 use procsched::prelude::*;
 use procsched::{
@@ -99,4 +100,75 @@ fn a_poll_that_never_ends_yields_its_worker_to_the_processes_behind_it() {
         .block_on(spinner)
         .expect("the spinner saw the other run");
     assert!(steps > 1, "one poll stepped on before it yielded");
+}
+
+/// Messages in the body's one batch; each costs it [`WORK`] of CPU.
+const BATCH: u64 = 100_000;
+const WORK: Duration = Duration::from_micros(20);
+
+#[test]
+fn a_body_receiving_a_long_batch_in_one_step_yields_its_worker_between_two_receives() {
+    let sched = Scheduler::builder()
+        .workers(1)
+        .max_spare_workers(0)
+        .max_batch(usize::MAX)
+        .long_poll_threshold(Duration::from_millis(4))
+        .build()
+        .unwrap();
+    let other_ran = Arc::new(AtomicBool::new(false));
+    let (started, receiving) = mpsc::channel();
+    let (go, gate) = tokio::sync::oneshot::channel::<()>();
+    let body = {
+        let other_ran = other_ran.clone();
+        sched
+            .spawn_fn(move |cx: ProcessCx<u64>| async move {
+                // Held here until every message is queued: the first receive's step gets them
+                // all in one batch (`max_batch` is unbounded).
+                gate.await?;
+                let mut received = 0;
+                while received < BATCH {
+                    cx.recv().await?;
+                    if received == 0 {
+                        let _ = started.send(());
+                    }
+                    received += 1;
+                    if other_ran.load(SeqCst) {
+                        return Ok::<_, BoxError>(received);
+                    }
+                    let until = Instant::now() + WORK;
+                    while Instant::now() < until {
+                        std::hint::spin_loop();
+                    }
+                }
+                Err("the whole batch was received in one step: it never yielded".into())
+            })
+            .unwrap()
+    };
+    let addr = body.addr();
+    for n in 0..BATCH {
+        addr.send(n).unwrap();
+    }
+    go.send(()).unwrap();
+    receiving
+        .recv_timeout(GUARD)
+        .expect("hang guard: the body never received");
+
+    // The one worker is inside the body's step, and no spare may start: only the body giving
+    // the worker up between two receives lets this run before the batch is through.
+    let other = {
+        let other_ran = other_ran.clone();
+        sched
+            .spawn_fn(move |_cx: ProcessCx| async move {
+                other_ran.store(true, SeqCst);
+                Ok::<_, BoxError>(())
+            })
+            .unwrap()
+    };
+    sched
+        .block_on(other)
+        .expect("the process behind the body ran");
+    let received = sched
+        .block_on(body)
+        .expect("the body saw the other run before its batch was through");
+    assert!(received > 1, "the step received on before it yielded");
 }

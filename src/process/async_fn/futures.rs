@@ -279,6 +279,11 @@ fn received_in<T: 'static>(
         if let Some(topic) = mail.overflows.pop_front() {
             return Poll::Ready(Err(RecvError::Overflow(topic)));
         }
+        if mail.must_yield() {
+            // Counted pending, and its waker woken if not the body's: `poll_received`.
+            state.yield_receive();
+            return Poll::Pending;
+        }
         if let Some(message) = mail.pop_message() {
             if state.publish_unread && state.unread() == 0 {
                 publish_unread(scope.reply_to, 0);
@@ -347,6 +352,11 @@ fn count_destructor_panics(owner: Owner, panics: u64) {
 /// unfinished — the losing branch of a `tokio::select!`, a timeout — loses nothing; the next
 /// receive gets what arrived meanwhile. (The same holds for every receive of a body:
 /// [`RecvMessage`], `recv_exit`, `recv_down`, `recv_any`.)
+///
+/// Cooperative: when the executor's monitor asks the worker to yield (the body's poll has run
+/// for a tick or more), a receive with a message waiting may return `Pending` once instead,
+/// and wakes its waker, as [`ProcessCx::yield_now`](crate::ProcessCx::yield_now) does: the body
+/// runs on after the other ready work, and that receive then returns the message.
 ///
 /// # Examples
 ///

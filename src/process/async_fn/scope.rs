@@ -57,6 +57,21 @@ impl Scope<'_> {
         }
     }
 
+    /// As [`wait_for_mail`](Self::wait_for_mail), unless the receive yielded with mail in
+    /// the inbox (`CxState::yield_receive`): then no mail will come to wake it, and `true` says
+    /// that `waker`, if not the body's own, is to be woken at once — outside the scope — as
+    /// `yield_now`'s is (the body's own needs nothing: the step ends `Continue`).
+    #[inline]
+    pub(super) fn wait_for_mail_or_yield(&mut self, waker: &Waker, mark: &mut PendingMark) -> bool {
+        if self.state.wants.preempted_receive {
+            self.state.wants.preempted_receive = false;
+            mark.count(self.state);
+            return !self.is_own_waker(waker);
+        }
+        self.wait_for_mail(waker, mark);
+        false
+    }
+
     /// A wait that a cancellation ends (a remote ask's, a `send_wait`'s), polled with `waker`:
     /// a waker that is not the body's own is woken when the process is asked to finish (or mail
     /// arrives: a spurious wake). Unlike a receive's, it sets no `wants`; but a body whose only
@@ -136,14 +151,13 @@ pub(crate) fn current_owner() -> Option<Owner> {
 /// store-forwarding stall `futures.rs` avoids): counts it pending (`mark`) too.
 #[inline]
 pub(super) fn note_mail_waiter(owner: Owner, waker: &Waker, mark: &mut PendingMark) {
-    with(owner, |scope| {
-        if let Some(scope) = scope {
-            mark.count(scope.state);
-            if !scope.is_own_waker(waker) {
-                scope.state.wait_for_mail_with(waker);
-            }
-        }
+    let wake = with(owner, |scope| {
+        scope.is_some_and(|mut scope| scope.wait_for_mail_or_yield(waker, mark))
     });
+    if wake {
+        // Outside the scope: a waker is user code, which may re-enter it.
+        waker.wake_by_ref();
+    }
 }
 
 /// Call (or ask) `tag` of `owner`, polled with `waker`, waits: [`Scope::wait_for_call`] from

@@ -330,6 +330,9 @@ impl<M: 'static> Future for RecvAny<M> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.get_mut();
+        // A receive that yields with mail queued, polled with a waker not the body's: woken
+        // once out of the scope.
+        let mut wake = false;
         let found = scope::with(this.mark.owner(), |scope| {
             let Some(mut scope) = scope else {
                 return Poll::Ready(Err(RecvError::OutsideProcess));
@@ -355,7 +358,7 @@ impl<M: 'static> Future for RecvAny<M> {
                 Some(Ok(value)) => Found::Value(value),
                 Some(Err(message)) => Found::Message(message),
                 None => {
-                    scope.wait_for_mail(cx.waker(), &mut this.mark);
+                    wake = scope.wait_for_mail_or_yield(cx.waker(), &mut this.mark);
                     return Poll::Pending;
                 }
             };
@@ -364,6 +367,9 @@ impl<M: 'static> Future for RecvAny<M> {
             }
             Poll::Ready(Ok(found))
         });
+        if wake {
+            cx.waker().wake_by_ref();
+        }
         found.map(|found| {
             Ok(match found? {
                 Found::Signal(signal) => Incoming::Signal(signal),

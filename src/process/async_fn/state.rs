@@ -59,6 +59,10 @@ pub(super) struct Wants {
     pub(super) receives: u32,
     /// `yield_now`: run again after other ready work (`Continue`).
     pub(super) yield_now: bool,
+    /// A receive found mail in the inbox but yielded instead ([`Mail::must_yield`]): its
+    /// waker, if not the body's own, is woken at once (`scope::note_mail_waiter`), since no
+    /// new mail will.
+    pub(super) preempted_receive: bool,
 }
 
 #[derive(Debug, Default)]
@@ -153,7 +157,19 @@ impl CxState {
         if let Some(topic) = mail.overflows.pop_front() {
             return Some(Received::Overflow(topic));
         }
+        if mail.must_yield() {
+            self.yield_receive();
+            return None;
+        }
         mail.pop_message().map(Received::Message)
+    }
+
+    /// A receive yields the worker with mail in the inbox ([`Mail::must_yield`]): the body
+    /// runs again after the other ready work (`Continue`), and the receive then takes it.
+    #[cold]
+    pub(super) fn yield_receive(&mut self) {
+        self.wants.yield_now = true;
+        self.wants.preempted_receive = true;
     }
 
     /// `true` if no message waits in the inbox (the step may hand a lone message straight to
@@ -402,7 +418,26 @@ pub(super) struct Mail {
     published: (u32, u32),
 }
 
+/// Receives from the inbox between two looks at the executor's preemption request
+/// ([`Mail::must_yield`]): a power of two, so the look costs a mask and a compare per message.
+const PREEMPT_CHECK_EVERY: u64 = 16;
+
 impl Mail {
+    /// `true` if the next receive from the inbox should yield the worker instead: the
+    /// executor's monitor saw the poll running this body last a tick or more (`executor/
+    /// monitor.rs`, "Preemption request"). The process future looks at the request between two
+    /// steps; this looks inside one, between two receives: a step's batch may hold up to
+    /// `max_batch` messages, and a body doing CPU work per message (300 µs, 64 of them)
+    /// otherwise held its worker for the whole batch while the processes queued behind it
+    /// waited. Looked at before every [`PREEMPT_CHECK_EVERY`]th message taken from the inbox
+    /// (never for a step's lone message: a message hop never looks).
+    #[inline(always)]
+    pub(super) fn must_yield(&self) -> bool {
+        self.taken % PREEMPT_CHECK_EVERY == PREEMPT_CHECK_EVERY - 1
+            && !self.inbox.is_empty()
+            && preempt_requested()
+    }
+
     fn file_signal(&mut self, signal: Signal) {
         self.signals.push_back((self.arrived, signal));
     }
@@ -418,6 +453,13 @@ impl Mail {
         self.taken += 1;
         Some(message)
     }
+}
+
+/// [`crate::executor::yield_requested`], out of the receive's inlined path.
+#[cold]
+#[inline(never)]
+fn preempt_requested() -> bool {
+    crate::executor::yield_requested()
 }
 
 /// What waits in the inbox for a receive.
