@@ -11,7 +11,8 @@
 //! and the request, holding its [`Reply`](crate::Reply) port — and the process waits
 //! (`Status::Wait`). The test answers: through that port, as the asked process would
 //! (`reply.send(v)`, or handing the request to a responder it steps itself; dropping the port
-//! unanswered is `AskError::NoReply`), or with [`Harness::reply`] (or
+//! unanswered is `AskError::NoReply`, unless a script answers the ask before the next step:
+//! the port also goes when the [`Step`] holding it is dropped), or with [`Harness::reply`] (or
 //! [`Harness::complete`]: `Err` is the port dropped). The next step resumes the body with the
 //! answer. An `ask_within`'s timeout does not run on the clock: the test decides when it
 //! passes ([`Harness::time_out`]: `AskError::TimedOut`).
@@ -23,7 +24,9 @@
 //! **The scheduler of the harness's own.** What the process *does* with a scheduler —
 //! `ProcessCx::scheduler`, `ProcessContext::scheduler`, spawning children, sending, linking,
 //! monitoring, trapping exits, registering a name — goes to a small scheduler of the
-//! harness's own (one worker, built at the first [`Harness::init`]; [`Harness::scheduler`]),
+//! harness's own (built at the first [`Harness::init`]: one worker and no handlers, unless the
+//! test gives a builder with [`Harness::scheduler_builder`] — the handlers its children's calls
+//! need, say; [`Harness::scheduler`]),
 //! so a process that spawns or supervises can be tested as it is. The process is an entry of
 //! that scheduler's table, with a PID of its own ([`Harness::pid`], unique among every
 //! harness's), but no task runs it: the test steps it. So what is sent to its PID — a message
@@ -39,7 +42,12 @@
 //! **Futures outside procsched** cannot wake the process: a body that awaits nothing but one (a
 //! child's [`ProcessHandle`](crate::ProcessHandle), a tokio channel, timer or task) fails its
 //! step with an error saying so: script what it would wait for as a message instead, or test it
-//! on a scheduler. Awaited together with a receive, a call or an ask
+//! on a scheduler. So does one of procsched's own futures that waits on a scheduler rather than
+//! on a script: `cx.run(..)` (a tokio future run for the body) and a `send_wait` that finds a
+//! bounded mailbox full. A state machine's [`ask_command`](crate::Addr::ask_command) is a yield
+//! like any other: [`Step::yields`] shows it (an `AskCommand`, opaque), nothing is sent, and the
+//! test completes it by its tag with [`Harness::complete`] (`Ok` the answer, `Err` a failed
+//! ask). Awaited together with a receive, a call or an ask
 //! (`tokio::time::timeout(d, cx.recv())`), it is not detected — a foreign future keeping the
 //! waker cannot be told from a combinator keeping it (`FuturesUnordered` does, even empty) —
 //! so the step waits for the receive or call, and a later step sees whatever the foreign
@@ -125,6 +133,7 @@ use crate::process::{
     close_panic_message, into_message, panic_message, BoxError, CancelReason, Event, Events,
     ExitReason, InitError, Message, Payload, Pid, Process, ProcessContext, StepOutput,
 };
+use crate::scheduler::SchedulerBuilder;
 use crate::scheduler::{stepped_pid, SteppedCell};
 use crate::{Addr, ProcessCx, Scheduler, SchedulerHandle};
 use std::fmt;
@@ -184,8 +193,12 @@ pub struct Harness<P: Process> {
     ended: bool,
     /// The asks the body sent and those waiting for an answer (`asks.rs`).
     asks: asks::AskBook,
-    /// A completion [`complete`](Self::complete) refused, for the next step to report.
+    /// A completion [`complete`](Self::complete) refused, for the next step to report (the
+    /// first, if several were).
     misscripted: Option<ScriptError>,
+    /// What `init` builds the harness's scheduler from
+    /// ([`scheduler_builder`](Self::scheduler_builder)).
+    builder: Option<SchedulerBuilder>,
 }
 
 impl<P: Process> Harness<P> {
@@ -232,7 +245,51 @@ impl<P: Process> Harness<P> {
             ended: false,
             asks: asks::AskBook::default(),
             misscripted: None,
+            builder: None,
         }
+    }
+
+    /// Builds the harness's own scheduler (module docs) from `builder` at [`init`](Self::init),
+    /// instead of one worker with no handlers: the handlers the process's children call, a
+    /// mailbox capacity, limits. A builder given after `init` has built the scheduler changes
+    /// nothing.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use procsched::prelude::*;
+    /// use procsched::{state_machine::Status, testing::Harness};
+    ///
+    /// struct Price(u32);
+    /// procsched::command!(Price => u32);
+    ///
+    /// // Under test: a process whose child calls `Price`, a command the harness does not script.
+    /// let mut harness = Harness::for_fn(|cx: ProcessCx| async move {
+    ///     let child = cx.scheduler().spawn_fn(|cx: ProcessCx| async move {
+    ///         Ok::<_, BoxError>(cx.call(Price(20)).await?)
+    ///     })?;
+    ///     cx.trap_exit(true);
+    ///     cx.link(child.pid());
+    ///     Ok::<_, BoxError>(cx.recv_exit().await?.reason.is_normal())
+    /// });
+    /// let mut builder = Scheduler::builder();
+    /// builder.workers(1).inline_handler(|Price(p): Price| Ok::<_, BoxError>(p + 1));
+    /// harness.scheduler_builder(builder);
+    /// harness.init("run", Payload::empty())?;
+    /// let mut status = harness.step()?.status;
+    /// while !matches!(status, Status::Done(_)) {
+    ///     status = harness.step()?.status;
+    /// }
+    /// assert!(matches!(status, Status::Done(true)));
+    /// # Ok::<(), BoxError>(())
+    /// ```
+    pub fn scheduler_builder(&mut self, builder: SchedulerBuilder) -> &mut Self {
+        if self.sched.is_some() {
+            tracing::warn!(pid = %self.pid, "a harness's scheduler builder given after `init` changes nothing");
+        } else {
+            self.builder = Some(builder);
+        }
+        self
     }
 
     /// The process's PID, known from [`new`](Self::new) on: its entry in the table of the
@@ -343,9 +400,11 @@ impl<P: Process> Harness<P> {
                 "the process was already started: `spawn` runs `init` once in a process's life",
             ));
         }
-        let sched = Scheduler::builder()
-            .workers(1)
-            .build()
+        let built = match self.builder.take() {
+            Some(mut builder) => builder.build(),
+            None => Scheduler::builder().workers(1).build(),
+        };
+        let sched = built
             .map_err(|error| InitError::failed(format!("the harness's scheduler: {error}")))?;
         // Its first claim: the slot and generation `new` gave the PID.
         let cell = sched

@@ -266,3 +266,55 @@ fn a_state_machine_is_not_stepped_before_init_nor_initialised_twice() {
     harness.send(Message::new("tick", Payload::empty()));
     assert!(matches!(harness.step().unwrap().status, Status::Done(2)));
 }
+
+#[test]
+fn a_call_completed_with_the_wrong_type_is_a_script_error_and_the_call_still_waits() {
+    use procsched::testing::ScriptError;
+    let mut harness =
+        Harness::for_fn(
+            |cx: ProcessCx| async move { Ok::<_, BoxError>(cx.call(Fetch).await? + 1) },
+        );
+    harness.init("run", Payload::empty()).unwrap();
+    let tag = harness.step().unwrap().yields[0].0;
+    let script_error = |error: BoxError| error.downcast::<ScriptError>().map(|e| *e).ok();
+
+    // `Fetch`'s output is a `u64`: an `i32` would reach the body as a handler's failure.
+    harness.complete(tag, Ok(Payload::new(41i32)));
+    assert!(matches!(
+        script_error(harness.step().unwrap_err()),
+        Some(ScriptError::WrongType { tag: t, expected: "u64", actual: "i32" }) if t == tag
+    ));
+    // Refused, nothing queued: the call still waits, for a completion of its type or an error.
+    harness.complete(tag, Ok(Payload::new(41u64)));
+    assert!(matches!(harness.step().unwrap().status, Status::Done(42)));
+}
+
+#[test]
+fn the_first_of_two_refused_completions_is_the_one_reported() {
+    use procsched::testing::ScriptError;
+    let mut harness =
+        Harness::for_fn(
+            |cx: ProcessCx| async move { Ok::<_, BoxError>(cx.call(Fetch).await? + 1) },
+        );
+    harness.init("run", Payload::empty()).unwrap();
+    let tag = harness.step().unwrap().yields[0].0;
+    harness
+        .complete(tag + 7, Ok(Payload::new(1u64)))
+        .complete(tag + 8, Ok(Payload::new(1u64)));
+    let refused = harness.step().unwrap_err();
+    assert_eq!(
+        refused.downcast::<ScriptError>().map(|e| *e).ok(),
+        Some(ScriptError::NotYielded(tag + 7))
+    );
+}
+
+#[test]
+fn a_body_awaiting_cx_run_fails_its_step_with_an_error_naming_it() {
+    let mut harness =
+        Harness::for_fn(
+            |cx: ProcessCx| async move { Ok::<_, BoxError>(cx.run(async { 5 }).await?) },
+        );
+    harness.init("run", Payload::empty()).unwrap();
+    let error = harness.step().unwrap_err().to_string();
+    assert!(error.contains("`cx.run`"), "{error}");
+}

@@ -253,3 +253,44 @@ fn a_harness_of_a_body_that_asks_can_move_to_another_thread() {
     });
     assert!(done.join().unwrap().unwrap());
 }
+
+#[test]
+fn a_script_answers_an_ask_whose_port_went_with_a_dropped_step() {
+    // Each script, on an ask whose `Step` (and with it the request's port) the test let go.
+    type Script = fn(&mut Harness<Body<Result<u64, AskError>>>, u64);
+    type Expected = fn(&Result<u64, AskError>) -> bool;
+    let scripts: [(Script, Expected); 3] = [
+        (
+            |harness, tag| {
+                harness.reply(tag, 42u64).unwrap();
+            },
+            |answer| matches!(answer, Ok(42)),
+        ),
+        (
+            |harness, tag| {
+                harness.time_out(tag).unwrap();
+            },
+            |answer| matches!(answer, Err(AskError::TimedOut)),
+        ),
+        (
+            |harness, tag| {
+                harness.complete(tag, Ok(Payload::new(8u64)));
+            },
+            |answer| matches!(answer, Ok(8)),
+        ),
+    ];
+    for (script, expected) in scripts {
+        let mut harness = asker(Some(Duration::from_secs(5)));
+        let tag = step_to_the_ask(&mut harness).asks[0].tag; // the step is dropped here
+        script(&mut harness, tag);
+        let done = harness.step().unwrap();
+        let Status::Done(answer) = &done.status else {
+            panic!("{:?}", done.status)
+        };
+        assert!(expected(answer), "{answer:?}");
+    }
+    // Unscripted, the dropped port is the answer: `NoReply`.
+    let mut harness = asker(None);
+    drop(step_to_the_ask(&mut harness));
+    assert_done!(harness, Err(AskError::NoReply));
+}

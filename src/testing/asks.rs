@@ -17,10 +17,11 @@
 //! body without a mailbox reaches it.
 
 use super::Harness;
-use crate::process::async_fn::unhosted::Outbox;
+use crate::process::async_fn::unhosted::{Outbox, UnhostedCall};
 use crate::process::context::HostId;
 use crate::process::{CommandError, Event, Payload, Pid, Process, Tag};
 use std::any::TypeId;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::time::Duration;
 
@@ -62,7 +63,8 @@ pub struct Asked {
     pub to: Pid,
     /// The request (the address's message type), holding the ask's [`Reply`](crate::Reply)
     /// port: answering that port answers the ask, and dropping it unanswered fails the ask
-    /// with `NoReply`, read at the next step.
+    /// with `NoReply`, read at the next step — unless a script ([`Harness::reply`],
+    /// [`Harness::time_out`], [`Harness::complete`]) answers it first.
     pub request: Payload,
     /// The ask's timeout, for an `ask_within`: it does not run on the clock under a harness
     /// (script it with [`Harness::time_out`]).
@@ -83,15 +85,18 @@ pub struct Asked {
 #[non_exhaustive]
 pub enum ScriptError {
     /// No ask with this tag waits for a scripted answer: none was sent, or it was answered
-    /// already (through its port, or by an earlier script).
+    /// already (by its port's answer, or by an earlier script). A port dropped unanswered —
+    /// with the [`Step`](super::Step) that held it, say — does not count as an answer here:
+    /// the ask is `NoReply` at the next step only if no script answers it first.
     #[error("no ask with tag {0} waits for an answer")]
     NotAsked(Tag),
-    /// The answer is not of the type the ask waits for.
-    #[error("ask {tag} waits for a `{expected}`, not a `{actual}`")]
+    /// The answer is not of the type the ask (or the call: its command's `Output`, for a
+    /// body's `cx.call`) waits for.
+    #[error("the ask or call with tag {tag} waits for a `{expected}`, not a `{actual}`")]
     WrongType {
-        /// The ask's tag.
+        /// The ask's (or call's) tag.
         tag: Tag,
-        /// The type the ask's port answers.
+        /// The type the ask's port answers (the call's command's `Output`).
         expected: &'static str,
         /// The type scripted.
         actual: &'static str,
@@ -130,16 +135,23 @@ impl Pending {
 
 /// A harness's asks: those sent in the current step, and those waiting for an answer; and the
 /// tags of the calls its steps yielded that no script has completed yet.
+///
+/// Keyed by tag (a body's tags grow, so the order is the asks' and calls' own): a test
+/// completing each of `n` calls or asks costs `O(log n)` per script, not a scan.
 #[derive(Default)]
 pub(super) struct AskBook {
     sent: Vec<Asked>,
-    pending: Vec<Pending>,
-    calls: Vec<Tag>,
+    pending: BTreeMap<Tag, Pending>,
+    /// Each yielded call not completed yet, with the type its completion must hold, when known
+    /// (a body's `cx.call`: its command's `Output`; a state machine's yield: not known).
+    calls: BTreeMap<Tag, Option<(TypeId, &'static str)>>,
+    /// The output types of the calls the last step's body made, until their yields are filed.
+    call_types: HashMap<Tag, (TypeId, &'static str)>,
 }
 
 impl fmt::Debug for AskBook {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let waiting: Vec<Tag> = self.pending.iter().map(|pending| pending.tag).collect();
+        let waiting: Vec<Tag> = self.pending.keys().copied().collect();
         f.debug_struct("AskBook")
             .field("waiting", &waiting)
             .finish()
@@ -150,7 +162,7 @@ impl AskBook {
     /// Queues, as call completions, the answers the ports of waiting asks gave since the last
     /// step (those asks wait no more).
     pub(super) fn collect_answers(&mut self, events: &mut crate::process::Events) {
-        self.pending.retain_mut(|pending| {
+        self.pending.retain(|_, pending| {
             match pending.port_answer.take().or_else(|| (pending.answered)()) {
                 Some(result) => {
                     events.push(Event::YieldComplete {
@@ -166,7 +178,11 @@ impl AskBook {
 
     /// A step yielded `tags`: each waits for its completion.
     pub(super) fn yielded(&mut self, tags: impl Iterator<Item = Tag>) {
-        self.calls.extend(tags);
+        for tag in tags {
+            let output = self.call_types.remove(&tag);
+            self.calls.insert(tag, output);
+        }
+        self.call_types.clear();
     }
 
     /// The asks sent since the last call.
@@ -180,13 +196,14 @@ impl AskBook {
     /// script (`NotAsked`): the port's answer is the one the next step delivers, as on a
     /// scheduler the first answer is.
     fn script(&mut self, tag: Tag, payload: Option<&Payload>) -> Result<Pending, ScriptError> {
-        let at = self
+        let pending = self
             .pending
-            .iter()
-            .position(|pending| pending.tag == tag)
+            .get_mut(&tag)
             .ok_or(ScriptError::NotAsked(tag))?;
-        let pending = &mut self.pending[at];
-        if pending.port_answer().is_some() {
+        // A port dropped unanswered is overruled by a script: the drop is most often the
+        // test's `Step` going out of scope with the request (`harness.step()?.asks[0].tag`),
+        // not an answer the test meant.
+        if pending.port_answer().is_some_and(Result::is_ok) {
             return Err(ScriptError::NotAsked(tag));
         }
         if let Some(payload) = payload {
@@ -198,7 +215,24 @@ impl AskBook {
                 });
             }
         }
-        Ok(self.pending.swap_remove(at))
+        Ok(self.pending.remove(&tag).expect("found above"))
+    }
+
+    /// Completes the yielded call `tag` with `payload` (`None`: an error), which must be of the
+    /// type it waits for, if known.
+    fn complete_call(&mut self, tag: Tag, payload: Option<&Payload>) -> Result<(), ScriptError> {
+        let expected = *self.calls.get(&tag).ok_or(ScriptError::NotYielded(tag))?;
+        if let (Some((output, name)), Some(payload)) = (expected, payload) {
+            if payload.value_type_id() != output {
+                return Err(ScriptError::WrongType {
+                    tag,
+                    expected: name,
+                    actual: payload.type_name(),
+                });
+            }
+        }
+        self.calls.remove(&tag);
+        Ok(())
     }
 }
 
@@ -228,15 +262,29 @@ impl Drop for Published<'_> {
         if std::thread::panicking() {
             return;
         }
-        for ask in outbox.close() {
-            self.book.pending.push(Pending {
-                tag: ask.tag,
-                reply_type: ask.reply_type,
-                reply_type_name: ask.reply_type_name,
-                timed: ask.timeout.is_some(),
-                answered: ask.answered,
-                port_answer: None,
-            });
+        let filed = outbox.close();
+        for UnhostedCall {
+            tag,
+            output_type,
+            output_type_name,
+        } in filed.calls
+        {
+            self.book
+                .call_types
+                .insert(tag, (output_type, output_type_name));
+        }
+        for ask in filed.asks {
+            self.book.pending.insert(
+                ask.tag,
+                Pending {
+                    tag: ask.tag,
+                    reply_type: ask.reply_type,
+                    reply_type_name: ask.reply_type_name,
+                    timed: ask.timeout.is_some(),
+                    answered: ask.answered,
+                    port_answer: None,
+                },
+            );
             self.book.sent.push(Asked {
                 tag: ask.tag,
                 to: ask.to,
@@ -303,8 +351,10 @@ impl<P: Process> Harness<P> {
     /// its timeout, any other `Err` its port dropped (`NoReply`).
     ///
     /// A refused completion is not queued, and the next step is an error saying why (a
-    /// [`ScriptError`]; the process is not stepped): an ask's answer of another type
-    /// ([`ScriptError::WrongType`]), or a tag no yield waits on ([`ScriptError::NotYielded`]:
+    /// [`ScriptError`]; the process is not stepped): an ask's answer of another type, or a
+    /// body's call completed `Ok` with another type than its command's `Output`
+    /// ([`ScriptError::WrongType`]: a state machine's yields are not checked, their step reads
+    /// the payload), or a tag no yield waits on ([`ScriptError::NotYielded`]:
     /// no step yielded it, or it was completed already). A call the body has dropped (it lost a
     /// `select!`, say) still waits here, and its completion is accepted and discarded, as a
     /// late one on a scheduler is.
@@ -333,7 +383,9 @@ impl<P: Process> Harness<P> {
     /// ```
     pub fn complete(&mut self, tag: Tag, result: Result<Payload, CommandError>) -> &mut Self {
         if let Some(refused) = self.script_completion(tag, &result) {
-            self.misscripted = Some(refused);
+            // The first refusal is the one the next step reports: a later one is likely its
+            // consequence.
+            self.misscripted.get_or_insert(refused);
             return self;
         }
         self.push(Event::YieldComplete { tag, result })
@@ -378,7 +430,7 @@ impl<P: Process> Harness<P> {
     /// # Ok::<(), BoxError>(())
     /// ```
     pub fn time_out(&mut self, tag: Tag) -> Result<&mut Self, ScriptError> {
-        match self.asks.pending.iter().find(|pending| pending.tag == tag) {
+        match self.asks.pending.get(&tag) {
             Some(pending) if !pending.timed => return Err(ScriptError::NoTimeout(tag)),
             _ => {}
         }
@@ -401,12 +453,7 @@ impl<P: Process> Harness<P> {
         match self.asks.script(tag, result.as_ref().ok()) {
             Ok(_) => None,
             Err(ScriptError::NotAsked(_)) => {
-                let at = self.asks.calls.iter().position(|&call| call == tag);
-                let Some(at) = at else {
-                    return Some(ScriptError::NotYielded(tag));
-                };
-                self.asks.calls.swap_remove(at);
-                None
+                self.asks.complete_call(tag, result.as_ref().ok()).err()
             }
             Err(refused) => Some(refused),
         }

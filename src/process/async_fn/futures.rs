@@ -7,6 +7,7 @@
 
 use super::pending_mark::PendingMark;
 use super::scope;
+use super::unhosted;
 use crate::process::context::{Owner, ProcessWake};
 use crate::process::output::push_yield;
 use crate::process::{
@@ -112,10 +113,22 @@ impl<C: Command> Future for Call<C> {
                         },
                     );
                     this.state = CallState::Sent(tag);
-                    Some(tag)
+                    Some((tag, scope.reply_to.is_none()))
                 });
                 return match sent {
-                    Some(tag) => {
+                    Some((tag, unhosted)) => {
+                        if unhosted {
+                            // A test harness's body: its completion is scripted, and checked
+                            // against this (`testing/asks.rs`).
+                            unhosted::record_call(
+                                this.owner.host,
+                                unhosted::UnhostedCall {
+                                    tag,
+                                    output_type: std::any::TypeId::of::<C::Output>(),
+                                    output_type_name: std::any::type_name::<C::Output>(),
+                                },
+                            );
+                        }
                         scope::note_call_waiter(this.owner, tag, cx.waker());
                         Poll::Pending
                     }

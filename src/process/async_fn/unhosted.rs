@@ -1,5 +1,6 @@
 //! Asks from a body that runs without a scheduler — only a test harness runs one: recorded in
-//! an outbox, not sent.
+//! an outbox, not sent; and the output type of each call such a body makes, so that the
+//! harness can refuse a scripted completion of the wrong type (as it refuses an ask's).
 //!
 //! Why here, in the process layer: the ask (`scheduler/ask.rs`) is where the request is built,
 //! and the harness (`testing/asks.rs`) is what reads it; neither may import the other upward.
@@ -31,9 +32,26 @@ pub(crate) struct UnhostedAsk {
     pub(crate) answered: Box<dyn FnMut() -> Option<Result<Payload, CommandError>> + Send + Sync>,
 }
 
+/// The type a call made in a body without a scheduler completes with (its command's
+/// `Output`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct UnhostedCall {
+    /// The call's tag.
+    pub(crate) tag: Tag,
+    pub(crate) output_type: TypeId,
+    pub(crate) output_type_name: &'static str,
+}
+
+/// What a body filed in one step: its asks and its calls' output types.
+#[derive(Default)]
+pub(crate) struct Filed {
+    pub(crate) asks: Vec<UnhostedAsk>,
+    pub(crate) calls: Vec<UnhostedCall>,
+}
+
 // Plain std `thread_local!`: a harness steps its process on the calling thread.
 std::thread_local! {
-    static OUTBOX: RefCell<Option<(HostId, Vec<UnhostedAsk>)>> = const { RefCell::new(None) };
+    static OUTBOX: RefCell<Option<(HostId, Filed)>> = const { RefCell::new(None) };
 }
 
 /// The outbox of host `host`'s body, open on this thread until [`close`](Self::close)d (or
@@ -41,30 +59,30 @@ std::thread_local! {
 #[must_use = "an outbox is open until closed"]
 pub(crate) struct Outbox {
     /// The outbox set aside (`Some(None)`: none was open); `None` once restored.
-    previous: Option<Option<(HostId, Vec<UnhostedAsk>)>>,
+    previous: Option<Option<(HostId, Filed)>>,
 }
 
 impl Outbox {
     /// Opens the outbox of host `host` on this thread (one of another host, open around it,
     /// is set aside until this one closes).
     pub(crate) fn open(host: HostId) -> Outbox {
-        let previous = OUTBOX.with(|outbox| outbox.replace(Some((host, Vec::new()))));
+        let previous = OUTBOX.with(|outbox| outbox.replace(Some((host, Filed::default()))));
         Outbox {
             previous: Some(previous),
         }
     }
 
-    /// Closes the outbox: the asks filed since it opened.
-    pub(crate) fn close(mut self) -> Vec<UnhostedAsk> {
+    /// Closes the outbox: what was filed since it opened.
+    pub(crate) fn close(mut self) -> Filed {
         self.restore()
     }
 
-    fn restore(&mut self) -> Vec<UnhostedAsk> {
+    fn restore(&mut self) -> Filed {
         let Some(previous) = self.previous.take() else {
-            return Vec::new();
+            return Filed::default();
         };
         let mine = OUTBOX.with(|outbox| outbox.replace(previous));
-        mine.map(|(_, asks)| asks).unwrap_or_default()
+        mine.map(|(_, filed)| filed).unwrap_or_default()
     }
 }
 
@@ -79,12 +97,26 @@ impl Drop for Outbox {
 #[allow(clippy::result_large_err)] // the ask comes back by value
 pub(crate) fn record(host: HostId, ask: UnhostedAsk) -> Result<(), UnhostedAsk> {
     OUTBOX.with(|outbox| match &mut *outbox.borrow_mut() {
-        Some((open, asks)) if *open == host => {
-            asks.push(ask);
+        Some((open, filed)) if *open == host => {
+            filed.asks.push(ask);
             Ok(())
         }
         _ => Err(ask),
     })
+}
+
+/// Files the output type of `call`, made by a body of host `host` that runs without a
+/// scheduler, in that host's open outbox (nothing if none is open: the completion is then
+/// checked by the body only).
+#[cold]
+pub(crate) fn record_call(host: HostId, call: UnhostedCall) {
+    OUTBOX.with(|outbox| {
+        if let Some((open, filed)) = &mut *outbox.borrow_mut() {
+            if *open == host {
+                filed.calls.push(call);
+            }
+        }
+    });
 }
 
 #[cfg(test)]
@@ -114,10 +146,24 @@ mod tests {
             record(other, ask(3)).is_err(),
             "set aside while the inner one is open"
         );
+        let call = |tag| UnhostedCall {
+            tag,
+            output_type: TypeId::of::<u8>(),
+            output_type_name: "u8",
+        };
+        record_call(mine, call(6));
+        record_call(other, call(7));
         let filed = inner.close();
-        assert_eq!(filed.iter().map(|ask| ask.tag).collect::<Vec<_>>(), [2]);
+        assert_eq!(
+            filed.asks.iter().map(|ask| ask.tag).collect::<Vec<_>>(),
+            [2]
+        );
+        assert_eq!(
+            filed.calls.iter().map(|call| call.tag).collect::<Vec<_>>(),
+            [6]
+        );
         assert!(record(other, ask(4)).is_ok(), "open again");
-        assert_eq!(outer.close().len(), 1);
+        assert_eq!(outer.close().asks.len(), 1);
         assert!(record(other, ask(5)).is_err(), "closed");
     }
 }
