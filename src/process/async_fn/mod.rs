@@ -60,12 +60,12 @@ use std::task::{Context, Poll, Waker};
 /// future outside procsched. (Beside a receive, a call or an ask such a future cannot be told
 /// from a combinator's own waker — `FuturesUnordered` keeps a clone of it even when empty —
 /// and the step waits as for the procsched future: `testing.rs`'s docs.)
-const NOT_WOKEN_BY_HAND: &str = "the body awaits a future that a `testing::Harness` cannot \
-    script (a child's `ProcessHandle`, a tokio channel, timer or task, or one of procsched's \
-    own that waits on a scheduler: `cx.run`, `send_wait` to a full mailbox), and under the \
-    harness nothing wakes it: the harness steps the process only when the test does. There, \
-    await calls, asks and receives only (script a child's result or a timeout as a message \
-    with `Harness::send`), or test the body on a scheduler";
+const NOT_WOKEN_BY_HAND: &str = "the body awaits a future that is not procsched's own (a \
+    child's `ProcessHandle`, a tokio channel, timer or task) or one of procsched's that waits \
+    on a scheduler (`cx.run`, a `send_wait` to a full mailbox), and under `testing::Harness` \
+    nothing wakes it: the harness steps the process only when the test does. There, await \
+    calls, asks and receives only (script a child's result or a timeout as a message with \
+    `Harness::send`), or test the body on a scheduler";
 
 impl<S, Fut> fmt::Debug for AsyncFnProcess<S, Fut> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
