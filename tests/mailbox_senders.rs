@@ -593,3 +593,51 @@ fn a_state_machine_that_never_parks_keeps_its_whole_capacity() {
     }
     assert_eq!(sched.block_on(handle).unwrap(), MESSAGES);
 }
+
+/// An `async fn` body hears a topic's overflow after the topic's messages that were accepted
+/// before it, as a state machine reads `Event::MailboxOverflow` after them: the marker is the
+/// last of that traffic.
+#[test]
+fn a_body_hears_a_topics_overflow_after_the_messages_accepted_before_it() {
+    use procsched::{error::RecvError, ProcessCx};
+    let sched = Scheduler::builder().workers(1).build().unwrap();
+    let one = TopicBudget {
+        max_items: 1,
+        max_bytes: usize::MAX,
+    };
+    let (go, gate) = tokio::sync::oneshot::channel::<()>();
+    let body = sched
+        .spawn_fn(move |cx: ProcessCx| async move {
+            // Held until the topic has overflowed: the first receive's step gets it all.
+            gate.await?;
+            let mut heard = Vec::new();
+            for _ in 0..3 {
+                match cx.recv_message().await {
+                    Ok(message) => heard.push(format!(
+                        "{}:{}",
+                        message.topic,
+                        message.payload.take::<u32>()?
+                    )),
+                    Err(RecvError::Overflow(topic)) => heard.push(format!("overflow:{topic}")),
+                    Err(other) => return Err(other.into()),
+                }
+            }
+            Ok::<_, BoxError>(heard)
+        })
+        .unwrap();
+    let pid = body.pid();
+    let budgeted = |n: u32| Message::new("t", Payload::new(n)).with_budget(one, 0);
+    sched.send(pid, budgeted(1)).unwrap();
+    assert!(
+        sched.send(pid, budgeted(2)).is_err(),
+        "over the topic's budget"
+    );
+    sched
+        .send(pid, Message::new("other", Payload::new(3u32)))
+        .unwrap();
+    go.send(()).unwrap();
+    assert_eq!(
+        sched.block_on(body).unwrap(),
+        ["t:1", "overflow:t", "other:3"]
+    );
+}

@@ -102,8 +102,11 @@ pub enum Event {
         reason: CancelReason,
     },
     /// A topic's [`TopicBudget`] overflowed: messages on `topic` were dropped from this point
-    /// on. The terminal event of that topic's traffic: once the process has received it, the
-    /// topic's budget starts afresh.
+    /// on. The terminal event of that topic's traffic, after the topic's messages that were
+    /// accepted: once a step has been given it, the topic's budget starts afresh. (An `async
+    /// fn` body's receive reports it as `RecvError::Overflow` in the same order: after the
+    /// messages that arrived before it; the budget starts afresh when the step files it for
+    /// the body, which may be before the body's receive reaches it.)
     MailboxOverflow {
         /// The topic whose budget overflowed.
         topic: Topic,

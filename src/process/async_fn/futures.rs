@@ -249,8 +249,9 @@ enum Received<T> {
     Message(Message),
 }
 
-/// The next message for `owner` as a `T`, or why there is none: cancellation and overflow come
-/// first, then the inbox, then the step's lone message (`state.rs`).
+/// The next message for `owner` as a `T`, or why there is none: cancellation first, then the
+/// inbox in arrival order (an overflow marker after the messages that arrived before it), then
+/// the step's lone message (`state.rs`).
 ///
 /// Named functions marked `#[inline(always)]` rather than closures, so that the whole receive
 /// inlines into the body's poll: a closure left out of line returned its 40-byte result through
@@ -289,7 +290,7 @@ fn received_in<T: 'static>(
         return Poll::Ready(Err(RecvError::Cancelled(reason)));
     }
     if let Some(mail) = state.mail.as_mut() {
-        if let Some(topic) = mail.overflows.pop_front() {
+        if let Some(topic) = mail.take_overflow_if_next() {
             return Poll::Ready(Err(RecvError::Overflow(topic)));
         }
         if mail.must_yield() {

@@ -107,7 +107,10 @@ impl CxState {
                 mail.arrived += 1;
             }
             Event::Cancel { reason } => self.cancelled = Some(reason),
-            Event::MailboxOverflow { topic } => self.mail().overflows.push_back(topic),
+            Event::MailboxOverflow { topic } => {
+                let mail = self.mail();
+                mail.overflows.push_back((mail.arrived, topic));
+            }
             Event::Exit(exit) => self.mail().file_signal(Signal::Exit(exit)),
             Event::Down(down) => self.mail().file_signal(Signal::Down(down)),
             // Only a re-poll was asked for.
@@ -154,7 +157,7 @@ impl CxState {
     /// message. Drops nothing.
     pub(super) fn take_mail(&mut self) -> Option<Received> {
         let mail = self.mail.as_mut()?;
-        if let Some(topic) = mail.overflows.pop_front() {
+        if let Some(topic) = mail.take_overflow_if_next() {
             return Some(Received::Overflow(topic));
         }
         if mail.must_yield() {
@@ -392,8 +395,10 @@ pub(super) struct Mail {
     /// Messages not yet received by the body: only `Event::Message`s, held as events so that a
     /// step's batch of them is filed by exchanging buffers ([`CxState::file_messages`]).
     pub(super) inbox: VecDeque<Event>,
-    /// Topics whose overflow marker the body has not yet received.
-    pub(super) overflows: VecDeque<Topic>,
+    /// Topics whose overflow marker the body has not yet received, each with the number of
+    /// messages that arrived before it: reported in arrival order, after those (a topic's
+    /// marker is the last of its traffic until its budget starts afresh), as signals are.
+    pub(super) overflows: VecDeque<(u64, Topic)>,
     /// Exit signals (when trapping) and monitors' `Down`s not yet received (`signals.rs`),
     /// each with the number of messages that arrived before it: a signal is next in arrival
     /// order once that many have been taken (`taken`).
@@ -436,6 +441,17 @@ impl Mail {
         self.taken % PREEMPT_CHECK_EVERY == PREEMPT_CHECK_EVERY - 1
             && !self.inbox.is_empty()
             && preempt_requested()
+    }
+
+    /// Takes the oldest overflow marker if every message that arrived before it has been
+    /// taken.
+    #[inline(always)]
+    pub(super) fn take_overflow_if_next(&mut self) -> Option<Topic> {
+        let &(messages_before, _) = self.overflows.front()?;
+        if messages_before > self.taken {
+            return None;
+        }
+        self.overflows.pop_front().map(|(_, topic)| topic)
     }
 
     fn file_signal(&mut self, signal: Signal) {
