@@ -360,3 +360,38 @@ fn an_age_grows_and_steps_count_per_process() {
     sched.block_on(handle).unwrap();
     assert_eq!(sched.metrics().steps, 5);
 }
+
+#[test]
+fn the_mailbox_high_water_mark_covers_a_depth_observed_while_the_process_is_stuck() {
+    const FLOOD: u32 = 1_000;
+    let sched = Scheduler::builder().workers(2).build().expect("build");
+    let (release, stuck) = std::sync::mpsc::channel::<()>();
+    let (started, running) = std::sync::mpsc::channel::<()>();
+    let handle = sched
+        .spawn_fn(move |cx: ProcessCx<u32>| async move {
+            // Blocks its worker: nothing it is sent is taken until it is released.
+            started.send(())?;
+            stuck.recv()?;
+            for _ in 0..FLOOD {
+                cx.recv().await?;
+            }
+            Ok::<_, BoxError>(())
+        })
+        .unwrap();
+    running.recv().unwrap();
+    let addr = handle.addr();
+    for n in 0..FLOOD {
+        addr.send(n).unwrap();
+    }
+    let depth = sched
+        .process_info(handle.pid())
+        .expect("alive")
+        .mailbox_depth;
+    assert_eq!(depth, FLOOD as usize);
+    assert!(
+        sched.metrics().mailbox_high_water >= depth,
+        "the peak is at least the depth just seen"
+    );
+    release.send(()).unwrap();
+    sched.block_on(handle).unwrap();
+}

@@ -341,6 +341,16 @@ impl Inner {
 }
 
 impl Mailbox {
+    /// The mailbox's depth now (under the lock), recorded in its high-water mark: the
+    /// lock-free intake's pushes do not update the mark (the drain does, when it empties the
+    /// intake), so an observer that reads a depth makes it a peak at least that high, as the
+    /// metrics promise (`mailbox_high_water`: at least any depth `process_info` has shown).
+    fn depth_seen(&self, inner: &mut Inner) -> usize {
+        let depth = inner.events.len() + inner.behind.len() + self.intake.len();
+        inner.max_depth = inner.max_depth.max(depth);
+        depth
+    }
+
     /// Queues `event` in `lane` (under the lock); returns the mailbox's depth.
     fn enqueue(&self, inner: &mut Inner, lane: Lane, event: Event) -> usize {
         let depth = match lane {

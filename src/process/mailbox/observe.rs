@@ -41,18 +41,19 @@ impl ProcessCell {
     /// The process of `generation` (`None`: whichever is live), if the cell hosts it and it is
     /// neither inside `init` nor finishing.
     pub(crate) fn info(&self, generation: Option<Generation>) -> Option<CellInfo> {
-        let inner = self.mailbox.inner.lock();
+        let mut inner = self.mailbox.inner.lock();
         let (current, phase) = self.mailbox.gate.load();
         if phase != Phase::Open || inner.starting || generation.is_some_and(|g| g != current) {
             return None;
         }
+        let depth = self.mailbox.depth_seen(&mut inner);
         Some(CellInfo {
             generation: current,
             state: self.state.load().process_state(),
             kind: inner.kind,
             spawned_at: inner.spawned_at,
             steps: self.stats.steps(),
-            mailbox_depth: inner.events.len() + inner.behind.len() + self.mailbox.intake.len(),
+            mailbox_depth: depth,
             outstanding: self.stats.outstanding(),
             unread_messages: self.stats.held().0,
             unread_signals: self.stats.held().1,
@@ -62,7 +63,8 @@ impl ProcessCell {
     /// What the metrics snapshot reads from the cell, in one critical section: a process
     /// inside `init` is not live yet.
     pub(crate) fn survey(&self) -> CellSurvey {
-        let inner = self.mailbox.inner.lock();
+        let mut inner = self.mailbox.inner.lock();
+        self.mailbox.depth_seen(&mut inner);
         CellSurvey {
             live: (self.mailbox.gate.load().1 == Phase::Open && !inner.starting)
                 .then(|| self.state.load().process_state()),

@@ -44,6 +44,10 @@ use std::time::Duration;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SchedulerMetrics {
     /// Gauge: live processes by state (not counting processes inside `init`, or finishing).
+    /// A scan of the process table, one cell after another, not an instant's picture: under
+    /// spawn churn it may count a process that ended early in the scan and one spawned late in
+    /// it, so its total can exceed [`live_processes`](crate::Scheduler::live_processes) (exact)
+    /// and even `max_processes`.
     pub processes: ProcessCounts,
     /// Processes started: `spawn` returned a handle.
     pub spawned: u64,
@@ -80,7 +84,11 @@ pub struct SchedulerMetrics {
     /// capacity. What a process took from its mailbox and holds unread (an `async fn` body's
     /// inbox and signals) is not counted: see
     /// [`ProcessInfo::unread_messages`](crate::metrics::ProcessInfo::unread_messages) and
-    /// [`ProcessInfo::unread_signals`](crate::metrics::ProcessInfo::unread_signals).
+    /// [`ProcessInfo::unread_signals`](crate::metrics::ProcessInfo::unread_signals). The peak
+    /// is recorded when the process takes its events, and when the depth is observed (this
+    /// snapshot, `process_info`): a mailbox flooding while its process is stuck shows here
+    /// without waiting for a step; a peak no one observed and the process did not take whole
+    /// (it drained part of a backlog while more arrived) may be missed.
     pub mailbox_high_water: usize,
     /// The longest *sampled* step of the last one to two minutes, with its process: one step in
     /// 64 of each process is timed (timing every step would cost more than a step), so a
@@ -145,7 +153,8 @@ pub struct FinishCounts {
     /// a shutdown (one that ends with a result after its shutdown `Cancel` counts as
     /// `cancelled`, its handle still holding the result).
     pub done: u64,
-    /// A step returned an error.
+    /// A step returned an error — other than a cancellation (`RecvError::Cancelled`,
+    /// `ExitReason::Shutdown`, … anywhere in its `source` chain), counted `cancelled`.
     pub failed: u64,
     /// A step or `close` panicked (also during shutdown).
     pub panicked: u64,
@@ -162,7 +171,9 @@ pub struct FinishCounts {
     /// it ended; or after a [`cancel`](crate::SchedulerHandle::cancel) (a supervisor stopping a
     /// child, say) by ending on its own — with a result, the cancellation, or an error of its own
     /// (counted here; its handle says `Failed`). A cancelled process then stopped by `terminate` or an
-    /// exit signal, outside a shutdown, is `terminated`.
+    /// exit signal, outside a shutdown, is `terminated`. Also a process that ended with an
+    /// error that is a cancellation, asked to finish or not (a body returning
+    /// `ExitReason::Shutdown`, as OTP's `exit(shutdown)`).
     pub cancelled: u64,
     /// Stopped by shutdown after its grace period
     /// ([`ShutdownReport::forced`](crate::metrics::ShutdownReport::forced), and abandoned processes once
@@ -220,7 +231,8 @@ pub struct ExitCounts {
     pub failed: u64,
     /// `Panicked`: a panic, its own or a linked process's.
     pub panicked: u64,
-    /// `Killed`: terminated, or killed through a link.
+    /// `Killed`: terminated, or killed through a link (or a body that returned
+    /// `ExitReason::Killed` as its error: a process ends with the reason it returns).
     pub killed: u64,
     /// `Shutdown`: asked to finish and did (a shutdown, a cancel, a supervisor), or forced by
     /// a shutdown.
