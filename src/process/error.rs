@@ -374,7 +374,12 @@ impl ProcessError {
         matches!(self.repr, Repr::Terminated)
     }
 
-    /// The process was cancelled because the scheduler shut down.
+    /// The process ended cancelled (exit reason `Shutdown`): it was asked to finish — by a
+    /// shutdown, [`cancel`](crate::SchedulerHandle::cancel), a supervisor's stop — and ended on
+    /// that (a body that propagated `RecvError::Cancelled` with `?`, a shutdown's forced end);
+    /// or it ended with an error that is a cancellation, asked or not (a body returning
+    /// `ExitReason::Shutdown`, as OTP's `exit(shutdown)`, or an error whose `source` chain
+    /// holds one).
     ///
     /// # Examples
     ///

@@ -149,12 +149,15 @@ impl<M: 'static> ProcessCx<M> {
     /// [`RecvError::TypeMismatch`](crate::error::RecvError::TypeMismatch) (dropping the message) if an untyped sender sent something
     /// that is not an `M` (a typed [`Addr<M>`](crate::Addr) cannot).
     ///
-    /// A cancel is reported as soon as it arrives, ahead of messages still queued: shutdown
-    /// does not wait for a backlog. A body that must handle those can go on receiving after
-    /// the `Cancelled`: the next receives return them, then wait — until a shutdown's grace
-    /// period ends, and outside a shutdown (a [`cancel`](crate::SchedulerHandle::cancel)) for
-    /// as long as the process lives, so drain with `cx.recv().now_or_never()` (from
-    /// `futures::FutureExt`) until it gives `None`.
+    /// A cancel queues behind the messages already in the mailbox, and is reported as soon as
+    /// a step has delivered it: ahead of the messages delivered to the body and not received
+    /// yet (up to `max_batch` of them), after those still queued; a backlog larger than that
+    /// delays it (a shutdown whose grace period ends first forces the process). A body that
+    /// must handle the messages it went ahead of can go on receiving after the `Cancelled`:
+    /// the next receives return them, then wait — until a shutdown's grace period ends, and
+    /// outside a shutdown (a [`cancel`](crate::SchedulerHandle::cancel)) for as long as the
+    /// process lives, so drain with `cx.recv().now_or_never()` (from `futures::FutureExt`)
+    /// until it gives `None`.
     ///
     /// # Examples
     ///

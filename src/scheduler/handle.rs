@@ -339,7 +339,11 @@ impl SchedulerHandle {
     }
 
     /// The observable state of `pid`, or `None` if no live process has this PID (never
-    /// spawned, finished, or still inside `init`: its `spawn` has not returned).
+    /// spawned, finished, or still inside `init`: its `spawn` has not returned). A process
+    /// whose `close` is running reads [`Complete`](crate::metrics::ProcessState::Complete)
+    /// here, though [`process_info`](Self::process_info), [`processes`](Self::processes) and
+    /// the metrics' gauge no longer list it (it still counts in
+    /// [`live_processes`](Self::live_processes) until its end is settled).
     ///
     /// # Examples
     ///

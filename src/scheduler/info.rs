@@ -14,7 +14,9 @@ use std::time::Duration;
 
 /// One live process, as [`SchedulerHandle::process_info`](crate::SchedulerHandle::process_info)
 /// and [`SchedulerHandle::processes`](crate::SchedulerHandle::processes) report it. Read under
-/// the process's mailbox lock: a consistent view of that process at one moment.
+/// the process's mailbox lock: its state, mailbox and unread counts are one moment's; `steps`
+/// is published per poll (a step of the poll running now may not be counted yet, while the
+/// yields it made already are in `outstanding_yields`).
 ///
 /// # Examples
 ///

@@ -8,7 +8,7 @@
 //! - **Link** (`link(a, b)`): both directions, registered on `a` first (the caller, alive),
 //!   then on `b`; if `b` is already gone, `a` gets the exit signal at once with `NoProc`. When
 //!   either ends with any reason but `Normal`, the other ends with the same reason — unless it
-//!   traps exits: then it receives [`Exit`] instead. `unlink` removes both directions; a signal
+//!   traps exits: then it receives [`Exit`] instead, for every end (`Normal` included). `unlink` removes both directions; a signal
 //!   already sent is not recalled.
 //! - **Monitor** (`monitor`): one way, one shot: exactly one [`Down`] when the target ends, at
 //!   once with `NoProc` if it is already gone. After `demonitor`, no `Down` of that monitor is
@@ -177,11 +177,14 @@ impl SchedulerHandle {
     /// cancelled, with exit reason `Shutdown`. A supervisor stops its children this way
     /// before it terminates those that do not finish in time.
     ///
-    /// The cancel goes **ahead of messages still queued** (as an exit signal does in OTP, not
-    /// as kameo's `stop_gracefully` or ractor's `drain`): the process's next receive reports
-    /// it. Those messages stay readable — receives after the `Cancelled` (or after
-    /// [`cx.cancelled()`](crate::ProcessCx::cancelled) resolved) return them, and then
-    /// wait: outside a shutdown nothing ends that wait but the process (drain with
+    /// The cancel **queues behind the messages already in the mailbox**, as any event does
+    /// (`terminate` is the way past a backlog). A state machine reads it after them. An
+    /// `async fn` body's receive reports it as soon as a step has delivered it: ahead of the
+    /// messages that step and earlier ones delivered to the body and it has not received yet
+    /// (up to `max_batch` of them), after those still queued in the mailbox. The messages it
+    /// went ahead of stay readable — receives after the `Cancelled` (or after
+    /// [`cx.cancelled()`](crate::ProcessCx::cancelled) resolved) return them, and then wait:
+    /// outside a shutdown nothing ends that wait but the process (drain with
     /// `cx.recv().now_or_never()` until `None`, or stop on a message of your own, sent behind
     /// the others, for a drain-then-stop). A body not started yet runs all the same, and its
     /// first receive reports the cancel.
@@ -225,9 +228,10 @@ impl SchedulerHandle {
     }
 
     /// Links `a` and `b` (both directions): when either ends with a reason other than
-    /// `Normal`, the other ends with the same reason, or — if it traps exits
-    /// ([`set_trap_exit`](Self::set_trap_exit)) — receives an [`Exit`] event. If `b` is
-    /// already gone, `a` gets the signal at once, with reason `NoProc`.
+    /// `Normal`, the other ends with the same reason; one that traps exits
+    /// ([`set_trap_exit`](Self::set_trap_exit)) receives an [`Exit`] event instead, for any
+    /// reason, `Normal` included. If `b` is already gone, `a` gets the signal at once, with
+    /// reason `NoProc`.
     ///
     /// # Errors
     ///
