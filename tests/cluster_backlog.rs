@@ -200,3 +200,52 @@ async fn a_backlog_under_the_frame_limit_is_refused_at_start() {
         Ok(_) => panic!("started with a backlog limit under its frame limit"),
     }
 }
+
+/// A `send_wait` through a `RemoteAddr` to a full bounded mailbox of this node waits as
+/// `Addr::send_wait` does, and ends the same way when the sending body is cancelled:
+/// `Cancelled` (a cancellation, so `?` ends the body cancelled), the message handed back —
+/// never `MailboxFull`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_local_send_wait_ended_by_the_senders_cancel_is_cancelled_not_mailbox_full() {
+    let server = NatsServer::start();
+    let nodes = start_nodes(&["a"], |name| cluster(&server.url(), name), GUARD).await;
+    let (sched, a) = (&nodes[0].0, &nodes[0].1);
+    let sink = sched
+        .spawn_fn_with(
+            SpawnOptions::new().mailbox_capacity(1),
+            |cx: ProcessCx<Tally>| async move {
+                let _ = cx.cancelled().await;
+                Ok::<_, BoxError>(())
+            },
+        )
+        .unwrap();
+    let to = a.addr::<Tally>(a.pid(sink.pid()));
+    to.send(Tally::Add(1)).expect("room for one");
+    let (told, heard) = tokio::sync::oneshot::channel();
+    let sender = sched
+        .spawn_fn(move |_: ProcessCx<()>| async move {
+            let refused = to.send_wait(Tally::Add(2)).await.err();
+            let seen = refused.map(|refused| {
+                (
+                    refused.error().to_string(),
+                    matches!(refused.error(), RemoteError::Cancelled(_)),
+                    matches!(refused.into_message(), Some(Tally::Add(2))),
+                )
+            });
+            let _ = told.send(seen);
+            Ok::<_, BoxError>(())
+        })
+        .unwrap();
+    guarded("the sender waits for room", async {
+        while sched.state(sender.pid()) != Some(procsched::metrics::ProcessState::Blocked) {
+            tokio::task::yield_now().await;
+        }
+    })
+    .await;
+    sched.cancel(sender.pid()).unwrap();
+    let seen = guarded("the sender's report", heard).await.unwrap();
+    let (error, cancelled, handed_back) = seen.expect("the wait ended in an error");
+    assert!(cancelled, "ended {error}");
+    assert!(handed_back, "the message comes back");
+    stop_nodes(nodes, GUARD).await;
+}

@@ -44,9 +44,10 @@ pub enum RemoteError {
     /// The receiving side could not decode what was sent (the nodes disagree on a type).
     #[error("decoding failed: {0}")]
     Decode(String),
-    /// Asked from a process's body, that process was asked to finish while the ask waited
-    /// (its source is [`AskError::Cancelled`], so `?` ends the body as cancelled, as a local
-    /// ask's would).
+    /// Asked from a process's body, that process was asked to finish while the ask waited —
+    /// or, for a [`send_wait`](super::RemoteAddr::send_wait) to a process of this node, while
+    /// it waited for room (its source is [`AskError::Cancelled`], so `?` ends the body as
+    /// cancelled, as a local ask's or `send_wait`'s would).
     #[error("the asking process was cancelled")]
     Cancelled(#[source] AskError),
     /// A process asked itself through a [`RemoteAddr`](super::RemoteAddr) of its own PID:
@@ -182,6 +183,9 @@ impl RemoteError {
         match kind {
             SendErrorKind::NotFound => RemoteError::NotFound,
             SendErrorKind::Closed => RemoteError::Closed,
+            // A body's `send_wait` (or an ask waiting for room) ended by the body's cancel: as
+            // locally, a cancellation (`?` ends the body cancelled), never `MailboxFull`.
+            SendErrorKind::Cancelled(reason) => RemoteError::Cancelled(AskError::Cancelled(reason)),
             _ => RemoteError::MailboxFull,
         }
     }
@@ -265,9 +269,12 @@ pub enum ClusterError {
     /// The membership bucket could not be opened, or the node's name not claimed in it.
     #[error("membership: {0}")]
     Membership(String),
-    /// Another live node holds this node's name (its heartbeat goes on). A node restarted
-    /// under its old name first waits for the dead one's entry to expire (three heartbeats
-    /// after its last; the start waits up to five): this is the answer once that wait is over.
+    /// Another live node holds this node's name: its entry changed (a heartbeat) while this
+    /// node waited, usually within a heartbeat or two. A node restarted under its old name
+    /// waits for the dead one's entry — which does not change — to expire (three heartbeats
+    /// after its last, and NATS may expire it a few heartbeats late), up to
+    /// [`Cluster::join_timeout`](super::Cluster::join_timeout); an entry unchanged past that
+    /// is held all the same.
     #[error("the node name `{0}` is taken by a live node")]
     NameTaken(String),
 }
