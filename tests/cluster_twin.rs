@@ -236,3 +236,40 @@ async fn a_node_cut_off_whose_name_nobody_claimed_claims_it_again_and_goes_on() 
         sched.shutdown_async(GUARD).await;
     }
 }
+
+/// A node that died without leaving (dropped: its heartbeat stops, its entry stays until it
+/// expires) is started again under its name, at the shortest heartbeat allowed: the restart
+/// waits for the dead entry — which NATS may expire a few heartbeats late — and claims the name,
+/// round after round, never `NameTaken`; while a second node under a live node's name is
+/// `NameTaken`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_restarted_under_its_name_at_a_short_heartbeat_waits_for_its_dead_entry() {
+    let server = NatsServer::start();
+    let short = |name: &str| {
+        Cluster::nats(server.url())
+            .name(name)
+            .bucket("procsched-short-heartbeat")
+            .heartbeat(Duration::from_millis(34))
+            .down_after(Duration::from_millis(200))
+    };
+    let sched = Scheduler::builder().workers(1).build().expect("scheduler");
+    let mut node = Node::start(sched.handle(), short("r"))
+        .await
+        .expect("r starts");
+    for round in 0..4 {
+        let old = node.incarnation();
+        drop(node); // dies without a word
+        node = guarded("the restart", Node::start(sched.handle(), short("r")))
+            .await
+            .unwrap_or_else(|error| panic!("round {round}: the restart failed: {error}"));
+        assert_ne!(node.incarnation(), old, "a new incarnation");
+    }
+    let other = Scheduler::builder().workers(1).build().expect("scheduler");
+    match guarded("a second r", Node::start(other.handle(), short("r"))).await {
+        Err(ClusterError::NameTaken(name)) => assert_eq!(name, "r"),
+        Ok(_) => panic!("a second live `r` started"),
+        Err(other) => panic!("refused otherwise: {other}"),
+    }
+    node.leave().await;
+    sched.shutdown_async(GUARD).await;
+}

@@ -2,7 +2,9 @@
 //! heartbeat, and watch the bucket for each other.
 //!
 //! - **Claim**: `create` of the key `<name>` (fails while another life of the name is in the
-//!   bucket: a restarted node waits for its old entry to expire, at most the bucket's max age).
+//!   bucket: a restarted node waits for its old entry to expire — the bucket's max age, and
+//!   NATS's lateness — while the entry does not change; one that changes is a live node's,
+//!   and the name is taken).
 //! - **Heartbeat**: `update` of the key at the revision it last wrote, every `heartbeat`, with
 //!   the node's incarnation and load. The bucket's max age is three heartbeats, so a dead node's
 //!   entry disappears by itself.
@@ -54,7 +56,9 @@ pub(crate) async fn join(
     let started = Instant::now();
     let incarnation = load.incarnation;
     let value = encode(&Beat::new(load, Vec::new()));
-    let taken_deadline = started + heartbeat * 5;
+    // The holder's entry as first seen, and when: a live holder rewrites it every heartbeat,
+    // a dead one's stays until it expires (`Taken` below).
+    let mut held: Option<((u64, u64), Instant)> = None;
     let mut backoff = Duration::from_millis(20);
     loop {
         let attempt = match open_bucket(client, bucket, heartbeat, replicas).await {
@@ -67,10 +71,11 @@ pub(crate) async fn join(
                         // Our own entry: an earlier attempt's create landed and its answer
                         // was lost (a timeout, a reconnection). Waiting for it to expire would
                         // delay the join by three heartbeats, or fail it `Taken`.
-                        if let Some(revision) = own_claim(holder(&store, name).await, incarnation) {
+                        let holder = holder(&store, name).await;
+                        if let Some(revision) = own_claim(holder, incarnation) {
                             return Ok(Membership { store, revision });
                         }
-                        if Instant::now() >= taken_deadline {
+                        if is_taken(&mut held, holder, heartbeat, patience) {
                             return Err(JoinError::Taken);
                         }
                         tokio::time::sleep(heartbeat / 2).await;
@@ -89,6 +94,36 @@ pub(crate) async fn join(
         backoff = (backoff * 2)
             .min(heartbeat / 2)
             .max(Duration::from_millis(1));
+    }
+}
+
+/// Whether the name is held by a live node, given its entry `now` (incarnation, revision;
+/// `None`: gone since the claim failed) and the entry as first seen (`held`, kept here).
+///
+/// A live holder rewrites its entry every heartbeat: an entry that changed while this node
+/// waited is a live node's — OTP's `already_started`, told within a heartbeat or two. A dead
+/// node's entry does not change and is waited for until it expires: three heartbeats after its
+/// last, as the bucket's max age says, but NATS's expiry runs late by a heartbeat or more at
+/// short heartbeats (a black-box review measured 4–6 at 34–50 ms), so no bound in heartbeats
+/// is taken for granted; only `patience` ends that wait (an entry that never expires is held).
+fn is_taken(
+    held: &mut Option<((u64, u64), Instant)>,
+    now: Option<(u64, u64)>,
+    heartbeat: Duration,
+    patience: Duration,
+) -> bool {
+    let Some(now) = now else {
+        *held = None;
+        return false; // gone: the next create may claim it
+    };
+    match *held {
+        None => {
+            *held = Some((now, Instant::now()));
+            false
+        }
+        Some((first, _)) if first != now => true,
+        // Unchanged for longer than the patience (and at least the entry's life): held.
+        Some((_, since)) => since.elapsed() >= patience.max(heartbeat * 5),
     }
 }
 
