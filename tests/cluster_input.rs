@@ -213,6 +213,8 @@ async fn bad_frames_are_rejected_counted_and_the_node_goes_on() {
         ),
     ];
     let rejected_frames = bad_frames.len() as u64;
+    // Received bytes count rejected frames too (`NodeStats::bytes_in`).
+    let mut bad_bytes: u64 = bad_frames.iter().map(|bytes| bytes.len() as u64).sum();
     for bytes in bad_frames {
         raw.publish(data.clone(), bytes.into()).await.unwrap();
     }
@@ -260,6 +262,10 @@ async fn bad_frames_are_rejected_counted_and_the_node_goes_on() {
         ),
     ];
     let rejected_items = bad_items.len() as u64;
+    bad_bytes += bad_items
+        .iter()
+        .map(|(_, bytes)| bytes.len() as u64)
+        .sum::<u64>();
     for (subject, bytes) in bad_items {
         raw.publish(subject, bytes.into()).await.unwrap();
     }
@@ -275,6 +281,10 @@ async fn bad_frames_are_rejected_counted_and_the_node_goes_on() {
         (stats.rejected_frames, stats.rejected_items),
         (rejected_frames, rejected_items),
         "{stats:?}"
+    );
+    assert!(
+        stats.bytes_in >= bad_bytes,
+        "{stats:?}: {bad_bytes} bytes sent"
     );
     assert_eq!(nodes[1].0.live_processes(), 1, "no spawn got through");
 

@@ -127,11 +127,18 @@ async fn a_value_nested_past_the_limit_is_refused_typed_and_counted_and_the_node
     wait_until("b counted both refusals", GUARD, || {
         b.stats().rejected_items >= 2
     });
-    // An answer past the limit fails the ask typed; one within it arrives.
+    // An answer past the limit fails the ask typed, and the asking node counts it; one within
+    // it arrives.
+    let rejected_by_a = a.stats().rejected_items;
     let deep_answer = addr.ask(|reply| TreesWire::Grow(LIMIT + 10, reply)).await;
     assert!(
         matches!(&deep_answer, Err(RemoteError::Decode(why)) if why.contains("nests deeper")),
         "{deep_answer:?}"
+    );
+    assert_eq!(
+        a.stats().rejected_items,
+        rejected_by_a + 1,
+        "counted where it failed"
     );
     let answer = addr.ask(|reply| TreesWire::Grow(3, reply)).await.unwrap();
     assert_eq!(answer, Tree::nested(3));

@@ -236,7 +236,7 @@ pub(crate) fn receive(node: &Arc<NodeShared>, bytes: &[u8]) -> bool {
     let frame = match wire::decode(bytes, node.max_frame) {
         Ok(frame) => frame,
         Err(rejected) => {
-            node.stats.rejected_frame();
+            node.stats.undecodable_frame(bytes.len());
             tracing::warn!(%rejected, bytes = bytes.len(), "frame rejected");
             return false;
         }

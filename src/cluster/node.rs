@@ -362,6 +362,15 @@ impl NodeShared {
     /// reply, a `Down`…) comes only from the node its request went to. One from any other
     /// client is rejected (counted, traced) and leaves the wait as it was — ids are a counter,
     /// easy to guess.
+    /// An answer (`what`) that arrived and did not decode here (`why`: the nodes disagree on
+    /// its type, or it is nested deeper than `max_nesting`): counted and traced as a rejected
+    /// item, as a message that does not decode is; the asker gets `Decode`.
+    pub(crate) fn undecodable_answer(&self, what: &str, why: String) -> super::RemoteError {
+        self.stats.rejected_item();
+        tracing::warn!(error = %why, "{what} did not decode: rejected");
+        super::RemoteError::Decode(why)
+    }
+
     pub(crate) fn take_pending(&self, id: u64, from: &PeerId) -> Option<Pending> {
         let expected = {
             let mut pending = lock(&self.pending);

@@ -512,7 +512,7 @@ impl<M: Serialize + Send + 'static> RemoteAddr<M> {
         super::shared_bytes::within_frame(&bytes, || {
             DecodeScope::node(&self.node).decode_msgpack(&bytes)
         })
-        .map_err(RemoteError::Decode)
+        .map_err(|error| self.node.undecodable_answer("an ask's answer", error))
     }
 
     async fn wait<T>(

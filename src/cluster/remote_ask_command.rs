@@ -205,12 +205,17 @@ impl<R: DeserializeOwned + Send + 'static> RemoteAnswer<R> {
         }));
         match decoded {
             Ok(Ok(value)) => Ok(Payload::new(value)),
-            Ok(Err(error)) => Err(failed(RemoteError::Decode(error))),
+            Ok(Err(error)) => Err(failed(
+                self.node.undecodable_answer("an ask's answer", error),
+            )),
             Err(panic) => {
-                let error = RemoteError::Decode(format!(
-                    "the reply's `Deserialize` panicked: {}",
-                    panic_message(&*panic)
-                ));
+                let error = self.node.undecodable_answer(
+                    "an ask's answer",
+                    format!(
+                        "the reply's `Deserialize` panicked: {}",
+                        panic_message(&*panic)
+                    ),
+                );
                 drop_contained(panic);
                 Err(failed(error))
             }

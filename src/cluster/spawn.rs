@@ -410,7 +410,10 @@ impl<T: DeserializeOwned> Future for RemoteHandle<T> {
         Poll::Ready(match outcome {
             Ok(bytes) => DecodeScope::node(&self.node)
                 .decode_msgpack(&bytes)
-                .map_err(RemoteError::Decode),
+                .map_err(|error| {
+                    self.node
+                        .undecodable_answer("a remote process's output", error)
+                }),
             Err(WireReason::NoConnection) => Err(RemoteError::NoConnection),
             Err(reason) => Err(RemoteError::Ended(reason.into_reason())),
         })

@@ -42,8 +42,15 @@ impl Stats {
         self.bytes_in.fetch_add(bytes as u64, Relaxed);
     }
 
+    /// A frame rejected whole after it was decoded (its bytes were counted then).
     pub(crate) fn rejected_frame(&self) {
         self.rejected_frames.fetch_add(1, Relaxed);
+    }
+
+    /// A frame of `bytes` rejected whole before it decoded: its bytes count as received too.
+    pub(crate) fn undecodable_frame(&self, bytes: usize) {
+        self.rejected_frames.fetch_add(1, Relaxed);
+        self.bytes_in.fetch_add(bytes as u64, Relaxed);
     }
 
     pub(crate) fn rejected_item(&self) {
