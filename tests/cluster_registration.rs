@@ -168,4 +168,13 @@ async fn a_heartbeat_too_short_for_nats_is_refused_at_start_by_name() {
     .await
     .expect("a 20 ms heartbeat is refused");
     assert!(why.contains("34 ms"), "{why}");
+    // Just under the documented floor: refused too (three of them would pass NATS's 100 ms).
+    let why = refusal(
+        cluster("nats://127.0.0.1:1")
+            .heartbeat(Duration::from_micros(33_400))
+            .down_after(Duration::from_millis(100)),
+    )
+    .await
+    .expect("a 33.4 ms heartbeat is refused");
+    assert!(why.contains("34 ms"), "{why}");
 }

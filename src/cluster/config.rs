@@ -197,7 +197,8 @@ impl Cluster {
     }
 
     /// How long a remote ask, acked send or spawn waits at most (default
-    /// [`DEFAULT_REQUEST_TIMEOUT`]).
+    /// [`DEFAULT_REQUEST_TIMEOUT`]) — an `ask_within` waits its own timeout instead, longer or
+    /// shorter.
     ///
     /// # Examples
     ///
@@ -441,7 +442,7 @@ impl Cluster {
         }
         // The bucket keeps an entry for three heartbeats, and NATS refuses a key-value max age
         // under 100 ms: refused here, typed and named, rather than by the server at start.
-        if self.heartbeat * 3 < Duration::from_millis(100) {
+        if self.heartbeat < Duration::from_millis(34) {
             return Err(format!(
                 "`heartbeat` must be at least 34 ms (it is {:?}): the membership bucket keeps \
                  entries for three heartbeats, and NATS keeps a key-value entry at least 100 ms",
