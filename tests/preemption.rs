@@ -54,6 +54,21 @@ impl Process for Spinner {
     }
 }
 
+/// Spawns a process that sets `ran`, and waits for its end: it runs only once the worker is
+/// given up.
+fn run_behind(sched: &Scheduler, ran: &Arc<AtomicBool>) {
+    let ran = ran.clone();
+    let other = sched
+        .spawn_fn(move |_cx: ProcessCx| async move {
+            ran.store(true, SeqCst);
+            Ok::<_, BoxError>(())
+        })
+        .unwrap();
+    sched
+        .block_on(other)
+        .expect("the process behind the busy one ran");
+}
+
 #[test]
 fn a_poll_that_never_ends_yields_its_worker_to_the_processes_behind_it() {
     let sched = Scheduler::builder()
@@ -84,18 +99,7 @@ fn a_poll_that_never_ends_yields_its_worker_to_the_processes_behind_it() {
 
     // The one worker is inside the spinner's poll, and no spare may start: only the spinner
     // giving the worker up lets this run.
-    let other = {
-        let other_ran = other_ran.clone();
-        sched
-            .spawn_fn(move |_cx: ProcessCx| async move {
-                other_ran.store(true, SeqCst);
-                Ok::<_, BoxError>(())
-            })
-            .unwrap()
-    };
-    sched
-        .block_on(other)
-        .expect("the process behind the spinner ran");
+    run_behind(&sched, &other_ran);
     let steps = sched
         .block_on(spinner)
         .expect("the spinner saw the other run");
@@ -155,18 +159,7 @@ fn a_body_receiving_a_long_batch_in_one_step_yields_its_worker_between_two_recei
 
     // The one worker is inside the body's step, and no spare may start: only the body giving
     // the worker up between two receives lets this run before the batch is through.
-    let other = {
-        let other_ran = other_ran.clone();
-        sched
-            .spawn_fn(move |_cx: ProcessCx| async move {
-                other_ran.store(true, SeqCst);
-                Ok::<_, BoxError>(())
-            })
-            .unwrap()
-    };
-    sched
-        .block_on(other)
-        .expect("the process behind the body ran");
+    run_behind(&sched, &other_ran);
     let received = sched
         .block_on(body)
         .expect("the body saw the other run before its batch was through");

@@ -154,14 +154,24 @@ fn a_body_whose_step_panicked_is_not_stepped_again() {
 struct Fetch;
 procsched::command!(Fetch => u64);
 
-#[test]
-fn a_refused_second_init_leaves_the_started_body_as_it_was() {
+/// A started harness of a body that calls `Fetch` and returns its answer plus one, stepped to
+/// its call; and the call's tag.
+fn fetching() -> (
+    Harness<procsched::testing::Body<u64>>,
+    procsched::state_machine::Tag,
+) {
     let mut harness =
         Harness::for_fn(
             |cx: ProcessCx| async move { Ok::<_, BoxError>(cx.call(Fetch).await? + 1) },
         );
     harness.init("run", Payload::empty()).unwrap();
     let tag = harness.step().unwrap().yields[0].0;
+    (harness, tag)
+}
+
+#[test]
+fn a_refused_second_init_leaves_the_started_body_as_it_was() {
+    let (mut harness, tag) = fetching();
     let refused = harness.init("run", Payload::empty()).unwrap_err();
     assert!(refused.to_string().contains("already started"), "{refused}");
     harness.complete(tag, Ok(Payload::new(41u64)));
@@ -171,12 +181,7 @@ fn a_refused_second_init_leaves_the_started_body_as_it_was() {
 #[test]
 fn a_completion_no_yield_waits_on_is_a_script_error() {
     use procsched::testing::ScriptError;
-    let mut harness =
-        Harness::for_fn(
-            |cx: ProcessCx| async move { Ok::<_, BoxError>(cx.call(Fetch).await? + 1) },
-        );
-    harness.init("run", Payload::empty()).unwrap();
-    let tag = harness.step().unwrap().yields[0].0;
+    let (mut harness, tag) = fetching();
     let script_error = |error: BoxError| error.downcast::<ScriptError>().map(|e| *e).ok();
 
     harness.complete(tag + 41, Ok(Payload::new(1u64)));
@@ -270,12 +275,7 @@ fn a_state_machine_is_not_stepped_before_init_nor_initialised_twice() {
 #[test]
 fn a_call_completed_with_the_wrong_type_is_a_script_error_and_the_call_still_waits() {
     use procsched::testing::ScriptError;
-    let mut harness =
-        Harness::for_fn(
-            |cx: ProcessCx| async move { Ok::<_, BoxError>(cx.call(Fetch).await? + 1) },
-        );
-    harness.init("run", Payload::empty()).unwrap();
-    let tag = harness.step().unwrap().yields[0].0;
+    let (mut harness, tag) = fetching();
     let script_error = |error: BoxError| error.downcast::<ScriptError>().map(|e| *e).ok();
 
     // `Fetch`'s output is a `u64`: an `i32` would reach the body as a handler's failure.
@@ -292,12 +292,7 @@ fn a_call_completed_with_the_wrong_type_is_a_script_error_and_the_call_still_wai
 #[test]
 fn the_first_of_two_refused_completions_is_the_one_reported() {
     use procsched::testing::ScriptError;
-    let mut harness =
-        Harness::for_fn(
-            |cx: ProcessCx| async move { Ok::<_, BoxError>(cx.call(Fetch).await? + 1) },
-        );
-    harness.init("run", Payload::empty()).unwrap();
-    let tag = harness.step().unwrap().yields[0].0;
+    let (mut harness, tag) = fetching();
     harness
         .complete(tag + 7, Ok(Payload::new(1u64)))
         .complete(tag + 8, Ok(Payload::new(1u64)));
