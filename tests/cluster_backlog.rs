@@ -249,3 +249,49 @@ async fn a_local_send_wait_ended_by_the_senders_cancel_is_cancelled_not_mailbox_
     assert!(handed_back, "the message comes back");
     stop_nodes(nodes, GUARD).await;
 }
+
+/// A body waiting for room on a full lane to another node hears its process's cancel, as a
+/// local `send_wait` does: `Cancelled`, the message handed back, nothing sent. The test's
+/// thread blocks (a current-thread runtime: the node's writer does not run meanwhile), so the
+/// lane stays full for as long as the test needs.
+#[tokio::test(flavor = "current_thread")]
+async fn a_body_waiting_for_room_on_a_full_lane_hears_its_cancel() {
+    let server = NatsServer::start();
+    let nodes = start_nodes(&["a", "b"], |name| cluster(&server.url(), name), GUARD).await;
+    let (sched, a) = (&nodes[0].0, &nodes[0].1);
+    let pid = tally_on_b(a).await;
+    let (taken, _refused) = fill(a, &pid);
+    let addr = a.addr::<Tally>(pid.clone());
+    let (told, heard) = std::sync::mpsc::channel();
+    let sender = sched
+        .spawn_fn(move |_: ProcessCx<()>| async move {
+            let refused = addr.send_wait(Tally::Add(1)).await.err();
+            let _ = told.send(refused.map(|refused| {
+                (
+                    matches!(refused.error(), RemoteError::Cancelled(_)),
+                    matches!(refused.into_message(), Some(Tally::Add(1))),
+                )
+            }));
+            Ok::<_, BoxError>(())
+        })
+        .unwrap();
+    let deadline = std::time::Instant::now() + GUARD;
+    while sched.state(sender.pid()) != Some(procsched::metrics::ProcessState::Blocked) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "hang guard: the sender never waited"
+        );
+        std::thread::yield_now();
+    }
+    sched.cancel(sender.pid()).unwrap();
+    let heard = heard
+        .recv_timeout(GUARD)
+        .expect("hang guard: the sender's report");
+    assert_eq!(heard, Some((true, true)), "Cancelled, the message back");
+    // Nothing of the cancelled send arrived: the tally holds the sends taken before.
+    let sum = guarded("ask", a.addr::<Tally>(pid).ask(Tally::Sum))
+        .await
+        .expect("the tally answers");
+    assert_eq!(sum, taken);
+    stop_nodes(nodes, GUARD).await;
+}

@@ -314,7 +314,9 @@ impl<M: Serialize + Send + 'static> RemoteAddr<M> {
     /// # Errors
     ///
     /// As [`send`](Self::send), never `Backlogged`; `NoConnection` if the node is declared
-    /// down (or this one leaves) while it waits.
+    /// down (or this one leaves) while it waits; from a process's body, `Cancelled` (the
+    /// message handed back) if its process is asked to finish while it waits, as a local
+    /// `send_wait`'s wait ends.
     ///
     /// # Examples
     ///
@@ -352,7 +354,12 @@ impl<M: Serialize + Send + 'static> RemoteAddr<M> {
             Ok(Route::Remote(peer)) => peer,
         };
         match self.node.room_to(&peer) {
-            Ok(room) => room.await,
+            Ok(room) => {
+                if let Err(reason) = wait_for_room(room).await {
+                    let cancelled = RemoteError::Cancelled(AskError::Cancelled(reason));
+                    return Err(back(cancelled, message));
+                }
+            }
             Err(refusal) => return Err(back(RemoteError::from_refusal(refusal), message)),
         }
         match self.queue(&peer, &message, None, Admission::Always, || {}) {
@@ -555,4 +562,29 @@ pub(crate) async fn wait_for<T>(
             Err(RemoteError::TimedOut(timeout))
         }
     }
+}
+
+/// Waits for `room` on a lane; from a body, the sending process's cancel ends the wait
+/// (`Err`: its reason), as it ends a local `send_wait`'s. Watched only once the lane is found
+/// full: a send with room at once goes, as a local one does, whatever the body was told.
+async fn wait_for_room(room: impl Future<Output = ()>) -> Result<(), crate::error::CancelReason> {
+    let mut room = std::pin::pin!(room);
+    let mut watch: Option<Option<CancelWatch>> = None;
+    std::future::poll_fn(|cx| {
+        if room.as_mut().poll(cx).is_ready() {
+            return Poll::Ready(Ok(()));
+        }
+        if watch.is_none() {
+            watch = Some(CancelWatch::start()?);
+        }
+        match watch
+            .as_ref()
+            .and_then(Option::as_ref)
+            .and_then(|watch| watch.cancelled(cx.waker()))
+        {
+            Some(reason) => Poll::Ready(Err(reason)),
+            None => Poll::Pending,
+        }
+    })
+    .await
 }
