@@ -14,6 +14,7 @@ use super::wire::{Ack, Envelope, Refusal};
 use super::NodePid;
 use crate::process::async_fn::asking::CancelWatch;
 use crate::scheduler::{AskError, Reply};
+use futures::FutureExt;
 use serde::de::DeserializeOwned;
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -495,19 +496,9 @@ impl<M: Serialize + Send + 'static> RemoteAddr<M> {
         let watch = CancelWatch::start()
             .map_err(|reason| RemoteError::Cancelled(AskError::Cancelled(reason)))?;
         let (id, replied) = self.send_ask(&peer, request)?;
-        let mut waiting = std::pin::pin!(self.wait_for(id, replied, timeout));
-        let answered = std::future::poll_fn(|cx| {
-            if let Poll::Ready(answer) = waiting.as_mut().poll(cx) {
-                return Poll::Ready(answer);
-            }
-            match watch.as_ref().and_then(|watch| watch.cancelled(cx.waker())) {
-                Some(reason) => {
-                    Poll::Ready(Err(RemoteError::Cancelled(AskError::Cancelled(reason))))
-                }
-                None => Poll::Pending,
-            }
-        })
-        .await;
+        let answered = unless_cancelled(self.wait_for(id, replied, timeout), watch.as_ref())
+            .await
+            .unwrap_or_else(|reason| Err(RemoteError::Cancelled(AskError::Cancelled(reason))));
         let bytes = match answered {
             Ok(bytes) => bytes,
             Err(error) => {
@@ -569,19 +560,25 @@ pub(crate) async fn wait_for<T>(
 /// full: a send with room at once goes, as a local one does, whatever the body was told.
 async fn wait_for_room(room: impl Future<Output = ()>) -> Result<(), crate::error::CancelReason> {
     let mut room = std::pin::pin!(room);
-    let mut watch: Option<Option<CancelWatch>> = None;
+    if room.as_mut().now_or_never().is_some() {
+        return Ok(());
+    }
+    let watch = CancelWatch::start()?;
+    unless_cancelled(room, watch.as_ref()).await
+}
+
+/// `future`'s output, unless `watch` (a body's: `None` off a body) sees its process asked to
+/// finish first (`Err`: the reason).
+async fn unless_cancelled<T>(
+    future: impl Future<Output = T>,
+    watch: Option<&CancelWatch>,
+) -> Result<T, crate::error::CancelReason> {
+    let mut future = std::pin::pin!(future);
     std::future::poll_fn(|cx| {
-        if room.as_mut().poll(cx).is_ready() {
-            return Poll::Ready(Ok(()));
+        if let Poll::Ready(output) = future.as_mut().poll(cx) {
+            return Poll::Ready(Ok(output));
         }
-        if watch.is_none() {
-            watch = Some(CancelWatch::start()?);
-        }
-        match watch
-            .as_ref()
-            .and_then(Option::as_ref)
-            .and_then(|watch| watch.cancelled(cx.waker()))
-        {
+        match watch.and_then(|watch| watch.cancelled(cx.waker())) {
             Some(reason) => Poll::Ready(Err(reason)),
             None => Poll::Pending,
         }
