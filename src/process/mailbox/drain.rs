@@ -65,8 +65,7 @@ impl Mailbox {
         let intake_waiting = !self.intake.is_empty();
         if intake_waiting {
             // Everything queued now is the most this mailbox has held since the last drain.
-            let depth = inner.events.len() + self.intake.len() + inner.behind.len();
-            inner.max_depth = inner.max_depth.max(depth);
+            self.depth_seen(&mut inner);
         }
         let bounded = self.capacity() != usize::MAX;
         let counted = bounded || inner.topics.is_some();

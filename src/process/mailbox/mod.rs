@@ -345,6 +345,7 @@ impl Mailbox {
     /// lock-free intake's pushes do not update the mark (the drain does, when it empties the
     /// intake), so an observer that reads a depth makes it a peak at least that high, as the
     /// metrics promise (`mailbox_high_water`: at least any depth `process_info` has shown).
+    #[inline]
     fn depth_seen(&self, inner: &mut Inner) -> usize {
         let depth = inner.events.len() + inner.behind.len() + self.intake.len();
         inner.max_depth = inner.max_depth.max(depth);
