@@ -5,7 +5,8 @@
 //! supervisor, which stops them in reverse start order; a child that unlinked itself is nobody's
 //! child any more: the shutdown cancels it like any other process. And a supervisor asked to
 //! finish while a child supervisor starts stops that child before it ends (OTP: the start is
-//! synchronous, the stop follows it).
+//! synchronous, the stop follows it). A child the factory spawned otherwise (a nested supervisor
+//! started on its own) and linked to the supervisor is adopted: supervised the same way.
 
 mod supervision_common;
 
@@ -224,4 +225,84 @@ fn a_supervisor_asked_to_finish_while_a_child_supervisor_starts_stops_it_before_
     // The root ended last: the pool it restarted, and its worker, had ended before it.
     assert_eq!(sched.live_processes(), 0);
     sched.shutdown(Duration::ZERO);
+}
+
+/// A factory that spawns its child otherwise than through `Start` — a nested supervisor
+/// started with `Supervisor::spawn` — and links it to the supervisor: the child is adopted,
+/// supervised as a `Start` spawn would be.
+fn adopted_sub_supervisor(heard: mpsc::Sender<&'static str>) -> ChildSpec {
+    ChildSpec::new("adopted", move |start| {
+        let heard = heard.clone();
+        let trapper = ChildSpec::new("trapper", move |start| {
+            let heard = heard.clone();
+            start.spawn_fn(move |cx: ProcessCx<()>| async move {
+                cx.trap_exit(true);
+                heard.send("trapping").unwrap();
+                loop {
+                    if let Err(cancelled) = cx.recv_any().await {
+                        heard.send("cancelled").unwrap();
+                        return Err::<(), BoxError>(cancelled.into());
+                    }
+                }
+            })
+        });
+        let inner = Supervisor::one_for_one()
+            .child(trapper)
+            .spawn(start.scheduler())?;
+        start
+            .scheduler()
+            .link(inner.pid(), start.supervisor())
+            .map_err(|gone| {
+                SpawnError::Init(procsched::error::InitError::failed(gone.to_string()))
+            })?;
+        Ok(inner.pid())
+    })
+}
+
+#[test]
+fn a_nested_supervisor_the_factory_linked_itself_ends_with_its_killed_parent() {
+    let sched = scheduler(2);
+    let (heard_tx, heard) = mpsc::channel();
+    let root = Supervisor::one_for_one().child(adopted_sub_supervisor(heard_tx));
+    let root = run(root.start(sched.handle())).unwrap();
+    assert_eq!(heard.recv_timeout(GUARD), Ok("trapping"));
+    let inner = run(root.which_children()).unwrap()[0].pid.unwrap();
+    let inner_down = sched.monitor(inner);
+    sched.terminate(root.pid()).unwrap();
+    // The adopted supervisor traps exits, yet its parent's end stops it, and it its child.
+    assert_eq!(heard.recv_timeout(GUARD), Ok("cancelled"));
+    assert!(run(inner_down).reason.is_killed());
+    assert_eq!(sched.live_processes(), 0);
+    sched.shutdown(GUARD);
+}
+
+#[test]
+fn a_scheduler_shutdown_leaves_an_adopted_child_to_its_supervisor_s_stop_order() {
+    let sched = scheduler(2);
+    let (heard_tx, heard) = mpsc::channel();
+    let (order_tx, order) = mpsc::channel();
+    let reporting = |id: &'static str| {
+        let order = order_tx.clone();
+        ChildSpec::new(id, move |start| {
+            let order = order.clone();
+            start.spawn_fn(move |cx: ProcessCx<()>| async move {
+                let end = cx.recv().await;
+                order.send(id).unwrap();
+                end.map_err(BoxError::from)
+            })
+        })
+    };
+    let root = Supervisor::one_for_one()
+        .child(reporting("first"))
+        .child(adopted_sub_supervisor(heard_tx))
+        .child(reporting("last"));
+    let root = run(root.start(sched.handle())).unwrap();
+    assert_eq!(heard.recv_timeout(GUARD), Ok("trapping"));
+    let report = sched.shutdown(GUARD);
+    assert_eq!(report.forced, 0, "{report:?}");
+    // Reverse start order: the adopted subtree is stopped between its siblings, by the root.
+    assert_eq!(order.recv_timeout(GUARD), Ok("last"));
+    assert_eq!(heard.recv_timeout(GUARD), Ok("cancelled"));
+    assert_eq!(order.recv_timeout(GUARD), Ok("first"));
+    drop(root);
 }

@@ -325,6 +325,36 @@ fn intensity_exceeded_stops_the_supervisor_with_shutdown_and_its_parent_sees_it(
 }
 
 #[test]
+fn a_zero_restart_window_that_would_count_restarts_is_refused_as_otp_refuses_it() {
+    let sched = scheduler(1);
+    let log = log();
+    // A zero window never holds two restarts: the supervisor would never give up.
+    let zero = || Supervisor::one_for_one().child(worker("w", &log));
+    let refused = run(zero().max_restarts(1, Duration::ZERO).start(sched.handle()));
+    assert!(
+        matches!(refused, Err(SupervisorError::ZeroRestartWindow)),
+        "{refused:?}"
+    );
+    assert!(take(&log).is_empty(), "refused before any child starts");
+    // Spawned rather than started, it ends failed, saying why.
+    let spawned = zero()
+        .max_restarts(3, Duration::ZERO)
+        .spawn(sched.handle())
+        .unwrap();
+    let down = run(sched.monitor(spawned.pid()));
+    assert!(
+        down.reason.to_string().contains("restart window of zero"),
+        "{}",
+        down.reason
+    );
+    // With no restarts allowed the window means nothing: the first crash ends it.
+    let never = start(&sched, zero().max_restarts(0, Duration::ZERO));
+    let supervisor_down = sched.monitor(never.pid());
+    tell(&sched, running(&children(&never), "w"), Cmd::Fail("crash"));
+    assert_eq!(run(supervisor_down).reason, ExitReason::Shutdown);
+}
+
+#[test]
 fn a_restarted_child_is_a_new_process_with_a_new_pid_and_the_old_one_is_gone() {
     let sched = scheduler(2);
     let log = log();

@@ -322,15 +322,22 @@ impl ProcessError {
         self.pid
     }
 
-    /// `step` returned an error (see [`source`](std::error::Error::source)).
+    /// `step` returned an error (see [`source`](std::error::Error::source)). That includes an
+    /// [`ExitReason`] returned as the error, even `Normal` or `Killed` — the handle has no
+    /// output to give — whose reason [`exit_reason`](Self::exit_reason) reports, as links and
+    /// monitors hear it (only `Shutdown` reads as cancelled: [`is_cancelled`](Self::is_cancelled)).
     ///
     /// # Examples
     ///
     /// ```
     /// use procsched::prelude::*;
+    /// use procsched::supervision::ExitReason;
     /// let sched = Scheduler::builder().workers(1).build()?;
     /// let handle = sched.spawn_fn(|_: ProcessCx| async { Err::<(), _>("nope") })?;
     /// assert!(sched.block_on(handle).unwrap_err().is_failed());
+    /// let normal = sched.spawn_fn(|_: ProcessCx| async { Err::<(), BoxError>(ExitReason::Normal.into()) })?;
+    /// let error = sched.block_on(normal).unwrap_err();
+    /// assert!(error.is_failed() && error.exit_reason().is_normal());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn is_failed(&self) -> bool {

@@ -116,7 +116,9 @@ pub(crate) struct WatchState {
     /// A supervisor's child, while linked to it: a scheduler shutdown leaves stopping it to
     /// its supervisor, which stops its children in reverse start order
     /// ([`ProcessCell::shutdown_target`]). Cleared when that link goes (the supervisor's exit
-    /// signal, an `unlink`): an orphan is nobody's to stop, so the shutdown cancels it.
+    /// signal, an `unlink`): an orphan is nobody's to stop, so the shutdown cancels it. Set
+    /// at a spawn through the supervisor's `Start` (`set_supervised`), or when the supervisor
+    /// adopts a process its child factory spawned otherwise (`adopt`).
     supervisor: Option<Pid>,
 }
 
@@ -205,15 +207,25 @@ impl ProcessCell {
         Ok(())
     }
 
-    /// `true` if the process of `generation` lives and is linked to `other` (a supervisor's
-    /// check of what its child factory returned).
-    pub(crate) fn is_linked_to(&self, generation: Generation, other: Pid) -> bool {
-        let inner = self.mailbox.inner.lock();
-        self.watchable(generation)
-            && inner
-                .watch
-                .as_ref()
-                .is_some_and(|state| state.links.contains(&other))
+    /// Makes the process of `generation` `supervisor`'s child if it lives and is linked to
+    /// it; `false` otherwise. A supervisor adopts this way what its child factory spawned
+    /// other than through its `Start` (a nested supervisor, say) and linked to it: marked as
+    /// a `Start` spawn marks its child ([`set_supervised`](Self::set_supervised)), so that the
+    /// supervisor's end stops it even if it traps exits, and a scheduler shutdown leaves it to
+    /// the supervisor's stop order.
+    pub(crate) fn adopt(&self, generation: Generation, supervisor: Pid) -> bool {
+        let mut inner = self.mailbox.inner.lock();
+        if !self.watchable(generation) {
+            return false;
+        }
+        let Some(state) = inner.watch.as_mut() else {
+            return false;
+        };
+        if !state.links.contains(&supervisor) {
+            return false;
+        }
+        state.supervisor = Some(supervisor);
+        true
     }
 
     /// Removes the link to `other` from the process of `generation`, if any (`unlink`).

@@ -25,11 +25,23 @@
 //! instead of holding the supervisor for ever.
 //!
 //! A supervisor's end stops its children even when they trap exits, as OTP's behaviours end on
-//! their parent's `EXIT`: its exit signal reaches such a child as a cancel it cannot trap (its
-//! receives report the cancellation, a state machine gets `Event::Cancel`: its cleanup runs, as
-//! `terminate/2`); a body that ends on that cancellation (`?` on the receive that reports it)
-//! ends with the supervisor's exit reason. Exit signals from any other linked process stay
-//! trappable. A child that does not trap exits ends at once, with that reason.
+//! their parent's `EXIT`. A supervisor that ends in order (past its intensity, cancelled, in a
+//! shutdown, stopped by its own supervisor) first stops each child by its [`ChildShutdown`]:
+//! they end `Shutdown` (or `Killed`, past a timeout). One that is terminated reaches its
+//! children through their links: its exit signal reaches a child that traps exits as a cancel
+//! it cannot trap (its receives report the cancellation, a state machine gets
+//! `Event::Cancel`: its cleanup runs, as `terminate/2`), and a body that ends on that
+//! cancellation (`?` on the receive that reports it) ends with the supervisor's exit reason;
+//! a child that does not trap exits ends at once, with that reason. Exit signals from any
+//! other linked process stay trappable.
+//!
+//! A child's stop is cooperative, whether it traps exits or not (OTP kills a child that does
+//! not at once): [`ChildShutdown::Timeout`] and [`ChildShutdown::Infinity`] cancel it, and a
+//! child inside an await other than a receive (a tokio timer, a database call) hears that at
+//! its next receive — or, past the timeout, is terminated (`Killed`). Each such child delays a
+//! `OneForAll` or `RestForOne` restart of its siblings by its timeout. Give it
+//! [`ChildShutdown::BrutalKill`], or race its long awaits against
+//! [`cx.cancelled()`](crate::ProcessCx::cancelled).
 //!
 //! The default intensity is 3 restarts within 5 seconds (Elixir's; OTP's is 1 in 5 s, which a
 //! pool of sessions crashing independently outgrows at once).
@@ -155,7 +167,10 @@ impl Supervisor {
     }
 
     /// The restart intensity: at most `max_restarts` within `within` (default
-    /// [`DEFAULT_MAX_RESTARTS`] in [`DEFAULT_RESTART_WINDOW`]).
+    /// [`DEFAULT_MAX_RESTARTS`] in [`DEFAULT_RESTART_WINDOW`]). A zero `within` with a
+    /// non-zero `max_restarts` would never count two restarts together, so such a supervisor
+    /// does not start ([`SupervisorError::ZeroRestartWindow`]; OTP's `invalid_period`);
+    /// `max_restarts(0, _)` never restarts, whatever the window.
     ///
     /// # Examples
     ///
@@ -231,7 +246,9 @@ impl Supervisor {
     ///
     /// # Errors
     ///
-    /// [`SupervisorError::DuplicateId`], before anything starts, if two children have one id;
+    /// [`SupervisorError::DuplicateId`], before anything starts, if two children have one id,
+    /// and [`SupervisorError::ZeroRestartWindow`] if [`max_restarts`](Self::max_restarts) was
+    /// given a zero window;
     /// [`SupervisorError::Start`] if the supervisor could not be spawned or one of its
     /// children could not be started (the supervisor then stops those it started, and ends) —
     /// except during a scheduler shutdown, which refuses every spawn: then the children not
@@ -248,8 +265,8 @@ impl Supervisor {
         // come even so — an exit queued meanwhile may end it first (past its restart
         // intensity) — and then it did start, as OTP's `start_link` returns `{ok, Pid}` once
         // `init` has, whatever happens next.
-        if let Some(id) = self.duplicate_id() {
-            return Err(SupervisorError::DuplicateId(id));
+        if let Some(refused) = self.refusal() {
+            return Err(refused);
         }
         let started = Arc::new(AtomicBool::new(false));
         let handle = self
@@ -287,13 +304,17 @@ impl Supervisor {
         Ok(supervisor)
     }
 
-    /// The first id given to two of the children, if any.
-    pub(super) fn duplicate_id(&self) -> Option<Arc<str>> {
+    /// Why this supervisor cannot start, if it cannot: a zero restart window that would
+    /// count restarts, or an id given to two of the children (the first such).
+    pub(super) fn refusal(&self) -> Option<SupervisorError> {
+        if self.within.is_zero() && self.max_restarts > 0 {
+            return Some(SupervisorError::ZeroRestartWindow);
+        }
         let mut seen = std::collections::HashSet::new();
         self.children
             .iter()
             .find(|spec| !seen.insert(&spec.id))
-            .map(|spec| spec.id.clone())
+            .map(|spec| SupervisorError::DuplicateId(spec.id.clone()))
     }
 
     /// This supervisor as a child of another (a subtree): a permanent child that is stopped
@@ -425,6 +446,11 @@ pub enum SupervisorError {
     /// No child has this id.
     #[error("no child with id `{0}`")]
     NoChild(Arc<str>),
+    /// [`Supervisor::max_restarts`] was given a zero window and a non-zero count: no two
+    /// restarts would ever fall within it, so the supervisor would never give up (OTP refuses
+    /// such a period too: `invalid_period`).
+    #[error("a restart window of zero: the supervisor would never give up")]
+    ZeroRestartWindow,
     /// The child could not be started.
     #[error("{}", start_failure(.0))]
     Start(String),

@@ -85,9 +85,13 @@ pub(super) async fn supervise(
 ) -> Result<(), BoxError> {
     cx.trap_exit(true);
     // `start` refuses this before spawning; `spawn` and a subtree's start get here.
-    if let Some(id) = supervisor.duplicate_id() {
-        tracing::warn!(child = %id, "two children have one id: the supervisor does not start");
-        return Err(ExitReason::failed(format!("two children have the id `{id}`")).into());
+    if let Some(refused) = supervisor.refusal() {
+        let why = match refused {
+            SupervisorError::DuplicateId(id) => format!("two children have the id `{id}`"),
+            refused => refused.to_string(),
+        };
+        tracing::warn!(%why, "the supervisor does not start");
+        return Err(ExitReason::failed(why).into());
     }
     let mut state = Supervising {
         cx,
@@ -457,15 +461,17 @@ impl Supervising {
                 SupervisorError::Start(crate::process::display_contained(&error, None).to_string())
             })?;
         let spawned = start.spawned();
-        let linked = || {
+        // A process the factory spawned otherwise (a nested supervisor) and linked to this
+        // supervisor is adopted: supervised as a `Start` spawn is (`ProcessCell::adopt`).
+        let adopted = || {
             let supervisor = self.cx.pid();
             sched
                 .inner
                 .table
                 .get(pid)
-                .is_some_and(|cell| cell.is_linked_to(pid.generation(), supervisor))
+                .is_some_and(|cell| cell.adopt(pid.generation(), supervisor))
         };
-        if !spawned.contains(&pid) && !linked() {
+        if !spawned.contains(&pid) && !adopted() {
             // Not a child it can supervise: its exits do not reach this supervisor, and stopping
             // it would stop a bystander. What the factory did spawn through `Start` is stopped.
             for orphan in spawned {

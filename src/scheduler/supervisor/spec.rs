@@ -411,7 +411,10 @@ impl ChildSpec {
     ///
     /// The factory spawns one instance through its [`Start`] and returns that PID (or a
     /// process it spawned otherwise and linked to [`Start::supervisor`], such as a nested
-    /// supervisor): any other PID — another process's, or none — is refused, a failed start
+    /// supervisor started with [`Supervisor::spawn`](crate::supervision::Supervisor::spawn),
+    /// which the supervisor then supervises as one spawned through `Start`: its end stops it
+    /// even if it traps exits, and a scheduler shutdown leaves it to the supervisor's stop
+    /// order): any other PID — another process's, or none — is refused, a failed start
     /// ([`SupervisorError::Start`](crate::supervision::SupervisorError::Start)), and what the
     /// factory did spawn through its `Start` is terminated. Spawn it last: a process the factory started through `Start` before it failed is linked to the
     /// supervisor (its exit signals reach it) but is none of its children — never restarted,
