@@ -2,7 +2,8 @@
 //! from the node its request went to: a client that is no member (or another node) answering
 //! a pending request's id is rejected and counted, and the request waits on for its real answer.
 //! A spawn's answer that comes after its `spawn_on` gave up (timed out, or dropped) names a
-//! process nobody holds: it is terminated, not left running beside a retry's.
+//! process nobody holds: it is terminated, not left running beside a retry's. An ask whose
+//! future is dropped forgets its wait at once, and its answer, when it comes, is counted late.
 #![cfg(feature = "cluster")]
 
 mod cluster_support;
@@ -24,6 +25,8 @@ static HELD: AtomicBool = AtomicBool::new(false);
 enum Held {
     /// Keep the port, unanswered.
     Hold(Reply<u64>),
+    /// Keep the port, unanswered, without telling (`HELD` is another test's).
+    Keep(Reply<u64>),
     /// Answer the kept port with this.
     Release(u64),
 }
@@ -36,6 +39,7 @@ async fn holder(cx: ProcessCx<Held>, (): ()) -> Result<(), BoxError> {
                 kept = Some(port);
                 HELD.store(true, Ordering::SeqCst);
             }
+            Held::Keep(port) => kept = Some(port),
             Held::Release(n) => {
                 let _ = kept.take().expect("a kept port").send(n);
             }
@@ -212,5 +216,40 @@ async fn a_spawn_given_up_on_does_not_leave_its_process_running() {
     b.leave().await;
     b_sched.shutdown_async(GUARD).await;
     b_runtime.shutdown_background();
+    stop_nodes(nodes, GUARD).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dropped_ask_forgets_its_wait_and_its_late_answer_is_counted() {
+    let server = NatsServer::start();
+    let nodes = start_nodes(&["a", "b"], |name| cluster(&server.url(), name), GUARD).await;
+    let a = nodes[0].1.clone();
+    let pid = a
+        .spawn_on(Placement::Node("b".into()), "holder", ())
+        .await
+        .unwrap();
+    let held = a.addr::<Held>(pid);
+    let before = a.stats();
+    // Dropped mid-wait, as a `select!` that took another branch drops it.
+    let asking = {
+        let held = held.clone();
+        tokio::spawn(async move { held.ask_within(Duration::from_secs(3600), Held::Keep).await })
+    };
+    wait_until("the ask waits", GUARD, || {
+        a.stats().waits == before.waits + 1
+    });
+    asking.abort();
+    assert!(asking.await.unwrap_err().is_cancelled());
+    assert_eq!(
+        a.stats().waits,
+        before.waits,
+        "the dropped ask's wait is forgotten"
+    );
+    // The answer comes after all: dropped, and counted.
+    held.send(Held::Release(5)).unwrap();
+    wait_until("the late answer is counted", GUARD, || {
+        a.stats().late_answers > before.late_answers
+    });
+    assert_eq!(a.stats().waits, before.waits);
     stop_nodes(nodes, GUARD).await;
 }

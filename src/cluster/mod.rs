@@ -564,6 +564,7 @@ impl Node {
         let mut stats = self.shared.stats.snapshot();
         stats.monitors_served = lock(&self.shared.served).len() as u64;
         stats.backlog_bytes = self.shared.backlog() as u64;
+        stats.waits = lock(&self.shared.pending).len() as u64;
         stats
     }
 }

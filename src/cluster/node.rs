@@ -379,7 +379,12 @@ impl NodeShared {
                     return pending.remove(&id).map(|(_, pending)| pending)
                 }
                 Some((peer, _)) => peer.name.clone(),
-                None => return None,
+                None => {
+                    drop(pending);
+                    self.stats.late_answer();
+                    tracing::debug!(from = %from.name, id, "an answer for a wait no longer held");
+                    return None;
+                }
             }
         };
         self.stats.rejected_item();

@@ -499,14 +499,8 @@ impl<M: Serialize + Send + 'static> RemoteAddr<M> {
         let answered = unless_cancelled(self.wait_for(id, replied, timeout), watch.as_ref())
             .await
             .unwrap_or_else(|reason| Err(RemoteError::Cancelled(AskError::Cancelled(reason))));
-        let bytes = match answered {
-            Ok(bytes) => bytes,
-            Err(error) => {
-                // A late answer finds nothing to wake.
-                self.node.forget_pending(id);
-                return Err(error);
-            }
-        };
+        // A wait that ended without its answer was forgotten (`wait_for`).
+        let bytes = answered?;
         super::shared_bytes::within_frame(&bytes, || {
             DecodeScope::node(&self.node).decode_msgpack(&bytes)
         })
@@ -531,13 +525,17 @@ impl<M: Serialize + Send + 'static> RemoteAddr<M> {
     }
 }
 
-/// Waits for the answer `id`, failing typed on timeout (the wait is forgotten then).
+/// Waits for the answer `id`, failing typed on timeout. The wait is forgotten unless its
+/// answer came: on a timeout, and when this future is dropped before it resolves (a `select!`
+/// that took another branch, a caller's own timeout, a body's cancel) — otherwise each such
+/// wait's entry stayed in the node's table until the peer went down.
 pub(crate) async fn wait_for<T>(
     node: &NodeShared,
     id: u64,
     answer: oneshot::Receiver<Result<T, Refusal>>,
     timeout: Duration,
 ) -> Result<T, RemoteError> {
+    let mut forget = ForgetUnlessAnswered { node, id: Some(id) };
     // Awaited anywhere (`runtime.rs`): the timer is made, in the first poll, in the node's
     // runtime. Outside tokio's cooperative budget, as a local ask's answer is read
     // (`scheduler/ask.rs`): in a join of many, a budgeted poll past the task's 128th re-woke
@@ -545,12 +543,28 @@ pub(crate) async fn wait_for<T>(
     let answered =
         async { tokio::task::unconstrained(tokio::time::timeout(timeout, answer)).await };
     match super::runtime::in_runtime(&node.runtime, answered).await {
-        Ok(Ok(result)) => result.map_err(RemoteError::from_refusal),
+        Ok(Ok(result)) => {
+            // Taken from the table by the answer's delivery: nothing to forget.
+            forget.id = None;
+            result.map_err(RemoteError::from_refusal)
+        }
         // The node stopped and dropped what it waited for.
         Ok(Err(_)) => Err(RemoteError::NoConnection),
-        Err(_) => {
-            node.forget_pending(id);
-            Err(RemoteError::TimedOut(timeout))
+        Err(_) => Err(RemoteError::TimedOut(timeout)),
+    }
+}
+
+/// Forgets the wait `id` when dropped, unless its answer came (`id` taken): a late answer
+/// then finds nothing to wake, and the entry does not outlive its waiter.
+struct ForgetUnlessAnswered<'a> {
+    node: &'a NodeShared,
+    id: Option<u64>,
+}
+
+impl Drop for ForgetUnlessAnswered<'_> {
+    fn drop(&mut self) {
+        if let Some(id) = self.id {
+            self.node.forget_pending(id);
         }
     }
 }

@@ -22,6 +22,7 @@ pub(crate) struct Stats {
     stale_frames: AtomicU64,
     orphans_stopped: AtomicU64,
     backlogged: AtomicU64,
+    late_answers: AtomicU64,
 }
 
 impl Stats {
@@ -97,6 +98,10 @@ impl Stats {
         self.backlogged.fetch_add(1, Relaxed);
     }
 
+    pub(crate) fn late_answer(&self) {
+        self.late_answers.fetch_add(1, Relaxed);
+    }
+
     pub(crate) fn snapshot(&self) -> NodeStats {
         NodeStats {
             frames_out: self.frames_out.load(Relaxed),
@@ -118,6 +123,8 @@ impl Stats {
             monitors_served: 0,
             backlogged: self.backlogged.load(Relaxed),
             backlog_bytes: 0,
+            waits: 0,
+            late_answers: self.late_answers.load(Relaxed),
         }
     }
 }
@@ -198,4 +205,12 @@ pub struct NodeStats {
     /// The bytes encoded for other nodes that async-nats has not taken yet, over every lane,
     /// now (a gauge): near the limit times the peers, the network is not keeping up.
     pub backlog_bytes: u64,
+    /// This node's requests waiting for another node's answer, now (a gauge): acked sends,
+    /// asks, remote spawns and joins, monitors of remote processes, `whereis`. Each ends with
+    /// its answer, its timeout, its future's drop, or its node going down.
+    pub waits: u64,
+    /// Answers that came for a wait no longer held: its waiter had timed out, dropped its
+    /// future or been cancelled, or (a `Down`) demonitored. Dropped, as they must be; many of
+    /// them say the timeouts are shorter than the answers take.
+    pub late_answers: u64,
 }
