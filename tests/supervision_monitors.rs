@@ -208,6 +208,42 @@ fn many_monitors_on_one_target_are_independent() {
 }
 
 #[test]
+fn a_target_s_downs_come_in_the_order_its_monitors_were_made_after_demonitors_among_them() {
+    let sched = scheduler(2);
+    let target = spawn_puppet(sched.handle());
+    let target_pid = target.pid();
+    let (ready_tx, ready) = mpsc::channel();
+    let watcher = sched
+        .spawn_fn(move |cx: ProcessCx<()>| async move {
+            let made: Vec<MonitorRef> = (0..2_000).map(|_| cx.monitor(target_pid)).collect();
+            // Every third goes, from the middle as from the ends.
+            let kept: Vec<MonitorRef> = made
+                .into_iter()
+                .enumerate()
+                .filter_map(|(at, monitor)| {
+                    (at % 3 != 1 || !cx.demonitor(monitor)).then_some(monitor)
+                })
+                .collect();
+            ready_tx.send(()).unwrap();
+            let mut heard = Vec::with_capacity(kept.len());
+            for _ in 0..kept.len() {
+                heard.push(cx.recv_down().await?.monitor);
+            }
+            Ok::<_, BoxError>((kept, heard))
+        })
+        .unwrap();
+    ready.recv_timeout(GUARD).unwrap();
+    target.addr().send(Cmd::Finish).unwrap();
+    join_typed(target).unwrap();
+    let (kept, heard) = join_typed(watcher).unwrap();
+    assert_eq!(kept.len(), 1_333);
+    assert_eq!(
+        heard, kept,
+        "every kept monitor's Down, once, in the order they were made"
+    );
+}
+
+#[test]
 fn an_outside_monitor_resolves_to_the_one_down_of_its_target() {
     let sched = scheduler(2);
     let target = spawn_puppet(sched.handle());

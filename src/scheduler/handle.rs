@@ -483,7 +483,9 @@ impl SchedulerHandle {
 
     /// Every live process, for a debugging endpoint or a console. Lazy: each item is read (under
     /// its process's lock) when the iterator reaches it, so processes spawned or finished
-    /// meanwhile may or may not appear; processes still inside `init` do not.
+    /// meanwhile may or may not appear; processes still inside `init` do not. The walk covers
+    /// every slot the table has grown to (its high-water mark: the README's "Memory"), not
+    /// only the live processes' — after a wave of 200 000, about 25 ms.
     ///
     /// # Examples
     ///

@@ -40,7 +40,7 @@ use super::intake::Stale;
 use super::{Generation, Inner, Lane, Phase, ProcessCell};
 use crate::process::exit::{Down, Exit, ExitReason, MonitorRef};
 use crate::process::{CancelReason, Event, Pid};
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 
 /// Who hears of a monitored process's end.
 pub(crate) enum Watcher {
@@ -95,8 +95,14 @@ impl std::fmt::Debug for Watch {
 /// absent until first used: most processes never link or monitor.
 #[derive(Default)]
 pub(crate) struct WatchState {
-    /// Registrations on this process (protocol 8): monitors and the name mark.
-    watches: Vec<Watch>,
+    /// The monitors of this process (protocol 8's `Watch::Monitor`s), by reference: a
+    /// demonitor removes its monitor without a scan (a long-lived process monitored by many
+    /// paid O(n) per demonitor, under its mailbox lock), and the end sends the `Down`s in the
+    /// order the monitors were made (references count up: `MonitorRef::next`).
+    monitored_by: BTreeMap<MonitorRef, Watcher>,
+    /// Name marks on this process (protocol 8's `Watch::Named`): one per registration,
+    /// `unregister` takes one back.
+    named: u32,
     /// The processes linked to this one (protocol 8's `Watch::Link`s), a set: linking twice is
     /// one link (OTP), and an exit signal or `unlink` removes its link without a scan — a
     /// supervisor with n children would otherwise pay O(n) for each child's end.
@@ -202,7 +208,12 @@ impl ProcessCell {
             Watch::Link(pid) => {
                 state.links.insert(pid);
             }
-            other => state.watches.push(other),
+            Watch::Monitor { monitor, watcher } => {
+                state.monitored_by.insert(monitor, watcher);
+            }
+            Watch::Named => state.named += 1,
+            // Made only by an end (`take_watches`), never registered.
+            Watch::Monitoring(_) => {}
         }
         Ok(())
     }
@@ -250,10 +261,7 @@ impl ProcessCell {
             let Some(state) = inner.watch.as_mut() else {
                 return false;
             };
-            let at = state.watches.iter().position(
-                |watch| matches!(watch, Watch::Monitor { monitor: m, .. } if *m == monitor),
-            );
-            at.map(|at| state.watches.swap_remove(at))
+            state.monitored_by.remove(&monitor)
         };
         // A callback's captures are dropped outside the lock.
         removed.is_some()
@@ -267,9 +275,7 @@ impl ProcessCell {
             return;
         }
         if let Some(state) = inner.watch.as_mut() {
-            if let Some(at) = state.watches.iter().position(|w| matches!(w, Watch::Named)) {
-                state.watches.swap_remove(at);
-            }
+            state.named = state.named.saturating_sub(1);
         }
     }
 
@@ -281,10 +287,9 @@ impl ProcessCell {
         if !self.watchable(generation) {
             return 0;
         }
-        inner
-            .watch
-            .as_ref()
-            .map_or(0, |state| state.watches.len() + state.links.len())
+        inner.watch.as_ref().map_or(0, |state| {
+            state.monitored_by.len() + state.named as usize + state.links.len()
+        })
     }
 
     /// Protocol 8, step 2's take: the watches of the incarnation that just ended, with the
@@ -298,7 +303,15 @@ impl ProcessCell {
                 // are on their way out (asked to stop) before the supervisor hears of it and
                 // restarts the process — so a name one of them holds is known to be freed
                 // soon (`supervisor/run.rs`, `register_child`).
-                let mut watches = state.watches;
+                let mut watches: Vec<Watch> = state
+                    .monitored_by
+                    .into_iter()
+                    .map(|(monitor, watcher)| Watch::Monitor { monitor, watcher })
+                    .collect();
+                // One mark stands for all the names: the end releases every one.
+                if state.named > 0 {
+                    watches.push(Watch::Named);
+                }
                 let supervisor = state.supervisor.filter(|pid| state.links.contains(pid));
                 watches.extend(
                     state
