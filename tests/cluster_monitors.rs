@@ -1,7 +1,8 @@
 //! A process that monitors a process on another node (`Node::monitor_from`) reads its `Down`
 //! in its own mailbox, as it would a local one's: after the messages the target sent it before
 //! ending, with the target's node named, `NoProc` for a target already gone (or from a previous
-//! life of its node), `NoConnection` when the target's node dies; `demonitor` ends it, on both
+//! life of its node; `NoConnection` from a newer life not read yet), `NoConnection` when the
+//! target's node dies; `demonitor` ends it, on both
 //! nodes.
 #![cfg(feature = "cluster")]
 
@@ -123,12 +124,18 @@ async fn a_gone_target_is_no_proc_a_local_one_is_watched_here_and_a_dead_watcher
         "a remote Down names the other node's PID"
     );
 
-    // From a previous life of its node.
+    // From a previous life of its node (incarnations order by their node's start: the low
+    // 20 bits are random, the rest milliseconds)...
     let b_incarnation = nodes[1].1.incarnation();
-    let previous_life = NodePid::new("b", b_incarnation ^ 1, pid.local());
+    let previous_life = NodePid::new("b", b_incarnation - (1 << 20), pid.local());
     let (watcher, _) = spawn_watcher(sched_a, a, previous_life);
     let down = guarded("the watcher", watcher).await.expect("a Down");
     assert!(down.reason.is_no_proc(), "{:?}", down.reason);
+    // ... and from a newer one that `a` has not read yet: not reachable, not gone.
+    let next_life = NodePid::new("b", b_incarnation + (1 << 20), pid.local());
+    let (watcher, _) = spawn_watcher(sched_a, a, next_life);
+    let down = guarded("the watcher", watcher).await.expect("a Down");
+    assert!(down.reason.is_no_connection(), "{:?}", down.reason);
 
     // A process of this node: a local monitor, no node in its `Down`.
     let local = sched_a

@@ -383,10 +383,16 @@ async fn remote_spawn_ask_and_acked_send_fail_typed() {
         .unwrap_err();
     assert!(matches!(stranger.error(), RemoteError::Unregistered(_)));
     assert!(stranger.into_message().is_some(), "the message comes back");
-    let previous_life = NodePid::new("b", b.incarnation() ^ 1, pid.local());
+    let previous_life = NodePid::new("b", b.incarnation() - (1 << 20), pid.local());
     assert!(matches!(
         a.addr::<Cart>(previous_life).send_acked(Cart::Stop).await,
         Err(RemoteError::NoProc)
+    ));
+    // A newer life than the one `a` knows (its restart not read yet) is not a dead one's.
+    let next_life = NodePid::new("b", b.incarnation() + (1 << 20), pid.local());
+    assert!(matches!(
+        a.addr::<Cart>(next_life).send_acked(Cart::Stop).await,
+        Err(RemoteError::NoConnection)
     ));
     let unknown_node = NodePid::new("zz", 1, pid.local());
     assert!(a

@@ -56,7 +56,8 @@ pub(crate) fn link(
             return Ok(());
         }
         Some(live) if live != remote.incarnation() => {
-            signal(node, local, remote, ExitReason::NoProc);
+            let reason = NodeShared::other_life_exit(live, remote.incarnation());
+            signal(node, local, remote, reason);
             return Ok(());
         }
         Some(_) => {}

@@ -240,6 +240,28 @@ impl NodeShared {
     }
 
     /// The incarnation of live node `name`.
+    /// Why a PID of incarnation `incarnation` is not reached through the node's live
+    /// incarnation `live`: an older life's PID names a process that is gone (`NoProc`); a newer
+    /// life's — one this node has not read from the membership bucket yet (it lags up to a
+    /// heartbeat; a PID can come sooner, inside a message from a third node) — is not
+    /// reachable from here yet (`NoConnection`), not gone. Incarnations order by their node's
+    /// start (`start.rs`, `fresh_incarnation`).
+    pub(crate) fn other_life(live: u64, incarnation: u64) -> Refusal {
+        if incarnation < live {
+            Refusal::NoProc
+        } else {
+            Refusal::NoConnection
+        }
+    }
+
+    /// [`other_life`](Self::other_life) as the exit reason a link or monitor hears.
+    pub(crate) fn other_life_exit(live: u64, incarnation: u64) -> crate::process::ExitReason {
+        match NodeShared::other_life(live, incarnation) {
+            Refusal::NoProc => crate::process::ExitReason::NoProc,
+            _ => crate::process::ExitReason::NoConnection,
+        }
+    }
+
     pub(crate) fn incarnation_of(&self, name: &str) -> Option<u64> {
         self.peers
             .read()
@@ -249,8 +271,8 @@ impl NodeShared {
     }
 
     /// Queues `item` for `to`'s data or control subject (by the item's kind). `Err` with the
-    /// refusal when `to` is not live at that incarnation (`NoProc` for another life of a live
-    /// node, else `NoConnection`).
+    /// refusal when `to` is not live at that incarnation (`NoProc` for an older life of a live
+    /// node, else `NoConnection`: [`other_life`](Self::other_life)).
     /// An item that does not encode (a control item with an unencodable text: a bug, not a
     /// network condition) is refused as `Decode`, counted and traced.
     /// Never refused for the lane's backlog ([`Admission::Always`]).
@@ -288,7 +310,7 @@ impl NodeShared {
             return Err(Refusal::NoConnection);
         };
         if peer.id.incarnation != to.incarnation {
-            return Err(Refusal::NoProc);
+            return Err(NodeShared::other_life(peer.id.incarnation, to.incarnation));
         }
         Ok(peer.out.room())
     }
@@ -310,7 +332,7 @@ impl NodeShared {
             return Err(Refusal::NoConnection);
         };
         if peer.id.incarnation != to.incarnation {
-            return Err(Refusal::NoProc);
+            return Err(NodeShared::other_life(peer.id.incarnation, to.incarnation));
         }
         push(&peer.out).map_err(|error| match error {
             PushError::Encode(error) => {

@@ -5,9 +5,14 @@
 //! A [`NodePid`] is `(node name, incarnation, local PID)`:
 //! - the **node name** is the one the node claimed in the membership bucket (`[A-Za-z0-9_-]`,
 //!   at most 64 bytes; `config.rs`);
-//! - the **incarnation** is a random 64-bit number drawn when the node starts: a node restarted
-//!   under the same name is a new incarnation, so a PID from its previous life fails at once
-//!   with `NoProc` instead of reaching a stranger (a collision has probability 2^-64 per restart);
+//! - the **incarnation** is drawn when the node starts — its start time in milliseconds (the
+//!   high 44 bits) and 20 random bits: a node restarted under the same name is a new
+//!   incarnation, so a PID from its previous life fails at once with `NoProc` instead of
+//!   reaching a stranger. Lives of one name order by their start, so a PID of a *newer* life
+//!   than the one a node has read from the membership bucket (it lags up to a heartbeat behind
+//!   a restart; the PID may come sooner, from a third node) is `NoConnection` there — not
+//!   reachable yet — rather than taken for a dead one's (the ordering assumes the clocks of
+//!   the machines one name restarts on agree to within the restart's time, a second or more);
 //! - the **local PID** is the node's own [`Pid`], never reused by that scheduler.
 //!
 //! So a `NodePid` is never reused cluster-wide. The local fast path does not see any of this:
@@ -34,9 +39,10 @@ use std::sync::Arc;
 /// # Layout and limits
 /// - **node**: the name the node claimed in the membership bucket, 1 to 64 bytes of
 ///   `[A-Za-z0-9_-]` (a second live node cannot claim it);
-/// - **incarnation**: a random non-zero 64-bit number drawn each time the node starts, so a
-///   PID from a node's previous life fails at once with `NoProc` instead of reaching a
-///   stranger (two lives of one name collide with probability 2⁻⁶⁴);
+/// - **incarnation**: a non-zero 64-bit number drawn each time the node starts (its start
+///   time in milliseconds, then 20 random bits), so a PID from a node's previous life fails
+///   at once with `NoProc` instead of reaching a stranger, and one from a newer life this node
+///   has not heard of yet is `NoConnection` (see the module's "Layout and limits");
 /// - **local PID**: the node's own [`Pid`] (a slot of its process table, at most 2²⁶ live
 ///   processes, and that slot's generation: a slot retires after 2³⁸ of them, so a PID is
 ///   never reused by its scheduler).

@@ -82,7 +82,9 @@ impl RemoteMonitor {
         }
         match node.incarnation_of(pid.node()) {
             None => ready(ExitReason::NoConnection),
-            Some(live) if live != pid.incarnation() => ready(ExitReason::NoProc),
+            Some(live) if live != pid.incarnation() => {
+                ready(NodeShared::other_life_exit(live, pid.incarnation()))
+            }
             Some(_) => {
                 let peer = PeerId {
                     name: pid.node_arc().clone(),

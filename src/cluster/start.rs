@@ -332,9 +332,15 @@ impl Node {
     }
 }
 
-/// A random, non-zero incarnation.
+/// A new incarnation: the node's start time in milliseconds since the Unix epoch (the high
+/// 44 bits: until the year 2527), then 20 random bits. So the lives of one name order by their
+/// start — a PID of a newer life than the one a node knows is not taken for an older one's
+/// (`NodeShared::other_life`) — and two nodes started in the same millisecond still differ.
 fn fresh_incarnation() -> u64 {
-    random_u64()
+    let millis = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |elapsed| elapsed.as_millis() as u64);
+    (((millis & ((1 << 44) - 1)) << 20) | (random_u64() & ((1 << 20) - 1))).max(1)
 }
 
 /// A random, non-zero number: the standard library's per-process random hash keys (drawn from
@@ -350,4 +356,31 @@ pub(crate) fn random_u64() -> u64 {
     );
     hasher.write_u32(std::process::id());
     hasher.finish().max(1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fresh_incarnation;
+
+    #[test]
+    fn an_incarnation_is_its_start_in_milliseconds_then_random_bits() {
+        let now = || {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_millis() as u64
+        };
+        let before = now();
+        let drawn: Vec<u64> = (0..64).map(|_| fresh_incarnation()).collect();
+        let after = now();
+        for incarnation in &drawn {
+            assert!(
+                (before..=after).contains(&(incarnation >> 20)),
+                "{incarnation:x}"
+            );
+        }
+        // The random bits tell apart lives started in one millisecond.
+        let distinct: std::collections::HashSet<_> = drawn.iter().collect();
+        assert!(distinct.len() > 60, "{} distinct of 64", distinct.len());
+    }
 }
