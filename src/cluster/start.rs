@@ -282,6 +282,11 @@ impl Node {
     /// node's death ends its processes' reachability, as a restarted node's would); hand out
     /// [`Node::pid`]s afresh.
     ///
+    /// A node that leaves while its NATS server is out of reach releases everything but its
+    /// connection: async-nats (0.51) keeps retrying in its connection task, holding the old
+    /// socket, and reads that the client is gone only once it reconnects — one task and one
+    /// file descriptor until the server is back.
+    ///
     /// # Examples
     ///
     /// ```no_run
