@@ -151,8 +151,11 @@ impl<M: 'static> ProcessCx<M> {
     ///
     /// A cancel queues behind the messages already in the mailbox, and is reported as soon as
     /// a step has delivered it: ahead of the messages delivered to the body and not received
-    /// yet (up to `max_batch` of them), after those still queued; a backlog larger than that
-    /// delays it (a shutdown whose grace period ends first forces the process). A body that
+    /// yet, after those still queued. Each step delivers up to `max_batch` messages, and steps
+    /// go on delivering while the body awaits something other than a receive (a timer, a
+    /// call): a body that was not receiving may find the cancel ahead of its whole backlog,
+    /// one that receives all along ahead of at most a batch (a backlog larger than that delays
+    /// it; a shutdown whose grace period ends first forces the process). A body that
     /// must handle the messages it went ahead of can go on receiving after the `Cancelled`:
     /// the next receives return them, then wait — until a shutdown's grace period ends, and
     /// outside a shutdown (a [`cancel`](crate::SchedulerHandle::cancel)) for as long as the

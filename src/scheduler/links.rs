@@ -180,8 +180,10 @@ impl SchedulerHandle {
     /// The cancel **queues behind the messages already in the mailbox**, as any event does
     /// (`terminate` is the way past a backlog). A state machine reads it after them. An
     /// `async fn` body's receive reports it as soon as a step has delivered it: ahead of the
-    /// messages that step and earlier ones delivered to the body and it has not received yet
-    /// (up to `max_batch` of them), after those still queued in the mailbox. The messages it
+    /// messages that step and earlier ones delivered to the body and it has not received yet,
+    /// after those still queued in the mailbox. (Each step delivers up to `max_batch`, and steps
+    /// go on delivering while the body awaits something other than a receive: a body that was
+    /// not receiving may find the cancel ahead of its whole backlog.) The messages it
     /// went ahead of stay readable — receives after the `Cancelled` (or after
     /// [`cx.cancelled()`](crate::ProcessCx::cancelled) resolved) return them, and then wait:
     /// outside a shutdown nothing ends that wait but the process (drain with
