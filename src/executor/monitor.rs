@@ -58,7 +58,9 @@
 //! (`Shared::hand_over_next`, with the producers' protocol) and wakes one parked worker if none
 //! is searching (`Shared::notify_parked`), which takes that task or steals the deque's work like
 //! any searcher. So a process woken by a step that then blocks waits one to two ticks
-//! (2.5–5 ms with the default threshold), not for the blocking step; a long poll's hand-off
+//! (2.5–5 ms with the default threshold: a poll is seen slow by the second sample that finds it
+//! running; a monitor woken from its idle sleep takes its first sample at once), not for the
+//! blocking step; a long poll's hand-off
 //! follows at the threshold as always. Checked by
 //! `loom_lone_task_behind_a_blocked_poll_runs_after_the_nudge` (`executor/tests/loom_park.rs`).
 //!
@@ -584,6 +586,10 @@ pub(crate) fn run<T>(monitor: &Monitor<T>, shared: &impl MonitorHost) {
                 if !monitor.wait(shared, None) {
                     break;
                 }
+                // Woken by work: sample at once, so that a poll already running is seen slow a
+                // tick from now (the nudge), not two — the first sample only starts its clock.
+                monitor.sleeping.store(false, SeqCst);
+                monitor.tick(shared, &mut view, clock());
             }
             monitor.sleeping.store(false, SeqCst);
         }
