@@ -106,9 +106,14 @@ fn cluster(url: &str, name: &str) -> Cluster {
         .spawnable("orphan", orphan)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_forged_answer_to_a_pending_ask_is_rejected_and_the_real_one_arrives() {
-    let server = NatsServer::start();
+/// Nodes `a` and `b` on `server`, and `a`'s address of a `holder` spawned on `b`.
+async fn holder_on_b(
+    server: &NatsServer,
+) -> (
+    Vec<(Scheduler, Node)>,
+    Node,
+    procsched::cluster::RemoteAddr<Held>,
+) {
     let nodes = start_nodes(&["a", "b"], |name| cluster(&server.url(), name), GUARD).await;
     let a = nodes[0].1.clone();
     let pid = a
@@ -116,6 +121,13 @@ async fn a_forged_answer_to_a_pending_ask_is_rejected_and_the_real_one_arrives()
         .await
         .unwrap();
     let held = a.addr::<Held>(pid);
+    (nodes, a, held)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_forged_answer_to_a_pending_ask_is_rejected_and_the_real_one_arrives() {
+    let server = NatsServer::start();
+    let (nodes, a, held) = holder_on_b(&server).await;
     let asking = {
         let held = held.clone();
         tokio::spawn(async move { held.ask(Held::Hold).await })
@@ -222,13 +234,7 @@ async fn a_spawn_given_up_on_does_not_leave_its_process_running() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dropped_ask_forgets_its_wait_and_its_late_answer_is_counted() {
     let server = NatsServer::start();
-    let nodes = start_nodes(&["a", "b"], |name| cluster(&server.url(), name), GUARD).await;
-    let a = nodes[0].1.clone();
-    let pid = a
-        .spawn_on(Placement::Node("b".into()), "holder", ())
-        .await
-        .unwrap();
-    let held = a.addr::<Held>(pid);
+    let (nodes, a, held) = holder_on_b(&server).await;
     let before = a.stats();
     // Dropped mid-wait, as a `select!` that took another branch drops it.
     let asking = {
