@@ -239,7 +239,6 @@ impl NodeShared {
             .then(|| severance::judge(severed, seen, peer.severed_us, peer.severed_it))
     }
 
-    /// The incarnation of live node `name`.
     /// Why a PID of incarnation `incarnation` is not reached through the node's live
     /// incarnation `live`: an older life's PID names a process that is gone (`NoProc`); a newer
     /// life's — one this node has not read from the membership bucket yet (it lags up to a
@@ -262,6 +261,7 @@ impl NodeShared {
         }
     }
 
+    /// The incarnation of live node `name`.
     pub(crate) fn incarnation_of(&self, name: &str) -> Option<u64> {
         self.peers
             .read()
