@@ -394,6 +394,27 @@ async fn remote_spawn_ask_and_acked_send_fail_typed() {
         a.addr::<Cart>(next_life).send_acked(Cart::Stop).await,
         Err(RemoteError::NoConnection)
     ));
+    // An incarnation no start could have drawn yet (an earlier release drew them at random)
+    // orders nothing: an old life's.
+    let random_life = NodePid::new("b", u64::MAX - 7, pid.local());
+    assert!(matches!(
+        a.addr::<Cart>(random_life).send_acked(Cart::Stop).await,
+        Err(RemoteError::NoProc)
+    ));
+    // The same rule for `a`'s own name: an earlier life of it is gone, a later one is a node
+    // that took the name, which `a` cannot reach.
+    let own = |incarnation| NodePid::new("a", incarnation, pid.local());
+    let own_earlier = a.addr::<Cart>(own(a.incarnation() - (1 << 20)));
+    assert!(matches!(
+        own_earlier.send(Cart::Stop).unwrap_err().error(),
+        RemoteError::NoProc
+    ));
+    let own_later = a.addr::<Cart>(own(a.incarnation() + (1 << 20)));
+    assert!(own_later
+        .send(Cart::Stop)
+        .unwrap_err()
+        .error()
+        .is_no_connection());
     let unknown_node = NodePid::new("zz", 1, pid.local());
     assert!(a
         .addr::<Cart>(unknown_node)

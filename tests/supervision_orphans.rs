@@ -306,3 +306,50 @@ fn a_scheduler_shutdown_leaves_an_adopted_child_to_its_supervisor_s_stop_order()
     assert_eq!(order.recv_timeout(GUARD), Ok("first"));
     drop(root);
 }
+
+#[test]
+fn a_factory_that_links_another_supervisor_s_child_does_not_take_it_from_that_supervisor() {
+    let sched = scheduler(2);
+    let (heard_tx, heard) = mpsc::channel();
+    let trapper = ChildSpec::new("p", move |start| {
+        let heard = heard_tx.clone();
+        start.spawn_fn(move |cx: ProcessCx<()>| async move {
+            cx.trap_exit(true);
+            heard.send("trapping").unwrap();
+            loop {
+                if let Err(cancelled) = cx.recv_any().await {
+                    heard.send("cancelled").unwrap();
+                    return Err::<(), BoxError>(cancelled.into());
+                }
+            }
+        })
+    })
+    .register_as("p");
+    let first = run(Supervisor::one_for_one()
+        .child(trapper)
+        .start(sched.handle()))
+    .unwrap();
+    assert_eq!(heard.recv_timeout(GUARD), Ok("trapping"));
+    // A second supervisor whose factory returns `first`'s child, linked to itself.
+    let borrowing = ChildSpec::new("borrowed", |start| {
+        let p = start.scheduler().whereis("p").expect("p runs");
+        start
+            .scheduler()
+            .link(p, start.supervisor())
+            .map_err(|gone| {
+                SpawnError::Init(procsched::error::InitError::failed(gone.to_string()))
+            })?;
+        Ok(p)
+    });
+    let _second = run(Supervisor::one_for_one()
+        .child(borrowing)
+        .start(sched.handle()))
+    .unwrap();
+    // `first` still owns it: its end stops the child, trapping as it is.
+    let p = sched.handle().whereis("p").unwrap();
+    let p_down = sched.monitor(p);
+    sched.terminate(first.pid()).unwrap();
+    assert_eq!(heard.recv_timeout(GUARD), Ok("cancelled"));
+    assert!(run(p_down).reason.is_killed());
+    sched.shutdown(GUARD);
+}

@@ -21,8 +21,10 @@ pub enum RemoteError {
     /// The process's mailbox is full.
     #[error("the process's mailbox is full")]
     MailboxFull,
-    /// The PID is from another life (incarnation) of its node.
-    #[error("the PID belongs to another life of its node")]
+    /// The PID is from an earlier life (incarnation) of its node: its process is gone. (A PID
+    /// of a later life than the one this node knows is `NoConnection`: not reachable from
+    /// here yet.)
+    #[error("the PID belongs to an earlier life of its node")]
     NoProc,
     /// The node cannot be reached: unknown, declared down, or it died while this waited.
     #[error("the node cannot be reached")]

@@ -65,22 +65,20 @@ impl NodeShared {
         self.is_evicted() || self.stopped.load(std::sync::atomic::Ordering::Acquire)
     }
 
-    /// What an operation on a PID of another incarnation of this node's name fails with:
-    /// `NoProc` for a previous life's; `NoConnection` once this node lost its name — the PID
-    /// may be a live process of the new holder, which this node cannot reach.
-    pub(crate) fn other_life_error(&self) -> RemoteError {
-        match self.is_evicted() {
-            true => RemoteError::NoConnection,
-            false => RemoteError::NoProc,
+    /// What an operation on a PID of incarnation `incarnation` of this node's name (not this
+    /// one's) fails with: `NoProc` for an earlier life's; `NoConnection` for a later one's — a
+    /// node that took the name after this one lost it, whose processes this node cannot reach,
+    /// whether or not it has read its eviction yet ([`NodeShared::other_life`]).
+    pub(crate) fn other_life_error(&self, incarnation: u64) -> RemoteError {
+        match NodeShared::other_life(self.me.incarnation, incarnation) {
+            super::wire::Refusal::NoProc => RemoteError::NoProc,
+            _ => RemoteError::NoConnection,
         }
     }
 
     /// [`other_life_error`](Self::other_life_error) as a link's or monitor's exit reason.
-    pub(crate) fn other_life_reason(&self) -> ExitReason {
-        match self.is_evicted() {
-            true => ExitReason::NoConnection,
-            false => ExitReason::NoProc,
-        }
+    pub(crate) fn other_life_reason(&self, incarnation: u64) -> ExitReason {
+        NodeShared::other_life_exit(self.me.incarnation, incarnation)
     }
 }
 

@@ -38,7 +38,12 @@ pub(crate) fn link(
     }
     if **remote.node_arc() == *node.me.name {
         if remote.incarnation() != node.me.incarnation {
-            signal(node, local, remote, node.other_life_reason());
+            signal(
+                node,
+                local,
+                remote,
+                node.other_life_reason(remote.incarnation()),
+            );
             return Ok(());
         }
         return node
@@ -169,7 +174,7 @@ pub(crate) fn peer_down(node: &NodeShared, peer: &PeerId) {
 pub(crate) fn stop(node: &Arc<NodeShared>, pid: &NodePid, kill: bool) -> Result<(), RemoteError> {
     if **pid.node_arc() == *node.me.name {
         if pid.incarnation() != node.me.incarnation {
-            return Err(node.other_life_error());
+            return Err(node.other_life_error(pid.incarnation()));
         }
         return stop_local(node, pid.local(), kill);
     }

@@ -237,7 +237,8 @@ impl Node {
         &self.shared.me.name
     }
 
-    /// This node's incarnation: drawn at random when it started.
+    /// This node's incarnation: its start time in milliseconds and 20 random bits, drawn when
+    /// it started (`NodePid`'s "Layout and limits").
     ///
     /// # Examples
     ///

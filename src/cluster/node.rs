@@ -244,12 +244,14 @@ impl NodeShared {
     /// life's — one this node has not read from the membership bucket yet (it lags up to a
     /// heartbeat; a PID can come sooner, inside a message from a third node) — is not
     /// reachable from here yet (`NoConnection`), not gone. Incarnations order by their node's
-    /// start (`start.rs`, `fresh_incarnation`).
+    /// start (`start.rs`, `fresh_incarnation`); one that cannot be a start time yet (drawn at
+    /// random by an earlier release, whose values mostly read far in the future) orders
+    /// nothing, and is an old life's.
     pub(crate) fn other_life(live: u64, incarnation: u64) -> Refusal {
-        if incarnation < live {
-            Refusal::NoProc
-        } else {
+        if incarnation > live && super::start::could_have_started(incarnation) {
             Refusal::NoConnection
+        } else {
+            Refusal::NoProc
         }
     }
 

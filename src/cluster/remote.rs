@@ -162,7 +162,7 @@ impl<M: Serialize + Send + 'static> RemoteAddr<M> {
     pub(super) fn route(&self) -> Result<Route, RemoteError> {
         if **self.pid.node_arc() == *self.node.me.name {
             if self.pid.incarnation() != self.node.me.incarnation {
-                return Err(self.node.other_life_error());
+                return Err(self.node.other_life_error(self.pid.incarnation()));
             }
             // As the receiving node checks a remote sender's (`Registry::message`).
             super::registry::check_takes::<M>(self.node.takes(self.pid.local()))
@@ -254,7 +254,8 @@ impl<M: Serialize + Send + 'static> RemoteAddr<M> {
     ///
     /// # Errors
     ///
-    /// `NoConnection` (node unknown or down), `NoProc` (another life of the node),
+    /// `NoConnection` (node unknown or down, or a later life of it this node has not read yet),
+    /// `NoProc` (an earlier life of the node),
     /// `Unregistered`, `Encode`, `TooLarge`, `Backlogged` (the lane to that node holds more
     /// than [`Cluster::max_backlog`](super::Cluster::max_backlog) unsent: the network is
     /// behind; [`send_wait`](Self::send_wait) waits instead); for a local process, as

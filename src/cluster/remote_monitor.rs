@@ -72,7 +72,7 @@ impl RemoteMonitor {
         };
         if **pid.node_arc() == *node.me.name {
             if pid.incarnation() != node.me.incarnation {
-                return ready(node.other_life_reason());
+                return ready(node.other_life_reason(pid.incarnation()));
             }
             let monitor = node.sched.monitor(pid.local());
             return RemoteMonitor {

@@ -348,6 +348,18 @@ fn fresh_incarnation() -> u64 {
     (((millis & ((1 << 44) - 1)) << 20) | (random_u64() & ((1 << 20) - 1))).max(1)
 }
 
+/// Whether `incarnation` could be a node's start drawn by [`fresh_incarnation`]: its time
+/// part is not more than a day ahead of this machine's clock. An earlier release drew
+/// incarnations at random; most of those read centuries ahead, and a PID carrying one must not
+/// pass for a newer life's.
+pub(crate) fn could_have_started(incarnation: u64) -> bool {
+    const DAY_MS: u64 = 24 * 60 * 60 * 1000;
+    let millis = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |elapsed| elapsed.as_millis() as u64);
+    incarnation >> 20 <= millis.saturating_add(DAY_MS)
+}
+
 /// A random, non-zero number: the standard library's per-process random hash keys (drawn from
 /// the operating system's generator), mixed with the clock and the process id.
 pub(crate) fn random_u64() -> u64 {

@@ -218,12 +218,14 @@ impl ProcessCell {
         Ok(())
     }
 
-    /// Makes the process of `generation` `supervisor`'s child if it lives and is linked to
-    /// it; `false` otherwise. A supervisor adopts this way what its child factory spawned
-    /// other than through its `Start` (a nested supervisor, say) and linked to it: marked as
-    /// a `Start` spawn marks its child ([`set_supervised`](Self::set_supervised)), so that the
+    /// `true` if the process of `generation` lives and is linked to `supervisor`, which then
+    /// supervises it: a supervisor adopts this way what its child factory spawned other than
+    /// through its `Start` (a nested supervisor, say) and linked to it — marked as a `Start`
+    /// spawn marks its child ([`set_supervised`](Self::set_supervised)), so that the
     /// supervisor's end stops it even if it traps exits, and a scheduler shutdown leaves it to
-    /// the supervisor's stop order.
+    /// the supervisor's stop order. Unless another supervisor, still linked, has it already:
+    /// that claim stands (its end still stops the process, and its stop order holds); the
+    /// process is accepted, linked, but not marked.
     pub(crate) fn adopt(&self, generation: Generation, supervisor: Pid) -> bool {
         let mut inner = self.mailbox.inner.lock();
         if !self.watchable(generation) {
@@ -235,7 +237,10 @@ impl ProcessCell {
         if !state.links.contains(&supervisor) {
             return false;
         }
-        state.supervisor = Some(supervisor);
+        // Cleared when its link goes (`remove_link`): a claim here is a linked supervisor's.
+        if state.supervisor.is_none() {
+            state.supervisor = Some(supervisor);
+        }
         true
     }
 
