@@ -227,25 +227,31 @@ fn a_supervisor_asked_to_finish_while_a_child_supervisor_starts_stops_it_before_
     sched.shutdown(Duration::ZERO);
 }
 
+/// A child that traps exits, says `"trapping"` on `heard` once it does, and `"cancelled"` when
+/// a cancel ends its wait.
+fn trapping_child(id: &'static str, heard: mpsc::Sender<&'static str>) -> ChildSpec {
+    ChildSpec::new(id, move |start| {
+        let heard = heard.clone();
+        start.spawn_fn(move |cx: ProcessCx<()>| async move {
+            cx.trap_exit(true);
+            heard.send("trapping").unwrap();
+            loop {
+                if let Err(cancelled) = cx.recv_any().await {
+                    heard.send("cancelled").unwrap();
+                    return Err::<(), BoxError>(cancelled.into());
+                }
+            }
+        })
+    })
+}
+
 /// A factory that spawns its child otherwise than through `Start` — a nested supervisor
 /// started with `Supervisor::spawn` — and links it to the supervisor: the child is adopted,
 /// supervised as a `Start` spawn would be.
 fn adopted_sub_supervisor(heard: mpsc::Sender<&'static str>) -> ChildSpec {
     ChildSpec::new("adopted", move |start| {
         let heard = heard.clone();
-        let trapper = ChildSpec::new("trapper", move |start| {
-            let heard = heard.clone();
-            start.spawn_fn(move |cx: ProcessCx<()>| async move {
-                cx.trap_exit(true);
-                heard.send("trapping").unwrap();
-                loop {
-                    if let Err(cancelled) = cx.recv_any().await {
-                        heard.send("cancelled").unwrap();
-                        return Err::<(), BoxError>(cancelled.into());
-                    }
-                }
-            })
-        });
+        let trapper = trapping_child("trapper", heard.clone());
         let inner = Supervisor::one_for_one()
             .child(trapper)
             .spawn(start.scheduler())?;
@@ -311,20 +317,7 @@ fn a_scheduler_shutdown_leaves_an_adopted_child_to_its_supervisor_s_stop_order()
 fn a_factory_that_links_another_supervisor_s_child_does_not_take_it_from_that_supervisor() {
     let sched = scheduler(2);
     let (heard_tx, heard) = mpsc::channel();
-    let trapper = ChildSpec::new("p", move |start| {
-        let heard = heard_tx.clone();
-        start.spawn_fn(move |cx: ProcessCx<()>| async move {
-            cx.trap_exit(true);
-            heard.send("trapping").unwrap();
-            loop {
-                if let Err(cancelled) = cx.recv_any().await {
-                    heard.send("cancelled").unwrap();
-                    return Err::<(), BoxError>(cancelled.into());
-                }
-            }
-        })
-    })
-    .register_as("p");
+    let trapper = trapping_child("p", heard_tx).register_as("p");
     let first = run(Supervisor::one_for_one()
         .child(trapper)
         .start(sched.handle()))
