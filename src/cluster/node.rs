@@ -382,10 +382,6 @@ impl NodeShared {
         lock(&self.pending).remove(&id).map(|(_, pending)| pending)
     }
 
-    /// Takes what waits under `id`, if `from` is the node it waits on: an answer (an ack, a
-    /// reply, a `Down`…) comes only from the node its request went to. One from any other
-    /// client is rejected (counted, traced) and leaves the wait as it was — ids are a counter,
-    /// easy to guess.
     /// An answer (`what`) that arrived and did not decode here (`why`: the nodes disagree on
     /// its type, or it is nested deeper than `max_nesting`): counted and traced as a rejected
     /// item, as a message that does not decode is; the asker gets `Decode`.
@@ -395,6 +391,10 @@ impl NodeShared {
         super::RemoteError::Decode(why)
     }
 
+    /// Takes what waits under `id`, if `from` is the node it waits on: an answer (an ack, a
+    /// reply, a `Down`…) comes only from the node its request went to. One from any other
+    /// client is rejected (counted, traced) and leaves the wait as it was — ids are a counter,
+    /// easy to guess. One for a wait no longer held is counted late (`NodeStats::late_answers`).
     pub(crate) fn take_pending(&self, id: u64, from: &PeerId) -> Option<Pending> {
         let expected = {
             let mut pending = lock(&self.pending);
