@@ -35,6 +35,10 @@ use std::cell::RefCell;
 /// crosses the pool in the models.
 const BATCH: usize = if cfg!(loom) { 1 } else { 32 };
 
+/// Emptied batches the pool keeps for reuse ([`Batches::empty`]): enough for a few threads
+/// trading batches, a bounded 4 KiB at most.
+const MAX_EMPTY: usize = 32;
+
 /// The free list of one process table.
 pub(crate) struct FreeList {
     pool: Arc<Pool>,
@@ -43,7 +47,19 @@ pub(crate) struct FreeList {
 /// What no thread caches: full batches (and whatever exiting threads gave back).
 #[derive(Default)]
 struct Pool {
-    batches: Mutex<Vec<Vec<u32>>>,
+    batches: Mutex<Batches>,
+}
+
+/// The pool's contents, under its one lock.
+#[derive(Default)]
+struct Batches {
+    /// Batches of free indices.
+    full: Vec<Vec<u32>>,
+    /// Emptied batches, their capacity kept: a claim leaves its drained batch here and a release
+    /// takes one for its next batch, under the lock each already takes. Without them, a thread
+    /// that only releases (a worker finishing processes) allocated a batch every [`BATCH`]
+    /// finishes, and a thread that only claims (a spawner outside the workers) freed them.
+    empty: Vec<Vec<u32>>,
 }
 
 /// One thread's share (protocol steps 1–3).
@@ -79,7 +95,9 @@ impl Cache {
             std::mem::take(&mut self.released),
         );
         let mut batches = lock(&pool.batches);
-        batches.extend([claiming, released].into_iter().filter(|b| !b.is_empty()));
+        batches
+            .full
+            .extend([claiming, released].into_iter().filter(|b| !b.is_empty()));
     }
 }
 
@@ -109,8 +127,13 @@ impl FreeList {
             if let Some(index) = cache.claiming.pop().or_else(|| cache.released.pop()) {
                 return Some(index);
             }
-            let batch = lock(&self.pool.batches).pop()?;
-            cache.claiming = batch;
+            let mut batches = lock(&self.pool.batches);
+            let batch = batches.full.pop()?;
+            let drained = std::mem::replace(&mut cache.claiming, batch);
+            if drained.capacity() >= BATCH && batches.empty.len() < MAX_EMPTY {
+                batches.empty.push(drained);
+            }
+            drop(batches);
             cache.claiming.pop()
         });
         match claimed {
@@ -118,10 +141,10 @@ impl FreeList {
             // The thread is exiting and its cache is gone: straight from the pool.
             Err(_) => {
                 let mut batches = lock(&self.pool.batches);
-                let batch = batches.last_mut()?;
+                let batch = batches.full.last_mut()?;
                 let index = batch.pop();
                 if batch.is_empty() {
-                    batches.pop();
+                    batches.full.pop();
                 }
                 index.map(|i| i as usize)
             }
@@ -136,19 +159,70 @@ impl FreeList {
             cache.serve(&self.pool);
             cache.released.push(index);
             if cache.released.len() >= BATCH {
-                let full = std::mem::replace(&mut cache.released, Vec::with_capacity(BATCH));
-                lock(&self.pool.batches).push(full);
+                let mut batches = lock(&self.pool.batches);
+                let next = batches
+                    .empty
+                    .pop()
+                    .unwrap_or_else(|| Vec::with_capacity(BATCH));
+                let full = std::mem::replace(&mut cache.released, next);
+                batches.full.push(full);
             }
         });
         if cached.is_err() {
             // The thread is exiting and its cache is gone: straight to the pool.
-            lock(&self.pool.batches).push(vec![index]);
+            lock(&self.pool.batches).full.push(vec![index]);
         }
     }
 
     /// Forgets every index in the pool: the table is going away (thread caches still holding
     /// some drop them with their last reference to the pool).
     pub(crate) fn clear(&self) {
-        lock(&self.pool.batches).clear();
+        let mut batches = lock(&self.pool.batches);
+        batches.full.clear();
+        batches.empty.clear();
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    /// A spawner that only claims and a worker that only releases trade the same batches:
+    /// the claimer's drained batch is the releaser's next one.
+    #[test]
+    fn drained_batches_are_reused_by_releases() {
+        let list = FreeList::new();
+        let releaser_batch = |list: &FreeList| {
+            for index in 0..BATCH {
+                list.release(index);
+            }
+        };
+        let claim_all = |list: &FreeList| {
+            std::thread::scope(|s| {
+                s.spawn(|| {
+                    let claimed: Vec<_> = std::iter::from_fn(|| list.claim()).collect();
+                    assert_eq!(claimed.len(), BATCH, "exactly the released batch");
+                });
+            })
+        };
+        // The claiming thread's cache goes back to the pool when it exits, so run two rounds
+        // on one claiming thread: its second claim leaves the first batch's vector behind.
+        releaser_batch(&list);
+        releaser_batch(&list);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let claimed: Vec<_> = std::iter::from_fn(|| list.claim()).collect();
+                assert_eq!(claimed.len(), 2 * BATCH, "both batches, each index once");
+            });
+        });
+        let empties = lock(&list.pool.batches).empty.len();
+        assert_eq!(empties, 1, "the first batch, drained, kept for reuse");
+        releaser_batch(&list);
+        assert_eq!(
+            lock(&list.pool.batches).empty.len(),
+            0,
+            "the next full batch went out in the kept vector"
+        );
+        claim_all(&list);
     }
 }

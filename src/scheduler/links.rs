@@ -162,9 +162,10 @@ impl Inner {
                     let _ = cell.deliver_down(pid.generation(), down);
                 }
             }
-            Watcher::Callback(callback) => {
-                // User code only in the sense that a dropped receiver's drop is: contained.
-                self.contained(contained(move || callback(down)));
+            Watcher::Channel(channel) => {
+                // User code only in the sense that a dropped receiver's drop is (the `Down`
+                // handed back and dropped here may hold a user's error): contained.
+                self.contained(contained(move || drop(channel.send(down))));
             }
         }
     }
@@ -504,9 +505,7 @@ impl SchedulerHandle {
         let (tx, rx) = oneshot::channel();
         let watch = Watch::Monitor {
             monitor,
-            watcher: Watcher::Callback(Box::new(move |down| {
-                let _ = tx.send(down);
-            })),
+            watcher: Watcher::Channel(tx),
         };
         if let Err(refused) = self.watch(target, watch) {
             let Watch::Monitor { watcher, .. } = refused else {

@@ -46,8 +46,9 @@ use std::collections::{BTreeMap, HashSet};
 pub(crate) enum Watcher {
     /// A process: the `Down` goes to its mailbox.
     Process(Pid),
-    /// Anyone else (an outside monitor's future): called with the `Down`, outside any lock.
-    Callback(Box<dyn FnOnce(Down) + Send>),
+    /// Anyone else (an outside monitor's future): the `Down` goes to this channel, outside any
+    /// lock.
+    Channel(tokio::sync::oneshot::Sender<Down>),
 }
 
 /// One registration on a watched process.
@@ -83,7 +84,7 @@ impl std::fmt::Debug for Watch {
                     "watcher",
                     &match watcher {
                         Watcher::Process(pid) => pid.to_string(),
-                        Watcher::Callback(_) => "a callback".to_owned(),
+                        Watcher::Channel(_) => "a channel".to_owned(),
                     },
                 )
                 .finish(),
