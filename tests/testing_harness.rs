@@ -2,6 +2,8 @@
 //! serves asks is stepped with a `Reply` port built around a `oneshot`, and a process that has
 //! ended (done, or failed) is not stepped again — every later step is an error, not a panic.
 
+mod support;
+
 use procsched::prelude::*;
 use procsched::state_machine::{Events, Process, Status, StepOutput};
 use procsched::testing::Harness;
@@ -312,4 +314,42 @@ fn a_body_awaiting_cx_run_fails_its_step_with_an_error_naming_it() {
     harness.init("run", Payload::empty()).unwrap();
     let error = harness.step().unwrap_err().to_string();
     assert!(error.contains("`cx.run`"), "{error}");
+}
+
+/// Panics when dropped (a payload whose destructor panics).
+struct Grenade;
+
+impl Drop for Grenade {
+    fn drop(&mut self) {
+        panic!("{}: a destructor the harness runs", support::EXPECTED_PANIC);
+    }
+}
+
+#[test]
+fn destructors_that_panic_are_contained_by_the_harness_as_by_a_scheduler() {
+    // A scheduler drops a step's unread messages and a `Done` step's yields each inside its
+    // own `catch_unwind`; the harness does too, so a test sees the outcome a scheduler gives.
+    support::quiet_panics();
+    struct Reader {
+        steps: u32,
+    }
+    impl Process for Reader {
+        type Output = u32;
+        fn step(&mut self, _: &mut Events, out: &mut StepOutput<u32>) -> Result<(), BoxError> {
+            // Reads nothing: the grenade is left for the harness to drop.
+            self.steps += 1;
+            if self.steps == 2 {
+                out.yield_command(1, Grenade);
+                out.done(self.steps);
+            } else {
+                out.idle();
+            }
+            Ok(())
+        }
+    }
+    let mut harness = Harness::new(Reader { steps: 0 });
+    harness.init("run", Payload::empty()).unwrap();
+    harness.send_typed(Grenade);
+    assert!(matches!(harness.step().unwrap().status, Status::Idle));
+    assert!(matches!(harness.step().unwrap().status, Status::Done(2)));
 }

@@ -12,7 +12,9 @@
 //! by its glue: its owner drains it and hands each element to [`drop_contained`] (the mailbox's
 //! queues, a step's events and output, the async-fn adapter's inbox and kept completions, the
 //! intake queue's stale events; `Queue`, `StepOutput` and the adapter's state do it in their
-//! `Drop`).
+//! `Drop`). A body the crate writes itself — a supervisor — holds user values too (its
+//! children's specs, the exit reasons it hears): it disposes of them the same way
+//! (`ProcessCx::dispose`), counted on its own process.
 //!
 //! # Counted, and told
 //! Each contained panic is traced (`warn`, with the panic's message; inside a process's span,

@@ -267,6 +267,22 @@ impl<M: 'static> ProcessCx<M> {
     }
 }
 
+impl<M> ProcessCx<M> {
+    /// Drops `value` — a user value a body the crate wrote holds (a supervisor's child spec,
+    /// an exit reason that may hold a child's error) — with a panic of its destructor
+    /// contained and counted on this process (`process/contain.rs`): the body goes on.
+    pub(crate) fn dispose<T>(&self, value: T) {
+        self.dispose_each(std::iter::once(value));
+    }
+
+    /// [`dispose`](Self::dispose) for each of `items`, one at a time: a collection's own drop
+    /// glue would abort on a second panicking destructor.
+    pub(crate) fn dispose_each<T>(&self, items: impl IntoIterator<Item = T>) {
+        let panics = crate::process::drop_each(items);
+        crate::process::async_fn::count_destructor_panics(self.owner, panics);
+    }
+}
+
 impl<M> fmt::Debug for ProcessCx<M> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ProcessCx")

@@ -106,7 +106,7 @@ impl<P: Process> Harness<P> {
             return Err("the process was not started: call `init` first, as `spawn` would".into());
         }
         if self.ended {
-            self.events.drain().for_each(drop);
+            crate::process::drop_each(self.events.drain());
             return Err(
                 "the process has ended (its init failed, or a step returned `Done` or an error, or panicked): \
                         a scheduler steps it no more"
@@ -120,7 +120,7 @@ impl<P: Process> Harness<P> {
         if let Some(cell) = &self.cell {
             if let Arrived::Terminated(error) = cell.drain(&mut self.events) {
                 // As on a scheduler: ended before its step, which does not run.
-                self.events.drain().for_each(drop);
+                crate::process::drop_each(self.events.drain());
                 self.finish(error.exit_reason());
                 return Err(error.into());
             }
@@ -145,7 +145,7 @@ impl<P: Process> Harness<P> {
         let asked = self.asks.take_sent();
         // No handler task runs here to abort: the test scripts completions by tag.
         self.out.dropped_calls().clear();
-        self.events.drain().for_each(drop);
+        crate::process::drop_each(self.events.drain());
         let stepped = match stepped {
             Ok(stepped) => stepped,
             Err(panic) => {
@@ -164,7 +164,7 @@ impl<P: Process> Harness<P> {
             if !yields.is_empty() {
                 // As the scheduler does: nothing would ever complete them.
                 tracing::warn!(pid = %self.pid, dropped = yields.len(), "yields of a Done step are dropped");
-                yields.clear();
+                crate::process::drop_each(yields.drain(..));
             }
             self.finish(ExitReason::Normal);
         } else {

@@ -347,9 +347,11 @@ fn converted<T: 'static>(
     }
 }
 
-/// The payload a receive could not convert panicked when dropped: counted on its process.
+/// `panics` destructor panics were contained while dropping values of `owner`'s body (a
+/// payload a receive could not convert, a value a crate-written body disposes of): counted on
+/// its process, if its body is being polled on this thread.
 #[cold]
-fn count_destructor_panics(owner: Owner, panics: u64) {
+pub(crate) fn count_destructor_panics(owner: Owner, panics: u64) {
     if panics > 0 {
         scope::with(owner, |scope| {
             if let Some(cell) = scope.and_then(|scope| scope.reply_to) {

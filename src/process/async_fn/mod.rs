@@ -38,6 +38,7 @@ pub(crate) mod unhosted;
 #[cfg(all(test, not(loom)))]
 mod tests;
 
+pub(crate) use futures::count_destructor_panics;
 pub use futures::{Call, Cancelled, Recv, RecvError, RecvMessage, YieldNow};
 pub(crate) use scope::current_owner;
 pub(crate) use signals::forget_down;

@@ -165,12 +165,14 @@ pub(super) async fn wait_started(
             // child's end if it started, else ignored (no child has its PID any more).
             Some(Ok(Ok(Signal::Down(down)))) if down.monitor == monitor => {
                 if first_poll.has_started() {
+                    cx.dispose(down);
                     break Waited::Started;
                 }
                 break Waited::Ended(down.reason);
             }
             Some(Ok(Ok(Signal::Exit(exit)))) => pending.push_back(exit),
-            Some(Ok(Ok(_))) => {}
+            // Another monitor's `Down` (a user value's reason): contained.
+            Some(Ok(Ok(signal))) => cx.dispose(signal),
             Some(Ok(Err(cancelled))) if cancelled.is_cancelled() => {
                 break Waited::Cancelled(cancelled)
             }

@@ -64,6 +64,19 @@ struct Supervising {
     retrying: HashSet<Arc<str>>,
 }
 
+/// The values a supervisor holds that are its user's — its children's specs (their factories'
+/// captures) and the exit signals it has not handled (their reasons may hold a child's error)
+/// — are disposed of one by one, each destructor's panic contained and counted on the
+/// supervisor (`ProcessCx::dispose`), as the scheduler drops a process's values: a panicking
+/// destructor must not end the supervisor, and with it every child it supervises.
+impl Drop for Supervising {
+    fn drop(&mut self) {
+        let children = self.children.take_all();
+        self.cx.dispose_each(children);
+        self.cx.dispose_each(self.pending.drain(..));
+    }
+}
+
 /// Why the supervisor ends.
 enum End {
     /// Asked to finish: its children are stopped, it ends as cancelled (`Shutdown`).
@@ -91,6 +104,7 @@ pub(super) async fn supervise(
             refused => refused.to_string(),
         };
         tracing::warn!(%why, "the supervisor does not start");
+        cx.dispose_each(supervisor.children);
         return Err(ExitReason::failed(why).into());
     }
     let mut state = Supervising {
@@ -108,7 +122,8 @@ pub(super) async fn supervise(
     };
     // Set once a start failed during a scheduler shutdown: the rest are kept as not running.
     let mut refused = false;
-    for spec in supervisor.children {
+    let mut specs = supervisor.children.into_iter();
+    for spec in specs.by_ref() {
         let id = spec.id.clone();
         let at = state.children.push(spec);
         if refused {
@@ -142,6 +157,8 @@ pub(super) async fn supervise(
     }
     // Every child started (not refused by a shutdown, not asked to finish meanwhile): what
     // `Supervisor::start` reports, whatever the exits queued meanwhile do next.
+    // The specs not reached (asked to finish meanwhile) are user values too.
+    state.cx.dispose_each(specs);
     if let Some(started) = started.filter(|_| !refused && state.cancelled.is_none()) {
         started.store(true, Ordering::Release);
     }
@@ -189,7 +206,10 @@ impl Supervising {
         if Some(exit.pid) == self.parent && exit.reason.is_abnormal() {
             return Some(End::Exit(exit.reason));
         }
-        let at = self.children.by_pid(exit.pid)?;
+        let Some(at) = self.children.by_pid(exit.pid) else {
+            self.cx.dispose(exit);
+            return None;
+        };
         self.children.set_pid(at, None);
         let restart = match self.children.spec(at).restart {
             Restart::Permanent => true,
@@ -201,9 +221,10 @@ impl Supervising {
         let reason = crate::process::display_contained(&exit.reason, Some(exit.pid));
         tracing::debug!(child = %self.children.spec(at).id, pid = %exit.pid, %reason, restart, "child ended");
         drop(reason); // its `warn`, if its `Display` panicked
+        self.cx.dispose(exit);
         if !restart {
             if self.children.spec(at).restart == Restart::Temporary {
-                self.children.remove(at);
+                self.forget(at);
             }
             return None;
         }
@@ -267,7 +288,7 @@ impl Supervising {
             if self.children.pid(index).is_none()
                 && self.children.spec(index).restart == Restart::Temporary
             {
-                self.children.remove(index);
+                self.forget(index);
             }
         }
         let failed = failed?;
@@ -297,6 +318,13 @@ impl Supervising {
             .by_id(id)
             .filter(|&at| self.children.pid(at).is_none())?;
         Box::pin(self.restart_from(at)).await
+    }
+
+    /// Removes the child at `at`, disposing of its spec (a user value: `Drop for Supervising`).
+    fn forget(&mut self, at: Key) {
+        if let Some(child) = self.children.remove(at) {
+            self.cx.dispose(child);
+        }
     }
 
     /// Counts a restart against the intensity; `false` if it would exceed it.
@@ -363,10 +391,14 @@ impl Supervising {
                     // whose chain names the grandchild that failed and how.
                     self.children.set_pid(at, None);
                     let why = match self.reason_of_end(pid).await {
-                        Some(reason) => format!(
-                            ": {}",
-                            crate::process::display_contained(&reason, Some(pid))
-                        ),
+                        Some(reason) => {
+                            let why = format!(
+                                ": {}",
+                                crate::process::display_contained(&reason, Some(pid))
+                            );
+                            self.cx.dispose(reason);
+                            why
+                        }
                         None => String::new(),
                     };
                     return Err(SupervisorError::Start(format!(
@@ -394,7 +426,7 @@ impl Supervising {
                     break Some(down.reason)
                 }
                 Ok(Signal::Exit(exit)) => self.pending.push_back(exit),
-                Ok(_) => {}
+                Ok(signal) => self.cx.dispose(signal),
                 Err(cancelled) if cancelled.is_cancelled() => {
                     self.cancelled = Some(cancelled);
                     break None;
@@ -427,10 +459,14 @@ impl Supervising {
                 self.cancelled = Some(cancelled);
                 Ok(())
             }
-            Waited::Ended(reason) => Err(SupervisorError::Start(format!(
-                "it ended in its first poll: {}",
-                crate::process::display_contained(&reason, Some(pid))
-            ))),
+            Waited::Ended(reason) => {
+                let why = format!(
+                    "it ended in its first poll: {}",
+                    crate::process::display_contained(&reason, Some(pid))
+                );
+                self.cx.dispose(reason);
+                Err(SupervisorError::Start(why))
+            }
             Waited::TimedOut(patience) => {
                 let _ = self.cx.scheduler().terminate(pid);
                 Err(SupervisorError::Start(format!(
@@ -545,7 +581,8 @@ impl Supervising {
         until_cancel: bool,
     ) -> bool {
         if let Some(at) = self.pending.iter().position(|exit| exit.pid == pid) {
-            self.pending.remove(at);
+            let exit = self.pending.remove(at);
+            self.cx.dispose(exit);
             return true;
         }
         if until_cancel && self.cancelled.is_some() {
@@ -554,10 +591,18 @@ impl Supervising {
         let wait = async {
             loop {
                 match self.cx.recv_signal().await {
-                    Ok(Signal::Exit(exit)) if exit.pid == pid => return true,
-                    Ok(Signal::Down(down)) if down.monitor == monitor => return true,
-                    Ok(Signal::Exit(exit)) => self.pending.push_back(exit),
-                    Ok(_) => {}
+                    Ok(Signal::Exit(exit)) if exit.pid != pid => self.pending.push_back(exit),
+                    Ok(signal) => {
+                        let ended = match &signal {
+                            Signal::Exit(_) => true,
+                            Signal::Down(down) => down.monitor == monitor,
+                        };
+                        // Its reason may hold a user's error: contained.
+                        self.cx.dispose(signal);
+                        if ended {
+                            return true;
+                        }
+                    }
                     Err(cancelled) if cancelled.is_cancelled() => {
                         self.cancelled = Some(cancelled);
                         if until_cancel {
@@ -587,12 +632,14 @@ impl Supervising {
         match request {
             Request::StartChild(spec, reply) => {
                 let answer = if self.children.contains_id(&spec.id) {
-                    Err(SupervisorError::DuplicateId(spec.id.clone()))
+                    let duplicate = Err(SupervisorError::DuplicateId(spec.id.clone()));
+                    self.cx.dispose(spec);
+                    duplicate
                 } else {
                     let at = self.children.push(spec);
                     let started = self.start(at).await;
                     if started.is_err() {
-                        self.children.remove(at);
+                        self.forget(at);
                     }
                     started
                 };
@@ -602,7 +649,7 @@ impl Supervising {
                 let answer = match self.children.by_id(&id) {
                     Some(at) => {
                         self.stop(at).await;
-                        self.children.remove(at);
+                        self.forget(at);
                         Ok(())
                     }
                     None => Err(SupervisorError::NoChild(id)),

@@ -91,6 +91,13 @@ impl Children {
     }
 
     /// Forgets the child `key`.
+    /// Every child, removed (the supervisor's end disposes of their specs one by one).
+    pub(super) fn take_all(&mut self) -> impl Iterator<Item = Child> {
+        self.by_id.clear();
+        self.by_pid.clear();
+        std::mem::take(&mut self.order).into_values()
+    }
+
     pub(super) fn remove(&mut self, key: Key) -> Option<Child> {
         let child = self.order.remove(&key)?;
         self.by_id.remove(&child.spec.id);
