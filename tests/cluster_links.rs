@@ -205,9 +205,17 @@ async fn a_supervised_child_whose_node_dies_is_restarted_on_a_live_node() {
 async fn a_supervisor_whose_pinned_child_cannot_come_back_gives_up_with_shutdown() {
     // OTP: a child that cannot be restarted spends its supervisor's intensity, and the
     // supervisor ends `Shutdown`, which whoever watches it sees. A child pinned to a node
-    // cannot come back while that node is down: each restart is refused at once (`NoNode`).
+    // cannot come back while that node is down: each restart waits for the node up to the
+    // request timeout (short here), then fails `NoNode`.
     let server = NatsServer::start();
-    let (a_sched, a) = start_node(&server.url(), "a").await;
+    let a_sched = Scheduler::builder().workers(1).build().unwrap();
+    let a_cluster = cart_cluster(
+        &server.url(),
+        "a",
+        Duration::from_millis(1000),
+        Duration::from_millis(300),
+    );
+    let a = Node::start(a_sched.handle(), a_cluster).await.unwrap();
     let (b_sched, b) = start_node(&server.url(), "b").await;
     assert!(a.wait_for_nodes(1, GUARD).await);
     let (spec, child) = a

@@ -90,7 +90,7 @@ mod blocking;
 mod builder;
 mod closers;
 mod cx;
-mod deadline;
+pub(crate) mod deadline;
 mod error;
 mod facade;
 mod free_list;
