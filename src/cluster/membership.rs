@@ -262,7 +262,7 @@ pub(crate) async fn holder(store: &kv::Store, name: &str) -> Option<(u64, u64)> 
     if entry.operation != Operation::Put {
         return None;
     }
-    let beat = rmp_serde::from_slice::<Beat>(&entry.value).ok()?;
+    let beat = super::wire::from_shallow::<Beat>(&entry.value).ok()?;
     Some((beat.incarnation, entry.revision))
 }
 
@@ -290,7 +290,7 @@ pub(crate) async fn watch(node: Arc<NodeShared>, store: kv::Store) {
                 return;
             }
             match entry.operation {
-                Operation::Put => match rmp_serde::from_slice::<Beat>(&entry.value) {
+                Operation::Put => match super::wire::from_shallow::<Beat>(&entry.value) {
                     // This node's name at another incarnation: the entry is read after this
                     // node's own claim (the watch starts after it), so the name was claimed
                     // again by another node while this one's entry had expired.

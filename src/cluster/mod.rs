@@ -93,7 +93,10 @@
 //!   processes may hold, not the request.
 //! - **Security**: [`Cluster::connect_options`] passes `async-nats`'s credentials, tokens, NKeys
 //!   and TLS (client certificates included) through; NATS accounts and permissions are what
-//!   keep a client that is no node from forging frames.
+//!   keep a client that is no node from forging frames (publish rights on `<prefix>.node.>`)
+//!   and from writing the membership bucket (`$KV.<bucket>.>` and the JetStream API): nodes
+//!   trust both, as OTP's nodes trust whoever holds the cookie (the README's "Bad input"
+//!   says what a client with those rights can do).
 //! - **Bad input**: a malformed, oversized, unregistered or foreign frame is
 //!   rejected, counted ([`NodeStats`]) and traced; nothing panics and the subscription lives.
 //!   A node spawns only what it registered. A registered type's own code that panics on a

@@ -23,7 +23,7 @@
 use super::node::PeerId;
 use crate::loom::lock;
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -50,6 +50,10 @@ struct Entry {
 
 /// An entry of a node no longer a peer is forgotten after this many `down_after`s.
 pub(crate) const FORGET_AFTER: u32 = 10;
+
+/// At most this many counts go in a heartbeat ([`Severances::report`]): at the longest node
+/// names (a key of the bucket) some 70 KB, well under NATS's default payload limit (1 MiB).
+pub(crate) const MAX_REPORTED: usize = 256;
 
 impl Severances {
     /// The times this node declared `peer` down.
@@ -78,13 +82,25 @@ impl Severances {
         entry.at = at;
     }
 
-    /// The counts, for the heartbeat; first forgets those of nodes not in `peers` counted
-    /// longer than `forget_after` ago.
+    /// The counts, for the heartbeat: the [`MAX_REPORTED`] latest. First forgets those of nodes
+    /// not in `peers` counted longer than `forget_after` ago.
+    ///
+    /// Capped because the members are whoever wrote an entry in the bucket: a black-box review
+    /// put 30 000 fake entries there, each was declared down for its silence, and every real
+    /// node's heartbeat grew past NATS's payload limit (1.16 MB), so no node could heartbeat,
+    /// nor claim its name again, until the counts were forgotten. A count left out still goes
+    /// in the head of every frame to its node; the heartbeat only reaches a peer sent nothing.
     pub(crate) fn report(&self, peers: &[Arc<str>], forget_after: Duration) -> Vec<Severed> {
+        let peers: HashSet<&str> = peers.iter().map(|peer| &**peer).collect();
         let mut by_name = lock(&self.by_name);
-        by_name.retain(|name, entry| peers.contains(name) || entry.at.elapsed() < forget_after);
-        by_name
-            .iter()
+        by_name.retain(|name, entry| peers.contains(&**name) || entry.at.elapsed() < forget_after);
+        let mut latest: Vec<_> = by_name.iter().collect();
+        if latest.len() > MAX_REPORTED {
+            latest.sort_unstable_by_key(|(_, entry)| std::cmp::Reverse(entry.at));
+            latest.truncate(MAX_REPORTED);
+        }
+        latest
+            .into_iter()
             .map(|(name, entry)| Severed {
                 node: name.to_string(),
                 incarnation: entry.incarnation,
@@ -167,6 +183,29 @@ mod tests {
         assert_eq!(reported_for(&peer("b", 2), &report), 1);
         assert_eq!(reported_for(&peer("b", 1), &report), 0);
         assert_eq!(reported_for(&peer("c", 2), &report), 0);
+    }
+
+    #[test]
+    fn a_heartbeat_reports_the_latest_counts_only() {
+        // Members are whoever wrote an entry in the bucket: a flood of fake ones, each
+        // declared down, must not grow the heartbeat past NATS's payload limit.
+        let severances = Severances::default();
+        for n in 0..(MAX_REPORTED + 1_000) {
+            severances.record(&peer(&format!("ghost-{n}"), 1));
+        }
+        severances.record(&peer("b", 7));
+        let report = severances.report(&[], Duration::MAX);
+        assert_eq!(report.len(), MAX_REPORTED);
+        assert_eq!(
+            reported_for(&peer("b", 7), &report),
+            1,
+            "the latest is told"
+        );
+        assert_eq!(
+            severances.count(&peer("b", 7)),
+            1,
+            "and every count is kept"
+        );
     }
 
     #[test]

@@ -477,6 +477,24 @@ pub(crate) fn seal(frame: &mut [u8], head_len: usize, items: u32) {
     frame[head_len - 4..head_len].copy_from_slice(&items.to_be_bytes());
 }
 
+/// How deep a frame's or a membership entry's own MessagePack may nest. Neither nests deeper
+/// than about six levels (a frame, its items, an item, a reason, ...: user values travel as
+/// binary blobs, checked by `nesting.rs` before their own decode); rmp-serde's own bound is
+/// 1 024, and serde recurses once a level — skipping an unknown field too — with kilobytes of
+/// stack a level in a debug build: a hostile frame nested 1 023 deep in a field nobody reads
+/// overflowed a tokio worker's stack and aborted the process (a black-box review).
+pub(crate) const MAX_DEPTH: usize = 32;
+
+/// Decodes `bytes` — a frame's body or a membership entry, never a user's value — nested at
+/// most [`MAX_DEPTH`] deep.
+pub(crate) fn from_shallow<'de, T: Deserialize<'de>>(
+    bytes: &'de [u8],
+) -> Result<T, rmp_serde::decode::Error> {
+    let mut decoder = rmp_serde::Deserializer::from_read_ref(bytes);
+    decoder.set_max_depth(MAX_DEPTH);
+    T::deserialize(&mut decoder)
+}
+
 /// Decodes a frame, checking its size and header first.
 pub(crate) fn decode(bytes: &[u8], limit: usize) -> Result<Frame<'_>, Rejected> {
     if bytes.len() > limit {
@@ -487,7 +505,7 @@ pub(crate) fn decode(bytes: &[u8], limit: usize) -> Result<Frame<'_>, Rejected> 
     }
     match bytes {
         [FRAME_VERSION, CODEC_MSGPACK, body @ ..] => {
-            rmp_serde::from_slice(body).map_err(|error| Rejected::Malformed(error.to_string()))
+            from_shallow(body).map_err(|error| Rejected::Malformed(error.to_string()))
         }
         [FRAME_VERSION, codec, ..] => Err(Rejected::Codec(*codec)),
         [version, ..] => Err(Rejected::Version(*version)),

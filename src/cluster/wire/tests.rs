@@ -164,6 +164,37 @@ fn bad_frames_are_rejected_not_panicked_on() {
     ));
 }
 
+/// A frame whose unread field nests `depth` arrays deep.
+fn nested_junk(depth: usize) -> Vec<u8> {
+    let mut bytes = vec![FRAME_VERSION, CODEC_MSGPACK];
+    let mut map = Vec::new();
+    rmp_serde::encode::write_named(&mut map, &frame()).unwrap();
+    // The frame's map gains a field, "junk": `depth` arrays of one, around a nil.
+    let fields = map[0] & 0x0f;
+    bytes.push(0x80 | (fields + 1));
+    bytes.extend_from_slice(&map[1..]);
+    bytes.push(0xa4); // a string of four bytes
+    bytes.extend_from_slice(b"junk");
+    bytes.extend(std::iter::repeat_n(0x91, depth));
+    bytes.push(0xc0);
+    bytes
+}
+
+#[test]
+fn a_frame_nested_deeper_than_a_frame_can_be_is_rejected_without_recursing_through_it() {
+    // Unknown fields are skipped by recursing, a level at a time: in a debug build 1 000
+    // levels overflowed a worker's stack. A frame nests a few levels; anything deeper than
+    // `MAX_DEPTH` is refused where it starts.
+    assert!(decode(&nested_junk(MAX_DEPTH - 8), 1 << 20).is_ok());
+    for depth in [MAX_DEPTH + 1, 1_000, 100_000] {
+        let refused = decode(&nested_junk(depth), 1 << 20).unwrap_err();
+        assert!(
+            matches!(&refused, Rejected::Malformed(why) if why.contains("depth")),
+            "{depth}: {refused:?}"
+        );
+    }
+}
+
 /// An error whose `Display` panics.
 #[derive(Debug)]
 struct PanicOnDisplay;
