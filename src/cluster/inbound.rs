@@ -223,10 +223,13 @@ fn unreached(node: &NodeShared, subject: &str) {
         Some(peer) => node.peer_unreached(&peer),
         None => {
             node.stats.rejected_frame();
-            tracing::warn!(
-                %subject,
-                "a \"no responders\" answer on a subject this node never used (forged?): rejected"
-            );
+            if let Some(suppressed) = node.warn_budget.take() {
+                tracing::warn!(
+                    suppressed,
+                    %subject,
+                    "a \"no responders\" answer on a subject this node never used (forged?): rejected"
+                );
+            }
         }
     }
 }
@@ -237,7 +240,9 @@ pub(crate) fn receive(node: &Arc<NodeShared>, bytes: &[u8]) -> bool {
         Ok(frame) => frame,
         Err(rejected) => {
             node.stats.undecodable_frame(bytes.len());
-            tracing::warn!(%rejected, bytes = bytes.len(), "frame rejected");
+            if let Some(suppressed) = node.warn_budget.take() {
+                tracing::warn!(suppressed, %rejected, bytes = bytes.len(), "frame rejected");
+            }
             return false;
         }
     };
@@ -287,7 +292,9 @@ fn check_origin(node: &Arc<NodeShared>, frame: &Frame<'_>) -> Option<(PeerId, St
         incarnation: frame.from_incarnation,
     };
     if origin.name == node.me.name {
-        tracing::warn!(from = %frame.from, "frame rejected: it claims this node's own name");
+        if let Some(suppressed) = node.warn_budget.take() {
+            tracing::warn!(suppressed, from = %frame.from, "frame rejected: it claims this node's own name");
+        }
         node.stats.rejected_frame();
         return None;
     }
@@ -311,12 +318,15 @@ fn check_origin(node: &Arc<NodeShared>, frame: &Frame<'_>) -> Option<(PeerId, St
     }
     match known {
         Some(known) if known != origin.incarnation => {
-            tracing::warn!(
-                from = %frame.from,
-                claimed = origin.incarnation,
-                known,
-                "frame rejected: it claims another incarnation of a live node"
-            );
+            if let Some(suppressed) = node.warn_budget.take() {
+                tracing::warn!(
+                    suppressed,
+                    from = %frame.from,
+                    claimed = origin.incarnation,
+                    known,
+                    "frame rejected: it claims another incarnation of a live node"
+                );
+            }
             node.stats.rejected_frame();
             None
         }
@@ -328,7 +338,9 @@ fn check_origin(node: &Arc<NodeShared>, frame: &Frame<'_>) -> Option<(PeerId, St
                     .bytes()
                     .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
             if !valid {
-                tracing::warn!(from = ?frame.from, "frame rejected: not a node name");
+                if let Some(suppressed) = node.warn_budget.take() {
+                    tracing::warn!(suppressed, from = ?frame.from, "frame rejected: not a node name");
+                }
                 node.stats.rejected_frame();
                 return None;
             }
@@ -381,7 +393,9 @@ fn handle(node: &Arc<NodeShared>, origin: &PeerId, for_me: bool, item: Item<'_>)
                 match refusal {
                     Refusal::Unregistered(_) | Refusal::Decode(_) | Refusal::WrongType { .. } => {
                         node.stats.rejected_item();
-                        tracing::warn!(from = %origin.name, %ty, ?refusal, "message rejected");
+                        if let Some(suppressed) = node.warn_budget.take() {
+                            tracing::warn!(suppressed, from = %origin.name, %ty, ?refusal, "message rejected");
+                        }
                     }
                     _ => {
                         node.stats.undelivered();
@@ -451,7 +465,9 @@ fn handle(node: &Arc<NodeShared>, origin: &PeerId, for_me: bool, item: Item<'_>)
             };
             if let Err(refusal @ (Refusal::Unregistered(_) | Refusal::Decode(_))) = &result {
                 node.stats.rejected_item();
-                tracing::warn!(from = %origin.name, %name, ?refusal, "spawn rejected");
+                if let Some(suppressed) = node.warn_budget.take() {
+                    tracing::warn!(suppressed, from = %origin.name, %name, ?refusal, "spawn rejected");
+                }
             }
             // An argument the body cannot take is its input rejected, as `init` rejects one:
             // the spawner hears the same `SpawnError::Init` a local spawn would give.

@@ -316,7 +316,9 @@ pub(crate) async fn watch(node: Arc<NodeShared>, store: kv::Store) {
                         forget_gone(&mut last_put, known, || node.peer_names());
                     }
                     Err(error) => {
-                        tracing::warn!(key = %entry.key, %error, "membership entry rejected");
+                        if let Some(suppressed) = node.warn_budget.take() {
+                            tracing::warn!(suppressed, key = %entry.key, %error, "membership entry rejected");
+                        }
                     }
                 },
                 Operation::Delete | Operation::Purge => {

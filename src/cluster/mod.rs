@@ -138,6 +138,7 @@ mod spawn;
 mod start;
 mod stats;
 mod unreached;
+mod warn_budget;
 mod wire;
 
 /// The NATS client this crate uses, for [`Cluster::connect_options`].

@@ -132,6 +132,8 @@ pub(crate) struct NodeShared {
     pub(crate) links: Mutex<HashMap<super::links::LinkKey, tokio::task::AbortHandle>>,
     pub(crate) next_id: AtomicU64,
     pub(crate) stats: Arc<Stats>,
+    /// Warnings about other nodes' input, rate-limited (`warn_budget.rs`).
+    pub(crate) warn_budget: super::warn_budget::WarnBudget,
     pub(crate) stopped: AtomicBool,
     /// Set once another incarnation holds this node's name (`eviction.rs`); `on_evicted` then
     /// wakes the inbound task, which unsubscribes.
@@ -387,7 +389,9 @@ impl NodeShared {
     /// item, as a message that does not decode is; the asker gets `Decode`.
     pub(crate) fn undecodable_answer(&self, what: &str, why: String) -> super::RemoteError {
         self.stats.rejected_item();
-        tracing::warn!(error = %why, "{what} did not decode: rejected");
+        if let Some(suppressed) = self.warn_budget.take() {
+            tracing::warn!(suppressed, error = %why, "{what} did not decode: rejected");
+        }
         super::RemoteError::Decode(why)
     }
 
@@ -412,12 +416,15 @@ impl NodeShared {
             }
         };
         self.stats.rejected_item();
-        tracing::warn!(
-            from = %from.name,
-            %expected,
-            id,
-            "an answer from a node the request did not go to: rejected"
-        );
+        if let Some(suppressed) = self.warn_budget.take() {
+            tracing::warn!(
+                suppressed,
+                from = %from.name,
+                %expected,
+                id,
+                "an answer from a node the request did not go to: rejected"
+            );
+        }
         None
     }
 

@@ -133,13 +133,16 @@ impl NodeShared {
         peer.lower_reports += 1;
         if peer.lower_reports >= 2 {
             self.stats.rejected_item();
-            tracing::warn!(
-                node = %peer.id.name,
-                acted = peer.severed_us,
-                heartbeat = severed_us,
-                "a frame told of a declaration its node's heartbeats never made (forged?): \
-                 the heartbeats' count is taken"
-            );
+            if let Some(suppressed) = self.warn_budget.take() {
+                tracing::warn!(
+                    suppressed,
+                    node = %peer.id.name,
+                    acted = peer.severed_us,
+                    heartbeat = severed_us,
+                    "a frame told of a declaration its node's heartbeats never made (forged?): \
+                     the heartbeats' count is taken"
+                );
+            }
             peer.severed_us = severed_us;
             peer.lower_reports = 0;
         }

@@ -178,6 +178,7 @@ impl Node {
             links: Mutex::new(HashMap::new()),
             next_id: AtomicU64::new(1),
             stats,
+            warn_budget: Default::default(),
             stopped: AtomicBool::new(false),
             evicted: AtomicBool::new(false),
             on_evicted: tokio::sync::Notify::new(),
