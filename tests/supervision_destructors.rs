@@ -177,3 +177,47 @@ fn a_supervisor_that_gives_up_ends_as_it_would_without_the_panicking_destructor(
     assert_eq!(drops.load(SeqCst), 1, "its spec dropped once");
     wait_until("counted", || sched.metrics().destructor_panics == 1);
 }
+
+#[test]
+fn a_start_childs_init_error_whose_destructor_panics_is_contained() {
+    // The factory's `Err` — a failed `init`, its error a user value — is reported to the
+    // caller as text, and dropped by the supervisor, contained.
+    let drops = Arc::new(AtomicUsize::new(0));
+    let (sched, sup, before) = setup(Supervisor::one_for_one());
+    let error_drops = drops.clone();
+    let failing = ChildSpec::new("refused", move |_start| {
+        let grenade = Grenade(error_drops.clone());
+        Err(SpawnError::Init(InitError::Failed(Box::new(GrenadeError(
+            grenade,
+        )))))
+    });
+    let failed = run(sup.start_child(failing));
+    assert!(
+        matches!(&failed, Err(SupervisorError::Start(why)) if why.contains("a failure holding a grenade")),
+        "{failed:?}"
+    );
+    assert_lives_on(&sched, &sup, before, &drops);
+}
+
+#[test]
+fn a_failed_start_disposes_of_the_specs_it_did_not_reach() {
+    // Child `a` cannot start: the supervisor ends saying so, and the specs after it — never
+    // started, dropped by the supervisor — cannot turn that into a panic.
+    let drops = Arc::new(AtomicUsize::new(0));
+    quiet_panics();
+    let sched = scheduler(2);
+    let failing = ChildSpec::new("a", |_start| {
+        Err(SpawnError::Init(InitError::failed("no resource")))
+    });
+    let started = run(Supervisor::one_for_one()
+        .child(failing)
+        .child(armed_child("b", &drops))
+        .start(sched.handle()));
+    let refused = started.expect_err("child `a` cannot start");
+    assert!(
+        matches!(&refused, SupervisorError::Start(why) if why.contains("`a` could not be started")),
+        "{refused:?}"
+    );
+    assert_eq!(drops.load(SeqCst), 1, "b's spec dropped once");
+    wait_until("counted", || sched.metrics().destructor_panics == 1);
+}

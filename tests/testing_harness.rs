@@ -353,3 +353,34 @@ fn destructors_that_panic_are_contained_by_the_harness_as_by_a_scheduler() {
     assert!(matches!(harness.step().unwrap().status, Status::Idle));
     assert!(matches!(harness.step().unwrap().status, Status::Done(2)));
 }
+
+/// An error whose `Display` panics.
+#[derive(Debug)]
+struct Unprintable;
+
+impl std::fmt::Display for Unprintable {
+    fn fmt(&self, _: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        panic!("{}: a Display the harness runs", support::EXPECTED_PANIC);
+    }
+}
+
+impl std::error::Error for Unprintable {}
+
+#[test]
+fn a_step_error_whose_display_panics_is_the_steps_error_as_on_a_scheduler() {
+    // The exit reason its links and monitors hear holds the error's text: formatted
+    // contained, the placeholder in its place, never a panic into the test.
+    support::quiet_panics();
+    struct Failing;
+    impl Process for Failing {
+        type Output = ();
+        fn step(&mut self, _: &mut Events, _: &mut StepOutput<()>) -> Result<(), BoxError> {
+            Err(Box::new(Unprintable))
+        }
+    }
+    let mut harness = Harness::new(Failing);
+    harness.init("run", Payload::empty()).unwrap();
+    let error = harness.step().unwrap_err();
+    assert!(error.is::<Unprintable>(), "the step's own error");
+    assert!(harness.step().is_err(), "ended: not stepped again");
+}

@@ -55,7 +55,7 @@ pub(crate) async fn join(
 ) -> Result<Membership, JoinError> {
     let started = Instant::now();
     let incarnation = load.incarnation;
-    let value = encode(&Beat::new(load, Vec::new()));
+    let value = encode(&Beat::new(load, severance::Report::default()));
     // The holder's entry as first seen, and when: a live holder rewrites it every heartbeat,
     // a dead one's stays until it expires (`Taken` below).
     let mut held: Option<((u64, u64), Instant)> = None;
@@ -309,7 +309,13 @@ pub(crate) async fn watch(node: Arc<NodeShared>, store: kv::Store) {
                             name: entry.key.as_str().into(),
                             incarnation: beat.incarnation,
                         };
-                        let severed_us = severance::reported_for(&node.me, &beat.severed);
+                        // A count left out of a cut list is not a zero: what this node
+                        // acted on stands.
+                        let severed_us = match severance::reported(&node.me, &beat.severed) {
+                            Some(count) => count,
+                            None if beat.truncated => node.acted_on(&id),
+                            None => 0,
+                        };
                         last_put.insert(entry.key.clone(), beat.incarnation);
                         node.peer_seen(id, beat.load(), severed_us);
                         let known = node.peers.read().expect("peers lock").len();
@@ -437,16 +443,21 @@ struct Beat {
     /// Absent in an entry from a node that predates it: not shutting down.
     #[serde(default)]
     shutting_down: bool,
+    /// Some counts of nodes that are no peers of the writer were left out of `severed`
+    /// (`Severances::report`). Absent in an entry from a node that predates it: none was.
+    #[serde(default)]
+    truncated: bool,
 }
 
 impl Beat {
-    fn new(load: Load, severed: Vec<Severed>) -> Beat {
+    fn new(load: Load, report: severance::Report) -> Beat {
         Beat {
             incarnation: load.incarnation,
             live: load.live,
             runnable: load.runnable,
-            severed,
+            severed: report.severed,
             shutting_down: load.shutting_down,
+            truncated: report.truncated,
         }
     }
 

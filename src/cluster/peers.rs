@@ -19,6 +19,17 @@ impl NodeShared {
         self.add_peer(id, Some(load), severed_us);
     }
 
+    /// How many of `id`'s declarations of this node down this node has acted on (0 for a node
+    /// that is no peer at that incarnation).
+    pub(crate) fn acted_on(&self, id: &PeerId) -> u64 {
+        self.peers
+            .read()
+            .expect("peers lock")
+            .get(&id.name)
+            .filter(|peer| peer.id.incarnation == id.incarnation)
+            .map_or(0, |peer| peer.severed_us)
+    }
+
     /// Adds peer `id`, first heard from in a frame that says it declared this node down
     /// `severed_us` times, if it is not known: admitted for what it sends (its heartbeat may
     /// trail its first frame), left out of placement until its membership entry is read, and

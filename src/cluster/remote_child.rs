@@ -21,13 +21,20 @@
 //! heartbeats would have let back. A restart that keeps finding no node fails once per request
 //! timeout, which the intensity then judges as OTP's would a child that cannot start.
 //!
-//! A restart never overlaps the previous instance. The proxy that saw its child end (its
-//! `Down`) lets the next one start at once; a proxy that ended without seeing it — killed by a
-//! `BrutalKill` shutdown or a stop's timeout, its link then taking the child down
-//! asynchronously, across the network — leaves the instance's PID behind, and the next proxy
-//! waits for that instance's end (a monitor's `Down`, `NoProc` if it is gone already; at most
-//! the request timeout) before it places a new one, as OTP's `brutal_kill` waits for the
-//! killed child's `'DOWN'`.
+//! A restart does not overlap the previous instance, as far as this node can tell. The proxy
+//! that saw its child end (its `Down`) lets the next one start at once; a proxy that ended
+//! without seeing it — killed by a `BrutalKill` shutdown or a stop's timeout, its link then
+//! taking the child down asynchronously, across the network; or ended by the child's own exit
+//! signal before it read the `Down` — leaves the instance's PID behind, and the next proxy
+//! waits for that instance's end (a monitor's `Down`: one round trip, `NoProc` if it is gone
+//! already; at most the request timeout) before it places a new one, as OTP's `brutal_kill`
+//! waits for the killed child's `'DOWN'`. The PID is cleared only once that end is seen: a
+//! proxy stopped while it waits leaves it to the next. Two cases stay outside: a node declared
+//! down here answers that monitor `NoConnection` at once, though in a partition the instance
+//! may still run there until its node hears of the severance and its link to the proxy ends
+//! it (`severance.rs`); and a proxy stopped while its spawn is in flight leaves that instance
+//! to the spawn's own clean-up (terminated once its answer comes), which the next proxy does
+//! not wait for.
 
 use super::{Node, NodePid, Placement};
 use crate::process::exit::ExitReason;
@@ -94,9 +101,18 @@ impl RemoteChild {
         }
     }
 
-    /// The instance whose end no proxy saw, taken.
-    fn take_unconfirmed(&self) -> Option<NodePid> {
-        self.unconfirmed.lock().expect("unconfirmed lock").take()
+    /// The instance whose end no proxy saw, if any.
+    fn unconfirmed(&self) -> Option<NodePid> {
+        self.unconfirmed.lock().expect("unconfirmed lock").clone()
+    }
+
+    /// `pid`'s end was seen: nobody waits for it any more (unless another instance took its
+    /// place meanwhile).
+    fn confirm(&self, pid: &NodePid) {
+        let mut unconfirmed = self.unconfirmed.lock().expect("unconfirmed lock");
+        if unconfirmed.as_ref() == Some(pid) {
+            *unconfirmed = None;
+        }
     }
 
     fn set(&self, pid: Option<NodePid>) {
@@ -120,8 +136,11 @@ impl Node {
     /// timeout ([`Cluster::request_timeout`](super::Cluster::request_timeout)), then fails
     /// `NoNode` — spent from the supervisor's intensity as any failed restart — so a tree
     /// rides out a NATS server restart (every session ends with it: the children are
-    /// restarted, not lost). A restart never runs beside the previous instance: after a
-    /// `BrutalKill` or a stop's timeout, it waits for that instance's end first.
+    /// restarted, not lost). A restart does not run beside the previous instance: after a
+    /// `BrutalKill` or a stop's timeout it waits for that instance's end first — except for
+    /// an instance on a node declared down here (a partition: it ends when its node hears of
+    /// the severance) and one whose spawn was still in flight when it was stopped (terminated
+    /// once the spawn's answer comes).
     ///
     /// # Errors
     ///
@@ -234,11 +253,13 @@ async fn place(
     args: Vec<u8>,
 ) -> Result<NodePid, super::RemoteError> {
     let patience = node.shared.request_timeout;
-    if let Some(previous) = child.take_unconfirmed() {
+    if let Some(previous) = child.unconfirmed() {
         let down = pin!(node.monitor(previous.clone()));
         if let Either::Right(_) = select(down, until(patience)).await {
             tracing::warn!(%previous, ?patience, "the previous instance's end was not seen in time; placing the next one");
         }
+        // Cleared only now: a proxy stopped during the wait leaves it to the next one.
+        child.confirm(&previous);
     }
     let deadline = crate::deadline::after(patience);
     let mut waited = false;

@@ -34,7 +34,8 @@ use std::time::{Duration, Instant};
 /// [`FORGET_AFTER`] `down_after`s: a node cut off that long has declared this one down too (it
 /// read no heartbeat of it), so it needs no telling; were it told nothing it still holds a
 /// count, its heartbeats show the drop (`NodeShared::heartbeat_count` lowers what it acted
-/// on).
+/// on). Members are whoever wrote an entry in the bucket, though: what a heartbeat carries of
+/// the nodes that are no peers is bounded in bytes too ([`Severances::report`]).
 #[derive(Debug, Default)]
 pub(crate) struct Severances {
     by_name: Mutex<HashMap<Arc<str>, Entry>>,
@@ -51,9 +52,19 @@ struct Entry {
 /// An entry of a node no longer a peer is forgotten after this many `down_after`s.
 pub(crate) const FORGET_AFTER: u32 = 10;
 
-/// At most this many counts go in a heartbeat ([`Severances::report`]): at the longest node
-/// names (a key of the bucket) some 70 KB, well under NATS's default payload limit (1 MiB).
-pub(crate) const MAX_REPORTED: usize = 256;
+/// How many bytes of a heartbeat the counts of nodes that are no peers may take
+/// ([`Severances::report`]): a few hundred at typical name lengths, well under NATS's smallest
+/// usual payload limits.
+pub(crate) const MAX_OTHERS_BYTES: usize = 16 * 1024;
+
+/// What a heartbeat says of this node's declarations ([`Severances::report`]).
+#[derive(Debug, Default)]
+pub(crate) struct Report {
+    pub(crate) severed: Vec<Severed>,
+    /// Some counts of nodes that are no peers were left out: such a node that finds none of
+    /// its own must not read zero.
+    pub(crate) truncated: bool,
+}
 
 impl Severances {
     /// The times this node declared `peer` down.
@@ -82,31 +93,46 @@ impl Severances {
         entry.at = at;
     }
 
-    /// The counts, for the heartbeat: the [`MAX_REPORTED`] latest. First forgets those of nodes
-    /// not in `peers` counted longer than `forget_after` ago.
+    /// The counts, for the heartbeat: every current peer's, then the others' latest first
+    /// within [`MAX_OTHERS_BYTES`]; `true` with them if some were left out. First forgets those
+    /// of nodes not in `peers` counted longer than `forget_after` ago.
     ///
-    /// Capped because the members are whoever wrote an entry in the bucket: a black-box review
-    /// put 30 000 fake entries there, each was declared down for its silence, and every real
-    /// node's heartbeat grew past NATS's payload limit (1.16 MB), so no node could heartbeat,
-    /// nor claim its name again, until the counts were forgotten. A count left out still goes
-    /// in the head of every frame to its node; the heartbeat only reaches a peer sent nothing.
-    pub(crate) fn report(&self, peers: &[Arc<str>], forget_after: Duration) -> Vec<Severed> {
+    /// Bounded because the members are whoever wrote an entry in the bucket: a black-box review
+    /// put 30 000 fake entries there, each was declared down for its silence (and so is no peer
+    /// any more), and every real node's heartbeat grew past NATS's payload limit (1.16 MB): no
+    /// node could heartbeat, nor claim its name again, until the counts were forgotten. A
+    /// current peer's count is never left out: every peer reads every heartbeat, and one that
+    /// finds its count missing from a complete list reads zero and lowers what it acted on.
+    pub(crate) fn report(&self, peers: &[Arc<str>], forget_after: Duration) -> Report {
         let peers: HashSet<&str> = peers.iter().map(|peer| &**peer).collect();
         let mut by_name = lock(&self.by_name);
         by_name.retain(|name, entry| peers.contains(&**name) || entry.at.elapsed() < forget_after);
-        let mut latest: Vec<_> = by_name.iter().collect();
-        if latest.len() > MAX_REPORTED {
-            latest.sort_unstable_by_key(|(_, entry)| std::cmp::Reverse(entry.at));
-            latest.truncate(MAX_REPORTED);
+        let severed = |(name, entry): (&Arc<str>, &Entry)| Severed {
+            node: name.to_string(),
+            incarnation: entry.incarnation,
+            count: entry.count,
+        };
+        let (current, mut others): (Vec<_>, Vec<_>) = by_name
+            .iter()
+            .partition(|(name, _)| peers.contains(&***name));
+        others.sort_unstable_by_key(|(_, entry)| std::cmp::Reverse(entry.at));
+        let mut counts: Vec<Severed> = current.into_iter().map(severed).collect();
+        let mut budget = MAX_OTHERS_BYTES;
+        let mut truncated = false;
+        for other in others {
+            // A name's bytes and the entry's integers and field names, about 32.
+            let size = other.0.len() + 32;
+            if size > budget {
+                truncated = true;
+                break;
+            }
+            budget -= size;
+            counts.push(severed(other));
         }
-        latest
-            .into_iter()
-            .map(|(name, entry)| Severed {
-                node: name.to_string(),
-                incarnation: entry.incarnation,
-                count: entry.count,
-            })
-            .collect()
+        Report {
+            severed: counts,
+            truncated,
+        }
     }
 
     /// How many nodes have an entry.
@@ -124,12 +150,18 @@ pub(crate) struct Severed {
     pub(crate) count: u64,
 }
 
-/// The count a heartbeat's `severed` holds for node `me`.
+/// The count a heartbeat's `severed` holds for node `me`, zero if none.
+#[cfg(test)]
 pub(crate) fn reported_for(me: &PeerId, severed: &[Severed]) -> u64 {
+    reported(me, severed).unwrap_or(0)
+}
+
+/// The count a heartbeat's `severed` holds for node `me`, if it holds one.
+pub(crate) fn reported(me: &PeerId, severed: &[Severed]) -> Option<u64> {
     severed
         .iter()
         .find(|entry| *entry.node == *me.name && entry.incarnation == me.incarnation)
-        .map_or(0, |entry| entry.count)
+        .map(|entry| entry.count)
 }
 
 /// What a frame's counts say of the session it was sent in, against what the receiver knows
@@ -179,32 +211,41 @@ mod tests {
         severances.record(&peer("b", 2));
         assert_eq!(severances.count(&peer("b", 2)), 1);
         assert_eq!(severances.count(&peer("b", 1)), 0, "one entry per name");
-        let report = severances.report(&[], Duration::MAX);
+        let report = severances.report(&[], Duration::MAX).severed;
         assert_eq!(reported_for(&peer("b", 2), &report), 1);
         assert_eq!(reported_for(&peer("b", 1), &report), 0);
         assert_eq!(reported_for(&peer("c", 2), &report), 0);
     }
 
     #[test]
-    fn a_heartbeat_reports_the_latest_counts_only() {
+    fn a_heartbeat_reports_every_peers_count_and_the_latest_others_within_a_budget() {
         // Members are whoever wrote an entry in the bucket: a flood of fake ones, each
-        // declared down, must not grow the heartbeat past NATS's payload limit.
+        // declared down (no peer any more), must not grow the heartbeat past NATS's payload
+        // limit — nor crowd out a live peer's count, which it would then read as zero.
         let severances = Severances::default();
-        for n in 0..(MAX_REPORTED + 1_000) {
+        severances.record(&peer("b", 7));
+        for n in 0..10_000 {
             severances.record(&peer(&format!("ghost-{n}"), 1));
         }
-        severances.record(&peer("b", 7));
-        let report = severances.report(&[], Duration::MAX);
-        assert_eq!(report.len(), MAX_REPORTED);
+        let report = severances.report(&["b".into()], Duration::MAX);
+        assert!(report.truncated);
         assert_eq!(
-            reported_for(&peer("b", 7), &report),
+            reported_for(&peer("b", 7), &report.severed),
             1,
-            "the latest is told"
+            "the peer's, always"
         );
+        assert!(report.severed.len() < 1_000, "{}", report.severed.len());
         assert_eq!(
-            severances.count(&peer("b", 7)),
-            1,
-            "and every count is kept"
+            reported(&peer("ghost-9999", 1), &report.severed),
+            Some(1),
+            "the latest others"
+        );
+        assert_eq!(reported(&peer("ghost-0", 1), &report.severed), None);
+        let few = Severances::default();
+        few.record(&peer("c", 1));
+        assert!(
+            !few.report(&[], Duration::MAX).truncated,
+            "nothing left out"
         );
     }
 
@@ -214,9 +255,9 @@ mod tests {
         severances.record(&peer("b", 1));
         severances.record(&peer("c", 1));
         let peers: [Arc<str>; 1] = ["b".into()];
-        assert_eq!(severances.report(&peers, Duration::MAX).len(), 2);
+        assert_eq!(severances.report(&peers, Duration::MAX).severed.len(), 2);
         // Zero: every entry is old. "b" is a peer: kept; "c" is not: forgotten.
-        let report = severances.report(&peers, Duration::ZERO);
+        let report = severances.report(&peers, Duration::ZERO).severed;
         assert_eq!(report.len(), 1);
         assert_eq!(reported_for(&peer("b", 1), &report), 1);
         assert_eq!(severances.len(), 1);

@@ -191,7 +191,10 @@ impl<P: Process> Harness<P> {
         }
         match error.downcast_ref::<ExitReason>() {
             Some(reason) => reason.clone(),
-            None => ExitReason::failed(error.to_string()),
+            // The error's `Display` is user code: contained, as a scheduler's is.
+            None => ExitReason::failed(
+                crate::process::display_contained(&**error, Some(self.pid)).to_string(),
+            ),
         }
     }
 }

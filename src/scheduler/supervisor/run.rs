@@ -147,6 +147,8 @@ pub(super) async fn supervise(
         }
         if let Err(error) = started {
             tracing::warn!(child = %id, %error, "a child could not be started: the supervisor ends");
+            // The specs not reached are user values (`Drop for Supervising`).
+            state.cx.dispose_each(specs.by_ref());
             state.stop_all().await;
             return Err(ExitReason::failed(format!(
                 "{NAMED_CHILD_NOT_STARTED}{id}` could not be started: {}",
@@ -190,8 +192,9 @@ impl Supervising {
                         return end;
                     }
                 }
-                // A supervisor monitors nothing.
-                Ok(Incoming::Signal(_)) => {}
+                // A supervisor monitors nothing but while it waits for a child, and a `Down`
+                // of such a monitor may still come after it (its reason: a user value).
+                Ok(Incoming::Signal(signal)) => self.cx.dispose(signal),
                 Ok(Incoming::Message(request)) => {
                     if let Some(end) = self.on_request(request).await {
                         return end;
@@ -492,9 +495,11 @@ impl Supervising {
                     take_panic_message(panic)
                 ))
             })?
-            // A failed `init`'s error is user code: its `Display` is contained.
+            // A failed `init`'s error is user code: its `Display` and its drop are contained.
             .map_err(|error| {
-                SupervisorError::Start(crate::process::display_contained(&error, None).to_string())
+                let why = crate::process::display_contained(&error, None).to_string();
+                self.cx.dispose(error);
+                SupervisorError::Start(why)
             })?;
         let spawned = start.spawned();
         // A process the factory spawned otherwise (a nested supervisor) and linked to this
