@@ -56,6 +56,17 @@ fn every_documented_family_reaches_a_scrape() {
         scrape.contains("procsched_monitor_active_workers 2"),
         "{scrape}"
     );
+    // Every family says what it is: a `# HELP` line for each `# TYPE` line.
+    for family in scrape
+        .lines()
+        .filter_map(|line| line.strip_prefix("# TYPE "))
+        .filter_map(|line| line.split_whitespace().next())
+    {
+        assert!(
+            scrape.contains(&format!("# HELP {family} ")),
+            "{family} has no HELP in:\n{scrape}"
+        );
+    }
     sched.shutdown(std::time::Duration::from_secs(5));
 }
 

@@ -141,6 +141,9 @@ fn answers_come_back_as_completions_with_their_tags() {
             (3, Completion::Answer(60)),
         ]
     );
+    // Counted as asks, not as yields to an async handler (none ran).
+    let yields = sched.metrics().yields;
+    assert_eq!((yields.asks, yields.asynchronous), (3, 0), "{yields:?}");
 }
 
 #[test]

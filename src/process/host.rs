@@ -20,6 +20,8 @@ pub(crate) struct PollStats {
     pub(crate) asynchronous: u64,
     pub(crate) blocking: u64,
     pub(crate) no_handler: u64,
+    /// A state machine's asks (`ask_command`), yielded to the process asked.
+    pub(crate) asks: u64,
     pub(crate) inline_errors: u64,
     pub(crate) inline_panics: u64,
 }

@@ -443,7 +443,8 @@ impl Host for Inner {
                     HandlerOutcome::Other => {}
                 }
             }
-            Dispatched::Async(_) | Dispatched::Ask(_) => stats.asynchronous += 1,
+            Dispatched::Async(_) => stats.asynchronous += 1,
+            Dispatched::Ask(_) => stats.asks += 1,
             Dispatched::Blocking(_) => stats.blocking += 1,
             Dispatched::NoHandler => stats.no_handler += 1,
         }
@@ -512,10 +513,11 @@ impl Host for Inner {
         let local = self.counters.local();
         local.add_n(Counter::Steps, stats.steps);
         // Most polls dispatch nothing, or only inline yields: one test skips the rest.
-        if stats.asynchronous | stats.blocking | stats.no_handler != 0 {
+        if stats.asynchronous | stats.blocking | stats.no_handler | stats.asks != 0 {
             local.add_n(Counter::YieldAsync, stats.asynchronous);
             local.add_n(Counter::YieldBlocking, stats.blocking);
             local.add_n(Counter::YieldNoHandler, stats.no_handler);
+            local.add_n(Counter::YieldAsk, stats.asks);
         }
         if stats.inline != 0 {
             local.add_n(Counter::YieldInline, stats.inline);

@@ -70,6 +70,7 @@ pub(crate) enum Counter {
     YieldAsync,
     YieldBlocking,
     YieldNoHandler,
+    YieldAsk,
     /// Inline handlers' errors and panics (async and blocking ones are counted by the cells).
     InlineErrors,
     InlinePanics,
@@ -296,6 +297,7 @@ impl Counters {
                 asynchronous: get(Counter::YieldAsync),
                 blocking: get(Counter::YieldBlocking),
                 no_handler: get(Counter::YieldNoHandler),
+                asks: get(Counter::YieldAsk),
             },
             handler_errors: get(Counter::InlineErrors) + errors,
             handler_panics: get(Counter::InlinePanics) + panics,

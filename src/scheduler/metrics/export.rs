@@ -7,7 +7,9 @@ impl SchedulerMetrics {
     /// Records the snapshot through the [`metrics`](https://docs.rs/metrics) facade, into
     /// whatever recorder the application installed (a Prometheus exporter, StatsD, ...). Call
     /// it periodically (or before each scrape); counters are set to their absolute values,
-    /// gauges to the snapshot's.
+    /// gauges to the snapshot's. A counter never goes down in the facade: `Counter::absolute`
+    /// keeps the largest value it was given (`metrics`'s own counters hold a maximum), so
+    /// exporting the same scheduler again counts nothing twice.
     ///
     /// | name | kind | labels |
     /// |---|---|---|
@@ -18,7 +20,7 @@ impl SchedulerMetrics {
     /// | `procsched_finished_total` | counter | `outcome`: done, failed, panicked, terminated, cancelled, forced |
     /// | `procsched_exits_total` | counter | `reason`: normal, failed, panicked, killed, shutdown, noproc, noconnection |
     /// | `procsched_messages_total` | counter | `result`: delivered, mailbox_full, closed, not_found |
-    /// | `procsched_yields_total` | counter | `handler`: inline, async, blocking, none |
+    /// | `procsched_yields_total` | counter | `handler`: inline, async, blocking, none, ask (a state machine's `ask_command`) |
     /// | `procsched_handler_errors_total` | counter | |
     /// | `procsched_handler_panics_total` | counter | |
     /// | `procsched_destructor_panics_total` | counter | |
@@ -29,8 +31,11 @@ impl SchedulerMetrics {
     /// | `procsched_monitor_longest_poll_seconds`, `procsched_monitor_spare_threads`, `procsched_monitor_active_workers`, `procsched_monitor_stuck_workers` | gauge | (its gauges; the longest poll's PID stays in the snapshot) |
     ///
     /// No series carries a label naming the scheduler: two schedulers exporting into the same
-    /// recorder write the same series, each export overwriting the other's values. To tell
-    /// them apart, export each scheduler's snapshot into a recorder of its own
+    /// recorder write the same series — each export setting the gauges, and the counters
+    /// showing the larger of the two schedulers' counts (the maximum above). A program that
+    /// replaces its scheduler (after a shutdown, in tests) and exports the new one into the
+    /// same recorder sees its counters stand still until the new counts pass the old ones. To
+    /// tell schedulers apart, export each one's snapshot into a recorder of its own
     /// (`metrics::with_local_recorder`), or through a recorder layer that renames or labels
     /// what it records (the `metrics-util` crate's `layers`, such as its `PrefixLayer`).
     ///
@@ -110,6 +115,7 @@ impl SchedulerMetrics {
             ("async", y.asynchronous),
             ("blocking", y.blocking),
             ("none", y.no_handler),
+            ("ask", y.asks),
         ] {
             counter!("procsched_yields_total", "handler" => handler).absolute(n);
         }
@@ -138,69 +144,117 @@ impl SchedulerMetrics {
             .map_or(0.0, |step| step.duration.as_secs_f64());
         gauge!("procsched_longest_step_seconds").set(longest_step);
         let monitor = self.executor.monitor();
-        describe_counter!(
-            "procsched_monitor_long_polls_total",
-            "Polls that ran past the long-poll threshold"
-        );
-        for (name, n) in [
-            ("procsched_monitor_long_polls_total", monitor.long_polls),
+        for (name, help, n) in [
+            (
+                "procsched_monitor_long_polls_total",
+                "Polls that ran past the long-poll threshold",
+                monitor.long_polls,
+            ),
             (
                 "procsched_monitor_spares_started_total",
+                "Times a spare worker was started or woken to replace a stuck one",
                 monitor.spares_started,
             ),
             (
                 "procsched_monitor_spares_retired_total",
+                "Times a spare worker retired (gave its queue back)",
                 monitor.spares_retired,
             ),
             (
                 "procsched_monitor_spare_threads_ended_total",
+                "Spare worker threads ended by their keep-alive",
                 monitor.spare_threads_ended,
             ),
         ] {
+            describe_counter!(name, help);
             counter!(name).absolute(n);
         }
-        describe_gauge!(
-            "procsched_monitor_stuck_workers",
-            "Workers the monitor sees stuck in a long poll or blocking"
-        );
-        for (name, n) in [
+        for (name, help, n) in [
             (
                 "procsched_monitor_longest_poll_seconds",
+                "Longest poll the monitor has seen",
                 monitor.longest_poll_ns as f64 / 1e9,
             ),
             (
                 "procsched_monitor_spare_threads",
+                "Spare worker threads alive (active or parked)",
                 monitor.spare_threads as f64,
             ),
             (
                 "procsched_monitor_active_workers",
+                "Worker threads holding a run queue: the configured ones and the active spares",
                 monitor.active_workers as f64,
             ),
             (
                 "procsched_monitor_stuck_workers",
+                "Workers the monitor sees stuck in a long poll or blocking",
                 monitor.stuck_workers as f64,
             ),
         ] {
+            describe_gauge!(name, help);
             gauge!(name).set(n);
         }
         let configured = self.executor.workers().iter().enumerate();
         let configured = configured.map(|(index, w)| (index.to_string(), w));
         let spares = self.executor.spares().iter().enumerate();
         let spares = spares.map(|(index, w)| (format!("spare-{index}"), w));
+        for (name, help) in WORKER_COUNTERS {
+            describe_counter!(name, help);
+        }
         for (worker, w) in configured.chain(spares) {
-            for (name, n) in [
-                ("procsched_worker_polls_total", w.polls),
-                ("procsched_worker_stolen_total", w.stolen),
-                ("procsched_worker_steal_ops_total", w.steal_ops),
-                ("procsched_worker_global_pops_total", w.global_pops),
-                ("procsched_worker_inject_batches_total", w.inject_batches),
-                ("procsched_worker_inject_pops_total", w.inject_pops),
-                ("procsched_worker_parks_total", w.parks),
-                ("procsched_worker_unparks_total", w.unparks),
-                ("procsched_worker_spins_total", w.spins),
-            ] {
+            let values = [
+                w.polls,
+                w.stolen,
+                w.steal_ops,
+                w.global_pops,
+                w.inject_batches,
+                w.inject_pops,
+                w.parks,
+                w.unparks,
+                w.spins,
+            ];
+            for ((name, _), n) in WORKER_COUNTERS.into_iter().zip(values) {
                 counter!(name, "worker" => worker.clone()).absolute(n);
             }
         }
     }
 }
+
+/// The per-worker counters' names and help texts, in `WorkerMetrics`'s field order (the values
+/// `export` zips with them).
+#[cfg(feature = "metrics")]
+const WORKER_COUNTERS: [(&str, &str); 9] = [
+    ("procsched_worker_polls_total", "Task polls"),
+    (
+        "procsched_worker_stolen_total",
+        "Tasks taken from other workers",
+    ),
+    (
+        "procsched_worker_steal_ops_total",
+        "Successful steal operations",
+    ),
+    (
+        "procsched_worker_global_pops_total",
+        "Tasks taken from the global queue",
+    ),
+    (
+        "procsched_worker_inject_batches_total",
+        "Batch transfers into the worker's deque from the global or its inject queues",
+    ),
+    (
+        "procsched_worker_inject_pops_total",
+        "Tasks taken from the worker's inject queues",
+    ),
+    (
+        "procsched_worker_parks_total",
+        "Times the worker went to sleep",
+    ),
+    (
+        "procsched_worker_unparks_total",
+        "Times the worker was woken from sleep",
+    ),
+    (
+        "procsched_worker_spins_total",
+        "Search rounds that found nothing",
+    ),
+];

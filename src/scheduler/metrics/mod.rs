@@ -47,7 +47,11 @@ pub struct SchedulerMetrics {
     /// A scan of the process table, one cell after another, not an instant's picture: under
     /// spawn churn it may count a process that ended early in the scan and one spawned late in
     /// it, so its total can exceed [`live_processes`](crate::Scheduler::live_processes) (exact)
-    /// and even `max_processes`.
+    /// and even `max_processes`. Processes a shutdown abandoned (stuck in a call past its
+    /// bound: [`ShutdownReport::abandoned`](crate::metrics::ShutdownReport::abandoned)) are
+    /// still counted in their last state until their call returns and they are closed
+    /// ([`wait_for_abandoned`](crate::Scheduler::wait_for_abandoned)): none of them runs another
+    /// step.
     pub processes: ProcessCounts,
     /// Processes started: `spawn` returned a handle.
     pub spawned: u64,
@@ -177,7 +181,9 @@ pub struct FinishCounts {
     pub cancelled: u64,
     /// Stopped by shutdown after its grace period
     /// ([`ShutdownReport::forced`](crate::metrics::ShutdownReport::forced), and abandoned processes once
-    /// their call returns), other than by a panic.
+    /// their call returns), other than by a panic. Not a spawn whose `init` was still running
+    /// when the shutdown began: the report counts it (its `init` and `close` ran), but it never
+    /// became a process — its `spawn` fails `ShuttingDown` — so no metric does.
     pub forced: u64,
 }
 
@@ -308,7 +314,10 @@ impl MessageCounts {
 /// ```
 /// let sched = procsched::Scheduler::builder().workers(1).build()?;
 /// let yields = sched.metrics().yields;
-/// assert_eq!(yields.total(), yields.inline + yields.asynchronous + yields.blocking + yields.no_handler);
+/// assert_eq!(
+///     yields.total(),
+///     yields.inline + yields.asynchronous + yields.blocking + yields.no_handler + yields.asks
+/// );
 /// # Ok::<(), procsched::error::BuildError>(())
 /// ```
 #[non_exhaustive]
@@ -323,6 +332,11 @@ pub struct YieldCounts {
     /// No handler registered for the command's type: completed at once with
     /// [`CommandError::NoHandler`](crate::error::CommandError::NoHandler) (and a `warn` event).
     pub no_handler: u64,
+    /// A state machine's asks ([`Addr::ask_command`](crate::Addr::ask_command)): yields the
+    /// process asked answers, not a handler. An `async fn` body's
+    /// [`ask`](crate::Addr::ask) is no yield of a step: it is counted as the message it sends
+    /// ([`MessageCounts::delivered`]), as an ask from outside any process is.
+    pub asks: u64,
 }
 
 impl YieldCounts {
@@ -332,7 +346,7 @@ impl YieldCounts {
     ///
     /// See [`YieldCounts`].
     pub fn total(&self) -> u64 {
-        self.inline + self.asynchronous + self.blocking + self.no_handler
+        self.inline + self.asynchronous + self.blocking + self.no_handler + self.asks
     }
 }
 
