@@ -438,6 +438,14 @@ impl Scheduler {
     /// stop does not wait for the caller's worker): the caller is still inside its step when the
     /// report is made, so the report counts it `abandoned`, and its handle reports
     /// cancellation however its body ends ([`ProcessError::is_cancelled`](crate::error::ProcessError::is_cancelled)).
+    /// The call then lives only as long as that body: if the shutdown itself ends the caller —
+    /// the exit signal of a linked process that ends `Shutdown`, its supervisor stopping it —
+    /// the call is dropped as above, and nothing forces the processes that ignore their
+    /// cancel. So a process that shuts its scheduler down should trap exits and not be a
+    /// supervised child (or one with [`ChildShutdown::Infinity`](crate::supervision::ChildShutdown::Infinity)),
+    /// or, better, hand the call to code outside the scheduler (a tokio task, the main
+    /// thread). Two processes awaiting it at once each wait for the other: the grace period
+    /// then runs to its end.
     ///
     /// # Examples
     ///

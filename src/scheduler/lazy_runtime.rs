@@ -20,13 +20,21 @@
 use crate::executor::{self, late_context::LateContext};
 use std::any::Any;
 use std::mem::ManuallyDrop;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use tokio::runtime::{EnterGuard, Handle, Runtime};
 
 /// The runtime, once built (module docs).
+///
+/// Shut down with the [`Scheduler`](crate::Scheduler) — once its shutdown has finished — not
+/// with the last handle: an `Addr` or `ProcessHandle` kept after the scheduler is gone (in a
+/// registry, a test's leftovers) kept its idle `procsched-io` thread alive, one per scheduler
+/// a program built (a black-box review counted six threads for five schedulers).
 #[derive(Default)]
 pub(super) struct LazyRuntime {
-    runtime: OnceLock<Option<Runtime>>,
+    /// Its handle, once built (`None`: the build failed).
+    handle: OnceLock<Option<Handle>>,
+    /// The runtime itself, until shut down.
+    runtime: Mutex<Option<Runtime>>,
 }
 
 impl LazyRuntime {
@@ -40,7 +48,7 @@ impl LazyRuntime {
         if cfg!(loom) {
             return None;
         }
-        self.runtime
+        self.handle
             .get_or_init(|| {
                 let built = tokio::runtime::Builder::new_multi_thread()
                     .worker_threads(1)
@@ -49,10 +57,12 @@ impl LazyRuntime {
                     .build();
                 match built {
                     Ok(runtime) => {
-                        let context = Arc::new(TokioContext(runtime.handle().clone()));
+                        let handle = runtime.handle().clone();
+                        let context = Arc::new(TokioContext(handle.clone()));
                         executor.set_late_context(context);
+                        *self.runtime.lock().unwrap_or_else(|p| p.into_inner()) = Some(runtime);
                         tracing::debug!("built the scheduler's tokio runtime for its processes");
-                        Some(runtime)
+                        Some(handle)
                     }
                     Err(error) => {
                         tracing::warn!(%error, "could not build a tokio runtime for the processes");
@@ -61,22 +71,32 @@ impl LazyRuntime {
                 }
             })
             .as_ref()
-            .map(Runtime::handle)
     }
 
     /// The runtime's handle, if it was built.
     pub(super) fn get(&self) -> Option<&Handle> {
-        self.runtime.get()?.as_ref().map(Runtime::handle)
+        self.handle.get()?.as_ref()
+    }
+
+    /// Shuts the runtime down, if it was built: its thread ends, and whatever still uses its
+    /// handle meets a runtime that is shutting down (nothing of the scheduler's does: this runs
+    /// once its shutdown has finished). Never blocks, and is allowed anywhere — inside an async
+    /// context, on one of the scheduler's workers.
+    pub(super) fn shut_down(&self) {
+        let runtime = self
+            .runtime
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        if let Some(runtime) = runtime {
+            runtime.shutdown_background();
+        }
     }
 }
 
 impl Drop for LazyRuntime {
     fn drop(&mut self) {
-        if let Some(Some(runtime)) = self.runtime.take() {
-            // Never blocks, and is allowed anywhere — the last reference to the scheduler's
-            // state may go on one of its own workers, or inside an async context.
-            runtime.shutdown_background();
-        }
+        self.shut_down();
     }
 }
 

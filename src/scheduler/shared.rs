@@ -109,6 +109,12 @@ impl Inner {
         }
     }
 
+    /// Shuts down the tokio runtime the scheduler built for its processes, if it did
+    /// (`lazy_runtime.rs`): once its shutdown has finished, as the `Scheduler` goes.
+    pub(super) fn shut_down_own_runtime(&self) {
+        self.lazy_runtime.shut_down();
+    }
+
     /// The tokio runtime processes run inside: the handler runtime, or the one built for them
     /// on the first call (`lazy_runtime.rs`).
     pub(super) fn process_runtime(&self) -> Option<&tokio::runtime::Handle> {
