@@ -8,8 +8,9 @@
 //! finish, the proxy stops the child and waits for its end (the spec's shutdown policy bounds
 //! that wait, as for any child). The proxy is also linked to the child, as an OTP supervisor
 //! is to its children: a proxy that ends without stopping it (killed with its supervisor, or
-//! its node declared down by the child's) takes the child with it, so that a restart never
-//! leaves two instances running, nor a killed tree a child behind.
+//! its node declared down by the child's) takes the child with it, so that a restart does not
+//! leave two instances running (below: as far as this node can tell), nor a killed tree a child
+//! behind.
 //!
 //! Placement decides where a restart can go: `LeastLoaded` and `AnyOf` place it on a live node,
 //! `Placement::Node(name)` on that node only. A proxy that finds no live node to place on waits

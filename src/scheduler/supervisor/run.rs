@@ -157,10 +157,10 @@ pub(super) async fn supervise(
             .into());
         }
     }
-    // Every child started (not refused by a shutdown, not asked to finish meanwhile): what
-    // `Supervisor::start` reports, whatever the exits queued meanwhile do next.
     // The specs not reached (asked to finish meanwhile) are user values too.
     state.cx.dispose_each(specs);
+    // Every child started (not refused by a shutdown, not asked to finish meanwhile): what
+    // `Supervisor::start` reports, whatever the exits queued meanwhile do next.
     if let Some(started) = started.filter(|_| !refused && state.cancelled.is_none()) {
         started.store(true, Ordering::Release);
     }
