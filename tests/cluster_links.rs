@@ -8,10 +8,10 @@
 mod cluster_support;
 
 use cluster_support::cart::{cart_cluster, Cart};
-use cluster_support::{linked, supervise_remote, wait_child, NatsServer};
+use cluster_support::{linked, supervise_pinned, supervise_remote, wait_child, NatsServer};
 use procsched::cluster::{Cluster, Node, NodePid, Placement};
 use procsched::prelude::*;
-use procsched::supervision::{Incoming, Signal, Supervisor};
+use procsched::supervision::{Incoming, Signal};
 use std::time::Duration;
 
 const GUARD: Duration = Duration::from_secs(30);
@@ -218,17 +218,7 @@ async fn a_supervisor_whose_pinned_child_cannot_come_back_gives_up_with_shutdown
     let a = Node::start(a_sched.handle(), a_cluster).await.unwrap();
     let (b_sched, b) = start_node(&server.url(), "b").await;
     assert!(a.wait_for_nodes(1, GUARD).await);
-    let (spec, child) = a
-        .remote_child("pinned", Placement::Node("b".into()), "cart", 7u64)
-        .unwrap();
-    let supervisor = Supervisor::one_for_one()
-        .max_restarts(3, Duration::from_secs(60))
-        .child(spec)
-        .start(&a.scheduler())
-        .await
-        .expect("the supervisor starts");
-    let first = guarded("the child runs", child.running()).await;
-    assert_eq!(first.node(), "b");
+    let (supervisor, _child, _first) = supervise_pinned(&a, "b", 3, GUARD).await;
     let watched = a_sched.monitor(supervisor.pid());
 
     drop(b); // b dies without leaving: its peers declare it down after `down_after`

@@ -8,7 +8,7 @@
 mod cluster_support;
 
 use cluster_support::cart::{cart, cart_cluster, Cart};
-use cluster_support::{wait_child, NatsServer};
+use cluster_support::{supervise_pinned, wait_child, NatsServer};
 use procsched::cluster::{Node, Placement};
 use procsched::prelude::*;
 use procsched::supervision::{ChildShutdown, ChildSpec, Supervisor};
@@ -41,18 +41,7 @@ async fn a_pinned_child_comes_back_on_its_node_restarted_under_its_name() {
     let (a_sched, a) = start("a").await;
     let (b_sched, b) = start("b").await;
     assert!(a.wait_for_nodes(1, GUARD).await);
-    let (spec, child) = a
-        .remote_child("pinned", Placement::Node("b".into()), "cart", 7u64)
-        .unwrap();
-    let supervisor = Supervisor::one_for_one()
-        .max_restarts(1, Duration::from_secs(60))
-        .child(spec)
-        .start(&a.scheduler())
-        .await
-        .expect("the supervisor starts");
-    let first = guarded("the child runs", child.running()).await;
-    assert_eq!(first.node(), "b");
-    let watched = a_sched.monitor(supervisor.pid());
+    let (supervisor, child, first) = supervise_pinned(&a, "b", 1, GUARD).await;
 
     drop(b); // b dies without leaving: a declares it down after `down_after`
     b_sched.shutdown_async(GUARD).await;
@@ -76,7 +65,6 @@ async fn a_pinned_child_comes_back_on_its_node_restarted_under_its_name() {
         a_sched.state(supervisor.pid()).is_some(),
         "the supervisor lives on"
     );
-    drop(watched);
 
     for (sched, node) in [(a_sched, a), (b_sched, b)] {
         node.leave().await;

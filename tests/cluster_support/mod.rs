@@ -31,7 +31,8 @@ pub(crate) mod reports;
 pub(crate) use nats::{NatsCluster, NatsServer};
 #[allow(unused_imports)]
 pub(crate) use nodes::{
-    linked, spawn_on_settled, start_nodes, steady_cluster, stop_nodes, supervise_remote, wait_child,
+    linked, spawn_on_settled, start_nodes, steady_cluster, stop_nodes, supervise_pinned,
+    supervise_remote, wait_child,
 };
 
 /// Hang guard for one server (or every member of a cluster) to become ready. Observed start-up is

@@ -77,6 +77,31 @@ pub(crate) async fn supervise_remote(
     (supervisor, children)
 }
 
+/// Starts, on `node`'s scheduler, a one-for-one supervisor (at most `max_restarts` in a minute)
+/// of one child, the body registered as `"cart"` pinned to node `on` and spawned with 7; returns
+/// it with the child's first instance, once it runs (within `guard`, a hang guard).
+pub(crate) async fn supervise_pinned(
+    node: &Node,
+    on: &str,
+    max_restarts: u32,
+    guard: Duration,
+) -> (SupervisorRef, RemoteChild, NodePid) {
+    let (spec, child) = node
+        .remote_child("pinned", Placement::Node(on.into()), "cart", 7u64)
+        .expect("the argument encodes");
+    let supervisor = Supervisor::one_for_one()
+        .max_restarts(max_restarts, Duration::from_secs(60))
+        .child(spec)
+        .start(&node.scheduler())
+        .await
+        .expect("the supervisor starts");
+    let first = tokio::time::timeout(guard, child.running())
+        .await
+        .expect("hang guard: the child never ran");
+    assert_eq!(first.node(), on);
+    (supervisor, child, first)
+}
+
 /// Waits until `child` runs as a PID `until` accepts, and returns it; panics (failing the test)
 /// if it does not within `guard` (a hang guard).
 pub(crate) async fn wait_child(
