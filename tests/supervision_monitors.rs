@@ -339,3 +339,29 @@ fn the_down_reason_matches_the_handle_exit_reason_for_every_kind_of_end() {
     probe.tell(Order::Finish);
     join_typed(probe.handle).unwrap();
 }
+
+#[test]
+fn an_outside_monitor_dropped_after_a_poll_does_not_wake_its_task() {
+    // A `select!` loop that makes a new monitor each round and drops the loser must not be
+    // woken by the drop itself: one spurious poll per round.
+    struct Counting(std::sync::atomic::AtomicUsize);
+    impl futures::task::ArcWake for Counting {
+        fn wake_by_ref(this: &std::sync::Arc<Self>) {
+            this.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+    let sched = scheduler(1);
+    let target = spawn_puppet(sched.handle());
+    let wakes = std::sync::Arc::new(Counting(Default::default()));
+    let waker = futures::task::waker(wakes.clone());
+    let mut monitor = Box::pin(sched.monitor(target.pid()));
+    let polled = std::future::Future::poll(
+        monitor.as_mut(),
+        &mut std::task::Context::from_waker(&waker),
+    );
+    assert!(polled.is_pending(), "the target lives");
+    drop(monitor);
+    assert_eq!(wakes.0.load(std::sync::atomic::Ordering::SeqCst), 0);
+    target.addr().send(Cmd::Finish).unwrap();
+    run(target).unwrap();
+}

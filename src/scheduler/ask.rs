@@ -183,6 +183,12 @@ impl<M: Send + 'static> Addr<M> {
 /// assert_eq!(task.await??, 42);
 /// # Ok(()) }
 /// ```
+///
+/// Dropped before its answer came — a `select!` it lost, a timeout — an ask is forgotten: its
+/// answer, when it comes, is dropped, and no later ask sees it. An ask polled in a body, then
+/// moved out of it and dropped elsewhere (in a tokio task), stays outstanding on its process —
+/// as a [`Call`](crate::body::Call) moved out does — until its answer comes or the process
+/// ends.
 #[must_use = "an ask sends nothing unless polled"]
 pub struct Ask<'a, M, R, F> {
     state: State<'a, M, R, F>,

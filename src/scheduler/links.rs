@@ -635,6 +635,10 @@ impl futures::future::FusedFuture for Monitor {
 impl Drop for Monitor {
     fn drop(&mut self) {
         if !self.down.is_terminated() {
+            // Closed first: the sender the unwatch drops would otherwise wake the task that
+            // polled this monitor and is now dropping it (a `select!` loop would poll again
+            // for nothing).
+            self.down.close();
             if let Some(cell) = self.sched.inner.table.get(self.target) {
                 cell.unwatch_monitor(self.target.generation(), self.monitor);
             }
