@@ -28,7 +28,7 @@ use tokio::runtime::{EnterGuard, Handle, Runtime};
 /// Shut down with the [`Scheduler`](crate::Scheduler) — once its shutdown has finished — not
 /// with the last handle: an `Addr` or `ProcessHandle` kept after the scheduler is gone (in a
 /// registry, a test's leftovers) kept its idle `procsched-io` thread alive, one per scheduler
-/// a program built (a black-box review counted six threads for five schedulers).
+/// a program built (a black-box review counted five such threads after five schedulers).
 #[derive(Default)]
 pub(super) struct LazyRuntime {
     /// Its handle, once built (`None`: the build failed).
