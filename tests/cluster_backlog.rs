@@ -9,13 +9,12 @@
 
 mod cluster_support;
 
-use cluster_support::{start_nodes, stop_nodes, NatsServer};
+use cluster_support::{guarded, start_nodes, stop_nodes, NatsServer};
 use procsched::cluster::{
     Cluster, ClusterError, Node, NodePid, Placement, RemoteError, RemoteSendError,
 };
 use procsched::prelude::*;
 use serde::{Deserialize, Serialize};
-use std::future::Future;
 use std::pin::pin;
 use std::time::Duration;
 
@@ -54,14 +53,9 @@ fn cluster(url: &str, name: &str) -> Cluster {
         .spawnable("tally", tally)
 }
 
-async fn guarded<T>(what: &str, future: impl Future<Output = T>) -> T {
-    tokio::time::timeout(GUARD, future)
-        .await
-        .unwrap_or_else(|_| panic!("hang guard: {what}"))
-}
-
 async fn tally_on_b(a: &Node) -> NodePid {
     guarded(
+        GUARD,
         "spawn",
         a.spawn_on(Placement::Node("b".into()), "tally", ()),
     )
@@ -117,7 +111,7 @@ async fn a_send_to_a_full_lane_is_refused_and_send_wait_waits_for_room() {
         "send_wait waits while the lane is full"
     );
     let acked = addr.send_acked(Tally::Add(1));
-    let (waited, acked) = guarded("send_wait and send_acked", async {
+    let (waited, acked) = guarded(GUARD, "send_wait and send_acked", async {
         futures::join!(waiting, acked)
     })
     .await;
@@ -125,7 +119,7 @@ async fn a_send_to_a_full_lane_is_refused_and_send_wait_waits_for_room() {
     acked.expect("an acked send is not refused for the backlog");
 
     // Everything taken arrived: the sends before the refusal, the waited one, the acked one.
-    let sum = guarded("ask", addr.ask(Tally::Sum))
+    let sum = guarded(GUARD, "ask", addr.ask(Tally::Sum))
         .await
         .expect("the tally answers");
     assert_eq!(sum, taken + 2);
@@ -151,7 +145,7 @@ async fn a_sender_waiting_for_room_hears_no_connection_when_the_node_is_declared
     assert!(futures::poll!(waiting.as_mut()).is_pending());
 
     assert!(a.disconnect("b"), "b was a peer");
-    let refused = guarded("send_wait after the disconnect", waiting)
+    let refused = guarded(GUARD, "send_wait after the disconnect", waiting)
         .await
         .expect_err("the node is down");
     assert!(
@@ -174,7 +168,7 @@ async fn a_flood_sent_with_send_wait_arrives_whole() {
     let pid = tally_on_b(a).await;
     let addr = a.addr::<Tally>(pid);
 
-    guarded("the flood", async {
+    guarded(GUARD, "the flood", async {
         for n in 0..SENDS {
             if let Err(refused) = addr.send_wait(Tally::Add(n)).await {
                 panic!("send_wait refused message {n}: {}", refused.error());
@@ -182,7 +176,7 @@ async fn a_flood_sent_with_send_wait_arrives_whole() {
         }
     })
     .await;
-    let sum = guarded("ask", addr.ask(Tally::Sum))
+    let sum = guarded(GUARD, "ask", addr.ask(Tally::Sum))
         .await
         .expect("the tally answers");
     assert_eq!(sum, SENDS * (SENDS - 1) / 2, "every message once");
@@ -236,14 +230,14 @@ async fn a_local_send_wait_ended_by_the_senders_cancel_is_cancelled_not_mailbox_
             Ok::<_, BoxError>(())
         })
         .unwrap();
-    guarded("the sender waits for room", async {
+    guarded(GUARD, "the sender waits for room", async {
         while sched.state(sender.pid()) != Some(procsched::metrics::ProcessState::Blocked) {
             tokio::task::yield_now().await;
         }
     })
     .await;
     sched.cancel(sender.pid()).unwrap();
-    let seen = guarded("the sender's report", heard).await.unwrap();
+    let seen = guarded(GUARD, "the sender's report", heard).await.unwrap();
     let (error, cancelled, handed_back) = seen.expect("the wait ended in an error");
     assert!(cancelled, "ended {error}");
     assert!(handed_back, "the message comes back");
@@ -289,7 +283,7 @@ async fn a_body_waiting_for_room_on_a_full_lane_hears_its_cancel() {
         .expect("hang guard: the sender's report");
     assert_eq!(heard, Some((true, true)), "Cancelled, the message back");
     // Nothing of the cancelled send arrived: the tally holds the sends taken before.
-    let sum = guarded("ask", a.addr::<Tally>(pid).ask(Tally::Sum))
+    let sum = guarded(GUARD, "ask", a.addr::<Tally>(pid).ask(Tally::Sum))
         .await
         .expect("the tally answers");
     assert_eq!(sum, taken);

@@ -10,7 +10,7 @@ mod cluster_support;
 
 use cluster_support::cart::{cart_cluster, Cart};
 use cluster_support::forge::{counted_frame, frame, Item};
-use cluster_support::{linked, start_nodes, stop_nodes, NatsServer};
+use cluster_support::{guarded, linked, start_nodes, stop_nodes, NatsServer};
 use procsched::cluster::{nats, Cluster, Node, NodePid, Placement, RemoteError};
 use procsched::prelude::*;
 use std::io::{BufRead, BufReader, Write};
@@ -24,17 +24,12 @@ fn cluster(url: &str, name: &str) -> Cluster {
     cart_cluster(url, name, Duration::from_secs(60), GUARD)
 }
 
-async fn guarded<T>(what: &str, future: impl std::future::Future<Output = T>) -> T {
-    tokio::time::timeout(GUARD, future)
-        .await
-        .unwrap_or_else(|_| panic!("hang guard: {what}"))
-}
-
 /// A cart on node `on`, spawned from `from`, answering once (so that whatever `from` sent it
 /// before — a link, a monitor — is in place on `on`: one node's items to another keep their
 /// order).
 async fn settled_cart(from: &Node, on: &str, start: u64) -> NodePid {
     let pid = guarded(
+        GUARD,
         "spawn",
         from.spawn_on(Placement::Node(on.into()), "cart", start),
     )
@@ -45,7 +40,12 @@ async fn settled_cart(from: &Node, on: &str, start: u64) -> NodePid {
 }
 
 async fn answered(from: &Node, pid: &NodePid, expected: u64) {
-    let total = guarded("ask", from.addr::<Cart>(pid.clone()).ask(Cart::Total)).await;
+    let total = guarded(
+        GUARD,
+        "ask",
+        from.addr::<Cart>(pid.clone()).ask(Cart::Total),
+    )
+    .await;
     assert_eq!(total.expect("the cart answers"), expected);
 }
 
@@ -71,17 +71,17 @@ async fn a_disconnect_is_seen_on_both_sides_and_the_nodes_reconnect() {
     assert!(!a.disconnect("nobody"));
 
     // a's side, at once.
-    let down = guarded("a's monitor of b's cart", a_watches).await;
+    let down = guarded(GUARD, "a's monitor of b's cart", a_watches).await;
     assert!(down.reason.is_no_connection(), "{:?}", down.reason);
     // b's side, once it hears of it.
-    let down = guarded("b's monitor of a's cart", b_watches).await;
+    let down = guarded(GUARD, "b's monitor of a's cart", b_watches).await;
     assert!(down.reason.is_no_connection(), "{:?}", down.reason);
-    let exit = guarded("the trapping process's link", trapping)
+    let exit = guarded(GUARD, "the trapping process's link", trapping)
         .await
         .expect("it returns the exit it trapped")
         .expect("an exit, not a message");
     assert!(exit.reason.is_no_connection(), "{:?}", exit.reason);
-    let ended = guarded("the plain process's link", plain)
+    let ended = guarded(GUARD, "the plain process's link", plain)
         .await
         .expect_err("it ends with its link");
     assert!(
@@ -99,7 +99,7 @@ async fn a_disconnect_is_seen_on_both_sides_and_the_nodes_reconnect() {
     let watching = b.monitor(again.clone());
     answered(b, &again, 3).await;
     a.kill(&again).expect("a kills its own process");
-    let down = guarded("b's new monitor", watching).await;
+    let down = guarded(GUARD, "b's new monitor", watching).await;
     assert!(down.reason.is_killed(), "{:?}", down.reason);
 
     stop_nodes(nodes, GUARD).await;
@@ -120,7 +120,7 @@ async fn a_supervised_child_on_a_disconnected_node_stops_instead_of_running_besi
                 .unwrap()
         })
         .collect();
-    guarded("a's heartbeat counts them", async {
+    guarded(GUARD, "a's heartbeat counts them", async {
         while !b
             .nodes()
             .iter()
@@ -144,7 +144,7 @@ async fn a_supervised_child_on_a_disconnected_node_stops_instead_of_running_besi
         .start(&a.scheduler())
         .await
         .expect("the supervisor starts");
-    let first = guarded("the child runs", child.running()).await;
+    let first = guarded(GUARD, "the child runs", child.running()).await;
     assert_eq!(first.node(), "b", "the less loaded node");
     answered(a, &first, 5).await;
     let first_ended = b_sched.monitor(first.local());
@@ -152,9 +152,9 @@ async fn a_supervised_child_on_a_disconnected_node_stops_instead_of_running_besi
     assert!(a.disconnect("b"));
     // Its supervisor restarts it; the first instance stops with its supervisor's link
     // instead of running beside it.
-    let down = guarded("the first instance ends", first_ended).await;
+    let down = guarded(GUARD, "the first instance ends", first_ended).await;
     assert!(down.reason.is_no_connection(), "{:?}", down.reason);
-    let second = guarded("the restart", async {
+    let second = guarded(GUARD, "the restart", async {
         loop {
             match child.pid() {
                 Some(pid) if pid != first => return pid,
@@ -166,7 +166,12 @@ async fn a_supervised_child_on_a_disconnected_node_stops_instead_of_running_besi
     // On a, or on b if b was a peer again by then (it comes back at its next heartbeat): a
     // new instance either way, beside no other.
     answered(a, &second, 5).await;
-    assert!(guarded("restarts", supervisor.restarts()).await.unwrap() >= 1);
+    assert!(
+        guarded(GUARD, "restarts", supervisor.restarts())
+            .await
+            .unwrap()
+            >= 1
+    );
     drop(idle);
     stop_nodes(nodes, GUARD).await;
 }
@@ -218,7 +223,7 @@ async fn a_no_responders_answer_nats_did_not_send_declares_nothing_down() {
         forge_no_responders(server.port(), subject);
     }
     let rejected = a.stats().rejected_frames;
-    guarded("a reads the forgeries", async {
+    guarded(GUARD, "a reads the forgeries", async {
         while a.stats().rejected_frames < 2 && a.stats().unreached == 0 {
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
@@ -258,7 +263,7 @@ async fn a_name_known_only_from_frames_is_no_placement_target() {
         .await
         .unwrap();
     raw.flush().await.unwrap();
-    guarded("a reads the frame", async {
+    guarded(GUARD, "a reads the frame", async {
         while a.stats().frames_in == 0 || a.stats().undelivered + a.stats().rejected_items == 0 {
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
@@ -268,7 +273,7 @@ async fn a_name_known_only_from_frames_is_no_placement_target() {
         Placement::Node("ghost".into()),
         Placement::AnyOf(vec!["ghost".into()]),
     ] {
-        let placed = guarded("placement", a.spawn_on(placement, "cart", 0u64)).await;
+        let placed = guarded(GUARD, "placement", a.spawn_on(placement, "cart", 0u64)).await;
         assert!(matches!(placed, Err(RemoteError::NoNode(_))), "{placed:?}");
     }
     stop_nodes(nodes, GUARD).await;
@@ -290,7 +295,7 @@ async fn a_forged_declaration_in_a_frame_cuts_the_nodes_off_for_no_longer_than_t
         .await
         .unwrap();
     raw.flush().await.unwrap();
-    guarded("a believes it once", async {
+    guarded(GUARD, "a believes it once", async {
         while a.stats().peers_down == 0 {
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
@@ -298,7 +303,7 @@ async fn a_forged_declaration_in_a_frame_cuts_the_nodes_off_for_no_longer_than_t
     .await;
     // Asks from a to b work again (b's answers are a's again) once b's heartbeats are read.
     let addr = a.addr::<Cart>(on_b);
-    let answered = guarded("asks work again", async {
+    let answered = guarded(GUARD, "asks work again", async {
         loop {
             match addr.ask_within(Duration::from_secs(1), Cart::Total).await {
                 Ok(total) => return total,
@@ -331,7 +336,7 @@ async fn names_known_only_from_frames_and_swept_leave_nothing_in_the_heartbeat()
             .unwrap();
     }
     raw.flush().await.unwrap();
-    guarded("every ghost is swept", async {
+    guarded(GUARD, "every ghost is swept", async {
         while a.stats().peers_down < NAMES {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
@@ -343,7 +348,7 @@ async fn names_known_only_from_frames_and_swept_leave_nothing_in_the_heartbeat()
         .await
         .unwrap();
     let before = bucket.entry("a").await.unwrap().unwrap().revision;
-    let entry = guarded("a heartbeat after the sweeps", async {
+    let entry = guarded(GUARD, "a heartbeat after the sweeps", async {
         loop {
             let entry = bucket.entry("a").await.unwrap().unwrap();
             if entry.revision > before + 1 {

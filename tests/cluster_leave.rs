@@ -8,7 +8,7 @@
 mod cluster_support;
 
 use cluster_support::cart::{cart_cluster, Cart};
-use cluster_support::{wait_until, NatsServer};
+use cluster_support::{guarded, wait_until, NatsServer};
 use procsched::cluster::{Node, Placement, RemoteAddr, RemoteError};
 use procsched::prelude::*;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -78,12 +78,6 @@ async fn gated(cx: ProcessCx<Burst>, _gate: Gate) -> Result<(), BoxError> {
     }
 }
 
-async fn guarded<T>(what: &str, future: impl std::future::Future<Output = T>) -> T {
-    tokio::time::timeout(GUARD, future)
-        .await
-        .unwrap_or_else(|_| panic!("hang guard: {what}"))
-}
-
 async fn start_node(url: &str, name: &str) -> (Scheduler, Node) {
     let sched = Scheduler::builder().workers(1).build().expect("scheduler");
     let cluster = cart_cluster(url, name, DOWN_AFTER, GUARD)
@@ -111,7 +105,7 @@ async fn hold_a_on_the_gate(to: &RemoteAddr<Burst>) -> mpsc::Sender<()> {
     let (open_gate, open) = mpsc::channel();
     *GATE.lock().unwrap() = Some(GateEnds { held, open });
     to.send(Burst::Gate(Gate)).unwrap();
-    guarded("a's inbound task holds on the gate", gate_held)
+    guarded(GUARD, "a's inbound task holds on the gate", gate_held)
         .await
         .unwrap();
     open_gate
@@ -173,13 +167,14 @@ async fn a_node_that_left_is_not_brought_back_by_its_late_frames() {
     // a reads the burst now, from a node that left: the messages are delivered.
     open_gate.send(()).unwrap();
     for n in 0..BURST {
-        let got = guarded("the burst's messages", received.recv()).await;
+        let got = guarded(GUARD, "the burst's messages", received.recv()).await;
         assert_eq!(got, Some(n), "every message of the burst, in order");
     }
 
     // ...and b stays gone: an ask and a send to it fail at once (the guard is under
     // `down_after`: a peer taken back would only be swept after it).
     let ask = guarded(
+        GUARD,
         "an ask to a node that left",
         a.addr::<Cart>(on_b.clone()).ask(Cart::Total),
     )
@@ -268,7 +263,7 @@ async fn an_answer_given_just_before_leaving_reaches_the_asker() {
     });
 
     open_gate.send(()).unwrap();
-    let answer = guarded("the ask", ask).await.unwrap();
+    let answer = guarded(GUARD, "the ask", ask).await.unwrap();
     assert_eq!(answer.ok(), Some(7), "the answer b gave before it left");
     wait_until("a declares b down", GUARD, || {
         a.nodes().iter().all(|n| n.name != "b")
@@ -348,6 +343,7 @@ async fn a_clone_of_a_node_that_left_knows_no_node() {
     );
     // Its own processes: placed here by name, found here.
     let here = guarded(
+        GUARD,
         "a local spawn",
         clone.spawn_on(Placement::Local, "cart", 3u64),
     )
@@ -379,7 +375,7 @@ async fn a_node_cut_off_from_nats_still_leaves() {
     .expect("node a");
     server.stop();
     // Hang guard only: `leave` takes at most 2 × `down_after` here.
-    guarded("leave with the server gone", node.leave()).await;
+    guarded(GUARD, "leave with the server gone", node.leave()).await;
     sched.shutdown_async(GUARD).await;
 }
 
@@ -398,7 +394,7 @@ async fn a_spawn_read_while_the_node_leaves_leaves_no_process_nobody_can_address
         let a = a.clone();
         async move { a.spawn_on(Placement::Node("b".into()), "gated", Gate).await }
     });
-    guarded("b's inbound task holds on the argument", gate_held)
+    guarded(GUARD, "b's inbound task holds on the argument", gate_held)
         .await
         .unwrap();
     let departures = a.stats().departures;
@@ -407,9 +403,9 @@ async fn a_spawn_read_while_the_node_leaves_leaves_no_process_nobody_can_address
     wait_until("a reads b's departure", GUARD, || {
         a.stats().departures > departures
     });
-    guarded("b leaves", leaving).await.unwrap();
+    guarded(GUARD, "b leaves", leaving).await.unwrap();
     open_gate.send(()).unwrap();
-    let spawned = guarded("the spawn", spawn).await.unwrap();
+    let spawned = guarded(GUARD, "the spawn", spawn).await.unwrap();
     assert!(
         matches!(spawned, Err(RemoteError::NoConnection)),
         "{spawned:?}"

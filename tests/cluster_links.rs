@@ -8,7 +8,9 @@
 mod cluster_support;
 
 use cluster_support::cart::{cart_cluster, Cart};
-use cluster_support::{linked, supervise_pinned, supervise_remote, wait_child, NatsServer};
+use cluster_support::{
+    guarded, linked, supervise_pinned, supervise_remote, wait_child, NatsServer,
+};
 use procsched::cluster::{Cluster, Node, NodePid, Placement};
 use procsched::prelude::*;
 use procsched::supervision::{Incoming, Signal};
@@ -26,12 +28,6 @@ async fn start_node(url: &str, name: &str) -> (Scheduler, Node) {
         .await
         .unwrap();
     (sched, node)
-}
-
-async fn guarded<T>(what: &str, future: impl std::future::Future<Output = T>) -> T {
-    tokio::time::timeout(GUARD, future)
-        .await
-        .unwrap_or_else(|_| panic!("hang guard: {what}"))
 }
 
 /// A local process that traps exits and links to `remote` ([`linked`]).
@@ -61,7 +57,7 @@ async fn exit_signals_cross_nodes_with_otp_semantics() {
         .await
         .unwrap();
     a.kill(&target).unwrap();
-    let exit = guarded("the trapped exit", linker)
+    let exit = guarded(GUARD, "the trapped exit", linker)
         .await
         .unwrap()
         .expect("an exit");
@@ -72,7 +68,7 @@ async fn exit_signals_cross_nodes_with_otp_semantics() {
         target,
         "a remote Exit names the other node's PID"
     );
-    guarded("down", watching).await;
+    guarded(GUARD, "down", watching).await;
 
     // Not trapping: the linked process ends with the same reason.
     let target = spawn_on_b().await.unwrap();
@@ -86,22 +82,26 @@ async fn exit_signals_cross_nodes_with_otp_semantics() {
             Ok::<_, BoxError>(())
         })
         .unwrap();
-    guarded("the victim's link", victim_linked).await.unwrap();
+    guarded(GUARD, "the victim's link", victim_linked)
+        .await
+        .unwrap();
     a.addr::<Cart>(target.clone())
         .ask(Cart::Total)
         .await
         .unwrap();
     a.kill(&target).unwrap();
-    let error = guarded("the victim's end", victim).await.unwrap_err();
+    let error = guarded(GUARD, "the victim's end", victim)
+        .await
+        .unwrap_err();
     assert!(error.exit_reason().is_killed(), "{error}");
 
     // A dead target: NoProc at once.
     let target = spawn_on_b().await.unwrap();
     let down = a.monitor(target.clone());
     a.kill(&target).unwrap();
-    guarded("the target's end", down).await;
+    guarded(GUARD, "the target's end", down).await;
     let linker = trapping_linker(&a_sched, &a, target).await;
-    let exit = guarded("NoProc", linker).await.unwrap();
+    let exit = guarded(GUARD, "NoProc", linker).await.unwrap();
     assert!(exit.expect("an exit").reason.is_no_proc());
 
     // Unlinked: no signal for that link, ever.
@@ -123,10 +123,10 @@ async fn exit_signals_cross_nodes_with_otp_semantics() {
     unlinked_rx.await.unwrap();
     let down = a.monitor(target.clone());
     a.kill(&target).unwrap();
-    guarded("the target's end", down).await; // any LinkExit would have come before this Down
+    guarded(GUARD, "the target's end", down).await; // any LinkExit would have come before this Down
     quiet.addr().send(()).unwrap();
     assert!(
-        guarded("quiet", quiet).await.unwrap(),
+        guarded(GUARD, "quiet", quiet).await.unwrap(),
         "an exit signal came through an unlinked link"
     );
 
@@ -138,7 +138,7 @@ async fn exit_signals_cross_nodes_with_otp_semantics() {
         .await
         .unwrap();
     drop(b);
-    let exit = guarded("NoConnection", linker)
+    let exit = guarded(GUARD, "NoConnection", linker)
         .await
         .unwrap()
         .expect("an exit");
@@ -222,7 +222,7 @@ async fn a_supervisor_whose_pinned_child_cannot_come_back_gives_up_with_shutdown
     let watched = a_sched.monitor(supervisor.pid());
 
     drop(b); // b dies without leaving: its peers declare it down after `down_after`
-    let down = guarded("the supervisor gives up", watched).await;
+    let down = guarded(GUARD, "the supervisor gives up", watched).await;
     assert!(down.reason.is_shutdown(), "{:?}", down.reason);
 
     let report = a_sched.shutdown_async(GUARD).await;
@@ -263,7 +263,7 @@ async fn a_link_made_from_a_thread_outside_any_runtime_signals_as_any_other() {
         .expect("no panic")
         .expect("linked");
     a.kill(&target).unwrap();
-    let exit = guarded("the exit signal", linker).await.unwrap();
+    let exit = guarded(GUARD, "the exit signal", linker).await.unwrap();
     assert_eq!(NodePid::of_exit(&exit), Some(target));
     assert!(exit.reason.is_killed(), "{:?}", exit.reason);
     for (sched, node) in [(a_sched, a), (b_sched, b)] {
@@ -289,11 +289,11 @@ async fn a_killed_supervisor_takes_its_remote_children_with_it() {
     }
     a_sched.terminate(supervisor.pid()).unwrap();
     for down in ended {
-        let down = guarded("a child ends with its supervisor", down).await;
+        let down = guarded(GUARD, "a child ends with its supervisor", down).await;
         assert!(down.reason.is_killed(), "{:?}", down.reason);
     }
     for child in &children {
-        guarded("the proxy is gone", async {
+        guarded(GUARD, "the proxy is gone", async {
             while child.pid().is_some() {
                 tokio::task::yield_now().await;
             }

@@ -5,7 +5,7 @@
 
 mod cluster_support;
 
-use cluster_support::NatsServer;
+use cluster_support::{guarded, NatsServer};
 use procsched::cluster::{Cluster, Node, NodePid, Placement, RemoteError};
 use procsched::error::SpawnError;
 use procsched::prelude::*;
@@ -193,12 +193,6 @@ async fn three_nodes(server: &NatsServer) -> Vec<(Scheduler, Node)> {
     nodes
 }
 
-async fn guarded<T>(what: &str, future: impl std::future::Future<Output = T>) -> T {
-    tokio::time::timeout(GUARD, future)
-        .await
-        .unwrap_or_else(|_| panic!("hang guard: {what}"))
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_token_passes_10_000_times_around_a_ring_over_three_nodes_counted_exactly() {
     let server = NatsServer::start();
@@ -209,9 +203,13 @@ async fn a_token_passes_10_000_times_around_a_ring_over_three_nodes_counted_exac
     for n in 0..6 {
         let on = nodes[n % 3].1.name().to_owned();
         members.push(
-            guarded("spawn", a.spawn_on(Placement::Node(on), "ring-member", ()))
-                .await
-                .unwrap(),
+            guarded(
+                GUARD,
+                "spawn",
+                a.spawn_on(Placement::Node(on), "ring-member", ()),
+            )
+            .await
+            .unwrap(),
         );
     }
     for (n, member) in members.iter().enumerate() {
@@ -326,7 +324,7 @@ async fn remote_spawn_ask_and_acked_send_fail_typed() {
     // The monitor is a signal and Stop a message, on two subjects: they arrive in order.
     let down = a.monitor(pid.clone());
     cart_addr.send(Cart::Stop).unwrap();
-    let down = guarded("the cart's Down", down).await;
+    let down = guarded(GUARD, "the cart's Down", down).await;
     assert!(down.reason.is_normal(), "{:?}", down.reason);
     assert!(cart_addr
         .send_acked(Cart::Add(1))
@@ -334,7 +332,7 @@ async fn remote_spawn_ask_and_acked_send_fail_typed() {
         .unwrap_err()
         .is_not_found());
     assert!(cart_addr.ask(Cart::Total).await.unwrap_err().is_not_found());
-    let late = guarded("a monitor of a dead process", a.monitor(pid.clone())).await;
+    let late = guarded(GUARD, "a monitor of a dead process", a.monitor(pid.clone())).await;
     assert!(late.reason.is_no_proc(), "{:?}", late.reason);
 
     // A remote handle: the process's output, or why it ended without one.
@@ -345,13 +343,16 @@ async fn remote_spawn_ask_and_acked_send_fail_typed() {
     let remote_cart = a.addr::<Cart>(handle.pid().clone());
     remote_cart.send(Cart::Add(4)).unwrap();
     remote_cart.send(Cart::Stop).unwrap();
-    assert_eq!(guarded("the remote handle", handle).await.unwrap(), 7);
+    assert_eq!(
+        guarded(GUARD, "the remote handle", handle).await.unwrap(),
+        7
+    );
     let killed = a
         .spawn_on_with_handle::<u64, _>(Placement::Node("c".into()), "cart", 0u64)
         .await
         .unwrap();
     a.kill(killed.pid()).unwrap();
-    match guarded("the killed handle", killed).await {
+    match guarded(GUARD, "the killed handle", killed).await {
         Err(RemoteError::Ended(reason)) => assert!(reason.is_killed(), "{reason:?}"),
         other => panic!("{other:?}"),
     }
@@ -362,7 +363,7 @@ async fn remote_spawn_ask_and_acked_send_fail_typed() {
     a.addr::<Cart>(local.pid().clone())
         .send(Cart::Stop)
         .unwrap();
-    assert_eq!(guarded("the local handle", local).await.unwrap(), 9);
+    assert_eq!(guarded(GUARD, "the local handle", local).await.unwrap(), 9);
 
     // Refusals, typed.
     match a
@@ -453,13 +454,15 @@ async fn a_dead_node_fails_monitors_and_asks_with_no_connection_and_its_old_pids
     // C dies without a word: its tasks stop, its heartbeat stops, its entry stays until it
     // expires. A must declare it down on its own.
     drop(c);
-    let down = guarded("Down(NoConnection)", monitor).await;
+    let down = guarded(GUARD, "Down(NoConnection)", monitor).await;
     assert!(down.reason.is_no_connection(), "{:?}", down.reason);
     assert!(matches!(
-        guarded("the handle", handle).await,
+        guarded(GUARD, "the handle", handle).await,
         Err(RemoteError::NoConnection)
     ));
-    let in_flight = guarded("the ask in flight", in_flight).await.unwrap();
+    let in_flight = guarded(GUARD, "the ask in flight", in_flight)
+        .await
+        .unwrap();
     assert!(
         matches!(in_flight, Err(RemoteError::NoConnection)),
         "{in_flight:?}"
@@ -479,7 +482,7 @@ async fn a_dead_node_fails_monitors_and_asks_with_no_connection_and_its_old_pids
     // C comes back: a new incarnation; a PID from its previous life is NoProc.
     let (c2_sched, c2) = start_node(&server.url(), "c").await;
     assert_ne!(c2.incarnation(), old_incarnation);
-    guarded("A sees C again", async {
+    guarded(GUARD, "A sees C again", async {
         while !a
             .nodes()
             .iter()
@@ -514,9 +517,13 @@ async fn shared_bytes_fields_arrive_intact_as_slices_of_their_frame() {
     let addr = a.addr::<Payloads>(pid);
     for (first, second) in [(300, 100), (20_000, 10), (100_000, 200)] {
         let (one, two) = (pattern(first).into(), pattern(second).into());
-        let (intact, gap) = guarded("pair", addr.ask(|reply| Payloads::Pair(one, two, reply)))
-            .await
-            .unwrap();
+        let (intact, gap) = guarded(
+            GUARD,
+            "pair",
+            addr.ask(|reply| Payloads::Pair(one, two, reply)),
+        )
+        .await
+        .unwrap();
         assert!(intact, "{first} + {second} bytes");
         // In one frame, the second payload starts right after the first one and its own
         // MessagePack `bin` header (two bytes for a length under 256): a slice of the frame,
@@ -525,10 +532,13 @@ async fn shared_bytes_fields_arrive_intact_as_slices_of_their_frame() {
     }
     // The answer is decoded on the asker's side within the frame it came in: slices of it too.
     let big = bytes::Bytes::from(pattern(70_000));
-    let SharedPair(back, end) =
-        guarded("echo", addr.ask(|reply| Payloads::Echo(big.clone(), reply)))
-            .await
-            .unwrap();
+    let SharedPair(back, end) = guarded(
+        GUARD,
+        "echo",
+        addr.ask(|reply| Payloads::Echo(big.clone(), reply)),
+    )
+    .await
+    .unwrap();
     assert_eq!((&back, &end[..]), (&big, &b"end"[..]));
     let gap = end.as_ptr() as isize - (back.as_ptr() as isize + back.len() as isize);
     assert_eq!(gap, 2, "the answer: a slice of its frame");
@@ -580,7 +590,7 @@ async fn a_process_asking_itself_through_its_node_pid_is_refused_at_once() {
             Ok::<_, BoxError>(refused.map_err(|e| e.to_string()))
         })
         .unwrap();
-    let refused = guarded("the self-ask", handle).await.unwrap();
+    let refused = guarded(GUARD, "the self-ask", handle).await.unwrap();
     assert_eq!(
         refused,
         Err(RemoteError::AskedItself.to_string()),

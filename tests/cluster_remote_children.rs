@@ -8,7 +8,7 @@
 mod cluster_support;
 
 use cluster_support::cart::{cart, cart_cluster, Cart};
-use cluster_support::{supervise_pinned, wait_child, NatsServer};
+use cluster_support::{guarded, supervise_pinned, wait_child, NatsServer};
 use procsched::cluster::{Node, Placement};
 use procsched::prelude::*;
 use procsched::supervision::{ChildShutdown, ChildSpec, Supervisor};
@@ -16,12 +16,6 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 use std::time::Duration;
 
 const GUARD: Duration = Duration::from_secs(30);
-
-async fn guarded<T>(what: &str, future: impl std::future::Future<Output = T>) -> T {
-    tokio::time::timeout(GUARD, future)
-        .await
-        .unwrap_or_else(|_| panic!("hang guard: {what}"))
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pinned_child_comes_back_on_its_node_restarted_under_its_name() {
@@ -45,7 +39,7 @@ async fn a_pinned_child_comes_back_on_its_node_restarted_under_its_name() {
 
     drop(b); // b dies without leaving: a declares it down after `down_after`
     b_sched.shutdown_async(GUARD).await;
-    guarded("the proxy hears its child's node is down", async {
+    guarded(GUARD, "the proxy hears its child's node is down", async {
         while child.pid().is_some() {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
@@ -133,7 +127,7 @@ async fn a_brutally_killed_remote_child_is_replaced_only_after_its_end() {
         .start(&a.scheduler())
         .await
         .expect("the supervisor starts");
-    let mut instance = guarded("the remote child runs", child.running()).await;
+    let mut instance = guarded(GUARD, "the remote child runs", child.running()).await;
     for round in 1..=ROUNDS {
         let children = supervisor.which_children().await.unwrap();
         let trigger = children[0].pid.expect("the trigger runs");

@@ -9,7 +9,7 @@ mod cluster_support;
 
 use cluster_support::cart::{cart, Cart};
 use cluster_support::proxy::Proxy;
-use cluster_support::{linked, NatsServer};
+use cluster_support::{guarded, linked, NatsServer};
 use procsched::cluster::{nats, Cluster, ClusterError, Node, Placement, RemoteError};
 use procsched::prelude::*;
 use procsched::supervision::ExitReason;
@@ -32,16 +32,9 @@ fn cluster(url: &str, name: &str) -> Cluster {
         .spawnable("cart", cart)
 }
 
-/// `future`, or a failed test after [`GUARD`].
-async fn guarded<T>(what: &str, future: impl std::future::Future<Output = T>) -> T {
-    tokio::time::timeout(GUARD, future)
-        .await
-        .unwrap_or_else(|_| panic!("hang guard: {what}"))
-}
-
 /// Waits (checking every few milliseconds) until `done`, or fails the test after [`GUARD`].
 async fn eventually(what: &str, mut done: impl FnMut() -> bool) {
-    guarded(what, async {
+    guarded(GUARD, what, async {
         while !done() {
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
@@ -83,7 +76,7 @@ async fn a_node_whose_name_was_claimed_while_it_was_cut_off_declares_its_peers_d
 
     proxy.cut();
     // x1's entry expires within three heartbeats of its last; until then the name is taken.
-    let x2 = guarded("the twin claims the name", async {
+    let x2 = guarded(GUARD, "the twin claims the name", async {
         loop {
             match Node::start(x2_sched.handle(), cluster(&server.url(), "x")).await {
                 Ok(x2) => return x2,
@@ -102,14 +95,14 @@ async fn a_node_whose_name_was_claimed_while_it_was_cut_off_declares_its_peers_d
     proxy.restore();
 
     // Back, x1 learns its name is the twin's: what it held on `a` ends `NoConnection`.
-    let down = guarded("x1's monitor of a process on a", monitor).await;
+    let down = guarded(GUARD, "x1's monitor of a process on a", monitor).await;
     assert_eq!(down.reason, ExitReason::NoConnection);
-    let exit = guarded("x1's link to a process on a", link)
+    let exit = guarded(GUARD, "x1's link to a process on a", link)
         .await
         .expect("the linked process ends")
         .expect("it trapped an exit signal");
     assert_eq!(exit.reason, ExitReason::NoConnection);
-    let answer = guarded("x1's ask waiting on a", waiting_ask)
+    let answer = guarded(GUARD, "x1's ask waiting on a", waiting_ask)
         .await
         .expect("the asking task");
     assert!(
@@ -121,12 +114,14 @@ async fn a_node_whose_name_was_claimed_while_it_was_cut_off_declares_its_peers_d
 
     // From now on its remote operations fail `NoConnection` (not a timeout: it knows).
     let ask = guarded(
+        GUARD,
         "an ask from x1",
         x1.addr::<Cart>(silent_pid.clone()).ask(Cart::Total),
     )
     .await;
     assert!(matches!(ask, Err(RemoteError::NoConnection)), "{ask:?}");
     let spawned = guarded(
+        GUARD,
         "a spawn from x1",
         x1.spawn_on(Placement::Node("a".into()), "cart", 1u64),
     )
@@ -135,15 +130,26 @@ async fn a_node_whose_name_was_claimed_while_it_was_cut_off_declares_its_peers_d
         matches!(spawned, Err(RemoteError::NoConnection)),
         "{spawned:?}"
     );
-    let down = guarded("a new monitor from x1", x1.monitor(silent_pid.clone())).await;
+    let down = guarded(
+        GUARD,
+        "a new monitor from x1",
+        x1.monitor(silent_pid.clone()),
+    )
+    .await;
     assert_eq!(down.reason, ExitReason::NoConnection);
     // Its own processes run on.
-    let total = guarded("a local ask on x1", x1.addr::<Cart>(local).ask(Cart::Total)).await;
+    let total = guarded(
+        GUARD,
+        "a local ask on x1",
+        x1.addr::<Cart>(local).ask(Cart::Total),
+    )
+    .await;
     assert_eq!(total.expect("x1's own cart answers"), 7);
 
     // The twin serves under the name.
     assert!(!x2.is_evicted());
     let on_twin = guarded(
+        GUARD,
         "a spawn on the twin",
         a.spawn_on(Placement::Node("x".into()), "cart", 2u64),
     )
@@ -152,26 +158,35 @@ async fn a_node_whose_name_was_claimed_while_it_was_cut_off_declares_its_peers_d
     assert_eq!(on_twin.incarnation(), x2.incarnation());
     // To x1 the twin's PIDs name a node it cannot reach, not a previous life of its own.
     let ask = guarded(
+        GUARD,
         "an ask of the twin from x1",
         x1.addr::<Cart>(on_twin.clone()).ask(Cart::Total),
     )
     .await;
     assert!(matches!(ask, Err(RemoteError::NoConnection)), "{ask:?}");
-    let down = guarded("a monitor of the twin from x1", x1.monitor(on_twin.clone())).await;
+    let down = guarded(
+        GUARD,
+        "a monitor of the twin from x1",
+        x1.monitor(on_twin.clone()),
+    )
+    .await;
     assert_eq!(down.reason, ExitReason::NoConnection);
     let total = guarded(
+        GUARD,
         "an ask of the twin's cart",
         a.addr::<Cart>(on_twin).ask(Cart::Total),
     )
     .await;
     assert_eq!(total.expect("the twin's cart answers"), 2);
     let on_a = guarded(
+        GUARD,
         "a spawn from the twin",
         x2.spawn_on(Placement::Node("a".into()), "cart", 3u64),
     )
     .await
     .expect("x spawns on a");
     let total = guarded(
+        GUARD,
         "an ask from the twin",
         x2.addr::<Cart>(on_a).ask(Cart::Total),
     )
@@ -211,14 +226,14 @@ async fn a_node_cut_off_whose_name_nobody_claimed_claims_it_again_and_goes_on() 
     };
 
     proxy.cut();
-    guarded("x's entry expires", async {
+    guarded(GUARD, "x's entry expires", async {
         while holder().await.is_some() {
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
     })
     .await;
     proxy.restore();
-    guarded("x claims its name again", async {
+    guarded(GUARD, "x claims its name again", async {
         while holder().await.is_none() {
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
@@ -227,7 +242,12 @@ async fn a_node_cut_off_whose_name_nobody_claimed_claims_it_again_and_goes_on() 
 
     // Its own entry back in the bucket is no other node's claim.
     assert!(!x.is_evicted());
-    let total = guarded("an ask from x", x.addr::<Cart>(on_a).ask(Cart::Total)).await;
+    let total = guarded(
+        GUARD,
+        "an ask from x",
+        x.addr::<Cart>(on_a).ask(Cart::Total),
+    )
+    .await;
     assert_eq!(total.expect("a's cart answers x"), 5);
     assert!(!x.is_evicted());
     x.leave().await;
@@ -259,13 +279,17 @@ async fn a_node_restarted_under_its_name_at_a_short_heartbeat_waits_for_its_dead
     for round in 0..4 {
         let old = node.incarnation();
         drop(node); // dies without a word
-        node = guarded("the restart", Node::start(sched.handle(), short("r")))
-            .await
-            .unwrap_or_else(|error| panic!("round {round}: the restart failed: {error}"));
+        node = guarded(
+            GUARD,
+            "the restart",
+            Node::start(sched.handle(), short("r")),
+        )
+        .await
+        .unwrap_or_else(|error| panic!("round {round}: the restart failed: {error}"));
         assert_ne!(node.incarnation(), old, "a new incarnation");
     }
     let other = Scheduler::builder().workers(1).build().expect("scheduler");
-    match guarded("a second r", Node::start(other.handle(), short("r"))).await {
+    match guarded(GUARD, "a second r", Node::start(other.handle(), short("r"))).await {
         Err(ClusterError::NameTaken(name)) => assert_eq!(name, "r"),
         Ok(_) => panic!("a second live `r` started"),
         Err(other) => panic!("refused otherwise: {other}"),

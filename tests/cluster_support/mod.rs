@@ -35,6 +35,18 @@ pub(crate) use nodes::{
     supervise_remote, wait_child,
 };
 
+/// Awaits `future`, failing the test if it takes longer than `guard` (a hang guard, never a
+/// timing assertion) with a message naming `what` it waited for.
+pub(crate) async fn guarded<T>(
+    guard: Duration,
+    what: &str,
+    future: impl std::future::Future<Output = T>,
+) -> T {
+    tokio::time::timeout(guard, future)
+        .await
+        .unwrap_or_else(|_| panic!("hang guard: {what}"))
+}
+
 /// Hang guard for one server (or every member of a cluster) to become ready. Observed start-up is
 /// well under a second; 20 s leaves room for a loaded 2-core CI machine.
 pub(crate) const READY_GUARD: Duration = Duration::from_secs(20);
