@@ -212,13 +212,19 @@ impl NodeShared {
         self.next_id.fetch_add(1, Relaxed)
     }
 
-    /// `true` if `peer` is known alive at its incarnation.
-    pub(crate) fn is_live(&self, peer: &PeerId) -> bool {
+    /// `f` of the peer `id`, if it is known alive at that incarnation.
+    pub(crate) fn with_peer<R>(&self, id: &PeerId, f: impl FnOnce(&Peer) -> R) -> Option<R> {
         self.peers
             .read()
             .expect("peers lock")
-            .get(&peer.name)
-            .is_some_and(|known| known.id.incarnation == peer.incarnation)
+            .get(&id.name)
+            .filter(|known| known.id.incarnation == id.incarnation)
+            .map(f)
+    }
+
+    /// `true` if `peer` is known alive at its incarnation.
+    pub(crate) fn is_live(&self, peer: &PeerId) -> bool {
+        self.with_peer(peer, |_| ()).is_some()
     }
 
     /// The incarnation of live node `name`, if its membership entry has been read (a name known

@@ -22,12 +22,7 @@ impl NodeShared {
     /// How many of `id`'s declarations of this node down this node has acted on (0 for a node
     /// that is no peer at that incarnation).
     pub(crate) fn acted_on(&self, id: &PeerId) -> u64 {
-        self.peers
-            .read()
-            .expect("peers lock")
-            .get(&id.name)
-            .filter(|peer| peer.id.incarnation == id.incarnation)
-            .map_or(0, |peer| peer.severed_us)
+        self.with_peer(id, |peer| peer.severed_us).unwrap_or(0)
     }
 
     /// Adds peer `id`, first heard from in a frame that says it declared this node down
