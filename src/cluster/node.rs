@@ -134,6 +134,9 @@ pub(crate) struct NodeShared {
     pub(crate) stats: Arc<Stats>,
     /// Warnings about other nodes' input, rate-limited (`warn_budget.rs`).
     pub(crate) warn_budget: super::warn_budget::WarnBudget,
+    /// "node down" lines, rate-limited apart from the input warnings: a flood of fake
+    /// membership entries, once declared down, would otherwise write one line each.
+    pub(crate) down_budget: super::warn_budget::WarnBudget,
     pub(crate) stopped: AtomicBool,
     /// Set once another incarnation holds this node's name (`eviction.rs`); `on_evicted` then
     /// wakes the inbound task, which unsubscribes.

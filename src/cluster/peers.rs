@@ -264,12 +264,17 @@ impl NodeShared {
     /// it held here are dropped.
     fn peer_gone(&self, peer: Peer, why: &str) {
         self.stats.peer_down();
-        tracing::warn!(
-            node = %peer.id.name,
-            incarnation = peer.id.incarnation,
-            why,
-            "node down"
-        );
+        // Counted always (`NodeStats::peers_down`); logged at most `warn_budget::PER_WINDOW`
+        // times a second, the first line after a gap saying how many were left out.
+        if let Some(suppressed) = self.down_budget.take() {
+            tracing::warn!(
+                suppressed,
+                node = %peer.id.name,
+                incarnation = peer.id.incarnation,
+                why,
+                "node down"
+            );
+        }
         peer.out.close();
         let failed: Vec<Pending> = {
             let mut pending = lock(&self.pending);

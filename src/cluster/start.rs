@@ -179,6 +179,7 @@ impl Node {
             next_id: AtomicU64::new(1),
             stats,
             warn_budget: Default::default(),
+            down_budget: Default::default(),
             stopped: AtomicBool::new(false),
             evicted: AtomicBool::new(false),
             on_evicted: tokio::sync::Notify::new(),

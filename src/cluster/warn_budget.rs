@@ -6,6 +6,10 @@
 //! were 20 000 lines. Every rejection is still counted ([`NodeStats`](super::NodeStats)); the
 //! log gets [`PER_WINDOW`] of them a [`WINDOW`], and the first one after a window that dropped
 //! some says how many (`suppressed`).
+//!
+//! "node down" lines get a budget of their own (`NodeShared::down_budget`): thousands of fake
+//! membership entries, declared down together, were as many lines, and the input warnings
+//! would otherwise crowd the real nodes' ends out of the log.
 
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
