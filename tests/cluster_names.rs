@@ -161,6 +161,7 @@ async fn a_node_that_left_is_no_longer_asked() {
     let (_, a) = &nodes[0];
     assert!(a.whereis("b", "svc").await.unwrap().is_some());
 
+    let b_clone = b.clone();
     b.leave().await;
     wait_until("a sees b gone", GUARD, || {
         a.nodes().iter().all(|n| n.name != "b")
@@ -169,6 +170,17 @@ async fn a_node_that_left_is_no_longer_asked() {
         matches!(a.whereis("b", "svc").await, Err(RemoteError::NoNode(_))),
         "b left the cluster"
     );
+    // A clone of the node that left knows no node, its own included (its name may be another
+    // node's now): before, a lookup on itself still answered.
+    for on in ["a", "b"] {
+        assert!(
+            matches!(
+                b_clone.whereis(on, "svc").await,
+                Err(RemoteError::NoConnection)
+            ),
+            "a lookup on {on} from a node that left"
+        );
+    }
     // b's own processes live on without the cluster.
     assert_eq!(sched_b.handle().whereis("svc"), Some(held.pid()));
     sched_b.shutdown_async(GUARD).await;

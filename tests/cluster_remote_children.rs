@@ -2,13 +2,14 @@
 //! a restart that finds no live node waits for one — so a child pinned to a node comes back
 //! on it once the node is restarted under its name — and a restart never runs beside the
 //! instance it replaces, even after a `BrutalKill`, whose kill crosses the nodes after the
-//! proxy has ended.
+//! proxy has ended. Messages to the proxy (by PID, or by the name `register_as` gives it) are
+//! dropped, not taken as a request to stop the child.
 #![cfg(feature = "cluster")]
 
 mod cluster_support;
 
 use cluster_support::cart::{cart, cart_cluster, Cart};
-use cluster_support::{guarded, supervise_pinned, wait_child, NatsServer};
+use cluster_support::{guarded, supervise_pinned, wait_child, wait_until, NatsServer};
 use procsched::cluster::{Node, Placement};
 use procsched::prelude::*;
 use procsched::supervision::{ChildShutdown, ChildSpec, Supervisor};
@@ -142,6 +143,66 @@ async fn a_brutally_killed_remote_child_is_replaced_only_after_its_end() {
     );
 
     for (sched, node) in [(a_sched, a), (b_sched, b)] {
+        node.leave().await;
+        sched.shutdown_async(GUARD).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn messages_to_a_named_remote_childs_proxy_do_not_stop_the_child() {
+    // `register_as` on a remote child's spec names its local proxy. A black-box review sent
+    // four messages to that name: each one stopped the real child, and the fourth ended the
+    // supervisor (its intensity spent). They are dropped now.
+    let server = NatsServer::start();
+    let mut nodes = Vec::new();
+    for name in ["a", "b"] {
+        let sched = Scheduler::builder().workers(1).build().unwrap();
+        let cluster = cart_cluster(&server.url(), name, Duration::from_millis(1000), GUARD);
+        let node = Node::start(sched.handle(), cluster).await.unwrap();
+        nodes.push((sched, node));
+    }
+    let (a_sched, a) = &nodes[0];
+    assert!(a.wait_for_nodes(1, GUARD).await);
+    let (spec, child) = a
+        .remote_child("svc", Placement::Node("b".into()), "cart", 7u64)
+        .unwrap();
+    let supervisor = Supervisor::one_for_one()
+        .max_restarts(3, Duration::from_secs(60))
+        .child(spec.register_as("svc"))
+        .start(&a.scheduler())
+        .await
+        .expect("the supervisor starts");
+    let first = guarded(GUARD, "the remote child runs", child.running()).await;
+    let handle = a_sched.handle();
+    let proxy = handle.whereis("svc").expect("the name holds the proxy");
+    let steps = handle.process_info(proxy).unwrap().steps;
+
+    for _ in 0..4 {
+        handle.named::<()>("svc").unwrap().send(()).unwrap();
+    }
+    // Of another type, untyped, by PID.
+    handle
+        .send(proxy, Message::new("odd", Payload::new(5u32)))
+        .unwrap();
+    wait_until("the proxy has read what was sent to it", GUARD, || {
+        let info = handle.process_info(proxy).expect("the proxy lives on");
+        info.steps > steps
+            && info.mailbox_depth == 0
+            && info.unread_messages == 0
+            && info.state == ProcessState::Idle
+    });
+    assert_eq!(
+        a.addr::<Cart>(first.clone())
+            .ask(Cart::Total)
+            .await
+            .unwrap(),
+        7
+    );
+    assert_eq!(supervisor.restarts().await.unwrap(), 0, "no restart");
+    assert_eq!(child.pid(), Some(first), "the same instance");
+    assert_eq!(handle.whereis("svc"), Some(proxy), "the same proxy");
+
+    for (sched, node) in nodes {
         node.leave().await;
         sched.shutdown_async(GUARD).await;
     }

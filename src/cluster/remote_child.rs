@@ -36,8 +36,14 @@
 //! it (`severance.rs`); and a proxy stopped while its spawn is in flight leaves that instance
 //! to the spawn's own clean-up (terminated once its answer comes), which the next proxy does
 //! not wait for.
+//!
+//! The proxy takes no messages: what is sent to it is dropped. A name given to the spec with
+//! `ChildSpec::register_as` names the proxy, on this node; the child is reached through
+//! [`RemoteChild::pid`], or by a name it registers on its own node (`cx.register`, found with
+//! `Node::whereis`).
 
 use super::{Node, NodePid, Placement};
+use crate::error::RecvError;
 use crate::process::exit::ExitReason;
 use crate::process::{foreign_wake, BoxError};
 use crate::scheduler::deadline::Deadline;
@@ -143,6 +149,12 @@ impl Node {
     /// the severance) and one whose spawn was still in flight when it was stopped (terminated
     /// once the spawn's answer comes).
     ///
+    /// The spec's own process on this node is a proxy that takes no messages: what is sent to
+    /// it is dropped, and a name given with
+    /// [`ChildSpec::register_as`](crate::supervision::ChildSpec::register_as) names the proxy,
+    /// here. Reach the child through [`RemoteChild::pid`], or by a name it registers on its own
+    /// node (`cx.register`, found with [`Node::whereis`]).
+    ///
     /// # Errors
     ///
     /// `args` that do not encode.
@@ -208,7 +220,7 @@ async fn proxy(
     args: Vec<u8>,
     child: RemoteChild,
 ) -> Result<(), BoxError> {
-    let mut asked = pin!(cx.recv());
+    let mut asked = pin!(asked_to_finish(&cx));
     // Asked to finish before the child is placed: nothing runs (a spawn dropped in flight
     // terminates what it started, `spawn.rs`).
     let placing = pin!(place(&node, &child, placement, &name, args));
@@ -241,6 +253,24 @@ async fn proxy(
     };
     current.ended = true;
     result
+}
+
+/// Resolves when the proxy is asked to finish (its supervisor stops it, or a shutdown), with
+/// the receive's report of it. Messages sent to the proxy — by its PID, or by the name a
+/// `ChildSpec::register_as` gave it on this node — are dropped: they are not a request to
+/// finish (before, each one stopped the child and cost its supervisor a restart), and the
+/// proxy has nothing to forward them as.
+async fn asked_to_finish(cx: &ProcessCx<()>) -> Result<(), RecvError> {
+    loop {
+        match cx.recv().await {
+            Err(cancelled @ RecvError::Cancelled(_)) => return Err(cancelled),
+            // Not its own process's receive: cannot happen here, and would never resolve.
+            Err(outside @ RecvError::OutsideProcess) => return Err(outside),
+            Ok(()) | Err(_) => {
+                tracing::debug!(proxy = %cx.pid(), "a message to a remote child's proxy dropped");
+            }
+        }
+    }
 }
 
 /// Places and spawns an instance of the child: once the previous instance's end is seen (if

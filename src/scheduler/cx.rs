@@ -410,7 +410,10 @@ impl<M: Send + 'static> ProcessCx<M> {
     ///
     /// # Errors
     ///
-    /// [`RegisterError::Taken`] if another process holds it.
+    /// [`RegisterError::Taken`] if another process holds it;
+    /// [`RegisterError::AlreadyNamed`] if this process holds another name (given with
+    /// [`ChildSpec::register_as`](crate::supervision::ChildSpec::register_as), or registered
+    /// before): a process has at most one, as in OTP.
     ///
     /// # Examples
     ///
