@@ -595,3 +595,49 @@ fn a_concurrent_shutdown_with_a_shorter_timeout_keeps_to_the_first_calls() {
         assert_eq!(sched.block_on(handle).unwrap(), "cleaned up");
     }
 }
+
+#[test]
+fn a_shutdown_keeps_to_its_own_timeout_once_the_first_call_is_dropped() {
+    // A first `shutdown_async` with a long timeout is in progress when a second call (no
+    // grace) comes: the second keeps to the first's deadline. Then the first is dropped (a
+    // `tokio::time::timeout` around it gave up): the second keeps to its own from then on and
+    // forces the process that ignores its cancel. Before, it had copied the first's deadline
+    // at its call and waited it out (an hour here: the hang guard).
+    let sched = Arc::new(Scheduler::builder().workers(2).build().unwrap());
+    let (cancelled, cancel_seen) = mpsc::channel();
+    let stubborn = sched
+        .spawn_fn(move |cx: procsched::ProcessCx<()>| async move {
+            let _ = cx.cancelled().await;
+            cancelled.send(()).unwrap();
+            loop {
+                let _ = cx.recv().await; // ignores the cancel: only a forced stop ends it
+            }
+            #[allow(unreachable_code)]
+            Ok::<_, BoxError>(())
+        })
+        .unwrap();
+    let waker = futures::task::noop_waker();
+    let mut cx = std::task::Context::from_waker(&waker);
+    let mut first = Box::pin(sched.shutdown_async(Duration::from_secs(3600)));
+    assert!(first.as_mut().poll(&mut cx).is_pending());
+    recv(&cancel_seen); // the grace period has begun
+    let mut second = Box::pin(sched.shutdown_async(Duration::ZERO));
+    assert!(
+        second.as_mut().poll(&mut cx).is_pending(),
+        "the second call keeps to the first's deadline while it is in progress"
+    );
+    drop(first);
+    let (guard, expired) = futures::channel::oneshot::channel::<()>();
+    thread::spawn(move || {
+        thread::sleep(HANG_GUARD); // a hang guard, not a synchronisation
+        let _ = guard.send(());
+    });
+    let report = match futures::executor::block_on(futures::future::select(second, expired)) {
+        futures::future::Either::Left((report, _)) => report,
+        futures::future::Either::Right(_) => {
+            panic!("hang guard: the second call waited out the dropped first call's deadline")
+        }
+    };
+    assert_eq!((report.graceful, report.forced), (0, 1), "{report:?}");
+    assert!(sched.block_on(stubborn).unwrap_err().is_cancelled());
+}

@@ -376,7 +376,9 @@ impl Scheduler {
     /// Idempotent; concurrent and later callers get the first call's report, waiting for it if
     /// it is not made yet — and keep to the first call's `timeout` while it is in progress: a
     /// concurrent call with a shorter one (a signal handler's) does not cut its grace period
-    /// short (a first `shutdown_async` dropped before it resolved gives its timeout up). One exception, so that it cannot deadlock: a call from user code the
+    /// short. A call dropped before it resolved (a `shutdown_async` under a timeout) gives its
+    /// timeout up: the calls still in progress keep to the next one's from then on, down to
+    /// their own. One exception, so that it cannot deadlock: a call from user code the
     /// forced stop runs (a drop guard or `close` of a forced process that shuts the application
     /// down with it) returns at once with the report *so far* — the processes finished until
     /// then, and every one not yet closed, its own among them, counted `abandoned`, so

@@ -276,6 +276,12 @@ impl Lifecycle {
         }
     }
 
+    /// Wakes every waiter for `live == 0`, blocking and async, to look again at what it waits
+    /// with: a shutdown's deadline moved (`shutdown.rs`, `Grant`).
+    pub(crate) fn nudge(&self) {
+        Self::notify_idle(&self.idle, lock(&self.tally));
+    }
+
     fn notify_idle(idle: &Condvar, mut tally: MutexGuard<'_, Tally>) {
         idle.notify_all();
         let waiters = std::mem::take(&mut tally.waiters);
@@ -291,11 +297,18 @@ impl Lifecycle {
     /// Waits until no process is live or `deadline` passes; `true` if none is. Meaningful once
     /// shutdown has begun (only then do finishes signal).
     pub(crate) fn wait_idle(&self, deadline: Instant) -> bool {
+        self.wait_idle_until(|| deadline)
+    }
+
+    /// [`wait_idle`](Self::wait_idle) for a deadline that may move: read again at each wake-up
+    /// ([`nudge`](Self::nudge) wakes the waiters when it has moved).
+    pub(crate) fn wait_idle_until(&self, deadline: impl Fn() -> Instant) -> bool {
         let mut tally = lock(&self.tally);
         loop {
             if self.live.load(Acquire) == 0 {
                 return true;
             }
+            let deadline = deadline();
             let now = Instant::now();
             // Loom cannot model time (its `wait_timeout` never times out): wait for real there.
             if now >= deadline && !cfg!(loom) {

@@ -13,10 +13,9 @@ use crate::loom::{lock, Arc, Condvar, Mutex, MutexGuard};
 use crate::process::async_fn::current_owner;
 use crate::process::context::HostId;
 use crate::process::wake_foreign;
-use futures::future::select;
 use std::cell::RefCell;
 use std::future::Future;
-use std::pin::pin;
+use std::pin::{pin, Pin};
 use std::task::{Poll, Waker};
 use std::time::{Duration, Instant};
 
@@ -62,7 +61,8 @@ struct Stop {
     claimed: bool,
     /// `shutdown_async` callers waiting for the claimant's report.
     waiters: Vec<Waker>,
-    /// The deadlines of the calls in progress, first call first (each holds a [`Grant`]).
+    /// The calls in progress, first call first, each with its own deadline (each holds a
+    /// [`Grant`]): the first one's is the deadline in force.
     grants: Vec<(u64, Instant)>,
     /// The next grant's id.
     next_grant: u64,
@@ -72,17 +72,40 @@ struct Stop {
 /// their own, so that a concurrent call with a shorter timeout (a signal handler's, a library's)
 /// cannot cut short the grace period the first call gave ("concurrent callers get the first
 /// call's report"). A call dropped before it resolves (`shutdown_async` under a timeout) gives
-/// its deadline up, so the call that finishes the shutdown keeps to its own.
+/// its deadline up: the next call in progress's own is in force from then on — read again by
+/// the waits, which its drop wakes — so the call that finishes the shutdown keeps to its own.
+/// (A review saw a `shutdown(300 ms)` made while a dropped `shutdown_async(10 s)` was in
+/// progress wait the 10 s: the first version copied the deadline once, at the call.)
 struct Grant<'a> {
     shutdown: &'a Shutdown,
+    inner: &'a Inner,
     id: u64,
+    /// The call's own deadline.
+    own: Instant,
+}
+
+impl Grant<'_> {
+    /// The deadline this call keeps to now: the first call in progress's.
+    fn deadline(&self) -> Instant {
+        lock(&self.shutdown.state)
+            .grants
+            .first()
+            .map_or(self.own, |&(_, first)| first)
+    }
 }
 
 impl Drop for Grant<'_> {
     fn drop(&mut self) {
-        lock(&self.shutdown.state)
-            .grants
-            .retain(|(id, _)| *id != self.id);
+        let moved = {
+            let mut state = lock(&self.shutdown.state);
+            let was_first = state.grants.first().is_some_and(|(id, _)| *id == self.id);
+            state.grants.retain(|(id, _)| *id != self.id);
+            was_first && !state.grants.is_empty()
+        };
+        if moved {
+            // After the unlock: the waits take the state lock to read the deadline again.
+            self.inner.lifecycle.nudge();
+        }
     }
 }
 
@@ -183,10 +206,11 @@ struct Engine {
 }
 
 impl Engine {
-    /// Shutdown steps 2–5 (module docs of `scheduler`), after step 1.
-    fn stop(&self, inner: &Arc<Inner>, deadline: Instant) -> ShutdownReport {
-        inner.lifecycle.wait_idle(deadline);
-        self.force(inner, deadline)
+    /// Shutdown steps 2–5 (module docs of `scheduler`), after step 1, to the deadline in force
+    /// (read again when woken: `Grant`).
+    fn stop(&self, inner: &Arc<Inner>, deadline: impl Fn() -> Instant) -> ShutdownReport {
+        inner.lifecycle.wait_idle_until(&deadline);
+        self.force(inner, deadline())
     }
 
     /// Shutdown steps 3–5, after the grace period that ended at `deadline`: done by
@@ -278,23 +302,27 @@ impl Shutdown {
         &self.engine().executor
     }
 
-    /// The deadline a call with `timeout` keeps to — the first call in progress's, else its
-    /// own — and its [`Grant`].
-    fn grant(&self, timeout: Duration) -> (Instant, Grant<'_>) {
+    /// The [`Grant`] of a call with `timeout`, and the deadline it keeps to now: the first call
+    /// in progress's, else its own.
+    fn grant<'a>(&'a self, inner: &'a Inner, timeout: Duration) -> (Instant, Grant<'a>) {
+        let own = crate::deadline::after(timeout);
         let mut state = lock(&self.state);
-        let deadline = match state.grants.first() {
-            Some(&(_, first)) => first,
-            None => crate::deadline::after(timeout),
-        };
         let id = state.next_grant;
         state.next_grant += 1;
-        state.grants.push((id, deadline));
-        (deadline, Grant { shutdown: self, id })
+        state.grants.push((id, own));
+        let in_force = state.grants[0].1;
+        let grant = Grant {
+            shutdown: self,
+            inner,
+            id,
+            own,
+        };
+        (in_force, grant)
     }
 
     /// [`Scheduler::shutdown`](crate::Scheduler::shutdown), once the caller may block.
     pub(super) fn shutdown(&self, inner: &Arc<Inner>, timeout: Duration) -> ShutdownReport {
-        let (deadline, _grant) = self.grant(timeout);
+        let (deadline, grant) = self.grant(inner, timeout);
         inner.begin_shutdown(deadline);
         if stopping_here(inner.host_id) {
             return so_far(inner);
@@ -312,7 +340,7 @@ impl Shutdown {
         state.claimed = true;
         drop(state);
         let claim = Claim::new(self, inner.host_id);
-        claim.publish(self.engine().stop(inner, deadline))
+        claim.publish(self.engine().stop(inner, || grant.deadline()))
     }
 
     /// [`Scheduler::shutdown_async`](crate::Scheduler::shutdown_async).
@@ -321,7 +349,7 @@ impl Shutdown {
         inner: &Arc<Inner>,
         timeout: Duration,
     ) -> ShutdownReport {
-        let (deadline, _grant) = self.grant(timeout);
+        let (deadline, grant) = self.grant(inner, timeout);
         inner.begin_shutdown(deadline);
         if stopping_here(inner.host_id) {
             return so_far(inner);
@@ -332,8 +360,27 @@ impl Shutdown {
         // Awaited inside one of our own processes, the caller cannot finish while it waits: the
         // grace period waits for every *other* process (method docs).
         let floor = usize::from(called_from_own_process(inner));
-        let all_finished = pin!(idle(inner, floor));
-        let _ = select(all_finished, Deadline::new(deadline)).await;
+        let mut all_finished = pin!(idle(inner, floor));
+        loop {
+            let in_force = grant.deadline();
+            let mut passed = Deadline::new(in_force);
+            let moved = std::future::poll_fn(|cx| {
+                if all_finished.as_mut().poll(cx).is_ready()
+                    || Pin::new(&mut passed).poll(cx).is_ready()
+                {
+                    return Poll::Ready(false);
+                }
+                // Read after the idle wait registered: a grant given up from now on wakes it.
+                if grant.deadline() != in_force {
+                    return Poll::Ready(true);
+                }
+                Poll::Pending
+            })
+            .await;
+            if !moved {
+                break;
+            }
+        }
         // The report if another caller made it (or is making it), else the claim on the stop.
         let claimed = std::future::poll_fn(|cx| {
             let mut state = lock(&self.state);
@@ -354,7 +401,7 @@ impl Shutdown {
             return report;
         }
         let claim = Claim::new(self, inner.host_id);
-        claim.publish(self.engine().force(inner, deadline))
+        claim.publish(self.engine().force(inner, grant.deadline()))
     }
 
     /// The `Drop` of [`Scheduler`](crate::Scheduler): a blocking shutdown with the drop timeout,
@@ -375,7 +422,7 @@ impl Shutdown {
         let deadline = crate::deadline::after(self.drop_timeout);
         inner.begin_shutdown(deadline);
         if blocking::async_context().is_none() {
-            engine.stop(&inner, deadline);
+            engine.stop(&inner, || deadline);
             inner.shut_down_own_runtime();
             return;
         }
@@ -393,7 +440,7 @@ impl Shutdown {
                 .spawn(move || {
                     let engine = lock(&slot).take();
                     if let Some(engine) = engine {
-                        engine.stop(&inner, deadline);
+                        engine.stop(&inner, || deadline);
                     }
                     inner.shut_down_own_runtime();
                 })
