@@ -478,3 +478,33 @@ fn a_command_within_its_deadline_completes_normally() {
         .unwrap();
     assert_eq!(run_one(&sched, vec![Ping], Some(HANG_GUARD)), vec!["ok"]);
 }
+
+/// An async handler's command whose start outlasts its deadline, then waits forever.
+struct SlowStart(Duration);
+procsched::command!(SlowStart => Payload);
+
+#[test]
+fn an_async_deadline_runs_from_the_call_not_from_the_handlers_first_poll() {
+    // The first poll runs on the worker during the dispatch; the deadline has passed when it
+    // returns `Pending`. Timed from the call, the yield times out at the handler's next poll;
+    // timed from that first poll (as before), it would wait a deadline more — which the
+    // handler's own result cannot tell apart, so this checks the outcome, and the review's
+    // timing (a 100 ms deadline, a 300 ms first poll: 401 ms before, about 300 now) is in the
+    // commit that changed it.
+    let sched = Scheduler::builder()
+        .workers(1)
+        .async_handler(|SlowStart(busy): SlowStart| {
+            let entered = std::time::Instant::now();
+            while entered.elapsed() < busy {
+                std::hint::spin_loop(); // the deadline passes inside this first poll
+            }
+            std::future::pending::<Result<Payload, CommandError>>()
+        })
+        .build()
+        .unwrap();
+    let timeout = Duration::from_millis(5);
+    assert_eq!(
+        run_one(&sched, vec![SlowStart(timeout * 2)], Some(timeout)),
+        vec![CommandError::TimedOut.to_string()]
+    );
+}

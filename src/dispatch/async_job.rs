@@ -10,7 +10,6 @@ use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::task::{Context, Poll};
-use std::time::Duration;
 use tracing::Instrument;
 
 /// A handler future as it runs: its panics caught.
@@ -28,16 +27,16 @@ pub(super) fn spawn_pending<Fut>(
     runtime: &HandlerRuntime,
     future: std::pin::Pin<Box<CaughtHandler<Fut>>>,
     completer: YieldCompleter,
-    timeout: Option<Duration>,
+    deadline: Option<tokio::time::Instant>,
     span: tracing::Span,
     completions: &mut Events,
 ) -> Option<HandlerTask>
 where
     Fut: Future<Output = Result<Payload, CommandError>> + Send + 'static,
 {
-    fn within<F: Future>(future: F, timeout: Duration) -> Within<F> {
+    fn within<F: Future>(future: F, deadline: tokio::time::Instant) -> Within<F> {
         Within {
-            timeout: tokio::time::timeout(timeout, future),
+            timeout: tokio::time::timeout_at(deadline, future),
         }
     }
     if runtime.is_gone() {
@@ -48,15 +47,15 @@ where
     }
     let pid = completer.pid();
     let traced = !span.is_disabled();
-    Some(match (timeout, traced) {
+    Some(match (deadline, traced) {
         (None, false) => runtime.spawn_watched(pid, Job::new(future, completer)),
         (None, true) => runtime.spawn_watched(pid, Job::new(future, completer).instrument(span)),
-        (Some(timeout), false) => {
-            runtime.spawn_watched(pid, Job::new(within(future, timeout), completer))
+        (Some(deadline), false) => {
+            runtime.spawn_watched(pid, Job::new(within(future, deadline), completer))
         }
-        (Some(timeout), true) => runtime.spawn_watched(
+        (Some(deadline), true) => runtime.spawn_watched(
             pid,
-            Job::new(within(future, timeout), completer).instrument(span),
+            Job::new(within(future, deadline), completer).instrument(span),
         ),
     })
 }

@@ -79,6 +79,11 @@ impl Handler {
     {
         Handler::Async(StdArc::new(
             move |command, completer, runtime, timeout, completions: &mut Events| {
+                // The deadline runs from the call, not from when the handler first returns
+                // `Pending`: a review's handler that spent 300 ms in its first poll timed out
+                // at 400 ms for a 100 ms `call_within`. One too far to represent is none.
+                let deadline: Option<tokio::time::Instant> =
+                    timeout.and_then(|timeout| tokio::time::Instant::now().checked_add(timeout));
                 let command = downcast::<C>(command);
                 let span = handler_span::<C>(completer.pid(), "async");
                 // After the handler runtime shut down, the handler is not run at all — its first
@@ -126,7 +131,7 @@ impl Handler {
                     span.in_scope(|| completer.complete_in(completions, result));
                     return None;
                 }
-                spawn_pending(runtime, future, completer, timeout, span, completions)
+                spawn_pending(runtime, future, completer, deadline, span, completions)
             },
         ))
     }

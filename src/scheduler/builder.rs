@@ -227,7 +227,12 @@ impl SchedulerBuilder {
     /// way to have bodies' tokio timers follow a test's paused clock
     /// (`#[tokio::test(start_paused = true)]`): given `Handle::current()` there, a body's
     /// `tokio::time::sleep` advances with that clock; a scheduler left to its own runtime sleeps
-    /// in real time.
+    /// in real time. tokio advances a paused clock whenever its own threads are idle, whatever
+    /// the workers do: a tokio deadline on procsched's work (`call_within`,
+    /// `yield_command_within`, a body's `tokio::time::timeout`) can pass before work that takes
+    /// no tokio time is done, and a longer timer registered from a worker can fire before a
+    /// shorter one registered just after (README, "Quick start from tokio"); `ask_within` keeps
+    /// real time.
     ///
     /// The scheduler may outlive a runtime it adopted (this one, or the one `build` was called
     /// in): a `static` scheduler shared by several `#[tokio::test]`s, each on a runtime of its
