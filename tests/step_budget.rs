@@ -1,5 +1,6 @@
 //! A poll that ends on its step budget with inline completions not yet stepped: they must reach
 //! the next poll's steps, each exactly once and in order, whatever the process's status.
+//! They come to the next step all together, beyond `max_batch`.
 
 use procsched::prelude::*;
 use procsched::Message;
@@ -103,6 +104,72 @@ fn inline_completions_left_at_the_end_of_a_budget_reach_the_next_poll_in_order()
             for eager in [false, true] {
                 run(budget, fan, eager);
             }
+        }
+    }
+}
+
+/// Yields `k` inline commands in its first step; records how many events each later step gets.
+struct Burst {
+    k: u64,
+    started: bool,
+    seen: u64,
+    per_step: Vec<usize>,
+}
+
+impl Process for Burst {
+    type Output = Vec<usize>;
+    fn step(
+        &mut self,
+        events: &mut Events,
+        out: &mut StepOutput<Vec<usize>>,
+    ) -> Result<(), BoxError> {
+        if !self.started {
+            self.started = true;
+            for tag in 0..self.k {
+                out.yield_command(tag, Inc(tag));
+            }
+            out.wait();
+            return Ok(());
+        }
+        self.per_step.push(events.len());
+        self.seen += events.drain().count() as u64;
+        if self.seen == self.k {
+            out.done(std::mem::take(&mut self.per_step));
+        } else {
+            out.wait();
+        }
+        Ok(())
+    }
+}
+
+#[test]
+fn a_steps_inline_completions_reach_the_next_step_together_whatever_the_budget() {
+    // "At most `max_batch` mailbox events per step, plus the completions of the previous step's
+    // inline yields" (module docs of `process`). With a budget of one step a poll, the
+    // completions wait in the mailbox for the next poll; they were counted against `max_batch`
+    // there, and split: [1, 1, ..., 1] at `max_batch(1)`, [64, 36] at 64.
+    for (k, max_batch) in [(10, 1), (100, 64)] {
+        for budget in [1, 2] {
+            let sched = Scheduler::builder()
+                .workers(1)
+                .max_batch(max_batch)
+                .step_budget(budget)
+                .inline_handler(|Inc(n): Inc| Ok::<_, CommandError>(n))
+                .build()
+                .unwrap();
+            let burst = Burst {
+                k,
+                started: false,
+                seen: 0,
+                per_step: Vec::new(),
+            };
+            let handle = sched.spawn(burst, "run", Payload::empty()).unwrap();
+            let per_step = sched.block_on(handle).unwrap();
+            assert_eq!(
+                per_step,
+                vec![k as usize],
+                "k {k}, max_batch {max_batch}, step_budget {budget}"
+            );
         }
     }
 }

@@ -111,6 +111,12 @@ pub(crate) struct ProcessFuture<P: Process, H: Host> {
     /// (module docs, "Finish"); `false` only for a future polled by hand (the loom models),
     /// which drops it at once.
     unread_after_outcome: bool,
+    /// Inline completions the last poll put back at the front of the mailbox (`requeue`): the
+    /// next drain takes them beyond `max_batch`, as the module docs of `process` say a step gets
+    /// them — whether or not the step budget ran out in between. (Counted against it, they had
+    /// been split `max_batch` at a time, a requeue each: a black-box review's ten completions
+    /// at `max_batch(1)` took ten polls.)
+    carried: u32,
 }
 
 // Not `Unpin` when the process is not: the async-fn adapter's body is polled in place and
@@ -150,6 +156,7 @@ impl<P: Process, H: Host> ProcessFuture<P, H> {
             unread: bounded.then_some(0),
             unread_counted: 0,
             unread_after_outcome: true,
+            carried: 0,
             // The phase drawn from the PID: one-step processes are sampled one in
             // `SAMPLE_EVERY` too.
             until_timed: ((pid.as_u64().wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) % SAMPLE_EVERY)
@@ -187,6 +194,8 @@ impl<P: Process, H: Host> ProcessFuture<P, H> {
             }
             let drained = if must_drain || self.cell.state.take_notified() == TakeNotified::Notified
             {
+                let max_batch =
+                    max_batch.saturating_add(std::mem::take(&mut self.carried) as usize);
                 let drained = match self.unread {
                     Some(unread) => {
                         let mut counted = unread as usize;
@@ -382,6 +391,7 @@ impl<P: Process, H: Host> ProcessFuture<P, H> {
         events: &mut Events,
     ) -> Poll<Result<P::Output, ProcessError>> {
         if !events.is_empty() {
+            self.carried = u32::try_from(events.len()).unwrap_or(u32::MAX);
             self.cell.mailbox.carry_over(events);
         }
         self.cell.stats.set_steps(self.steps);
