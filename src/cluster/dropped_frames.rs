@@ -31,13 +31,21 @@ pub(crate) async fn sever_peers(node: Arc<NodeShared>, dropped: Arc<Notify>) {
         }
         let drops = node.stats.slow_consumers();
         let peers = node.peer_names();
-        tracing::warn!(
-            dropped = drops - reported,
-            peers = peers.len(),
-            "the NATS client dropped frames (a slow consumer): every peer is declared down, \
-             as a lost signal cannot be told from a lost message"
-        );
-        reported = drops;
+        // Rate-limited with the input warnings (`warn_budget.rs`): a flood from a client on the
+        // node's subjects causes the drops, and made 100 lines a second in a review. A line
+        // says how many drops since the last line.
+        if drops != reported || !peers.is_empty() {
+            if let Some(suppressed) = node.warn_budget.take() {
+                tracing::warn!(
+                    suppressed,
+                    dropped = drops - reported,
+                    peers = peers.len(),
+                    "the NATS client dropped frames (a slow consumer): every peer is declared \
+                     down, as a lost signal cannot be told from a lost message"
+                );
+                reported = drops;
+            }
+        }
         for name in peers {
             node.sever(&name, None, "frames from it were dropped (a slow consumer)");
         }

@@ -331,13 +331,7 @@ fn check_origin(node: &Arc<NodeShared>, frame: &Frame<'_>) -> Option<(PeerId, St
             None
         }
         _ => {
-            let valid = !frame.from.is_empty()
-                && frame.from.len() <= 64
-                && frame
-                    .from
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
-            if !valid {
+            if !super::config::is_token(&frame.from) {
                 if let Some(suppressed) = node.warn_budget.take() {
                     tracing::warn!(suppressed, from = ?frame.from, "frame rejected: not a node name");
                 }
@@ -581,7 +575,14 @@ fn serve_monitor(node: &Arc<NodeShared>, origin: &PeerId, for_me: bool, id: u64,
             answer(&node, &task_origin, Item::Down { id, reason });
         }
     });
-    lock(&node.served).insert((origin.clone(), id), task.abort_handle());
+    let previous = lock(&node.served).insert((origin.clone(), id), task.abort_handle());
+    if let Some(previous) = previous {
+        // The same id again (no node sends it twice: a forged or broken peer's): one monitor,
+        // as a link made twice is one. Left running, each repeat was a task and a monitor kept
+        // until the process ended — 200 000 repeats, 200 000 tasks — that no count showed and a
+        // node-down did not abort (it aborts what the map holds).
+        previous.abort();
+    }
     let _ = foreign_wake(WAITER, || registered.send(()));
 }
 

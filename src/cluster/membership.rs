@@ -304,6 +304,14 @@ pub(crate) async fn watch(node: Arc<NodeShared>, store: kv::Store) {
                         );
                         return;
                     }
+                    // Not a node name (`Cluster::name` refuses it): a key such as `a.b` would
+                    // put its frames on other subjects than the node's. Frames from such a
+                    // name are refused too (`inbound.rs`).
+                    Ok(_) if !super::config::is_token(&entry.key) => {
+                        if let Some(suppressed) = node.warn_budget.take() {
+                            tracing::warn!(suppressed, key = %entry.key, "membership entry rejected: not a node name");
+                        }
+                    }
                     Ok(beat) => {
                         let id = PeerId {
                             name: entry.key.as_str().into(),

@@ -32,6 +32,10 @@ pub(crate) enum Item {
     },
     /// The answer to ask `ask`: `value`'s encoding.
     Reply { ask: u64, result: Result<Body, ()> },
+    /// Monitor `id` of the sender's, on the receiver's process `target`.
+    Monitor { id: u64, target: u64 },
+    /// Which process the receiver registered as `name` (answered to the sender's subject).
+    Whereis { id: u64, name: String },
 }
 
 /// An encoded value, as the wire carries it (a binary blob).
