@@ -384,3 +384,75 @@ fn a_step_error_whose_display_panics_is_the_steps_error_as_on_a_scheduler() {
     assert!(error.is::<Unprintable>(), "the step's own error");
     assert!(harness.step().is_err(), "ended: not stepped again");
 }
+
+/// Yields `Work` twice under one tag, then finishes with both completions' values.
+struct TwoUnderOneTag {
+    started: bool,
+    got: Vec<u64>,
+}
+
+struct Work;
+procsched::command!(Work => u64);
+
+impl Process for TwoUnderOneTag {
+    type Output = Vec<u64>;
+    fn step(
+        &mut self,
+        events: &mut Events,
+        out: &mut StepOutput<Vec<u64>>,
+    ) -> Result<(), BoxError> {
+        if !self.started {
+            self.started = true;
+            out.yield_command(5, Work);
+            out.yield_command(5, Work);
+            out.wait();
+            return Ok(());
+        }
+        for event in events.drain() {
+            if let procsched::state_machine::Event::YieldComplete { tag: 5, result } = event {
+                self.got.push(result?.take::<u64>()?);
+            }
+        }
+        if self.got.len() == 2 {
+            out.done(std::mem::take(&mut self.got));
+        } else {
+            out.wait();
+        }
+        Ok(())
+    }
+}
+
+#[test]
+fn two_yields_under_one_tag_are_completed_twice_as_on_a_scheduler() {
+    // A scheduler completes each (the docs of `Tag`); the harness refused the second
+    // completion (`NotYielded`), so a test could not script what production does.
+    let mut harness = Harness::new(TwoUnderOneTag {
+        started: false,
+        got: Vec::new(),
+    });
+    harness.init("run", Payload::empty()).unwrap();
+    let step = harness.step().unwrap();
+    assert_eq!(step.yields.iter().map(|y| y.0).collect::<Vec<_>>(), [5, 5]);
+    harness.complete(5, Ok(Payload::new(1u64)));
+    harness.complete(5, Ok(Payload::new(2u64)));
+    let step = harness.step().unwrap();
+    assert!(
+        matches!(step.status, Status::Done(ref got) if got == &[1, 2]),
+        "{:?}",
+        step.status
+    );
+    // A third completion of that tag was never yielded.
+    let mut harness = Harness::new(TwoUnderOneTag {
+        started: false,
+        got: Vec::new(),
+    });
+    harness.init("run", Payload::empty()).unwrap();
+    harness.step().unwrap();
+    harness.complete(5, Ok(Payload::new(1u64)));
+    harness.complete(5, Ok(Payload::new(2u64)));
+    harness.complete(5, Ok(Payload::new(3u64)));
+    assert!(
+        harness.step().is_err(),
+        "a completion nothing waits for is refused"
+    );
+}

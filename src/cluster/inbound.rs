@@ -633,7 +633,7 @@ pub(crate) fn stop_orphan(node: &NodeShared, origin: &PeerId, orphan: u64) {
 
 /// Sends an answer to `origin`; it is lost only if `origin` was declared down meanwhile.
 fn answer(node: &NodeShared, origin: &PeerId, item: Item<'static>) {
-    if let Err(refusal) = node.send_control(origin, item) {
+    if let Err(refusal) = node.send_answer(origin, item) {
         tracing::debug!(to = %origin.name, ?refusal, "an answer found its node gone");
     }
 }

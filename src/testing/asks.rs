@@ -133,6 +133,9 @@ impl Pending {
     }
 }
 
+/// The type a call's completion must hold, and its name.
+type OutputType = (TypeId, &'static str);
+
 /// A harness's asks: those sent in the current step, and those waiting for an answer; and the
 /// tags of the calls its steps yielded that no script has completed yet.
 ///
@@ -143,8 +146,10 @@ pub(super) struct AskBook {
     sent: Vec<Asked>,
     pending: BTreeMap<Tag, Pending>,
     /// Each yielded call not completed yet, with the type its completion must hold, when known
-    /// (a body's `cx.call`: its command's `Output`; a state machine's yield: not known).
-    calls: BTreeMap<Tag, Option<(TypeId, &'static str)>>,
+    /// (a body's `cx.call`: its command's `Output`; a state machine's yield: not known), and how
+    /// many yields with that tag wait: a state machine may yield one tag twice, and a scheduler
+    /// completes each (`Tag`'s docs), so a script may too.
+    calls: BTreeMap<Tag, (Option<OutputType>, u32)>,
     /// The output types of the calls the last step's body made, until their yields are filed.
     call_types: HashMap<Tag, (TypeId, &'static str)>,
 }
@@ -180,7 +185,9 @@ impl AskBook {
     pub(super) fn yielded(&mut self, tags: impl Iterator<Item = Tag>) {
         for tag in tags {
             let output = self.call_types.remove(&tag);
-            self.calls.insert(tag, output);
+            let (known, waiting) = self.calls.entry(tag).or_insert((output, 0));
+            *known = known.or(output);
+            *waiting += 1;
         }
         self.call_types.clear();
     }
@@ -221,7 +228,7 @@ impl AskBook {
     /// Completes the yielded call `tag` with `payload` (`None`: an error), which must be of the
     /// type it waits for, if known.
     fn complete_call(&mut self, tag: Tag, payload: Option<&Payload>) -> Result<(), ScriptError> {
-        let expected = *self.calls.get(&tag).ok_or(ScriptError::NotYielded(tag))?;
+        let (expected, _) = *self.calls.get(&tag).ok_or(ScriptError::NotYielded(tag))?;
         if let (Some((output, name)), Some(payload)) = (expected, payload) {
             if payload.value_type_id() != output {
                 return Err(ScriptError::WrongType {
@@ -231,7 +238,12 @@ impl AskBook {
                 });
             }
         }
-        self.calls.remove(&tag);
+        if let Some((_, waiting)) = self.calls.get_mut(&tag) {
+            *waiting -= 1;
+            if *waiting == 0 {
+                self.calls.remove(&tag);
+            }
+        }
         Ok(())
     }
 }
