@@ -297,18 +297,19 @@ impl NodeShared {
 
     /// Queues an answer to what `to` asked of this node (an ack, a lookup's or a monitor's
     /// answer): as [`send_item`](Self::send_item), except that a name known only from frames
-    /// — no membership entry: any client can pose as one — has its answers bounded by the
-    /// lane's backlog limit, past which they are refused (`Backlogged`, counted). A node's own
-    /// requests are always answered. A hostile review's made-up node drew 210 MiB of queued
-    /// answers with 200 000 lookups a second.
+    /// — no membership entry: any client can pose as one — gets answers only while its lane
+    /// holds less than a frame's worth ([`Cluster::max_frame`](super::Cluster::max_frame)):
+    /// past that they are refused (`Backlogged`, counted). A node's own requests are always
+    /// answered. A hostile review's made-up node drew 210 MiB of queued answers with 200 000
+    /// lookups a second.
     pub(crate) fn send_answer(&self, to: &PeerId, item: Item<'_>) -> Result<(), Refusal> {
         self.push_to(to, |out, member| {
-            let admission = if member {
-                Admission::Always
-            } else {
-                Admission::Bounded
-            };
-            out.push(self, &item, outbound::item_size(&item), admission)
+            if !member && out.backlog() >= self.max_frame {
+                return Err(PushError::Backlogged {
+                    limit: self.max_frame,
+                });
+            }
+            out.push(self, &item, outbound::item_size(&item), Admission::Always)
         })
     }
 
