@@ -203,6 +203,26 @@ fn an_ask_without_timeout_cannot_be_timed_out() {
 }
 
 #[test]
+fn an_ask_without_timeout_cannot_be_completed_as_timed_out_either() {
+    // `complete(tag, Err(TimedOut))` is how a call's timeout is scripted; for an ask made with
+    // `ask` it was taken, and the body got a `TimedOut` no scheduler gives it.
+    let mut harness = asker(None);
+    let step = step_to_the_ask(&mut harness);
+    let tag = step.asks[0].tag;
+    harness.complete(tag, Err(CommandError::TimedOut));
+    let refused = harness.step().unwrap_err().to_string();
+    assert!(
+        refused.contains(&ScriptError::NoTimeout(tag).to_string()),
+        "{refused}"
+    );
+    harness.reply(tag, 42u64).unwrap();
+    assert!(matches!(
+        harness.step().unwrap().status,
+        Status::Done(Ok(42))
+    ));
+}
+
+#[test]
 fn a_body_asking_itself_is_refused_as_on_a_scheduler() {
     let mut harness = Harness::for_fn(|cx: ProcessCx<Double>| async move {
         Ok::<_, BoxError>(cx.addr().ask(|reply| (1, reply)).await)

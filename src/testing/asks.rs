@@ -360,7 +360,8 @@ impl<P: Process> Harness<P> {
 
     /// Queues the completion of the yield `tag` for the next step. For an ask
     /// ([`Step::asks`](super::Step::asks)), `Ok` is its answer, `Err(CommandError::TimedOut)`
-    /// its timeout, any other `Err` its port dropped (`NoReply`).
+    /// its timeout (refused, [`ScriptError::NoTimeout`], for an ask made without one, as by
+    /// [`time_out`](Self::time_out)), any other `Err` its port dropped (`NoReply`).
     ///
     /// A refused completion is not queued, and the next step is an error saying why (a
     /// [`ScriptError`]; the process is not stepped): an ask's answer of another type, or a
@@ -462,6 +463,16 @@ impl<P: Process> Harness<P> {
         tag: Tag,
         result: &Result<Payload, CommandError>,
     ) -> Option<ScriptError> {
+        // An ask made with `ask` never times out, as `time_out` says: not by `complete` either.
+        if matches!(result, Err(CommandError::TimedOut))
+            && self
+                .asks
+                .pending
+                .get(&tag)
+                .is_some_and(|pending| !pending.timed)
+        {
+            return Some(ScriptError::NoTimeout(tag));
+        }
         match self.asks.script(tag, result.as_ref().ok()) {
             Ok(_) => None,
             Err(ScriptError::NotAsked(_)) => {
