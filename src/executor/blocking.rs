@@ -13,6 +13,11 @@ use super::{start, worker};
 /// A process's `step` (or a command handler run inline) may call it too:
 /// [`procsched::executor::block_in_place`](crate::executor::block_in_place) is the same function.
 ///
+/// Tasks `f` spawns or wakes go to the shared queues, not to this worker's own (it pops nothing
+/// until `f` returns): another worker, or a spare started for them, runs them while `f` blocks,
+/// so `f` may wait for them — [`Executor::block_on`](crate::executor::Executor::block_on)
+/// included, which is allowed here and nowhere else on a worker.
+///
 /// The spare keeps running while `f` blocks; when `f` returns, the surplus spare gives its
 /// queue back and retires at its next safe point (`Builder::max_spare_workers` caps how many
 /// spares may run at once).

@@ -189,7 +189,9 @@ impl Builder {
         self
     }
 
-    /// Worker thread name prefix; workers are named `<prefix>-<index>`.
+    /// Worker thread name prefix; workers are named `<prefix>-<index>`. A name with a NUL
+    /// byte makes [`build`](Builder::build) fail with `InvalidInput` (an OS thread name is a C
+    /// string).
     ///
     /// # Examples
     ///
@@ -236,6 +238,10 @@ impl Builder {
     /// exactly once: to enter, for the thread's whole life, a context its tasks rely on — a tokio
     /// runtime (`handle.enter()`), a tracing span, a thread-local.
     ///
+    /// A panic in `context` is contained and reported (`tracing` error): if the context had not
+    /// called the closure yet, the worker then runs without it; if it had, the thread just ends.
+    /// A context that returns without calling it also gets its worker run without the context.
+    ///
     /// # Examples
     ///
     /// ```
@@ -271,7 +277,8 @@ impl Builder {
     ///
     /// Fails if the operating system refuses to start a thread (the workers already started are
     /// stopped again), or if the workers and spare workers asked for are more than
-    /// [`MAX_THREADS`] together (`InvalidInput`) or their queues do not fit in memory
+    /// [`MAX_THREADS`] together (`InvalidInput`), the stack is below [`MIN_STACK_SIZE`] or the
+    /// thread name holds a NUL byte (`InvalidInput`), or their queues do not fit in memory
     /// (`OutOfMemory`).
     ///
     /// # Examples
@@ -290,6 +297,17 @@ impl Builder {
                 format!(
                     "a worker stack of {} bytes is below the least a worker runs on ({MIN_STACK_SIZE} bytes)",
                     self.stack_size
+                ),
+            ));
+        }
+        if self.thread_name.contains('\0') {
+            // std panics on it when the first thread is named: refused here instead, like any
+            // other bad setting.
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!(
+                    "the worker thread name {:?} contains a NUL byte",
+                    self.thread_name
                 ),
             ));
         }
@@ -338,7 +356,7 @@ impl Builder {
         let mut threads = Vec::with_capacity(workers);
         for (index, local) in locals.into_iter().enumerate() {
             match start::spawn_worker(&shared, index, local) {
-                Ok(thread) => threads.push(thread),
+                Ok(thread) => threads.push((index, thread)),
                 Err(error) => {
                     // Workers that never started must still count as exited.
                     for _ in index..workers {

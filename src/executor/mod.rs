@@ -36,7 +36,7 @@
 //! | `yield_now` | [`yield_now()`]: a task gives the other ready tasks a turn |
 //! | `task/` | one allocation per task; the atomic state word (`task/state.rs`); wakers; `JoinHandle` |
 //! | `queue` | per-worker deque (crossbeam, LIFO for the owner), global and per-worker FIFO injectors |
-//! | `worker` | the worker loop: where to look for work, in which order, when to sleep |
+//! | `worker` | the worker loop: where to look for work, in which order, when to sleep; `worker/current.rs`: the current thread's worker, and pushes to its own queues |
 //! | `idle` | how many workers search or sleep; the protocol that never loses a wake-up |
 //! | `park` | the sleep primitive |
 //! | `shared` | the state all workers share, and where each runnable task is queued |
@@ -151,7 +151,7 @@ pub const MAX_THREADS: usize = 4096;
 ///
 /// Dropping the executor shuts it down (waiting at most [`DROP_SHUTDOWN_TIMEOUT`] for workers to
 /// finish their current poll); unfinished tasks are dropped and their handles resolve to
-/// [`JoinError::is_shutdown`].
+/// [`JoinError::is_shutdown`] ([`JoinError::is_panic`] if a future's destructor panicked).
 ///
 /// # Examples
 ///
@@ -174,7 +174,8 @@ pub struct Executor {
 }
 
 struct ShutdownState {
-    threads: Vec<thread::JoinHandle<()>>,
+    /// Every worker thread started, with its slot (a spare slot may have had several).
+    threads: Vec<(usize, thread::JoinHandle<()>)>,
     monitor: Option<thread::JoinHandle<()>>,
     report: Option<ExecutorShutdownReport>,
 }
@@ -199,8 +200,11 @@ struct ShutdownState {
 pub struct ExecutorShutdownReport {
     /// Tasks whose futures were dropped unfinished.
     pub cancelled: usize,
-    /// Workers (spares included) still inside a poll when the timeout passed. They exit (and
-    /// cancel the task they were polling) as soon as that poll returns.
+    /// Workers (spares included) still inside a poll when the timeout passed, not counting the
+    /// worker that called [`Executor::shutdown`] from inside a task. They exit (and cancel the
+    /// task they were polling) as soon as that poll returns. Workers that were only parked or
+    /// between two polls are not stuck: shutdown waits for them to exit (shortly, even past the
+    /// timeout) and joins their threads.
     pub stuck_workers: usize,
 }
 
@@ -219,7 +223,7 @@ impl Executor {
 
     fn from_parts(
         shared: Arc<Shared>,
-        threads: Vec<thread::JoinHandle<()>>,
+        threads: Vec<(usize, thread::JoinHandle<()>)>,
         monitor: Option<thread::JoinHandle<()>>,
     ) -> Executor {
         Executor {
@@ -293,7 +297,9 @@ impl Executor {
     /// # Panics
     ///
     /// If called on a worker of a procsched executor (inside a task), where it would hold the
-    /// worker the awaited work may need.
+    /// worker the awaited work may need, unless inside [`block_in_place`] (the worker has handed
+    /// its work off: blocking is what it is for). Also if called inside another `block_on`
+    /// (futures' `EnterError`: a thread runs one such blocking executor at a time).
     ///
     /// # Examples
     ///
@@ -305,9 +311,10 @@ impl Executor {
     #[track_caller]
     pub fn block_on<F: Future>(&self, future: F) -> F::Output {
         assert!(
-            worker::current_shared().is_none(),
+            worker::current_shared().is_none() || worker::in_block_in_place(),
             "`Executor::block_on` called on a procsched worker thread (inside a task): blocking it \
-             can deadlock. `.await` the future instead."
+             can deadlock. `.await` the future instead, or wrap the blocking code in \
+             `block_in_place`."
         );
         crate::loom::block_on(future)
     }
@@ -328,10 +335,15 @@ impl Executor {
 
     /// Stops the executor: no new tasks (spawns resolve to [`JoinError::is_shutdown`]), workers
     /// stop after their current poll, every unfinished task is dropped (its destructor runs) and
-    /// its handle resolves to [`JoinError::is_shutdown`].
+    /// its handle resolves to [`JoinError::is_shutdown`], or to [`JoinError::is_panic`] if that
+    /// destructor panicked (contained, as tokio does: the panic becomes the outcome).
     ///
-    /// Waits at most `timeout` for workers that are inside a long poll. Idempotent: later and
-    /// concurrent calls wait for the first and return its report.
+    /// Waits at most `timeout` for workers that are inside a long poll; those still inside one
+    /// then are the report's `stuck_workers`, and their threads are left to end when the poll
+    /// returns. Workers that were idle (parked, between polls) are waited for and joined even
+    /// with a zero `timeout` (briefly: they need only be scheduled). Called from inside a task,
+    /// its own worker is neither waited for nor counted. Idempotent: later and concurrent calls
+    /// wait for the first and return its report.
     ///
     /// # Examples
     ///
@@ -360,16 +372,25 @@ impl Executor {
             let _ = monitor.join();
         }
         // Called from inside one of our own polls (a task shutting its executor down): that
-        // worker cannot leave its poll while it waits here.
-        let own_worker = worker::current_shared().is_some_and(|own| Arc::ptr_eq(&own, shared));
-        let stuck_workers = shared.wait_for_workers(deadline, usize::from(own_worker));
-        if stuck_workers == 0 {
-            for thread in state.threads.drain(..) {
-                // A worker never panics (user code runs under `catch_unwind`); if it somehow
-                // did, the panic was already reported on that thread.
-                let _ = thread.join();
+        // worker cannot leave its poll while it waits here, and is not stuck.
+        let own_worker = worker::current_index(shared);
+        let stuck_workers = shared.wait_for_workers(deadline, own_worker);
+        // Joined: every thread whose worker has left its loop (what remains is its context's
+        // tail). Not joined (dropping a handle detaches its thread): our own, which cannot be
+        // joined from inside its poll, and — when some worker has not left — any thread still
+        // running, which may be inside a poll that never returns (a worker seen idle may
+        // begin one more poll if it read the shutdown flag just before it was set): a join
+        // there could outlast every bound the caller was given.
+        let all_left = shared.workers_left(usize::from(own_worker.is_some()));
+        for (index, thread) in state.threads.drain(..) {
+            if Some(index) == own_worker || !(all_left || has_finished(&thread)) {
+                continue;
             }
-        } else {
+            // A worker never panics (user code runs under `catch_unwind`); if it somehow did,
+            // the panic was already reported on that thread.
+            let _ = thread.join();
+        }
+        if stuck_workers > 0 {
             tracing::warn!(
                 stuck_workers,
                 "executor shutdown timed out waiting for workers inside a poll"
@@ -383,6 +404,17 @@ impl Executor {
         tracing::debug!(?report, "executor shut down");
         state.report = Some(report);
         report
+    }
+}
+
+/// `true` if `thread` has ended (loom's handles cannot tell: not there).
+fn has_finished(thread: &thread::JoinHandle<()>) -> bool {
+    #[cfg(not(loom))]
+    return thread.is_finished();
+    #[cfg(loom)]
+    {
+        let _ = thread;
+        false
     }
 }
 

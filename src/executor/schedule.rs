@@ -8,7 +8,7 @@
 use super::shared::{Notified, Shared};
 use super::task::{self, JoinHandle, Schedule, Task};
 use super::unowned::TaskRef;
-use super::worker;
+use super::{start, worker};
 use crate::loom::Arc;
 use std::future::Future;
 
@@ -70,10 +70,20 @@ fn schedule_task(shared: &Arc<Shared>, task: Notified, is_yield: bool) {
         };
         return shared.push_global(task);
     }
-    let Err(task) = worker::try_push_local(shared, task) else {
-        return;
-    };
-    shared.schedule_remote(task);
+    match worker::try_push_local(shared, task) {
+        worker::PushLocal::Pushed => {}
+        worker::PushLocal::Elsewhere(task) => shared.schedule_remote(task),
+        worker::PushLocal::Blocked(task) => {
+            // Scheduled from inside `block_in_place` (its closure, or a `block_on` in it): as
+            // from outside, to a shared queue (the worker's own lanes are skipped: it is marked
+            // blocked), which wakes a parked worker. With every configured worker busy or
+            // blocked there is none, and the closure may wait for this very task: hand-off
+            // steps 3 and 4 start or wake a spare then, as entering `block_in_place` does when
+            // work is queued; with a spare already active they do nothing.
+            shared.schedule_remote(task);
+            start::hand_off(shared);
+        }
+    }
 }
 
 impl Schedule for Arc<Shared> {

@@ -4,11 +4,12 @@
 //! # Where a runnable task goes
 //! | event | queue | who is woken |
 //! |---|---|---|
-//! | spawn or wake on one of our worker threads | that worker's next slot (runs next, cache-warm; a task already there moves to the deque, LIFO: `next_slot.rs`) | a parked worker, if none is searching and the worker held other work; a lone task runs next on its worker, and if the poll before it blocks, the monitor hands it over and nudges a parked worker after one tick (`monitor.rs`, "Nudge") |
+//! | spawn or wake on one of our worker threads, outside `block_in_place` | that worker's next slot (runs next, cache-warm; a task already there moves to the deque, LIFO: `next_slot.rs`) | a parked worker, if none is searching and the worker held other work; a lone task runs next on its worker, and if the poll before it blocks, the monitor hands it over and nudges a parked worker after one tick (`monitor.rs`, "Nudge") |
 //! | spawn from outside | the global injector | a parked worker, if none is searching |
 //! | wake from outside of a task that ran before | the *woken* lane of the worker it last ran on (affinity), which that worker takes before its yielded lane; the global injector if that worker is a spare or stuck (`monitor.rs`) | that worker if it sleeps, else any parked worker |
 //! | a task woke itself while running (`yield_now`), on one of our configured workers | that worker's *yielded* lane (`inject`): behind its deque, its woken lane and the yields queued before it; stays on the worker (cache-warm) but can be stolen | a parked worker, if none is searching |
 //! | a task woke itself while running, anywhere else (a spare, a stuck worker) | the global injector: behind all other ready work | a parked worker, if none is searching |
+//! | spawn or wake inside `block_in_place` on one of our workers (which has handed off and pops nothing until it returns) | as from outside (rows 2 and 3; the blocked worker's own lanes count as stuck) | as from outside, and hand-off steps 3 and 4 start or wake a spare if every configured worker is busy (`schedule.rs`) |
 //!
 //! Everything that lands in a queue stays reachable by every worker: deques through their
 //! stealers, inject queues and the injector directly. A next slot is its worker's own, but the
@@ -39,6 +40,13 @@ use crate::loom::atomic::{fence, AtomicBool, Ordering::*};
 use crate::loom::{lock, Arc, Condvar, Mutex};
 
 pub(crate) type Notified = task::Notified<Arc<Shared>>;
+
+/// How long shutdown waits, past its deadline, for workers that are not inside a poll to exit
+/// (`Shared::wait_for_workers`). They only have to be scheduled: a parked worker unparked by
+/// shutdown exits within microseconds on an idle machine, milliseconds on a loaded one. Short:
+/// a scheduler's forced stop promises its bound "give or take the time the operating system
+/// takes to run the threads involved" (`scheduler/shutdown.rs`), and this is that time.
+const EXIT_GRACE: std::time::Duration = std::time::Duration::from_millis(50);
 
 /// Tasks taken from the global queue (or an inject queue) per visit, including the one run now.
 pub(crate) const INJECT_BATCH: usize = if cfg!(loom) { 2 } else { 1 + 16 };
@@ -261,23 +269,55 @@ impl Shared {
         true
     }
 
-    /// Shutdown step 2: waits until every worker has exited (but `floor` of them: the worker
-    /// that runs this shutdown from inside a poll cannot exit while it waits), or `deadline`
-    /// passes. Returns the number of workers still running (stuck in a poll).
-    pub(crate) fn wait_for_workers(&self, deadline: std::time::Instant, floor: usize) -> usize {
+    /// Shutdown step 2: waits until every worker but `own` has exited, or `deadline` passes.
+    /// `own` is the worker running this shutdown from inside a poll: it cannot exit while it
+    /// waits, and is not stuck. Past the deadline, a worker not inside a poll (parked, spinning,
+    /// between two polls: it saw or will see the flag before its next poll) is waited for up to
+    /// [`EXIT_GRACE`] more: it was only slow to be scheduled, and its thread is joined. Returns
+    /// the workers, `own` excepted, still inside a poll: the stuck ones.
+    pub(crate) fn wait_for_workers(
+        &self,
+        deadline: std::time::Instant,
+        own: Option<usize>,
+    ) -> usize {
+        let floor = usize::from(own.is_some());
+        let mut grace_end = None;
         let mut live = lock(&self.live_workers);
         while *live > floor {
             let now = std::time::Instant::now();
+            let mut until = deadline;
             // Loom cannot model time (its `wait_timeout` never times out): wait for real there.
             if now >= deadline && !cfg!(loom) {
-                break;
+                let in_poll = (0..self.num_slots())
+                    .filter(|&index| Some(index) != own && self.is_in_poll(index))
+                    .count();
+                let grace_end = *grace_end.get_or_insert(now + EXIT_GRACE);
+                if *live - floor <= in_poll || now >= grace_end {
+                    return in_poll;
+                }
+                until = grace_end;
             }
-            live = match self.exited.wait_timeout(live, deadline - now) {
+            live = match self
+                .exited
+                .wait_timeout(live, until.saturating_duration_since(now))
+            {
                 Ok((guard, _)) => guard,
                 Err(poisoned) => poisoned.into_inner().0,
             };
         }
-        *live
+        0
+    }
+
+    /// `true` if at most `floor` workers are still in their loop (the rest have left it).
+    pub(crate) fn workers_left(&self, floor: usize) -> bool {
+        *lock(&self.live_workers) <= floor
+    }
+
+    /// `true` if worker slot `index` is inside a poll (its published sequence is odd: `monitor.rs`,
+    /// "What each worker publishes"). A snapshot: the poll may end, or, for a worker that last
+    /// checked the shutdown flag before it was set, one more may begin.
+    pub(crate) fn is_in_poll(&self, index: usize) -> bool {
+        self.monitor.activity[index].seq.load(Acquire) % 2 == 1
     }
 
     /// A spare's thread is about to start (`spare.rs`).
@@ -288,9 +328,9 @@ impl Shared {
     pub(crate) fn worker_exited(&self) {
         let mut live = lock(&self.live_workers);
         *live -= 1;
-        if *live <= 1 {
-            self.exited.notify_all();
-        }
+        // Every exit: past its deadline, shutdown waits for the workers not inside a poll,
+        // whichever they are.
+        self.exited.notify_all();
     }
 
     /// Shutdown step 3: drops every queued `Notified` and cancels every live task. Returns how many

@@ -273,11 +273,12 @@ impl<T> Spares<T> {
         self.threads.fetch_sub(1, Relaxed);
     }
 
-    /// Shutdown: no more activations; returns the threads started so far, to join.
-    pub(crate) fn close(&self) -> Vec<thread::JoinHandle<()>> {
+    /// Shutdown: no more activations; returns the threads started so far, to join, with their
+    /// slots.
+    pub(crate) fn close(&self) -> Vec<(usize, thread::JoinHandle<()>)> {
         let mut pool = lock(&self.pool);
         pool.closed = true;
-        pool.handles.drain(..).map(|(_, handle)| handle).collect()
+        std::mem::take(&mut pool.handles)
     }
 }
 

@@ -30,7 +30,13 @@ pub(crate) fn spawn_worker(
 pub(crate) fn hand_off(shared: &Arc<Shared>) {
     let monitor = &shared.monitor;
     let needed = monitor.needed();
-    if needed == 0 || shared.is_shutdown() || !shared.has_pending_work() {
+    // The cheap checks first: a spawn from inside `block_in_place` calls this every time
+    // (`schedule.rs`), and once a spare is active there is nothing to do.
+    if needed == 0
+        || monitor.spares.active() >= needed
+        || shared.is_shutdown()
+        || !shared.has_pending_work()
+    {
         return;
     }
     while monitor.spares.active() < needed {

@@ -49,9 +49,22 @@ impl ThreadConfig {
                     }
                 };
                 if let Some(WorkerContext(context)) = context {
-                    context(&mut run_once);
+                    // The context is user code: a panic in it must not end the thread before
+                    // the worker ran (its tasks would never run, and shutdown would wait its
+                    // whole timeout for a worker that never counted itself out).
+                    let entered = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        context(&mut run_once)
+                    }));
+                    if let Err(panic) = entered {
+                        tracing::error!(
+                            worker = index,
+                            message = super::task::panic_message(&*panic),
+                            "the executor's worker context panicked; the panic was contained"
+                        );
+                    }
                 }
-                // A context that did not call it: the worker must run all the same.
+                // A context that did not call it, or panicked before it did: the worker must
+                // run all the same (without the context). After the worker ran, this does nothing.
                 run_once();
             })
     }

@@ -87,6 +87,12 @@ pub(crate) struct Core {
     late_context: RefCell<Option<Box<dyn std::any::Any>>>,
 }
 
+mod current;
+pub(crate) use current::{
+    current, current_index, current_shared, in_block_in_place, on_worker_thread, try_push_local,
+    try_push_yielded, yield_requested, PushLocal,
+};
+
 /// Runs worker `index` on the current thread until shutdown.
 pub(crate) fn run(shared: Arc<Shared>, index: usize, local: Local<Notified>) {
     /// Reports the exit even if the loop panics (it never runs user code outside `catch_unwind`,
@@ -138,85 +144,6 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize, local: Local<Notified>) {
         }
     }
     tracing::trace!(worker = index, "worker stopped");
-}
-
-/// Runs `push` with the current thread's worker if it is a worker of `shared` and `accepts`
-/// it; `task` is moved into `push` then, and handed back otherwise.
-#[inline]
-fn push_on_own_worker(
-    shared: &Arc<Shared>,
-    task: Notified,
-    accepts: impl FnOnce(&Core) -> bool,
-    push: impl FnOnce(&Core, Notified),
-) -> Result<(), Notified> {
-    let mut task = Some(task);
-    let _ = CURRENT.try_with(|current| {
-        if let Some(core) = current.borrow().as_ref() {
-            if Arc::ptr_eq(&core.shared, shared) && accepts(core) {
-                if let Some(task) = task.take() {
-                    push(core, task);
-                }
-            }
-        }
-    });
-    task.map_or(Ok(()), Err)
-}
-
-/// Pushes `task` to the current thread's deque if it is a worker of `shared`; gives it back
-/// otherwise.
-pub(crate) fn try_push_local(shared: &Arc<Shared>, task: Notified) -> Result<(), Notified> {
-    push_on_own_worker(shared, task, |_| true, Core::push_local)
-}
-
-/// Queues a task that yielded (`yield_now`) on the current thread's inject queue if the thread
-/// is a configured, not stuck worker of `shared`; gives it back otherwise (a spare may retire
-/// and a stuck worker's queues are being handed over: the global injector is for those).
-pub(crate) fn try_push_yielded(shared: &Arc<Shared>, task: Notified) -> Result<(), Notified> {
-    push_on_own_worker(
-        shared,
-        task,
-        |core| !core.is_spare && !shared.monitor.is_stuck(core.index),
-        |core, task| shared.push_own_inject(core.index, task),
-    )
-}
-
-/// The worker running on the current thread, if any.
-pub(crate) fn current() -> Option<Rc<Core>> {
-    CURRENT
-        .try_with(|current| current.borrow().clone())
-        .ok()
-        .flatten()
-}
-
-/// `true` if the executor's monitor asks the task being polled on this thread to yield: its poll
-/// has run for a monitor tick or more (`monitor.rs`, "Preemption request"). A future that loops
-/// over units of work within one poll checks it between two units and, if set, wakes itself
-/// and returns `Pending`. `false` off a worker's thread and with the monitor off.
-pub(crate) fn yield_requested() -> bool {
-    CURRENT
-        .try_with(|current| {
-            current.try_borrow().is_ok_and(|core| {
-                core.as_ref()
-                    .is_some_and(|core| core.activity().yield_requested())
-            })
-        })
-        .unwrap_or(false)
-}
-
-/// `true` on a worker's thread (any executor's): where a wait must not spin, since the thread
-/// has other tasks to run (`scheduler/spin_wait.rs`).
-pub(crate) fn on_worker_thread() -> bool {
-    CURRENT
-        .try_with(|current| current.borrow().is_some())
-        .unwrap_or(false)
-}
-
-/// The executor whose worker runs on the current thread, if any.
-pub(crate) fn current_shared() -> Option<Arc<Shared>> {
-    CURRENT
-        .try_with(|current| current.borrow().as_ref().map(|core| core.shared.clone()))
-        .ok()
-        .flatten()
 }
 
 impl Core {

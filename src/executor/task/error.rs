@@ -9,7 +9,9 @@ use std::fmt;
 /// A task either panicked ([`is_panic`](Self::is_panic), with the panic's message), was cancelled
 /// by [`JoinHandle::abort`](super::JoinHandle::abort) ([`is_cancelled`](Self::is_cancelled)), or
 /// was dropped unfinished because its executor shut down — including a task spawned after shutdown
-/// ([`is_shutdown`](Self::is_shutdown)).
+/// ([`is_shutdown`](Self::is_shutdown)). A future whose destructor panics when it is dropped (on
+/// completion, abort or shutdown) resolves as panicked: the panic is contained and becomes the
+/// outcome, as in tokio.
 ///
 /// # Examples
 ///

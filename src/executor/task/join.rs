@@ -54,7 +54,8 @@ impl<T> JoinHandle<T> {
     /// An idle or queued task is dropped without being polled again; a task being polled right now
     /// is dropped when that poll returns `Pending`; a task that already finished keeps its output.
     /// Awaiting the handle afterwards yields [`JoinError::is_cancelled`] (unless the task finished
-    /// first).
+    /// first), or [`JoinError::is_panic`] if the future's destructor panicked while it was
+    /// dropped (as tokio does: the panic is contained and becomes the outcome).
     ///
     /// # Examples
     ///

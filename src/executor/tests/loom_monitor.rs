@@ -177,3 +177,36 @@ fn loom_a_spare_expiring_as_it_is_activated_runs_once() {
         "no execution expired the spare: the model misses its point"
     );
 }
+
+/// A task spawned from inside `block_in_place`, which its closure then waits for: the blocked
+/// worker pops nothing until the closure returns, so the spawn goes to the global injector and
+/// starts the spare (hand-off steps 3 and 4, `schedule.rs`), which runs it. There is no monitor
+/// thread under loom: a task left in the blocked worker's own queue would deadlock the model.
+#[test]
+fn loom_a_task_spawned_inside_block_in_place_runs_while_the_closure_waits() {
+    model_full_stack(|| {
+        let executor = executor();
+        let handle = executor.handle().clone();
+        let gate = Gate::new();
+        let parent = {
+            let gate = gate.clone();
+            executor.spawn(async move {
+                let child = block_in_place(|| {
+                    let child = {
+                        let gate = gate.clone();
+                        handle.spawn(async move { gate.set(2) })
+                    };
+                    gate.wait_for(2);
+                    child
+                });
+                // Handed out to be awaited outside: in an array, not yielded as the output.
+                [child]
+            })
+        };
+        let [child] = executor.block_on(parent).unwrap();
+        executor.block_on(child).unwrap();
+        assert_eq!(executor.shutdown(Duration::from_secs(1)).stuck_workers, 0);
+        let spares = &executor.handle().shared.monitor.spares;
+        assert_eq!(spares.started() - spares.retired(), spares.active() as u64);
+    });
+}
