@@ -522,6 +522,7 @@ impl Core {
     /// poll blocks instead, the monitor moves it to the global injector and nudges a parked
     /// worker after one tick (`monitor.rs`, "Nudge"); a task pushed behind it is in the deque,
     /// which a searcher that parks sweeps (`idle.rs`, step 5).
+    #[inline]
     pub(crate) fn push_local(&self, task: Notified) {
         if self.local.push(task) {
             // Pairs with the fence of a parking last searcher before it sweeps every deque
