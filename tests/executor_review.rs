@@ -98,6 +98,28 @@ fn a_task_woken_inside_block_in_place_runs_while_the_closure_waits_for_it() {
     }
 }
 
+#[test]
+fn a_task_spawned_inside_block_in_place_is_not_stranded_by_a_spare_retiring() {
+    // One worker, no monitor: the closure's spawn goes to the global injector, and the spare
+    // the hand-off started is the only thread that can run it. A diff review found the spawn
+    // could land while that spare, having found nothing, was retiring: hand-off saw it still
+    // active and did nothing, and the spare parked — the closure waited forever (round 0–6 of
+    // 2 000). Many short rounds, each hang-guarded.
+    for round in 0..500 {
+        let executor = Arc::new(executor(1, false));
+        let inside = executor.clone();
+        let task = executor.spawn(async move {
+            block_in_place(|| inside.block_on(inside.spawn(async { 5 })).unwrap())
+        });
+        let (tx, rx) = mpsc::channel();
+        drop(executor.spawn(async move { tx.send(task.await).unwrap() }));
+        let got = rx
+            .recv_timeout(HANG_GUARD)
+            .unwrap_or_else(|_| panic!("hang guard: round {round}, the spawned task never ran"));
+        assert_eq!(got.unwrap(), 5);
+    }
+}
+
 // ---- Finding 2: a panicking worker context ----
 
 #[test]

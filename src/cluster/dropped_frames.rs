@@ -31,11 +31,11 @@ pub(crate) async fn sever_peers(node: Arc<NodeShared>, dropped: Arc<Notify>) {
         }
         let drops = node.stats.slow_consumers();
         let peers = node.peer_names();
-        // Rate-limited with the input warnings (`warn_budget.rs`): a flood from a client on the
-        // node's subjects causes the drops, and made 100 lines a second in a review. A line
-        // says how many drops since the last line.
+        // Rate-limited with the "node down" lines it causes (`NodeShared::down_budget`), not
+        // with the input warnings, which the flood behind the drops spends: a flood made 100
+        // lines a second in a review. A line says how many drops since the last line.
         if drops != reported || !peers.is_empty() {
-            if let Some(suppressed) = node.warn_budget.take() {
+            if let Some(suppressed) = node.down_budget.take() {
                 tracing::warn!(
                     suppressed,
                     dropped = drops - reported,

@@ -570,7 +570,17 @@ fn serve_monitor(node: &Arc<NodeShared>, origin: &PeerId, for_me: bool, id: u64,
         }
         let down = monitor.await;
         if let Some(node) = task_node.upgrade() {
-            lock(&node.served).remove(&(task_origin.clone(), id));
+            let key = (task_origin.clone(), id);
+            let mut served = lock(&node.served);
+            // Only its own entry: a repeat of the id (below) may have replaced it, and this
+            // task, past its monitor already, was not stopped by the abort in time.
+            if served
+                .get(&key)
+                .is_some_and(|entry| entry.id() == tokio::task::id())
+            {
+                served.remove(&key);
+            }
+            drop(served);
             let reason = WireReason::from_reason(down.pid, &down.reason);
             answer(&node, &task_origin, Item::Down { id, reason });
         }

@@ -7,7 +7,8 @@
 //! log gets [`PER_WINDOW`] of them a [`WINDOW`], and the first one after a window that dropped
 //! some says how many (`suppressed`).
 //!
-//! "node down" lines get a budget of their own (`NodeShared::down_budget`): thousands of fake
+//! "node down" lines, and the slow-consumer line that precedes a round of them, get a budget
+//! of their own (`NodeShared::down_budget`): thousands of fake
 //! membership entries, declared down together, were as many lines, and the input warnings
 //! would otherwise crowd the real nodes' ends out of the log.
 

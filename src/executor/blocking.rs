@@ -16,7 +16,9 @@ use super::{start, worker};
 /// Tasks `f` spawns or wakes go to the shared queues, not to this worker's own (it pops nothing
 /// until `f` returns): another worker, or a spare started for them, runs them while `f` blocks,
 /// so `f` may wait for them — [`Executor::block_on`](crate::executor::Executor::block_on)
-/// included, which is allowed here and nowhere else on a worker.
+/// included, which is allowed here and nowhere else on a worker. Unless no thread is left to
+/// run them: with every worker blocked and the spares at their cap
+/// (`Builder::max_spare_workers`, 0 included), they wait until a worker is free.
 ///
 /// The spare keeps running while `f` blocks; when `f` returns, the surplus spare gives its
 /// queue back and retires at its next safe point (`Builder::max_spare_workers` caps how many

@@ -89,6 +89,11 @@
 //! 3. Under the pool lock, it re-checks (surplus, or idle) and joins the parked list, decreasing
 //!    `active` in the same critical section; if an activation raced in and it is needed after
 //!    all, it keeps running (back to the loop, nothing lost: its deque is empty).
+//!    3b. Then, after a `SeqCst` fence, it looks at the global injector: a task pushed there
+//!    while it lowered `active` may have seen it still counted, and no worker to wake (hand-off
+//!    returns early with enough spares active: `start.rs`). The pusher fences after its push,
+//!    then reads `active`: one of the two sees the other, and either the pusher activates a
+//!    spare, or this one leaves the parked list and runs on (`Spares::unretire`).
 //! 4. It parks until an activation removes it from the parked list (spurious returns re-check
 //!    the list) or shutdown.
 //! 5. Parked unused for the keep-alive (`spare.rs`, "Keep-alive": 10 s by default), it leaves

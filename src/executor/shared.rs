@@ -238,6 +238,11 @@ impl Shared {
     /// `true` if any shared queue or any deque holds work a thief could take (the last
     /// searcher's re-check). A next slot is its worker's own: that worker is inside a poll and
     /// runs the slot's task after it, or the monitor hands it over.
+    /// `true` if the global injector holds no task.
+    pub(crate) fn global_is_empty(&self) -> bool {
+        self.injector.is_empty()
+    }
+
     pub(crate) fn has_pending_work(&self) -> bool {
         !self.injector.is_empty()
             || self

@@ -237,6 +237,21 @@ impl<T> Spares<T> {
         Retire::Parked
     }
 
+    /// Retirement step R3b (`monitor.rs`): spare `index`, just parked, saw a task in the global
+    /// injector that a hand-off may have left to it. It leaves the parked list and is active
+    /// again — unless an activation took it first, which made it active already.
+    pub(crate) fn unretire(&self, index: usize) {
+        let mut pool = lock(&self.pool);
+        if let Some(at) = pool.parked.iter().position(|&parked| parked == index) {
+            pool.parked.swap_remove(at);
+            self.active.fetch_add(1, SeqCst);
+            drop(pool);
+            // As an activation of a parked spare is counted: `started - retired == active`.
+            self.started.fetch_add(1, Relaxed);
+            tracing::trace!(worker = index, "spare worker back: work came as it retired");
+        }
+    }
+
     /// `true` while spare `index` is in the parked list (R4: a wake-up that finds it gone was
     /// an activation).
     pub(crate) fn is_parked(&self, index: usize) -> bool {

@@ -254,26 +254,52 @@ impl Core {
         // Step 3.
         match spares.retire(self.index, idle, || shared.monitor.needed()) {
             Retire::Stay => true,
-            Retire::Parked => loop {
-                // Step 4.
-                let unparked = self.remote().parker.park_timeout(spares.keep_alive());
-                if shared.is_shutdown() {
-                    return false;
-                }
-                if !spares.is_parked(self.index) {
-                    return true;
-                }
-                // Step 5: no activation within the keep-alive (a spurious return parks again).
-                if !unparked {
-                    return match spares.expire(self.index) {
-                        Expire::Stay => true,
-                        Expire::Exit => {
-                            self.expired.set(true);
-                            false
-                        }
-                    };
-                }
-            },
+            // Step 3b: a task pushed to the global injector while this spare lowered `active`
+            // may have found it still counted (hand-off then returns early: `start.rs`), and
+            // no worker to wake (the configured ones busy or inside `block_in_place`). The
+            // pusher fences after its push, then reads `active`; this fence comes after
+            // `active` was lowered, before the injector is read: one of the two sees the
+            // other's write, and either the pusher activates a spare or this one comes back.
+            // (A diff review stranded a task spawned inside `block_in_place` here.)
+            Retire::Parked => self.back_for_work() || self.parked(),
+        }
+    }
+
+    /// Retirement step 3b (above): `true` if this spare, just parked, is active again for a
+    /// task in the global injector.
+    fn back_for_work(&self) -> bool {
+        fence(SeqCst);
+        if self.shared.global_is_empty() {
+            return false;
+        }
+        self.shared.monitor.spares.unretire(self.index);
+        true
+    }
+
+    /// Retirement steps 4–5: parked until activated (`true`), or shutdown or the keep-alive's
+    /// end (`false`).
+    fn parked(&self) -> bool {
+        let shared = &self.shared;
+        let spares = &shared.monitor.spares;
+        loop {
+            // Step 4.
+            let unparked = self.remote().parker.park_timeout(spares.keep_alive());
+            if shared.is_shutdown() {
+                return false;
+            }
+            if !spares.is_parked(self.index) {
+                return true;
+            }
+            // Step 5: no activation within the keep-alive (a spurious return parks again).
+            if !unparked {
+                return match spares.expire(self.index) {
+                    Expire::Stay => true,
+                    Expire::Exit => {
+                        self.expired.set(true);
+                        false
+                    }
+                };
+            }
         }
     }
 
