@@ -137,6 +137,9 @@ async fn a_node_whose_name_was_claimed_while_it_was_cut_off_declares_its_peers_d
     )
     .await;
     assert_eq!(down.reason, ExitReason::NoConnection);
+    // Its name is the twin's now: a lookup on it is no lookup of its own processes.
+    let found = guarded(GUARD, "a lookup on x from x1", x1.whereis("x", "anything")).await;
+    assert!(matches!(found, Err(RemoteError::NoConnection)), "{found:?}");
     // Its own processes run on.
     let total = guarded(
         GUARD,

@@ -30,8 +30,9 @@ impl Node {
     ///
     /// `NoNode` if no live node is called `node`; `NoConnection` if it dies (or is declared
     /// down) before it answers, or at once once this node has lost its name
-    /// ([`Node::is_evicted`]) or left ([`Node::leave`], for a clone still in use) — for a
-    /// lookup on this node too; `TooLarge` if the request, `name` and all, would not fit in a
+    /// ([`Node::is_evicted`]: for a lookup on this node too, as its name is another node's) or
+    /// left ([`Node::leave`], for a clone still in use: it still answers for its own
+    /// processes, which run on); `TooLarge` if the request, `name` and all, would not fit in a
     /// frame ([`Cluster::max_frame`](super::Cluster::max_frame)); `TimedOut` after
     /// [`Cluster::request_timeout`](super::Cluster::request_timeout).
     ///
@@ -53,9 +54,9 @@ impl Node {
     /// ```
     pub async fn whereis(&self, node: &str, name: &str) -> Result<Option<NodePid>, RemoteError> {
         let shared = &self.shared;
-        // A node that lost its name, or left, knows no node (`eviction.rs`), its own included:
-        // its name may be another node's now.
-        if shared.is_detached() {
+        // A node that lost its name knows no node (`eviction.rs`), its own included: that name
+        // is another node's now. One that left answers for its own processes, which run on.
+        if shared.is_evicted() {
             return Err(RemoteError::NoConnection);
         }
         if node == &*shared.me.name {
@@ -66,6 +67,8 @@ impl Node {
                 name: node.into(),
                 incarnation,
             },
+            // A node that left knows no other node.
+            None if shared.is_detached() => return Err(RemoteError::NoConnection),
             None => return Err(RemoteError::NoNode(format!("no live node `{node}`"))),
         };
         let id = shared.next_id();
