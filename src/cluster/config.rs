@@ -404,12 +404,14 @@ impl Cluster {
     /// (each of the first two waits for an answer, which bounds them; the others must not be
     /// lost to a flood) — except the answers to a name with no membership entry (a client
     /// posing as a node: what it asks for is answered while its lane holds less than
-    /// [`max_frame`](Self::max_frame)). The message that reaches the limit is taken: a lane passes it by at
-    /// most one message (and those of senders that waited together). The bound is this node's
-    /// lane only: async-nats queues up to `ConnectOptions::client_capacity` publishes of its
-    /// own behind it (2 048 by default, each a frame of up to 32 KiB: up to 64 MiB more, not
-    /// in [`NodeStats::backlog_bytes`](super::NodeStats::backlog_bytes)), and the receiving
-    /// node holds what it has read and not yet delivered. At least [`max_frame`](Self::max_frame), else refused at start (`ClusterError::Config`).
+    /// [`max_frame`](Self::max_frame)). The message that reaches the limit is taken: a lane
+    /// passes it by at most one message (and those of senders that waited together). The
+    /// bound is this node's lane only: async-nats queues up to
+    /// `ConnectOptions::client_capacity` publishes of its own behind it (2 048 by default, each
+    /// a frame of up to 32 KiB: up to 64 MiB more, not in
+    /// [`NodeStats::backlog_bytes`](super::NodeStats::backlog_bytes)), and the receiving node
+    /// holds what it has read and not yet delivered. At least [`max_frame`](Self::max_frame),
+    /// else refused at start (`ClusterError::Config`).
     ///
     /// # Examples
     ///
