@@ -1,8 +1,9 @@
 //! What a node registers is unambiguous: a message name is one type's and a type has one
-//! name, a spawnable name runs one body. `Node::start` refuses a configuration that says
-//! otherwise, with a `Config` error naming the name and both types (or bodies) — instead of
-//! one registration silently replacing the other, and the other's messages refused later as
-//! `WrongType`. Registering the same thing twice changes nothing.
+//! name, a spawnable name runs one body (an `async fn` or a state machine). `Node::start`
+//! refuses a configuration that says otherwise, with a `Config` error naming the name and both
+//! types (or bodies) — instead of one registration silently replacing the other, and the
+//! other's messages refused later as `WrongType`. Registering the same thing twice changes
+//! nothing.
 #![cfg(feature = "cluster")]
 
 mod cluster_support;
@@ -10,6 +11,7 @@ mod cluster_support;
 use cluster_support::NatsServer;
 use procsched::cluster::{Cluster, ClusterError, Node};
 use procsched::prelude::*;
+use procsched::state_machine::{Events, Process, StepOutput};
 use procsched::supervision::ChildOptions;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
@@ -141,6 +143,31 @@ async fn a_name_of_two_types_or_a_type_of_two_names_is_refused_at_start() {
     .await
     .expect("a fn pointer registered twice is refused");
     assert!(why.contains("cannot compare"), "{why}");
+
+    // A state machine shares the bodies' names.
+    let why = refusal(
+        cluster(&url)
+            .spawnable("count", first)
+            .spawnable_process("count", |_: u64| Idle),
+    )
+    .await
+    .expect("a state machine under a body's name is refused");
+    assert!(why.contains("\"count\""), "{why}");
+}
+
+/// A state machine that waits for nothing.
+struct Idle;
+
+impl Process for Idle {
+    type Output = ();
+    fn step(&mut self, _: &mut Events, out: &mut StepOutput<()>) -> Result<(), BoxError> {
+        out.idle();
+        Ok(())
+    }
+}
+
+fn idle(_: u64) -> Idle {
+    Idle
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -153,7 +180,9 @@ async fn the_same_registration_twice_is_harmless() {
         .spawnable("count", first)
         .spawnable("count", first)
         .spawnable_with("bounded", ChildOptions::new().mailbox_capacity(8), first)
-        .spawnable_with("bounded", ChildOptions::new().mailbox_capacity(8), first);
+        .spawnable_with("bounded", ChildOptions::new().mailbox_capacity(8), first)
+        .spawnable_process("idle", idle)
+        .spawnable_process("idle", idle);
     assert_eq!(refusal(twice).await, None, "the node starts");
 }
 

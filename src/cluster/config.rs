@@ -2,7 +2,7 @@
 //! from other nodes.
 
 use super::registry::Registry;
-use crate::process::BoxError;
+use crate::process::{BoxError, Process};
 use crate::scheduler::{ChildOptions, ProcessCx};
 use serde::de::DeserializeOwned;
 use std::future::Future;
@@ -389,6 +389,101 @@ impl Cluster {
         E: Into<BoxError>,
     {
         self.registry.spawnable(name, options, body);
+        self
+    }
+
+    /// Registers a state machine ([`Process`]) as spawnable by other nodes under `name`: a
+    /// spawn's argument `A` is decoded from the request and handed to `make`, whose process is
+    /// then spawned as [`SchedulerHandle::spawn`](crate::SchedulerHandle::spawn) would, its
+    /// [`init`](Process::init) called with `name` as the entry method and an empty input; its
+    /// output (`P::Output`) is encoded for whoever awaits it
+    /// ([`Node::spawn_on_with_handle`](super::Node::spawn_on_with_handle)). Spawned from any
+    /// node, placed by a [`RemoteChild`](super::RemoteChild), or spawned by this node itself,
+    /// it is the same process, refused the same way: an `init` error comes back as
+    /// `RemoteError::Spawn(SpawnError::Init(..))`, a panic in `make` or `init` as
+    /// `SpawnError::InitPanicked`. Messages of a registered type reach it as
+    /// [`Event::Message`](crate::state_machine::Event::Message)s whose payload holds the value.
+    ///
+    /// `make` shares the name space of [`spawnable`](Self::spawnable): a name runs one body, as
+    /// there.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use procsched::cluster::Cluster;
+    /// use procsched::prelude::*;
+    /// use procsched::state_machine::{Event, Events, Process, StepOutput};
+    ///
+    /// /// Adds up `u64` messages until it has `left` of them.
+    /// struct Tally { left: u32, sum: u64 }
+    ///
+    /// impl Process for Tally {
+    ///     type Output = u64;
+    ///     fn step(&mut self, events: &mut Events, out: &mut StepOutput<u64>) -> Result<(), BoxError> {
+    ///         for event in events.drain() {
+    ///             if let Event::Message(message) = event {
+    ///                 self.sum += message.payload.take::<u64>()?;
+    ///                 self.left -= 1;
+    ///             }
+    ///         }
+    ///         if self.left == 0 { out.done(self.sum) } else { out.wait() }
+    ///         Ok(())
+    ///     }
+    /// }
+    ///
+    /// // `node.spawn_on(Placement::LeastLoaded, "tally", 3u32)` on any node starts one.
+    /// let cluster = Cluster::nats("nats://127.0.0.1:4222")
+    ///     .message::<u64>("amount")
+    ///     .spawnable_process("tally", |left: u32| Tally { left, sum: 0 });
+    /// # let _ = cluster;
+    /// ```
+    pub fn spawnable_process<A, P, F>(self, name: &str, make: F) -> Cluster
+    where
+        A: DeserializeOwned + Send + 'static,
+        P: Process,
+        P::Output: serde::Serialize,
+        F: Fn(A) -> P + Send + Sync + 'static,
+    {
+        self.spawnable_process_with(name, ChildOptions::new(), make)
+    }
+
+    /// [`spawnable_process`](Self::spawnable_process), each instance spawned with `options`
+    /// (as [`spawnable_with`](Self::spawnable_with)).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use procsched::cluster::Cluster;
+    /// use procsched::prelude::*;
+    /// use procsched::state_machine::{Events, Process, StepOutput};
+    /// use procsched::supervision::ChildOptions;
+    ///
+    /// struct Idle;
+    /// impl Process for Idle {
+    ///     type Output = ();
+    ///     fn step(&mut self, _: &mut Events, out: &mut StepOutput<()>) -> Result<(), BoxError> {
+    ///         out.idle();
+    ///         Ok(())
+    ///     }
+    /// }
+    ///
+    /// let cluster = Cluster::nats("nats://127.0.0.1:4222")
+    ///     .spawnable_process_with("idle", ChildOptions::new().mailbox_capacity(16), |(): ()| Idle);
+    /// # let _ = cluster;
+    /// ```
+    pub fn spawnable_process_with<A, P, F>(
+        mut self,
+        name: &str,
+        options: ChildOptions,
+        make: F,
+    ) -> Cluster
+    where
+        A: DeserializeOwned + Send + 'static,
+        P: Process,
+        P::Output: serde::Serialize,
+        F: Fn(A) -> P + Send + Sync + 'static,
+    {
+        self.registry.spawnable_process(name, options, make);
         self
     }
 

@@ -5,7 +5,7 @@ use super::decoding::DecodeScope;
 use super::reply;
 use super::wire::{Refusal, WireReason};
 use crate::process::take_panic_message;
-use crate::process::{BoxError, MessageType, Pid};
+use crate::process::{BoxError, MessageType, Payload, Pid, Process, ProcessError};
 use crate::scheduler::{
     ChildOptions, ProcessCx, SchedulerHandle, SendErrorKind, SpawnError, SpawnOptions,
 };
@@ -140,6 +140,62 @@ impl Registry {
         T: Serialize + Send + 'static,
         E: Into<BoxError>,
     {
+        if !self.claim_spawnable::<F>(name, &options) {
+            return;
+        }
+        let body = Arc::new(body);
+        let spawn = move |sched: &SchedulerHandle, args: &[u8], scope: DecodeScope<'_>| {
+            let args: A = decode_args(scope, args)?;
+            let body = body.clone();
+            let handle = sched
+                .spawn_fn_with(
+                    SpawnOptions::from(options.clone()).kind_of::<F>(),
+                    move |cx: ProcessCx<M>| body(cx, args),
+                )
+                .map_err(|error| refusal_of_spawn(&error))?;
+            let pid = handle.pid();
+            Ok((pid, encoded_outcome(pid, handle)))
+        };
+        self.spawn.insert(name.to_owned(), Arc::new(spawn));
+    }
+
+    /// Registers a state machine made by `make` from an argument of type `A` as spawnable by
+    /// `name`, each instance spawned with `options` and initialised for entry method `name`.
+    pub(crate) fn spawnable_process<A, P, F>(&mut self, name: &str, options: ChildOptions, make: F)
+    where
+        A: DeserializeOwned + Send + 'static,
+        P: Process,
+        P::Output: Serialize,
+        F: Fn(A) -> P + Send + Sync + 'static,
+    {
+        if !self.claim_spawnable::<F>(name, &options) {
+            return;
+        }
+        let method: Arc<str> = name.into();
+        let spawn = move |sched: &SchedulerHandle, args: &[u8], scope: DecodeScope<'_>| {
+            let args: A = decode_args(scope, args)?;
+            // The constructor is user code, run on the node's inbound task: a panic refuses
+            // the spawn as a panicking `init` would.
+            let process = panic::catch_unwind(AssertUnwindSafe(|| make(args)))
+                .map_err(|panic| Refusal::SpawnPanicked(take_panic_message(panic)))?;
+            let handle = sched
+                .spawn_with(
+                    SpawnOptions::from(options.clone()),
+                    process,
+                    &method,
+                    Payload::empty(),
+                )
+                .map_err(|error| refusal_of_spawn(&error))?;
+            let pid = handle.pid();
+            Ok((pid, encoded_outcome(pid, handle)))
+        };
+        self.spawn.insert(name.to_owned(), Arc::new(spawn));
+    }
+
+    /// Claims `name` for a body of type `F` with `options`: `false` if it is taken already —
+    /// by the same body with the same options (nothing to do), or else a conflict
+    /// ([`check`](Self::check)).
+    fn claim_spawnable<F: 'static>(&mut self, name: &str, options: &ChildOptions) -> bool {
         // A body of a zero-sized type (a function item, a closure that captures nothing)
         // registered again is the same body. Two values of a sized type — a closure with
         // state, a `fn` pointer (two may point at different functions) — cannot be compared:
@@ -159,53 +215,17 @@ impl Registry {
                      it once, or the function itself (not a pointer to it)",
                     kind.name
                 ));
-            } else if *earlier_options != options {
+            } else if earlier_options != options {
                 self.conflicts.push(format!(
                     "the spawnable name {name:?} is registered twice with different options \
                      ({earlier_options:?} and {options:?}): its instances are spawned with one"
                 ));
             }
-            return;
+            return false;
         }
         self.spawn_bodies
             .insert(name.to_owned(), (kind, options.clone()));
-        let body = Arc::new(body);
-        let spawn = move |sched: &SchedulerHandle, args: &[u8], scope: DecodeScope<'_>| {
-            let args: A = scope.decode_msgpack(args).map_err(|error| {
-                Refusal::Decode(format!(
-                    "the argument did not decode as `{}`: {error}",
-                    std::any::type_name::<A>()
-                ))
-            })?;
-            let body = body.clone();
-            let handle = sched
-                .spawn_fn_with(
-                    SpawnOptions::from(options.clone()).kind_of::<F>(),
-                    move |cx: ProcessCx<M>| body(cx, args),
-                )
-                .map_err(|error| refusal_of_spawn(&error))?;
-            let pid = handle.pid();
-            let join: JoinFuture = Box::pin(async move {
-                match handle.await {
-                    // The output's `Serialize` is user code, run on the node's own task.
-                    Ok(output) => match panic::catch_unwind(AssertUnwindSafe(|| {
-                        rmp_serde::to_vec_named(&output)
-                    })) {
-                        Ok(Ok(bytes)) => Ok(bytes),
-                        Ok(Err(error)) => Err(WireReason::Failed(format!(
-                            "the output did not encode: {error}"
-                        ))),
-                        Err(panic) => Err(WireReason::Failed(format!(
-                            "the output's Serialize panicked: {}",
-                            take_panic_message(panic)
-                        ))),
-                    },
-                    Err(error) => Err(WireReason::from_reason(pid, &error.exit_reason())),
-                }
-            });
-            Ok((pid, join))
-        };
-        self.spawn.insert(name.to_owned(), Arc::new(spawn));
+        true
     }
 
     /// `Err` with every registration that contradicts an earlier one (see
@@ -251,6 +271,43 @@ impl Registry {
             None => Err(Refusal::Unregistered(name.to_owned())),
         }
     }
+}
+
+/// A spawn's argument, decoded as `A`.
+fn decode_args<A: DeserializeOwned>(scope: DecodeScope<'_>, args: &[u8]) -> Result<A, Refusal> {
+    scope.decode_msgpack(args).map_err(|error| {
+        Refusal::Decode(format!(
+            "the argument did not decode as `{}`: {error}",
+            std::any::type_name::<A>()
+        ))
+    })
+}
+
+/// The outcome of spawned process `pid`, awaited through `handle`: its output encoded, or why
+/// it ended without one.
+fn encoded_outcome<T, H>(pid: Pid, handle: H) -> JoinFuture
+where
+    T: Serialize + Send + 'static,
+    H: Future<Output = Result<T, ProcessError>> + Send + 'static,
+{
+    Box::pin(async move {
+        match handle.await {
+            // The output's `Serialize` is user code, run on the node's own task.
+            Ok(output) => {
+                match panic::catch_unwind(AssertUnwindSafe(|| rmp_serde::to_vec_named(&output))) {
+                    Ok(Ok(bytes)) => Ok(bytes),
+                    Ok(Err(error)) => Err(WireReason::Failed(format!(
+                        "the output did not encode: {error}"
+                    ))),
+                    Err(panic) => Err(WireReason::Failed(format!(
+                        "the output's Serialize panicked: {}",
+                        take_panic_message(panic)
+                    ))),
+                }
+            }
+            Err(error) => Err(WireReason::from_reason(pid, &error.exit_reason())),
+        }
+    })
 }
 
 /// Refuses an `M` for local process `pid` if it declared another message type

@@ -73,7 +73,8 @@ enum Joining {
 }
 
 impl Node {
-    /// Spawns the body registered as `name` ([`Cluster::spawnable`](super::Cluster::spawnable))
+    /// Spawns the body registered as `name` ([`Cluster::spawnable`](super::Cluster::spawnable),
+    /// or a state machine's [`Cluster::spawnable_process`](super::Cluster::spawnable_process))
     /// with `args`, where `placement` says, and returns its PID.
     ///
     /// # Errors
