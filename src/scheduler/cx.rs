@@ -259,7 +259,7 @@ impl<M: 'static> ProcessCx<M> {
     ///     }
     ///     Ok::<_, BoxError>(sum)
     /// })?;
-    /// assert_eq!(sched.block_on(handle)?, (0..4_000u64).sum());
+    /// assert_eq!(sched.block_on(handle)?, (0..4_000u64).sum::<u64>());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn yield_now(&self) -> YieldNow {

@@ -566,7 +566,7 @@ impl Future for Cancelled {
 /// for _ in 0..3 {
 ///     assert!(matches!(harness.step()?.status, Status::Continue));
 /// }
-/// assert!(matches!(harness.step()?.status, Status::Done(sum) if sum == (0..3_000).sum()));
+/// assert!(matches!(harness.step()?.status, Status::Done(sum) if sum == (0..3_000).sum::<u64>()));
 /// # Ok::<(), BoxError>(())
 /// ```
 #[must_use = "does nothing unless awaited"]
