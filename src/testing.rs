@@ -191,6 +191,9 @@ pub struct Harness<P: Process> {
     /// A step ended the process (`Done`, an error, or a panic): a scheduler would step it no more, and
     /// an `async fn` body cannot be resumed.
     ended: bool,
+    /// A `Cancel` was pushed: a `Done` after it ends the process `Shutdown`, as on a scheduler
+    /// (asked to finish, it did).
+    cancel_asked: bool,
     /// The asks the body sent and those waiting for an answer (`asks.rs`).
     asks: asks::AskBook,
     /// A completion [`complete`](Self::complete) refused, for the next step to report (the
@@ -243,6 +246,7 @@ impl<P: Process> Harness<P> {
             out: StepOutput::default(),
             closed: false,
             ended: false,
+            cancel_asked: false,
             asks: asks::AskBook::default(),
             misscripted: None,
             builder: None,
@@ -469,6 +473,7 @@ impl<P: Process> Harness<P> {
     /// # Ok::<(), procsched::BoxError>(())
     /// ```
     pub fn push(&mut self, event: Event) -> &mut Self {
+        self.cancel_asked |= matches!(event, Event::Cancel { .. });
         self.events.push(event);
         self
     }
@@ -513,7 +518,9 @@ impl<P: Process> Harness<P> {
         self.send(into_message(value))
     }
 
-    /// Queues shutdown's `Cancel` for the next step.
+    /// Queues shutdown's `Cancel` for the next step. A process that then ends well (`Done`,
+    /// a body's `Ok`) ends `Shutdown`, as on a scheduler: its links and monitors hear that it
+    /// was asked to finish and did.
     ///
     /// # Examples
     ///

@@ -245,7 +245,8 @@ fn a_body_that_returns_on_a_shutdowns_cancel_is_graceful_whatever_its_unread_mes
         (1, 0),
         "{finished:?}"
     );
-    assert_eq!(sched.metrics().exits.normal, 1);
+    // Asked to finish, it did: `Shutdown` to its links, its output to its handle.
+    assert_eq!(sched.metrics().exits.shutdown, 1);
     case.open_and_check(MESSAGES);
     assert_eq!(join_typed(body).unwrap(), 42);
 }

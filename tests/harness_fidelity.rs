@@ -215,6 +215,27 @@ fn a_cancellation_propagated_with_a_question_mark_ends_the_process_shutdown() {
     );
 }
 
+#[test]
+fn a_process_that_ends_well_after_its_cancel_ends_shutdown_and_one_never_asked_normal() {
+    // As on a scheduler: asked to finish, it did (`Shutdown`); finished on its own, `Normal`.
+    for asked in [true, false] {
+        let mut harness = Harness::for_fn(|cx: ProcessCx<()>| async move {
+            let _ = cx.recv_any().await;
+            Ok::<_, BoxError>(())
+        });
+        harness.init("run", Payload::empty()).unwrap();
+        let monitor = harness.scheduler().unwrap().monitor(harness.pid());
+        match asked {
+            true => harness.cancel(),
+            false => harness.send_typed(()),
+        };
+        assert!(matches!(harness.step().unwrap().status, Status::Done(())));
+        let down = wait("the Down", monitor);
+        assert_eq!(down.reason.is_shutdown(), asked, "{:?}", down.reason);
+        assert_eq!(down.reason.is_normal(), !asked, "{:?}", down.reason);
+    }
+}
+
 struct Note;
 procsched::command!(Note => ());
 

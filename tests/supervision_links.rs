@@ -13,6 +13,7 @@
 mod supervision_common;
 mod support;
 
+use futures::future::{BoxFuture, FutureExt};
 use procsched::prelude::*;
 use procsched::state_machine::{Event, Events, Process, StepOutput};
 use procsched::supervision::{Exit, ExitReason, NotRunning, Signal};
@@ -79,6 +80,60 @@ fn a_normal_exit_does_not_propagate_to_a_linked_process() {
     probe.assert_hears_nothing_else(1);
     probe.tell(Order::Finish);
     join_typed(probe.handle).expect("the probe survived and finished normally");
+}
+
+/// A state machine that waits, and finishes well (`Done`) on its `Cancel`, as `Event::Cancel`
+/// asks.
+struct DoneOnCancel;
+
+impl Process for DoneOnCancel {
+    type Output = u8;
+    fn step(&mut self, events: &mut Events, out: &mut StepOutput<u8>) -> Result<(), BoxError> {
+        if events
+            .drain()
+            .any(|event| matches!(event, Event::Cancel { .. }))
+        {
+            out.done(7);
+        } else {
+            out.idle();
+        }
+        Ok(())
+    }
+}
+
+#[test]
+fn a_process_that_ends_well_on_its_cancel_ends_shutdown_which_its_links_hear() {
+    // Asked to finish, it did: `Shutdown` (OTP's `shutdown`), not `Normal` — a linked process
+    // that does not trap exits ends with it, whether the process is a state machine that
+    // reached `Done` or a body that returned `Ok`, as for a body's `?` on its cancel. Its
+    // handle keeps its output.
+    let sched = scheduler(2);
+    let machine = sched.spawn(DoneOnCancel, "run", Payload::empty()).unwrap();
+    let body = sched
+        .spawn_fn(|cx: ProcessCx<()>| async move {
+            let _ = cx.cancelled().await;
+            Ok::<_, BoxError>(7u8)
+        })
+        .unwrap();
+    let ends: [(Pid, BoxFuture<'static, Result<u8, ProcessError>>); 2] =
+        [(machine.pid(), machine.boxed()), (body.pid(), body.boxed())];
+    for (pid, handle) in ends {
+        let linked = spawn_puppet(sched.handle());
+        sched.handle().link(pid, linked.pid()).unwrap();
+        let down = sched.monitor(pid);
+        sched.cancel(pid).unwrap();
+        assert_eq!(
+            sched.block_on(handle).unwrap(),
+            7,
+            "its output, on its handle"
+        );
+        assert!(sched.block_on(down).reason.is_shutdown());
+        let linked = join_typed(linked).unwrap_err();
+        assert!(linked.is_exited(), "{linked:?}");
+        assert!(linked.exit_reason().is_shutdown(), "{linked:?}");
+    }
+    let exits = sched.metrics().exits;
+    assert_eq!((exits.shutdown, exits.normal), (4, 0), "{exits:?}");
 }
 
 #[test]

@@ -95,8 +95,12 @@ pub enum Event {
     },
     /// A message sent with [`Scheduler::send`](crate::Scheduler::send).
     Message(Message),
-    /// The scheduler asks the process to finish (shutdown). The process may still yield and
-    /// receive completions; it should reach `Done` soon.
+    /// The process is asked to finish (a shutdown, [`cancel`](crate::SchedulerHandle::cancel),
+    /// its supervisor stopping it). It may still yield and receive completions; it should
+    /// reach `Done` soon. Ending with `Done` (or with an error that is a cancellation, such as
+    /// `ExitReason::Shutdown`) once asked, it ends with exit reason `Shutdown`: its links and
+    /// monitors hear that it was stopped, as an `async fn` body's `?` on its cancel says —
+    /// its handle still resolves to its output.
     Cancel {
         /// Why.
         reason: CancelReason,

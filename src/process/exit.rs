@@ -28,7 +28,7 @@ use std::sync::Arc;
 #[derive(Clone)]
 #[non_exhaustive]
 pub enum ExitReason {
-    /// It finished (`Done`, an `async fn` body's `Ok`).
+    /// It finished (`Done`, an `async fn` body's `Ok`) without being asked to.
     Normal,
     /// A step (or the body) returned this error.
     Failed(Arc<dyn Error + Send + Sync>),
@@ -36,7 +36,9 @@ pub enum ExitReason {
     Panicked(Arc<str>),
     /// It was terminated (`terminate`, a supervisor's brutal kill).
     Killed,
-    /// It was asked to finish and did: a shutdown, or its supervisor stopping it.
+    /// It was asked to finish and did — a shutdown, a
+    /// [`cancel`](crate::SchedulerHandle::cancel), its supervisor stopping it — whether it
+    /// then returned its cancellation or ended well (`Done`, `Ok`).
     Shutdown,
     /// It was already gone when the link or monitor was set up.
     NoProc,

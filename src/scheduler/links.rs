@@ -175,8 +175,10 @@ impl SchedulerHandle {
     /// Asks process `pid` to finish: it receives [`Event::Cancel`]
     /// with [`CancelReason::Stop`] (its receives report the
     /// cancellation), as shutdown asks every process — `?` on it ends an `async fn` body as
-    /// cancelled, with exit reason `Shutdown`. A supervisor stops its children this way
-    /// before it terminates those that do not finish in time.
+    /// cancelled, with exit reason `Shutdown`. A process that ends well once asked (a state
+    /// machine's `Done`, a body's `Ok`) ends `Shutdown` too, its handle holding its output:
+    /// its links and monitors hear that it was stopped, as OTP's `shutdown`. A supervisor
+    /// stops its children this way before it terminates those that do not finish in time.
     ///
     /// The cancel **queues behind the messages already in the mailbox**, as any event does
     /// (`terminate` is the way past a backlog). A state machine reads it after them. An

@@ -166,7 +166,11 @@ impl<P: Process> Harness<P> {
                 tracing::warn!(pid = %self.pid, dropped = yields.len(), "yields of a Done step are dropped");
                 crate::process::drop_each(yields.drain(..));
             }
-            self.finish(ExitReason::Normal);
+            // Asked to finish, it did: `Shutdown`, as a scheduler's (`Event::Cancel`).
+            self.finish(match self.cancel_asked {
+                true => ExitReason::Shutdown,
+                false => ExitReason::Normal,
+            });
         } else {
             self.ended = false;
         }

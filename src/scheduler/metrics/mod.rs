@@ -204,9 +204,9 @@ impl FinishCounts {
 /// once it has finished, as in [`FinishCounts`], which classes the same ends by how the
 /// scheduler ended them: a process killed by a linked process's `Failed` exit is
 /// `finished.terminated` and `exits.failed`; one that propagated its cancel during a shutdown
-/// (`recv().await?`) is `finished.cancelled` and `exits.shutdown`, while one that heard it and
-/// returned `Ok` is `finished.cancelled` and `exits.normal` (its handle has `Ok`, its monitors
-/// hear `Normal`). The `outcome` of the `process finished` trace event names how the process
+/// (`recv().await?`) is `finished.cancelled` and `exits.shutdown`, and so is one that heard it and
+/// returned `Ok` (or a state machine's `Done`; its handle has its output, its links and monitors
+/// hear `Shutdown`: asked to finish, it did). The `outcome` of the `process finished` trace event names how the process
 /// future ended (`done`, `terminated`, `stopped`…), not these classes. A process past a
 /// shutdown's deadline (`forced` or `abandoned` in its report) reads cancelled on its handle whatever its last call
 /// returned, and is counted `exits.shutdown` unless it panicked or was stopped.
@@ -231,7 +231,7 @@ impl FinishCounts {
 #[non_exhaustive]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ExitCounts {
-    /// `Normal`: finished (`Done`, a body's `Ok`).
+    /// `Normal`: finished (`Done`, a body's `Ok`) without being asked to.
     pub normal: u64,
     /// `Failed`: an error, its own or a linked process's.
     pub failed: u64,
