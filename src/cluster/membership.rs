@@ -208,7 +208,7 @@ pub(crate) async fn heartbeat(node: Arc<NodeShared>, store: kv::Store, mut revis
         *crate::loom::lock(&node.last_load) = load;
         // The names first: `peers` is never locked inside `severances`.
         let peers = node.peer_names();
-        let forget_after = node.down_after * severance::FORGET_AFTER;
+        let forget_after = severance::forget_after(node.down_after);
         let value = encode(&Beat::new(
             load,
             node.severances.report(&peers, forget_after),

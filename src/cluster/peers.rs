@@ -145,8 +145,9 @@ impl NodeShared {
                     node = %peer.id.name,
                     acted = peer.severed_us,
                     heartbeat = severed_us,
-                    "a frame told of a declaration its node's heartbeats never made (forged?): \
-                     the heartbeats' count is taken"
+                    "a frame told of a declaration its node's heartbeats never made (a forged \
+                     frame, or heartbeats read late behind a slow link): the heartbeats' count \
+                     is taken"
                 );
             }
             peer.severed_us = severed_us;
@@ -250,7 +251,7 @@ impl NodeShared {
                     self.severances.record(&peer.id);
                 }
                 if departed {
-                    let forget_after = self.down_after * super::severance::FORGET_AFTER;
+                    let forget_after = super::severance::forget_after(self.down_after);
                     self.departed.record(&peer.id, forget_after);
                 }
                 peers.remove(name)

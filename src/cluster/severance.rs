@@ -31,11 +31,21 @@ use std::time::{Duration, Instant};
 ///
 /// Bounded: only members are counted (a name known only from frames — any client's — never
 /// is), a name keeps one entry, and an entry whose node is no longer a peer goes after
-/// [`FORGET_AFTER`] `down_after`s: a node cut off that long has declared this one down too (it
-/// read no heartbeat of it), so it needs no telling; were it told nothing it still holds a
-/// count, its heartbeats show the drop (`NodeShared::heartbeat_count` lowers what it acted
-/// on). Members are whoever wrote an entry in the bucket, though: what a heartbeat carries of
-/// the nodes that are no peers is bounded in bytes too ([`Severances::report`]).
+/// [`forget_after`] (ten `down_after`s, and at least [`MIN_FORGET_AFTER`]): a node cut off that
+/// long has declared this one down too (it read no heartbeat of it), so it needs no telling;
+/// were it told nothing it still holds a count, its heartbeats show the drop
+/// (`NodeShared::heartbeat_count` lowers what it acted on). Members are whoever wrote an entry
+/// in the bucket, though: what a heartbeat carries of the nodes that are no peers is bounded in
+/// bytes too ([`Severances::report`]).
+///
+/// The entry is also what drops the frames that node sent before it learned: those still on
+/// their way when it comes back — held in a stalled connection's buffers (a link that went
+/// silent without closing), sent when it flows again — would otherwise be delivered after the
+/// `Down` this node gave their sender's processes. A black-box review stalled a link for 25 s
+/// at the default `down_after` (2 s): 303 messages of the ended session were delivered 23 s
+/// after their sender's `Down`, when the entry had been forgotten at 20 s. Hence the floor: the
+/// NATS client's pings (every 60 s by default, two unanswered end the connection) close a
+/// stalled connection within about three minutes, and with it what its sockets held.
 #[derive(Debug, Default)]
 pub(crate) struct Severances {
     by_name: Mutex<HashMap<Arc<str>, Entry>>,
@@ -49,8 +59,21 @@ struct Entry {
     at: Instant,
 }
 
-/// An entry of a node no longer a peer is forgotten after this many `down_after`s.
+/// An entry of a node no longer a peer is forgotten after this many `down_after`s, and
+/// [`MIN_FORGET_AFTER`] at least ([`forget_after`]).
 pub(crate) const FORGET_AFTER: u32 = 10;
+
+/// The least time an entry of a node no longer a peer is kept ([`Severances`]: longer than a
+/// stalled connection lasts under the NATS client's default pings).
+pub(crate) const MIN_FORGET_AFTER: Duration = Duration::from_secs(600);
+
+/// How long an entry of a node no longer a peer is kept, for a node that declares peers down
+/// after `down_after` (the same for a departed node's, `departed.rs`).
+pub(crate) fn forget_after(down_after: Duration) -> Duration {
+    down_after
+        .saturating_mul(FORGET_AFTER)
+        .max(MIN_FORGET_AFTER)
+}
 
 /// How many bytes of a heartbeat the counts of nodes that are no peers may take
 /// ([`Severances::report`]): a few hundred at typical name lengths, well under NATS's smallest

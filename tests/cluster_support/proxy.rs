@@ -2,12 +2,14 @@
 //! through it loses its connection on [`Proxy::cut`] (every open connection is shut down, and
 //! new ones are accepted and closed at once, so the client's reconnects fail fast) while the
 //! server and the nodes connected to it directly go on; [`Proxy::restore`] lets the client's
-//! next reconnect through. Plain threads: it runs whatever runtime the test uses.
+//! next reconnect through. [`Proxy::pause`] stalls it instead: connections stay open and
+//! nothing passes (what is sent waits in the sockets' buffers, as on a link that went silent)
+//! until [`Proxy::resume`]. Plain threads: it runs whatever runtime the test uses.
 
-use std::io;
+use std::io::{self, Read, Write};
 use std::net::{Ipv4Addr, Shutdown, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::thread;
 
 /// The proxy; it stops accepting when dropped.
@@ -22,6 +24,9 @@ struct State {
     stopped: AtomicBool,
     /// Both ends of every connection passed through, to shut down on a cut.
     open: Mutex<Vec<TcpStream>>,
+    /// Nothing passes while set ([`Proxy::pause`]); the copying threads wait on `resumed`.
+    paused: Mutex<bool>,
+    resumed: Condvar,
 }
 
 impl Proxy {
@@ -66,10 +71,26 @@ impl Proxy {
     pub(crate) fn restore(&self) {
         self.state.cut.store(false, SeqCst);
     }
+
+    /// Stalls every connection, open ones kept open: nothing passes either way until
+    /// [`resume`](Self::resume) (at most one read's worth, taken before the pause, waits in the
+    /// proxy; the rest waits in the sockets' buffers and then in the senders').
+    #[allow(dead_code)]
+    pub(crate) fn pause(&self) {
+        *self.state.paused.lock().expect("proxy lock") = true;
+    }
+
+    /// Ends a [`pause`](Self::pause): what waited passes, in order.
+    #[allow(dead_code)]
+    pub(crate) fn resume(&self) {
+        *self.state.paused.lock().expect("proxy lock") = false;
+        self.state.resumed.notify_all();
+    }
 }
 
 impl Drop for Proxy {
     fn drop(&mut self) {
+        self.resume();
         self.state.stopped.store(true, SeqCst);
         self.cut();
         // Wakes the accepting thread, which then sees `stopped`.
@@ -79,7 +100,7 @@ impl Drop for Proxy {
 
 /// Connects `client` to the upstream server and copies both ways, each on its own thread,
 /// until either side closes or a cut shuts both down.
-fn pass(state: &State, client: TcpStream, upstream: u16) -> io::Result<()> {
+fn pass(state: &Arc<State>, client: TcpStream, upstream: u16) -> io::Result<()> {
     let server = TcpStream::connect((Ipv4Addr::LOCALHOST, upstream))?;
     {
         let mut open = state.open.lock().expect("proxy lock");
@@ -92,11 +113,29 @@ fn pass(state: &State, client: TcpStream, upstream: u16) -> io::Result<()> {
         open.push(server.try_clone()?);
     }
     for (mut from, mut to) in [(client.try_clone()?, server.try_clone()?), (server, client)] {
+        let state = state.clone();
         thread::spawn(move || {
-            let _ = io::copy(&mut from, &mut to);
+            let _ = copy(&state, &mut from, &mut to);
             let _ = from.shutdown(Shutdown::Both);
             let _ = to.shutdown(Shutdown::Both);
         });
     }
     Ok(())
+}
+
+/// `io::copy` that holds what it read while the proxy is paused.
+fn copy(state: &State, from: &mut TcpStream, to: &mut TcpStream) -> io::Result<()> {
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        let read = from.read(&mut buf)?;
+        if read == 0 {
+            return Ok(());
+        }
+        let mut paused = state.paused.lock().expect("proxy lock");
+        while *paused {
+            paused = state.resumed.wait(paused).expect("proxy lock");
+        }
+        drop(paused);
+        to.write_all(&buf[..read])?;
+    }
 }
