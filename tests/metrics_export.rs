@@ -36,6 +36,7 @@ fn every_documented_family_reaches_a_scrape() {
         "procsched_monitor_spares_started_total",
         "procsched_monitor_spares_retired_total",
         "procsched_monitor_spare_threads_ended_total",
+        "procsched_monitor_exhausted_total",
         "procsched_monitor_longest_poll_seconds",
         "procsched_monitor_spare_threads",
         "procsched_monitor_active_workers",

@@ -265,6 +265,43 @@ fn a_blocked_spare_is_replaced_too_up_to_the_cap() {
 }
 
 #[test]
+fn every_thread_blocked_at_once_is_reported() {
+    // 1 worker, 1 spare: two tasks inside `block_in_place` hold both — nothing else can run
+    // until one returns — and the monitor counts the episode (`exhausted`), once, however
+    // many ticks it lasts; a spare left is not one.
+    let executor = Executor::builder()
+        .workers(1)
+        .max_spare_workers(1)
+        .build()
+        .unwrap();
+    let mut held = Vec::new();
+    for blocked in 1..=2u64 {
+        let (entered_tx, entered) = mpsc::channel();
+        let (release, released) = mpsc::channel::<()>();
+        let task = executor.spawn(async move {
+            block_in_place(|| {
+                entered_tx.send(()).unwrap();
+                released.recv_timeout(HANG_GUARD).unwrap();
+            })
+        });
+        entered.recv_timeout(HANG_GUARD).unwrap();
+        held.push((task, release));
+        if blocked == 1 {
+            assert_eq!(executor.metrics().monitor().exhausted, 0, "a spare is left");
+        }
+    }
+    wait_until("the episode counted", || {
+        executor.metrics().monitor().exhausted == 1
+    });
+    for (_, release) in &held {
+        release.send(()).unwrap();
+    }
+    join_all(held.into_iter().map(|(task, _)| task).collect());
+    settle(&executor, 1);
+    assert_eq!(executor.metrics().monitor().exhausted, 1);
+}
+
+#[test]
 fn shutdown_with_active_and_parked_spares_leaks_nothing() {
     let executor = Executor::builder()
         .workers(1)

@@ -18,7 +18,11 @@ use super::{start, worker};
 /// so `f` may wait for them — [`Executor::block_on`](crate::executor::Executor::block_on)
 /// included, which is allowed here and nowhere else on a worker. Unless no thread is left to
 /// run them: with every worker blocked and the spares at their cap
-/// (`Builder::max_spare_workers`, 0 included), they wait until a worker is free.
+/// (`Builder::max_spare_workers`, 0 included), they wait until a worker is free — and if
+/// every blocked thread waits for such a task (more concurrent `block_in_place` calls waiting
+/// for work they spawned than workers and spares together), none ever is: a deadlock, which
+/// the monitor reports (a `warn` trace, and `MonitorMetrics::exhausted`) but cannot undo. Size
+/// `max_spare_workers` for the most calls that may block at once.
 ///
 /// The spare keeps running while `f` blocks; when `f` returns, the surplus spare gives its
 /// queue back and retires at its next safe point (`Builder::max_spare_workers` caps how many

@@ -122,7 +122,9 @@ impl Builder {
     /// also where they stop being handed off: with as many polls blocked at once as workers
     /// and spares together, the rest of the work waits for one to return. A program whose
     /// blocking steps can outnumber its workers — including a step still running after a
-    /// terminate, beside its replacement — sets a cap that covers them. On a machine with
+    /// terminate, beside its replacement — sets a cap that covers them: `block_in_place` calls
+    /// that wait for tasks they spawned deadlock once they hold every thread (the monitor warns,
+    /// and counts it in [`MonitorMetrics::exhausted`](super::MonitorMetrics::exhausted)). On a machine with
     /// fewer cores than workers and spares, a worker the OS has taken off its core mid-poll
     /// looks stuck too, so spares may stay up while the load lasts.
     ///

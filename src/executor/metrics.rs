@@ -173,8 +173,17 @@ pub struct MonitorMetrics {
     /// Worker threads holding a run queue now: the configured workers plus the active spares
     /// (stuck workers included). Settles back to the configured count once nothing is stuck.
     pub active_workers: usize,
-    /// Workers the monitor currently sees stuck in a long poll or inside `block_in_place`.
+    /// Worker threads — configured workers and active spares — stuck now: inside
+    /// `block_in_place`, in a long poll, or in a poll longer than a monitor tick while every
+    /// configured worker is busy (the monitor then hands their queues off as for a long poll).
+    /// As of the monitor's last tick (up to a tick behind), and frozen once shutdown stops it.
     pub stuck_workers: usize,
+    /// Times the monitor found every thread it may run — the configured workers and the spares
+    /// up to [`Builder::max_spare_workers`](super::Builder::max_spare_workers) — stuck at once,
+    /// each episode counted (and warned of) once: queued work then waits until one returns, for
+    /// ever if they wait for it (more `block_in_place` calls waiting for tasks they spawned
+    /// than threads).
+    pub exhausted: u64,
 }
 
 /// A snapshot of every worker's counters, from [`Executor::metrics`](super::Executor::metrics).

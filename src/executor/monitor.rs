@@ -287,6 +287,9 @@ pub(crate) struct Monitor<T> {
     long_polls: AtomicU64,
     longest_ns: AtomicU64,
     longest_label: AtomicU64,
+    /// Times every thread — the workers and the spares at their cap — was found held at once
+    /// (`MonitorMetrics::exhausted`).
+    exhausted: AtomicU64,
     sleeping: AtomicBool,
     wake: Mutex<bool>,
     wake_cv: Condvar,
@@ -295,6 +298,9 @@ pub(crate) struct Monitor<T> {
 /// The monitor's private memory of each slot between ticks.
 pub(crate) struct View {
     slots: Vec<Seen>,
+    /// Every slot was held (stuck or inside `block_in_place`) at the last tick: the episode
+    /// was reported ([`Monitor::exhausted`]).
+    exhausted: bool,
 }
 
 #[derive(Clone, Copy)]
@@ -337,6 +343,7 @@ impl View {
                     class: Class::Running,
                 })
                 .collect(),
+            exhausted: false,
         }
     }
 }
@@ -355,6 +362,7 @@ impl<T> Monitor<T> {
             long_polls: AtomicU64::new(0),
             longest_ns: AtomicU64::new(0),
             longest_label: AtomicU64::new(0),
+            exhausted: AtomicU64::new(0),
             sleeping: AtomicBool::new(false),
             wake: Mutex::new(false),
             wake_cv: Condvar::new(),
@@ -444,6 +452,7 @@ impl<T> Monitor<T> {
         }
         // Pass 2: who is stuck; hand-off steps 1 and 2; the nudge.
         let mut stuck = 0;
+        let mut held = 0;
         let mut nudge = false;
         for (index, seen) in view.slots.iter_mut().enumerate() {
             let is_stuck = match seen.class {
@@ -466,12 +475,36 @@ impl<T> Monitor<T> {
                 nudge = true;
             }
             stuck += usize::from(is_stuck);
+            held += usize::from(is_stuck || seen.class == Class::Blocking);
         }
+        self.check_exhausted(view, held);
         if nudge {
             shared.notify_parked();
         }
         self.stuck_long.store(stuck, Release);
         shared.hand_off();
+    }
+
+    /// Reports, once per episode, a tick that found all `held` — every configured worker and
+    /// every spare the cap allows stuck or inside `block_in_place`: no thread is left to run
+    /// anything else until one returns, and if they wait for work queued behind them (a
+    /// `block_in_place` that waits for a task it spawned, more of them at once than threads),
+    /// none ever will. A black-box review deadlocked 200 such waiters on 2 workers and 2 spares,
+    /// and nothing said so.
+    fn check_exhausted(&self, view: &mut View, held: usize) {
+        let exhausted = held == view.slots.len();
+        if exhausted && !view.exhausted {
+            self.exhausted.fetch_add(1, Relaxed);
+            let spares = self.spares.max();
+            tracing::warn!(
+                threads = held,
+                spares,
+                "every worker thread is blocked (in `block_in_place` or a long poll) and the \
+                 spare workers are at their cap: queued work waits until one returns, and for \
+                 ever if they wait for it; raise `max_spare_workers`"
+            );
+        }
+        view.exhausted = exhausted;
     }
 
     fn report(&self, worker: usize, label: u64, elapsed: u64) {
@@ -520,6 +553,7 @@ impl<T> Monitor<T> {
             spare_threads_ended: self.spares.expired(),
             active_workers: configured + self.spares.active(),
             stuck_workers: self.stuck_long.load(Relaxed) + self.blocking.load(Relaxed),
+            exhausted: self.exhausted.load(Relaxed),
         }
     }
 

@@ -165,6 +165,11 @@ impl SchedulerMetrics {
                 "Spare worker threads ended by their keep-alive",
                 monitor.spare_threads_ended,
             ),
+            (
+                "procsched_monitor_exhausted_total",
+                "Times every worker thread, spares at their cap included, was stuck at once",
+                monitor.exhausted,
+            ),
         ] {
             describe_counter!(name, help);
             counter!(name).absolute(n);
