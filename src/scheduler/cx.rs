@@ -162,7 +162,7 @@ impl<M: 'static> ProcessCx<M> {
     /// process lives, so drain with `cx.recv().now_or_never()` (from `futures::FutureExt`)
     /// until it gives `None`.
     ///
-    /// **In `tokio::select!`**: the receive is cancel-safe (a [`Recv`](crate::body::Recv) dropped
+    /// **In `tokio::select!`**: the receive is cancel-safe (a [`Recv`] dropped
     /// unfinished took no message), but the cancellation is reported **once**, to whichever
     /// receive meets it first — `recv`, `recv_message`, `recv_signal`, `recv_any`, `cancelled`.
     /// A `select!` over two of them sees it in one branch only: handle `Cancelled` in every
