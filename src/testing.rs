@@ -191,9 +191,10 @@ pub struct Harness<P: Process> {
     /// A step ended the process (`Done`, an error, or a panic): a scheduler would step it no more, and
     /// an `async fn` body cannot be resumed.
     ended: bool,
-    /// A `Cancel` was pushed: a `Done` after it ends the process `Shutdown`, as on a scheduler
-    /// (asked to finish, it did).
-    cancel_asked: bool,
+    /// A step was given a `Cancel` and did not leave it unread (pushed, or sent through the
+    /// harness's scheduler): a `Done` after it ends the process `Shutdown`, as on a scheduler
+    /// (asked to finish, it heard it and did).
+    heard_cancel: bool,
     /// The asks the body sent and those waiting for an answer (`asks.rs`).
     asks: asks::AskBook,
     /// A completion [`complete`](Self::complete) refused, for the next step to report (the
@@ -246,7 +247,7 @@ impl<P: Process> Harness<P> {
             out: StepOutput::default(),
             closed: false,
             ended: false,
-            cancel_asked: false,
+            heard_cancel: false,
             asks: asks::AskBook::default(),
             misscripted: None,
             builder: None,
@@ -473,7 +474,6 @@ impl<P: Process> Harness<P> {
     /// # Ok::<(), procsched::BoxError>(())
     /// ```
     pub fn push(&mut self, event: Event) -> &mut Self {
-        self.cancel_asked |= matches!(event, Event::Cancel { .. });
         self.events.push(event);
         self
     }
@@ -569,9 +569,27 @@ impl<P: Process> Harness<P> {
         self.finish_as(reason, true);
     }
 
+    /// [`finish`](Self::finish) of a process that ended well (`Done`): `Normal`, or
+    /// `Shutdown` if it heard its cancel — and a panic in `close` then says no more than for
+    /// `Normal`, as on a scheduler (which names the ending only of a process that failed).
+    pub(super) fn finish_done(&mut self) {
+        let reason = match self.heard_cancel {
+            true => ExitReason::Shutdown,
+            false => ExitReason::Normal,
+        };
+        self.finish_as_ending(reason, true, false);
+    }
+
     /// [`finish`](Self::finish); a panic in `close` changes the reason heard only if
     /// `close_panic_heard` (not for a process that never lived: a failed `init`'s `NoProc`).
-    fn finish_as(&mut self, mut reason: ExitReason, close_panic_heard: bool) {
+    fn finish_as(&mut self, reason: ExitReason, close_panic_heard: bool) {
+        let failed = reason != ExitReason::Normal;
+        self.finish_as_ending(reason, close_panic_heard, failed);
+    }
+
+    /// [`finish_as`](Self::finish_as); `failed`: the process ended otherwise than well, and a
+    /// panic in `close` names how (`(closing after it ended …)`).
+    fn finish_as_ending(&mut self, mut reason: ExitReason, close_panic_heard: bool, failed: bool) {
         self.ended = true;
         if !self.closed {
             self.closed = true;
@@ -580,7 +598,7 @@ impl<P: Process> Harness<P> {
                 let message = panic_message(&*panic);
                 tracing::warn!(pid = %self.pid, panic = %message, "close panicked");
                 if close_panic_heard {
-                    let ending = (reason != ExitReason::Normal).then_some(&reason);
+                    let ending = failed.then_some(&reason);
                     let message = close_panic_message(&message, ending);
                     reason = ExitReason::Panicked(message.into());
                 }

@@ -3,7 +3,8 @@
 //! then flows again. What the cut-off node sent before it learned waited in the stalled
 //! connection's buffers all along: when it arrives, its session has ended on the receiving
 //! node (whose monitors of the sender's processes already said `Down(NoConnection)`), and it is
-//! dropped and counted, however long the stall lasted — never delivered after that `Down`.
+//! dropped and counted — never delivered after that `Down` — for as long as a node remembers
+//! declaring another down (ten minutes at least).
 //! The two nodes then take each other back, and new messages flow.
 //!
 //! The stall lasts longer than ten `down_after`s, the time after which a node used to forget
@@ -64,7 +65,7 @@ fn cluster(url: &str, name: &str) -> Cluster {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn frames_held_by_a_stalled_link_are_dropped_however_long_it_stalled() {
+async fn frames_held_by_a_stalled_link_are_dropped_after_ten_down_afters_too() {
     let server = NatsServer::start();
     let proxy = Proxy::start(server.port());
     let sched = || Scheduler::builder().workers(1).build().expect("scheduler");

@@ -8,7 +8,7 @@
 use procsched::error::InitError;
 use procsched::error::{ProcessError, RecvError};
 use procsched::prelude::*;
-use procsched::state_machine::{Events, Process, ProcessContext, Status, StepOutput};
+use procsched::state_machine::{Event, Events, Process, ProcessContext, Status, StepOutput};
 use procsched::supervision::ExitReason;
 use procsched::testing::Harness;
 use std::future::Future;
@@ -217,23 +217,74 @@ fn a_cancellation_propagated_with_a_question_mark_ends_the_process_shutdown() {
 
 #[test]
 fn a_process_that_ends_well_after_its_cancel_ends_shutdown_and_one_never_asked_normal() {
-    // As on a scheduler: asked to finish, it did (`Shutdown`); finished on its own, `Normal`.
-    for asked in [true, false] {
+    // As on a scheduler: asked to finish, it heard it and did (`Shutdown`) — the cancel pushed
+    // by the test or sent through the harness's scheduler; finished on its own, `Normal`.
+    for how in ["pushed", "sent", "never"] {
         let mut harness = Harness::for_fn(|cx: ProcessCx<()>| async move {
             let _ = cx.recv_any().await;
             Ok::<_, BoxError>(())
         });
         harness.init("run", Payload::empty()).unwrap();
-        let monitor = harness.scheduler().unwrap().monitor(harness.pid());
-        match asked {
-            true => harness.cancel(),
-            false => harness.send_typed(()),
-        };
+        let sched = harness.scheduler().unwrap();
+        let monitor = sched.monitor(harness.pid());
+        match how {
+            "pushed" => {
+                harness.cancel();
+            }
+            "sent" => sched.cancel(harness.pid()).unwrap(),
+            _ => {
+                harness.send_typed(());
+            }
+        }
         assert!(matches!(harness.step().unwrap().status, Status::Done(())));
         let down = wait("the Down", monitor);
-        assert_eq!(down.reason.is_shutdown(), asked, "{:?}", down.reason);
-        assert_eq!(down.reason.is_normal(), !asked, "{:?}", down.reason);
+        let asked = how != "never";
+        assert_eq!(down.reason.is_shutdown(), asked, "{how}: {:?}", down.reason);
+        assert_eq!(down.reason.is_normal(), !asked, "{how}: {:?}", down.reason);
     }
+}
+
+/// Waits; finishes (`Done`) on its cancel, then panics in `close`.
+struct DoneOnCancelThenClosePanics;
+
+impl Process for DoneOnCancelThenClosePanics {
+    type Output = ();
+    fn step(&mut self, events: &mut Events, out: &mut StepOutput<()>) -> Result<(), BoxError> {
+        if events
+            .drain()
+            .any(|event| matches!(event, Event::Cancel { .. }))
+        {
+            out.done(());
+        } else {
+            out.idle();
+        }
+        Ok(())
+    }
+    fn close(&mut self) {
+        panic!("boom");
+    }
+}
+
+#[test]
+fn a_close_panic_after_a_cancel_reads_as_on_a_scheduler() {
+    // Ended well on its cancel, then `close` panicked: the same reason on both.
+    let sched = Scheduler::builder().workers(1).build().unwrap();
+    let process = sched
+        .spawn(DoneOnCancelThenClosePanics, "run", Payload::empty())
+        .unwrap();
+    let down = sched.monitor(process.pid());
+    sched.cancel(process.pid()).unwrap();
+    let _ = sched.block_on(process);
+    let on_scheduler = sched.block_on(down).reason;
+
+    let mut harness = Harness::new(DoneOnCancelThenClosePanics);
+    harness.init("run", Payload::empty()).unwrap();
+    let monitor = harness.scheduler().unwrap().monitor(harness.pid());
+    harness.cancel();
+    let _ = harness.step();
+    let harnessed = wait("the Down", monitor).reason;
+    assert!(on_scheduler.is_panicked(), "{on_scheduler:?}");
+    assert_eq!(harnessed.to_string(), on_scheduler.to_string());
 }
 
 struct Note;

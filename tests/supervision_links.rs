@@ -136,6 +136,47 @@ fn a_process_that_ends_well_on_its_cancel_ends_shutdown_which_its_links_hear() {
     assert_eq!((exits.shutdown, exits.normal), (4, 0), "{exits:?}");
 }
 
+/// A state machine whose first step waits for the test's go, then finishes (`Done`) on its
+/// own.
+struct FinishesWhenReleased(std::sync::mpsc::Receiver<()>, std::sync::mpsc::Sender<()>);
+
+impl Process for FinishesWhenReleased {
+    type Output = u8;
+    fn step(&mut self, _: &mut Events, out: &mut StepOutput<u8>) -> Result<(), BoxError> {
+        self.1.send(())?;
+        self.0.recv()?;
+        out.done(1);
+        Ok(())
+    }
+}
+
+#[test]
+fn a_process_that_ends_on_its_own_before_reading_its_cancel_ends_normal() {
+    // The cancel queues while its last step runs: it never heard it, and ended on its own —
+    // `Normal`, as an OTP process that exits `normal` before it handles the `EXIT`. A linked
+    // process lives on.
+    let sched = scheduler(2);
+    let (release, released) = std::sync::mpsc::channel();
+    let (entered_tx, entered) = std::sync::mpsc::channel();
+    let machine = sched
+        .spawn(
+            FinishesWhenReleased(released, entered_tx),
+            "run",
+            Payload::empty(),
+        )
+        .unwrap();
+    let linked = spawn_puppet(sched.handle());
+    sched.handle().link(machine.pid(), linked.pid()).unwrap();
+    let down = sched.monitor(machine.pid());
+    entered.recv_timeout(support::HANG_GUARD).unwrap();
+    sched.cancel(machine.pid()).unwrap(); // queued behind the running step
+    release.send(()).unwrap();
+    assert_eq!(sched.block_on(machine).unwrap(), 1);
+    assert!(sched.block_on(down).reason.is_normal());
+    linked.addr().send(Cmd::Finish).unwrap();
+    join_typed(linked).expect("the linked process lived on and finished");
+}
+
 #[test]
 fn a_failed_exit_ends_the_linked_process_with_the_same_reason() {
     let sched = scheduler(2);

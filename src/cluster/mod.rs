@@ -89,8 +89,8 @@
 //!   [`SpawnError`](crate::error::SpawnError) (`Limit`, `ShuttingDown`, `Init` — an unregistered
 //!   name is `UnknownMethod`, an argument the body cannot decode `Failed`). A remote spawn's
 //!   mailbox bound is the one its body was registered with on the node that runs it
-//!   ([`Cluster::spawnable_with`]), else that node's scheduler's: the host decides what its
-//!   processes may hold, not the request.
+//!   ([`Cluster::spawnable_with`], [`Cluster::spawnable_process_with`]), else that node's
+//!   scheduler's: the host decides what its processes may hold, not the request.
 //! - **Security**: [`Cluster::connect_options`] passes `async-nats`'s credentials, tokens, NKeys
 //!   and TLS (client certificates included) through; NATS accounts and permissions are what
 //!   keep a client that is no node from forging frames (publish rights on `<prefix>.node.>`)

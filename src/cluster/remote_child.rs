@@ -133,8 +133,9 @@ impl RemoteChild {
 
 impl Node {
     /// A child spec for a supervisor on this node whose child is the body registered as `name`
-    /// ([`Cluster::spawnable`](super::Cluster::spawnable)), spawned with `args` where
-    /// `placement` says — on every (re)start, so a child whose node died comes back elsewhere
+    /// ([`Cluster::spawnable`](super::Cluster::spawnable), or a state machine's
+    /// [`Cluster::spawnable_process`](super::Cluster::spawnable_process)), spawned with `args`
+    /// where `placement` says — on every (re)start, so a child whose node died comes back elsewhere
     /// (with `LeastLoaded` or `AnyOf`; a child pinned with `Placement::Node` comes back on that
     /// node only, once it is live again, as a node restarted under its name is).
     /// The child's end (its exit reason, `NoConnection` if its node died) is the spec's end.

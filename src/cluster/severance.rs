@@ -41,7 +41,9 @@ use std::time::{Duration, Instant};
 /// The entry is also what drops the frames that node sent before it learned: those still on
 /// their way when it comes back — held in a stalled connection's buffers (a link that went
 /// silent without closing), sent when it flows again — would otherwise be delivered after the
-/// `Down` this node gave their sender's processes. A black-box review stalled a link for 25 s
+/// `Down` this node gave their sender's processes (as long as the entry lives: a stall
+/// longer than [`MIN_FORGET_AFTER`], which the NATS client's default pings prevent, would
+/// deliver them). A black-box review stalled a link for 25 s
 /// at the default `down_after` (2 s): 303 messages of the ended session were delivered 23 s
 /// after their sender's `Down`, when the entry had been forgotten at 20 s. Hence the floor: the
 /// NATS client's pings (every 60 s by default, two unanswered end the connection) close a

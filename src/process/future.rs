@@ -434,7 +434,15 @@ impl<P: Process, H: Host> ProcessFuture<P, H> {
         self.finished = true;
         let (pid, cell) = (self.pid, &self.cell);
         cell.stats.set_steps(self.steps);
-        let (unread_mail, mut panics, stopped_by) = cell.close_keeping_unread();
+        let (unread_mail, mut panics, stopped_by, cancel_asked) = cell.close_keeping_unread();
+        // Given its `Cancel` (asked to finish, and not left unread: a process that ended on its
+        // own before reading it did not hear it, as an OTP process that exits `normal` before
+        // it handles the `EXIT`).
+        let heard_cancel = cancel_asked
+            && !unread_mail.as_ref().is_some_and(|mail| mail.holds_cancel())
+            && !unread
+                .iter()
+                .any(|event| matches!(event, Event::Cancel { .. }));
         self.outstanding.abort_all(&*self.host);
         let process = &mut *self.process;
         let closed = catch_unwind(AssertUnwindSafe(|| process.close()));
@@ -471,6 +479,11 @@ impl<P: Process, H: Host> ProcessFuture<P, H> {
             // ends with its supervisor's reason all the same, as an OTP behaviour exits with
             // its parent's `Reason` after `terminate/2` (`watch.rs`, protocol 9).
             (Ok(_), Some(stopped_by)) => stopped_by,
+            // Asked to finish — by a cancel, its supervisor or a shutdown — it heard it and did
+            // (a state machine's `Done` after its `Cancel`, a body's `Ok`): its links and
+            // monitors hear `Shutdown`, as an OTP process stopped by its supervisor exits
+            // `shutdown` after its cleanup. Its handle keeps its result.
+            (Ok(_), None) if heard_cancel => ExitReason::Shutdown,
             (Ok(_), None) => ExitReason::Normal,
             (Err(error), _) => error.exit_reason(),
         };

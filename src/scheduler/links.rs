@@ -214,9 +214,7 @@ impl SchedulerHandle {
     pub fn cancel(&self, pid: Pid) -> Result<(), SendError> {
         let admission = match self.inner.table.get(pid) {
             Some(cell) => {
-                // Before the event: however the process ends once it may have seen it, it was
-                // asked to (`FinishCounts::cancelled`).
-                cell.ask_cancel(pid.generation());
+                // Queued, it marks the process asked to finish (`FinishCounts::cancelled`).
                 cell.deliver(
                     pid.generation(),
                     Event::Cancel {

@@ -478,14 +478,6 @@ impl Host for Inner {
             }
             let cancel_asked;
             (watches, cancel_asked) = self.table.release(pid, cell);
-            let asked = cancel_asked || matches!(tallied, Tallied::Graceful);
-            if asked && matches!((outcome, &reason), (Outcome::Done, ExitReason::Normal)) {
-                // Asked to finish — by a cancel, its supervisor or a shutdown — and it did (a
-                // state machine's `Done` after its `Cancel`, a body's `Ok`): its links and
-                // monitors hear `Shutdown`, as an OTP process stopped by its supervisor exits
-                // `shutdown` after its cleanup. Its handle keeps its result.
-                reason = ExitReason::Shutdown;
-            }
             // Counted here, under shutdown's tally lock when it has begun: the metrics agree
             // with its report (`FinishCounts` documents the classes).
             let counter = match (outcome, tallied) {

@@ -3,7 +3,7 @@
 //! would see it (`scheduler/stepped.rs`).
 
 use super::{asks, Asked, Harness};
-use crate::process::{panic_message, BoxError, ExitReason, Payload, Process, Status, Tag};
+use crate::process::{panic_message, BoxError, Event, ExitReason, Payload, Process, Status, Tag};
 use crate::scheduler::Arrived;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 
@@ -59,8 +59,9 @@ impl<P: Process> Harness<P> {
     /// warning): nothing would complete them.
     ///
     /// A step that ends the process ends it as on a scheduler: its name is released, its links
-    /// get its exit signal and its monitors their `Down` — `Normal` for `Done`; `Shutdown` for
-    /// its cancellation (a `RecvError::Cancelled` propagated with `?`, say); for another error,
+    /// get its exit signal and its monitors their `Down` — `Normal` for `Done` (`Shutdown` once
+    /// a step was given a `Cancel` and did not leave it unread); `Shutdown` for its
+    /// cancellation (a `RecvError::Cancelled` propagated with `?`, say); for another error,
     /// a failure with the error's message; a panic's message for a panic.
     ///
     /// # Errors
@@ -138,10 +139,14 @@ impl<P: Process> Harness<P> {
             &mut self.asks,
         );
         let host = self.host;
+        let is_cancel = |event: &Event| matches!(event, Event::Cancel { .. });
+        let cancel_given = events.iter().any(is_cancel);
         let stepped = catch_unwind(AssertUnwindSafe(|| {
             let _asks = asks::Published::new(host, book);
             process.step(events, out)
         }));
+        // Given and not left unread: heard, as a scheduler reads it (`future.rs`, `finish`).
+        self.heard_cancel |= cancel_given && !self.events.iter().any(is_cancel);
         let asked = self.asks.take_sent();
         // No handler task runs here to abort: the test scripts completions by tag.
         self.out.dropped_calls().clear();
@@ -166,11 +171,7 @@ impl<P: Process> Harness<P> {
                 tracing::warn!(pid = %self.pid, dropped = yields.len(), "yields of a Done step are dropped");
                 crate::process::drop_each(yields.drain(..));
             }
-            // Asked to finish, it did: `Shutdown`, as a scheduler's (`Event::Cancel`).
-            self.finish(match self.cancel_asked {
-                true => ExitReason::Shutdown,
-                false => ExitReason::Normal,
-            });
+            self.finish_done();
         } else {
             self.ended = false;
         }

@@ -217,6 +217,11 @@ impl ProcessCell {
                 return Err((admitted, event));
             }
             inner.queued_messages += 1;
+        } else if matches!(event, Event::Cancel { .. }) {
+            // In the critical section that queues it: the process cannot read its cancel
+            // before this is set, and it is set only for a cancel it was given
+            // (`FinishCounts::cancelled`, and its exit reason: `future.rs`, `finish`).
+            inner.cancel_asked = true;
         }
         if matches!(event, Event::Woken) && matches!(inner.lane(lane).back(), Some(Event::Woken)) {
             // Coalesced: the queued one has already woken (or flagged) the process.

@@ -4,12 +4,12 @@
 
 use super::intake::Stale;
 use super::room::ToWake;
-use super::{blocks, Admission, Generation, Incarnation, Phase, ProcessCell, Watch};
+use super::{blocks, Generation, Incarnation, Phase, ProcessCell, Watch};
 use crate::executor::TaskRef;
 use crate::loom::atomic::Ordering::Relaxed;
 use crate::process::exit::ExitReason;
 use crate::process::queue::Queue;
-use crate::process::{drop_contained, drop_each};
+use crate::process::{drop_contained, drop_each, Event};
 
 /// The events a closed mailbox still held ([`ProcessCell::close_keeping_unread`]): user values,
 /// for the caller to drop when it chooses.
@@ -37,6 +37,14 @@ impl UnreadMail {
     /// buffers freed: outside the mailbox's lock).
     fn keep_unread(taken: Option<Box<UnreadMail>>) -> Option<Box<UnreadMail>> {
         taken.filter(|mail| !(mail.events.is_empty() && mail.behind.is_empty()))
+    }
+
+    /// Whether a `Cancel` is among the events: the process was never given it.
+    pub(crate) fn holds_cancel(&self) -> bool {
+        self.events
+            .iter()
+            .chain(self.behind.iter())
+            .any(|event| matches!(event, Event::Cancel { .. }))
     }
 
     /// Drops every event, each contained (`contain.rs`); returns the destructor panics.
@@ -174,7 +182,7 @@ impl ProcessCell {
     /// OTP behaviour exits with its parent's `Reason` after `terminate/2`. Taken in `close`'s
     /// critical section: no lock more per finished process.
     pub(crate) fn close_taking_exit_reason(&self) -> (u64, Option<ExitReason>) {
-        let (unread, panics, exit_reason) = self.close_keeping_unread();
+        let (unread, panics, exit_reason, _) = self.close_keeping_unread();
         (
             panics + unread.map_or(0, |unread| unread.drop_contained()),
             exit_reason,
@@ -185,13 +193,15 @@ impl ProcessCell {
     /// queued — the messages and completions the process never read — are handed back, not
     /// dropped: the process future drops them once its outcome is published
     /// (`process/future.rs`, "Finish"), so that their destructors, user code that may block,
-    /// cannot hold up its handle or how it is counted.
+    /// cannot hold up its handle or how it is counted. Also whether the process was given a
+    /// `Cancel` (a cancel, its supervisor, a shutdown): read in the critical section that
+    /// closes the mailbox, after which none is queued.
     pub(crate) fn close_keeping_unread(
         &self,
-    ) -> (Option<Box<UnreadMail>>, u64, Option<ExitReason>) {
+    ) -> (Option<Box<UnreadMail>>, u64, Option<ExitReason>, bool) {
         self.state.transition_to_complete();
         let mut stale = Stale::new(&self.stats);
-        let (unread, topics, waker, task, room_waiters, exit_reason) = {
+        let (unread, topics, waker, task, room_waiters, exit_reason, cancel_asked) = {
             let mut inner = self.mailbox.inner.lock();
             let (generation, phase) = self.mailbox.gate.load();
             debug_assert_eq!(phase, Phase::Open);
@@ -223,6 +233,7 @@ impl ProcessCell {
                 // They try again, and hear that the process is gone.
                 inner.room_waiters.take(),
                 inner.watch.as_mut().and_then(|state| state.take_exit()),
+                inner.cancel_asked,
             )
         };
         // Every waiter: the process is gone, there is no room to pass on.
@@ -236,7 +247,12 @@ impl ProcessCell {
         // Usually none: the process was running, not waiting.
         let panics = waker.map_or(0, drop_contained);
         drop(task);
-        (UnreadMail::keep_unread(unread), panics, exit_reason)
+        (
+            UnreadMail::keep_unread(unread),
+            panics,
+            exit_reason,
+            cancel_asked,
+        )
     }
 
     /// [`release_asked`](Self::release_asked) without the cancel (tests).
@@ -249,7 +265,7 @@ impl ProcessCell {
     /// The process is gone: `Closing` → `Free`. Returns the generation that ended, the
     /// watches registered on it, taken in the same critical section (`watch.rs`, protocol 8
     /// step 2): the caller signals each — and whether the process had been asked to finish by
-    /// a `cancel` ([`ask_cancel`](Self::ask_cancel)).
+    /// a queued `Cancel` (`deliver.rs`, `try_push`).
     pub(crate) fn release_asked(&self) -> (Generation, Vec<Watch>, bool) {
         let mut inner = self.mailbox.inner.lock();
         let (generation, phase) = self.mailbox.gate.load();
@@ -260,15 +276,6 @@ impl ProcessCell {
             ProcessCell::take_watches(&mut inner),
             inner.cancel_asked,
         )
-    }
-
-    /// A `cancel` is about to ask the process of `generation` to finish: remembered for how
-    /// its end is counted, whatever it then does.
-    pub(crate) fn ask_cancel(&self, generation: Generation) {
-        let mut inner = self.mailbox.inner.lock();
-        if self.mailbox.gate.admission(Some(generation)) == Admission::Accepted {
-            inner.cancel_asked = true;
-        }
     }
 
     /// [`release`](Self::release), for tests that look at the watches.

@@ -140,8 +140,10 @@ struct Inner {
     /// events, so — exactly like an event — a request that lands after a drain finds the
     /// process `Running` (and flags it) or parked (and wakes it).
     terminate: bool,
-    /// Set by a `cancel` of this process (not by a shutdown's, which its report tallies): a
-    /// process that then finishes however it likes is counted cancelled (`FinishCounts`).
+    /// A `Cancel` was queued for the process (a `cancel`, its supervisor's exit, a shutdown):
+    /// one that then finishes however it likes is counted cancelled (`FinishCounts`; a
+    /// shutdown's report tallies its own), and one that ends well having read it ends
+    /// `Shutdown` (`future.rs`, `finish`).
     cancel_asked: bool,
     /// A shutdown's `Cancel` was claimed for the process (`watch.rs`: the first pass, a spawn
     /// during the shutdown, its supervisor's exit signal to it trapping exits): it gets one.

@@ -26,7 +26,9 @@
 //! Checked by `loom_trap_exit_toggled_during_delivery_takes_the_signal_once`. A process asked
 //! to end whose running step ends it first (done) ended on its own: its handle has the output,
 //! and its links and monitors hear `Normal` — one reason per end. Only a supervisor's end,
-//! which a trapping child finishes on, gives the reason whatever the child's result.
+//! which a trapping child finishes on, gives the reason whatever the child's result (and a
+//! `Cancel` the process was given and read, after which ending well is `Shutdown`:
+//! `future.rs`, `finish`).
 //!
 //! # Monitors a process holds
 //! A process that monitors others keeps the references it holds (`monitors`). A [`Down`] is
