@@ -179,10 +179,11 @@ pub struct MonitorMetrics {
     /// As of the monitor's last tick (up to a tick behind), and frozen once shutdown stops it.
     pub stuck_workers: usize,
     /// Times the monitor found every thread it may run — the configured workers and the spares
-    /// up to [`Builder::max_spare_workers`](super::Builder::max_spare_workers) — stuck at once,
-    /// each episode counted (and warned of) once: queued work then waits until one returns, for
-    /// ever if they wait for it (more `block_in_place` calls waiting for tasks they spawned
-    /// than threads).
+    /// up to [`Builder::max_spare_workers`](super::Builder::max_spare_workers) — inside
+    /// `block_in_place` or in a long poll at once, each episode counted once (and warned of, at
+    /// most every 10 s): queued work then waits until one returns, for ever if they wait for it
+    /// (more `block_in_place` calls waiting for tasks they spawned than threads). Polls that
+    /// are merely slow while every worker is busy (CPU-bound work) are not counted.
     pub exhausted: u64,
 }
 

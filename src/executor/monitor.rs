@@ -295,12 +295,18 @@ pub(crate) struct Monitor<T> {
     wake_cv: Condvar,
 }
 
+/// How often, at most, the monitor warns that every thread is held
+/// ([`Monitor::check_exhausted`]; every episode is counted).
+const EXHAUSTED_WARN_EVERY_NS: u64 = 10_000_000_000;
+
 /// The monitor's private memory of each slot between ticks.
 pub(crate) struct View {
     slots: Vec<Seen>,
-    /// Every slot was held (stuck or inside `block_in_place`) at the last tick: the episode
-    /// was reported ([`Monitor::exhausted`]).
+    /// Every slot was held (in a long poll or inside `block_in_place`) at the last tick: the
+    /// episode was counted ([`Monitor::check_exhausted`]).
     exhausted: bool,
+    /// When the last such episode was warned of (monitor clock, ns), if one was.
+    warned_at: Option<u64>,
 }
 
 #[derive(Clone, Copy)]
@@ -344,6 +350,7 @@ impl View {
                 })
                 .collect(),
             exhausted: false,
+            warned_at: None,
         }
     }
 }
@@ -475,9 +482,11 @@ impl<T> Monitor<T> {
                 nudge = true;
             }
             stuck += usize::from(is_stuck);
-            held += usize::from(is_stuck || seen.class == Class::Blocking);
+            // A long poll or `block_in_place`: not a slow poll of a saturated executor, which
+            // may end at its next tick (CPU-bound work; more threads would not help it).
+            held += usize::from(matches!(seen.class, Class::Long | Class::Blocking));
         }
-        self.check_exhausted(view, held);
+        self.check_exhausted(view, held, now);
         if nudge {
             shared.notify_parked();
         }
@@ -485,16 +494,22 @@ impl<T> Monitor<T> {
         shared.hand_off();
     }
 
-    /// Reports, once per episode, a tick that found all `held` — every configured worker and
-    /// every spare the cap allows stuck or inside `block_in_place`: no thread is left to run
-    /// anything else until one returns, and if they wait for work queued behind them (a
+    /// Counts, once per episode, a tick that found all `held` — every configured worker and
+    /// every spare the cap allows in a long poll or inside `block_in_place`: no thread is left
+    /// to run anything else until one returns, and if they wait for work queued behind them (a
     /// `block_in_place` that waits for a task it spawned, more of them at once than threads),
     /// none ever will. A black-box review deadlocked 200 such waiters on 2 workers and 2 spares,
-    /// and nothing said so.
-    fn check_exhausted(&self, view: &mut View, held: usize) {
+    /// and nothing said so. Warned of at most once per [`EXHAUSTED_WARN_EVERY_NS`] (10 s).
+    fn check_exhausted(&self, view: &mut View, held: usize, now: u64) {
         let exhausted = held == view.slots.len();
+        let quiet = view
+            .warned_at
+            .is_some_and(|at| now.saturating_sub(at) < EXHAUSTED_WARN_EVERY_NS);
         if exhausted && !view.exhausted {
             self.exhausted.fetch_add(1, Relaxed);
+        }
+        if exhausted && !view.exhausted && !quiet {
+            view.warned_at = Some(now);
             let spares = self.spares.max();
             tracing::warn!(
                 threads = held,

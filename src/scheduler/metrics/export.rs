@@ -167,7 +167,7 @@ impl SchedulerMetrics {
             ),
             (
                 "procsched_monitor_exhausted_total",
-                "Times every worker thread, spares at their cap included, was stuck at once",
+                "Times every worker thread, spares at their cap included, was blocked at once",
                 monitor.exhausted,
             ),
         ] {
