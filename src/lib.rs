@@ -21,6 +21,8 @@
 //! The code lives in four private layers — `executor` → `process` / `dispatch` → `scheduler` —
 //! described in `docs/design.md`.
 #![deny(unsafe_op_in_unsafe_fn)]
+// On docs.rs (nightly, `--cfg docsrs`): the items of an optional feature say which.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 // Under `--cfg loom` the models compile a subset: the monitor's thread and the workers' spinning
 // are compiled out (their constants are 0), so their helpers are dead and their bound checks
 // trivially true. The normal build is linted without these allowances.
@@ -36,6 +38,7 @@ mod scheduler;
 // concept (re-exports only; the layers above own the code).
 pub mod body;
 #[cfg(feature = "cluster")]
+#[cfg_attr(docsrs, doc(cfg(feature = "cluster")))]
 pub mod cluster;
 pub mod config;
 pub mod error;

@@ -66,6 +66,7 @@ pub const DEFAULT_MAX_BACKLOG: usize = 256 << 20;
 ///     });
 /// # let _ = cluster;
 /// ```
+#[must_use = "a cluster configuration does nothing until `Node::start` takes it"]
 pub struct Cluster {
     pub(crate) servers: Vec<String>,
     pub(crate) name: String,

@@ -70,8 +70,9 @@ pub struct Payload {
     vtable: &'static VTable,
     /// The value (inline) or its box's pointer: which one follows from the type.
     storage: Storage,
-    /// The auto traits of a `Box<dyn Any + Send>`-like owner: `Send`, not `Sync`.
-    _owns: PhantomData<dyn Any + Send>,
+    /// The auto traits of a `Box<dyn Any + Send>`: `Send`, not `Sync`, `Unpin` (a
+    /// `PhantomData<dyn Any + Send>` would make it `!Unpin`, and every event that holds it).
+    _owns: PhantomData<Box<dyn Any + Send>>,
 }
 
 impl Payload {

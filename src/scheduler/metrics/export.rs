@@ -3,6 +3,7 @@
 use super::SchedulerMetrics;
 
 #[cfg(feature = "metrics")]
+#[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
 impl SchedulerMetrics {
     /// Records the snapshot through the [`metrics`](https://docs.rs/metrics) facade, into
     /// whatever recorder the application installed (a Prometheus exporter, StatsD, ...). Call

@@ -107,6 +107,7 @@ pub const DEFAULT_RESTART_WINDOW: Duration = Duration::from_secs(5);
 /// # Ok(()) }
 /// ```
 #[derive(Debug, Clone)]
+#[must_use = "a supervisor does nothing until it is started (`start`, `spawn`) or nested as a child"]
 pub struct Supervisor {
     pub(super) strategy: Strategy,
     pub(super) max_restarts: u32,

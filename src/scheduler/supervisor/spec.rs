@@ -386,6 +386,7 @@ pub(super) type Factory = dyn Fn(&Start<'_>) -> Result<Pid, SpawnError> + Send +
 /// assert_eq!(worker.id(), "worker");
 /// ```
 #[derive(Clone)]
+#[must_use = "a child spec does nothing until a supervisor takes it"]
 pub struct ChildSpec {
     pub(super) id: Arc<str>,
     pub(super) factory: Arc<Factory>,
