@@ -195,11 +195,22 @@ impl RemoteError {
 
 /// A failed [`RemoteAddr::send`](super::RemoteAddr::send): why, and the message back when it never left this node.
 pub struct RemoteSendError<M> {
-    pub(super) error: RemoteError,
-    pub(super) message: Option<M>,
+    error: RemoteError,
+    /// In a mutex (never contended: only `into_message` opens it) because a message is `Send`
+    /// but not necessarily `Sync`, and the error must be `Sync` to convert into a
+    /// [`BoxError`](crate::BoxError) with `?` — as `SendError`'s.
+    message: std::sync::Mutex<Option<M>>,
 }
 
 impl<M> RemoteSendError<M> {
+    /// A send refused for `error`, its message handed back if it never left this node.
+    pub(super) fn new(error: RemoteError, message: Option<M>) -> RemoteSendError<M> {
+        RemoteSendError {
+            error,
+            message: std::sync::Mutex::new(message),
+        }
+    }
+
     /// Why the send failed.
     ///
     /// # Examples
@@ -215,7 +226,10 @@ impl<M> RemoteSendError<M> {
     ///
     /// See [`RemoteAddr::send`](super::RemoteAddr::send).
     pub fn into_message(self) -> Option<M> {
+        // Poisoned only by a panic while it was open, which `into_message` cannot cause.
         self.message
+            .into_inner()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
 
@@ -223,7 +237,13 @@ impl<M> fmt::Debug for RemoteSendError<M> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RemoteSendError")
             .field("error", &self.error)
-            .field("message_back", &self.message.is_some())
+            .field(
+                "message_back",
+                &self
+                    .message
+                    .lock()
+                    .map_or(true, |message| message.is_some()),
+            )
             .finish()
     }
 }
@@ -279,4 +299,32 @@ pub enum ClusterError {
     /// is held all the same.
     #[error("the node name `{0}` is taken by a live node")]
     NameTaken(String),
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use std::cell::Cell;
+
+    #[test]
+    fn a_refused_send_of_a_message_that_is_not_sync_converts_into_a_box_error() {
+        // `Cell` is `Send`, not `Sync`: the error is `Sync` all the same, so `?` takes it.
+        fn is_sync<T: Sync>() {}
+        is_sync::<RemoteSendError<Cell<u8>>>();
+        let refused = RemoteSendError::new(RemoteError::NotFound, Some(Cell::new(7u8)));
+        assert!(format!("{refused:?}").contains("message_back: true"));
+        let boxed: crate::BoxError = Box::new(refused);
+        assert_eq!(
+            boxed.to_string(),
+            "send failed: no live process with this PID"
+        );
+    }
+
+    #[test]
+    fn into_message_hands_the_message_back() {
+        let refused = RemoteSendError::new(RemoteError::NoConnection, Some(Cell::new(7u8)));
+        assert_eq!(refused.into_message().map(Cell::into_inner), Some(7));
+        let gone = RemoteSendError::<u8>::new(RemoteError::NoConnection, None);
+        assert_eq!(gone.into_message(), None);
+    }
 }

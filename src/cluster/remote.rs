@@ -273,10 +273,7 @@ impl<M: Serialize + Send + 'static> RemoteAddr<M> {
     /// # }
     /// ```
     pub fn send(&self, message: M) -> Result<(), RemoteSendError<M>> {
-        let back = |error, message| RemoteSendError {
-            error,
-            message: Some(message),
-        };
+        let back = |error, message| RemoteSendError::new(error, Some(message));
         match self.route() {
             Err(error) => Err(back(error, message)),
             Ok(Route::Local(pid)) => {
@@ -286,10 +283,7 @@ impl<M: Serialize + Send + 'static> RemoteAddr<M> {
                     .send(message)
                     .map_err(|error| {
                         let kind = error.kind();
-                        RemoteSendError {
-                            error: RemoteError::from_kind(kind),
-                            message: error.into_message(),
-                        }
+                        RemoteSendError::new(RemoteError::from_kind(kind), error.into_message())
                     })
             }
             Ok(Route::Remote(peer)) => {
@@ -332,10 +326,7 @@ impl<M: Serialize + Send + 'static> RemoteAddr<M> {
     /// # }
     /// ```
     pub async fn send_wait(&self, message: M) -> Result<(), RemoteSendError<M>> {
-        let back = |error, message| RemoteSendError {
-            error,
-            message: Some(message),
-        };
+        let back = |error, message| RemoteSendError::new(error, Some(message));
         let peer = match self.route() {
             Err(error) => return Err(back(error, message)),
             Ok(Route::Local(pid)) => {
@@ -347,10 +338,7 @@ impl<M: Serialize + Send + 'static> RemoteAddr<M> {
                     .await
                     .map_err(|error| {
                         let kind = error.kind();
-                        RemoteSendError {
-                            error: RemoteError::from_kind(kind),
-                            message: error.into_message(),
-                        }
+                        RemoteSendError::new(RemoteError::from_kind(kind), error.into_message())
                     });
             }
             Ok(Route::Remote(peer)) => peer,
