@@ -19,8 +19,8 @@ use super::handle::{kind_of, SchedulerHandle};
 use super::shared::Inner;
 use crate::process::exit::{Down, Exit, ExitReason, MonitorRef};
 use crate::process::mailbox::{Admission, ProcessCell, Watch, Watcher};
+use crate::process::CancelReason;
 use crate::process::{contained, Pid};
-use crate::process::{CancelReason, Event};
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -172,7 +172,7 @@ impl Inner {
 }
 
 impl SchedulerHandle {
-    /// Asks process `pid` to finish: it receives [`Event::Cancel`]
+    /// Asks process `pid` to finish: it receives [`Event::Cancel`](crate::state_machine::Event::Cancel)
     /// with [`CancelReason::Stop`] (its receives report the
     /// cancellation), as shutdown asks every process — `?` on it ends an `async fn` body as
     /// cancelled, with exit reason `Shutdown`. A process that ends well once asked (a state
@@ -215,12 +215,7 @@ impl SchedulerHandle {
         let admission = match self.inner.table.get(pid) {
             Some(cell) => {
                 // Queued, it marks the process asked to finish (`FinishCounts::cancelled`).
-                cell.deliver(
-                    pid.generation(),
-                    Event::Cancel {
-                        reason: CancelReason::Stop,
-                    },
-                )
+                cell.deliver_cancel(pid.generation(), CancelReason::Stop)
             }
             None => Admission::Gone,
         };

@@ -18,7 +18,7 @@ use crate::process::exit::ExitReason;
 use crate::process::host::{Host, Outcome, PollStats};
 use crate::process::mailbox::{Admission, Generation, ProcessCell, Ticket};
 use crate::process::stats::HandlerOutcome;
-use crate::process::{from_message, into_message, CancelReason, Event, Events, Message, Pid};
+use crate::process::{from_message, into_message, CancelReason, Events, Message, Pid};
 use crate::process::{BoxError, ProcessError, RecvError, YieldSlot};
 use std::time::{Duration, Instant};
 
@@ -412,12 +412,7 @@ const MAX_SOURCES: usize = 64;
 /// Delivers shutdown's `Cancel` to the process of `generation` (claimed for it:
 /// `ProcessCell::shutdown_target`).
 pub(super) fn cancel(cell: &ProcessCell, generation: Generation) -> Admission {
-    cell.deliver(
-        generation,
-        Event::Cancel {
-            reason: CancelReason::Shutdown,
-        },
-    )
+    cell.deliver_cancel(generation, CancelReason::Shutdown)
 }
 
 impl Host for Inner {

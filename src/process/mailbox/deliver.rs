@@ -7,14 +7,14 @@ use super::intake::{IntakeQueue, Stale, Stamped, INTAKE_INSTALL_DEPTH};
 use super::{Admission, Generation, Inner, Lane, Phase, ProcessCell};
 use crate::executor::DeferredWake;
 use crate::process::state::TransitionOnEvent;
-use crate::process::{drop_contained, Event, Message};
+use crate::process::{drop_contained, CancelReason, Event, Message};
 
 impl ProcessCell {
     /// Delivers `event` to the process of `generation`, if it is open, waking it if it is
     /// blocked or idle (`state.rs`, protocol 2 step 2). Senders bind to the generation of the PID
     /// they name, completers to the one their yield was dispatched in.
     pub(crate) fn deliver(&self, generation: Generation, event: Event) -> Admission {
-        self.push(Some(generation), event, false)
+        self.push(Some(generation), event, Pushed::Event)
     }
 
     /// Delivers `event` like [`deliver`](Self::deliver), but hands it back when it is refused
@@ -25,20 +25,26 @@ impl ProcessCell {
         generation: Generation,
         event: Event,
     ) -> Result<(), Event> {
-        self.try_push(Some(generation), event, false)
+        self.try_push(Some(generation), event, Pushed::Event)
             .map_err(|(_, event)| event)
     }
 
     /// Delivers the `YieldComplete` of an async or blocking yield dispatched in `generation`,
     /// as [`deliver`](Self::deliver); accepted, it no longer counts as outstanding.
     pub(crate) fn complete_yield(&self, generation: Generation, event: Event) -> Admission {
-        self.push(Some(generation), event, true)
+        self.push(Some(generation), event, Pushed::Completion)
+    }
+
+    /// Delivers a `Cancel` (with `reason`) to the process of `generation`, as
+    /// [`deliver`](Self::deliver), marking it asked to finish as it is queued.
+    pub(crate) fn deliver_cancel(&self, generation: Generation, reason: CancelReason) -> Admission {
+        self.push(Some(generation), Event::Cancel { reason }, Pushed::Cancel)
     }
 
     /// Delivers `event` to whichever process the cell hosts, if it is open (tests).
     #[cfg(test)]
     pub(crate) fn deliver_current(&self, event: Event) -> Admission {
-        self.push(None, event, false)
+        self.push(None, event, Pushed::Event)
     }
 
     /// Delivers a message like [`deliver`](Self::deliver), but hands it back when it is
@@ -98,7 +104,7 @@ impl ProcessCell {
         generation: Generation,
         event: Event,
     ) -> Result<(), (Admission, Message)> {
-        self.try_push(Some(generation), event, false)
+        self.try_push(Some(generation), event, Pushed::Event)
             .map_err(|(admission, event)| match event {
                 Event::Message(message) => (admission, message),
                 _ => unreachable!("a refused message comes back as itself"),
@@ -161,8 +167,8 @@ impl ProcessCell {
         }
     }
 
-    fn push(&self, generation: Option<Generation>, event: Event, completion: bool) -> Admission {
-        match self.try_push(generation, event, completion) {
+    fn push(&self, generation: Option<Generation>, event: Event, pushed: Pushed) -> Admission {
+        match self.try_push(generation, event, pushed) {
             Ok(()) => Admission::Accepted,
             Err((refused, event)) => {
                 self.stats.destructors_panicked(drop_contained(event));
@@ -172,13 +178,13 @@ impl ProcessCell {
     }
 
     /// Queues `event`, or gives it back with the reason it was refused (`Dropped`, `Closed` or
-    /// `Gone`; never `Accepted`). `completion`: the event completes an outstanding yield.
+    /// `Gone`; never `Accepted`). `pushed`: what the event is to the mailbox's counts.
     #[allow(clippy::result_large_err)] // as `deliver_message`
     pub(super) fn try_push(
         &self,
         generation: Option<Generation>,
         event: Event,
-        completion: bool,
+        pushed: Pushed,
     ) -> Result<(), (Admission, Event)> {
         // Declared before the guard, so dropped after the unlock (`intake.rs`, protocol 7 step 4).
         let mut stale = Stale::new(&self.stats);
@@ -201,8 +207,9 @@ impl ProcessCell {
         } else {
             Lane::Behind
         };
-        if completion {
-            self.stats.yield_completed();
+        // One test on a message's path, as the flag it replaced.
+        if !matches!(pushed, Pushed::Event) {
+            self.count_pushed(&mut inner, pushed);
         }
         if let Event::Message(message) = &event {
             let (admitted, marker) = inner.admit(message, self.mailbox.capacity());
@@ -217,11 +224,6 @@ impl ProcessCell {
                 return Err((admitted, event));
             }
             inner.queued_messages += 1;
-        } else if matches!(event, Event::Cancel { .. }) {
-            // In the critical section that queues it: the process cannot read its cancel
-            // before this is set, and it is set only for a cancel it was given
-            // (`FinishCounts::cancelled`, and its exit reason: `future.rs`, `finish`).
-            inner.cancel_asked = true;
         }
         if matches!(event, Event::Woken) && matches!(inner.lane(lane).back(), Some(Event::Woken)) {
             // Coalesced: the queued one has already woken (or flagged) the process.
@@ -239,6 +241,19 @@ impl ProcessCell {
         drop(inner);
         wake.fire();
         Ok(())
+    }
+
+    /// What a completion or a cancel counts, as it is queued (under the lock).
+    #[cold]
+    fn count_pushed(&self, inner: &mut Inner, pushed: Pushed) {
+        match pushed {
+            Pushed::Event => {}
+            Pushed::Completion => self.stats.yield_completed(),
+            // In the critical section that queues it: the process cannot read its cancel
+            // before this is set, and it is set only for a cancel it was given
+            // (`FinishCounts::cancelled`, and its exit reason: `future.rs`, `finish`).
+            Pushed::Cancel => inner.cancel_asked = true,
+        }
     }
 
     /// Protocol 2 step 2 of `state.rs`, under the lock: if this event moved the process from
@@ -282,4 +297,15 @@ impl ProcessCell {
             .expect("an intake queue is installed");
         self.after_lock_free_push(generation);
     }
+}
+
+/// What a pushed event is to the mailbox's counts ([`ProcessCell::try_push`]).
+#[derive(Clone, Copy)]
+pub(super) enum Pushed {
+    /// Any event: nothing to count.
+    Event,
+    /// The completion of an outstanding yield (an async or blocking handler's).
+    Completion,
+    /// A `Cancel`: the process is asked to finish (`Inner::cancel_asked`).
+    Cancel,
 }
