@@ -502,22 +502,21 @@ impl<T> Monitor<T> {
     /// and nothing said so. Warned of at most once per [`EXHAUSTED_WARN_EVERY_NS`] (10 s).
     fn check_exhausted(&self, view: &mut View, held: usize, now: u64) {
         let exhausted = held == view.slots.len();
-        let quiet = view
-            .warned_at
-            .is_some_and(|at| now.saturating_sub(at) < EXHAUSTED_WARN_EVERY_NS);
         if exhausted && !view.exhausted {
             self.exhausted.fetch_add(1, Relaxed);
-        }
-        if exhausted && !view.exhausted && !quiet {
-            view.warned_at = Some(now);
-            let spares = self.spares.max();
-            tracing::warn!(
-                threads = held,
-                spares,
-                "every worker thread is blocked (in `block_in_place` or a long poll) and the \
-                 spare workers are at their cap: queued work waits until one returns, and for \
-                 ever if they wait for it; raise `max_spare_workers`"
-            );
+            let quiet = view
+                .warned_at
+                .is_some_and(|at| now.saturating_sub(at) < EXHAUSTED_WARN_EVERY_NS);
+            if !quiet {
+                view.warned_at = Some(now);
+                tracing::warn!(
+                    threads = held,
+                    spares = self.spares.max(),
+                    "every worker thread is blocked (in `block_in_place` or a long poll) and \
+                     the spare workers are at their cap: queued work waits until one returns, \
+                     and for ever if they wait for it; raise `max_spare_workers`"
+                );
+            }
         }
         view.exhausted = exhausted;
     }
